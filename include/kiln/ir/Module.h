@@ -1,0 +1,42 @@
+//===- kiln/ir/Module.h - A model: main graph plus metadata ------*- C++ -*-===//
+//
+// A Module owns the main graph, the model metadata that export writes back
+// (producer, doc string, opset imports, metadata properties). Weight tensors in
+// Constant nodes share buffers that keep their storage (protobuf strings, mapped
+// external-data files) alive, so weights are never copied at import.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "kiln/ir/Graph.h"
+
+namespace kiln::ir {
+
+class Module {
+ public:
+  Module() : graph_(std::make_unique<Graph>("main")) {}
+
+  Graph& graph() { return *graph_; }
+  const Graph& graph() const { return *graph_; }
+
+  std::string name;  ///< model name (graph name in ONNX)
+  std::string producerName;
+  std::string producerVersion;
+  std::string docString;
+  int64_t irVersion = 8;
+  int64_t modelVersion = 0;
+  /// Opset per domain as declared by the source model ("" is the default domain).
+  std::map<std::string, int64_t> opsetImports;
+  std::vector<std::pair<std::string, std::string>> metadataProps;
+
+ private:
+  std::unique_ptr<Graph> graph_;
+};
+
+}  // namespace kiln::ir

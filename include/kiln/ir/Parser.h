@@ -1,0 +1,20 @@
+//===- kiln/ir/Parser.h - Reading the text IR --------------------*- C++ -*-===//
+//
+// Parses the text IR written by Printer.h into a Module and verifies it.
+// Errors (ErrorCode::IrParse) give file:line:column.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "kiln/ir/Module.h"
+#include "kiln/support/Status.h"
+
+namespace kiln::ir {
+
+Expected<std::unique_ptr<Module>> parseModule(std::string_view text, const std::string& fileName = "<input>");
+
+}  // namespace kiln::ir
