@@ -119,6 +119,7 @@ KILN_TYPED_GETTER(float, getFloat, Float, f)
 KILN_TYPED_GETTER(const std::string&, getString, String, s)
 KILN_TYPED_GETTER(const std::vector<int64_t>&, getInts, Ints, ints)
 KILN_TYPED_GETTER(const std::vector<float>&, getFloats, Floats, floats)
+KILN_TYPED_GETTER(const std::vector<std::string>&, getStrings, Strings, strings)
 KILN_TYPED_GETTER(const Tensor&, getTensor, Tensor, t)
 KILN_TYPED_GETTER(Graph*, getGraph, Graph, g)
 #undef KILN_TYPED_GETTER

@@ -12,9 +12,22 @@
 #include "kiln/ir/OpSchema.h"
 
 namespace kiln::ir {
+
+struct ShapeInferencer::State {
+  std::unordered_map<const Value*, Tensor> known;
+};
+
 namespace {
 
 using KnownValues = std::unordered_map<const Value*, Tensor>;
+
+const Tensor* lookupKnown(const Value* v, const KnownValues& known) {
+  if (!v) return nullptr;
+  if (Node* p = v->producer(); p && p->opType() == "Constant" && p->domain().empty() && p->hasAttr("value"))
+    return &p->getTensor("value");
+  auto it = known.find(v);
+  return it == known.end() ? nullptr : &it->second;
+}
 
 class StaticInferenceContext final : public InferenceContext {
  public:
@@ -26,14 +39,7 @@ class StaticInferenceContext final : public InferenceContext {
     Value* v = node_.input(i);
     return v ? v->type() : kUndefined;
   }
-  const Tensor* inputValue(size_t i) const override {
-    Value* v = node_.input(i);
-    if (!v) return nullptr;
-    if (Node* p = v->producer(); p && p->opType() == "Constant" && p->domain().empty() && p->hasAttr("value"))
-      return &p->getTensor("value");
-    auto it = known_.find(v);
-    return it == known_.end() ? nullptr : &it->second;
-  }
+  const Tensor* inputValue(size_t i) const override { return lookupKnown(node_.input(i), known_); }
   void setOutputType(size_t i, Type type) override { results_[i] = std::move(type); }
   void setOutputValue(size_t i, Tensor value) override { known_[node_.output(i)] = std::move(value); }
   Status inferSubgraph(Graph& graph, const std::vector<Type>& inputTypes) override;
@@ -82,6 +88,12 @@ Status StaticInferenceContext::inferSubgraph(Graph& graph, const std::vector<Typ
 }
 
 }  // namespace
+
+ShapeInferencer::ShapeInferencer() : state_(std::make_unique<State>()) {}
+ShapeInferencer::~ShapeInferencer() = default;
+Status ShapeInferencer::inferNode(Node& node) { return kiln::ir::inferNode(node, state_->known); }
+Status ShapeInferencer::inferGraph(Graph& graph) { return kiln::ir::inferGraph(graph, state_->known); }
+const Tensor* ShapeInferencer::knownValue(const Value* v) const { return lookupKnown(v, state_->known); }
 
 Status inferTypes(Graph& graph) {
   KnownValues known;

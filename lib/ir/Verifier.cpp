@@ -35,12 +35,11 @@ class Verifier {
   explicit Verifier(const VerifyOptions& options) : options_(options) {}
 
   Status run(const Graph& graph) {
-    scopes_.emplace_back();
-    auto& scope = scopes_.back();
+    scopes_.emplace_back();  // (subgraphs push more: always use scopes_.back())
     for (Value* in : graph.inputs()) {
       KILN_TRY(claim(in, nullptr));
       if (in->graph() != &graph) return verifyError(nullptr, "input '" + in->name() + "' belongs to another graph");
-      scope.insert(in);
+      scopes_.back().insert(in);
     }
     for (Node* node : graph.nodes()) {
       if (node->graph() != &graph) return verifyError(node, "node is listed in a graph it does not belong to");
@@ -70,7 +69,7 @@ class Verifier {
                                       : (u.index < u.user->numInputs() && u.user->input(u.index) == out);
           if (!ok) return verifyError(node, "use list of '" + out->name() + "' holds a stale use");
         }
-        scope.insert(out);
+        scopes_.back().insert(out);
       }
       // Control-flow results are checked through their bodies; re-inferring the
       // node would re-type the bodies in place.
@@ -135,7 +134,7 @@ Status checkNodeAgainstSchema(const Node& node) {
                                   std::to_string(s.minInputs) +
                                   (s.maxInputs == INT_MAX ? " or more" : " to " + std::to_string(s.maxInputs)));
   for (int i = 0; i < std::min(nin, s.requiredInputs); ++i)
-    if (!node.input(size_t(i)))
+    if (!node.input(static_cast<size_t>(i)))
       return verifyError(&node, "required operand " + std::to_string(i) +
                                     (size_t(i) < s.inputNames.size() ? " (" + s.inputNames[size_t(i)] + ")" : "") +
                                     " is missing");

@@ -115,6 +115,7 @@ class Node {
   const std::string& getString(std::string_view name) const;
   const std::vector<int64_t>& getInts(std::string_view name) const;
   const std::vector<float>& getFloats(std::string_view name) const;
+  const std::vector<std::string>& getStrings(std::string_view name) const;
   const Tensor& getTensor(std::string_view name) const;
   Graph* getGraph(std::string_view name) const;
 

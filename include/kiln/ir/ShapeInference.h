@@ -8,10 +8,30 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include <memory>
+
 #include "kiln/ir/Graph.h"
 #include "kiln/support/Status.h"
 
 namespace kiln::ir {
+
+/// Incremental inference that remembers propagated values across calls (the
+/// importer infers each node as it creates it).
+class ShapeInferencer {
+ public:
+  ShapeInferencer();
+  ~ShapeInferencer();
+  /// Infers one node's result types from its (already typed) operands.
+  Status inferNode(Node& node);
+  /// Infers every node of `graph` in order.
+  Status inferGraph(Graph& graph);
+  /// The value of `v` if it is a constant or was propagated; else null.
+  const Tensor* knownValue(const Value* v) const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
 
 /// Re-infers the type of every node result in `graph` (and its subgraphs).
 Status inferTypes(Graph& graph);

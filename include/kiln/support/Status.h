@@ -59,6 +59,11 @@ class Error {
   /// Attaches the node the error concerns; keeps an earlier, more precise location.
   Error& atNode(const std::string& nodeName, const std::string& opType,
                 std::optional<int64_t> opset = std::nullopt);
+  /// Records the opset of the node's op when not known yet.
+  Error& withOpset(int64_t opset) {
+    if (!opset_) opset_ = opset;
+    return *this;
+  }
   /// Prepends context ("while importing initializer 'w': ...").
   Error& withContext(const std::string& context);
 

@@ -105,7 +105,7 @@ Status inferScan(InferenceContext& ctx) {
   KILN_ASSIGN(auto inAxes, axesOr("scan_input_axes", numScan));
   KILN_ASSIGN(auto outAxes, axesOr("scan_output_axes", numScanOut));
   std::vector<Type> types;
-  for (int64_t i = 0; i < numState; ++i) types.push_back(ctx.inputType(size_t(i)));
+  for (int64_t i = 0; i < numState; ++i) types.push_back(ctx.inputType(static_cast<size_t>(i)));
   int64_t seqLen = kUnknownDim;
   for (int64_t i = 0; i < numScan; ++i) {
     KILN_ASSIGN(TensorType t, ctx.inputTensor(size_t(numState + i)));

@@ -43,9 +43,9 @@ Status inferRecurrent(InferenceContext& ctx) {
 
 SchemaBuilder recurrent(const char* name, int maxInputs, int maxOutputs, const char* doc) {
   std::vector<std::string> ins = {"X", "W", "R", "B", "sequence_lens", "initial_h", "initial_c", "P"};
-  ins.resize(size_t(maxInputs));
+  ins.resize(static_cast<size_t>(maxInputs));
   std::vector<std::string> outs = {"Y", "Y_h", "Y_c"};
-  outs.resize(size_t(maxOutputs));
+  outs.resize(static_cast<size_t>(maxOutputs));
   return std::move(SchemaBuilder(name).inputs(3, maxInputs, ins).outputs(0, maxOutputs, outs)
                        .attr("activation_alpha", std::vector<float>{}).attr("activation_beta", std::vector<float>{})
                        .attr("activations", std::vector<std::string>{}).optionalAttr("clip", AttrKind::Float)

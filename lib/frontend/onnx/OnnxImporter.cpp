@@ -1,0 +1,518 @@
+//===- lib/frontend/onnx/OnnxImporter.cpp - ONNX ModelProto -> kiln Module -===//
+//
+// Parses the model, checks opsets, and builds each graph in topological order:
+// initializers become Constant nodes, each ONNX node becomes a NodeDraft that is
+// normalised to its opset-17 form, created, checked against the op table and
+// typed at once (so later rewrites see operand types). Subgraphs are imported
+// recursively and may use values of enclosing graphs.
+//
+//===----------------------------------------------------------------------===//
+#include "kiln/frontend/onnx/OnnxImporter.h"
+
+#include <google/protobuf/io/coded_stream.h>
+
+#include <queue>
+#include <set>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "OnnxProtoUtils.h"
+#include "OpsetNormalizer.h"
+#include "kiln/ir/OpSchema.h"
+#include "kiln/ir/ShapeInference.h"
+#include "kiln/ir/Verifier.h"
+
+namespace kiln::onnx {
+namespace {
+
+/// `inferred` made more specific with what `declared` (compatible) knows.
+ir::Type refineType(const ir::Type& inferred, const ir::Type& declared) {
+  if (inferred.kind() != declared.kind()) return inferred;
+  if (!inferred.isTensor()) {
+    ir::Type elem = refineType(inferred.element(), declared.element());
+    return inferred.isSequence() ? ir::Type::sequence(elem) : ir::Type::optional(elem);
+  }
+  const ir::TensorType &a = inferred.tensor(), &b = declared.tensor();
+  DType dtype = a.dtype() != DType::Undefined ? a.dtype() : b.dtype();
+  if (!b.hasRank()) return ir::Type(a.withDType(dtype));
+  if (!a.hasRank()) return ir::Type(b.withDType(dtype));
+  Dims dims = a.dims();
+  for (size_t i = 0; i < dims.size(); ++i)
+    if (dims[i] < 0) dims[i] = b.dims()[i];
+  ir::TensorType t(dtype, dims);
+  if (!b.dimSymbols().empty()) t.setDimSymbols(b.dimSymbols());
+  return ir::Type(t);
+}
+
+std::string displayName(const ::onnx::NodeProto& n) {
+  if (!n.name().empty()) return n.name();
+  for (const auto& o : n.output())
+    if (!o.empty()) return "<producing " + o + ">";
+  return "<unnamed " + n.op_type() + ">";
+}
+
+Error invalidGraph(const std::string& msg) { return Error(ErrorCode::OnnxInvalidGraph, msg); }
+
+/// Names a subgraph uses that it does not define itself (ONNX implicit inputs).
+void collectImplicitInputs(const ::onnx::GraphProto& g, std::set<std::string>& out) {
+  std::unordered_set<std::string> defined;
+  for (const auto& i : g.input()) defined.insert(i.name());
+  for (const auto& i : g.initializer()) defined.insert(i.name());
+  for (const auto& n : g.node())
+    for (const auto& o : n.output()) defined.insert(o);
+  std::set<std::string> used;
+  for (const auto& n : g.node()) {
+    for (const auto& i : n.input())
+      if (!i.empty()) used.insert(i);
+    for (const auto& a : n.attribute()) {
+      if (a.has_g()) collectImplicitInputs(a.g(), used);
+      for (const auto& sg : a.graphs()) collectImplicitInputs(sg, used);
+    }
+  }
+  for (const auto& o : g.output()) used.insert(o.name());
+  for (const auto& u : used)
+    if (!defined.count(u)) out.insert(u);
+}
+
+class Importer final : public DraftBuilder {
+ public:
+  Importer(ir::Module& module, std::string baseDir, const ImportOptions& options)
+      : module_(module), resolver_(std::move(baseDir)), options_(options) {}
+
+  Status importModel(::onnx::ModelProto& model) {
+    if (!model.has_graph()) return Error(ErrorCode::OnnxMalformed, "the model has no graph");
+    if (model.opset_import_size() == 0)
+      return Error(ErrorCode::OnnxUnsupportedOpset, "the model declares no opset_import (IR version < 3 is not supported)");
+    for (const auto& o : model.opset_import()) {
+      std::string domain = o.domain() == "ai.onnx" ? "" : o.domain();
+      opsets_[domain] = o.version();
+      module_.opsetImports[o.domain()] = o.version();
+    }
+    auto it = opsets_.find("");
+    if (it != opsets_.end() && (it->second < kOldestOpset || it->second > kMaxOpset))
+      return Error(ErrorCode::OnnxUnsupportedOpset, "the model uses opset " + std::to_string(it->second) +
+                                                        " of the default domain; kiln imports opsets " +
+                                                        std::to_string(kMinOpset) + " to " + std::to_string(kMaxOpset));
+    if (auto t = opsets_.find("ai.onnx.preview.training"); t != opsets_.end() && t->second != 1)
+      return Error(ErrorCode::OnnxUnsupportedOpset, "the model uses opset " + std::to_string(t->second) +
+                                                        " of ai.onnx.preview.training; kiln supports version 1");
+    for (const auto& f : model.functions()) localFunctions_.insert(f.domain() + "::" + f.name());
+    module_.name = model.graph().name();
+    module_.producerName = model.producer_name();
+    module_.producerVersion = model.producer_version();
+    module_.docString = model.doc_string();
+    module_.irVersion = model.ir_version();
+    module_.modelVersion = model.model_version();
+    for (const auto& p : model.metadata_props()) module_.metadataProps.emplace_back(p.key(), p.value());
+    reserveNames(model.graph(), reserved_);
+    KILN_TRY(importGraph(*model.mutable_graph(), module_.graph(), true));
+    return ir::verify(module_.graph(), {.checkTypes = false});
+  }
+
+  // DraftBuilder: helper nodes go into the graph being imported, named after
+  // the node being normalised.
+  Expected<ir::Value*> constant(const Tensor& value) override {
+    ir::Node* n = current_->createNode(ir::opSchema("Constant"), {}, std::vector<std::string>{freshName("const")},
+                                       currentName_);
+    n->setAttr("value", ir::Attribute(value));
+    KILN_TRY(inferencer_.inferNode(*n));
+    return n->output(0);
+  }
+  Expected<ir::Value*> node(const std::string& opType, std::vector<ir::Value*> inputs,
+                            std::vector<std::pair<std::string, ir::Attribute>> attrs) override {
+    NodeDraft d;
+    d.opType = opType;
+    d.name = currentName_;
+    d.inputs = std::move(inputs);
+    d.attrs = std::move(attrs);
+    d.outputs = {freshName(opType)};
+    KILN_ASSIGN(ir::Node * n, createNode(d, *current_, opsets_[""]));
+    return n->output(0);
+  }
+
+ private:
+  std::string freshName(const std::string& base) {
+    return freeName(*current_, (currentName_.empty() ? std::string("kiln") : currentName_) + "/" + base);
+  }
+
+  /// A name free in `g`'s scope that the model does not define anywhere.
+  std::string freeName(ir::Graph& g, const std::string& base) {
+    std::string name = g.uniqueValueName(base);
+    for (int k = 1; reserved_.count(name); ++k) name = g.uniqueValueName(base + "_" + std::to_string(k));
+    return name;
+  }
+
+  static void reserveNames(const ::onnx::GraphProto& g, std::unordered_set<std::string>& out) {
+    for (const auto& i : g.input()) out.insert(i.name());
+    for (const auto& i : g.initializer()) out.insert(i.name());
+    for (const auto& n : g.node()) {
+      for (const auto& o : n.output()) out.insert(o);
+      for (const auto& a : n.attribute()) {
+        if (a.has_g()) reserveNames(a.g(), out);
+        for (const auto& sg : a.graphs()) reserveNames(sg, out);
+      }
+    }
+  }
+
+  ir::Value* lookup(const std::string& name) const {
+    for (auto it = scopes_.rbegin(); it != scopes_.rend(); ++it) {
+      auto f = it->find(name);
+      if (f != it->end()) return f->second;
+    }
+    return nullptr;
+  }
+
+  Status define(const std::string& name, ir::Value* v) {
+    if (lookup(name) && lookup(name) != v) return invalidGraph("value '" + name + "' is defined twice");
+    scopes_.back()[name] = v;
+    return Status::ok();
+  }
+
+  Status importGraph(::onnx::GraphProto& gp, ir::Graph& g, bool root) {
+    if (!root) ++subgraphDepth_;
+    scopes_.emplace_back();
+    ir::Graph* saved = current_;
+    current_ = &g;
+    if (!root) g.setName(gp.name().empty() ? g.name() : gp.name());
+    if (gp.sparse_initializer_size() > 0)
+      return Error(ErrorCode::UnsupportedType, "sparse initializers are not supported by kiln");
+
+    std::unordered_set<std::string> initializerNames;
+    for (auto& init : *gp.mutable_initializer()) {
+      if (init.name().empty()) return invalidGraph("an initializer has no name");
+      if (!initializerNames.insert(init.name()).second)
+        return invalidGraph("initializer '" + init.name() + "' is defined twice");
+    }
+    // Graph inputs (those shadowed by an initializer are constants, as in IR < 4).
+    std::set<std::string> bound;
+    for (const auto& in : gp.input()) {
+      if (initializerNames.count(in.name())) continue;
+      if (in.name().empty()) return invalidGraph("a graph input has no name");
+      auto type = typeFromProto(in.type());
+      if (!type) return Error(type.error()).withContext("graph input '" + in.name() + "'");
+      ir::Type t = *type;
+      if (root) {
+        if (auto s = options_.inputShapes.find(in.name()); s != options_.inputShapes.end()) {
+          KILN_ASSIGN(t, bindShape(in.name(), t, s->second));
+          bound.insert(in.name());
+        }
+      }
+      if (g.isValueNameTaken(in.name())) return invalidGraph("value '" + in.name() + "' is defined twice");
+      KILN_TRY(define(in.name(), g.addInput(in.name(), t)));
+    }
+    if (root)
+      for (const auto& [name, dims] : options_.inputShapes)
+        if (!bound.count(name)) {
+          std::string names;
+          for (ir::Value* v : g.inputs()) names += (names.empty() ? "" : ", ") + v->name();
+          return Error(ErrorCode::ShapeBinding,
+                       "--shape names '" + name + "', which is not a graph input (inputs: " + names + ")");
+        }
+    for (auto& init : *gp.mutable_initializer()) {
+      auto t = tensorFromProto(init, &resolver_);
+      if (!t) return Error(t.error()).withContext("initializer");
+      if (g.isValueNameTaken(init.name())) return invalidGraph("value '" + init.name() + "' is defined twice");
+      ir::Node* n = g.createNode(ir::opSchema("Constant"), {}, std::vector<std::string>{init.name()});
+      n->setAttr("value", ir::Attribute(*t));
+      KILN_TRY(inferencer_.inferNode(*n));
+      KILN_TRY(define(init.name(), n->output(0)));
+    }
+
+    KILN_ASSIGN(std::vector<int> order, topologicalOrder(gp));
+    for (int i : order) {
+      current_ = &g;
+      KILN_TRY(importNode(*gp.mutable_node(i), g));
+    }
+
+    for (const auto& out : gp.output()) {
+      ir::Value* v = lookup(out.name());
+      if (!v) return invalidGraph("graph output '" + out.name() + "' is not produced by any node, input or initializer");
+      KILN_TRY(checkDeclaredOutput(out, v));
+      g.addOutput(v);
+    }
+    scopes_.pop_back();
+    current_ = saved;
+    if (!root) --subgraphDepth_;
+    return Status::ok();
+  }
+
+  Expected<ir::Type> bindShape(const std::string& name, const ir::Type& declared, const Dims& dims) {
+    if (!declared.isTensor())
+      return Error(ErrorCode::ShapeBinding, "input '" + name + "' is a " + declared.str() + ", not a tensor");
+    const ir::TensorType& t = declared.tensor();
+    if (t.hasRank() && t.rank() != int64_t(dims.size()))
+      return Error(ErrorCode::ShapeBinding, "input '" + name + "' has rank " + std::to_string(t.rank()) +
+                                                " (" + t.str() + "), --shape gives " + std::to_string(dims.size()) +
+                                                " dims");
+    if (!t.accepts(dims))
+      return Error(ErrorCode::ShapeBinding, "input '" + name + "' is declared " + t.str() + "; --shape " +
+                                                dimsToString(dims) + " contradicts a fixed dim");
+    return ir::Type(ir::TensorType(t.dtype(), dims));
+  }
+
+  Status checkDeclaredOutput(const ::onnx::ValueInfoProto& out, ir::Value* v) {
+    if (!out.has_type()) return Status::ok();
+    auto declared = typeFromProto(out.type());
+    if (!declared) return Error(declared.error()).withContext("graph output '" + out.name() + "'");
+    if (!ir::typesCompatible(*declared, v->type()))
+      return Error(ErrorCode::ShapeMismatch, "graph output '" + out.name() + "' is declared " + declared->str() +
+                                                 " but the graph computes " + v->type().str());
+    // Where the graph leaves a dim (or the rank) unknown, take the declaration.
+    v->setType(refineType(v->type(), *declared));
+    return Status::ok();
+  }
+
+  Expected<std::vector<int>> topologicalOrder(const ::onnx::GraphProto& gp) {
+    int n = gp.node_size();
+    std::unordered_map<std::string, int> producer;
+    for (int i = 0; i < n; ++i)
+      for (const auto& o : gp.node(i).output()) {
+        if (o.empty()) continue;
+        if (!producer.emplace(o, i).second || lookup(o))
+          return invalidGraph("value '" + o + "' is defined twice (node '" + displayName(gp.node(i)) + "')");
+      }
+    std::vector<std::vector<int>> users(static_cast<size_t>(n));
+    std::vector<int> pending(static_cast<size_t>(n), 0);
+    for (int i = 0; i < n; ++i) {
+      const auto& node = gp.node(i);
+      std::set<std::string> needs;
+      for (const auto& in : node.input())
+        if (!in.empty()) needs.insert(in);
+      for (const auto& a : node.attribute()) {
+        if (a.has_g()) collectImplicitInputs(a.g(), needs);
+        for (const auto& sg : a.graphs()) collectImplicitInputs(sg, needs);
+      }
+      for (const auto& name : needs) {
+        auto p = producer.find(name);
+        if (p != producer.end()) {
+          users[size_t(p->second)].push_back(i);
+          ++pending[size_t(i)];
+        } else if (!lookup(name)) {
+          bool direct = std::find(node.input().begin(), node.input().end(), name) != node.input().end();
+          if (direct)
+            return Error(invalidGraph("input '" + name + "' is not defined (no graph input, initializer or node produces it)"))
+                .atNode(displayName(node), node.op_type());
+        }
+      }
+    }
+    std::priority_queue<int, std::vector<int>, std::greater<>> ready;
+    for (int i = 0; i < n; ++i)
+      if (pending[size_t(i)] == 0) ready.push(i);
+    std::vector<int> order;
+    while (!ready.empty()) {
+      int i = ready.top();
+      ready.pop();
+      order.push_back(i);
+      for (int u : users[size_t(i)])
+        if (--pending[size_t(u)] == 0) ready.push(u);
+    }
+    if (int(order.size()) != n)
+      for (int i = 0; i < n; ++i)
+        if (pending[size_t(i)] > 0)
+          return Error(invalidGraph("the graph has a cycle through this node")).atNode(displayName(gp.node(i)), gp.node(i).op_type());
+    return order;
+  }
+
+  int64_t opsetOf(const std::string& domain) const {
+    auto it = opsets_.find(domain == "ai.onnx" ? "" : domain);
+    return it == opsets_.end() ? 0 : it->second;
+  }
+
+  Expected<ir::Attribute> convertAttribute(::onnx::AttributeProto& a, ir::Graph& g) {
+    using AP = ::onnx::AttributeProto;
+    if (!a.ref_attr_name().empty())
+      return Error(ErrorCode::BadAttribute, "attribute '" + a.name() + "' refers to a function attribute");
+    AP::AttributeType type = a.type();
+    if (type == AP::UNDEFINED) {  // old exporters: infer the kind from the field that is set
+      if (a.has_g()) type = AP::GRAPH;
+      else if (a.has_t()) type = AP::TENSOR;
+      else if (a.has_s()) type = AP::STRING;
+      else if (a.has_f()) type = AP::FLOAT;
+      else if (a.has_i()) type = AP::INT;
+      else if (a.floats_size()) type = AP::FLOATS;
+      else if (a.ints_size()) type = AP::INTS;
+      else if (a.strings_size()) type = AP::STRINGS;
+      else if (a.tensors_size()) type = AP::TENSORS;
+      else if (a.graphs_size()) type = AP::GRAPHS;
+      else return Error(ErrorCode::BadAttribute, "attribute '" + a.name() + "' has no type and no value");
+    }
+    switch (type) {
+      case AP::FLOAT: return ir::Attribute(a.f());
+      case AP::INT: return ir::Attribute(int64_t(a.i()));
+      case AP::STRING: return ir::Attribute(a.s());
+      case AP::TENSOR: {
+        auto t = tensorFromProto(*a.mutable_t(), &resolver_);
+        if (!t) return Error(t.error()).withContext("attribute '" + a.name() + "'");
+        return ir::Attribute(*t);
+      }
+      case AP::GRAPH: {
+        auto sub = g.createSubgraph(a.name());
+        KILN_TRY(importGraph(*a.mutable_g(), *sub, false));
+        return ir::Attribute(std::move(sub));
+      }
+      case AP::FLOATS: return ir::Attribute(std::vector<float>(a.floats().begin(), a.floats().end()));
+      case AP::INTS: return ir::Attribute(std::vector<int64_t>(a.ints().begin(), a.ints().end()));
+      case AP::STRINGS: return ir::Attribute(std::vector<std::string>(a.strings().begin(), a.strings().end()));
+      case AP::TENSORS: {
+        std::vector<Tensor> ts;
+        for (auto& tp : *a.mutable_tensors()) {
+          KILN_ASSIGN(Tensor t, tensorFromProto(tp, &resolver_));
+          ts.push_back(t);
+        }
+        return ir::Attribute(ts);
+      }
+      case AP::GRAPHS: {
+        std::vector<std::unique_ptr<ir::Graph>> gs;
+        for (auto& gp : *a.mutable_graphs()) {
+          auto sub = g.createSubgraph(a.name());
+          KILN_TRY(importGraph(gp, *sub, false));
+          gs.push_back(std::move(sub));
+        }
+        return ir::Attribute(std::move(gs));
+      }
+      case AP::SPARSE_TENSOR:
+      case AP::SPARSE_TENSORS:
+        return Error(ErrorCode::UnsupportedType, "sparse tensor attribute '" + a.name() + "' is not supported");
+      case AP::TYPE_PROTO:
+      case AP::TYPE_PROTOS:
+        return Error(ErrorCode::UnsupportedType, "type attribute '" + a.name() + "' is not supported");
+      default: return Error(ErrorCode::BadAttribute, "attribute '" + a.name() + "' has an unknown type");
+    }
+  }
+
+  Status importNode(::onnx::NodeProto& np, ir::Graph& g) {
+    std::string domain = np.domain() == "ai.onnx" ? "" : np.domain();
+    int64_t opset = opsetOf(domain);
+    auto located = [&](Error e) { return std::move(e.atNode(displayName(np), np.op_type(), opset)); };
+    if (!opsets_.count(domain))
+      return located(Error(ErrorCode::OnnxUnsupportedOpset,
+                           "the model does not import the op's domain '" + (domain.empty() ? std::string("ai.onnx") : domain) + "'"));
+    if (localFunctions_.count(np.domain() + "::" + np.op_type()))
+      return located(Error(ErrorCode::OnnxUnsupportedOp, "model-local functions are not supported by kiln"));
+    NodeDraft d;
+    d.opType = np.op_type();
+    d.domain = domain;
+    d.name = np.name();
+    std::string probe = d.opType == "Upsample" ? "Resize" : d.opType == "Scatter" ? "ScatterElements" : d.opType;
+    if (!ir::OpRegistry::global().find(domain, probe)) {
+      std::string where = domain.empty() ? "" : " (domain '" + domain + "')";
+      return located(Error(ErrorCode::OnnxUnsupportedOp, "op '" + np.op_type() + "'" + where + " is not supported by kiln"));
+    }
+    for (const auto& in : np.input()) {
+      if (in.empty()) {
+        d.inputs.push_back(nullptr);
+        continue;
+      }
+      ir::Value* v = lookup(in);
+      if (!v) return located(invalidGraph("input '" + in + "' is not defined (no graph input, initializer or node produces it)"));
+      d.inputs.push_back(v);
+    }
+    for (auto& a : *np.mutable_attribute()) {
+      auto attr = convertAttribute(a, g);
+      if (!attr) return located(std::move(attr).error());
+      if (d.attr(a.name())) return located(Error(ErrorCode::BadAttribute, "attribute '" + a.name() + "' is given twice"));
+      d.attrs.emplace_back(a.name(), std::move(*attr));
+    }
+    d.outputs.assign(np.output().begin(), np.output().end());
+    while (!d.outputs.empty() && d.outputs.back().empty()) d.outputs.pop_back();
+    current_ = &g;
+    currentName_ = np.name().empty() ? displayName(np) : np.name();  // after nested subgraph imports
+    Status s = normalizeDraft(d, opsetOf(""), *this);
+    if (!s.isOk()) return located(std::move(s).error());
+    auto node = createNode(d, g, opset);
+    if (!node) return located(std::move(node).error());
+    for (size_t i = 0; i < d.outputs.size(); ++i)
+      if (!d.outputs[i].empty()) KILN_TRY(define(d.outputs[i], (*node)->output(i)));
+    return Status::ok();
+  }
+
+  /// Creates, checks and types the node a draft describes.
+  Expected<ir::Node*> createNode(NodeDraft& d, ir::Graph& g, int64_t opset) {
+    const ir::OpSchema* schema = ir::OpRegistry::global().find(d.domain, d.opType);
+    if (!schema) return Error(ErrorCode::OnnxUnsupportedOp, "op '" + d.opType + "' is not supported by kiln");
+    std::vector<std::string> names;
+    for (const auto& o : d.outputs) {
+      if (!o.empty() && (g.isValueNameTaken(o) || lookup(o))) return invalidGraph("value '" + o + "' is defined twice");
+      names.push_back(o.empty() ? freeName(g, (d.name.empty() ? d.opType : d.name) + "/unused") : o);
+    }
+    ir::Node* node = g.createNode(*schema, d.inputs, names, d.name);
+    for (auto& [name, a] : d.attrs) node->setAttr(name, std::move(a));
+    Status s = ir::checkNodeAgainstSchema(*node);
+    if (s.isOk()) {
+      s = inferencer_.inferNode(*node);
+      // Inside a body, operand types may be unknown until the parent node types
+      // the body (If/Loop/Scan/SequenceMap inference); errors surface then.
+      if (!s.isOk() && subgraphDepth_ > 0) {
+        for (ir::Value* v : node->outputs()) v->setType(ir::Type());
+        s = Status::ok();
+      }
+    }
+    if (!s.isOk()) {
+      Error e = std::move(s).error();
+      e.atNode(d.name.empty() ? currentName_ : d.name, d.opType, opset).withOpset(opset);
+      return e;
+    }
+    return node;
+  }
+
+  ir::Module& module_;
+  ExternalDataResolver resolver_;
+  const ImportOptions& options_;
+  ir::ShapeInferencer inferencer_;
+  std::vector<std::unordered_map<std::string, ir::Value*>> scopes_;
+  std::map<std::string, int64_t> opsets_;
+  std::set<std::string> localFunctions_;
+  std::unordered_set<std::string> reserved_;
+  ir::Graph* current_ = nullptr;
+  std::string currentName_;
+  int subgraphDepth_ = 0;
+};
+
+std::string dirName(const std::string& path) {
+  size_t slash = path.rfind('/');
+  return slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
+}
+
+}  // namespace
+
+Expected<std::unique_ptr<ir::Module>> importOnnxBytes(const std::string& bytes, const std::string& baseDir,
+                                                      const ImportOptions& options) {
+  auto model = std::make_unique<::onnx::ModelProto>();
+  google::protobuf::io::CodedInputStream stream(reinterpret_cast<const uint8_t*>(bytes.data()), int(std::min<size_t>(bytes.size(), INT_MAX)));
+  stream.SetRecursionLimit(200);
+  if (bytes.size() > size_t(INT_MAX))
+    return Error(ErrorCode::OnnxMalformed, "the model file is larger than 2 GiB; store weights as external data");
+  if (!model->ParseFromCodedStream(&stream) || !stream.ConsumedEntireMessage())
+    return Error(ErrorCode::OnnxMalformed, "the file is not a valid ONNX model (protobuf parsing failed; truncated or corrupt?)");
+  auto module = std::make_unique<ir::Module>();
+  Importer importer(*module, baseDir, options);
+  KILN_TRY(importer.importModel(*model));
+  return module;
+}
+
+Expected<std::unique_ptr<ir::Module>> importOnnxFile(const std::string& path, const ImportOptions& options) {
+  KILN_ASSIGN(std::string bytes, readFile(path));
+  return importOnnxBytes(bytes, dirName(path), options);
+}
+
+Status parseShapeBinding(const std::string& spec, ImportOptions& options) {
+  size_t colon = spec.rfind(':');
+  if (colon == std::string::npos || colon == 0)
+    return Error(ErrorCode::InvalidArgument, "--shape '" + spec + "' must look like name:1x3x224x224");
+  std::string name = spec.substr(0, colon), dimsText = spec.substr(colon + 1);
+  Dims dims;
+  size_t pos = 0;
+  while (pos <= dimsText.size() && !dimsText.empty()) {
+    size_t x = dimsText.find('x', pos);
+    std::string part = dimsText.substr(pos, x == std::string::npos ? std::string::npos : x - pos);
+    if (part.empty() || part.size() > 12 || part.find_first_not_of("0123456789") != std::string::npos)
+      return Error(ErrorCode::InvalidArgument, "--shape '" + spec + "': '" + part + "' is not a dim (dims are separated by 'x')");
+    dims.push_back(std::stoll(part));
+    if (x == std::string::npos) break;
+    pos = x + 1;
+  }
+  options.inputShapes[name] = dims;
+  return Status::ok();
+}
+
+}  // namespace kiln::onnx

@@ -1,0 +1,221 @@
+//===- lib/frontend/onnx/OpsetNormalizer.cpp - Legacy op forms -> opset 17 -===//
+//
+// One rewrite per op whose form changed between opsets 7 and 17:
+//   Slice(<10), Pad(<11), Clip(<11): attributes become inputs;
+//   Squeeze/Unsqueeze/ReduceSum/Split(<13), TopK(<10): ditto;
+//   Softmax/LogSoftmax/Hardmax(<13): 2-D coercion expressed with Flatten+Reshape;
+//   Upsample, Resize(10): become Resize(13) with the old coordinate rules;
+//   Scatter: becomes ScatterElements; Dropout/BatchNormalization: drop
+//   attributes that no longer exist; Constant: value_* become value.
+//
+//===----------------------------------------------------------------------===//
+#include "OpsetNormalizer.h"
+
+#include <limits>
+
+namespace kiln::onnx {
+
+const ir::Attribute* NodeDraft::attr(const std::string& n) const {
+  for (const auto& [k, v] : attrs)
+    if (k == n) return &v;
+  return nullptr;
+}
+
+std::optional<ir::Attribute> NodeDraft::take(const std::string& n) {
+  for (auto it = attrs.begin(); it != attrs.end(); ++it)
+    if (it->first == n) {
+      ir::Attribute a = std::move(it->second);
+      attrs.erase(it);
+      return a;
+    }
+  return std::nullopt;
+}
+
+void NodeDraft::set(const std::string& n, ir::Attribute a) {
+  for (auto& [k, v] : attrs)
+    if (k == n) {
+      v = std::move(a);
+      return;
+    }
+  attrs.emplace_back(n, std::move(a));
+}
+
+namespace {
+
+Error legacyError(const std::string& msg) { return Error(ErrorCode::BadAttribute, msg); }
+
+/// Ensures the draft has at least `n` input slots.
+void growInputs(NodeDraft& d, size_t n) {
+  if (d.inputs.size() < n) d.inputs.resize(n, nullptr);
+}
+
+/// Moves an ints attribute into input slot `slot` as an i64 constant (absent: left empty).
+Status intsAttrToInput(NodeDraft& d, const char* attrName, size_t slot, DraftBuilder& b, bool required) {
+  auto a = d.take(attrName);
+  if (!a) {
+    if (required) return legacyError(std::string("required attribute '") + attrName + "' is missing");
+    return Status::ok();
+  }
+  if (a->kind() != ir::AttrKind::Ints) return legacyError(std::string("attribute '") + attrName + "' must be ints");
+  growInputs(d, slot + 1);
+  KILN_ASSIGN(d.inputs[slot], b.constant(Tensor::fromVector<int64_t>({int64_t(a->ints().size())}, a->ints())));
+  return Status::ok();
+}
+
+/// A scalar constant of `dtype` holding `v`.
+Tensor scalarOf(DType dtype, double v) { return Tensor::scalar<double>(v).castTo(dtype); }
+
+Expected<DType> inputDType(const NodeDraft& d, size_t i) {
+  if (i >= d.inputs.size() || !d.inputs[i] || !d.inputs[i]->type().isTensor() ||
+      d.inputs[i]->type().tensor().dtype() == DType::Undefined)
+    return Error(ErrorCode::ShapeMismatch, "the element type of input " + std::to_string(i) + " is unknown");
+  return d.inputs[i]->type().tensor().dtype();
+}
+
+Status normalizeConstant(NodeDraft& d) {
+  auto take = [&](const char* n) { return d.take(n); };
+  if (d.attr("value")) return Status::ok();
+  if (auto a = take("value_float")) d.set("value", Tensor::scalar<float>(a->f()));
+  else if (auto a = take("value_int")) d.set("value", Tensor::scalar<int64_t>(a->i()));
+  else if (auto a = take("value_floats"))
+    d.set("value", Tensor::fromVector<float>({int64_t(a->floats().size())}, a->floats()));
+  else if (auto a = take("value_ints"))
+    d.set("value", Tensor::fromVector<int64_t>({int64_t(a->ints().size())}, a->ints()));
+  else if (d.attr("value_string") || d.attr("value_strings"))
+    return Error(ErrorCode::UnsupportedType, "string constants are not supported by kiln");
+  else if (d.attr("sparse_value"))
+    return Error(ErrorCode::UnsupportedType, "sparse constants are not supported by kiln");
+  else
+    return legacyError("Constant has no value attribute");
+  return Status::ok();
+}
+
+/// Softmax-family ops before opset 13 coerce the input to 2-D at `axis`.
+Status normalizeLegacySoftmax(NodeDraft& d, DraftBuilder& b) {
+  int64_t axis = 1;
+  if (auto a = d.take("axis")) axis = a->i();
+  if (d.inputs.empty() || !d.inputs[0]) return Status::ok();
+  const ir::Type& t = d.inputs[0]->type();
+  if (t.isTensor() && t.tensor().hasRank()) {
+    int64_t rank = t.tensor().rank();
+    if (axis < 0) axis += rank;
+    if (axis == rank - 1) {  // coercion is the identity: plain last-axis op
+      d.set("axis", int64_t(-1));
+      return Status::ok();
+    }
+  }
+  ir::Value* x = d.inputs[0];
+  KILN_ASSIGN(ir::Value* flat, b.node("Flatten", {x}, {{"axis", ir::Attribute(axis)}}));
+  KILN_ASSIGN(ir::Value* op, b.node(d.opType, {flat}, {{"axis", ir::Attribute(int64_t(-1))}}));
+  KILN_ASSIGN(ir::Value* shape, b.node("Shape", {x}, {}));
+  d.opType = "Reshape";
+  d.inputs = {op, shape};
+  d.attrs.clear();
+  return Status::ok();
+}
+
+Status normalizeUpsample(NodeDraft& d, int64_t opset, DraftBuilder& b) {
+  std::string mode = "nearest";
+  if (auto a = d.take("mode")) mode = a->s();
+  if (mode == "bilinear") mode = "linear";
+  if (mode != "nearest" && mode != "linear") return legacyError("Upsample mode '" + mode + "' is not supported");
+  ir::Value* scales = d.inputs.size() > 1 ? d.inputs[1] : nullptr;
+  if (auto a = d.take("scales")) {
+    KILN_ASSIGN(scales, b.constant(Tensor::fromVector<float>({int64_t(a->floats().size())}, a->floats())));
+  }
+  if (!scales) return legacyError("Upsample needs scales");
+  d.opType = "Resize";
+  d.inputs = {d.inputs[0], nullptr, scales};
+  d.attrs.clear();
+  d.set("mode", mode);
+  d.set("coordinate_transformation_mode", "asymmetric");
+  d.set("nearest_mode", "floor");
+  return Status::ok();
+}
+
+}  // namespace
+
+Status normalizeDraft(NodeDraft& d, int64_t opset, DraftBuilder& b) {
+  if (!d.domain.empty() && d.domain != "ai.onnx") return Status::ok();
+  d.domain.clear();
+  const std::string& op = d.opType;
+  // Trailing omitted inputs carry no meaning.
+  while (!d.inputs.empty() && !d.inputs.back()) d.inputs.pop_back();
+
+  if (op == "Constant") return normalizeConstant(d);
+  if (op == "Upsample") return normalizeUpsample(d, opset, b);
+  if (op == "Scan" && opset < 9)
+    return Error(ErrorCode::OnnxUnsupportedOp, "Scan before opset 9 (with a batch axis) is not supported");
+  if (op == "Scatter") {
+    d.opType = "ScatterElements";
+    return Status::ok();
+  }
+  if ((op == "Softmax" || op == "LogSoftmax" || op == "Hardmax") && opset < 13) return normalizeLegacySoftmax(d, b);
+  if (op == "Slice" && opset < 10) {
+    ir::Value* data = d.inputs.empty() ? nullptr : d.inputs[0];
+    d.inputs = {data};
+    KILN_TRY(intsAttrToInput(d, "starts", 1, b, true));
+    KILN_TRY(intsAttrToInput(d, "ends", 2, b, true));
+    KILN_TRY(intsAttrToInput(d, "axes", 3, b, false));
+    return Status::ok();
+  }
+  if (op == "Pad" && opset < 11) {
+    KILN_TRY(intsAttrToInput(d, "pads", 1, b, true));
+    if (auto v = d.take("value"); v && v->f() != 0.0f) {
+      KILN_ASSIGN(DType dt, inputDType(d, 0));
+      growInputs(d, 3);
+      KILN_ASSIGN(d.inputs[2], b.constant(scalarOf(dt, v->f())));
+    }
+    return Status::ok();
+  }
+  if (op == "Clip" && opset < 11) {
+    auto lo = d.take("min"), hi = d.take("max");
+    if (lo || hi) {
+      KILN_ASSIGN(DType dt, inputDType(d, 0));
+      growInputs(d, 3);
+      if (lo) {
+        KILN_ASSIGN(d.inputs[1], b.constant(scalarOf(dt, lo->f())));
+      }
+      if (hi) {
+        KILN_ASSIGN(d.inputs[2], b.constant(scalarOf(dt, hi->f())));
+      }
+    }
+    return Status::ok();
+  }
+  if ((op == "Squeeze" || op == "Unsqueeze") && opset < 13)
+    return intsAttrToInput(d, "axes", 1, b, op == "Unsqueeze");
+  if (op == "ReduceSum" && opset < 13) return intsAttrToInput(d, "axes", 1, b, false);
+  if (op == "Split" && opset < 13) return intsAttrToInput(d, "split", 1, b, false);
+  if (op == "TopK" && opset < 10) {
+    auto k = d.take("k");
+    if (!k) return legacyError("required attribute 'k' is missing");
+    growInputs(d, 2);
+    KILN_ASSIGN(d.inputs[1], b.constant(Tensor::fromVector<int64_t>({1}, {k->i()})));
+    return Status::ok();
+  }
+  if (op == "Resize" && opset < 11) {
+    // Resize-10: (X, scales) with asymmetric coordinates and floor rounding.
+    if (d.inputs.size() < 2) return legacyError("Resize needs scales");
+    d.inputs = {d.inputs[0], nullptr, d.inputs[1]};
+    d.set("coordinate_transformation_mode", "asymmetric");
+    if (!d.attr("mode") || d.attr("mode")->s() == "nearest") d.set("nearest_mode", "floor");
+    return Status::ok();
+  }
+  if (op == "Dropout") {
+    d.take("is_test");
+    if (opset < 12) d.take("ratio");
+    return Status::ok();
+  }
+  if (op == "BatchNormalization") {
+    d.take("is_test");
+    d.take("consumed_inputs");
+    if (auto s = d.take("spatial"); s && s->i() == 0)
+      return legacyError("BatchNormalization with spatial=0 is not supported");
+    // Opset < 14 training outputs (saved mean/var) are only allowed when unused.
+    if (d.outputs.size() > 3) d.outputs.resize(3);
+    return Status::ok();
+  }
+  return Status::ok();
+}
+
+}  // namespace kiln::onnx

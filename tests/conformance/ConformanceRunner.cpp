@@ -1,0 +1,269 @@
+//===- tests/conformance/ConformanceRunner.cpp - ONNX backend node suite -===//
+//
+// Runs every case of the ONNX backend node test suite through kiln: import,
+// verify, interpret (checking run-time shapes against static types), compare
+// with the expected outputs, and round-trip the model through the text IR and
+// through ONNX export (onnx::checker) and re-import. A committed list names
+// each expected failure with its reason; any other failure, and any listed
+// case that now passes, fails the run. Optionally writes docs/conformance.md.
+//
+//===----------------------------------------------------------------------===//
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "kiln/frontend/onnx/OnnxExporter.h"
+#include "kiln/frontend/onnx/OnnxImporter.h"
+#include "kiln/ir/Parser.h"
+#include "kiln/ir/Printer.h"
+#include "kiln/ir/Verifier.h"
+#include "kiln/runtime/Interpreter.h"
+#include "kiln/support/File.h"
+
+namespace fs = std::filesystem;
+using namespace kiln;
+
+namespace {
+
+enum class Outcome { Pass, Fail, Unsupported };
+
+struct CaseResult {
+  std::string name;
+  Outcome outcome = Outcome::Pass;
+  std::string detail;
+  std::set<std::string> ops;
+};
+
+struct Tolerance {
+  double rtol = 1e-3, atol = 1e-5;
+};
+
+/// Compares two tensors elementwise: |a - b| <= atol + rtol * |b|, NaN matches NaN.
+std::string compareTensors(const Tensor& got, const Tensor& want, const Tolerance& tol) {
+  if (got.dtype() != want.dtype()) return std::string("dtype ") + dtypeName(got.dtype()) + " vs expected " + dtypeName(want.dtype());
+  if (got.dims() != want.dims()) return "shape " + got.typeString() + " vs expected " + want.typeString();
+  std::vector<double> a = got.toDoubles(), b = want.toDoubles();
+  bool exactType = !isFloat(got.dtype());
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (std::isnan(a[i]) && std::isnan(b[i])) continue;
+    bool ok = exactType ? a[i] == b[i]
+                        : (std::isinf(b[i]) ? a[i] == b[i] : std::fabs(a[i] - b[i]) <= tol.atol + tol.rtol * std::fabs(b[i]));
+    if (!ok) {
+      std::ostringstream os;
+      os << "element " << i << ": got " << a[i] << ", expected " << b[i];
+      return os.str();
+    }
+  }
+  return "";
+}
+
+std::string compareValues(const RuntimeValue& got, const RuntimeValue& want, const Tolerance& tol) {
+  if (got.kind() != want.kind()) return "got " + got.describe() + ", expected " + want.describe();
+  if (got.isTensor()) return compareTensors(got.tensor(), want.tensor(), tol);
+  if (got.isSequence()) {
+    if (got.elements().size() != want.elements().size())
+      return "sequence of " + std::to_string(got.elements().size()) + ", expected " + std::to_string(want.elements().size());
+    for (size_t i = 0; i < got.elements().size(); ++i) {
+      std::string d = compareTensors(got.elements()[i], want.elements()[i], tol);
+      if (!d.empty()) return "element " + std::to_string(i) + ": " + d;
+    }
+    return "";
+  }
+  if (got.hasValue() != want.hasValue()) return "optional presence differs";
+  return got.hasValue() ? compareValues(got.value(), want.value(), tol) : "";
+}
+
+bool isUnsupportedCode(ErrorCode c) {
+  return c == ErrorCode::OnnxUnsupportedOp || c == ErrorCode::UnsupportedType || c == ErrorCode::ExecUnsupported ||
+         c == ErrorCode::OnnxUnsupportedOpset;
+}
+
+/// The suite stores bfloat16 data as uint16 (numpy has no bfloat16); read such
+/// values back as the bf16 the model declares.
+RuntimeValue bf16FromU16(const RuntimeValue& v, const ir::Type& declared) {
+  if (!v.isTensor() || v.tensor().dtype() != DType::U16 || !declared.isTensor() || declared.tensor().dtype() != DType::BF16)
+    return v;
+  const Tensor& t = v.tensor();
+  return Tensor(DType::BF16, t.dims(), t.buffer());
+}
+
+/// Runs a module on one data set; returns "" on success or the failure.
+std::string runDataSet(const ir::Module& module, const fs::path& dir, const Tolerance& tol, bool* unsupported) {
+  const ir::Graph& g = module.graph();
+  std::vector<RuntimeValue> inputs;
+  for (size_t i = 0; i < g.inputs().size(); ++i) {
+    auto v = onnx::readOnnxValueFile((dir / ("input_" + std::to_string(i) + ".pb")).string(), g.inputs()[i]->type());
+    if (!v) return "reading input " + std::to_string(i) + ": " + v.error().str();
+    inputs.push_back(bf16FromU16(*v, g.inputs()[i]->type()));
+  }
+  runtime::Interpreter interp(g, {.checkStaticTypes = true});
+  auto outs = interp.run(inputs);
+  if (!outs) {
+    *unsupported = isUnsupportedCode(outs.error().code());
+    return outs.error().str();
+  }
+  for (size_t i = 0; i < g.outputs().size(); ++i) {
+    auto want = onnx::readOnnxValueFile((dir / ("output_" + std::to_string(i) + ".pb")).string(), g.outputs()[i]->type());
+    if (!want) return "reading output " + std::to_string(i) + ": " + want.error().str();
+    std::string d = compareValues((*outs)[i], bf16FromU16(*want, g.outputs()[i]->type()), tol);
+    if (!d.empty()) return "output " + std::to_string(i) + " ('" + g.outputs()[i]->name() + "'): " + d;
+  }
+  return "";
+}
+
+/// Ops used by the model's main graph (for the per-op report).
+std::set<std::string> opsOf(const ir::Graph& g) {
+  std::set<std::string> ops;
+  for (ir::Node* n : g.nodes())
+    if (n->opType() != "Constant" || g.nodes().size() == 1) ops.insert(n->qualifiedOpType());
+  return ops;
+}
+
+CaseResult runCase(const fs::path& dir) {
+  CaseResult r;
+  r.name = dir.filename().string();
+  auto fail = [&](Outcome o, std::string why) {
+    r.outcome = o;
+    r.detail = std::move(why);
+    return r;
+  };
+  auto module = onnx::importOnnxFile((dir / "model.onnx").string());
+  if (!module) return fail(isUnsupportedCode(module.error().code()) ? Outcome::Unsupported : Outcome::Fail, "import: " + module.error().str());
+  r.ops = opsOf((*module)->graph());
+  if (Status s = ir::verify((*module)->graph()); !s.isOk()) return fail(Outcome::Fail, "verify: " + s.error().str());
+  Tolerance tol;
+  std::vector<fs::path> sets;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.is_directory() && e.path().filename().string().rfind("test_data_set_", 0) == 0) sets.push_back(e.path());
+  std::sort(sets.begin(), sets.end());
+  for (const auto& set : sets) {
+    bool unsupported = false;
+    std::string d = runDataSet(**module, set, tol, &unsupported);
+    if (!d.empty()) return fail(unsupported ? Outcome::Unsupported : Outcome::Fail, set.filename().string() + ": " + d);
+  }
+  // Text IR round trip: print -> parse -> print is the identity.
+  std::string text = ir::printModule(**module);
+  auto reparsed = ir::parseModule(text, r.name + ".kir");
+  if (!reparsed) return fail(Outcome::Fail, "text IR does not parse back: " + reparsed.error().str());
+  if (ir::printModule(**reparsed) != text) return fail(Outcome::Fail, "text IR round trip is not the identity");
+  // ONNX export round trip: checker-valid, re-imports, same results.
+  auto bytes = onnx::exportOnnxBytes(**module);
+  if (!bytes) return fail(Outcome::Fail, "export: " + bytes.error().str());
+  auto again = onnx::importOnnxBytes(*bytes, dir.string());
+  if (!again) return fail(Outcome::Fail, "re-import of the exported model: " + again.error().str());
+  if (!sets.empty()) {
+    bool unsupported = false;
+    std::string d = runDataSet(**again, sets[0], tol, &unsupported);
+    if (!d.empty()) return fail(Outcome::Fail, "exported model: " + d);
+  }
+  return r;
+}
+
+std::map<std::string, std::string> readExpectedFailures(const std::string& path) {
+  std::map<std::string, std::string> out;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream ls(line);
+    std::string name;
+    ls >> name;
+    std::string reason;
+    std::getline(ls, reason);
+    auto hash = reason.find('#');
+    reason = hash == std::string::npos ? "" : reason.substr(hash + 1);
+    reason.erase(0, reason.find_first_not_of(' '));
+    out[name] = reason;
+  }
+  return out;
+}
+
+void writeReport(const std::string& path, const std::vector<CaseResult>& results,
+                 const std::map<std::string, std::string>& expected) {
+  size_t pass = 0, fail = 0, unsup = 0;
+  std::map<std::string, std::array<int, 3>> perOp;
+  for (const auto& r : results) {
+    int k = r.outcome == Outcome::Pass ? 0 : r.outcome == Outcome::Fail ? 1 : 2;
+    (k == 0 ? pass : k == 1 ? fail : unsup)++;
+    std::set<std::string> ops = r.ops;
+    if (ops.empty()) ops.insert("(not imported)");
+    for (const auto& op : ops) perOp[op][size_t(k)]++;
+  }
+  std::ofstream out(path);
+  out << "# ONNX conformance\n\n"
+      << "The ONNX backend node test suite (" << results.size()
+      << " cases, generated from Debian's python3-onnx 1.12) run through kiln's importer and reference "
+         "interpreter, compared with the expected outputs (rtol 1e-3, atol 1e-5; integers exactly). Each case "
+         "is also printed as text IR and parsed back (must be identical) and exported to ONNX (must pass "
+         "onnx::checker), re-imported and run again.\n\n"
+      << "Regenerate with `build/tests/conformance/kiln-conformance --suite build/onnx-node-tests/node "
+         "--expected-failures tests/conformance/expected_failures.txt --report docs/conformance.md`.\n\n"
+      << "| | cases | share |\n|---|---|---|\n";
+  auto pct = [&](size_t n) {
+    std::ostringstream s;
+    s.precision(1);
+    s << std::fixed << 100.0 * double(n) / double(std::max<size_t>(1, results.size())) << "%";
+    return s.str();
+  };
+  out << "| passed | " << pass << " | " << pct(pass) << " |\n| failed | " << fail << " | " << pct(fail)
+      << " |\n| unsupported | " << unsup << " | " << pct(unsup) << " |\n\n";
+  out << "## Per op\n\nA case counts for every op in its model (expanded function tests use several).\n\n"
+      << "| op | passed | failed | unsupported |\n|---|---|---|---|\n";
+  for (const auto& [op, c] : perOp) out << "| " << op << " | " << c[0] << " | " << c[1] << " | " << c[2] << " |\n";
+  out << "\n## Expected failures\n\n| case | reason |\n|---|---|\n";
+  for (const auto& [name, reason] : expected) out << "| " << name << " | " << reason << " |\n";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Runs the ONNX backend node test suite through kiln."};
+  std::string suite, expectedPath, report, filter;
+  bool verbose = false;
+  app.add_option("--suite", suite, "Directory holding the test_* case directories")->required()->check(CLI::ExistingDirectory);
+  app.add_option("--expected-failures", expectedPath, "File listing expected failures (name  # reason)");
+  app.add_option("--report", report, "Write a markdown report to this file");
+  app.add_option("--filter", filter, "Only run cases whose name matches this regex");
+  app.add_flag("-v,--verbose", verbose, "Print every case");
+  CLI11_PARSE(app, argc, argv);
+
+  auto expected = expectedPath.empty() ? std::map<std::string, std::string>{} : readExpectedFailures(expectedPath);
+  std::vector<fs::path> cases;
+  for (const auto& e : fs::directory_iterator(suite))
+    if (e.is_directory() && (filter.empty() || std::regex_search(e.path().filename().string(), std::regex(filter))))
+      cases.push_back(e.path());
+  std::sort(cases.begin(), cases.end());
+  auto start = std::chrono::steady_clock::now();
+  std::vector<CaseResult> results;
+  int unexpected = 0;
+  for (const auto& c : cases) {
+    CaseResult r = runCase(c);
+    bool listed = expected.count(r.name) != 0;
+    bool failed = r.outcome != Outcome::Pass;
+    if (failed && !listed) {
+      ++unexpected;
+      std::cout << "UNEXPECTED FAILURE " << r.name << ": " << r.detail << "\n";
+    } else if (!failed && listed) {
+      ++unexpected;
+      std::cout << "UNEXPECTED PASS " << r.name << " (remove it from the expected-failure list)\n";
+    } else if (verbose) {
+      std::cout << (failed ? "expected failure " : "pass ") << r.name << (failed ? ": " + r.detail : "") << "\n";
+    }
+    results.push_back(std::move(r));
+  }
+  size_t pass = std::count_if(results.begin(), results.end(), [](const CaseResult& r) { return r.outcome == Outcome::Pass; });
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::cout << "conformance: " << pass << " / " << results.size() << " cases pass ("
+            << (results.empty() ? 0.0 : 100.0 * double(pass) / double(results.size())) << "%), " << unexpected
+            << " unexpected result(s), " << secs << " s\n";
+  if (!report.empty()) writeReport(report, results, expected);
+  return unexpected == 0 ? 0 : 1;
+}
