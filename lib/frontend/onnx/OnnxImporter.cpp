@@ -475,24 +475,34 @@ std::string dirName(const std::string& path) {
 
 }  // namespace
 
-Expected<std::unique_ptr<ir::Module>> importOnnxBytes(const std::string& bytes, const std::string& baseDir,
-                                                      const ImportOptions& options) {
-  auto model = std::make_unique<::onnx::ModelProto>();
-  google::protobuf::io::CodedInputStream stream(reinterpret_cast<const uint8_t*>(bytes.data()), int(std::min<size_t>(bytes.size(), INT_MAX)));
-  stream.SetRecursionLimit(200);
-  if (bytes.size() > size_t(INT_MAX))
+namespace {
+Expected<std::unique_ptr<ir::Module>> importFromMemory(const uint8_t* data, size_t size, const std::string& baseDir,
+                                                       const ImportOptions& options) {
+  if (size > size_t(INT_MAX))
     return Error(ErrorCode::OnnxMalformed, "the model file is larger than 2 GiB; store weights as external data");
+  auto model = std::make_unique<::onnx::ModelProto>();
+  google::protobuf::io::CodedInputStream stream(data, int(size));
+  stream.SetRecursionLimit(200);
   if (!model->ParseFromCodedStream(&stream) || !stream.ConsumedEntireMessage())
-    return Error(ErrorCode::OnnxMalformed, "the file is not a valid ONNX model (protobuf parsing failed; truncated or corrupt?)");
+    return Error(ErrorCode::OnnxMalformed,
+                 "the file is not a valid ONNX model (protobuf parsing failed; truncated or corrupt?)");
   auto module = std::make_unique<ir::Module>();
   Importer importer(*module, baseDir, options);
   KILN_TRY(importer.importModel(*model));
   return module;
 }
+}  // namespace
+
+Expected<std::unique_ptr<ir::Module>> importOnnxBytes(const std::string& bytes, const std::string& baseDir,
+                                                      const ImportOptions& options) {
+  return importFromMemory(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), baseDir, options);
+}
 
 Expected<std::unique_ptr<ir::Module>> importOnnxFile(const std::string& path, const ImportOptions& options) {
-  KILN_ASSIGN(std::string bytes, readFile(path));
-  return importOnnxBytes(bytes, dirName(path), options);
+  // Mapped, not read: only the parsed message holds a copy of the weights.
+  KILN_ASSIGN(auto file, MappedFile::open(path));
+  static const uint8_t kEmpty = 0;
+  return importFromMemory(file->size() ? file->data() : &kEmpty, file->size(), dirName(path), options);
 }
 
 Status parseShapeBinding(const std::string& spec, ImportOptions& options) {

@@ -1,0 +1,19 @@
+//===- tools/kiln/Commands.h - Subcommands of the kiln CLI ----------------===//
+//
+// Each subcommand registers itself on the CLI11 app with a callback that
+// stores its exit code in `exitCode`. Shared options (--shape, -O) and model
+// loading live in ModelLoader.h.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace kiln::cli {
+
+void addInspectCommand(CLI::App& app, int& exitCode);
+void addRunCommand(CLI::App& app, int& exitCode);
+void addConvertCommand(CLI::App& app, int& exitCode);
+void addOpsCommand(CLI::App& app, int& exitCode);
+
+}  // namespace kiln::cli

@@ -1,0 +1,68 @@
+//===- tools/kiln/ModelLoader.cpp - Loading models for the CLI ------------===//
+//
+// Format detection by extension, --shape parsing and binding (for text IR:
+// input types are rebound and the graph re-inferred), -O validation.
+//
+//===----------------------------------------------------------------------===//
+#include "ModelLoader.h"
+
+#include <iostream>
+
+#include "kiln/frontend/onnx/OnnxImporter.h"
+#include "kiln/ir/Parser.h"
+#include "kiln/ir/ShapeInference.h"
+#include "kiln/support/File.h"
+
+namespace kiln::cli {
+
+void addModelOptions(CLI::App& cmd, ModelOptions& o, bool withOptLevel) {
+  cmd.add_option("model", o.path, "Model file (.onnx or .kir text IR)")->required()->check(CLI::ExistingFile);
+  cmd.add_option("--shape", o.shapes,
+                 "Bind an input's dims, e.g. --shape input:1x3x224x224 (repeatable; binds dynamic dims)");
+  if (withOptLevel)
+    cmd.add_option("-O", o.optLevel, "Optimisation level (0; 1-3 arrive with the pass library)")
+        ->default_val(0)
+        ->check(CLI::Range(0, 3));
+}
+
+static bool endsWith(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+Expected<std::unique_ptr<ir::Module>> loadModel(const ModelOptions& o, const std::vector<std::string>& extraShapes) {
+  if (o.optLevel != 0)
+    return Error(ErrorCode::InvalidArgument, "-O" + std::to_string(o.optLevel) +
+                                                 " needs the pass library, which is not built yet; use -O0");
+  onnx::ImportOptions import;
+  for (const auto& s : extraShapes) KILN_TRY(onnx::parseShapeBinding(s, import));
+  for (const auto& s : o.shapes) KILN_TRY(onnx::parseShapeBinding(s, import));  // explicit --shape wins
+  if (endsWith(o.path, ".kir")) {
+    KILN_ASSIGN(std::string text, readFile(o.path));
+    KILN_ASSIGN(auto module, ir::parseModule(text, o.path));
+    if (!import.inputShapes.empty()) {
+      for (const auto& [name, dims] : import.inputShapes) {
+        ir::Value* in = nullptr;
+        for (ir::Value* v : module->graph().inputs())
+          if (v->name() == name) in = v;
+        if (!in || !in->type().isTensor())
+          return Error(ErrorCode::ShapeBinding, "--shape names '" + name + "', which is not a tensor input");
+        if (!in->tensorType().accepts(dims))
+          return Error(ErrorCode::ShapeBinding, "input '" + name + "' is declared " + in->type().str() +
+                                                    "; --shape " + dimsToString(dims) + " contradicts it");
+        in->setType(ir::TensorType(in->tensorType().dtype(), dims));
+      }
+      KILN_TRY(ir::inferTypes(module->graph()));
+    }
+    return module;
+  }
+  if (!endsWith(o.path, ".onnx"))
+    std::cerr << "kiln: note: '" << o.path << "' has no .onnx/.kir extension; reading it as ONNX\n";
+  return onnx::importOnnxFile(o.path, import);
+}
+
+int reportError(const Error& e) {
+  std::cerr << "kiln: " << e.str() << "\n";
+  return 1;
+}
+
+}  // namespace kiln::cli

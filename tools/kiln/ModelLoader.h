@@ -1,0 +1,37 @@
+//===- tools/kiln/ModelLoader.h - Loading models for the CLI --------------===//
+//
+// Loads a model from .onnx (ONNX import) or .kir (text IR), binding dynamic
+// input dims given with --shape, and validates the optimisation level.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kiln/ir/Module.h"
+#include "kiln/support/Status.h"
+
+namespace kiln::cli {
+
+/// Options every model-consuming subcommand takes.
+struct ModelOptions {
+  std::string path;
+  std::vector<std::string> shapes;  ///< "name:1x3x224x224"
+  int optLevel = 0;
+};
+
+/// Adds the model path, --shape and -O options to a subcommand.
+void addModelOptions(CLI::App& cmd, ModelOptions& options, bool withOptLevel);
+
+/// Loads the model; `extraShapes` are bindings derived by the command (from input files).
+Expected<std::unique_ptr<ir::Module>> loadModel(const ModelOptions& options,
+                                                const std::vector<std::string>& extraShapes = {});
+
+/// Prints an error to stderr and returns the exit code for it.
+int reportError(const Error& e);
+
+}  // namespace kiln::cli
