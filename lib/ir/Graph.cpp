@@ -17,11 +17,20 @@ namespace kiln::ir {
 Graph::Graph(std::string name) : name_(std::move(name)) {}
 
 Graph::~Graph() {
+  // Drop every use first, so nodes can be freed in any order (a graph being
+  // destroyed need not be topologically sorted, e.g. after a failed rewrite).
+  dropAllReferences();
+  nodes_.clear();
+}
+
+void Graph::dropAllReferences() {
   for (size_t i = 0; i < outputs_.size(); ++i)
     if (outputs_[i]) outputs_[i]->removeUse({nullptr, uint32_t(i), this});
   outputs_.clear();
-  // Reverse order: every use of a value is destroyed before the value.
-  while (!nodes_.empty()) nodes_.pop_back();
+  for (const auto& n : nodes_) {
+    for (Graph* sub : n->subgraphs()) sub->dropAllReferences();
+    n->truncateInputs(0);
+  }
 }
 
 Graph* Graph::root() {

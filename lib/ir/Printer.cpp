@@ -81,9 +81,11 @@ class Printer {
     resources();
   }
 
-  void graph(const Graph& g, int indent) {
+  /// Prints `graph @name(...) {...}`; the first line is indented only when the
+  /// graph starts a line (not when it is an attribute value).
+  void graph(const Graph& g, int indent, bool padFirstLine = true) {
     std::string pad(size_t(indent) * 2, ' ');
-    os_ << pad << "graph @" << formatName(g.name()) << "(";
+    os_ << (padFirstLine ? pad : "") << "graph @" << formatName(g.name()) << "(";
     for (size_t i = 0; i < g.inputs().size(); ++i) {
       if (i) os_ << ", ";
       os_ << "%" << formatName(g.inputs()[i]->name()) << ": " << g.inputs()[i]->type().str();
@@ -146,7 +148,7 @@ class Printer {
       case AttrKind::Float: os_ << formatFloat(a.f()); break;
       case AttrKind::String: os_ << quoteString(a.s()); break;
       case AttrKind::Tensor: tensor(a.t(), base); break;
-      case AttrKind::Graph: graph(*a.g(), indent + 1); break;
+      case AttrKind::Graph: graph(*a.g(), indent + 1, false); break;
       case AttrKind::Ints: list(a.ints(), [&](int64_t v, size_t) { os_ << v; }, "ints"); break;
       case AttrKind::Floats: list(a.floats(), [&](float v, size_t) { os_ << formatFloat(v); }, "floats"); break;
       case AttrKind::Strings: list(a.strings(), [&](const std::string& v, size_t) { os_ << quoteString(v); }, "strings"); break;
@@ -154,7 +156,7 @@ class Printer {
         list(a.tensors(), [&](const Tensor& t, size_t i) { tensor(t, base + "." + std::to_string(i)); }, "tensors");
         break;
       case AttrKind::Graphs:
-        list(a.graphs(), [&](const std::unique_ptr<Graph>& g, size_t) { graph(*g, indent + 1); }, "graphs");
+        list(a.graphs(), [&](const std::unique_ptr<Graph>& g, size_t) { graph(*g, indent + 1, false); }, "graphs");
         break;
     }
   }

@@ -11,6 +11,7 @@
 #include "kiln/frontend/onnx/OnnxImporter.h"
 #include "kiln/ir/Parser.h"
 #include "kiln/ir/ShapeInference.h"
+#include "kiln/ir/Verifier.h"
 #include "kiln/support/File.h"
 
 namespace kiln::cli {
@@ -39,6 +40,7 @@ Expected<std::unique_ptr<ir::Module>> loadModel(const ModelOptions& o, const std
   if (endsWith(o.path, ".kir")) {
     KILN_ASSIGN(std::string text, readFile(o.path));
     KILN_ASSIGN(auto module, ir::parseModule(text, o.path));
+    KILN_TRY(ir::verify(module->graph()));
     if (!import.inputShapes.empty()) {
       for (const auto& [name, dims] : import.inputShapes) {
         ir::Value* in = nullptr;

@@ -121,6 +121,11 @@ int runModel(const RunOptions& o) {
   auto t0 = std::chrono::steady_clock::now();
   auto module = loadModel(o.model);
   if (!module) return reportError(module.error());
+  for (const auto& [name, path] : files) {
+    bool known = false;
+    for (ir::Value* in : (*module)->graph().inputs()) known |= in->name() == name;
+    if (!known) return reportError(Error(ErrorCode::ExecInput, "--input names '" + name + "', which is not a model input"));
+  }
   // Bind dynamic dims from input files, then import again with those bindings.
   std::vector<std::string> bindings;
   for (ir::Value* in : (*module)->graph().inputs()) {
@@ -144,15 +149,12 @@ int runModel(const RunOptions& o) {
       auto v = readInputFile(it->second, in->type());
       if (!v) return reportError(v.error());
       inputs.push_back(*v);
-      files.erase(it);
     } else {
       auto t = randomTensor(*in, o.seed + i);
       if (!t) return reportError(t.error());
       inputs.push_back(*t);
     }
   }
-  if (!files.empty())
-    return reportError(Error(ErrorCode::ExecInput, "--input names '" + files.begin()->first + "', which is not a model input"));
   runtime::Interpreter interp(g, {.seed = o.seed});
   auto outs = interp.run(inputs);
   if (!outs) return reportError(outs.error());

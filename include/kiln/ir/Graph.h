@@ -79,6 +79,8 @@ class Graph {
   void claimName(const std::string& name);
   void releaseName(const std::string& name);
   void claimNamesRecursively();
+  /// Removes every use held by this graph's nodes and outputs (recursively).
+  void dropAllReferences();
 
   std::string name_;
   Graph* parent_ = nullptr;

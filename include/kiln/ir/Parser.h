@@ -1,6 +1,7 @@
 //===- kiln/ir/Parser.h - Reading the text IR --------------------*- C++ -*-===//
 //
-// Parses the text IR written by Printer.h into a Module and verifies it.
+// Parses the text IR written by Printer.h into a Module and verifies its
+// structure (callers verify types with ir::verify, as kiln-opt does).
 // Errors (ErrorCode::IrParse) give file:line:column.
 //
 //===----------------------------------------------------------------------===//

@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# tests/cli/cli_test.sh - drives the kiln CLI as a user would and checks what
+# it prints, writes and returns. Usage: cli_test.sh <kiln> <source dir> <work dir>
+set -euo pipefail
+KILN=$1
+SRC=$2
+WORK=$3
+rm -rf "$WORK" && mkdir -p "$WORK" && cd "$WORK"
+TINY=$SRC/models/tiny/tiny_cnn.onnx
+fail() { echo "FAIL: $*" >&2; exit 1; }
+expect_in() { grep -qF -- "$1" "$2" || { echo "--- $2:"; cat "$2"; fail "expected '$1' in $2"; }; }
+
+# Help on every command.
+"$KILN" --help > help.txt
+for cmd in inspect run convert ops; do
+  expect_in "$cmd" help.txt
+  "$KILN" "$cmd" --help > "help_$cmd.txt"
+  expect_in "Usage:" "help_$cmd.txt"
+done
+"$KILN" --version | grep -q "kiln 0.1.0" || fail "--version"
+
+# inspect: inputs, outputs, op histogram, parameters; JSON; IR.
+"$KILN" inspect "$TINY" > inspect.txt
+expect_in "input: f32[batch,3,32,32]" inspect.txt
+expect_in "probabilities: f32[batch,10]" inspect.txt
+expect_in "parameters: 1482" inspect.txt
+expect_in "3  Conv" inspect.txt
+"$KILN" inspect "$TINY" --json > inspect.json
+/usr/bin/python3 -c "import json,sys; j=json.load(open('inspect.json')); assert j['ops']['Conv']==3 and j['parameters']==1482, j"
+"$KILN" inspect "$TINY" --ir > inspect_ir.txt
+expect_in "graph @main(%input: f32[batch,3,32,32])" inspect_ir.txt
+
+# run: random inputs are seeded; the same seed gives the same bytes.
+"$KILN" run "$TINY" --shape input:2x3x32x32 --output-dir out1 > run1.txt
+"$KILN" run "$TINY" --shape input:2x3x32x32 --output-dir out2 --seed 0 > run2.txt
+cmp out1/probabilities.npy out2/probabilities.npy || fail "same seed, different outputs"
+"$KILN" run "$TINY" --shape input:2x3x32x32 --output-dir out3 --seed 7 > run3.txt
+cmp -s out1/probabilities.npy out3/probabilities.npy && fail "different seeds, same outputs"
+expect_in "probabilities: f32[2,10]" run1.txt
+expect_in "wrote out1/probabilities.npy" run1.txt
+# A dynamic dim without --shape runs with 1 and says so.
+"$KILN" run "$TINY" > run_default.txt 2> run_default.err
+expect_in "random data uses dims 1x3x32x32" run_default.err
+expect_in "probabilities: f32[1,10]" run_default.txt
+
+# run with .npy and .pb inputs; dynamic dims bind from the file.
+/usr/bin/python3 - <<'PY'
+import numpy as np
+from onnx import numpy_helper
+x = np.random.RandomState(1).randn(3, 3, 32, 32).astype(np.float32)
+np.save("x.npy", x)
+open("x.pb", "wb").write(numpy_helper.from_array(x, "input").SerializeToString())
+PY
+"$KILN" run "$TINY" --input input=x.npy --output-dir npy > run_npy.txt
+"$KILN" run "$TINY" --input input=x.pb --output-dir pb > run_pb.txt
+expect_in "probabilities: f32[3,10]" run_npy.txt
+cmp npy/probabilities.npy pb/probabilities.npy || fail ".npy and .pb inputs disagree"
+/usr/bin/python3 -c "
+import numpy as np
+p = np.load('npy/probabilities.npy'); assert p.shape == (3, 10) and np.allclose(p.sum(1), 1, atol=1e-5), p"
+
+# Output names are sanitised into file names.
+cat > named.kir <<'KIR'
+module @named {
+  opset "" = 17
+  graph @main(%x: f32[2]) {
+    %"out/put:0" = Neg(%x) : f32[2]
+    return %"out/put:0"
+  }
+}
+KIR
+"$KILN" run named.kir --output-dir named > named.txt
+[ -f named/out_put_0.npy ] || fail "sanitised output file missing"
+
+# convert: ONNX -> text IR -> ONNX gives the same results.
+"$KILN" convert "$TINY" -o tiny.kir > /dev/null
+"$KILN" convert tiny.kir -o tiny_again.onnx > /dev/null
+"$KILN" run tiny_again.onnx --input input=x.npy --output-dir again > /dev/null
+cmp npy/probabilities.npy again/probabilities.npy || fail "converted model computes differently"
+"$KILN" run tiny.kir --input input=x.npy --output-dir kir > /dev/null
+cmp npy/probabilities.npy kir/probabilities.npy || fail "text IR model computes differently"
+
+# ops lists the op table.
+"$KILN" ops > ops.txt
+expect_in "NonMaxSuppression" ops.txt
+[ "$(tail -1 ops.txt | cut -d' ' -f1)" -gt 170 ] || fail "too few ops listed"
+
+# Errors: exit status 1, the code and the node on stderr.
+expect_fail() {  # expect_fail <substring> <command...>
+  local want=$1; shift
+  if "$@" > err.out 2> err.txt; then fail "expected failure: $*"; fi
+  expect_in "$want" err.txt
+}
+expect_fail "error KE1003 (unsupported-op): node 'frob' (FrobnicateTensor, opset 13)" "$KILN" inspect "$SRC/tests/errors/op_unknown.onnx"
+expect_fail "-O2 needs the pass library" "$KILN" run "$TINY" -O2
+expect_fail "must look like name=file.npy" "$KILN" run "$TINY" --input oops
+expect_fail "--input names 'nope', which is not a model input" "$KILN" run "$TINY" --input nope=x.npy
+expect_fail "must end in .kir (text IR) or .onnx" "$KILN" convert "$TINY" -o out.txt
+expect_fail "error KE1010 (shape-binding)" "$KILN" run "$TINY" --shape input:1x4x32x32
+echo "cli tests passed"

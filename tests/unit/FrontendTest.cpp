@@ -1,0 +1,198 @@
+//===- tests/unit/FrontendTest.cpp - Unit tests of lib/frontend/onnx ------===//
+//
+// Every user-facing importer diagnostic (one bad input each, tests/errors/),
+// export -> onnx::checker -> re-import, external data, shape binding and
+// opset normalisation.
+//
+//===----------------------------------------------------------------------===//
+#include <catch2/catch.hpp>
+#include <onnx/onnx_pb.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "kiln/frontend/onnx/OnnxExporter.h"
+#include "kiln/frontend/onnx/OnnxImporter.h"
+#include "kiln/ir/Printer.h"
+#include "kiln/ir/StructuralHash.h"
+#include "kiln/ir/Verifier.h"
+#include "kiln/runtime/Interpreter.h"
+#include "kiln/support/File.h"
+
+using namespace kiln;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kSource = KILN_SOURCE_DIR;
+
+std::string trim(std::string s) {
+  s.erase(0, s.find_first_not_of(' '));
+  s.erase(s.find_last_not_of(' ') + 1);
+  return s;
+}
+
+fs::path tempDir(const std::string& name) {
+  fs::path p = fs::temp_directory_path() / ("kiln-test-" + name + "-" + std::to_string(::getpid()));
+  fs::create_directories(p);
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("each importer diagnostic names its code, node and cause", "[frontend][errors]") {
+  std::ifstream manifest(kSource + "/tests/errors/cases.txt");
+  REQUIRE(manifest.good());
+  std::string line;
+  int cases = 0;
+  while (std::getline(manifest, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    std::vector<std::string> f;
+    std::stringstream ss(line);
+    for (std::string part; std::getline(ss, part, '|');) f.push_back(trim(part));
+    REQUIRE(f.size() == 5);
+    INFO("case " << f[0]);
+    kiln::onnx::ImportOptions options;
+    if (f[1] != "-") REQUIRE(kiln::onnx::parseShapeBinding(f[1], options).isOk());
+    auto m = kiln::onnx::importOnnxFile(kSource + "/tests/errors/" + f[0], options);
+    REQUIRE_FALSE(m.isOk());
+    std::string text = m.error().str();
+    INFO(text);
+    CHECK_THAT(text, Catch::Contains("error " + f[2] + " ("));
+    if (f[3] != "-") CHECK(m.error().nodeName() == f[3]);
+    CHECK_THAT(m.error().message(), Catch::Contains(f[4]));
+    ++cases;
+  }
+  CHECK(cases >= 30);
+}
+
+TEST_CASE("exported models pass onnx::checker and re-import to the same IR", "[frontend][export]") {
+  auto m = kiln::onnx::importOnnxFile(kSource + "/models/tiny/tiny_cnn.onnx");
+  REQUIRE(m.isOk());
+  REQUIRE(ir::verify((*m)->graph()).isOk());
+  auto bytes = kiln::onnx::exportOnnxBytes(**m);
+  REQUIRE(bytes.isOk());
+  auto again = kiln::onnx::importOnnxBytes(*bytes, ".");
+  REQUIRE(again.isOk());
+  CHECK(ir::structuralHash((*again)->graph()) == ir::structuralHash((*m)->graph()));
+  CHECK((*again)->graph().inputs()[0]->type().str() == "f32[batch,3,32,32]");
+}
+
+TEST_CASE("dynamic dims are bound by --shape and checked", "[frontend][shape]") {
+  kiln::onnx::ImportOptions options;
+  REQUIRE(kiln::onnx::parseShapeBinding("input:4x3x32x32", options).isOk());
+  auto m = kiln::onnx::importOnnxFile(kSource + "/models/tiny/tiny_cnn.onnx", options);
+  REQUIRE(m.isOk());
+  CHECK((*m)->graph().inputs()[0]->type().str() == "f32[4,3,32,32]");
+  CHECK((*m)->graph().outputs()[0]->type().str() == "f32[4,10]");
+  kiln::onnx::ImportOptions bad;
+  auto s = kiln::onnx::parseShapeBinding("input:4xx3", bad);
+  REQUIRE_FALSE(s.isOk());
+  CHECK(s.error().code() == ErrorCode::InvalidArgument);
+}
+
+TEST_CASE("external data is memory-mapped, not copied", "[frontend][external]") {
+  fs::path dir = tempDir("external");
+  std::vector<float> values = {1, 2, 3, 4, 5, 6};
+  std::string blob(16, '\0');  // 16 bytes of padding before the tensor
+  blob.append(reinterpret_cast<const char*>(values.data()), values.size() * 4);
+  REQUIRE(writeFile((dir / "weights.bin").string(), blob).isOk());
+  ::onnx::ModelProto model;
+  model.set_ir_version(8);
+  auto* op = model.add_opset_import();
+  op->set_version(13);
+  auto* g = model.mutable_graph();
+  g->set_name("g");
+  auto* w = g->add_initializer();
+  w->set_name("w");
+  w->set_data_type(::onnx::TensorProto::FLOAT);
+  w->add_dims(2);
+  w->add_dims(3);
+  w->set_data_location(::onnx::TensorProto::EXTERNAL);
+  auto* loc = w->add_external_data();
+  loc->set_key("location");
+  loc->set_value("weights.bin");
+  auto* off = w->add_external_data();
+  off->set_key("offset");
+  off->set_value("16");
+  auto* n = g->add_node();
+  n->set_op_type("Identity");
+  n->add_input("w");
+  n->add_output("y");
+  auto* out = g->add_output();
+  out->set_name("y");
+  out->mutable_type()->mutable_tensor_type()->set_elem_type(::onnx::TensorProto::FLOAT);
+  std::string bytes;
+  REQUIRE(model.SerializeToString(&bytes));
+  REQUIRE(writeFile((dir / "model.onnx").string(), bytes).isOk());
+  auto m = kiln::onnx::importOnnxFile((dir / "model.onnx").string());
+  REQUIRE(m.isOk());
+  const Tensor& t = (*m)->graph().nodes()[0]->getTensor("value");
+  CHECK(t.toDoubles() == std::vector<double>{1, 2, 3, 4, 5, 6});
+  CHECK_FALSE(t.buffer()->isMutable());  // a view of the mapping
+  runtime::Interpreter interp((*m)->graph());
+  auto r = interp.run(std::vector<RuntimeValue>{});
+  REQUIRE(r.isOk());
+  CHECK((*r)[0].tensor().toDoubles() == std::vector<double>(values.begin(), values.end()));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("legacy op forms are rewritten to their opset-17 form", "[frontend][opset]") {
+  // Slice-1 keeps starts/ends as attributes; Softmax-11 coerces to 2-D at axis.
+  ::onnx::ModelProto model;
+  model.set_ir_version(6);
+  model.add_opset_import()->set_version(9);
+  auto* g = model.mutable_graph();
+  g->set_name("g");
+  auto addInput = [&](const char* name, std::vector<int64_t> dims) {
+    auto* in = g->add_input();
+    in->set_name(name);
+    auto* tt = in->mutable_type()->mutable_tensor_type();
+    tt->set_elem_type(::onnx::TensorProto::FLOAT);
+    for (int64_t d : dims) tt->mutable_shape()->add_dim()->set_dim_value(d);
+  };
+  addInput("x", {2, 3, 4});
+  auto* slice = g->add_node();
+  slice->set_op_type("Slice");
+  slice->set_name("slice");
+  slice->add_input("x");
+  slice->add_output("s");
+  auto ints = [](::onnx::NodeProto* n, const char* name, std::vector<int64_t> v) {
+    auto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(::onnx::AttributeProto::INTS);
+    for (int64_t x : v) a->add_ints(x);
+  };
+  ints(slice, "starts", {1});
+  ints(slice, "ends", {3});
+  ints(slice, "axes", {2});
+  auto* sm = g->add_node();
+  sm->set_op_type("Softmax");
+  sm->set_name("softmax");
+  sm->add_input("s");
+  sm->add_output("y");
+  auto* axis = sm->add_attribute();
+  axis->set_name("axis");
+  axis->set_type(::onnx::AttributeProto::INT);
+  axis->set_i(1);
+  g->add_output()->set_name("y");
+  std::string bytes;
+  REQUIRE(model.SerializeToString(&bytes));
+  auto m = kiln::onnx::importOnnxBytes(bytes, ".");
+  REQUIRE(m.isOk());
+  std::string text = ir::printModule(**m);
+  CHECK_THAT(text, Catch::Contains("Slice(%x, %\"slice/const\", %\"slice/const_1\", %\"slice/const_2\")"));
+  CHECK_THAT(text, Catch::Contains("Flatten(%s) {axis = 1}"));
+  CHECK((*m)->graph().outputs()[0]->type().str() == "f32[2,3,2]");
+  // Numerically: softmax over the flattened trailing 6 values of each batch entry.
+  std::vector<float> xs(24);
+  for (size_t i = 0; i < xs.size(); ++i) xs[i] = float(i) * 0.1f;
+  runtime::Interpreter interp((*m)->graph());
+  auto r = interp.run(std::vector<RuntimeValue>{Tensor::fromVector<float>({2, 3, 4}, xs)});
+  REQUIRE(r.isOk());
+  std::vector<double> y = (*r)[0].tensor().toDoubles();
+  double sum = 0;
+  for (int i = 0; i < 6; ++i) sum += y[size_t(i)];
+  CHECK(sum == Approx(1.0));
+}

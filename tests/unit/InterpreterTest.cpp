@@ -1,0 +1,163 @@
+//===- tests/unit/InterpreterTest.cpp - Unit tests of the reference interpreter -===//
+//
+// Data-dependent shapes (NonZero, Compress, TopK, NonMaxSuppression), control
+// flow (If, Loop with scan outputs), sequences, and run-time errors that name
+// the failing node.
+//
+//===----------------------------------------------------------------------===//
+#include <catch2/catch.hpp>
+
+#include "kiln/ir/Parser.h"
+#include "kiln/runtime/Interpreter.h"
+
+using namespace kiln;
+
+namespace {
+
+std::unique_ptr<ir::Module> parse(const std::string& text) {
+  auto m = ir::parseModule(text, "test.kir");
+  INFO((m.isOk() ? std::string() : m.error().str()));
+  REQUIRE(m.isOk());
+  return std::move(m).value();
+}
+
+std::vector<RuntimeValue> run(const ir::Module& m, std::vector<RuntimeValue> inputs) {
+  runtime::Interpreter interp(m.graph(), {.checkStaticTypes = true});
+  auto r = interp.run(inputs);
+  INFO((r.isOk() ? std::string() : r.error().str()));
+  REQUIRE(r.isOk());
+  return std::move(r).value();
+}
+
+Error runError(const ir::Module& m, std::vector<RuntimeValue> inputs) {
+  runtime::Interpreter interp(m.graph());
+  auto r = interp.run(inputs);
+  REQUIRE_FALSE(r.isOk());
+  return r.error();
+}
+
+}  // namespace
+
+TEST_CASE("NonZero, Compress and TopK produce data-dependent shapes", "[runtime]") {
+  auto m = parse(R"(module @m {
+  graph @main(%x: f32[2,3], %k: i64[1]) {
+    %nz = NonZero(%x) : i64[2,?]
+    %zero = Constant() {value = tensor<f32[]: [0.0]>} : f32[]
+    %pos = Greater(%x, %zero) : bool[2,3]
+    %shape = Constant() {value = tensor<i64[1]: [6]>} : i64[1]
+    %flat = Reshape(%pos, %shape) : bool[6]
+    %xs = Reshape(%x, %shape) : f32[6]
+    %kept = Compress(%xs, %flat) : f32[?]
+    %vals, %idx = TopK(%x, %k) {axis = 1} : f32[2,?], i64[2,?]
+    return %nz, %kept, %vals, %idx
+  }
+}
+)");
+  auto out = run(*m, {Tensor::fromVector<float>({2, 3}, {0, 3, -1, 2, 0, 5}), Tensor::fromVector<int64_t>({1}, {2})});
+  CHECK(out[0].tensor().dims() == Dims{2, 4});
+  CHECK(out[0].tensor().toInt64s() == std::vector<int64_t>{0, 0, 1, 1, 1, 2, 0, 2});
+  CHECK(out[1].tensor().toDoubles() == std::vector<double>{3, 2, 5});
+  CHECK(out[2].tensor().toDoubles() == std::vector<double>{3, 0, 5, 2});
+  CHECK(out[3].tensor().toInt64s() == std::vector<int64_t>{1, 0, 2, 0});
+}
+
+TEST_CASE("NonMaxSuppression keeps the best non-overlapping boxes", "[runtime]") {
+  auto m = parse(R"(module @m {
+  graph @main(%boxes: f32[1,3,4], %scores: f32[1,1,3]) {
+    %max = Constant() {value = tensor<i64[1]: [3]>} : i64[1]
+    %iou = Constant() {value = tensor<f32[1]: [0.5]>} : f32[1]
+    %sel = NonMaxSuppression(%boxes, %scores, %max, %iou) : i64[?,3]
+    return %sel
+  }
+}
+)");
+  auto out = run(*m, {Tensor::fromVector<float>({1, 3, 4}, {0, 0, 1, 1, 0, 0.1f, 1, 1.1f, 0, 2, 1, 3}),
+                      Tensor::fromVector<float>({1, 1, 3}, {0.9f, 0.8f, 0.7f})});
+  CHECK(out[0].tensor().toInt64s() == std::vector<int64_t>{0, 0, 0, 0, 0, 2});
+}
+
+TEST_CASE("If and Loop run their bodies, with scan outputs stacked", "[runtime][control-flow]") {
+  auto m = parse(R"(module @m {
+  graph @main(%n: i64[], %c: bool[], %x: f32[2]) {
+    %y = If(%c) {else_branch = graph @else() {
+        %neg = Neg(%x) : f32[2]
+        return %neg
+      }, then_branch = graph @then() {
+        return %x
+      }} : f32[2]
+    %sum, %steps = Loop(%n, none, %y) {body = graph @body(%i: i64[], %cond: bool[], %acc: f32[2]) {
+        %next = Add(%acc, %x) : f32[2]
+        %keep = Identity(%cond) : bool[]
+        %step = Identity(%i) : i64[]
+        return %keep, %next, %step
+      }} : f32[2], i64[?]
+    return %sum, %steps
+  }
+}
+)");
+  auto out = run(*m, {Tensor::scalar<int64_t>(3), Tensor::scalar<bool>(false), Tensor::fromVector<float>({2}, {1, 2})});
+  CHECK(out[0].tensor().toDoubles() == std::vector<double>{2, 4});  // -x + 3x
+  CHECK(out[1].tensor().toInt64s() == std::vector<int64_t>{0, 1, 2});
+  auto zero = run(*m, {Tensor::scalar<int64_t>(0), Tensor::scalar<bool>(true), Tensor::fromVector<float>({2}, {1, 2})});
+  CHECK(zero[0].tensor().toDoubles() == std::vector<double>{1, 2});
+  CHECK(zero[1].tensor().dims() == Dims{0});
+}
+
+TEST_CASE("sequences are built, indexed and concatenated", "[runtime][sequence]") {
+  auto m = parse(R"(module @m {
+  graph @main(%a: f32[2], %b: f32[2]) {
+    %s = SequenceConstruct(%a, %b) : seq<f32[2]>
+    %pos = Constant() {value = tensor<i64[]: [-1]>} : i64[]
+    %last = SequenceAt(%s, %pos) : f32[2]
+    %len = SequenceLength(%s) : i64[]
+    %cat = ConcatFromSequence(%s) {axis = 0, new_axis = 1} : f32[?,2]
+    return %last, %len, %cat
+  }
+}
+)");
+  auto out = run(*m, {Tensor::fromVector<float>({2}, {1, 2}), Tensor::fromVector<float>({2}, {3, 4})});
+  CHECK(out[0].tensor().toDoubles() == std::vector<double>{3, 4});
+  CHECK(out[1].tensor().toInt64s() == std::vector<int64_t>{2});
+  CHECK(out[2].tensor().dims() == Dims{2, 2});
+}
+
+TEST_CASE("run-time errors name the failing node", "[runtime][errors]") {
+  auto m = parse(R"(module @m {
+  graph @main(%x: f32[4], %i: i64[2], %d: i32[2]) {
+    %g = Gather(%x, %i) : f32[2] loc("gather")
+    %q = Div(%d, %d) : i32[2] loc("div")
+    return %g, %q
+  }
+}
+)");
+  Error e = runError(*m, {Tensor::fromVector<float>({4}, {1, 2, 3, 4}), Tensor::fromVector<int64_t>({2}, {0, 9}),
+                          Tensor::fromVector<int32_t>({2}, {1, 2})});
+  CHECK(e.code() == ErrorCode::ExecFailure);
+  CHECK(e.nodeName() == "gather");
+  CHECK_THAT(e.message(), Catch::Contains("index 9 is out of range"));
+  e = runError(*m, {Tensor::fromVector<float>({4}, {1, 2, 3, 4}), Tensor::fromVector<int64_t>({2}, {0, -1}),
+                    Tensor::fromVector<int32_t>({2}, {0, 2})});
+  CHECK(e.nodeName() == "div");
+  CHECK_THAT(e.message(), Catch::Contains("division by zero"));
+  e = runError(*m, {Tensor::fromVector<float>({3}, {1, 2, 3}), Tensor::fromVector<int64_t>({2}, {0, 1}),
+                    Tensor::fromVector<int32_t>({2}, {1, 2})});
+  CHECK(e.code() == ErrorCode::ExecInput);
+  CHECK_THAT(e.message(), Catch::Contains("input 'x' must have shape f32[4]"));
+}
+
+TEST_CASE("integer arithmetic wraps instead of overflowing", "[runtime]") {
+  auto m = parse(R"(module @m {
+  graph @main(%a: i64[2], %b: i64[2]) {
+    %s = Add(%a, %b) : i64[2]
+    %n = Neg(%a) : i64[2]
+    %q = Div(%a, %b) : i64[2]
+    return %s, %n, %q
+  }
+}
+)");
+  int64_t mn = std::numeric_limits<int64_t>::min(), mx = std::numeric_limits<int64_t>::max();
+  auto out = run(*m, {Tensor::fromVector<int64_t>({2}, {mx, mn}), Tensor::fromVector<int64_t>({2}, {1, -1})});
+  CHECK(out[0].tensor().toInt64s() == std::vector<int64_t>{mn, mx});
+  CHECK(out[1].tensor().toInt64s() == std::vector<int64_t>{mn + 1, mn});
+  CHECK(out[2].tensor().toInt64s() == std::vector<int64_t>{mx, mn});
+}

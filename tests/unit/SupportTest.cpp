@@ -1,0 +1,153 @@
+//===- tests/unit/SupportTest.cpp - Unit tests of lib/support -------------===//
+//
+// Half/bfloat16 conversion (exhaustive), dtype tables, tensors (cast, reshape,
+// buffers), .npy round trips and malformed files, errors and hashing.
+//
+//===----------------------------------------------------------------------===//
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "kiln/support/File.h"
+#include "kiln/support/Hash.h"
+#include "kiln/support/Npy.h"
+#include "kiln/support/Status.h"
+#include "kiln/support/Tensor.h"
+
+using namespace kiln;
+
+TEST_CASE("half -> float -> half is the identity for every non-NaN half", "[float16]") {
+  for (uint32_t bits = 0; bits < 0x10000; ++bits) {
+    Half h = Half::fromBits(uint16_t(bits));
+    float f = float(h);
+    if (std::isnan(f)) {
+      CHECK(std::isnan(float(Half(f))));
+      continue;
+    }
+    INFO("bits " << bits);
+    CHECK(Half(f).bits == bits);
+  }
+}
+
+TEST_CASE("float -> half rounds to nearest even and saturates to infinity", "[float16]") {
+  CHECK(Half(1.0f).bits == 0x3c00);
+  CHECK(Half(65504.0f).bits == 0x7bff);
+  CHECK(Half(65520.0f).bits == 0x7c00);                       // halfway to inf rounds up (even)
+  CHECK(Half(1.0f + 1.0f / 2048.0f).bits == 0x3c00);          // halfway between 1 and next: to even
+  CHECK(Half(1.0f + 3.0f / 2048.0f).bits == 0x3c02);          // halfway, odd neighbour: up
+  CHECK(Half(std::ldexp(1.0f, -24)).bits == 0x0001);          // smallest subnormal
+  CHECK(Half(std::ldexp(1.0f, -26)).bits == 0x0000);          // below half of it: zero
+  CHECK(Half(-0.0f).bits == 0x8000);
+  CHECK(std::isinf(float(Half(1e10f))));
+}
+
+TEST_CASE("bfloat16 keeps the upper half of a float with rounding", "[float16]") {
+  CHECK(BFloat16(1.0f).bits == 0x3f80);
+  CHECK(float(BFloat16(3.0f)) == 3.0f);
+  float x;
+  uint32_t u = 0x3f808000;  // exactly halfway between two bf16 values, lower is even
+  std::memcpy(&x, &u, 4);
+  CHECK(BFloat16(x).bits == 0x3f80);
+  CHECK(std::isnan(float(BFloat16(std::numeric_limits<float>::quiet_NaN()))));
+}
+
+TEST_CASE("dtype names and ONNX codes round trip", "[dtype]") {
+  for (DType t : {DType::F32, DType::F64, DType::F16, DType::BF16, DType::I8, DType::I16, DType::I32, DType::I64,
+                  DType::U8, DType::U16, DType::U32, DType::U64, DType::Bool}) {
+    CHECK(parseDType(dtypeName(t)) == t);
+    CHECK(dtypeFromOnnx(onnxDTypeCode(t)) == t);
+  }
+  CHECK_FALSE(dtypeFromOnnx(8).has_value());  // STRING
+  CHECK(std::string(onnxDTypeCodeName(8)) == "STRING");
+  CHECK_FALSE(parseDType("f31").has_value());
+}
+
+TEST_CASE("casts follow ONNX semantics without undefined behaviour", "[tensor]") {
+  Tensor f = Tensor::fromVector<float>({5}, {1.9f, -1.9f, 1e20f, std::nanf(""), -1e20f});
+  std::vector<int64_t> i8 = f.castTo(DType::I8).toInt64s();
+  CHECK(i8 == std::vector<int64_t>{1, -1, 127, 0, -128});
+  Tensor b = Tensor::fromVector<int32_t>({3}, {0, 2, -1}).castTo(DType::Bool);
+  CHECK(b.toInt64s() == std::vector<int64_t>{0, 1, 1});
+  CHECK(Tensor::scalar<int64_t>(300).castTo(DType::U8).toInt64s()[0] == 44);  // wraps
+}
+
+TEST_CASE("reshaped tensors share their buffer and read-only buffers refuse writes", "[tensor]") {
+  Tensor t = Tensor::fromVector<float>({2, 3}, {1, 2, 3, 4, 5, 6});
+  Tensor r = t.reshaped({3, 2});
+  CHECK(r.rawData() == t.rawData());
+  CHECK(r.dims() == Dims{3, 2});
+  std::string bytes(8, '\0');
+  auto buf = Buffer::adoptString(std::move(bytes));
+  CHECK_FALSE(buf->isMutable());
+  Tensor view(DType::F32, {2}, buf);
+  CHECK(view.toDoubles() == std::vector<double>{0, 0});
+}
+
+TEST_CASE("element counts reject negative and overflowing dims", "[tensor]") {
+  CHECK(checkedNumElements({2, 3, 4}) == 24);
+  CHECK(checkedNumElements({}) == 1);
+  CHECK_FALSE(checkedNumElements({-1, 2}).has_value());
+  CHECK_FALSE(checkedNumElements({int64_t(1) << 40, int64_t(1) << 40}).has_value());
+  CHECK(dimsToString({1, 3, 224, 224}) == "1x3x224x224");
+}
+
+TEST_CASE(".npy files round trip every dtype", "[npy]") {
+  Tensor a = Tensor::fromVector<float>({2, 2}, {1.5f, -2, 3, 4});
+  auto back = parseNpy(serializeNpy(a), "a");
+  REQUIRE(back.isOk());
+  CHECK(back->bitwiseEqual(a));
+  Tensor b = Tensor::fromVector<int64_t>({3}, {-1, 0, 1 << 30});
+  CHECK(parseNpy(serializeNpy(b), "b")->bitwiseEqual(b));
+  Tensor s = Tensor::scalar<bool>(true);
+  CHECK(parseNpy(serializeNpy(s), "s")->bitwiseEqual(s));
+  // bf16 has no NumPy type: it is written as f32, exactly.
+  Tensor h = Tensor::fromVector<float>({2}, {1.5f, -3}).castTo(DType::BF16);
+  CHECK(parseNpy(serializeNpy(h), "h")->dtype() == DType::F32);
+}
+
+TEST_CASE("malformed .npy files give a file-format error", "[npy]") {
+  std::string good = serializeNpy(Tensor::fromVector<float>({4}, {1, 2, 3, 4}));
+  auto check = [](const std::string& bytes, const char* what) {
+    auto r = parseNpy(bytes, "x.npy");
+    REQUIRE_FALSE(r.isOk());
+    CHECK(r.error().code() == ErrorCode::FileFormat);
+    CHECK_THAT(r.error().message(), Catch::Contains(what));
+  };
+  check("hello", "magic");
+  check(good.substr(0, good.size() - 4), "data holds");
+  std::string fortran = good;
+  fortran.replace(fortran.find("False"), 5, "True ");
+  check(fortran, "Fortran");
+  std::string badType = good;
+  badType.replace(badType.find("<f4"), 3, "<c8");
+  check(badType, "unsupported dtype");
+}
+
+TEST_CASE("errors print their code, node and opset", "[status]") {
+  Error e(ErrorCode::OnnxUnsupportedOp, "op 'Foo' is not supported");
+  e.atNode("n1", "Foo", 13);
+  CHECK(e.str() == "error KE1003 (unsupported-op): node 'n1' (Foo, opset 13): op 'Foo' is not supported");
+  e.atNode("other", "Bar");  // the first location wins
+  CHECK(e.nodeName() == "n1");
+  Expected<int> x = makeError(ErrorCode::IoError, "cannot read ", 3, " files");
+  CHECK_FALSE(x.isOk());
+  CHECK(x.error().message() == "cannot read 3 files");
+}
+
+TEST_CASE("hashes are stable and sensitive to content", "[hash]") {
+  CHECK(hashString("kiln") == hashString("kiln"));
+  CHECK(hashString("kiln") != hashString("kilN"));
+  std::string big(1000, 'a'), big2 = big;
+  big2[999] = 'b';
+  CHECK(hashString(big) != hashString(big2));
+  CHECK(hashString("") != hashString(std::string(1, '\0')));
+}
+
+TEST_CASE("file names from tensor names keep only safe characters", "[file]") {
+  CHECK(sanitizeFileName("/stem/Conv_output_0") == "_stem_Conv_output_0");
+  CHECK(sanitizeFileName("onnx::Add:1") == "onnx__Add_1");
+  CHECK(sanitizeFileName("..") == "_..");
+  CHECK(sanitizeFileName("logits") == "logits");
+}
