@@ -62,19 +62,22 @@ Expected<std::vector<int64_t>> normalizeAxes(const std::vector<int64_t>& axes, i
   return out;
 }
 
+/// The ints attribute `name` (which must have `count` values), or `count` copies of `fill`.
+static Expected<Dims> intsOr(const Node& node, const char* name, int64_t fill, size_t count) {
+  const Attribute* a = node.findAttr(name);
+  if (!a || a->ints().empty()) return Dims(count, fill);
+  if (a->ints().size() != count)
+    return attrError(std::string(name) + " has " + std::to_string(a->ints().size()) + " values, expected " +
+                     std::to_string(count));
+  return a->ints();
+}
+
 Expected<WindowGeometry> computeWindowGeometry(const Node& node, const Dims& in,
                                                const Dims& kernel, bool ceilMode) {
   size_t n = in.size();
   WindowGeometry g;
   g.kernel = kernel;
-  auto listOr = [&](const char* name, int64_t fill, size_t count) -> Expected<Dims> {
-    const Attribute* a = node.findAttr(name);
-    if (!a || a->ints().empty()) return Dims(count, fill);
-    if (a->ints().size() != count)
-      return attrError(std::string(name) + " has " + std::to_string(a->ints().size()) +
-                       " values, expected " + std::to_string(count));
-    return a->ints();
-  };
+  auto listOr = [&](const char* name, int64_t fill, size_t count) { return intsOr(node, name, fill, count); };
   if (kernel.size() != n)
     return attrError("kernel has " + std::to_string(kernel.size()) + " spatial dims, input has " +
                      std::to_string(n));
@@ -129,14 +132,7 @@ Expected<WindowGeometry> computeConvTransposeGeometry(const Node& node, const Di
   // Reuse the attribute checks of the forward geometry with auto_pad ignored.
   WindowGeometry g;
   g.kernel = kernel;
-  auto listOr = [&](const char* name, int64_t fill, size_t count) -> Expected<Dims> {
-    const Attribute* a = node.findAttr(name);
-    if (!a || a->ints().empty()) return Dims(count, fill);
-    if (a->ints().size() != count)
-      return attrError(std::string(name) + " has " + std::to_string(a->ints().size()) +
-                       " values, expected " + std::to_string(count));
-    return a->ints();
-  };
+  auto listOr = [&](const char* name, int64_t fill, size_t count) { return intsOr(node, name, fill, count); };
   if (kernel.size() != n) return attrError("kernel rank does not match the input's spatial rank");
   KILN_ASSIGN(g.strides, listOr("strides", 1, n));
   KILN_ASSIGN(g.dilations, listOr("dilations", 1, n));

@@ -131,6 +131,11 @@ def main():
          "tr", "attribute 'perm' must be ints", check=False)
     save("attr_unknown.onnx", model([helper.make_node("Relu", ["x"], ["y"], name="relu", fancy=3)], [X], [Y]),
          "KE1008", "relu", "unknown attribute 'fancy'", check=False)
+    # Legacy forms are rewritten before the schema check, with their own kind checks.
+    save("attr_legacy_wrong_kind.onnx",
+         model([helper.make_node("Upsample", ["img", "scales"], ["y"], name="up", mode=3)],
+               [vi("img", [1, 1, 2, 2]), vi("scales", [4])], [vi("y", [1, 1, 4, 4])], opset=9), "KE1008", "up",
+         "attribute 'mode' must be string, got int", check=False)
     save("attr_bad_value.onnx",
          model([helper.make_node("Concat", ["x", "x"], ["y"], name="cat", axis=5)], [X], [vi("y", [4, 3])]), "KE1008",
          "cat", "axis 5 is out of range", check=False)

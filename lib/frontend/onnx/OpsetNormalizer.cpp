@@ -31,6 +31,23 @@ std::optional<ir::Attribute> NodeDraft::take(const std::string& n) {
   return std::nullopt;
 }
 
+static Error wrongKind(const std::string& n, ir::AttrKind want, const ir::Attribute& a) {
+  return Error(ErrorCode::BadAttribute, "attribute '" + n + "' must be " + ir::attrKindName(want) + ", got " +
+                                            ir::attrKindName(a.kind()));
+}
+
+Expected<std::optional<ir::Attribute>> NodeDraft::takeAs(const std::string& n, ir::AttrKind kind) {
+  std::optional<ir::Attribute> a = take(n);
+  if (a && a->kind() != kind) return wrongKind(n, kind, *a);
+  return a;
+}
+
+Expected<const ir::Attribute*> NodeDraft::attrAs(const std::string& n, ir::AttrKind kind) const {
+  const ir::Attribute* a = attr(n);
+  if (a && a->kind() != kind) return wrongKind(n, kind, *a);
+  return a;
+}
+
 void NodeDraft::set(const std::string& n, ir::Attribute a) {
   for (auto& [k, v] : attrs)
     if (k == n) {
@@ -51,12 +68,11 @@ void growInputs(NodeDraft& d, size_t n) {
 
 /// Moves an ints attribute into input slot `slot` as an i64 constant (absent: left empty).
 Status intsAttrToInput(NodeDraft& d, const char* attrName, size_t slot, DraftBuilder& b, bool required) {
-  auto a = d.take(attrName);
+  KILN_ASSIGN(auto a, d.takeAs(attrName, ir::AttrKind::Ints));
   if (!a) {
     if (required) return legacyError(std::string("required attribute '") + attrName + "' is missing");
     return Status::ok();
   }
-  if (a->kind() != ir::AttrKind::Ints) return legacyError(std::string("attribute '") + attrName + "' must be ints");
   growInputs(d, slot + 1);
   KILN_ASSIGN(d.inputs[slot], b.constant(Tensor::fromVector<int64_t>({int64_t(a->ints().size())}, a->ints())));
   return Status::ok();
@@ -73,14 +89,15 @@ Expected<DType> inputDType(const NodeDraft& d, size_t i) {
 }
 
 Status normalizeConstant(NodeDraft& d) {
-  auto take = [&](const char* n) { return d.take(n); };
   if (d.attr("value")) return Status::ok();
-  if (auto a = take("value_float")) d.set("value", Tensor::scalar<float>(a->f()));
-  else if (auto a = take("value_int")) d.set("value", Tensor::scalar<int64_t>(a->i()));
-  else if (auto a = take("value_floats"))
-    d.set("value", Tensor::fromVector<float>({int64_t(a->floats().size())}, a->floats()));
-  else if (auto a = take("value_ints"))
-    d.set("value", Tensor::fromVector<int64_t>({int64_t(a->ints().size())}, a->ints()));
+  KILN_ASSIGN(auto f, d.takeAs("value_float", ir::AttrKind::Float));
+  KILN_ASSIGN(auto i, d.takeAs("value_int", ir::AttrKind::Int));
+  KILN_ASSIGN(auto fs, d.takeAs("value_floats", ir::AttrKind::Floats));
+  KILN_ASSIGN(auto is, d.takeAs("value_ints", ir::AttrKind::Ints));
+  if (f) d.set("value", Tensor::scalar<float>(f->f()));
+  else if (i) d.set("value", Tensor::scalar<int64_t>(i->i()));
+  else if (fs) d.set("value", Tensor::fromVector<float>({int64_t(fs->floats().size())}, fs->floats()));
+  else if (is) d.set("value", Tensor::fromVector<int64_t>({int64_t(is->ints().size())}, is->ints()));
   else if (d.attr("value_string") || d.attr("value_strings"))
     return Error(ErrorCode::UnsupportedType, "string constants are not supported by kiln");
   else if (d.attr("sparse_value"))
@@ -93,7 +110,8 @@ Status normalizeConstant(NodeDraft& d) {
 /// Softmax-family ops before opset 13 coerce the input to 2-D at `axis`.
 Status normalizeLegacySoftmax(NodeDraft& d, DraftBuilder& b) {
   int64_t axis = 1;
-  if (auto a = d.take("axis")) axis = a->i();
+  KILN_ASSIGN(auto a, d.takeAs("axis", ir::AttrKind::Int));
+  if (a) axis = a->i();
   if (d.inputs.empty() || !d.inputs[0]) return Status::ok();
   const ir::Type& t = d.inputs[0]->type();
   if (t.isTensor() && t.tensor().hasRank()) {
@@ -116,12 +134,14 @@ Status normalizeLegacySoftmax(NodeDraft& d, DraftBuilder& b) {
 
 Status normalizeUpsample(NodeDraft& d, int64_t opset, DraftBuilder& b) {
   std::string mode = "nearest";
-  if (auto a = d.take("mode")) mode = a->s();
+  KILN_ASSIGN(auto modeAttr, d.takeAs("mode", ir::AttrKind::String));
+  if (modeAttr) mode = modeAttr->s();
   if (mode == "bilinear") mode = "linear";
   if (mode != "nearest" && mode != "linear") return legacyError("Upsample mode '" + mode + "' is not supported");
   ir::Value* scales = d.inputs.size() > 1 ? d.inputs[1] : nullptr;
-  if (auto a = d.take("scales")) {
-    KILN_ASSIGN(scales, b.constant(Tensor::fromVector<float>({int64_t(a->floats().size())}, a->floats())));
+  KILN_ASSIGN(auto scalesAttr, d.takeAs("scales", ir::AttrKind::Floats));
+  if (scalesAttr) {
+    KILN_ASSIGN(scales, b.constant(Tensor::fromVector<float>({int64_t(scalesAttr->floats().size())}, scalesAttr->floats())));
   }
   if (!scales) return legacyError("Upsample needs scales");
   d.opType = "Resize";
@@ -161,7 +181,8 @@ Status normalizeDraft(NodeDraft& d, int64_t opset, DraftBuilder& b) {
   }
   if (op == "Pad" && opset < 11) {
     KILN_TRY(intsAttrToInput(d, "pads", 1, b, true));
-    if (auto v = d.take("value"); v && v->f() != 0.0f) {
+    KILN_ASSIGN(auto v, d.takeAs("value", ir::AttrKind::Float));
+    if (v && v->f() != 0.0f) {
       KILN_ASSIGN(DType dt, inputDType(d, 0));
       growInputs(d, 3);
       KILN_ASSIGN(d.inputs[2], b.constant(scalarOf(dt, v->f())));
@@ -169,7 +190,8 @@ Status normalizeDraft(NodeDraft& d, int64_t opset, DraftBuilder& b) {
     return Status::ok();
   }
   if (op == "Clip" && opset < 11) {
-    auto lo = d.take("min"), hi = d.take("max");
+    KILN_ASSIGN(auto lo, d.takeAs("min", ir::AttrKind::Float));
+    KILN_ASSIGN(auto hi, d.takeAs("max", ir::AttrKind::Float));
     if (lo || hi) {
       KILN_ASSIGN(DType dt, inputDType(d, 0));
       growInputs(d, 3);
@@ -187,7 +209,7 @@ Status normalizeDraft(NodeDraft& d, int64_t opset, DraftBuilder& b) {
   if (op == "ReduceSum" && opset < 13) return intsAttrToInput(d, "axes", 1, b, false);
   if (op == "Split" && opset < 13) return intsAttrToInput(d, "split", 1, b, false);
   if (op == "TopK" && opset < 10) {
-    auto k = d.take("k");
+    KILN_ASSIGN(auto k, d.takeAs("k", ir::AttrKind::Int));
     if (!k) return legacyError("required attribute 'k' is missing");
     growInputs(d, 2);
     KILN_ASSIGN(d.inputs[1], b.constant(Tensor::fromVector<int64_t>({1}, {k->i()})));
@@ -198,7 +220,8 @@ Status normalizeDraft(NodeDraft& d, int64_t opset, DraftBuilder& b) {
     if (d.inputs.size() < 2) return legacyError("Resize needs scales");
     d.inputs = {d.inputs[0], nullptr, d.inputs[1]};
     d.set("coordinate_transformation_mode", "asymmetric");
-    if (!d.attr("mode") || d.attr("mode")->s() == "nearest") d.set("nearest_mode", "floor");
+    KILN_ASSIGN(const ir::Attribute* mode, d.attrAs("mode", ir::AttrKind::String));
+    if (!mode || mode->s() == "nearest") d.set("nearest_mode", "floor");
     return Status::ok();
   }
   if (op == "Dropout") {
@@ -209,7 +232,8 @@ Status normalizeDraft(NodeDraft& d, int64_t opset, DraftBuilder& b) {
   if (op == "BatchNormalization") {
     d.take("is_test");
     d.take("consumed_inputs");
-    if (auto s = d.take("spatial"); s && s->i() == 0)
+    KILN_ASSIGN(auto spatial, d.takeAs("spatial", ir::AttrKind::Int));
+    if (spatial && spatial->i() == 0)
       return legacyError("BatchNormalization with spatial=0 is not supported");
     // Opset < 14 training outputs (saved mean/var) are only allowed when unused.
     if (d.outputs.size() > 3) d.outputs.resize(3);

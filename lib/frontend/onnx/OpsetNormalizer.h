@@ -29,6 +29,11 @@ struct NodeDraft {
   const ir::Attribute* attr(const std::string& n) const;
   /// Removes an attribute and returns it (nullopt if absent).
   std::optional<ir::Attribute> take(const std::string& n);
+  /// Removes an attribute that must be of `kind` (an error otherwise; the
+  /// schema check comes after normalisation, so rewrites check kinds here).
+  Expected<std::optional<ir::Attribute>> takeAs(const std::string& n, ir::AttrKind kind);
+  /// The attribute if present and of `kind`, an error if of another kind.
+  Expected<const ir::Attribute*> attrAs(const std::string& n, ir::AttrKind kind) const;
   void set(const std::string& n, ir::Attribute a);
 };
 

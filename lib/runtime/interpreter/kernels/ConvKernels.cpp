@@ -17,26 +17,6 @@ namespace {
 
 Dims spatial(const Dims& d) { return Dims(d.begin() + 2, d.end()); }
 
-/// Elements of a float tensor in computation type C (f32/f64 kept, f16/bf16 widened).
-template <class C>
-std::vector<C> widen(const Tensor& t) {
-  std::vector<C> v(static_cast<size_t>(t.numElements()));
-  dispatchDType(t.dtype(), [&]<class T>() {
-    const T* p = t.data<T>();
-    for (size_t i = 0; i < v.size(); ++i) v[i] = C(ComputeType<T>(p[i]));
-  });
-  return v;
-}
-
-/// Writes computed values back into a tensor of its own dtype.
-template <class C>
-void narrow(const std::vector<C>& v, Tensor& t) {
-  dispatchDType(t.dtype(), [&]<class T>() {
-    T* p = t.mutableData<T>();
-    for (size_t i = 0; i < v.size(); ++i) p[i] = convertValue<T, double>(double(v[i]));
-  });
-}
-
 Expected<ir::WindowGeometry> convGeometry(const KernelContext& ctx, const Tensor& x, const Tensor& w) {
   return ir::computeWindowGeometry(ctx.node(), spatial(x.dims()), spatial(w.dims()), false);
 }
@@ -56,10 +36,10 @@ Status kConv(KernelContext& ctx) {
   Tensor& y = ctx.allocate(0);
   int64_t group = ctx.node().getInt("group");
   auto run = [&]<class C>() {
-    std::vector<C> xv = widen<C>(x), wv = widen<C>(w), yv(static_cast<size_t>(y.numElements()));
+    std::vector<C> xv = loadValues<C>(x), wv = loadValues<C>(w), yv(static_cast<size_t>(y.numElements()));
     convolve<C>(xv.data(), x.dims(), wv.data(), w.dims(), g, group, yv.data());
-    if (ctx.hasInput(2)) addBias(yv, y.dims(), widen<C>(ctx.input(2)));
-    narrow(yv, y);
+    if (ctx.hasInput(2)) addBias(yv, y.dims(), loadValues<C>(ctx.input(2)));
+    storeValues(y, yv);
   };
   if (!isFloat(x.dtype())) return unsupportedDType(x.dtype());
   if (x.dtype() == DType::F64) run.template operator()<double>();
@@ -82,7 +62,7 @@ Status kConvTranspose(KernelContext& ctx) {
     outSize *= y.dim(int64_t(d) + 2);
     kSize *= kernel[d];
   }
-  std::vector<double> xv = widen<double>(x), wv = widen<double>(w), yv(static_cast<size_t>(y.numElements()), 0.0);
+  std::vector<double> xv = loadValues<double>(x), wv = loadValues<double>(w), yv(static_cast<size_t>(y.numElements()), 0.0);
   std::vector<double> wt(static_cast<size_t>(mg * kSize * cg)), col(static_cast<size_t>(mg * kSize * inSize));
   Dims outStrides(s, 1);
   for (size_t d = s; d-- > 1;) outStrides[d - 1] = outStrides[d] * y.dim(int64_t(d) + 2);
@@ -117,8 +97,8 @@ Status kConvTranspose(KernelContext& ctx) {
           }
         }
     }
-  if (ctx.hasInput(2)) addBias(yv, y.dims(), widen<double>(ctx.input(2)));
-  narrow(yv, y);
+  if (ctx.hasInput(2)) addBias(yv, y.dims(), loadValues<double>(ctx.input(2)));
+  storeValues(y, yv);
   return Status::ok();
 }
 

@@ -16,28 +16,27 @@ namespace {
 
 // --- unary ----------------------------------------------------------------
 
-/// y = f(x) for float types; f takes and returns ComputeType<T>.
+/// y = f(x) elementwise; f takes and returns ComputeType<T>. `numeric` also
+/// accepts integer types (float types only otherwise).
+template <bool numeric, class F>
+Status unary(KernelContext& ctx, F f) {
+  const Tensor& x = ctx.input(0);
+  Tensor& y = ctx.allocate(0);
+  auto body = [&]<class T>() {
+    const T* a = x.data<T>();
+    T* o = y.mutableData<T>();
+    for (int64_t i = 0; i < x.numElements(); ++i) o[i] = T(f(ComputeType<T>(a[i])));
+  };
+  if constexpr (numeric) return forNumeric(x.dtype(), body);
+  else return forFloat(x.dtype(), body);
+}
 template <class F>
 Status unaryFloat(KernelContext& ctx, F f) {
-  const Tensor& x = ctx.input(0);
-  Tensor& y = ctx.allocate(0);
-  return forFloat(x.dtype(), [&]<class T>() {
-    const T* a = x.data<T>();
-    T* o = y.mutableData<T>();
-    for (int64_t i = 0; i < x.numElements(); ++i) o[i] = T(f(ComputeType<T>(a[i])));
-  });
+  return unary<false>(ctx, f);
 }
-
-/// y = f(x) for numeric types (f sees ComputeType<T>).
 template <class F>
 Status unaryNumeric(KernelContext& ctx, F f) {
-  const Tensor& x = ctx.input(0);
-  Tensor& y = ctx.allocate(0);
-  return forNumeric(x.dtype(), [&]<class T>() {
-    const T* a = x.data<T>();
-    T* o = y.mutableData<T>();
-    for (int64_t i = 0; i < x.numElements(); ++i) o[i] = T(f(ComputeType<T>(a[i])));
-  });
+  return unary<true>(ctx, f);
 }
 
 #define KILN_UNARY_FLOAT(NAME, EXPR)                                         \
@@ -226,12 +225,14 @@ Status kPow(KernelContext& ctx) {
   return forNumeric(a.dtype(), [&]<class T>() {
     (void)forNumeric(b.dtype(), [&]<class E>() {
       broadcast2<T, E, T>(a, b, out, [](T x, E y) -> T {
+        T r;
         if constexpr (std::is_same_v<T, float> && (std::is_same_v<E, float> || isHalfLike<E>))
-          return std::pow(x, float(y));
+          r = std::pow(x, float(y));
         else if constexpr (isHalfLike<T>)
-          return T(std::pow(float(x), float(ComputeType<E>(y))));
+          r = T(std::pow(float(x), float(ComputeType<E>(y))));
         else
-          return convertValue<T, double>(std::pow(double(x), double(ComputeType<E>(y))));
+          r = convertValue<T, double>(std::pow(double(x), double(ComputeType<E>(y))));
+        return r;
       });
     });
   });

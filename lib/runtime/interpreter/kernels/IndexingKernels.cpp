@@ -45,6 +45,24 @@ Status kGather(KernelContext& ctx) {
   return Status::ok();
 }
 
+/// Flat offset in `data` of the element that element i of `indices` addresses:
+/// same coordinates, except along `axis`, where the index value applies.
+Expected<int64_t> elementOffset(const Tensor& indices, const Tensor& data, const Dims& dataStrides, int64_t axis,
+                                int64_t i, int64_t index) {
+  int64_t r = i, off = 0;
+  for (int64_t d = indices.rank() - 1; d >= 0; --d) {
+    int64_t c = r % indices.dim(d);
+    r /= indices.dim(d);
+    if (d == axis) {
+      KILN_ASSIGN(c, checkIndex(index, data.dim(d), "index"));
+    } else if (c >= data.dim(d)) {
+      return kernelError("indices dim " + std::to_string(d) + " exceeds the data's");
+    }
+    off += c * dataStrides[size_t(d)];
+  }
+  return off;
+}
+
 Status kGatherElements(KernelContext& ctx) {
   const Tensor &data = ctx.input(0), &indices = ctx.input(1);
   KILN_ASSIGN(int64_t axis, ir::normalizeAxis(ctx.node().getInt("axis"), data.rank()));
@@ -52,17 +70,7 @@ Status kGatherElements(KernelContext& ctx) {
   std::vector<int64_t> idx = indices.toInt64s();
   Dims dStrides = stridesOf(data.dims());
   for (int64_t i = 0; i < out.numElements(); ++i) {
-    int64_t r = i, off = 0;
-    for (int64_t d = indices.rank() - 1; d >= 0; --d) {
-      int64_t c = r % indices.dim(d);
-      r /= indices.dim(d);
-      if (d == axis) {
-        KILN_ASSIGN(c, checkIndex(idx[size_t(i)], data.dim(d), "index"));
-      } else if (c >= data.dim(d)) {
-        return kernelError("indices dim " + std::to_string(d) + " exceeds the data's");
-      }
-      off += c * dStrides[size_t(d)];
-    }
+    KILN_ASSIGN(int64_t off, elementOffset(indices, data, dStrides, axis, i, idx[size_t(i)]));
     copyElement(data, off, out, i);
   }
   return Status::ok();
@@ -120,17 +128,7 @@ Status kScatterElements(KernelContext& ctx) {
   std::vector<int64_t> idx = indices.toInt64s();
   Dims dStrides = stridesOf(data.dims());
   for (int64_t i = 0; i < indices.numElements(); ++i) {
-    int64_t r = i, off = 0;
-    for (int64_t d = indices.rank() - 1; d >= 0; --d) {
-      int64_t c = r % indices.dim(d);
-      r /= indices.dim(d);
-      if (d == axis) {
-        KILN_ASSIGN(c, checkIndex(idx[size_t(i)], data.dim(d), "index"));
-      } else if (c >= data.dim(d)) {
-        return kernelError("indices dim " + std::to_string(d) + " exceeds the data's");
-      }
-      off += c * dStrides[size_t(d)];
-    }
+    KILN_ASSIGN(int64_t off, elementOffset(indices, data, dStrides, axis, i, idx[size_t(i)]));
     KILN_TRY(scatterApply(out, off, updates, i, reduction));
   }
   ctx.setOutput(0, out);

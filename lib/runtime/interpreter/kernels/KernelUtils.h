@@ -136,6 +136,26 @@ T wrapMul(T a, T b) {
   }
 }
 
+/// Every element of `t` converted to C (Cast semantics; f16/bf16 widen exactly).
+template <class C>
+std::vector<C> loadValues(const Tensor& t) {
+  std::vector<C> v(static_cast<size_t>(t.numElements()));
+  dispatchDType(t.dtype(), [&]<class T>() {
+    const T* p = t.data<T>();
+    for (size_t i = 0; i < v.size(); ++i) v[i] = convertValue<C, T>(p[i]);
+  });
+  return v;
+}
+
+/// Writes `values` into `t`, whatever its dtype (Cast semantics).
+template <class C>
+void storeValues(Tensor& t, const std::vector<C>& values) {
+  dispatchDType(t.dtype(), [&]<class T>() {
+    T* p = t.mutableData<T>();
+    for (size_t i = 0; i < values.size(); ++i) p[i] = convertValue<T, C>(values[i]);
+  });
+}
+
 /// Reads element i of any tensor as double / int64.
 inline double elementAsDouble(const Tensor& t, int64_t i) {
   double v = 0;

@@ -17,31 +17,6 @@ using namespace kernels;
 
 namespace {
 
-/// Elements converted to computation type C.
-template <class C>
-std::vector<C> valuesAs(const Tensor& t) {
-  std::vector<C> v(static_cast<size_t>(t.numElements()));
-  dispatchDType(t.dtype(), [&]<class T>() {
-    const T* p = t.data<T>();
-    for (size_t i = 0; i < v.size(); ++i) {
-      if constexpr (std::is_floating_point_v<C>) v[i] = C(ComputeType<T>(p[i]));
-      else v[i] = convertValue<C, T>(p[i]);
-    }
-  });
-  return v;
-}
-
-template <class C>
-void storeAs(const std::vector<C>& v, Tensor& t) {
-  dispatchDType(t.dtype(), [&]<class T>() {
-    T* p = t.mutableData<T>();
-    for (size_t i = 0; i < v.size(); ++i) {
-      if constexpr (std::is_floating_point_v<C>) p[i] = convertValue<T, double>(double(v[i]));
-      else p[i] = convertValue<T, C>(v[i]);
-    }
-  });
-}
-
 /// Batched matrix product of a [..., M, K] and b [..., K, N] (1-D operands
 /// promoted) into `out` (dims already inferred), in computation type C.
 template <class C>
@@ -63,8 +38,8 @@ Status kMatMul(KernelContext& ctx) {
   Tensor& y = ctx.allocate(0);
   auto run = [&]<class C>() {
     std::vector<C> out;
-    batchedMatMul<C>(valuesAs<C>(a), a.dims(), valuesAs<C>(b), b.dims(), out);
-    storeAs(out, y);
+    batchedMatMul<C>(loadValues<C>(a), a.dims(), loadValues<C>(b), b.dims(), out);
+    storeValues(y, out);
   };
   if (a.dtype() == DType::F64) run.template operator()<double>();
   else if (isFloat(a.dtype())) run.template operator()<float>();
@@ -81,7 +56,7 @@ Status kGemm(KernelContext& ctx) {
   double alpha = n.getFloat("alpha"), beta = n.getFloat("beta");
   int64_t m = y.dim(0), nn = y.dim(1), k = ta ? a.dim(0) : a.dim(1);
   auto run = [&]<class C>() {
-    std::vector<C> av = valuesAs<C>(a), bv = valuesAs<C>(b), yv(static_cast<size_t>(m * nn), C(0));
+    std::vector<C> av = loadValues<C>(a), bv = loadValues<C>(b), yv(static_cast<size_t>(m * nn), C(0));
     if (ta) {
       std::vector<C> t(av.size());
       transposeInto(av.data(), k, m, t.data());
@@ -94,13 +69,13 @@ Status kGemm(KernelContext& ctx) {
     }
     double b2 = 0.0;
     if (ctx.hasInput(2) && beta != 0.0) {
-      std::vector<C> cv = valuesAs<C>(ctx.input(2));
+      std::vector<C> cv = loadValues<C>(ctx.input(2));
       std::array<Dims, 1> strides = {broadcastStrides(ctx.input(2).dims(), y.dims())};
       forEachBroadcast<1>(y.dims(), strides, [&](int64_t o, const std::array<int64_t, 1>& off) { yv[size_t(o)] = cv[size_t(off[0])]; });
       b2 = beta;
     }
     gemm<C>(m, nn, k, av.data(), bv.data(), yv.data(), alpha, b2);
-    storeAs(yv, y);
+    storeValues(y, yv);
   };
   if (a.dtype() == DType::F64) run.template operator()<double>();
   else if (isFloat(a.dtype())) run.template operator()<float>();
@@ -131,7 +106,7 @@ Status kMatMulInteger(KernelContext& ctx) {
   KILN_ASSIGN(auto bv, shiftByZeroPoint(b, ctx.hasInput(3) ? &ctx.input(3) : nullptr, false));
   std::vector<int64_t> out;
   batchedMatMul<int64_t>(av, a.dims(), bv, b.dims(), out);
-  storeAs(out, ctx.allocate(0));
+  storeValues(ctx.allocate(0), out);
   return Status::ok();
 }
 
@@ -200,7 +175,7 @@ Status kEinsum(KernelContext& ctx) {
       out[size_t(o)] += prod;
     }
   (void)no;
-  storeAs(out, y);
+  storeValues(y, out);
   return Status::ok();
 }
 
@@ -233,7 +208,7 @@ Status kDet(KernelContext& ctx) {
     }
     out[size_t(b)] = det;
   }
-  storeAs(out, y);
+  storeValues(y, out);
   return Status::ok();
 }
 

@@ -14,12 +14,6 @@ using namespace kernels;
 
 namespace {
 
-void storeDoubles(Tensor& t, const std::vector<double>& v) {
-  dispatchDType(t.dtype(), [&]<class T>() {
-    for (size_t i = 0; i < v.size(); ++i) t.mutableData<T>()[i] = convertValue<T, double>(v[i]);
-  });
-}
-
 /// NLL of log-probabilities `logp` [N, C, d...] against `target` [N, d...].
 Status nll(KernelContext& ctx, const std::vector<double>& logp, const Dims& dims, Tensor& out) {
   const Tensor& target = ctx.input(1);
@@ -50,7 +44,7 @@ Status nll(KernelContext& ctx, const std::vector<double>& logp, const Dims& dims
       loss[size_t(i * d + k)] = -logp[size_t((i * c + cls) * d + k)] * w[size_t(i * d + k)];
     }
   if (reduction == "none") {
-    storeDoubles(out, loss);
+    storeValues(out, loss);
     return Status::ok();
   }
   double sum = 0, wsum = 0;
@@ -60,7 +54,7 @@ Status nll(KernelContext& ctx, const std::vector<double>& logp, const Dims& dims
   }
   bool weighted = !weight.empty() || ignore;
   double v = reduction == "sum" ? sum : (weighted ? sum / wsum : sum / double(loss.size()));
-  storeDoubles(out, {v});
+  storeValues(out, std::vector<double>{v});
   return Status::ok();
 }
 
@@ -83,7 +77,7 @@ Status kSoftmaxCrossEntropy(KernelContext& ctx) {
       for (int64_t j = 0; j < c; ++j) logp[size_t((i * c + j) * d + k)] = v[size_t((i * c + j) * d + k)] - mx - std::log(sum);
     }
   KILN_TRY(nll(ctx, logp, x.dims(), ctx.allocate(0)));
-  if (ctx.numOutputs() > 1) storeDoubles(ctx.allocate(1), logp);
+  if (ctx.numOutputs() > 1) storeValues(ctx.allocate(1), logp);
   return Status::ok();
 }
 
@@ -131,9 +125,9 @@ Status kOptimizer(KernelContext& ctx) {
         xNew[k] = (1 - post) * (xv[k] - rate * (s1New[k] / (std::sqrt(s2New[k]) + eps)));
       }
     }
-    storeDoubles(ctx.allocate(i, x.dtype(), x.dims()), xNew);
-    storeDoubles(ctx.allocate(n + i, x.dtype(), x.dims()), s1New);
-    if constexpr (op == Optimizer::Adam) storeDoubles(ctx.allocate(2 * n + i, x.dtype(), x.dims()), s2New);
+    storeValues(ctx.allocate(i, x.dtype(), x.dims()), xNew);
+    storeValues(ctx.allocate(n + i, x.dtype(), x.dims()), s1New);
+    if constexpr (op == Optimizer::Adam) storeValues(ctx.allocate(2 * n + i, x.dtype(), x.dims()), s2New);
   }
   return Status::ok();
 }

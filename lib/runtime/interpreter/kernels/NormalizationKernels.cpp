@@ -28,23 +28,13 @@ AxisSplit splitAt(const Dims& dims, int64_t axis) {
   return s;
 }
 
-std::vector<double> asDoubles(const Tensor& t) { return t.toDoubles(); }
-
-/// Writes doubles into a float tensor of any float dtype.
-void store(Tensor& t, const std::vector<double>& v) {
-  dispatchDType(t.dtype(), [&]<class T>() {
-    T* p = t.mutableData<T>();
-    for (size_t i = 0; i < v.size(); ++i) p[i] = convertValue<T, double>(v[i]);
-  });
-}
-
 Status kBatchNorm(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   if (!isFloat(x.dtype())) return unsupportedDType(x.dtype());
   double eps = ctx.node().getFloat("epsilon"), momentum = ctx.node().getFloat("momentum");
   bool training = ctx.node().getInt("training_mode") != 0;
-  std::vector<double> xv = asDoubles(x), scale = asDoubles(ctx.input(1)), bias = asDoubles(ctx.input(2)),
-                      mean = asDoubles(ctx.input(3)), var = asDoubles(ctx.input(4));
+  std::vector<double> xv = loadValues<double>(x), scale = loadValues<double>(ctx.input(1)), bias = loadValues<double>(ctx.input(2)),
+                      mean = loadValues<double>(ctx.input(3)), var = loadValues<double>(ctx.input(4));
   AxisSplit s = splitAt(x.dims(), 1);
   for (const auto* v : {&scale, &bias, &mean, &var})
     if (int64_t(v->size()) != s.n) return kernelError("scale, B, mean and var must have one value per channel");
@@ -71,15 +61,15 @@ Status kBatchNorm(KernelContext& ctx) {
         y[idx] = (xv[idx] - useMean[size_t(c)]) * k + bias[size_t(c)];
       }
     }
-  store(ctx.allocate(0), y);
+  storeValues(ctx.allocate(0), y);
   if (ctx.numOutputs() > 1) {
     std::vector<double> rm(size_t(s.n)), rv(size_t(s.n));
     for (int64_t c = 0; c < s.n; ++c) {
       rm[size_t(c)] = training ? mean[size_t(c)] * momentum + useMean[size_t(c)] * (1 - momentum) : mean[size_t(c)];
       rv[size_t(c)] = training ? var[size_t(c)] * momentum + useVar[size_t(c)] * (1 - momentum) : var[size_t(c)];
     }
-    store(ctx.allocate(1), rm);
-    if (ctx.numOutputs() > 2) store(ctx.allocate(2), rv);
+    storeValues(ctx.allocate(1), rm);
+    if (ctx.numOutputs() > 2) storeValues(ctx.allocate(2), rv);
   }
   return Status::ok();
 }
@@ -88,8 +78,8 @@ Status kInstanceNorm(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   if (!isFloat(x.dtype())) return unsupportedDType(x.dtype());
   double eps = ctx.node().getFloat("epsilon");
-  std::vector<double> xv = asDoubles(x), scale = asDoubles(ctx.input(1)), bias = asDoubles(ctx.input(2));
-  int64_t n = x.dim(0), c = x.dim(1), size = (n * c) ? x.numElements() / (n * c) : 0;
+  std::vector<double> xv = loadValues<double>(x), scale = loadValues<double>(ctx.input(1)), bias = loadValues<double>(ctx.input(2));
+  int64_t n = x.dim(0), c = x.dim(1), size = n * c != 0 ? x.numElements() / (n * c) : 0;
   if (int64_t(scale.size()) != c || int64_t(bias.size()) != c) return kernelError("scale and B need one value per channel");
   std::vector<double> y(xv.size());
   for (int64_t p = 0; p < n * c; ++p) {
@@ -100,7 +90,7 @@ Status kInstanceNorm(KernelContext& ctx) {
     double k = scale[size_t(p % c)] / std::sqrt((size ? sq / double(size) : 0) + eps);
     for (int64_t i = 0; i < size; ++i) y[size_t(p * size + i)] = (xv[size_t(p * size + i)] - mean) * k + bias[size_t(p % c)];
   }
-  store(ctx.allocate(0), y);
+  storeValues(ctx.allocate(0), y);
   return Status::ok();
 }
 
@@ -126,7 +116,7 @@ Status kLayerNorm(KernelContext& ctx) {
   if (ctx.hasInput(2)) {
     KILN_ASSIGN(bias, broadcastTo(ctx.input(2), normDims, "B"));
   }
-  std::vector<double> xv = asDoubles(x), y(xv.size()), means(static_cast<size_t>(rows)), inv(static_cast<size_t>(rows));
+  std::vector<double> xv = loadValues<double>(x), y(xv.size()), means(static_cast<size_t>(rows)), inv(static_cast<size_t>(rows));
   for (int64_t r = 0; r < rows; ++r) {
     double sum = 0, sq = 0;
     for (int64_t i = 0; i < size; ++i) sum += xv[size_t(r * size + i)];
@@ -138,9 +128,9 @@ Status kLayerNorm(KernelContext& ctx) {
     for (int64_t i = 0; i < size; ++i)
       y[size_t(r * size + i)] = (xv[size_t(r * size + i)] - mean) * invStd * scale[size_t(i)] + bias[size_t(i)];
   }
-  store(ctx.allocate(0), y);
-  if (ctx.numOutputs() > 1) store(ctx.allocate(1), means);
-  if (ctx.numOutputs() > 2) store(ctx.allocate(2), inv);
+  storeValues(ctx.allocate(0), y);
+  if (ctx.numOutputs() > 1) storeValues(ctx.allocate(1), means);
+  if (ctx.numOutputs() > 2) storeValues(ctx.allocate(2), inv);
   return Status::ok();
 }
 
@@ -151,7 +141,7 @@ Status kLRN(KernelContext& ctx) {
   if (size <= 0) return kernelError("size must be positive");
   double alpha = ctx.node().getFloat("alpha"), beta = ctx.node().getFloat("beta"), bias = ctx.node().getFloat("bias");
   AxisSplit s = splitAt(x.dims(), 1);
-  std::vector<double> xv = asDoubles(x), y(xv.size());
+  std::vector<double> xv = loadValues<double>(x), y(xv.size());
   int64_t lo = (size - 1) / 2, hi = size - 1 - lo;
   for (int64_t o = 0; o < s.outer; ++o)
     for (int64_t c = 0; c < s.n; ++c)
@@ -164,7 +154,7 @@ Status kLRN(KernelContext& ctx) {
         size_t idx = size_t((o * s.n + c) * s.inner + i);
         y[idx] = xv[idx] / std::pow(bias + alpha / double(size) * sq, beta);
       }
-  store(ctx.allocate(0), y);
+  storeValues(ctx.allocate(0), y);
   return Status::ok();
 }
 
@@ -172,7 +162,7 @@ Status kMVN(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   if (!isFloat(x.dtype())) return unsupportedDType(x.dtype());
   KILN_ASSIGN(std::vector<int64_t> axes, ir::normalizeAxes(ctx.node().getInts("axes"), x.rank()));
-  std::vector<double> xv = asDoubles(x), y(xv.size());
+  std::vector<double> xv = loadValues<double>(x), y(xv.size());
   // Map each element to its statistics group (the dims not in axes).
   Dims kept;
   for (int64_t d = 0; d < x.rank(); ++d)
@@ -192,7 +182,7 @@ Status kMVN(KernelContext& ctx) {
     double var = sq[size_t(off[0])] / double(count) - mean * mean;
     y[size_t(i)] = (xv[size_t(i)] - mean) / (std::sqrt(std::max(var, 0.0)) + 1e-9);
   });
-  store(ctx.allocate(0), y);
+  storeValues(ctx.allocate(0), y);
   return Status::ok();
 }
 
@@ -203,7 +193,7 @@ Status kLpNorm(KernelContext& ctx) {
   int64_t p = ctx.node().getInt("p");
   if (p != 1 && p != 2) return kernelError("p must be 1 or 2");
   AxisSplit s = splitAt(x.dims(), axis);
-  std::vector<double> xv = asDoubles(x), y(xv.size());
+  std::vector<double> xv = loadValues<double>(x), y(xv.size());
   for (int64_t o = 0; o < s.outer; ++o)
     for (int64_t i = 0; i < s.inner; ++i) {
       double norm = 0;
@@ -217,7 +207,7 @@ Status kLpNorm(KernelContext& ctx) {
         y[idx] = norm == 0 ? 0 : xv[idx] / norm;
       }
     }
-  store(ctx.allocate(0), y);
+  storeValues(ctx.allocate(0), y);
   return Status::ok();
 }
 
@@ -228,7 +218,7 @@ Status kSoftmax(KernelContext& ctx) {
   if (!isFloat(x.dtype())) return unsupportedDType(x.dtype());
   KILN_ASSIGN(int64_t axis, ir::normalizeAxis(ctx.node().getInt("axis"), x.rank()));
   AxisSplit s = splitAt(x.dims(), axis);
-  std::vector<double> xv = asDoubles(x), y(xv.size());
+  std::vector<double> xv = loadValues<double>(x), y(xv.size());
   for (int64_t o = 0; o < s.outer; ++o)
     for (int64_t i = 0; i < s.inner; ++i) {
       auto at = [&](int64_t k) { return size_t((o * s.n + k) * s.inner + i); };
@@ -248,7 +238,7 @@ Status kSoftmax(KernelContext& ctx) {
       for (int64_t k = 0; k < s.n; ++k)
         y[at(k)] = kind == SoftmaxKind::Softmax ? std::exp(xv[at(k)] - mx) / sum : xv[at(k)] - mx - std::log(sum);
     }
-  store(ctx.allocate(0), y);
+  storeValues(ctx.allocate(0), y);
   return Status::ok();
 }
 

@@ -37,34 +37,40 @@ Q saturate(double v) {
   return Q(std::clamp(v, double(std::numeric_limits<Q>::lowest()), double(std::numeric_limits<Q>::max())));
 }
 
-Status kQuantize(KernelContext& ctx) {
+/// Operands of Quantize/DequantizeLinear: x, its scale(s) and zero point(s).
+struct LinearQuantization {
+  AxisIndexer ix;
+  std::vector<double> x, scale, zero;
+  double scaleAt(int64_t i) const { return scale[size_t(ix(i))]; }
+  double zeroAt(int64_t i) const { return zero[zero.size() == 1 ? 0 : size_t(ix(i))]; }
+};
+
+Expected<LinearQuantization> linearQuantization(const KernelContext& ctx) {
   const Tensor &x = ctx.input(0), &scale = ctx.input(1);
-  KILN_ASSIGN(AxisIndexer ix, axisIndexer(ctx, x, scale));
-  std::vector<double> xv = x.toDoubles(), sv = scale.toDoubles();
-  std::vector<double> zp = ctx.hasInput(2) ? ctx.input(2).toDoubles() : std::vector<double>{0.0};
-  if (zp.size() != sv.size() && zp.size() != 1) return kernelError("zero point and scale sizes differ");
+  LinearQuantization q;
+  KILN_ASSIGN(q.ix, axisIndexer(ctx, x, scale));
+  q.x = x.toDoubles();
+  q.scale = scale.toDoubles();
+  q.zero = ctx.hasInput(2) ? ctx.input(2).toDoubles() : std::vector<double>{0.0};
+  if (q.zero.size() != q.scale.size() && q.zero.size() != 1) return kernelError("zero point and scale sizes differ");
+  return q;
+}
+
+Status kQuantize(KernelContext& ctx) {
+  KILN_ASSIGN(LinearQuantization q, linearQuantization(ctx));
   Tensor& y = ctx.allocate(0);
   return forInteger(y.dtype(), [&]<class Q>() {
-    for (int64_t i = 0; i < x.numElements(); ++i) {
-      int64_t a = ix(i);
-      double q = std::nearbyint(float(xv[size_t(i)]) / float(sv[size_t(a)])) + zp[zp.size() == 1 ? 0 : size_t(a)];
-      y.mutableData<Q>()[i] = saturate<Q>(q);
-    }
+    for (int64_t i = 0; i < y.numElements(); ++i)
+      y.mutableData<Q>()[i] = saturate<Q>(std::nearbyint(float(q.x[size_t(i)]) / float(q.scaleAt(i))) + q.zeroAt(i));
   });
 }
 
 Status kDequantize(KernelContext& ctx) {
-  const Tensor &x = ctx.input(0), &scale = ctx.input(1);
-  KILN_ASSIGN(AxisIndexer ix, axisIndexer(ctx, x, scale));
-  std::vector<double> xv = x.toDoubles(), sv = scale.toDoubles();
-  std::vector<double> zp = ctx.hasInput(2) ? ctx.input(2).toDoubles() : std::vector<double>{0.0};
-  if (zp.size() != sv.size() && zp.size() != 1) return kernelError("zero point and scale sizes differ");
+  KILN_ASSIGN(LinearQuantization q, linearQuantization(ctx));
   Tensor& y = ctx.allocate(0);
   return forFloat(y.dtype(), [&]<class T>() {
-    for (int64_t i = 0; i < x.numElements(); ++i) {
-      int64_t a = ix(i);
-      y.mutableData<T>()[i] = T(float(xv[size_t(i)] - zp[zp.size() == 1 ? 0 : size_t(a)]) * float(sv[size_t(a)]));
-    }
+    for (int64_t i = 0; i < y.numElements(); ++i)
+      y.mutableData<T>()[i] = T(float(q.x[size_t(i)] - q.zeroAt(i)) * float(q.scaleAt(i)));
   });
 }
 

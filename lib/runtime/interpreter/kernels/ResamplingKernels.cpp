@@ -218,9 +218,8 @@ Status kGridSample(KernelContext& ctx) {
           out[size_t(((b * C + c) * Ho + oy) * Wo + ox)] = v;
         }
     }
-  return forFloat(y.dtype(), [&]<class T>() {
-    for (size_t i = 0; i < out.size(); ++i) y.mutableData<T>()[i] = T(out[i]);
-  });
+  storeValues(y, out);
+  return Status::ok();
 }
 
 Status kRoiAlign(KernelContext& ctx) {
@@ -285,9 +284,8 @@ Status kRoiAlign(KernelContext& ctx) {
         }
     }
   }
-  return forFloat(y.dtype(), [&]<class T>() {
-    for (size_t i = 0; i < out.size(); ++i) y.mutableData<T>()[i] = T(out[i]);
-  });
+  storeValues(y, out);
+  return Status::ok();
 }
 
 }  // namespace

@@ -38,12 +38,6 @@ void dft1d(const std::vector<double>& re, const std::vector<double>& im, int64_t
   }
 }
 
-void storeDoubles(Tensor& t, const std::vector<double>& v) {
-  dispatchDType(t.dtype(), [&]<class T>() {
-    for (size_t i = 0; i < v.size(); ++i) t.mutableData<T>()[i] = convertValue<T, double>(v[i]);
-  });
-}
-
 Status kDft(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   if (!isFloat(x.dtype())) return unsupportedDType(x.dtype());
@@ -79,7 +73,7 @@ Status kDft(KernelContext& ctx) {
         out[at + 1] = oIm[size_t(k)];
       }
     }
-  storeDoubles(y, out);
+  storeValues(y, out);
   return Status::ok();
 }
 
@@ -118,7 +112,7 @@ Status kStft(KernelContext& ctx) {
         out[size_t(((b * frames + f) * bins + k) * 2 + 1)] = oIm[size_t(k)];
       }
     }
-  storeDoubles(y, out);
+  storeValues(y, out);
   return Status::ok();
 }
 
@@ -135,7 +129,7 @@ Status kWindow(KernelContext& ctx) {
     else if constexpr (kind == Window::Hamming) v[size_t(i)] = 25.0 / 46 - 21.0 / 46 * std::cos(t);
     else v[size_t(i)] = 0.42 - 0.5 * std::cos(t) + 0.08 * std::cos(2 * t);
   }
-  storeDoubles(y, v);
+  storeValues(y, v);
   return Status::ok();
 }
 
@@ -167,7 +161,7 @@ Status kMelWeightMatrix(KernelContext& ctx) {
     if (h > c)
       for (int64_t j = c; j < h; ++j) set(j, i, double(h - j) / double(h - c));
   }
-  storeDoubles(y, out);
+  storeValues(y, out);
   return Status::ok();
 }
 
@@ -220,7 +214,7 @@ Status kTfIdf(KernelContext& ctx) {
     if (mode == "IDF") out[i] = out[i] > 0 ? w : 0;
     else if (mode == "TFIDF") out[i] *= w;
   }
-  storeDoubles(y, out);
+  storeValues(y, out);
   return Status::ok();
 }
 

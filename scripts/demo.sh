@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# scripts/demo.sh - installs what is missing, builds the kiln CLI and runs its
+# main job on the bundled model: import it, print its summary, run it on the
+# reference interpreter and print (and save) the outputs.
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+scripts/setup.sh
+cmake --preset default > /dev/null
+cmake --build --preset default --target kiln
+MODEL=models/tiny/tiny_cnn.onnx
+echo
+echo "== kiln inspect $MODEL"
+build/tools/kiln/kiln inspect "$MODEL"
+echo
+echo "== kiln run $MODEL --shape input:2x3x32x32 --output-dir build/demo-outputs"
+build/tools/kiln/kiln run "$MODEL" --shape input:2x3x32x32 --output-dir build/demo-outputs

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# scripts/setup.sh - installs what kiln needs on Debian 12, skipping what is there.
+#
+# Debian packages: compilers and CMake/Ninja, protobuf + ONNX (C++), CLI11,
+# nlohmann-json, Catch2, LLVM 19 tools (FileCheck, lit), Python's onnx/numpy/
+# torch/torchvision (test data and model export), Node.js; and ONNX Runtime
+# (npm onnxruntime-node, the reference for outputs) into <repo>/.deps/ort.
+# The CUDA toolkit is expected at /usr/local/cuda (later targets use it).
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+
+PACKAGES=(
+  build-essential cmake ninja-build git
+  libprotobuf-dev protobuf-compiler libonnx-dev
+  libcli11-dev nlohmann-json3-dev catch2 llvm-19-tools
+  python3 python3-numpy python3-onnx python3-torch python3-torchvision
+)
+command -v node > /dev/null || PACKAGES+=(nodejs)
+command -v npm > /dev/null || PACKAGES+=(npm)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2> /dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+ORT_DIR=$ROOT/.deps/ort
+if [ ! -f "$ORT_DIR/node_modules/onnxruntime-node/package.json" ]; then
+  echo "setup: installing onnxruntime-node 1.30.0 into $ORT_DIR"
+  mkdir -p "$ORT_DIR"
+  # --ignore-scripts: the package's install script downloads GPU binaries; the
+  # CPU library ships inside the package.
+  (cd "$ORT_DIR" && npm install --ignore-scripts --no-audit --no-fund --loglevel=error onnxruntime-node@1.30.0 > /dev/null)
+fi
+echo "setup: all dependencies present"
