@@ -3,9 +3,12 @@
 
   /usr/bin/python3 models/export_models.py --out DIR [MODEL ...]
 
-Models: tiny_cnn (bundled in models/tiny/, dynamic batch), resnet50, mobilenet_v2
-(torchvision, random weights). Exports are deterministic: the seed is fixed and
-the same torch version gives byte-identical files.
+Models: tiny_cnn (bundled in models/tiny/, dynamic batch), resnet50, mobilenet_v2,
+ssdlite320 (torchvision SSDLite320-MobileNetV3-Large with its post-processing),
+bert_base (a 12-layer, 768-wide BERT encoder written in torch.nn, sequence 128)
+and bert_tiny (the same code, 2 layers, 64 wide). All weights are random.
+Exports are deterministic: the seed is fixed and the same torch version gives
+byte-identical files.
 """
 import argparse
 import os
@@ -34,6 +37,54 @@ class TinyCnn(torch.nn.Module):
         return torch.softmax(self.head(y), dim=1)
 
 
+class BertEncoder(torch.nn.Module):
+    """BERT as in the paper: token, position and segment embeddings with
+    LayerNorm, then post-norm layers of multi-head self-attention and a GELU
+    (erf) feed-forward block. Returns the last hidden states."""
+
+    def __init__(self, layers, hidden, heads, vocab=30522, max_len=512):
+        super().__init__()
+        self.heads = heads
+        self.words = torch.nn.Embedding(vocab, hidden)
+        self.positions = torch.nn.Embedding(max_len, hidden)
+        self.segments = torch.nn.Embedding(2, hidden)
+        self.norm = torch.nn.LayerNorm(hidden, eps=1e-12)
+        self.layers = torch.nn.ModuleList([BertLayer(hidden, heads) for _ in range(layers)])
+
+    def forward(self, input_ids, attention_mask):
+        n = input_ids.shape[1]
+        positions = torch.arange(n, dtype=torch.long).unsqueeze(0)
+        x = self.norm(self.words(input_ids) + self.positions(positions) + self.segments(torch.zeros_like(input_ids)))
+        bias = (1.0 - attention_mask[:, None, None, :].to(x.dtype)) * -10000.0
+        for layer in self.layers:
+            x = layer(x, bias)
+        return x
+
+
+class BertLayer(torch.nn.Module):
+    def __init__(self, hidden, heads):
+        super().__init__()
+        self.heads = heads
+        self.q = torch.nn.Linear(hidden, hidden)
+        self.k = torch.nn.Linear(hidden, hidden)
+        self.v = torch.nn.Linear(hidden, hidden)
+        self.out = torch.nn.Linear(hidden, hidden)
+        self.norm1 = torch.nn.LayerNorm(hidden, eps=1e-12)
+        self.up = torch.nn.Linear(hidden, 4 * hidden)
+        self.down = torch.nn.Linear(4 * hidden, hidden)
+        self.norm2 = torch.nn.LayerNorm(hidden, eps=1e-12)
+
+    def forward(self, x, bias):
+        b, n, h = x.shape
+        d = h // self.heads
+        split = lambda t: t.view(b, n, self.heads, d).transpose(1, 2)
+        q, k, v = split(self.q(x)), split(self.k(x)), split(self.v(x))
+        scores = torch.matmul(q, k.transpose(-1, -2)) / (d ** 0.5) + bias
+        context = torch.matmul(torch.softmax(scores, dim=-1), v).transpose(1, 2).reshape(b, n, h)
+        x = self.norm1(x + self.out(context))
+        return self.norm2(x + self.down(torch.nn.functional.gelu(self.up(x))))
+
+
 def randomize_batchnorm(model):
     """Random running statistics and affine parameters for every BatchNorm, so
     activations keep a realistic scale (torchvision's init leaves mean 0, var 1,
@@ -57,7 +108,23 @@ def build(name):
         return randomize_batchnorm(torchvision.models.resnet50()), torch.randn(1, 3, 224, 224), None
     if name == "mobilenet_v2":
         return randomize_batchnorm(torchvision.models.mobilenet_v2()), torch.randn(1, 3, 224, 224), None
+    if name == "ssdlite320":
+        from torchvision.models.detection import ssdlite320_mobilenet_v3_large
+        # Note: with random weights the class scores are nearly uniform and
+        # the final detections tie by the hundred, so their order is not
+        # comparable across runtimes; compare the network outputs instead.
+        model = ssdlite320_mobilenet_v3_large(weights=None, weights_backbone=None)
+        return randomize_batchnorm(model), [torch.rand(3, 320, 320)], None
     raise SystemExit(f"unknown model '{name}'")
+
+
+def build_bert(name):
+    torch.manual_seed(0)
+    layers, hidden, heads = (12, 768, 12) if name == "bert_base" else (2, 64, 4)
+    ids = torch.randint(0, 30522, (1, 128))
+    mask = torch.ones(1, 128, dtype=torch.long)
+    mask[0, 100:] = 0
+    return BertEncoder(layers, hidden, heads), (ids, mask)
 
 
 def main():
@@ -68,12 +135,23 @@ def main():
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
     for name in args.models:
-        model, example, dynamic = build(name)
-        model.eval()
         path = os.path.join(args.out, name + ".onnx")
-        torch.onnx.export(model, (example,), path, input_names=["input"],
-                          output_names=["probabilities" if name == "tiny_cnn" else "logits"],
-                          dynamic_axes=dynamic, opset_version=args.opset)
+        if name.startswith("bert"):
+            model, inputs = build_bert(name)
+            model.eval()
+            torch.onnx.export(model, inputs, path, input_names=["input_ids", "attention_mask"],
+                              output_names=["hidden_states"], opset_version=args.opset)
+        elif name == "ssdlite320":
+            model, example, _ = build(name)
+            model.eval()
+            torch.onnx.export(model, (example,), path, input_names=["images"],
+                              output_names=["boxes", "scores", "labels"], opset_version=args.opset)
+        else:
+            model, example, dynamic = build(name)
+            model.eval()
+            torch.onnx.export(model, (example,), path, input_names=["input"],
+                              output_names=["probabilities" if name == "tiny_cnn" else "logits"],
+                              dynamic_axes=dynamic, opset_version=args.opset)
         print(f"wrote {path} ({os.path.getsize(path)} bytes)", file=sys.stderr)
 
 

@@ -46,6 +46,11 @@ Node::~Node() {
     if (inputs_[i]) inputs_[i]->removeUse({this, uint32_t(i), nullptr});
 }
 
+std::string Node::displayName() const {
+  if (!name_.empty()) return name_;
+  return outputs_.empty() ? "<unnamed " + opType() + ">" : "<producing " + outputs_[0]->name() + ">";
+}
+
 const std::string& Node::opType() const { return schema_->name; }
 const std::string& Node::domain() const { return schema_->domain; }
 std::string Node::qualifiedOpType() const { return schema_->qualifiedName(); }

@@ -62,7 +62,7 @@ Status inferNode(Node& node, KnownValues& known) {
   StaticInferenceContext ctx(node, known);
   Status s = node.schema().infer(ctx);
   if (s.isOk()) s = ctx.finish();
-  if (!s.isOk()) s.error().atNode(node.name(), node.qualifiedOpType());
+  if (!s.isOk()) s.error().atNode(node.displayName(), node.qualifiedOpType());
   return s;
 }
 

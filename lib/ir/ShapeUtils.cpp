@@ -16,6 +16,12 @@ namespace kiln::ir {
 Error shapeError(const std::string& message) { return Error(ErrorCode::ShapeMismatch, message); }
 Error attrError(const std::string& message) { return Error(ErrorCode::BadAttribute, message); }
 
+Status checkRank(int64_t rank, const std::string& what) {
+  if (rank > kMaxRank)
+    return shapeError(what + " has rank " + std::to_string(rank) + ", above kiln's limit of " + std::to_string(kMaxRank));
+  return Status::ok();
+}
+
 Expected<Dims> broadcastDims(const Dims& a, const Dims& b) {
   size_t rank = std::max(a.size(), b.size());
   Dims out(rank);

@@ -17,7 +17,7 @@ namespace {
 
 Error verifyError(const Node* node, const std::string& message) {
   Error e(ErrorCode::IrVerify, message);
-  if (node) e.atNode(node->name(), node->qualifiedOpType());
+  if (node) e.atNode(node->displayName(), node->qualifiedOpType());
   return e;
 }
 
@@ -144,16 +144,16 @@ Status checkNodeAgainstSchema(const Node& node) {
                                   (s.maxOutputs == INT_MAX ? " or more" : " to " + std::to_string(s.maxOutputs)));
   for (const auto& [name, attr] : node.attributes()) {
     const AttrSpec* spec = s.findAttr(name);
-    if (!spec) return Error(ErrorCode::BadAttribute, "unknown attribute '" + name + "' for " + s.name).atNode(node.name(), node.qualifiedOpType());
+    if (!spec) return Error(ErrorCode::BadAttribute, "unknown attribute '" + name + "' for " + s.name).atNode(node.displayName(), node.qualifiedOpType());
     if (spec->kind != attr.kind())
       return Error(ErrorCode::BadAttribute, "attribute '" + name + "' must be " + attrKindName(spec->kind) + ", got " +
                                                 attrKindName(attr.kind()))
-          .atNode(node.name(), node.qualifiedOpType());
+          .atNode(node.displayName(), node.qualifiedOpType());
   }
   for (const AttrSpec& spec : s.attrs)
     if (spec.required && !node.hasAttr(spec.name))
       return Error(ErrorCode::BadAttribute, "required attribute '" + spec.name + "' is missing")
-          .atNode(node.name(), node.qualifiedOpType());
+          .atNode(node.displayName(), node.qualifiedOpType());
   return Status::ok();
 }
 

@@ -9,9 +9,11 @@
 //
 //===----------------------------------------------------------------------===//
 #include <CLI/CLI.hpp>
+#include <onnx/onnx_pb.h>
 
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -100,7 +102,7 @@ std::string runDataSet(const ir::Module& module, const fs::path& dir, const Tole
   const ir::Graph& g = module.graph();
   std::vector<RuntimeValue> inputs;
   for (size_t i = 0; i < g.inputs().size(); ++i) {
-    auto v = onnx::readOnnxValueFile((dir / ("input_" + std::to_string(i) + ".pb")).string(), g.inputs()[i]->type());
+    auto v = kiln::onnx::readOnnxValueFile((dir / ("input_" + std::to_string(i) + ".pb")).string(), g.inputs()[i]->type());
     if (!v) return "reading input " + std::to_string(i) + ": " + v.error().str();
     inputs.push_back(bf16FromU16(*v, g.inputs()[i]->type()));
   }
@@ -111,7 +113,7 @@ std::string runDataSet(const ir::Module& module, const fs::path& dir, const Tole
     return outs.error().str();
   }
   for (size_t i = 0; i < g.outputs().size(); ++i) {
-    auto want = onnx::readOnnxValueFile((dir / ("output_" + std::to_string(i) + ".pb")).string(), g.outputs()[i]->type());
+    auto want = kiln::onnx::readOnnxValueFile((dir / ("output_" + std::to_string(i) + ".pb")).string(), g.outputs()[i]->type());
     if (!want) return "reading output " + std::to_string(i) + ": " + want.error().str();
     std::string d = compareValues((*outs)[i], bf16FromU16(*want, g.outputs()[i]->type()), tol);
     if (!d.empty()) return "output " + std::to_string(i) + " ('" + g.outputs()[i]->name() + "'): " + d;
@@ -119,11 +121,16 @@ std::string runDataSet(const ir::Module& module, const fs::path& dir, const Tole
   return "";
 }
 
-/// Ops used by the model's main graph (for the per-op report).
-std::set<std::string> opsOf(const ir::Graph& g) {
+/// Ops of the model's main graph as written in the file (for the per-op
+/// report; works for models kiln does not import too).
+std::set<std::string> opsOf(const fs::path& modelPath) {
   std::set<std::string> ops;
-  for (ir::Node* n : g.nodes())
-    if (n->opType() != "Constant" || g.nodes().size() == 1) ops.insert(n->qualifiedOpType());
+  ::onnx::ModelProto model;
+  std::ifstream in(modelPath, std::ios::binary);
+  if (!model.ParseFromIstream(&in)) return ops;
+  for (const auto& n : model.graph().node())
+    if (n.op_type() != "Constant" || model.graph().node_size() == 1)
+      ops.insert(n.domain().empty() || n.domain() == "ai.onnx" ? n.op_type() : n.domain() + "::" + n.op_type());
   return ops;
 }
 
@@ -135,9 +142,9 @@ CaseResult runCase(const fs::path& dir) {
     r.detail = std::move(why);
     return r;
   };
-  auto module = onnx::importOnnxFile((dir / "model.onnx").string());
+  r.ops = opsOf(dir / "model.onnx");
+  auto module = kiln::onnx::importOnnxFile((dir / "model.onnx").string());
   if (!module) return fail(isUnsupportedCode(module.error().code()) ? Outcome::Unsupported : Outcome::Fail, "import: " + module.error().str());
-  r.ops = opsOf((*module)->graph());
   if (Status s = ir::verify((*module)->graph()); !s.isOk()) return fail(Outcome::Fail, "verify: " + s.error().str());
   Tolerance tol;
   std::vector<fs::path> sets;
@@ -155,9 +162,9 @@ CaseResult runCase(const fs::path& dir) {
   if (!reparsed) return fail(Outcome::Fail, "text IR does not parse back: " + reparsed.error().str());
   if (ir::printModule(**reparsed) != text) return fail(Outcome::Fail, "text IR round trip is not the identity");
   // ONNX export round trip: checker-valid, re-imports, same results.
-  auto bytes = onnx::exportOnnxBytes(**module);
+  auto bytes = kiln::onnx::exportOnnxBytes(**module);
   if (!bytes) return fail(Outcome::Fail, "export: " + bytes.error().str());
-  auto again = onnx::importOnnxBytes(*bytes, dir.string());
+  auto again = kiln::onnx::importOnnxBytes(*bytes, dir.string());
   if (!again) return fail(Outcome::Fail, "re-import of the exported model: " + again.error().str());
   if (!sets.empty()) {
     bool unsupported = false;
@@ -186,6 +193,21 @@ std::map<std::string, std::string> readExpectedFailures(const std::string& path)
   return out;
 }
 
+std::string utcDate() {
+  std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%d", std::gmtime(&t));
+  return buf;
+}
+
+std::string machine() {
+  std::ifstream cpu("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(cpu, line))
+    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
+  return "unknown CPU";
+}
+
 void writeReport(const std::string& path, const std::vector<CaseResult>& results,
                  const std::map<std::string, std::string>& expected) {
   size_t pass = 0, fail = 0, unsup = 0;
@@ -193,9 +215,7 @@ void writeReport(const std::string& path, const std::vector<CaseResult>& results
   for (const auto& r : results) {
     int k = r.outcome == Outcome::Pass ? 0 : r.outcome == Outcome::Fail ? 1 : 2;
     (k == 0 ? pass : k == 1 ? fail : unsup)++;
-    std::set<std::string> ops = r.ops;
-    if (ops.empty()) ops.insert("(not imported)");
-    for (const auto& op : ops) perOp[op][size_t(k)]++;
+    for (const auto& op : r.ops) perOp[op][size_t(k)]++;
   }
   std::ofstream out(path);
   out << "# ONNX conformance\n\n"
@@ -204,6 +224,7 @@ void writeReport(const std::string& path, const std::vector<CaseResult>& results
          "interpreter, compared with the expected outputs (rtol 1e-3, atol 1e-5; integers exactly). Each case "
          "is also printed as text IR and parsed back (must be identical) and exported to ONNX (must pass "
          "onnx::checker), re-imported and run again.\n\n"
+      << "Generated " << utcDate() << " on " << machine() << ". "
       << "Regenerate with `build/tests/conformance/kiln-conformance --suite build/onnx-node-tests/node "
          "--expected-failures tests/conformance/expected_failures.txt --report docs/conformance.md`.\n\n"
       << "| | cases | share |\n|---|---|---|\n";

@@ -84,6 +84,8 @@ class Node {
   std::string qualifiedOpType() const;
   const std::string& name() const { return name_; }
   void setName(std::string name) { name_ = std::move(name); }
+  /// The name, or "<producing v>" (its first result) for an unnamed node, for messages.
+  std::string displayName() const;
   Graph* graph() const { return graph_; }
 
   size_t numInputs() const { return inputs_.size(); }

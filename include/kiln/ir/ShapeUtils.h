@@ -17,6 +17,12 @@ namespace kiln::ir {
 
 class Node;
 
+/// Largest tensor rank kiln accepts (far beyond any real model; it bounds the
+/// work a malformed model can ask for when a rank comes from data).
+inline constexpr int64_t kMaxRank = 64;
+/// An error when `rank` exceeds kMaxRank.
+Status checkRank(int64_t rank, const std::string& what);
+
 /// Numpy-style multidirectional broadcast of two shapes.
 Expected<Dims> broadcastDims(const Dims& a, const Dims& b);
 /// `axis` in [-rank, rank) mapped to [0, rank); an error naming `what` otherwise.

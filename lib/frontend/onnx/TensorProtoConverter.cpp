@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "OnnxProtoUtils.h"
+#include "kiln/ir/ShapeUtils.h"
 #include "kiln/frontend/onnx/OnnxImporter.h"
 
 namespace kiln::onnx {
@@ -64,6 +65,9 @@ Expected<Tensor> tensorFromProto(::onnx::TensorProto& p, ExternalDataResolver* r
                                                           " is not supported by kiln");
     return tensorError(ErrorCode::OnnxUnknownDType, p, "unknown element type code " + std::to_string(code));
   }
+  if (p.dims_size() > ir::kMaxRank)
+    return tensorError(ErrorCode::OnnxBadTensorData, p, "rank " + std::to_string(p.dims_size()) + " is above kiln's limit of " +
+                                                          std::to_string(ir::kMaxRank));
   Dims dims(p.dims().begin(), p.dims().end());
   for (int64_t d : dims)
     if (d < 0) return tensorError(ErrorCode::OnnxBadTensorData, p, "negative dim " + std::to_string(d));
@@ -172,6 +176,7 @@ Expected<ir::Type> typeFromProto(const ::onnx::TypeProto& proto) {
         dtype = *d;
       }
       if (!tt.has_shape()) return ir::Type(ir::TensorType::unranked(dtype));
+      KILN_TRY(ir::checkRank(tt.shape().dim_size(), "a declared type"));
       Dims dims;
       std::vector<std::string> symbols;
       bool anySymbol = false;

@@ -136,7 +136,9 @@ Status inferGlobalPool(InferenceContext& ctx) {
 Status inferMaxUnpool(InferenceContext& ctx) {
   KILN_ASSIGN(TensorType x, ctx.inputTensor(0));
   if (ctx.hasInput(2)) {
-    if (auto shape = knownInts(ctx, 2)) setOut(ctx, 0, x.dtype(), *shape);
+    auto shape = knownInts(ctx, 2);
+    if (shape) KILN_TRY(checkRank(int64_t(shape->size()), "output_shape"));
+    if (shape) setOut(ctx, 0, x.dtype(), *shape);
     else if (x.hasRank()) setOut(ctx, 0, x.dtype(), Dims(size_t(x.rank()), kUnknownDim));
     else setUnranked(ctx, 0, x.dtype());
     return Status::ok();

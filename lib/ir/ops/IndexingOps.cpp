@@ -105,9 +105,9 @@ Status inferOneHot(InferenceContext& ctx) {
   }
   KILN_ASSIGN(int64_t axis, normalizeAxis(ctx.node().getInt("axis"), idx.rank() + 1));
   int64_t depth = kUnknownDim;
-  if (const Tensor* d = known(ctx, 1)) {
-    if (d->numElements() != 1) return shapeError("depth must be a scalar");
-    depth = int64_t(d->scalarAsDouble());
+  KILN_ASSIGN(auto depthValue, knownScalarInt(ctx, 1, "depth"));
+  if (depthValue) {
+    depth = *depthValue;
     if (depth <= 0) return shapeError("depth must be positive");
   }
   Dims out = idx.dims();

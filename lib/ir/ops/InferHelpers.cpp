@@ -17,6 +17,13 @@ std::optional<std::vector<int64_t>> knownInts(const InferenceContext& ctx, size_
   return t->toInt64s();
 }
 
+Expected<std::optional<int64_t>> knownScalarInt(const InferenceContext& ctx, size_t i, const char* what) {
+  const Tensor* t = known(ctx, i);
+  if (!t) return std::optional<int64_t>();
+  if (t->numElements() != 1) return shapeError(std::string(what) + " must hold one value, got " + t->typeString());
+  return std::optional<int64_t>(t->toInt64s()[0]);
+}
+
 bool shouldPropagate(const InferenceContext& ctx, const Dims& dims) {
   if (ctx.isRuntime()) return false;
   auto n = checkedNumElements(dims);

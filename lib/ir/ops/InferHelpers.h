@@ -32,6 +32,10 @@ inline const Tensor* known(const InferenceContext& ctx, size_t i) {
 }
 /// Known integer values of input i.
 std::optional<std::vector<int64_t>> knownInts(const InferenceContext& ctx, size_t i);
+/// Known single-element integer value of input i (exact for integers,
+/// saturating for floats); nullopt when unknown. An error when the known
+/// value does not hold exactly one element.
+Expected<std::optional<int64_t>> knownScalarInt(const InferenceContext& ctx, size_t i, const char* what);
 /// True when static inference should record a computed value of these dims.
 bool shouldPropagate(const InferenceContext& ctx, const Dims& dims);
 

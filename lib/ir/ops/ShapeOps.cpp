@@ -26,6 +26,7 @@ Status inferReshape(InferenceContext& ctx) {
   KILN_ASSIGN(TensorType x, ctx.inputTensor(0));
   KILN_ASSIGN(TensorType shapeType, ctx.inputTensor(1));
   bool allowZero = ctx.node().getInt("allowzero") != 0;
+  if (shapeType.hasRank() && shapeType.rank() == 1) KILN_TRY(checkRank(shapeType.dim(0), "the target shape"));
   auto shape = knownInts(ctx, 1);
   if (!shape) {
     if (shapeType.hasRank() && shapeType.rank() == 1 && shapeType.dim(0) >= 0)
@@ -139,6 +140,7 @@ Status inferUnsqueeze(InferenceContext& ctx) {
     return Status::ok();
   }
   int64_t outRank = x.rank() + int64_t(axes->size());
+  KILN_TRY(checkRank(outRank, "the result"));
   KILN_ASSIGN(std::vector<int64_t> norm, normalizeAxes(*axes, outRank));
   Dims out;
   size_t next = 0;
@@ -296,6 +298,7 @@ Status inferSlice(InferenceContext& ctx) {
 Status inferExpand(InferenceContext& ctx) {
   KILN_ASSIGN(TensorType x, ctx.inputTensor(0));
   KILN_ASSIGN(TensorType shapeType, ctx.inputTensor(1));
+  if (shapeType.hasRank() && shapeType.rank() == 1) KILN_TRY(checkRank(shapeType.dim(0), "the target shape"));
   auto shape = knownInts(ctx, 1);
   if (!shape || !x.hasRank()) {
     if (shapeType.hasRank() && shapeType.rank() == 1 && shapeType.dim(0) >= 0 && x.hasRank())
@@ -402,6 +405,7 @@ Status inferConstantOfShape(InferenceContext& ctx) {
     dtype = a->t().dtype();
   }
   KILN_ASSIGN(TensorType s, ctx.inputTensor(0));
+  if (s.hasRank() && s.rank() == 1) KILN_TRY(checkRank(s.dim(0), "the shape"));
   auto shape = knownInts(ctx, 0);
   if (!shape) {
     if (s.hasRank() && s.rank() == 1 && s.dim(0) >= 0) setOut(ctx, 0, dtype, Dims(size_t(s.dim(0)), kUnknownDim));
@@ -442,7 +446,8 @@ Status inferRange(InferenceContext& ctx) {
   if (!(count < 9.2e18)) return shapeError("Range produces too many elements");
   int64_t n = std::max<int64_t>(0, int64_t(count));
   setOut(ctx, 0, start.dtype(), {n});
-  if (shouldPropagate(ctx, {n}) && isInteger(start.dtype())) {
+  // Propagate only where double arithmetic is exact.
+  if (shouldPropagate(ctx, {n}) && isInteger(start.dtype()) && std::fabs(sv) < 1e15 && std::fabs(dv) < 1e9) {
     std::vector<int64_t> vals;
     for (int64_t i = 0; i < n; ++i) vals.push_back(int64_t(sv) + i * int64_t(dv));
     ctx.setOutputValue(0, Tensor::fromVector<int64_t>({n}, vals).castTo(start.dtype()));

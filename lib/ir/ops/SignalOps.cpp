@@ -34,8 +34,8 @@ Status inferDft(InferenceContext& ctx) {
   out.back() = 2;
   int64_t n = out[size_t(axis)];
   if (ctx.hasInput(1)) {
-    const Tensor* len = known(ctx, 1);
-    n = len ? int64_t(len->scalarAsDouble()) : kUnknownDim;
+    KILN_ASSIGN(auto len, knownScalarInt(ctx, 1, "dft_length"));
+    n = len.value_or(kUnknownDim);
     if (len && n <= 0) return shapeError("dft_length must be positive");
   }
   bool onesided = ctx.node().getInt("onesided") != 0;
@@ -49,14 +49,15 @@ Status inferStft(InferenceContext& ctx) {
   KILN_TRY(requireRank(x, 3, "signal"));
   int64_t frameLength = kUnknownDim;
   if (ctx.hasInput(3)) {
-    if (const Tensor* t = known(ctx, 3)) frameLength = int64_t(t->scalarAsDouble());
+    KILN_ASSIGN(auto fl, knownScalarInt(ctx, 3, "frame_length"));
+    frameLength = fl.value_or(kUnknownDim);
   } else if (ctx.hasInput(2)) {
     KILN_ASSIGN(TensorType w, ctx.inputTensor(2));
     if (w.hasRank() && w.rank() == 1) frameLength = w.dim(0);
   }
-  const Tensor* stepT = known(ctx, 1);
-  int64_t step = stepT ? int64_t(stepT->scalarAsDouble()) : kUnknownDim;
-  if (stepT && step <= 0) return shapeError("frame_step must be positive");
+  KILN_ASSIGN(auto stepValue, knownScalarInt(ctx, 1, "frame_step"));
+  int64_t step = stepValue.value_or(kUnknownDim);
+  if (stepValue && step <= 0) return shapeError("frame_step must be positive");
   int64_t batch = x.hasRank() ? x.dim(0) : kUnknownDim;
   int64_t length = x.hasRank() ? x.dim(1) : kUnknownDim;
   int64_t frames = (length >= 0 && frameLength > 0 && step > 0) ? (length - frameLength) / step + 1 : kUnknownDim;
@@ -67,20 +68,19 @@ Status inferStft(InferenceContext& ctx) {
 
 Status inferWindow(InferenceContext& ctx) {
   KILN_ASSIGN(DType dtype, outputDType(ctx.node()));
-  int64_t size = kUnknownDim;
-  if (const Tensor* t = known(ctx, 0)) {
-    size = int64_t(t->scalarAsDouble());
-    if (size < 0) return shapeError("window size must be non-negative");
-  }
+  KILN_ASSIGN(auto sizeValue, knownScalarInt(ctx, 0, "size"));
+  int64_t size = sizeValue.value_or(kUnknownDim);
+  if (sizeValue && size < 0) return shapeError("window size must be non-negative");
   setOut(ctx, 0, dtype, {size});
   return Status::ok();
 }
 
 Status inferMelWeightMatrix(InferenceContext& ctx) {
   KILN_ASSIGN(DType dtype, outputDType(ctx.node()));
-  const Tensor *bins = known(ctx, 0), *dft = known(ctx, 1);
-  setOut(ctx, 0, dtype, {dft ? int64_t(dft->scalarAsDouble()) / 2 + 1 : kUnknownDim,
-                         bins ? int64_t(bins->scalarAsDouble()) : kUnknownDim});
+  KILN_ASSIGN(auto bins, knownScalarInt(ctx, 0, "num_mel_bins"));
+  KILN_ASSIGN(auto dft, knownScalarInt(ctx, 1, "dft_length"));
+  if ((bins && *bins <= 0) || (dft && *dft <= 0)) return shapeError("num_mel_bins and dft_length must be positive");
+  setOut(ctx, 0, dtype, {dft ? *dft / 2 + 1 : kUnknownDim, bins.value_or(kUnknownDim)});
   return Status::ok();
 }
 

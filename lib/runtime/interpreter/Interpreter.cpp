@@ -184,8 +184,7 @@ GraphPlan buildPlan(const ir::Graph& g) {
 }
 
 Error located(Error e, const ir::Node& n) {
-  e.atNode(n.name().empty() ? (n.numOutputs() ? "<producing " + n.output(0)->name() + ">" : "<unnamed>") : n.name(),
-           n.qualifiedOpType());
+  e.atNode(n.displayName(), n.qualifiedOpType());
   return e;
 }
 

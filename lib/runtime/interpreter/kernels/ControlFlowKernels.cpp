@@ -80,8 +80,7 @@ Status kLoop(KernelContext& ctx) {
   const ir::Graph& body = *ctx.node().getGraph("body");
   int64_t trips = std::numeric_limits<int64_t>::max();
   if (ctx.hasInput(0)) {
-    KILN_ASSIGN(double m, scalarOperand(ctx, 0, "M"));
-    trips = int64_t(m);
+    KILN_ASSIGN(trips, scalarIntOperand(ctx, 0, "M"));
   }
   bool cond = true;
   if (ctx.hasInput(1)) {

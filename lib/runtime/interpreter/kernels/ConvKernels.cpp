@@ -144,7 +144,7 @@ Status kQLinearConv(KernelContext& ctx) {
   std::vector<int64_t> bias = ctx.hasInput(8) ? ctx.input(8).toInt64s() : std::vector<int64_t>(size_t(m), 0);
   std::vector<double> wScale = ctx.input(4).toDoubles();
   float xScale = float(elementAsDouble(ctx.input(1), 0)), yScale = float(elementAsDouble(ctx.input(6), 0));
-  int64_t yZero = int64_t(elementAsDouble(ctx.input(7), 0));
+  int64_t yZero = ctx.input(7).toInt64s()[0];
   if (int64_t(bias.size()) != m || (wScale.size() != 1 && int64_t(wScale.size()) != m))
     return kernelError("bias and w_scale must have one value per output channel");
   bool isU8 = y.dtype() == DType::U8;

@@ -24,7 +24,7 @@ Status kNonMaxSuppression(KernelContext& ctx) {
   const Tensor &boxes = ctx.input(0), &scores = ctx.input(1);
   int64_t batches = boxes.dim(0), n = boxes.dim(1), classes = scores.dim(1);
   int64_t maxOut = 0;
-  if (ctx.hasInput(2) && ctx.input(2).numElements() > 0) maxOut = int64_t(elementAsDouble(ctx.input(2), 0));
+  if (ctx.hasInput(2) && ctx.input(2).numElements() > 0) maxOut = ctx.input(2).toInt64s()[0];
   double iouThreshold = ctx.hasInput(3) && ctx.input(3).numElements() > 0 ? elementAsDouble(ctx.input(3), 0) : 0.0;
   std::optional<double> scoreThreshold;
   if (ctx.hasInput(4) && ctx.input(4).numElements() > 0) scoreThreshold = elementAsDouble(ctx.input(4), 0);

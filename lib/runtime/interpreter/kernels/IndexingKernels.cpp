@@ -161,8 +161,7 @@ Status kScatterND(KernelContext& ctx) {
 
 Status kOneHot(KernelContext& ctx) {
   const Tensor &indices = ctx.input(0), &values = ctx.input(2);
-  KILN_ASSIGN(double depthD, scalarOperand(ctx, 1, "depth"));
-  int64_t depth = int64_t(depthD);
+  KILN_ASSIGN(int64_t depth, scalarIntOperand(ctx, 1, "depth"));
   if (values.numElements() != 2) return kernelError("values must hold [off_value, on_value]");
   if (depth <= 0) return kernelError("depth must be positive");
   KILN_ASSIGN(int64_t axis, ir::normalizeAxis(ctx.node().getInt("axis"), indices.rank() + 1));
@@ -185,8 +184,8 @@ Status kOneHot(KernelContext& ctx) {
 
 Status kCumSum(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
-  KILN_ASSIGN(double axisD, scalarOperand(ctx, 1, "axis"));
-  KILN_ASSIGN(int64_t axis, ir::normalizeAxis(int64_t(axisD), x.rank()));
+  KILN_ASSIGN(int64_t axisIn, scalarIntOperand(ctx, 1, "axis"));
+  KILN_ASSIGN(int64_t axis, ir::normalizeAxis(axisIn, x.rank()));
   bool exclusive = ctx.node().getInt("exclusive"), reverse = ctx.node().getInt("reverse");
   Tensor& y = ctx.allocate(0);
   int64_t outer = 1, inner = 1, n = x.dim(axis);
@@ -263,9 +262,9 @@ Status kNonZero(KernelContext& ctx) {
 
 Status kTopK(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
-  KILN_ASSIGN(double kD, scalarOperand(ctx, 1, "K"));
+  KILN_ASSIGN(int64_t k, scalarIntOperand(ctx, 1, "K"));
   KILN_ASSIGN(int64_t axis, ir::normalizeAxis(ctx.node().getInt("axis"), x.rank()));
-  int64_t k = int64_t(kD), n = x.dim(axis);
+  int64_t n = x.dim(axis);
   if (k < 0 || k > n) return kernelError("K = " + std::to_string(k) + " is out of range for an axis of " + std::to_string(n));
   bool largest = ctx.node().getInt("largest") != 0;
   Dims dims = x.dims();

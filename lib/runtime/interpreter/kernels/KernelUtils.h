@@ -170,6 +170,14 @@ inline Expected<double> scalarOperand(const KernelContext& ctx, size_t i, const 
   return elementAsDouble(t, 0);
 }
 
+/// Integer scalar operand read exactly (no round trip through double, so
+/// INT64_MAX, torch's "no limit", survives); float operands are truncated.
+inline Expected<int64_t> scalarIntOperand(const KernelContext& ctx, size_t i, const char* what) {
+  const Tensor& t = ctx.input(i);
+  if (t.numElements() != 1) return kernelError(std::string(what) + " must hold one value, got " + t.typeString());
+  return t.toInt64s()[0];  // exact for integers, saturating for floats
+}
+
 /// Normalises an index into [0, dim), accepting negatives; error when out of range.
 inline Expected<int64_t> checkIndex(int64_t idx, int64_t dim, const char* what) {
   int64_t n = idx < 0 ? idx + dim : idx;

@@ -152,7 +152,7 @@ Status kMaxRoiPool(KernelContext& ctx) {
   int64_t c = x.dim(1), h = x.dim(2), w = x.dim(3), ph = pooled[0], pw = pooled[1];
   return forFloat(x.dtype(), [&]<class T>() {
     for (int64_t r = 0; r < rois.dim(0); ++r) {
-      int64_t b = int64_t(elementAsDouble(rois, r * 5));
+      int64_t b = convertValue<int64_t, double>(elementAsDouble(rois, r * 5));
       if (b < 0 || b >= x.dim(0)) continue;
       int64_t x1 = int64_t(std::round(elementAsDouble(rois, r * 5 + 1) * scale));
       int64_t y1 = int64_t(std::round(elementAsDouble(rois, r * 5 + 2) * scale));

@@ -16,8 +16,7 @@ namespace {
 /// Position operand resolved against a sequence of `n` (insert allows n).
 Expected<int64_t> position(const KernelContext& ctx, size_t i, int64_t n, bool forInsert, int64_t fallback) {
   if (!ctx.hasInput(i)) return fallback;
-  KILN_ASSIGN(double p, scalarOperand(ctx, i, "position"));
-  int64_t pos = int64_t(p);
+  KILN_ASSIGN(int64_t pos, scalarIntOperand(ctx, i, "position"));
   int64_t limit = forInsert ? n : n - 1;
   if (pos < -n || pos > limit)
     return kernelError("position " + std::to_string(pos) + " is out of range for a sequence of " + std::to_string(n));

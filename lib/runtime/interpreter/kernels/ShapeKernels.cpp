@@ -224,7 +224,7 @@ Status kSpaceToDepth(KernelContext& ctx) {
 
 Status kTrilu(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
-  int64_t k = ctx.hasInput(1) ? int64_t(elementAsDouble(ctx.input(1), 0)) : 0;
+  int64_t k = ctx.hasInput(1) ? ctx.input(1).toInt64s()[0] : 0;
   bool upper = ctx.node().getInt("upper") != 0;
   Tensor& y = ctx.allocate(0);
   int64_t rows = x.dim(x.rank() - 2), cols = x.dim(x.rank() - 1);

@@ -47,8 +47,7 @@ Status kDft(KernelContext& ctx) {
   int64_t comps = x.dim(x.rank() - 1), n = x.dim(axis);
   int64_t len = n;
   if (ctx.hasInput(1)) {
-    KILN_ASSIGN(double l, scalarOperand(ctx, 1, "dft_length"));
-    len = int64_t(l);
+    KILN_ASSIGN(len, scalarIntOperand(ctx, 1, "dft_length"));
   }
   if (len <= 0) return kernelError("dft_length must be positive");
   Tensor& y = ctx.allocate(0);
@@ -80,14 +79,12 @@ Status kDft(KernelContext& ctx) {
 Status kStft(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   if (!isFloat(x.dtype())) return unsupportedDType(x.dtype());
-  KILN_ASSIGN(double stepD, scalarOperand(ctx, 1, "frame_step"));
-  int64_t step = int64_t(stepD);
+  KILN_ASSIGN(int64_t step, scalarIntOperand(ctx, 1, "frame_step"));
   std::vector<double> window;
   if (ctx.hasInput(2)) window = ctx.input(2).toDoubles();
   int64_t frameLength = int64_t(window.size());
   if (ctx.hasInput(3)) {
-    KILN_ASSIGN(double fl, scalarOperand(ctx, 3, "frame_length"));
-    frameLength = int64_t(fl);
+    KILN_ASSIGN(frameLength, scalarIntOperand(ctx, 3, "frame_length"));
   }
   if (window.empty()) window.assign(size_t(std::max<int64_t>(frameLength, 0)), 1.0);
   if (frameLength <= 0 || int64_t(window.size()) != frameLength || step <= 0)
@@ -134,12 +131,12 @@ Status kWindow(KernelContext& ctx) {
 }
 
 Status kMelWeightMatrix(KernelContext& ctx) {
-  KILN_ASSIGN(double binsD, scalarOperand(ctx, 0, "num_mel_bins"));
-  KILN_ASSIGN(double dftD, scalarOperand(ctx, 1, "dft_length"));
+  KILN_ASSIGN(int64_t melBins, scalarIntOperand(ctx, 0, "num_mel_bins"));
+  KILN_ASSIGN(int64_t dft, scalarIntOperand(ctx, 1, "dft_length"));
   KILN_ASSIGN(double rate, scalarOperand(ctx, 2, "sample_rate"));
   KILN_ASSIGN(double lo, scalarOperand(ctx, 3, "lower_edge_hertz"));
   KILN_ASSIGN(double hi, scalarOperand(ctx, 4, "upper_edge_hertz"));
-  int64_t melBins = int64_t(binsD), dft = int64_t(dftD), specBins = dft / 2 + 1;
+  int64_t specBins = dft / 2 + 1;
   if (melBins <= 0 || dft <= 0 || rate <= 0) return kernelError("num_mel_bins, dft_length and sample_rate must be positive");
   Tensor& y = ctx.allocate(0);
   double loMel = 2595 * std::log10(1 + lo / 700), hiMel = 2595 * std::log10(1 + hi / 700);
