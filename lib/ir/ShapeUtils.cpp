@@ -236,6 +236,25 @@ Expected<Dims> matmulDims(const Dims& a, const Dims& b) {
   return out;
 }
 
+namespace {
+bool isEinsumLabel(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+
+/// Splits a term into its letters before and after an optional "...";
+/// anything else (a second ellipsis, stray dots, digits) is an error.
+Status splitEinsumTerm(const std::string& term, const std::string& equation, std::string& before, std::string& after,
+                       bool& hasEllipsis) {
+  size_t e = term.find("...");
+  hasEllipsis = e != std::string::npos;
+  before = hasEllipsis ? term.substr(0, e) : term;
+  after = hasEllipsis ? term.substr(e + 3) : "";
+  for (char c : before + after)
+    if (!isEinsumLabel(c))
+      return attrError("equation '" + equation + "' has invalid label '" + std::string(1, c) +
+                       "' (labels are letters; at most one '...' per term)");
+  return Status::ok();
+}
+}  // namespace
+
 Expected<EinsumSpec> parseEinsum(const std::string& equation, const std::vector<int64_t>& ranks) {
   std::string eq;
   for (char c : equation)
@@ -253,68 +272,61 @@ Expected<EinsumSpec> parseEinsum(const std::string& equation, const std::vector<
   if (terms.size() != ranks.size())
     return attrError("equation '" + equation + "' has " + std::to_string(terms.size()) + " operands, node has " +
                      std::to_string(ranks.size()));
+  // Ellipsis dims get the labels '0'.. '9', right-aligned so they broadcast.
+  auto ellipsisLabels = [](int64_t n) {
+    std::string ell;
+    for (int64_t k = 0; k < n; ++k) ell += char('0' + (10 - n + k));
+    return ell;
+  };
   EinsumSpec spec;
   int64_t ellipsisRank = 0;
-  auto isLabel = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); };
   for (size_t i = 0; i < terms.size(); ++i) {
-    std::string t = terms[i];
-    size_t e = t.find("...");
-    std::string labels;
-    for (char c : t)
-      if (c != '.') {
-        if (!isLabel(c)) return attrError("equation '" + equation + "' has invalid label '" + std::string(1, c) + "'");
-        labels += c;
-      }
-    if (e != std::string::npos) {
-      int64_t n = ranks[i] - int64_t(labels.size());
-      if (n < 0) return shapeError("operand " + std::to_string(i) + " has fewer dims than labels");
-      if (n > 10) return shapeError("too many ellipsis dims");
-      ellipsisRank = std::max(ellipsisRank, n);
-      std::string ell;
-      for (int64_t k = 0; k < n; ++k) ell += char('0' + (10 - n + k));  // right-aligned broadcast labels
-      std::string before;
-      for (char c : t.substr(0, e)) before += c;
-      std::string after;
-      for (char c : t.substr(e + 3)) after += c;
-      spec.inputs.push_back(before + ell + after);
-    } else {
-      if (int64_t(labels.size()) != ranks[i])
-        return shapeError("operand " + std::to_string(i) + " of rank " + std::to_string(ranks[i]) + " has " +
-                          std::to_string(labels.size()) + " labels in '" + equation + "'");
-      spec.inputs.push_back(labels);
-    }
+    std::string before, after;
+    bool hasEllipsis = false;
+    KILN_TRY(splitEinsumTerm(terms[i], equation, before, after, hasEllipsis));
+    int64_t named = int64_t(before.size() + after.size());
+    if (!hasEllipsis && named != ranks[i])
+      return shapeError("operand " + std::to_string(i) + " of rank " + std::to_string(ranks[i]) + " has " +
+                        std::to_string(named) + " labels in '" + equation + "'");
+    int64_t n = hasEllipsis ? ranks[i] - named : 0;
+    if (n < 0) return shapeError("operand " + std::to_string(i) + " has fewer dims than labels");
+    if (n > 10) return shapeError("too many ellipsis dims");
+    ellipsisRank = std::max(ellipsisRank, n);
+    spec.inputs.push_back(before + ellipsisLabels(n) + after);
   }
-  std::string ell;
-  for (int64_t k = 0; k < ellipsisRank; ++k) ell += char('0' + (10 - ellipsisRank + k));
   if (arrow != std::string::npos) {
-    std::string rhs = eq.substr(arrow + 2);
-    size_t e = rhs.find("...");
-    if (e != std::string::npos) rhs = rhs.substr(0, e) + ell + rhs.substr(e + 3);
-    for (char c : rhs) {
+    std::string before, after;
+    bool hasEllipsis = false;
+    KILN_TRY(splitEinsumTerm(eq.substr(arrow + 2), equation, before, after, hasEllipsis));
+    std::string rhs = before + (hasEllipsis ? ellipsisLabels(ellipsisRank) : "") + after;
+    for (size_t i = 0; i < rhs.size(); ++i) {
       bool found = false;
-      for (const auto& in : spec.inputs) found |= in.find(c) != std::string::npos;
-      if (!found) return attrError("output label '" + std::string(1, c) + "' does not appear in the inputs");
+      for (const auto& in : spec.inputs) found |= in.find(rhs[i]) != std::string::npos;
+      if (!found) return attrError("output label '" + std::string(1, rhs[i]) + "' does not appear in the inputs");
+      if (rhs.find(rhs[i]) != i) return attrError("output label '" + std::string(1, rhs[i]) + "' appears twice");
     }
     spec.output = rhs;
   } else {
     // Implicit output: ellipsis dims then labels appearing exactly once, sorted.
     std::string once;
     for (char c = 'A'; c <= 'z'; ++c) {
-      if (!isLabel(c)) continue;
+      if (!isEinsumLabel(c)) continue;
       int count = 0;
       for (const auto& in : spec.inputs)
         for (char x : in) count += x == c;
       if (count == 1) once += c;
     }
-    spec.output = ell + once;
+    spec.output = ellipsisLabels(ellipsisRank) + once;
   }
   return spec;
 }
 
 Expected<Dims> einsumDims(const EinsumSpec& spec, const std::vector<Dims>& inputs) {
   std::map<char, int64_t> sizes;
+  if (spec.inputs.size() != inputs.size()) return shapeError("einsum operand count does not match the equation");
   for (size_t i = 0; i < inputs.size(); ++i) {
     const std::string& labels = spec.inputs[i];
+    if (labels.size() != inputs[i].size()) return shapeError("einsum labels do not match operand " + std::to_string(i));
     for (size_t k = 0; k < labels.size(); ++k) {
       int64_t d = inputs[i][k];
       auto [it, inserted] = sizes.emplace(labels[k], d);

@@ -165,6 +165,8 @@ Status inferMaxUnpool(InferenceContext& ctx) {
 Status inferMaxRoiPool(InferenceContext& ctx) {
   KILN_ASSIGN(TensorType x, ctx.inputTensor(0));
   KILN_ASSIGN(TensorType rois, ctx.inputTensor(1));
+  KILN_TRY(requireRank(x, 4, "X"));
+  KILN_TRY(requireRank(rois, 2, "rois"));
   const Dims& pooled = ctx.node().getInts("pooled_shape");
   if (pooled.size() != 2) return attrError("pooled_shape must have 2 values");
   setOut(ctx, 0, x.dtype(), {rois.hasRank() ? rois.dim(0) : kUnknownDim, x.hasRank() ? x.dim(1) : kUnknownDim,

@@ -64,6 +64,7 @@ Status inferGatherND(InferenceContext& ctx) {
   KILN_ASSIGN(TensorType data, ctx.inputTensor(0));
   KILN_ASSIGN(TensorType idx, ctx.inputTensor(1));
   if (idx.dtype() != DType::I64) return shapeError("indices must be int64, got " + idx.str());
+  if (idx.hasRank() && idx.rank() < 1) return shapeError("indices must have rank >= 1, got " + idx.str());
   int64_t b = ctx.node().getInt("batch_dims");
   if (!data.hasRank() || !idx.hasRank() || idx.dim(idx.rank() - 1) < 0) {
     setUnranked(ctx, 0, data.dtype());

@@ -55,9 +55,10 @@ KernelFn KernelRegistry::find(const std::string& op) const {
 }
 
 void KernelRegistry::add(const std::string& op, KernelFn fn) {
-  KILN_CHECK(ir::OpRegistry::global().find(op.find("::") == std::string::npos ? "" : op.substr(0, op.find("::")),
-                                           op.find("::") == std::string::npos ? op : op.substr(op.find("::") + 2)),
-             "kernel for unknown op ", op);
+  size_t sep = op.find("::");
+  std::string domain = sep == std::string::npos ? "" : op.substr(0, sep);
+  std::string name = sep == std::string::npos ? op : op.substr(sep + 2);
+  KILN_CHECK(ir::OpRegistry::global().find(domain, name), "kernel for unknown op ", op);
   KILN_CHECK(kernels_.emplace(op, fn).second, "kernel ", op, " registered twice");
 }
 
