@@ -1,7 +1,7 @@
 //===- lib/ir/Parser.cpp - Text IR lexer and recursive-descent parser ------===//
 //
-// A small lexer (identifiers, %values, @symbols, numbers, strings, punctuation,
-// // comments) and a parser that builds the module through the Graph API,
+// A recursive-descent parser over TextLexer's tokens that builds the module
+// through the Graph API,
 // resolving value references through nested scopes. Tensors that reference
 // resources are patched once the trailing resources section has been read.
 //
@@ -15,184 +15,12 @@
 #include <map>
 #include <unordered_map>
 
+#include "TextLexer.h"
 #include "kiln/ir/OpSchema.h"
 #include "kiln/ir/Verifier.h"
 
 namespace kiln::ir {
 namespace {
-
-enum class Tok {
-  End, Ident, Number, String, Percent, At,
-  LParen, RParen, LBrace, RBrace, LBracket, RBracket, Less, Greater,
-  Comma, Colon, ColonColon, Equal, Star, Question,
-};
-
-struct Token {
-  Tok kind = Tok::End;
-  std::string text;
-  size_t line = 1, col = 1;
-};
-
-bool isIdentStart(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
-bool isIdentChar(char c) { return isIdentStart(c) || (c >= '0' && c <= '9') || c == '.'; }
-bool isDigit(char c) { return c >= '0' && c <= '9'; }
-
-class Lexer {
- public:
-  Lexer(std::string_view text, std::string file) : text_(text), file_(std::move(file)) {}
-
-  Expected<Token> next() {
-    skipSpace();
-    Token t;
-    t.line = line_;
-    t.col = col_;
-    if (pos_ >= text_.size()) return t;
-    char c = text_[pos_];
-    auto single = [&](Tok k) {
-      advance(1);
-      t.kind = k;
-      return t;
-    };
-    switch (c) {
-      case '(': return single(Tok::LParen);
-      case ')': return single(Tok::RParen);
-      case '{': return single(Tok::LBrace);
-      case '}': return single(Tok::RBrace);
-      case '[': return single(Tok::LBracket);
-      case ']': return single(Tok::RBracket);
-      case '<': return single(Tok::Less);
-      case '>': return single(Tok::Greater);
-      case ',': return single(Tok::Comma);
-      case '=': return single(Tok::Equal);
-      case '*': return single(Tok::Star);
-      case '?': return single(Tok::Question);
-      case ':':
-        if (pos_ + 1 < text_.size() && text_[pos_ + 1] == ':') {
-          advance(2);
-          t.kind = Tok::ColonColon;
-          return t;
-        }
-        return single(Tok::Colon);
-      case '"': {
-        t.kind = Tok::String;
-        KILN_ASSIGN(t.text, readString());
-        return t;
-      }
-      case '%':
-      case '@': {
-        t.kind = c == '%' ? Tok::Percent : Tok::At;
-        advance(1);
-        if (pos_ < text_.size() && text_[pos_] == '"') {
-          KILN_ASSIGN(t.text, readString());
-        } else {
-          size_t start = pos_;
-          while (pos_ < text_.size() && isIdentChar(text_[pos_])) advance(1);
-          t.text = std::string(text_.substr(start, pos_ - start));
-          if (t.text.empty()) return error(t, std::string("expected a name after '") + c + "'");
-        }
-        return t;
-      }
-      default: break;
-    }
-    if (isDigit(c) || c == '-' || c == '+') {
-      size_t start = pos_;
-      advance(1);
-      if (text_.substr(pos_, 3) == "inf") {
-        advance(3);
-      } else {
-        while (pos_ < text_.size() && (isDigit(text_[pos_]) || text_[pos_] == '.' || text_[pos_] == 'e' ||
-                                       text_[pos_] == 'E' ||
-                                       ((text_[pos_] == '-' || text_[pos_] == '+') &&
-                                        (text_[pos_ - 1] == 'e' || text_[pos_ - 1] == 'E'))))
-          advance(1);
-      }
-      t.kind = Tok::Number;
-      t.text = std::string(text_.substr(start, pos_ - start));
-      if (t.text == "-" || t.text == "+") return error(t, "expected a number");
-      return t;
-    }
-    if (isIdentStart(c)) {
-      size_t start = pos_;
-      while (pos_ < text_.size() && isIdentChar(text_[pos_])) advance(1);
-      t.kind = Tok::Ident;
-      t.text = std::string(text_.substr(start, pos_ - start));
-      return t;
-    }
-    return error(t, std::string("unexpected character '") + c + "'");
-  }
-
-  Error error(const Token& t, const std::string& msg) const {
-    return Error(ErrorCode::IrParse, file_ + ":" + std::to_string(t.line) + ":" + std::to_string(t.col) + ": " + msg);
-  }
-
- private:
-  void advance(size_t n) {
-    for (size_t i = 0; i < n && pos_ < text_.size(); ++i, ++pos_) {
-      if (text_[pos_] == '\n') {
-        ++line_;
-        col_ = 1;
-      } else {
-        ++col_;
-      }
-    }
-  }
-  void skipSpace() {
-    while (pos_ < text_.size()) {
-      char c = text_[pos_];
-      if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
-        advance(1);
-      } else if (c == '/' && pos_ + 1 < text_.size() && text_[pos_ + 1] == '/') {
-        while (pos_ < text_.size() && text_[pos_] != '\n') advance(1);
-      } else {
-        break;
-      }
-    }
-  }
-  Expected<std::string> readString() {
-    Token at;
-    at.line = line_;
-    at.col = col_;
-    advance(1);  // opening quote
-    std::string out;
-    while (true) {
-      if (pos_ >= text_.size()) return error(at, "unterminated string");
-      char c = text_[pos_];
-      if (c == '"') {
-        advance(1);
-        return out;
-      }
-      if (c == '\\') {
-        if (pos_ + 1 >= text_.size()) return error(at, "unterminated string");
-        char e = text_[pos_ + 1];
-        advance(2);
-        if (e == 'n') out += '\n';
-        else if (e == 't') out += '\t';
-        else if (e == '"' || e == '\\') out += e;
-        else if (e == 'x') {
-          if (pos_ + 2 > text_.size()) return error(at, "bad \\x escape");
-          int v = 0;
-          for (int k = 0; k < 2; ++k) {
-            char h = text_[pos_ + size_t(k)];
-            int d = isDigit(h) ? h - '0' : (h >= 'a' && h <= 'f') ? h - 'a' + 10 : (h >= 'A' && h <= 'F') ? h - 'A' + 10 : -1;
-            if (d < 0) return error(at, "bad \\x escape");
-            v = v * 16 + d;
-          }
-          advance(2);
-          out += char(v);
-        } else {
-          return error(at, std::string("unknown escape '\\") + e + "'");
-        }
-        continue;
-      }
-      out += c;
-      advance(1);
-    }
-  }
-
-  std::string_view text_;
-  std::string file_;
-  size_t pos_ = 0, line_ = 1, col_ = 1;
-};
 
 struct ResourceFixup {
   Node* node;
@@ -668,10 +496,7 @@ class Parser {
         return lex_.error(at, "resource '" + rname + "' must be a \"0x...\" hex string");
       std::string bytes((hex.size() - 2) / 2, '\0');
       for (size_t i = 0; i < bytes.size(); ++i) {
-        auto nib = [](char h) {
-          return isDigit(h) ? h - '0' : (h >= 'a' && h <= 'f') ? h - 'a' + 10 : (h >= 'A' && h <= 'F') ? h - 'A' + 10 : -1;
-        };
-        int hi = nib(hex[2 + 2 * i]), lo = nib(hex[3 + 2 * i]);
+        int hi = hexDigitValue(hex[2 + 2 * i]), lo = hexDigitValue(hex[3 + 2 * i]);
         if (hi < 0 || lo < 0) return lex_.error(at, "resource '" + rname + "' has a non-hex digit");
         bytes[i] = char(hi * 16 + lo);
       }
