@@ -126,14 +126,17 @@ int runModel(const RunOptions& o) {
     for (ir::Value* in : (*module)->graph().inputs()) known |= in->name() == name;
     if (!known) return reportError(Error(ErrorCode::ExecInput, "--input names '" + name + "', which is not a model input"));
   }
-  // Bind dynamic dims from input files, then import again with those bindings.
+  // Read every input file once; dynamic dims bind from them (import again).
+  std::map<std::string, RuntimeValue> given;
   std::vector<std::string> bindings;
   for (ir::Value* in : (*module)->graph().inputs()) {
     auto it = files.find(in->name());
-    if (it == files.end() || !in->type().isTensor() || in->tensorType().isStatic()) continue;
+    if (it == files.end()) continue;
     auto v = readInputFile(it->second, in->type());
     if (!v) return reportError(v.error());
-    if (v->isTensor()) bindings.push_back(in->name() + ":" + dimsToString(v->tensor().dims()));
+    if (v->isTensor() && in->type().isTensor() && !in->tensorType().isStatic())
+      bindings.push_back(in->name() + ":" + dimsToString(v->tensor().dims()));
+    given[in->name()] = std::move(*v);
   }
   if (!bindings.empty()) {
     module = loadModel(o.model, bindings);
@@ -144,16 +147,13 @@ int runModel(const RunOptions& o) {
   std::vector<RuntimeValue> inputs;
   for (size_t i = 0; i < g.inputs().size(); ++i) {
     const ir::Value* in = g.inputs()[i];
-    auto it = files.find(in->name());
-    if (it != files.end()) {
-      auto v = readInputFile(it->second, in->type());
-      if (!v) return reportError(v.error());
-      inputs.push_back(*v);
-    } else {
-      auto t = randomTensor(*in, o.seed + i);
-      if (!t) return reportError(t.error());
-      inputs.push_back(*t);
+    if (auto it = given.find(in->name()); it != given.end()) {
+      inputs.push_back(it->second);
+      continue;
     }
+    auto t = randomTensor(*in, o.seed + i);
+    if (!t) return reportError(t.error());
+    inputs.push_back(*t);
   }
   runtime::Interpreter interp(g, {.seed = o.seed});
   auto outs = interp.run(inputs);
