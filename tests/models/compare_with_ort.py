@@ -3,9 +3,12 @@
 inputs and compares every output.
 
     compare_with_ort.py --kiln KILN --model M.onnx [--shape name:dims] [--tolerance T] [--work DIR]
+                        [--shapes-only]
 
 The error measure is max|kiln - ort| / max|ort| per output (relative to the
 output's scale, so values near zero do not dominate); it must be <= T.
+With --shapes-only, only shapes and element types are compared (for outputs
+whose order is not well defined, such as detections among tied scores).
 Prints one line per output with the measured error.
 """
 import argparse
@@ -28,6 +31,7 @@ def main():
     ap.add_argument("--tolerance", type=float, default=1e-4)
     ap.add_argument("--work", default=None)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--shapes-only", action="store_true", help="compare shapes and dtypes, not values")
     args = ap.parse_args()
     name = os.path.splitext(os.path.basename(args.model))[0]
     work = args.work or os.path.join(os.getcwd(), "compare_" + name)
@@ -57,9 +61,12 @@ def main():
         fname = "".join(c if c.isalnum() or c in "_.-" else "_" for c in out.name) + ".npy"
         a = np.load(os.path.join(work, "kiln", fname))
         b = np.load(os.path.join(work, "ort", fname))
-        if a.shape != b.shape:
-            print(f"{name}/{out.name}: shape {a.shape} vs ONNX Runtime {b.shape}")
+        if a.shape != b.shape or a.dtype != b.dtype:
+            print(f"{name}/{out.name}: {a.dtype}{list(a.shape)} vs ONNX Runtime {b.dtype}{list(b.shape)}")
             ok = False
+            continue
+        if args.shapes_only:
+            print(f"{name}/{out.name}: {a.dtype}{list(a.shape)} as ONNX Runtime (values not compared)")
             continue
         scale = float(np.abs(b).max()) if b.size else 0.0
         err = float(np.abs(a.astype(np.float64) - b.astype(np.float64)).max()) if b.size else 0.0
