@@ -142,7 +142,7 @@ Status kEinsum(KernelContext& ctx) {
   std::string labels = spec.output;
   for (const auto& [c, s] : size)
     if (labels.find(c) == std::string::npos) labels += c;
-  size_t nl = labels.size(), no = spec.output.size();
+  size_t nl = labels.size();
   // Stride of each label in each operand (summed when a label repeats: diagonals).
   std::vector<std::vector<int64_t>> strides(ctx.numInputs(), std::vector<int64_t>(nl, 0));
   for (size_t i = 0; i < ctx.numInputs(); ++i) {
@@ -174,7 +174,6 @@ Status kEinsum(KernelContext& ctx) {
       }
       out[size_t(o)] += prod;
     }
-  (void)no;
   storeValues(y, out);
   return Status::ok();
 }

@@ -43,7 +43,7 @@ Status kDft(KernelContext& ctx) {
   if (!isFloat(x.dtype())) return unsupportedDType(x.dtype());
   int64_t axis = ctx.node().getInt("axis");
   if (axis < 0) axis += x.rank() - 1;
-  bool inverse = ctx.node().getInt("inverse"), onesided = ctx.node().getInt("onesided");
+  bool inverse = ctx.node().getInt("inverse");  // onesided shows in the inferred bin count
   int64_t comps = x.dim(x.rank() - 1), n = x.dim(axis);
   int64_t len = n;
   if (ctx.hasInput(1)) {
@@ -57,7 +57,6 @@ Status kDft(KernelContext& ctx) {
   for (int64_t d = axis + 1; d < x.rank() - 1; ++d) inner *= x.dim(d);
   std::vector<double> xv = x.toDoubles(), out(static_cast<size_t>(y.numElements()));
   std::vector<double> re(static_cast<size_t>(n)), im(static_cast<size_t>(n)), oRe, oIm;
-  (void)onesided;
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t i = 0; i < inner; ++i) {
       for (int64_t j = 0; j < n; ++j) {
