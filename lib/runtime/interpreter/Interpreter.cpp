@@ -141,6 +141,7 @@ struct Env {
 };
 
 struct GraphPlan {
+  std::vector<ir::Node*> nodes;                              // in execution order
   std::vector<std::vector<const ir::Value*>> releaseAfter;  // per node index
 };
 
@@ -178,6 +179,7 @@ GraphPlan buildPlan(const ir::Graph& g) {
       if (!lastUse.count(r)) lastUse[r] = i;  // unused results die at once
   }
   GraphPlan plan;
+  plan.nodes = nodes;
   plan.releaseAfter.resize(nodes.size());
   for (const auto& [v, i] : lastUse)
     if (v->graph() == &g && !outputs.count(v)) plan.releaseAfter[i].push_back(v);
@@ -269,10 +271,9 @@ struct Interpreter::Impl {
     Env env;
     env.parent = outer;
     for (size_t i = 0; i < inputs.size(); ++i) env.values[g.inputs()[i]] = inputs[i];
-    const GraphPlan& plan = planFor(g);
-    std::vector<ir::Node*> nodes = g.nodes();
-    for (size_t i = 0; i < nodes.size(); ++i) {
-      KILN_TRY(runNode(*nodes[i], env));
+    const GraphPlan& plan = planFor(g);  // built once per graph, reused by every loop iteration
+    for (size_t i = 0; i < plan.nodes.size(); ++i) {
+      KILN_TRY(runNode(*plan.nodes[i], env));
       for (const ir::Value* v : plan.releaseAfter[i]) env.values.erase(v);
     }
     std::vector<RuntimeValue> out;
