@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # scripts/demo.sh - installs what is missing, builds the kiln CLI and runs its
 # main job on the bundled model: import it, print its summary, run it on the
-# reference interpreter and print (and save) the outputs.
+# reference interpreter, print (and save) the outputs, and benchmark it.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
@@ -15,3 +15,6 @@ build/tools/kiln/kiln inspect "$MODEL"
 echo
 echo "== kiln run $MODEL --shape input:2x3x32x32 --output-dir build/demo-outputs"
 build/tools/kiln/kiln run "$MODEL" --shape input:2x3x32x32 --output-dir build/demo-outputs
+echo
+echo "== kiln bench $MODEL --warmup 10 --runs 200"
+build/tools/kiln/kiln bench "$MODEL" --warmup 10 --runs 200 --quiet

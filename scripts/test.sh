@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # scripts/test.sh - installs what is missing, builds kiln with its tests and runs
 # every test through ctest (unit, text IR, CLI, diagnostics, ONNX conformance,
-# models against ONNX Runtime, importer fuzz smoke).
+# tiny zoo models and bench/compare against ONNX Runtime, importer fuzz smoke).
+# The full zoo is the `long` suite: ctest --preset long (see docs/models.md).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"

@@ -12,7 +12,7 @@ expect_in() { grep -qF -- "$1" "$2" || { echo "--- $2:"; cat "$2"; fail "expecte
 
 # Help on every command.
 "$KILN" --help > help.txt
-for cmd in inspect run convert ops; do
+for cmd in inspect run bench convert ops; do
   expect_in "$cmd" help.txt
   "$KILN" "$cmd" --help > "help_$cmd.txt"
   expect_in "Usage:" "help_$cmd.txt"
@@ -59,6 +59,38 @@ cmp npy/probabilities.npy pb/probabilities.npy || fail ".npy and .pb inputs disa
 import numpy as np
 p = np.load('npy/probabilities.npy'); assert p.shape == (3, 10) and np.allclose(p.sum(1), 1, atol=1e-5), p"
 
+# run --backend names the backend; an unknown one is refused.
+"$KILN" run "$TINY" --backend interpreter --input input=x.npy --output-dir backend > run_backend.txt
+expect_in "on interpreter" run_backend.txt
+cmp npy/probabilities.npy backend/probabilities.npy || fail "--backend interpreter computes differently"
+
+# bench: a table by default, the kiln-bench/1 record with --format json, and
+# --json appends one record per benchmark.
+"$KILN" bench "$TINY" --warmup 2 --runs 20 > bench.txt 2> bench.err
+expect_in "latency ms   mean" bench.txt
+expect_in "20 timed after 2 warm-up" bench.txt
+expect_in "inferences/s" bench.txt
+expect_in "kiln bench: 2 warm-up and 20 timed runs" bench.err
+"$KILN" bench "$TINY" --warmup 1 --runs 5 --batch 2 --input input=x.npy --format json --quiet --json bench.jsonl > bench.json
+"$KILN" bench "$TINY" --warmup 0 --runs 7 --quiet --json bench.jsonl > /dev/null
+/usr/bin/python3 - <<'PY'
+import json
+lines = [json.loads(l) for l in open("bench.jsonl")]
+assert len(lines) == 2, lines
+first, second = lines
+assert json.load(open("bench.json")) == first
+assert first["schema"] == "kiln-bench/1" and first["backend"] == "interpreter", first
+assert first["config"]["runs"] == 5 and first["runs_completed"] == 5 and first["config"]["batch"] == 2, first
+assert first["config"]["inputs"] == {"input": [3, 3, 32, 32]}, first["config"]
+assert abs(first["throughput_per_s"] - 2000 / first["latency_ms"]["mean"]) < 1e-6 * first["throughput_per_s"]
+assert second["config"]["warmup"] == 0 and second["runs_completed"] == 7, second
+assert set(first) == set(second)
+assert first["compile_ms"]["import"] > 0 and first["compile_ms"]["codegen"] is None
+PY
+"$KILN" bench "$TINY" --runs 1000000 --warmup 0 --max-seconds 0.2 --quiet --format json > bench_limited.json
+/usr/bin/python3 -c "
+import json; r = json.load(open('bench_limited.json')); assert 1 <= r['runs_completed'] < 1000000, r"
+
 # Output names are sanitised into file names.
 cat > named.kir <<'KIR'
 module @named {
@@ -97,4 +129,9 @@ expect_fail "must look like name=file.npy" "$KILN" run "$TINY" --input oops
 expect_fail "--input names 'nope', which is not a model input" "$KILN" run "$TINY" --input nope=x.npy
 expect_fail "must end in .kir (text IR) or .onnx" "$KILN" convert "$TINY" -o out.txt
 expect_fail "error KE1010 (shape-binding)" "$KILN" run "$TINY" --shape input:1x4x32x32
+expect_fail "backend: tpu not in" "$KILN" bench "$TINY" --backend tpu
+expect_fail "runs on one thread" "$KILN" bench "$TINY" --threads 2
+expect_fail "runs: Value 0 not in range" "$KILN" bench "$TINY" --runs 0
+expect_fail "format: csv not in" "$KILN" bench "$TINY" --format csv
+expect_fail "error KE1001 (malformed-model)" "$KILN" bench "$SRC/tests/errors/malformed_truncated.onnx"
 echo "cli tests passed"

@@ -1,81 +1,110 @@
 #!/usr/bin/python3
-"""Runs a model through `kiln run` and ONNX Runtime on the same seeded random
-inputs and compares every output.
+"""Runs a model through `kiln run` and ONNX Runtime on the same seeded inputs
+and compares every output.
 
-    compare_with_ort.py --kiln KILN --model M.onnx [--shape name:dims] [--tolerance T] [--work DIR]
-                        [--shapes-only]
+    compare_with_ort.py --kiln KILN --model M.onnx [--shape name:dims] [--tolerance T]
+                        [--work DIR] [--kiln-arg ARG ...]
 
-The error measure is max|kiln - ort| / max|ort| per output (relative to the
-output's scale, so values near zero do not dominate); it must be <= T.
-With --shapes-only, only shapes and element types are compared (for outputs
-whose order is not well defined, such as detections among tied scores).
-Prints one line per output with the measured error.
+Zoo models (<name>-<form>.onnx, see models/zoo.json) take their inputs,
+tolerance and detection rule from the manifest; other models get inputs from
+their declared types (dynamic dims from --shape, else 1).
+
+Measures:
+- values: max|kiln - ort| / max|ort| per output (relative to the output's
+  scale, so values near zero do not dominate); it must be <= T.
+- detections (boxes/scores/labels of a detector): each ONNX Runtime detection
+  is matched greedily to an unmatched kiln detection with the same label whose
+  box and score are within T of the output's scale; the matched share of the
+  larger detection list must reach the manifest's min_matched. Exact order is
+  not required: top-k and NMS may order near-equal scores differently, and
+  the raw head outputs (compared as values) check the network itself.
+Prints one line per output with the measured error; exits 1 on a mismatch.
 """
 import argparse
-import json
 import os
 import subprocess
 import sys
 
 import numpy as np
-import onnx
 
-NP_TYPES = {1: np.float32, 11: np.float64, 7: np.int64, 6: np.int32, 9: np.bool_, 2: np.uint8, 3: np.int8}
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
+import zoo  # noqa: E402
+
+
+def relative_error(a, b):
+    scale = float(np.abs(b).max()) if b.size else 0.0
+    err = float(np.abs(a.astype(np.float64) - b.astype(np.float64)).max()) if b.size else 0.0
+    return err, scale, (err / scale if scale > 0 else err)
+
+
+def match_detections(kiln, ort, tolerance):
+    """Greedy matching; returns (matched, total) where total is the larger count."""
+    kb, ks, kl = kiln
+    ob, os_, ol = ort
+    box_tol = tolerance * max(float(np.abs(ob).max()) if ob.size else 1.0, 1.0)
+    score_tol = tolerance * max(float(np.abs(os_).max()) if os_.size else 1.0, 1e-30)
+    used = np.zeros(len(kl), dtype=bool)
+    matched = 0
+    for i in range(len(ol)):
+        ok = (~used) & (kl == ol[i]) & (np.abs(ks - os_[i]) <= score_tol) & \
+             (np.abs(kb - ob[i]).max(axis=1, initial=0) <= box_tol if len(kb) else np.zeros(0, dtype=bool))
+        hits = np.flatnonzero(ok)
+        if hits.size:
+            used[hits[0]] = True
+            matched += 1
+    return matched, max(len(ol), len(kl))
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--kiln", required=True)
+    ap.add_argument("--kiln", required=True, help="the kiln executable")
     ap.add_argument("--model", required=True)
     ap.add_argument("--shape", action="append", default=[], help="name:1x3x224x224 for dynamic inputs")
-    ap.add_argument("--tolerance", type=float, default=1e-4)
-    ap.add_argument("--work", default=None)
+    ap.add_argument("--tolerance", type=float, help="override the manifest's tolerance (default 1e-4)")
+    ap.add_argument("--work", default=None, help="directory for inputs and outputs")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--shapes-only", action="store_true", help="compare shapes and dtypes, not values")
+    ap.add_argument("--kiln-arg", action="append", default=[], help="extra argument for `kiln run` (repeatable)")
     args = ap.parse_args()
     name = os.path.splitext(os.path.basename(args.model))[0]
     work = args.work or os.path.join(os.getcwd(), "compare_" + name)
-    os.makedirs(work, exist_ok=True)
-    bindings = {s.split(":")[0]: [int(d) for d in s.split(":")[1].split("x")] for s in args.shape}
-    model = onnx.load(args.model, load_external_data=False)
-    initializers = {i.name for i in model.graph.initializer}
-    rng = np.random.RandomState(args.seed)
-    kiln_cmd = [args.kiln, "run", args.model, "--output-dir", os.path.join(work, "kiln")]
-    ort_cmd = ["node", os.path.join(os.path.dirname(__file__), "..", "..", "scripts", "ort_reference.js"), args.model,
-               "--output-dir", os.path.join(work, "ort")]
-    for inp in model.graph.input:
-        if inp.name in initializers:
-            continue
-        tt = inp.type.tensor_type
-        dims = bindings.get(inp.name) or [d.dim_value if d.HasField("dim_value") else 1 for d in tt.shape.dim]
-        dtype = NP_TYPES[tt.elem_type]
-        data = rng.randn(*dims).astype(dtype) if np.issubdtype(dtype, np.floating) else rng.randint(0, 10, dims).astype(dtype)
-        path = os.path.join(work, inp.name.replace("/", "_") + ".npy")
-        np.save(path, data)
-        kiln_cmd += ["--input", f"{inp.name}={path}"]
-        ort_cmd += ["--input", f"{inp.name}={path}"]
-    subprocess.run(kiln_cmd, check=True, stdout=subprocess.DEVNULL)
-    ort = subprocess.run(ort_cmd, check=True, capture_output=True, text=True)
+    spec = zoo.zoo_spec_for(args.model) or {}
+    tolerance = args.tolerance if args.tolerance is not None else spec.get("tolerance", 1e-4)
+    shapes = {s.split(":")[0]: [int(d) for d in s.split(":")[1].split("x")] for s in args.shape}
+    paths = zoo.make_inputs(zoo.input_specs(args.model, shapes), work, args.seed)
+    kiln_dir, ort_dir = os.path.join(work, "kiln"), os.path.join(work, "ort")
+    kiln = subprocess.run([args.kiln, "run", args.model, "--output-dir", kiln_dir] + zoo.input_args(paths) +
+                          args.kiln_arg, capture_output=True, text=True)
+    if kiln.returncode != 0:
+        print(f"{name}: kiln run failed:\n{kiln.stderr}")
+        sys.exit(1)
+    record = zoo.run_ort(args.model, paths, ort_dir)
+
+    import onnx
+    outputs = [o.name for o in onnx.load(args.model, load_external_data=False).graph.output]
+    detections = spec.get("detections")
+    det_names = [detections["boxes"], detections["scores"], detections["labels"]] if detections else []
     ok = True
-    for out in model.graph.output:
-        fname = "".join(c if c.isalnum() or c in "_.-" else "_" for c in out.name) + ".npy"
-        a = np.load(os.path.join(work, "kiln", fname))
-        b = np.load(os.path.join(work, "ort", fname))
-        if a.shape != b.shape or a.dtype != b.dtype:
-            print(f"{name}/{out.name}: {a.dtype}{list(a.shape)} vs ONNX Runtime {b.dtype}{list(b.shape)}")
+    for out in outputs:
+        a, b = zoo.load_output(kiln_dir, out), zoo.load_output(ort_dir, out)
+        if a.dtype != b.dtype or (a.shape != b.shape and out not in det_names):
+            print(f"{name}/{out}: {a.dtype}{list(a.shape)} vs ONNX Runtime {b.dtype}{list(b.shape)} FAILED")
             ok = False
-            continue
-        if args.shapes_only:
-            print(f"{name}/{out.name}: {a.dtype}{list(a.shape)} as ONNX Runtime (values not compared)")
-            continue
-        scale = float(np.abs(b).max()) if b.size else 0.0
-        err = float(np.abs(a.astype(np.float64) - b.astype(np.float64)).max()) if b.size else 0.0
-        rel = err / scale if scale > 0 else err
-        good = rel <= args.tolerance
+        elif out not in det_names:
+            err, scale, rel = relative_error(a, b)
+            good = rel <= tolerance
+            ok &= good
+            print(f"{name}/{out}: {list(a.shape)} max abs diff {err:.3g}, scale {scale:.3g}, "
+                  f"relative {rel:.3g} (tolerance {tolerance:g}) {'ok' if good else 'FAILED'}")
+    if detections:
+        kiln_det = [zoo.load_output(kiln_dir, n) for n in det_names]
+        ort_det = [zoo.load_output(ort_dir, n) for n in det_names]
+        matched, total = match_detections(kiln_det, ort_det, tolerance)
+        share = matched / total if total else 1.0
+        good = share >= detections["min_matched"] and total > 0
         ok &= good
-        print(f"{name}/{out.name}: {list(a.shape)} max abs diff {err:.3g}, scale {scale:.3g}, "
-              f"relative {rel:.3g} (tolerance {args.tolerance:g}) {'ok' if good else 'FAILED'}")
-    print(f"onnxruntime: {json.loads(ort.stdout.strip().splitlines()[-1])['mean_ms']:.1f} ms")
+        print(f"{name}/detections: kiln {len(kiln_det[2])}, ONNX Runtime {len(ort_det[2])}, matched {matched} "
+              f"({100 * share:.1f}%, need {100 * detections['min_matched']:g}%) {'ok' if good else 'FAILED'}")
+    print(f"onnxruntime: {record['latency_ms']['mean']:.1f} ms")
     sys.exit(0 if ok else 1)
 
 

@@ -15,5 +15,6 @@ void addInspectCommand(CLI::App& app, int& exitCode);
 void addRunCommand(CLI::App& app, int& exitCode);
 void addConvertCommand(CLI::App& app, int& exitCode);
 void addOpsCommand(CLI::App& app, int& exitCode);
+void addBenchCommand(CLI::App& app, int& exitCode);
 
 }  // namespace kiln::cli

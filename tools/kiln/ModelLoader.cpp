@@ -8,6 +8,7 @@
 
 #include <iostream>
 
+#include "kiln/bench/Backend.h"
 #include "kiln/frontend/onnx/OnnxImporter.h"
 #include "kiln/ir/Parser.h"
 #include "kiln/ir/ShapeInference.h"
@@ -24,6 +25,14 @@ void addModelOptions(CLI::App& cmd, ModelOptions& o, bool withOptLevel) {
     cmd.add_option("-O", o.optLevel, "Optimisation level (0; 1-3 arrive with the pass library)")
         ->default_val(0)
         ->check(CLI::Range(0, 3));
+}
+
+void addBackendOption(CLI::App& cmd, std::string& backend) {
+  std::string names;
+  for (const auto& n : bench::backendNames()) names += (names.empty() ? "" : ", ") + n;
+  cmd.add_option("--backend", backend, "What to run the model on: " + names)
+      ->default_val("interpreter")
+      ->check(CLI::IsMember(bench::backendNames()));
 }
 
 static bool endsWith(const std::string& s, const std::string& suffix) {

@@ -1,7 +1,8 @@
 //===- tools/kiln/ModelLoader.h - Loading models for the CLI --------------===//
 //
 // Loads a model from .onnx (ONNX import) or .kir (text IR), binding dynamic
-// input dims given with --shape, and validates the optimisation level.
+// input dims given with --shape, and validates the optimisation level; the
+// --backend option of the commands that execute models.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -26,6 +27,9 @@ struct ModelOptions {
 
 /// Adds the model path, --shape and -O options to a subcommand.
 void addModelOptions(CLI::App& cmd, ModelOptions& options, bool withOptLevel);
+
+/// Adds --backend (default "interpreter", checked against the registry).
+void addBackendOption(CLI::App& cmd, std::string& backend);
 
 /// Loads the model; `extraShapes` are bindings derived by the command (from input files).
 Expected<std::unique_ptr<ir::Module>> loadModel(const ModelOptions& options,

@@ -1,8 +1,8 @@
 //===- tools/kiln/main.cpp - The kiln command-line tool --------------------===//
 //
-// One CLI for kiln's jobs: inspect a model, run it on the reference
-// interpreter, convert between ONNX and text IR, list supported ops. Later
-// subcommands (compile, bench, passes, tune, ...) arrive with their libraries.
+// One CLI for kiln's jobs: inspect a model, run it once, benchmark it,
+// convert between ONNX and text IR, list supported ops. Later subcommands
+// (compile, passes, tune, ...) arrive with their libraries.
 //
 //===----------------------------------------------------------------------===//
 #include "Commands.h"
@@ -10,11 +10,12 @@
 int main(int argc, char** argv) {
   CLI::App app{"kiln: a deep-learning graph compiler for ONNX models.\n"
                "Run `kiln <command> --help` for a command's options."};
-  app.set_version_flag("--version", "kiln 0.1.0");
+  app.set_version_flag("--version", "kiln " KILN_VERSION);
   app.require_subcommand(1);
   int exitCode = 0;
   kiln::cli::addInspectCommand(app, exitCode);
   kiln::cli::addRunCommand(app, exitCode);
+  kiln::cli::addBenchCommand(app, exitCode);
   kiln::cli::addConvertCommand(app, exitCode);
   kiln::cli::addOpsCommand(app, exitCode);
   CLI11_PARSE(app, argc, argv);

@@ -1,0 +1,63 @@
+//===- kiln/bench/BenchRecord.h - One benchmark's result ----------*- C++ -*-===//
+//
+// The record every benchmark writes, whatever ran it (kiln on any backend, or
+// a peer such as ONNX Runtime through scripts/ort_reference.js): schema
+// "kiln-bench/1", one JSON object per benchmark run, one per line in .jsonl
+// files, so later tools aggregate records from any source. The fields are
+// documented in docs/benchmarking.md; a field that does not apply (a phase
+// the backend lacks, device memory on the CPU) is null, never omitted.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "kiln/bench/Backend.h"
+#include "kiln/bench/GpuMonitor.h"
+#include "kiln/support/ProcessInfo.h"
+#include "kiln/support/Statistics.h"
+#include "kiln/support/Tensor.h"
+
+namespace kiln::bench {
+
+inline constexpr const char* kBenchSchema = "kiln-bench/1";
+
+struct BenchRecord {
+  // What ran, where and when.
+  std::string runtime = "kiln";
+  std::string runtimeVersion;
+  std::string backend;
+  std::string model;      ///< file name
+  std::string modelPath;
+  std::string date;       ///< UTC, ISO 8601
+  MachineInfo machine;
+  std::string gpuName;    ///< empty when no GPU was seen
+  // How it ran.
+  int warmup = 0, runs = 0, runsCompleted = 0;
+  int threads = 1, batch = 1;
+  double sigmas = 3;
+  uint64_t seed = 0;
+  std::string options;    ///< backend options as given ("-O0", a pipeline, ...)
+  std::vector<std::pair<std::string, Dims>> inputShapes;
+  // What was measured.
+  LatencySummary latencyMs;
+  double throughputPerS = 0;  ///< batch * 1000 / mean latency
+  CompilePhases compileMs;
+  uint64_t peakHostBytes = 0;
+  std::optional<uint64_t> peakDeviceBytes;
+  std::optional<GpuSample> gpu;
+  double wallS = 0;
+};
+
+/// The record as one line of JSON (no trailing newline).
+std::string toJsonLine(const BenchRecord& record);
+
+/// A readable summary of the record.
+void printTable(std::ostream& os, const BenchRecord& record);
+
+}  // namespace kiln::bench

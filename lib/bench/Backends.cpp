@@ -1,0 +1,27 @@
+//===- lib/bench/Backends.cpp - The backend registry -----------------------===//
+//
+// Maps backend names to implementations. Add a target here and `kiln bench`,
+// `kiln run --backend` and bench/compare accept it.
+//
+//===----------------------------------------------------------------------===//
+#include "InterpreterBackend.h"
+#include "kiln/bench/Backend.h"
+
+namespace kiln::bench {
+
+std::vector<std::string> backendNames() { return {"interpreter"}; }
+
+Expected<std::unique_ptr<Backend>> createBackend(const std::string& name, const BackendOptions& options) {
+  if (name == "interpreter") {
+    if (options.threads > 1)
+      return Error(ErrorCode::InvalidArgument,
+                   "backend 'interpreter' runs on one thread; --threads " + std::to_string(options.threads) +
+                       " cannot be honoured");
+    return std::unique_ptr<Backend>(new InterpreterBackend(options));
+  }
+  std::string known;
+  for (const auto& n : backendNames()) known += (known.empty() ? "" : ", ") + n;
+  return Error(ErrorCode::InvalidArgument, "unknown backend '" + name + "' (known: " + known + ")");
+}
+
+}  // namespace kiln::bench

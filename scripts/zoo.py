@@ -1,0 +1,102 @@
+"""scripts/zoo.py - shared helpers for the Python drivers (model tests, bench/compare).
+
+Reads the zoo manifest (models/zoo.json), makes seeded inputs for a model
+(from its zoo spec, or from the ONNX file's declared inputs), runs ONNX
+Runtime through scripts/ort_reference.js and kiln through its CLI, and loads
+the .npy outputs both write. Imported, not run.
+"""
+import json
+import os
+import subprocess
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ZOO_JSON = os.path.join(ROOT, "models", "zoo.json")
+ORT_DRIVER = os.path.join(ROOT, "scripts", "ort_reference.js")
+
+ONNX_TO_NUMPY = {1: "float32", 11: "float64", 7: "int64", 6: "int32", 9: "bool", 2: "uint8", 3: "int8",
+                 10: "float16", 4: "uint16", 5: "int16", 12: "uint32", 13: "uint64"}
+
+
+def load_zoo():
+    with open(ZOO_JSON) as f:
+        return {m["name"]: m for m in json.load(f)["models"]}
+
+
+def zoo_spec_for(model_path):
+    """The zoo entry of a file named <zoo model>-<form>.onnx, else None."""
+    base = os.path.basename(model_path)
+    for suffix in ("-default.onnx", "-raw.onnx"):
+        if base.endswith(suffix):
+            return load_zoo().get(base[: -len(suffix)])
+    return None
+
+
+def input_specs(model_path, shapes=None):
+    """{name: {shape, dtype, low, high}} for every graph input that is not an
+    initializer: from the zoo manifest when the model is in the zoo, else from
+    the file (dynamic dims from `shapes` {name: dims}, else 1)."""
+    spec = zoo_spec_for(model_path)
+    if spec:
+        return spec["inputs"]
+    import onnx
+    model = onnx.load(model_path, load_external_data=False)
+    initializers = {i.name for i in model.graph.initializer}
+    out = {}
+    for inp in model.graph.input:
+        if inp.name in initializers:
+            continue
+        tt = inp.type.tensor_type
+        dims = (shapes or {}).get(inp.name) or [d.dim_value if d.HasField("dim_value") else 1 for d in tt.shape.dim]
+        dtype = ONNX_TO_NUMPY.get(tt.elem_type)
+        if dtype is None:
+            raise SystemExit(f"input '{inp.name}' has ONNX element type {tt.elem_type}, which the drivers cannot generate")
+        floating = np.issubdtype(np.dtype(dtype), np.floating)
+        out[inp.name] = {"shape": dims, "dtype": dtype, "low": -1 if floating else 0, "high": 1 if floating else 10}
+    return out
+
+
+def make_inputs(specs, work, seed=0):
+    """Writes seeded inputs as WORK/<name>.npy; returns {name: path}."""
+    os.makedirs(work, exist_ok=True)
+    rng = np.random.RandomState(seed)
+    paths = {}
+    for name, s in specs.items():
+        dtype = np.dtype(s["dtype"])
+        if np.issubdtype(dtype, np.floating):
+            data = rng.uniform(s["low"], s["high"], s["shape"]).astype(dtype)
+        elif dtype == np.bool_:
+            data = rng.randint(0, 2, s["shape"]).astype(dtype)
+        else:
+            data = rng.randint(s["low"], s["high"], s["shape"]).astype(dtype)
+        paths[name] = os.path.join(work, sanitize(name) + ".npy")
+        np.save(paths[name], data)
+    return paths
+
+
+def sanitize(name):
+    """The file name kiln and the ORT driver use for a tensor name."""
+    return "".join(c if c.isalnum() or c in "_.-" else "_" for c in name)
+
+
+def input_args(paths):
+    args = []
+    for name, path in paths.items():
+        args += ["--input", f"{name}={path}"]
+    return args
+
+
+def run_ort(model, paths, output_dir=None, extra=()):
+    """Runs the ONNX Runtime driver; returns the JSON record it prints last."""
+    cmd = ["node", ORT_DRIVER, model] + input_args(paths) + list(extra)
+    if output_dir:
+        cmd += ["--output-dir", output_dir]
+    result = subprocess.run(cmd, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise SystemExit(f"ONNX Runtime failed on {model}:\n{result.stderr}")
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def load_output(directory, name):
+    return np.load(os.path.join(directory, sanitize(name) + ".npy"))

@@ -1,0 +1,176 @@
+//===- tests/unit/BenchTest.cpp - The benchmark harness -------------------===//
+//
+// Latency statistics (outlier removal, nearest-rank percentiles), the backend
+// registry, the measurement loop on the interpreter backend, the kiln-bench/1
+// JSON record, and NVML's absence or presence.
+//
+//===----------------------------------------------------------------------===//
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "kiln/bench/BenchRunner.h"
+#include "kiln/ir/Parser.h"
+#include "kiln/support/Statistics.h"
+
+using namespace kiln;
+
+namespace {
+
+std::unique_ptr<ir::Module> smallModel() {
+  auto m = ir::parseModule(R"(module @m {
+  graph @main(%x: f32[4,8]) {
+    %w = Constant() {value = tensor<f32[8,2]: [1.0, 0.5, 1.0, 0.5, 1.0, 0.5, 1.0, 0.5, 1.0, 0.5, 1.0, 0.5, 1.0, 0.5, 1.0, 0.5]>} : f32[8,2]
+    %y = MatMul(%x, %w) : f32[4,2]
+    %z = Relu(%y) : f32[4,2]
+    return %z
+  }
+}
+)",
+                           "bench.kir");
+  REQUIRE(m.isOk());
+  return std::move(m).value();
+}
+
+std::unique_ptr<bench::Backend> preparedInterpreter(bench::CompilePhases& phases) {
+  auto backend = bench::createBackend("interpreter", {});
+  REQUIRE(backend.isOk());
+  REQUIRE((*backend)->prepare(smallModel(), phases).isOk());
+  return std::move(backend).value();
+}
+
+}  // namespace
+
+TEST_CASE("Nearest-rank percentiles", "[bench]") {
+  std::vector<double> v;
+  for (int i = 1; i <= 100; ++i) v.push_back(i);
+  CHECK(nearestRankPercentile(v, 50) == 50);
+  CHECK(nearestRankPercentile(v, 90) == 90);
+  CHECK(nearestRankPercentile(v, 99) == 99);
+  CHECK(nearestRankPercentile(v, 100) == 100);
+  CHECK(nearestRankPercentile(v, 0) == 1);
+  CHECK(nearestRankPercentile({7.0}, 99) == 7);
+  CHECK(nearestRankPercentile({1.0, 2.0, 3.0}, 50) == 2);  // rank ceil(1.5) = 2
+  CHECK(nearestRankPercentile({}, 50) == 0);
+}
+
+TEST_CASE("Latencies beyond three sigma are dropped before summarising", "[bench]") {
+  std::vector<double> v(999, 10.0);
+  for (size_t i = 0; i < v.size(); ++i) v[i] += (i % 3) * 0.1;  // 10.0, 10.1, 10.2
+  v.push_back(500.0);
+  LatencySummary s = summarizeLatencies(v);
+  CHECK(s.outliers == 1);
+  CHECK(s.samples == 999);
+  CHECK(s.max == Approx(10.2));
+  CHECK(s.min == Approx(10.0));
+  CHECK(s.mean == Approx(10.1));
+  CHECK(s.p50 == Approx(10.1));
+  CHECK(s.p99 == Approx(10.2));
+
+  LatencySummary kept = summarizeLatencies(v, 0);  // sigmas <= 0 keeps everything
+  CHECK(kept.outliers == 0);
+  CHECK(kept.max == 500.0);
+
+  LatencySummary same = summarizeLatencies({4.0, 4.0, 4.0});
+  CHECK(same.outliers == 0);
+  CHECK(same.stddev == 0);
+  CHECK(summarizeLatencies({}).samples == 0);
+}
+
+TEST_CASE("The backend registry rejects unknown names and options it cannot honour", "[bench]") {
+  auto unknown = bench::createBackend("tpu", {});
+  REQUIRE_FALSE(unknown.isOk());
+  CHECK(unknown.error().code() == ErrorCode::InvalidArgument);
+  CHECK_THAT(unknown.error().str(), Catch::Contains("known: interpreter"));
+  auto threads = bench::createBackend("interpreter", {.threads = 4});
+  REQUIRE_FALSE(threads.isOk());
+  CHECK_THAT(threads.error().str(), Catch::Contains("one thread"));
+  auto early = bench::createBackend("interpreter", {});
+  REQUIRE(early.isOk());
+  CHECK_FALSE((*early)->run({}).isOk());  // before prepare()
+}
+
+TEST_CASE("runBenchmark measures the interpreter backend and fills the record", "[bench]") {
+  bench::CompilePhases phases;
+  phases.importMs = 1.5;
+  auto backend = preparedInterpreter(phases);
+  bench::BenchRecord record;
+  record.compileMs = phases;
+  record.model = "bench.kir";
+  std::ostringstream progress;
+  Tensor x = Tensor::fromVector<float>({4, 8}, std::vector<float>(32, 1.0f));
+  Status s = bench::runBenchmark(*backend, {RuntimeValue(x)}, {.warmup = 3, .runs = 40, .batch = 4}, record, &progress);
+  REQUIRE(s.isOk());
+  CHECK(record.backend == "interpreter");
+  CHECK(record.warmup == 3);
+  CHECK(record.runs == 40);
+  CHECK(record.runsCompleted == 40);
+  CHECK(record.latencyMs.samples + record.latencyMs.outliers == 40);
+  CHECK(record.latencyMs.min > 0);
+  CHECK(record.latencyMs.min <= record.latencyMs.p50);
+  CHECK(record.latencyMs.p50 <= record.latencyMs.p90);
+  CHECK(record.latencyMs.p90 <= record.latencyMs.p99);
+  CHECK(record.latencyMs.p99 <= record.latencyMs.max);
+  CHECK(record.throughputPerS == Approx(4 * 1000.0 / record.latencyMs.mean));
+  CHECK(record.peakHostBytes > 1024 * 1024);
+  CHECK_FALSE(record.peakDeviceBytes.has_value());
+  CHECK_FALSE(record.gpu.has_value());
+  CHECK(record.machine.cores >= 1);
+
+  auto j = nlohmann::json::parse(bench::toJsonLine(record));
+  CHECK(j["schema"] == "kiln-bench/1");
+  CHECK(j["config"]["runs"] == 40);
+  CHECK(j["config"]["batch"] == 4);
+  CHECK(j["runs_completed"] == 40);
+  CHECK(j["compile_ms"]["import"] == 1.5);
+  CHECK(j["compile_ms"]["passes"].is_null());
+  CHECK(j["compile_ms"]["codegen"].is_null());
+  CHECK(j["compile_ms"]["total"] == 1.5);
+  CHECK(j["memory"]["peak_device_bytes"].is_null());
+  CHECK(j["gpu"].is_null());
+  CHECK(j["latency_ms"]["p50"].get<double>() == record.latencyMs.p50);
+  for (const char* key : {"runtime", "runtime_version", "backend", "model", "model_path", "date", "machine", "config",
+                          "samples", "outliers", "throughput_per_s", "memory", "wall_s"})
+    CHECK(j.contains(key));
+
+  std::ostringstream table;
+  bench::printTable(table, record);
+  CHECK_THAT(table.str(), Catch::Contains("latency ms   mean"));
+  CHECK_THAT(table.str(), Catch::Contains("40 timed after 3 warm-up"));
+}
+
+TEST_CASE("runBenchmark stops at --max-seconds and reports bad inputs with the run", "[bench]") {
+  bench::CompilePhases phases;
+  auto backend = preparedInterpreter(phases);
+  Tensor x = Tensor::fromVector<float>({4, 8}, std::vector<float>(32, 1.0f));
+  bench::BenchRecord record;
+  REQUIRE(bench::runBenchmark(*backend, {RuntimeValue(x)}, {.warmup = 0, .runs = 100000000, .maxSeconds = 0.05}, record,
+                              nullptr)
+              .isOk());
+  CHECK(record.runsCompleted >= 1);
+  CHECK(record.runsCompleted < 100000000);
+
+  Tensor wrong = Tensor::fromVector<float>({2, 2}, {1, 2, 3, 4});
+  Status bad = bench::runBenchmark(*backend, {RuntimeValue(wrong)}, {.warmup = 2, .runs = 5}, record, nullptr);
+  REQUIRE_FALSE(bad.isOk());
+  CHECK_THAT(bad.error().str(), Catch::Contains("warm-up run 1"));
+  Status noRuns = bench::runBenchmark(*backend, {RuntimeValue(x)}, {.warmup = 0, .runs = 0}, record, nullptr);
+  CHECK_FALSE(noRuns.isOk());
+}
+
+TEST_CASE("GpuMonitor reports NVML's absence, or samples a GPU when there is one", "[bench]") {
+  bench::GpuMonitor monitor;
+  if (!monitor.available()) {
+    CHECK_FALSE(monitor.reason().empty());
+    CHECK(monitor.deviceName().empty());
+    monitor.start();
+    CHECK_FALSE(monitor.stop().has_value());
+    return;
+  }
+  CHECK_FALSE(monitor.deviceName().empty());
+  monitor.start(5);
+  auto sample = monitor.stop();
+  REQUIRE(sample.has_value());
+  CHECK(sample->samples >= 1);
+  CHECK(sample->powerMaxW >= sample->powerMeanW);
+}

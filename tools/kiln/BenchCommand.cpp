@@ -1,0 +1,98 @@
+//===- tools/kiln/BenchCommand.cpp - `kiln bench` ---------------------------===//
+//
+// Benchmarks a model on a backend: import (timed), preparation by the backend
+// (passes and code generation, timed per phase), then the measurement loop of
+// kiln/bench/BenchRunner.h (defaults: 100 warm-up and 1000 timed runs, as in
+// the pass-selection research). Prints a table, or the kiln-bench/1 JSON
+// record with --format json; --json FILE appends the record as one line.
+//
+//===----------------------------------------------------------------------===//
+#include <chrono>
+#include <fstream>
+#include <iostream>
+
+#include "Commands.h"
+#include "ModelInputs.h"
+#include "ModelLoader.h"
+#include "kiln/bench/BenchRunner.h"
+
+namespace kiln::cli {
+namespace {
+
+struct BenchCommandOptions {
+  ModelOptions model;
+  std::vector<std::string> inputs;
+  std::string backend = "interpreter";
+  bench::BenchOptions bench;
+  int threads = 0;
+  uint64_t seed = 0;
+  std::string format = "table";
+  std::string jsonFile;
+  bool quiet = false;
+};
+
+int benchModel(const BenchCommandOptions& o) {
+  std::ostream* progress = o.quiet ? nullptr : &std::cerr;
+  auto model = loadModelWithInputs(o.model, o.inputs, o.seed);
+  if (!model) return reportError(model.error());
+  auto backend = bench::createBackend(o.backend, {.threads = o.threads, .seed = o.seed});
+  if (!backend) return reportError(backend.error());
+
+  bench::BenchRecord record;
+  record.runtimeVersion = KILN_VERSION;
+  record.modelPath = o.model.path;
+  record.model = std::filesystem::path(o.model.path).filename().string();
+  record.seed = o.seed;
+  record.options = "-O" + std::to_string(o.model.optLevel);
+  const ir::Graph& g = model->module->graph();
+  for (size_t i = 0; i < g.inputs().size(); ++i)
+    if (model->inputs[i].isTensor()) record.inputShapes.emplace_back(g.inputs()[i]->name(), model->inputs[i].tensor().dims());
+  record.compileMs.importMs = model->importMs;
+  if (progress) *progress << "kiln bench: preparing " << record.model << " for " << o.backend << "\n";
+  Status prepared = (*backend)->prepare(std::move(model->module), record.compileMs);
+  if (!prepared.isOk()) return reportError(prepared.error());
+  if (progress)
+    *progress << "kiln bench: " << o.bench.warmup << " warm-up and " << o.bench.runs << " timed runs\n" << std::flush;
+  Status measured = bench::runBenchmark(**backend, model->inputs, o.bench, record, progress);
+  if (!measured.isOk()) return reportError(measured.error());
+
+  std::string line = bench::toJsonLine(record);
+  if (o.format == "json") std::cout << line << "\n";
+  else bench::printTable(std::cout, record);
+  if (!o.jsonFile.empty()) {
+    std::ofstream out(o.jsonFile, std::ios::app);
+    out << line << "\n";
+    if (!out) return reportError(Error(ErrorCode::IoError, "cannot append to '" + o.jsonFile + "'"));
+  }
+  return 0;
+}
+
+}  // namespace
+
+void addBenchCommand(CLI::App& app, int& exitCode) {
+  auto* cmd = app.add_subcommand("bench", "Measure a model's latency, throughput, compile time and memory on a backend");
+  auto o = std::make_shared<BenchCommandOptions>();
+  addModelOptions(*cmd, o->model, true);
+  addBackendOption(*cmd, o->backend);
+  cmd->add_option("--input", o->inputs, "An input as name=file.npy or name=file.pb (repeatable); others are random");
+  cmd->add_option("--warmup", o->bench.warmup, "Untimed runs before measuring")->default_val(100)->check(CLI::NonNegativeNumber);
+  cmd->add_option("--runs", o->bench.runs, "Timed runs")->default_val(1000)->check(CLI::PositiveNumber);
+  cmd->add_option("--max-seconds", o->bench.maxSeconds, "Stop the timed runs after this long (0: run them all)")
+      ->default_val(0)
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--sigmas", o->bench.sigmas, "Drop timings further than this many standard deviations from the mean")
+      ->default_val(3);
+  cmd->add_option("--batch", o->bench.batch, "Inferences per run, for throughput (the model's batch size)")
+      ->default_val(1)
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--threads", o->threads, "Threads for the backend (0: its default)")->default_val(0);
+  cmd->add_option("--seed", o->seed, "Seed for random inputs and random ops")->default_val(0);
+  cmd->add_option("--format", o->format, "Output on stdout: table or json (the kiln-bench/1 record)")
+      ->default_val("table")
+      ->check(CLI::IsMember({"table", "json"}));
+  cmd->add_option("--json", o->jsonFile, "Append the record to this .jsonl file");
+  cmd->add_flag("--quiet", o->quiet, "No progress on stderr");
+  cmd->callback([=, &exitCode] { exitCode = benchModel(*o); });
+}
+
+}  // namespace kiln::cli

@@ -1,0 +1,116 @@
+//===- tools/kiln/ModelInputs.cpp - Reading and generating model inputs ----===//
+//
+// Input files are read once; when they bind dynamic dims the model is
+// imported again with those bindings so that static inference sees them.
+//
+//===----------------------------------------------------------------------===//
+#include "ModelInputs.h"
+
+#include <chrono>
+#include <iostream>
+#include <map>
+#include <random>
+
+#include "kiln/frontend/onnx/OnnxImporter.h"
+#include "kiln/support/Npy.h"
+
+namespace kiln::cli {
+namespace {
+
+bool endsWith(const std::string& s, const char* suffix) {
+  std::string x(suffix);
+  return s.size() >= x.size() && s.compare(s.size() - x.size(), x.size(), x) == 0;
+}
+
+Expected<RuntimeValue> readInputFile(const std::string& path, const ir::Type& type) {
+  if (endsWith(path, ".npy")) {
+    KILN_ASSIGN(Tensor t, readNpy(path));
+    return RuntimeValue(t);
+  }
+  if (endsWith(path, ".pb")) return onnx::readOnnxValueFile(path, type);
+  return Error(ErrorCode::InvalidArgument, "input file '" + path + "' must be .npy or .pb");
+}
+
+Expected<Tensor> randomTensor(const ir::Value& input, uint64_t seed) {
+  if (!input.type().isTensor())
+    return Error(ErrorCode::ExecInput, "input '" + input.name() + "' is a " + input.type().str() +
+                                           "; give it with --input " + input.name() + "=file.pb");
+  const ir::TensorType& t = input.tensorType();
+  if (!t.hasRank())
+    return Error(ErrorCode::ShapeBinding, "input '" + input.name() + "' has unknown rank; give --input " +
+                                              input.name() + "=file.npy");
+  Dims dims = t.dims();
+  if (!t.isStatic()) {
+    for (int64_t& d : dims)
+      if (d < 0) d = 1;
+    std::cerr << "kiln: note: input '" << input.name() << "' is " << t.str() << "; random data uses dims "
+              << dimsToString(dims) << " (bind them with --shape " << input.name() << ":...)\n";
+  }
+  Tensor out = Tensor::zeros(t.dtype(), dims);
+  std::mt19937_64 gen(seed);
+  std::uniform_real_distribution<double> real(-1.0, 1.0);
+  std::uniform_int_distribution<int> integer(0, 9);
+  dispatchDType(t.dtype(), [&]<class T>() {
+    T* p = out.mutableData<T>();
+    for (int64_t i = 0; i < out.numElements(); ++i) {
+      if constexpr (std::is_same_v<T, bool>) p[i] = integer(gen) % 2;
+      else if constexpr (isFloatLike<T>) p[i] = T(float(real(gen)));
+      else p[i] = T(integer(gen));
+    }
+  });
+  return out;
+}
+
+double millisecondsSince(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+Expected<ModelWithInputs> loadModelWithInputs(const ModelOptions& options, const std::vector<std::string>& inputSpecs,
+                                              uint64_t seed) {
+  std::map<std::string, std::string> files;
+  for (const auto& spec : inputSpecs) {
+    auto eq = spec.find('=');
+    if (eq == std::string::npos || eq == 0)
+      return Error(ErrorCode::InvalidArgument, "--input '" + spec + "' must look like name=file.npy");
+    files[spec.substr(0, eq)] = spec.substr(eq + 1);
+  }
+  ModelWithInputs result;
+  auto t0 = std::chrono::steady_clock::now();
+  KILN_ASSIGN(result.module, loadModel(options));
+  result.importMs = millisecondsSince(t0);
+  for (const auto& [name, path] : files) {
+    bool known = false;
+    for (ir::Value* in : result.module->graph().inputs()) known |= in->name() == name;
+    if (!known) return Error(ErrorCode::ExecInput, "--input names '" + name + "', which is not a model input");
+  }
+  std::map<std::string, RuntimeValue> given;
+  std::vector<std::string> bindings;
+  for (ir::Value* in : result.module->graph().inputs()) {
+    auto it = files.find(in->name());
+    if (it == files.end()) continue;
+    KILN_ASSIGN(RuntimeValue v, readInputFile(it->second, in->type()));
+    if (v.isTensor() && in->type().isTensor() && !in->tensorType().isStatic())
+      bindings.push_back(in->name() + ":" + dimsToString(v.tensor().dims()));
+    given[in->name()] = std::move(v);
+  }
+  if (!bindings.empty()) {
+    t0 = std::chrono::steady_clock::now();
+    KILN_ASSIGN(result.module, loadModel(options, bindings));
+    result.importMs = millisecondsSince(t0);
+  }
+  const ir::Graph& g = result.module->graph();
+  for (size_t i = 0; i < g.inputs().size(); ++i) {
+    const ir::Value* in = g.inputs()[i];
+    if (auto it = given.find(in->name()); it != given.end()) {
+      result.inputs.push_back(it->second);
+      continue;
+    }
+    KILN_ASSIGN(Tensor t, randomTensor(*in, seed + i));
+    result.inputs.push_back(RuntimeValue(t));
+  }
+  return result;
+}
+
+}  // namespace kiln::cli

@@ -1,0 +1,30 @@
+//===- tools/kiln/ModelInputs.h - A model with its inputs for running ------===//
+//
+// What `kiln run` and `kiln bench` share: import the model (timed), read the
+// inputs given with --input (.npy or ONNX TensorProto .pb; dynamic dims are
+// bound from them, which re-imports), and make seeded random data for the
+// rest (uniform [-1, 1) for floats, [0, 10) for integers).
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ModelLoader.h"
+#include "kiln/support/RuntimeValue.h"
+
+namespace kiln::cli {
+
+struct ModelWithInputs {
+  std::unique_ptr<ir::Module> module;
+  std::vector<RuntimeValue> inputs;  ///< in the order of the graph's inputs
+  double importMs = 0;               ///< the final import (with bindings)
+};
+
+/// `inputSpecs` are "name=path" strings.
+Expected<ModelWithInputs> loadModelWithInputs(const ModelOptions& options, const std::vector<std::string>& inputSpecs,
+                                              uint64_t seed);
+
+}  // namespace kiln::cli
