@@ -7,31 +7,24 @@
 //===----------------------------------------------------------------------===//
 #include "kiln/bench/BenchRunner.h"
 
-#include <chrono>
-#include <iomanip>
+#include "kiln/support/Stopwatch.h"
 
 namespace kiln::bench {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double millisecondsSince(Clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
-
 /// Prints "<what> i/n" lines at most every two seconds.
 class Progress {
  public:
-  explicit Progress(std::ostream* os) : os_(os), last_(Clock::now()) {}
+  explicit Progress(std::ostream* os) : os_(os) {}
   void update(const char* what, int done, int total) {
-    if (!os_ || millisecondsSince(last_) < 2000) return;
-    last_ = Clock::now();
+    if (!os_ || sinceLast_.elapsedMs() < 2000) return;
+    sinceLast_.restart();
     *os_ << "kiln bench: " << what << " " << done << "/" << total << "\n" << std::flush;
   }
 
  private:
   std::ostream* os_;
-  Clock::time_point last_;
+  Stopwatch sinceLast_;
 };
 
 }  // namespace
@@ -41,7 +34,7 @@ Status runBenchmark(Backend& backend, const std::vector<RuntimeValue>& inputs, c
   if (options.warmup < 0 || options.runs < 1)
     return Error(ErrorCode::InvalidArgument, "benchmark needs --warmup >= 0 and --runs >= 1");
   if (options.batch < 1) return Error(ErrorCode::InvalidArgument, "benchmark needs --batch >= 1");
-  auto start = Clock::now();
+  Stopwatch total;
   Progress bar(progress);
   for (int i = 0; i < options.warmup; ++i) {
     auto out = backend.run(inputs);
@@ -53,18 +46,18 @@ Status runBenchmark(Backend& backend, const std::vector<RuntimeValue>& inputs, c
   if (sampleGpu) monitor.start();
   std::vector<double> times;
   times.reserve(size_t(options.runs));
-  auto timedStart = Clock::now();
+  Stopwatch timedPhase;
   for (int i = 0; i < options.runs; ++i) {
-    auto t0 = Clock::now();
+    Stopwatch run;
     auto out = backend.run(inputs);
-    double ms = millisecondsSince(t0);
+    double ms = run.elapsedMs();
     if (!out) {
       if (sampleGpu) monitor.stop();
       return std::move(out).error().withContext("timed run " + std::to_string(i + 1));
     }
     times.push_back(ms);
     bar.update("timed run", i + 1, options.runs);
-    if (options.maxSeconds > 0 && millisecondsSince(timedStart) > options.maxSeconds * 1000) break;
+    if (options.maxSeconds > 0 && timedPhase.elapsedMs() > options.maxSeconds * 1000) break;
   }
   if (sampleGpu) record.gpu = monitor.stop();
   if (monitor.available()) record.gpuName = monitor.deviceName();
@@ -82,7 +75,7 @@ Status runBenchmark(Backend& backend, const std::vector<RuntimeValue>& inputs, c
   record.peakDeviceBytes = backend.peakDeviceBytes();
   record.machine = describeMachine();
   record.date = utcTimestamp();
-  record.wallS = millisecondsSince(start) / 1000.0;
+  record.wallS = total.elapsedMs() / 1000.0;
   return Status::ok();
 }
 

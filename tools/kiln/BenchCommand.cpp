@@ -7,7 +7,7 @@
 // record with --format json; --json FILE appends the record as one line.
 //
 //===----------------------------------------------------------------------===//
-#include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 

@@ -6,28 +6,23 @@
 //===----------------------------------------------------------------------===//
 #include "ModelInputs.h"
 
-#include <chrono>
 #include <iostream>
 #include <map>
 #include <random>
 
 #include "kiln/frontend/onnx/OnnxImporter.h"
 #include "kiln/support/Npy.h"
+#include "kiln/support/Stopwatch.h"
 
 namespace kiln::cli {
 namespace {
 
-bool endsWith(const std::string& s, const char* suffix) {
-  std::string x(suffix);
-  return s.size() >= x.size() && s.compare(s.size() - x.size(), x.size(), x) == 0;
-}
-
 Expected<RuntimeValue> readInputFile(const std::string& path, const ir::Type& type) {
-  if (endsWith(path, ".npy")) {
+  if (path.ends_with(".npy")) {
     KILN_ASSIGN(Tensor t, readNpy(path));
     return RuntimeValue(t);
   }
-  if (endsWith(path, ".pb")) return onnx::readOnnxValueFile(path, type);
+  if (path.ends_with(".pb")) return onnx::readOnnxValueFile(path, type);
   return Error(ErrorCode::InvalidArgument, "input file '" + path + "' must be .npy or .pb");
 }
 
@@ -61,10 +56,6 @@ Expected<Tensor> randomTensor(const ir::Value& input, uint64_t seed) {
   return out;
 }
 
-double millisecondsSince(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-}
-
 }  // namespace
 
 Expected<ModelWithInputs> loadModelWithInputs(const ModelOptions& options, const std::vector<std::string>& inputSpecs,
@@ -77,9 +68,9 @@ Expected<ModelWithInputs> loadModelWithInputs(const ModelOptions& options, const
     files[spec.substr(0, eq)] = spec.substr(eq + 1);
   }
   ModelWithInputs result;
-  auto t0 = std::chrono::steady_clock::now();
+  Stopwatch importTime;
   KILN_ASSIGN(result.module, loadModel(options));
-  result.importMs = millisecondsSince(t0);
+  result.importMs = importTime.elapsedMs();
   for (const auto& [name, path] : files) {
     bool known = false;
     for (ir::Value* in : result.module->graph().inputs()) known |= in->name() == name;
@@ -96,9 +87,9 @@ Expected<ModelWithInputs> loadModelWithInputs(const ModelOptions& options, const
     given[in->name()] = std::move(v);
   }
   if (!bindings.empty()) {
-    t0 = std::chrono::steady_clock::now();
+    importTime.restart();
     KILN_ASSIGN(result.module, loadModel(options, bindings));
-    result.importMs = millisecondsSince(t0);
+    result.importMs = importTime.elapsedMs();
   }
   const ir::Graph& g = result.module->graph();
   for (size_t i = 0; i < g.inputs().size(); ++i) {

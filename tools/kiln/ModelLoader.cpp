@@ -35,10 +35,6 @@ void addBackendOption(CLI::App& cmd, std::string& backend) {
       ->check(CLI::IsMember(bench::backendNames()));
 }
 
-static bool endsWith(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 Expected<std::unique_ptr<ir::Module>> loadModel(const ModelOptions& o, const std::vector<std::string>& extraShapes) {
   if (o.optLevel != 0)
     return Error(ErrorCode::InvalidArgument, "-O" + std::to_string(o.optLevel) +
@@ -46,7 +42,7 @@ Expected<std::unique_ptr<ir::Module>> loadModel(const ModelOptions& o, const std
   onnx::ImportOptions import;
   for (const auto& s : extraShapes) KILN_TRY(onnx::parseShapeBinding(s, import));
   for (const auto& s : o.shapes) KILN_TRY(onnx::parseShapeBinding(s, import));  // explicit --shape wins
-  if (endsWith(o.path, ".kir")) {
+  if (o.path.ends_with(".kir")) {
     KILN_ASSIGN(std::string text, readFile(o.path));
     KILN_ASSIGN(auto module, ir::parseModule(text, o.path));
     KILN_TRY(ir::verify(module->graph()));
@@ -66,7 +62,7 @@ Expected<std::unique_ptr<ir::Module>> loadModel(const ModelOptions& o, const std
     }
     return module;
   }
-  if (!endsWith(o.path, ".onnx"))
+  if (!o.path.ends_with(".onnx"))
     std::cerr << "kiln: note: '" << o.path << "' has no .onnx/.kir extension; reading it as ONNX\n";
   return onnx::importOnnxFile(o.path, import);
 }

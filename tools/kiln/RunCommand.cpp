@@ -8,7 +8,6 @@
 // characters outside [A-Za-z0-9_.-] replaced by '_'.
 //
 //===----------------------------------------------------------------------===//
-#include <chrono>
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
@@ -19,6 +18,7 @@
 #include "kiln/bench/Backend.h"
 #include "kiln/support/File.h"
 #include "kiln/support/Npy.h"
+#include "kiln/support/Stopwatch.h"
 
 namespace kiln::cli {
 namespace {
@@ -76,16 +76,16 @@ int runModel(const RunOptions& o) {
   for (const ir::Value* v : graphOutputs) outputNames.push_back(v->name());
   bench::CompilePhases phases;
   phases.importMs = model->importMs;
-  auto t0 = std::chrono::steady_clock::now();
+  Stopwatch timer;
   Status prepared = (*backend)->prepare(std::move(model->module), phases);
   if (!prepared.isOk()) return reportError(prepared.error());
-  auto t1 = std::chrono::steady_clock::now();
+  double prepareMs = timer.elapsedMs();
+  timer.restart();
   auto outs = (*backend)->run(model->inputs);
   if (!outs) return reportError(outs.error());
-  auto t2 = std::chrono::steady_clock::now();
-  auto ms = [](auto a, auto b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
+  double runMs = timer.elapsedMs();
   std::cout << "ran " << o.model.path << " on " << (*backend)->name() << " (import " << std::fixed
-            << std::setprecision(1) << model->importMs << " ms, prepare " << ms(t0, t1) << " ms, run " << ms(t1, t2)
+            << std::setprecision(1) << model->importMs << " ms, prepare " << prepareMs << " ms, run " << runMs
             << " ms)\n" << std::defaultfloat << std::setprecision(6);
   std::cout << "outputs:\n";
   for (size_t i = 0; i < outs->size(); ++i) {
