@@ -1,0 +1,48 @@
+#!/usr/bin/python3
+"""Unit checks of the comparison rules in compare_with_ort.py (values and
+detection matching), on synthetic outputs where the right verdict is known."""
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from compare_with_ort import match_detections, relative_error  # noqa: E402
+
+
+def detections(n, seed):
+    rng = np.random.RandomState(seed)
+    xy = rng.uniform(0, 300, (n, 2)).astype(np.float32)
+    boxes = np.concatenate([xy, xy + rng.uniform(5, 20, (n, 2)).astype(np.float32)], axis=1)
+    scores = np.sort(rng.uniform(0.1, 0.9, n).astype(np.float32))[::-1].copy()
+    labels = rng.randint(1, 91, n).astype(np.int64)
+    return boxes, scores, labels
+
+
+def main():
+    ref = detections(300, 0)
+    # Identical and reordered detections match completely.
+    assert match_detections(ref, ref, 1e-4) == (300, 300)
+    perm = np.random.RandomState(1).permutation(300)
+    assert match_detections(tuple(a[perm] for a in ref), ref, 1e-4) == (300, 300)
+    # Differences within tolerance match; beyond it they do not.
+    boxes, scores, labels = ref
+    assert match_detections((boxes + 1e-3, scores + 1e-6, labels), ref, 1e-4) == (300, 300)
+    assert match_detections((boxes + 1.0, scores, labels), ref, 1e-4)[0] == 0
+    assert match_detections((boxes, scores + 0.01, labels), ref, 1e-4)[0] == 0
+    # A wrong label is a miss; missing detections count against the larger list.
+    wrong = labels.copy()
+    wrong[:10] = (wrong[:10] % 90) + 1 + (wrong[:10] == 90)
+    assert match_detections((boxes, scores, wrong), ref, 1e-4) == (290, 300)
+    assert match_detections((boxes[:250], scores[:250], labels[:250]), ref, 1e-4) == (250, 300)
+    # No detections at all: nothing matched.
+    empty = (np.zeros((0, 4), np.float32), np.zeros(0, np.float32), np.zeros(0, np.int64))
+    assert match_detections(empty, ref, 1e-4) == (0, 300)
+    # Values: relative to the reference's scale.
+    err, scale, rel = relative_error(np.array([1.0, 101.0]), np.array([1.0, 100.0]))
+    assert (err, scale) == (1.0, 100.0) and abs(rel - 0.01) < 1e-12
+    print("compare_with_ort rules ok")
+
+
+if __name__ == "__main__":
+    main()
