@@ -16,5 +16,5 @@ echo
 echo "== kiln run $MODEL --shape input:2x3x32x32 --output-dir build/demo-outputs"
 build/tools/kiln/kiln run "$MODEL" --shape input:2x3x32x32 --output-dir build/demo-outputs
 echo
-echo "== kiln bench $MODEL --warmup 10 --runs 200"
-build/tools/kiln/kiln bench "$MODEL" --warmup 10 --runs 200 --quiet
+echo "== kiln bench $MODEL --shape input:1x3x32x32 --warmup 10 --runs 200"
+build/tools/kiln/kiln bench "$MODEL" --shape input:1x3x32x32 --warmup 10 --runs 200 --quiet
