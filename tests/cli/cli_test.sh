@@ -12,7 +12,7 @@ expect_in() { grep -qF -- "$1" "$2" || { echo "--- $2:"; cat "$2"; fail "expecte
 
 # Help on every command.
 "$KILN" --help > help.txt
-for cmd in inspect run bench convert ops; do
+for cmd in inspect run bench passes convert ops; do
   expect_in "$cmd" help.txt
   "$KILN" "$cmd" --help > "help_$cmd.txt"
   expect_in "Usage:" "help_$cmd.txt"
@@ -91,6 +91,46 @@ PY
 /usr/bin/python3 -c "
 import json; r = json.load(open('bench_limited.json')); assert 1 <= r['runs_completed'] < 1000000, r"
 
+# passes: the catalogue (docs/passes.md is generated from it and must be current),
+# a pipeline's per-pass report, and the optimised model.
+"$KILN" passes list > passes.txt
+expect_in "dead-code-elimination" passes.txt
+"$KILN" passes list --markdown | diff "$SRC/docs/passes.md" - || fail "docs/passes.md is stale: kiln passes list --markdown > docs/passes.md"
+"$KILN" passes list --json | /usr/bin/python3 -c "
+import json, sys; c = json.load(sys.stdin); assert all(p['classes'] and p['summary'] for p in c), c"
+cat > dead.kir <<'KIR'
+module @dead {
+  graph @main(%x: f32[3]) {
+    %a = Exp(%x) : f32[3]
+    %b = Neg(%a) : f32[3]
+    %y = Relu(%x) : f32[3]
+    return %y
+  }
+}
+KIR
+"$KILN" passes run dead.kir --pipeline dead-code-elimination -o dead_opt.kir > passes_run.txt
+expect_in "dead-code-elimination" passes_run.txt
+expect_in "yes       3       1" passes_run.txt
+grep -q "Exp" dead_opt.kir && fail "dead-code-elimination left Exp"
+"$KILN" passes run dead.kir --pipeline dead-code-elimination --json | /usr/bin/python3 -c "
+import json, sys; r = json.load(sys.stdin); p = r['passes'][0]
+assert r['schema'] == 'kiln-pass-report/1' and p['changed'] and p['nodes_after'] == 1, r"
+
+# run --pipeline: outputs are unchanged by the passes (interpreter against
+# interpreter) on a model with dead code and on every committed zoo model.
+"$KILN" run dead.kir --seed 3 --output-dir dead_plain > /dev/null
+"$KILN" run dead.kir --seed 3 --pipeline dead-code-elimination --output-dir dead_dce > dead_dce.txt
+expect_in "passes " dead_dce.txt
+cmp dead_plain/y.npy dead_dce/y.npy || fail "dead-code-elimination changed an output"
+for model in "$SRC"/models/tiny/*.onnx; do
+  name=$(basename "$model" .onnx)
+  "$KILN" run "$model" --output-dir "eq_$name/plain" > /dev/null 2>&1
+  "$KILN" run "$model" --pipeline dead-code-elimination --output-dir "eq_$name/dce" > /dev/null 2>&1
+  for out in "eq_$name"/plain/*.npy; do
+    cmp "$out" "eq_$name/dce/$(basename "$out")" || fail "$name: --pipeline dead-code-elimination changed $(basename "$out")"
+  done
+done
+
 # Output names are sanitised into file names.
 cat > named.kir <<'KIR'
 module @named {
@@ -134,4 +174,6 @@ expect_fail "runs on one thread" "$KILN" bench "$TINY" --threads 2
 expect_fail "runs: Value 0 not in range" "$KILN" bench "$TINY" --runs 0
 expect_fail "format: csv not in" "$KILN" bench "$TINY" --format csv
 expect_fail "error KE1001 (malformed-model)" "$KILN" bench "$SRC/tests/errors/malformed_truncated.onnx"
+expect_fail "unknown pass 'fold-everything'" "$KILN" passes run dead.kir --pipeline fold-everything
+expect_fail "unknown pass 'fold-everything'" "$KILN" run dead.kir --pipeline dead-code-elimination,fold-everything
 echo "cli tests passed"

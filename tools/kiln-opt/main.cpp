@@ -1,8 +1,8 @@
 //===- tools/kiln-opt/main.cpp - Text IR in, text IR out -------------------===//
 //
 // The test driver for IR-level tests (FileCheck): reads text IR (.kir) or ONNX,
-// verifies it, and prints it back as text IR (or writes ONNX). The pass
-// pipeline option arrives with the pass library.
+// verifies it, runs a pass pipeline (--pipeline, with the per-pass report on
+// stderr), and prints the result as text IR (or writes ONNX).
 //
 //===----------------------------------------------------------------------===//
 #include <CLI/CLI.hpp>
@@ -16,12 +16,13 @@
 #include "kiln/ir/Printer.h"
 #include "kiln/ir/StructuralHash.h"
 #include "kiln/ir/Verifier.h"
+#include "kiln/passes/PassManager.h"
 #include "kiln/support/File.h"
 
 using namespace kiln;
 
 int main(int argc, char** argv) {
-  CLI::App app{"kiln-opt: reads text IR or ONNX, verifies it and prints text IR.\n"
+  CLI::App app{"kiln-opt: reads text IR or ONNX, verifies it, runs a pass pipeline and prints text IR.\n"
                "Reads stdin when the input is '-'."};
   std::string input = "-", output = "-";
   bool elide = false, printHash = false, noVerifyTypes = false;
@@ -32,6 +33,14 @@ int main(int argc, char** argv) {
   app.add_option("--inline-limit", inlineLimit, "Largest tensor printed inline (elements)")->default_val(16);
   app.add_flag("--print-hash", printHash, "Print the structural hash instead of the IR");
   app.add_flag("--no-verify-types", noVerifyTypes, "Verify structure only, not types against inference");
+  std::string pipelineText, report = "none";
+  bool verifyEach = false, printAfterChange = false;
+  app.add_option("-p,--pipeline", pipelineText, "Passes to run, e.g. 'dead-code-elimination' (see `kiln passes list`)");
+  app.add_flag("--verify-each", verifyEach, "Verify the IR and its types after every pass");
+  app.add_flag("--print-after-change", printAfterChange, "Print the IR to stderr after each pass that changed it");
+  app.add_option("--report", report, "Per-pass report on stderr: none, table or json")
+      ->default_val("none")
+      ->check(CLI::IsMember({"none", "table", "json"}));
   CLI11_PARSE(app, argc, argv);
 
   auto fail = [](const Error& e) {
@@ -54,6 +63,19 @@ int main(int argc, char** argv) {
   }
   if (!module) return fail(module.error());
   if (Status s = ir::verify((*module)->graph(), {.checkTypes = !noVerifyTypes}); !s.isOk()) return fail(s.error());
+  if (!pipelineText.empty()) {
+    auto pipeline = passes::parsePipeline(pipelineText);
+    if (!pipeline) return fail(pipeline.error());
+    passes::RunOptions run{.context = {.verifyEach = verifyEach}};
+    if (printAfterChange)
+      run.afterChange = [](const passes::PassRecord& r, const ir::Graph& g) {
+        std::cerr << "// ----- IR after " << r.pass << r.options << " -----\n" << ir::printGraph(g);
+      };
+    auto result = passes::runPipeline((*module)->graph(), *pipeline, run);
+    if (!result) return fail(result.error());
+    if (report == "table") passes::printReportTable(std::cerr, *result);
+    if (report == "json") std::cerr << passes::reportToJson(*result) << "\n";
+  }
   if (printHash) {
     std::cout << ir::structuralHashHex((*module)->graph()) << "\n";
     return 0;

@@ -43,11 +43,12 @@ int benchModel(const BenchCommandOptions& o) {
   record.modelPath = o.model.path;
   record.model = std::filesystem::path(o.model.path).filename().string();
   record.seed = o.seed;
-  record.options = "-O" + std::to_string(o.model.optLevel);
+  record.options = o.model.pipeline.empty() ? "-O" + std::to_string(o.model.optLevel) : "--pipeline " + o.model.pipeline;
   const ir::Graph& g = model->module->graph();
   for (size_t i = 0; i < g.inputs().size(); ++i)
     if (model->inputs[i].isTensor()) record.inputShapes.emplace_back(g.inputs()[i]->name(), model->inputs[i].tensor().dims());
   record.compileMs.importMs = model->importMs;
+  record.compileMs.passesMs = model->passesMs;
   if (progress) *progress << "kiln bench: preparing " << record.model << " for " << o.backend << "\n";
   Status prepared = (*backend)->prepare(std::move(model->module), record.compileMs);
   if (!prepared.isOk()) return reportError(prepared.error());

@@ -16,5 +16,6 @@ void addRunCommand(CLI::App& app, int& exitCode);
 void addConvertCommand(CLI::App& app, int& exitCode);
 void addOpsCommand(CLI::App& app, int& exitCode);
 void addBenchCommand(CLI::App& app, int& exitCode);
+void addPassesCommand(CLI::App& app, int& exitCode);
 
 }  // namespace kiln::cli

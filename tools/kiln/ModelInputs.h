@@ -3,12 +3,14 @@
 // What `kiln run` and `kiln bench` share: import the model (timed), read the
 // inputs given with --input (.npy or ONNX TensorProto .pb; dynamic dims are
 // bound from them, which re-imports), and make seeded random data for the
-// rest (uniform [-1, 1) for floats, [0, 10) for integers).
+// rest (uniform [-1, 1) for floats, [0, 10) for integers); then run the
+// --pipeline passes, if any (timed).
 //
 //===----------------------------------------------------------------------===//
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,6 +23,7 @@ struct ModelWithInputs {
   std::unique_ptr<ir::Module> module;
   std::vector<RuntimeValue> inputs;  ///< in the order of the graph's inputs
   double importMs = 0;               ///< the final import (with bindings)
+  std::optional<double> passesMs;    ///< --pipeline, when given
 };
 
 /// `inputSpecs` are "name=path" strings.

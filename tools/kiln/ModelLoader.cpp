@@ -25,6 +25,9 @@ void addModelOptions(CLI::App& cmd, ModelOptions& o, bool withOptLevel) {
     cmd.add_option("-O", o.optLevel, "Optimisation level (0; 1-3 arrive with the pass library)")
         ->default_val(0)
         ->check(CLI::Range(0, 3));
+  if (withOptLevel)
+    cmd.add_option("--pipeline", o.pipeline,
+                   "Passes to run after import, e.g. dead-code-elimination (see `kiln passes list`)");
 }
 
 void addBackendOption(CLI::App& cmd, std::string& backend) {
@@ -65,6 +68,14 @@ Expected<std::unique_ptr<ir::Module>> loadModel(const ModelOptions& o, const std
   if (!o.path.ends_with(".onnx"))
     std::cerr << "kiln: note: '" << o.path << "' has no .onnx/.kir extension; reading it as ONNX\n";
   return onnx::importOnnxFile(o.path, import);
+}
+
+Expected<passes::PassReport> applyPipeline(ir::Module& module, const ModelOptions& options) {
+  if (options.pipeline.empty()) return passes::PassReport{};
+  KILN_ASSIGN(auto pipeline, passes::parsePipeline(options.pipeline));
+  KILN_ASSIGN(passes::PassReport report, passes::runPipeline(module.graph(), pipeline));
+  KILN_TRY(ir::verify(module.graph()));
+  return report;
 }
 
 int reportError(const Error& e) {

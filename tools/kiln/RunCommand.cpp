@@ -76,6 +76,7 @@ int runModel(const RunOptions& o) {
   for (const ir::Value* v : graphOutputs) outputNames.push_back(v->name());
   bench::CompilePhases phases;
   phases.importMs = model->importMs;
+  phases.passesMs = model->passesMs;
   Stopwatch timer;
   Status prepared = (*backend)->prepare(std::move(model->module), phases);
   if (!prepared.isOk()) return reportError(prepared.error());
@@ -85,7 +86,9 @@ int runModel(const RunOptions& o) {
   if (!outs) return reportError(outs.error());
   double runMs = timer.elapsedMs();
   std::cout << "ran " << o.model.path << " on " << (*backend)->name() << " (import " << std::fixed
-            << std::setprecision(1) << model->importMs << " ms, prepare " << prepareMs << " ms, run " << runMs
+            << std::setprecision(1) << model->importMs << " ms, ";
+  if (model->passesMs) std::cout << "passes " << *model->passesMs << " ms, ";
+  std::cout << "prepare " << prepareMs << " ms, run " << runMs
             << " ms)\n" << std::defaultfloat << std::setprecision(6);
   std::cout << "outputs:\n";
   for (size_t i = 0; i < outs->size(); ++i) {

@@ -1,8 +1,8 @@
 //===- tools/kiln/main.cpp - The kiln command-line tool --------------------===//
 //
-// One CLI for kiln's jobs: inspect a model, run it once, benchmark it,
-// convert between ONNX and text IR, list supported ops. Later subcommands
-// (compile, passes, tune, ...) arrive with their libraries.
+// One CLI for kiln's jobs: inspect a model, run it once, benchmark it, list
+// and run graph passes, convert between ONNX and text IR, list supported ops.
+// Later subcommands (compile, tune, ...) arrive with their libraries.
 //
 //===----------------------------------------------------------------------===//
 #include "Commands.h"
@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   kiln::cli::addInspectCommand(app, exitCode);
   kiln::cli::addRunCommand(app, exitCode);
   kiln::cli::addBenchCommand(app, exitCode);
+  kiln::cli::addPassesCommand(app, exitCode);
   kiln::cli::addConvertCommand(app, exitCode);
   kiln::cli::addOpsCommand(app, exitCode);
   CLI11_PARSE(app, argc, argv);

@@ -1,0 +1,65 @@
+//===- kiln/passes/PassInfo.h - What a pass is, as plain data ------*- C++ -*-===//
+//
+// Every graph pass is described by one PassInfo: its kebab-case name, a one-
+// line summary and a description, the architecture classes of the pass-
+// selection research it belongs to (BL baseline, RN ResNet, MN MobileNet, SSD,
+// BR BERT, AD additional; a pass may have several), the opt level that first
+// includes it, the passes it requires, its typed options, `applicable` (true
+// only when running it could change this graph) and `run`. Passes are
+// registered explicitly by registerAllPasses() (PassRegistry.h).
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "kiln/ir/Graph.h"
+#include "kiln/support/Status.h"
+
+namespace kiln::passes {
+
+/// A typed option a pass accepts in a pipeline: `fuse-ops{max-depth=8}`.
+struct PassOptionSpec {
+  enum class Kind { Int, Bool, String };
+  std::string name;
+  Kind kind = Kind::Int;
+  std::string defaultValue;
+  std::string help;
+};
+
+/// Option values for one pass invocation, validated against its specs.
+class PassOptions {
+ public:
+  PassOptions() = default;
+  explicit PassOptions(std::map<std::string, std::string> values) : values_(std::move(values)) {}
+  int64_t getInt(const std::string& name) const;
+  bool getBool(const std::string& name) const;
+  const std::string& getString(const std::string& name) const;
+  const std::map<std::string, std::string>& values() const { return values_; }
+
+ private:
+  std::map<std::string, std::string> values_;  ///< every option, defaults filled in
+};
+
+/// Settings shared by every pass of a run.
+struct PassContext {
+  int optLevel = 3;
+  bool verifyEach = false;  ///< verify the IR (types too) after every pass
+};
+
+struct PassInfo {
+  std::string name;
+  std::string summary;
+  std::string description;
+  std::vector<std::string> classes;  ///< "BL", "RN", "MN", "SSD", "BR", "AD"
+  int optLevel = 1;                  ///< the lowest -O level whose pipeline includes it
+  std::vector<std::string> requiredPasses;  ///< must run earlier in the same pipeline
+  std::vector<PassOptionSpec> options;
+  std::function<bool(const ir::Graph&)> applicable;
+  std::function<Expected<bool>(ir::Graph&, const PassOptions&, const PassContext&)> run;
+};
+
+}  // namespace kiln::passes

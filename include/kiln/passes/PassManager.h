@@ -1,0 +1,55 @@
+//===- kiln/passes/PassManager.h - Running pipelines, measured ----*- C++ -*-===//
+//
+// Runs a pipeline over a graph and records, per pass: wall time, whether it
+// was applicable and whether it changed the IR, the structural hash and node
+// count before and after. With verifyEach the IR (and its types) is verified
+// after every pass and a failure names the pass. The report prints as a table
+// or as JSON (schema "kiln-pass-report/1"), which the pass-selection
+// experiments consume.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <functional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "kiln/passes/Pipeline.h"
+
+namespace kiln::passes {
+
+struct PassRecord {
+  std::string pass;
+  std::string options;  ///< as printed in the pipeline, e.g. "{max-depth=8}"
+  bool applicable = false;
+  bool changed = false;
+  double ms = 0;
+  std::string hashBefore, hashAfter;
+  size_t nodesBefore = 0, nodesAfter = 0;
+};
+
+struct PassReport {
+  std::string pipeline;
+  std::vector<PassRecord> passes;
+  double totalMs = 0;
+};
+
+struct RunOptions {
+  PassContext context;
+  /// Called after each pass that changed the IR (for --print-after-change).
+  std::function<void(const PassRecord&, const ir::Graph&)> afterChange;
+};
+
+/// Runs the pipeline in order. Passes whose requiredPasses did not run earlier in
+/// the pipeline are an error before anything runs.
+Expected<PassReport> runPipeline(ir::Graph& graph, const std::vector<PipelineEntry>& pipeline,
+                                 const RunOptions& options = {});
+
+void printReportTable(std::ostream& os, const PassReport& report);
+std::string reportToJson(const PassReport& report);
+
+/// Total node count of a graph including nested subgraphs.
+size_t countNodes(const ir::Graph& graph);
+
+}  // namespace kiln::passes

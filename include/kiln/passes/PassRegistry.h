@@ -1,0 +1,26 @@
+//===- kiln/passes/PassRegistry.h - The catalogue of passes --------*- C++ -*-===//
+//
+// registerAllPasses() fills the registry explicitly (no static initialisers:
+// a pass exists because this list names it). Lookups are by name.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "kiln/passes/PassInfo.h"
+
+namespace kiln::passes {
+
+/// Registers every pass kiln has; idempotent.
+void registerAllPasses();
+/// The registered passes in registration order.
+const std::vector<PassInfo>& allPasses();
+/// The pass of that name, or nullptr.
+const PassInfo* findPass(const std::string& name);
+
+// One function per pass file, called by registerAllPasses().
+PassInfo deadCodeEliminationPass();
+
+}  // namespace kiln::passes

@@ -1,0 +1,32 @@
+//===- kiln/passes/Pipeline.h - Textual pass pipelines ------------*- C++ -*-===//
+//
+// A pipeline is a comma-separated list of pass names, each optionally with
+// options in braces: `fold-constant,fuse-ops{max-depth=8},dead-code-elimination`.
+// Parsing checks every name against the registry and every option against the
+// pass's specs (name, type), filling in defaults, so a pipeline that parses
+// runs.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kiln/passes/PassInfo.h"
+
+namespace kiln::passes {
+
+struct PipelineEntry {
+  const PassInfo* pass = nullptr;
+  PassOptions options;
+};
+
+/// Parses and validates a pipeline; KE4003 (invalid-argument) with the
+/// offending position for syntax errors, unknown passes or bad options.
+Expected<std::vector<PipelineEntry>> parsePipeline(std::string_view text);
+
+/// The canonical text of a pipeline (options that differ from their defaults only).
+std::string printPipeline(const std::vector<PipelineEntry>& pipeline);
+
+}  // namespace kiln::passes

@@ -1,0 +1,43 @@
+//===- lib/passes/PassRegistry.cpp - The catalogue of passes ---------------===//
+//
+// The explicit list of passes and typed option access.
+//
+//===----------------------------------------------------------------------===//
+#include "kiln/passes/PassRegistry.h"
+
+#include <mutex>
+
+namespace kiln::passes {
+namespace {
+
+std::vector<PassInfo>& registry() {
+  static std::vector<PassInfo> passes;
+  return passes;
+}
+
+}  // namespace
+
+void registerAllPasses() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    std::vector<PassInfo>& r = registry();
+    r.push_back(deadCodeEliminationPass());
+  });
+}
+
+const std::vector<PassInfo>& allPasses() {
+  registerAllPasses();
+  return registry();
+}
+
+const PassInfo* findPass(const std::string& name) {
+  for (const PassInfo& p : allPasses())
+    if (p.name == name) return &p;
+  return nullptr;
+}
+
+int64_t PassOptions::getInt(const std::string& name) const { return std::stoll(values_.at(name)); }
+bool PassOptions::getBool(const std::string& name) const { return values_.at(name) == "true"; }
+const std::string& PassOptions::getString(const std::string& name) const { return values_.at(name); }
+
+}  // namespace kiln::passes

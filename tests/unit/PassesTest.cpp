@@ -1,0 +1,129 @@
+//===- tests/unit/PassesTest.cpp - Pass registry, pipelines, pass manager --===//
+//
+// Every registered pass has complete catalogue data; pipelines parse, print
+// canonically and fail with positions; the pass manager records what changed
+// and verifies after each pass.
+//
+//===----------------------------------------------------------------------===//
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "kiln/ir/Parser.h"
+#include "kiln/ir/StructuralHash.h"
+#include "kiln/passes/PassManager.h"
+#include "kiln/passes/PassRegistry.h"
+
+using namespace kiln;
+
+namespace {
+
+std::unique_ptr<ir::Module> parse(const char* text) {
+  auto m = ir::parseModule(text, "passes.kir");
+  INFO((m.isOk() ? std::string() : m.error().str()));
+  REQUIRE(m.isOk());
+  return std::move(m).value();
+}
+
+const char* kLoopWithDeadCode = R"(module @m {
+  graph @main(%n: i64[], %c: bool[], %x: f32[2]) {
+    %waste = Exp(%x) : f32[2]
+    %y = Loop(%n, %c, %x) {body = graph @body(%i: i64[], %k: bool[], %acc: f32[2]) {
+        %dead = Neg(%acc) : f32[2]
+        %next = Add(%acc, %x) : f32[2]
+        return %k, %next
+      }} : f32[2]
+    return %y
+  }
+}
+)";
+
+}  // namespace
+
+TEST_CASE("Every registered pass has complete catalogue data", "[passes]") {
+  const std::set<std::string> classes = {"BL", "RN", "MN", "SSD", "BR", "AD"};
+  const std::regex kebab("[a-z][a-z0-9]*(-[a-z0-9]+)*");
+  REQUIRE_FALSE(passes::allPasses().empty());
+  std::set<std::string> names;
+  for (const passes::PassInfo& p : passes::allPasses()) {
+    INFO(p.name);
+    CHECK(std::regex_match(p.name, kebab));
+    CHECK(names.insert(p.name).second);
+    CHECK_FALSE(p.summary.empty());
+    CHECK(p.description.size() > p.summary.size());
+    CHECK_FALSE(p.classes.empty());
+    for (const auto& c : p.classes) CHECK(classes.count(c));
+    CHECK(p.optLevel >= 0);
+    CHECK(p.optLevel <= 3);
+    CHECK(bool(p.applicable));
+    CHECK(bool(p.run));
+    for (const auto& r : p.requiredPasses) CHECK(passes::findPass(r) != nullptr);
+    CHECK(passes::findPass(p.name) == &p);
+  }
+  CHECK(passes::findPass("no-such-pass") == nullptr);
+}
+
+TEST_CASE("Pipelines parse, print canonically and report errors with positions", "[passes]") {
+  auto empty = passes::parsePipeline("  ");
+  REQUIRE(empty.isOk());
+  CHECK(empty->empty());
+  auto two = passes::parsePipeline(" dead-code-elimination ,dead-code-elimination{ } ");
+  CHECK_FALSE(two.isOk());  // '{ }' has no option name
+  auto ok = passes::parsePipeline(" dead-code-elimination ,dead-code-elimination ");
+  REQUIRE(ok.isOk());
+  REQUIRE(ok->size() == 2);
+  CHECK(passes::printPipeline(*ok) == "dead-code-elimination,dead-code-elimination");
+  auto reparsed = passes::parsePipeline(passes::printPipeline(*ok));
+  REQUIRE(reparsed.isOk());
+  CHECK(reparsed->size() == 2);
+
+  auto unknown = passes::parsePipeline("dead-code-elimination,fold-everything");
+  REQUIRE_FALSE(unknown.isOk());
+  CHECK(unknown.error().code() == ErrorCode::InvalidArgument);
+  CHECK_THAT(unknown.error().str(), Catch::Contains("at character 23: unknown pass 'fold-everything'"));
+  auto trailing = passes::parsePipeline("dead-code-elimination,");
+  REQUIRE_FALSE(trailing.isOk());
+  CHECK_THAT(trailing.error().str(), Catch::Contains("expected a pass name"));
+  auto option = passes::parsePipeline("dead-code-elimination{max-depth=3}");
+  REQUIRE_FALSE(option.isOk());
+  CHECK_THAT(option.error().str(), Catch::Contains("has no option 'max-depth'"));
+}
+
+TEST_CASE("The pass manager records changes, hashes and node counts, recursing into bodies", "[passes]") {
+  auto m = parse(kLoopWithDeadCode);
+  uint64_t before = ir::structuralHash(m->graph());
+  CHECK(passes::countNodes(m->graph()) == 4);  // Exp, Loop and the body's Neg, Add
+  auto pipeline = passes::parsePipeline("dead-code-elimination,dead-code-elimination");
+  REQUIRE(pipeline.isOk());
+  int afterChangeCalls = 0;
+  passes::RunOptions options{.context = {.verifyEach = true},
+                             .afterChange = [&](const passes::PassRecord&, const ir::Graph&) { ++afterChangeCalls; }};
+  auto report = passes::runPipeline(m->graph(), *pipeline, options);
+  REQUIRE(report.isOk());
+  REQUIRE(report->passes.size() == 2);
+  const passes::PassRecord& first = report->passes[0];
+  CHECK(first.applicable);
+  CHECK(first.changed);
+  CHECK(first.nodesBefore == 4);
+  CHECK(first.nodesAfter == 2);  // Loop, Add
+  CHECK(first.hashBefore != first.hashAfter);
+  CHECK(first.hashAfter == ir::structuralHashHex(m->graph()));
+  CHECK(ir::structuralHash(m->graph()) != before);
+  const passes::PassRecord& second = report->passes[1];
+  CHECK_FALSE(second.applicable);
+  CHECK_FALSE(second.changed);
+  CHECK(second.hashBefore == second.hashAfter);
+  CHECK(afterChangeCalls == 1);
+
+  auto j = nlohmann::json::parse(passes::reportToJson(*report));
+  CHECK(j["schema"] == "kiln-pass-report/1");
+  CHECK(j["passes"].size() == 2);
+  CHECK(j["passes"][0]["changed"] == true);
+  CHECK(j["passes"][0]["nodes_after"] == 2);
+  std::ostringstream table;
+  passes::printReportTable(table, *report);
+  CHECK_THAT(table.str(), Catch::Contains("dead-code-elimination"));
+  CHECK_THAT(table.str(), Catch::Contains("n/a"));
+}
