@@ -66,6 +66,10 @@ Expected<PassReport> runPipeline(ir::Graph& graph, const std::vector<PipelineEnt
     if (options.context.verifyEach) {
       Status s = ir::verify(graph);
       if (!s.isOk()) return std::move(s).error().withContext("IR invalid after pass '" + e.pass->name + "'");
+      // A pass that reports "unchanged" must not have changed the IR: the
+      // report, --print-after-change and pass selection rely on the flag.
+      if (!r.changed && ir::structuralHashHex(graph) != r.hashBefore)
+        return Error(ErrorCode::Internal, "pass '" + e.pass->name + "' changed the IR but reported no change");
     }
     if (r.changed && options.afterChange) options.afterChange(r, graph);
     report.passes.push_back(std::move(r));

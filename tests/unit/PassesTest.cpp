@@ -127,3 +127,26 @@ TEST_CASE("The pass manager records changes, hashes and node counts, recursing i
   CHECK_THAT(table.str(), Catch::Contains("dead-code-elimination"));
   CHECK_THAT(table.str(), Catch::Contains("n/a"));
 }
+
+TEST_CASE("The pass manager enforces required passes and honest change flags", "[passes]") {
+  auto m = parse(kLoopWithDeadCode);
+  passes::PassInfo liar;
+  liar.name = "test-liar";
+  liar.applicable = [](const ir::Graph&) { return true; };
+  liar.run = [](ir::Graph& g, const passes::PassOptions&, const passes::PassContext&) -> Expected<bool> {
+    g.eraseNode(g.nodes().front());  // the dead Exp: a real change
+    return false;
+  };
+  passes::PassInfo needy = liar;
+  needy.name = "test-needy";
+  needy.requiredPasses = {"dead-code-elimination"};
+
+  auto required = passes::runPipeline(m->graph(), {{&needy, {}}});
+  REQUIRE_FALSE(required.isOk());
+  CHECK_THAT(required.error().str(), Catch::Contains("requires 'dead-code-elimination' earlier in the pipeline"));
+  CHECK(passes::countNodes(m->graph()) == 4);  // refused before anything ran
+
+  auto lied = passes::runPipeline(m->graph(), {{&liar, {}}}, {.context = {.verifyEach = true}});
+  REQUIRE_FALSE(lied.isOk());
+  CHECK_THAT(lied.error().str(), Catch::Contains("'test-liar' changed the IR but reported no change"));
+}

@@ -3,7 +3,8 @@
 // Runs a pipeline over a graph and records, per pass: wall time, whether it
 // was applicable and whether it changed the IR, the structural hash and node
 // count before and after. With verifyEach the IR (and its types) is verified
-// after every pass and a failure names the pass. The report prints as a table
+// after every pass, and a pass that reports no change must have left the
+// structural hash as it was; a failure names the pass. The report prints as a table
 // or as JSON (schema "kiln-pass-report/1"), which the pass-selection
 // experiments consume.
 //
