@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "kiln/ir/Printer.h"
 #include "kiln/ir/StructuralHash.h"
 #include "kiln/ir/Verifier.h"
 #include "kiln/support/Stopwatch.h"
@@ -47,12 +48,16 @@ Expected<PassReport> runPipeline(ir::Graph& graph, const std::vector<PipelineEnt
   PassReport report;
   report.pipeline = printPipeline(pipeline);
   Stopwatch total;
+  // Each pass starts from the graph the previous one left: hash and count it
+  // once, not again before the next pass.
+  std::string hash = ir::structuralHashHex(graph);
+  size_t nodes = countNodes(graph);
   for (const PipelineEntry& e : pipeline) {
     PassRecord r;
     r.pass = e.pass->name;
     r.options = optionsText(e);
-    r.hashBefore = ir::structuralHashHex(graph);
-    r.nodesBefore = countNodes(graph);
+    r.hashBefore = hash;
+    r.nodesBefore = nodes;
     Stopwatch timer;
     r.applicable = !e.pass->applicable || e.pass->applicable(graph);
     if (r.applicable) {
@@ -72,6 +77,8 @@ Expected<PassReport> runPipeline(ir::Graph& graph, const std::vector<PipelineEnt
         return Error(ErrorCode::Internal, "pass '" + e.pass->name + "' changed the IR but reported no change");
     }
     if (r.changed && options.afterChange) options.afterChange(r, graph);
+    hash = r.hashAfter;
+    nodes = r.nodesAfter;
     report.passes.push_back(std::move(r));
   }
   report.totalMs = total.elapsedMs();
@@ -91,6 +98,13 @@ void printReportTable(std::ostream& os, const PassReport& report) {
   }
   os << "total " << report.totalMs << " ms\n";
   os.flags(flags);
+}
+
+std::function<void(const PassRecord&, const ir::Graph&)> printIrAfterChange(std::ostream& os, bool elideWeights) {
+  return [&os, elideWeights](const PassRecord& r, const ir::Graph& g) {
+    os << "// ----- IR after " << r.pass << r.options << " -----\n"
+       << ir::printGraph(g, {.elideResources = elideWeights});
+  };
 }
 
 std::string reportToJson(const PassReport& report) {

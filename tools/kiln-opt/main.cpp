@@ -67,10 +67,7 @@ int main(int argc, char** argv) {
     auto pipeline = passes::parsePipeline(pipelineText);
     if (!pipeline) return fail(pipeline.error());
     passes::RunOptions run{.context = {.verifyEach = verifyEach}};
-    if (printAfterChange)
-      run.afterChange = [](const passes::PassRecord& r, const ir::Graph& g) {
-        std::cerr << "// ----- IR after " << r.pass << r.options << " -----\n" << ir::printGraph(g);
-      };
+    if (printAfterChange) run.afterChange = passes::printIrAfterChange(std::cerr, false);
     auto result = passes::runPipeline((*module)->graph(), *pipeline, run);
     if (!result) return fail(result.error());
     if (report == "table") passes::printReportTable(std::cerr, *result);

@@ -84,10 +84,7 @@ int runPasses(const PassRunOptions& o) {
   auto pipeline = passes::parsePipeline(o.model.pipeline);
   if (!pipeline) return reportError(pipeline.error());
   passes::RunOptions run{.context = {.verifyEach = true}};
-  if (o.printAfterChange)
-    run.afterChange = [](const passes::PassRecord& r, const ir::Graph& g) {
-      std::cerr << "// ----- IR after " << r.pass << r.options << " -----\n" << ir::printGraph(g, {.elideResources = true});
-    };
+  if (o.printAfterChange) run.afterChange = passes::printIrAfterChange(std::cerr, true);
   auto report = passes::runPipeline((*module)->graph(), *pipeline, run);
   if (!report) return reportError(report.error());
   if (o.json) std::cout << passes::reportToJson(*report) << "\n";

@@ -39,13 +39,17 @@ struct PassReport {
 struct RunOptions {
   PassContext context;
   /// Called after each pass that changed the IR (for --print-after-change).
-  std::function<void(const PassRecord&, const ir::Graph&)> afterChange;
+  std::function<void(const PassRecord&, const ir::Graph&)> afterChange = nullptr;
 };
 
 /// Runs the pipeline in order. Passes whose requiredPasses did not run earlier in
 /// the pipeline are an error before anything runs.
 Expected<PassReport> runPipeline(ir::Graph& graph, const std::vector<PipelineEntry>& pipeline,
                                  const RunOptions& options = {});
+
+/// An afterChange hook that prints "// ----- IR after <pass> -----" and the
+/// graph to `os` (--print-after-change); weights elided when asked.
+std::function<void(const PassRecord&, const ir::Graph&)> printIrAfterChange(std::ostream& os, bool elideWeights);
 
 void printReportTable(std::ostream& os, const PassReport& report);
 std::string reportToJson(const PassReport& report);
