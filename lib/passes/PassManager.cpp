@@ -58,6 +58,15 @@ Expected<PassReport> runPipeline(ir::Graph& graph, const std::vector<PipelineEnt
     r.options = optionsText(e);
     r.hashBefore = hash;
     r.nodesBefore = nodes;
+    const PassContext& ctx = options.context;
+    if (ctx.disabledPasses.count(r.pass)) r.skipped = "disabled";
+    else if (e.pass->optLevel > ctx.optLevel && !ctx.requiredPasses.count(r.pass)) r.skipped = "opt level";
+    if (!r.skipped.empty()) {
+      r.hashAfter = r.hashBefore;
+      r.nodesAfter = r.nodesBefore;
+      report.passes.push_back(std::move(r));
+      continue;
+    }
     Stopwatch timer;
     r.applicable = !e.pass->applicable || e.pass->applicable(graph);
     if (r.applicable) {
@@ -93,7 +102,7 @@ void printReportTable(std::ostream& os, const PassReport& report) {
   os << std::fixed << std::setprecision(3);
   for (const PassRecord& r : report.passes) {
     os << std::left << std::setw(32) << (r.pass + r.options) << std::right << std::setw(10) << r.ms << std::setw(9)
-       << (!r.applicable ? "n/a" : r.changed ? "yes" : "no") << std::setw(8) << r.nodesBefore << std::setw(8)
+       << (!r.skipped.empty() ? "skip" : !r.applicable ? "n/a" : r.changed ? "yes" : "no") << std::setw(8) << r.nodesBefore << std::setw(8)
        << r.nodesAfter << "  " << r.hashBefore << " -> " << r.hashAfter << "\n";
   }
   os << "total " << report.totalMs << " ms\n";
@@ -116,6 +125,7 @@ std::string reportToJson(const PassReport& report) {
   for (const PassRecord& r : report.passes)
     j["passes"].push_back({{"pass", r.pass},
                            {"options", r.options},
+                           {"skipped", r.skipped},
                            {"applicable", r.applicable},
                            {"changed", r.changed},
                            {"ms", r.ms},

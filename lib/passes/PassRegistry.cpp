@@ -22,6 +22,18 @@ void registerAllPasses() {
   std::call_once(once, [] {
     std::vector<PassInfo>& r = registry();
     r.push_back(deadCodeEliminationPass());
+    r.push_back(foldConstantPass());
+    r.push_back(eliminateCommonSubexprPass());
+    r.push_back(simplifyExprPass());
+    r.push_back(simplifyInferencePass());
+    r.push_back(canonicalizeCastPass());
+    r.push_back(foldExplicitPaddingPass());
+    r.push_back(forwardFoldScaleAxisPass());
+    r.push_back(dynamicToStaticPass());
+    r.push_back(canonicalizeOpsPass());
+    r.push_back(simplifyFcTransposePass());
+    r.push_back(combineParallelDensePass());
+    r.push_back(combineParallelConv2dPass());
   });
 }
 

@@ -116,20 +116,34 @@ grep -q "Exp" dead_opt.kir && fail "dead-code-elimination left Exp"
 import json, sys; r = json.load(sys.stdin); p = r['passes'][0]
 assert r['schema'] == 'kiln-pass-report/1' and p['changed'] and p['nodes_after'] == 1, r"
 
-# run --pipeline: outputs are unchanged by the passes (interpreter against
-# interpreter) on a model with dead code and on every committed zoo model.
-"$KILN" run dead.kir --seed 3 --output-dir dead_plain > /dev/null
+# run --pipeline / -O: outputs are unchanged by the passes (interpreter against
+# interpreter) on a model with dead code and on every committed zoo model:
+# bit for bit with an exact pass, within the documented tolerance at -O3.
+"$KILN" run dead.kir --seed 3 -O0 --output-dir dead_plain > /dev/null
 "$KILN" run dead.kir --seed 3 --pipeline dead-code-elimination --output-dir dead_dce > dead_dce.txt
 expect_in "passes " dead_dce.txt
 cmp dead_plain/y.npy dead_dce/y.npy || fail "dead-code-elimination changed an output"
 for model in "$SRC"/models/tiny/*.onnx; do
   name=$(basename "$model" .onnx)
-  "$KILN" run "$model" --output-dir "eq_$name/plain" > /dev/null 2>&1
+  "$KILN" run "$model" -O0 --output-dir "eq_$name/plain" > /dev/null 2>&1
   "$KILN" run "$model" --pipeline dead-code-elimination --output-dir "eq_$name/dce" > /dev/null 2>&1
+  "$KILN" run "$model" --output-dir "eq_$name/o3" > "eq_$name/o3.txt" 2>&1
   for out in "eq_$name"/plain/*.npy; do
     cmp "$out" "eq_$name/dce/$(basename "$out")" || fail "$name: --pipeline dead-code-elimination changed $(basename "$out")"
   done
+  /usr/bin/python3 - "eq_$name" <<'PY' || fail "$name: -O3 (the default) changed the outputs beyond 2e-5"
+import glob, os, sys
+import numpy as np
+for a in glob.glob(os.path.join(sys.argv[1], "plain", "*.npy")):
+    x = np.load(a).astype(np.float64)
+    y = np.load(a.replace("/plain/", "/o3/")).astype(np.float64)
+    assert x.shape == y.shape, (a, x.shape, y.shape)
+    scale = max(np.abs(x).max(), 1e-30) if x.size else 1.0
+    err = np.abs(x - y).max() / scale if x.size else 0.0
+    assert err <= 2e-5, (a, err)
+PY
 done
+expect_in "passes " eq_resnet_tiny-raw/o3.txt
 
 # Output names are sanitised into file names.
 cat > named.kir <<'KIR'
@@ -164,7 +178,9 @@ expect_fail() {  # expect_fail <substring> <command...>
   expect_in "$want" err.txt
 }
 expect_fail "error KE1003 (unsupported-op): node 'frob' (FrobnicateTensor, opset 13)" "$KILN" inspect "$SRC/tests/errors/op_unknown.onnx"
-expect_fail "-O2 needs the pass library" "$KILN" run "$TINY" -O2
+expect_fail "give either -O2 or --pipeline, not both" "$KILN" run "$TINY" -O2 --pipeline fold-constant
+expect_fail "-O: Value 4 not in range" "$KILN" run "$TINY" -O4
+expect_fail "--disable-pass: unknown pass 'fold-all'" "$KILN" run "$TINY" --disable-pass fold-all
 expect_fail "must look like name=file.npy" "$KILN" run "$TINY" --input oops
 expect_fail "--input names 'nope', which is not a model input" "$KILN" run "$TINY" --input nope=x.npy
 expect_fail "must end in .kir (text IR) or .onnx" "$KILN" convert "$TINY" -o out.txt

@@ -5,6 +5,7 @@
 // and verifies after each pass.
 //
 //===----------------------------------------------------------------------===//
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -13,6 +14,7 @@
 
 #include "kiln/ir/Parser.h"
 #include "kiln/ir/StructuralHash.h"
+#include "kiln/passes/OptLevels.h"
 #include "kiln/passes/PassManager.h"
 #include "kiln/passes/PassRegistry.h"
 
@@ -149,4 +151,51 @@ TEST_CASE("The pass manager enforces required passes and honest change flags", "
   auto lied = passes::runPipeline(m->graph(), {{&liar, {}}}, {.context = {.verifyEach = true}});
   REQUIRE_FALSE(lied.isOk());
   CHECK_THAT(lied.error().str(), Catch::Contains("'test-liar' changed the IR but reported no change"));
+}
+
+TEST_CASE("BL marks exactly the passes of the O3 pipeline, and levels only add passes", "[passes]") {
+  auto o3 = passes::optLevelPipeline(3);
+  REQUIRE(o3.isOk());
+  std::set<std::string> inO3;
+  for (const auto& e : *o3) inO3.insert(e.pass->name);
+  for (const passes::PassInfo& p : passes::allPasses()) {
+    INFO(p.name);
+    bool bl = std::find(p.classes.begin(), p.classes.end(), "BL") != p.classes.end();
+    CHECK(bl == (inO3.count(p.name) == 1));
+  }
+  std::set<std::string> below;
+  for (int level = 0; level <= passes::kMaxOptLevel; ++level) {
+    auto pipeline = passes::optLevelPipeline(level);
+    REQUIRE(pipeline.isOk());
+    std::set<std::string> here;
+    for (const auto& e : *pipeline) {
+      here.insert(e.pass->name);
+      CHECK(e.pass->optLevel <= level);  // a level never runs a pass above it
+    }
+    for (const auto& name : below) CHECK(here.count(name));
+    below = here;
+  }
+  CHECK(passes::optLevelPipeline(4).error().code() == ErrorCode::InvalidArgument);
+  CHECK(passes::optLevelPipeline(-1).error().code() == ErrorCode::InvalidArgument);
+}
+
+TEST_CASE("The pass context skips disabled passes and passes above its opt level unless required", "[passes]") {
+  auto m = parse(kLoopWithDeadCode);
+  auto pipeline = passes::parsePipeline("eliminate-common-subexpr,dead-code-elimination");
+  REQUIRE(pipeline.isOk());
+  std::string before = ir::structuralHashHex(m->graph());
+  passes::RunOptions run{.context = {.optLevel = 1, .verifyEach = true, .disabledPasses = {"dead-code-elimination"}}};
+  auto report = passes::runPipeline(m->graph(), *pipeline, run);
+  REQUIRE(report.isOk());
+  REQUIRE(report->passes.size() == 2);
+  CHECK(report->passes[0].skipped == "opt level");  // eliminate-common-subexpr is -O2
+  CHECK(report->passes[1].skipped == "disabled");
+  CHECK(ir::structuralHashHex(m->graph()) == before);
+  CHECK(passes::reportToJson(*report).find("\"skipped\":\"disabled\"") != std::string::npos);
+  run.context.disabledPasses.clear();
+  run.context.requiredPasses = {"eliminate-common-subexpr"};
+  report = passes::runPipeline(m->graph(), *pipeline, run);
+  REQUIRE(report.isOk());
+  CHECK(report->passes[0].skipped.empty());
+  CHECK(report->passes[1].changed);  // the dead Exp and Neg go
 }

@@ -16,6 +16,7 @@
 #include "kiln/ir/Printer.h"
 #include "kiln/ir/StructuralHash.h"
 #include "kiln/ir/Verifier.h"
+#include "kiln/passes/OptLevels.h"
 #include "kiln/passes/PassManager.h"
 #include "kiln/support/File.h"
 
@@ -35,6 +36,9 @@ int main(int argc, char** argv) {
   app.add_flag("--no-verify-types", noVerifyTypes, "Verify structure only, not types against inference");
   std::string pipelineText, report = "none";
   bool verifyEach = false, printAfterChange = false;
+  int optLevel = -1;
+  app.add_option("-O", optLevel, "Run the pipeline of this opt level (0-3) instead of -p")
+      ->check(CLI::Range(0, passes::kMaxOptLevel));
   app.add_option("-p,--pipeline", pipelineText, "Passes to run, e.g. 'dead-code-elimination' (see `kiln passes list`)");
   app.add_flag("--verify-each", verifyEach, "Verify the IR and its types after every pass");
   app.add_flag("--print-after-change", printAfterChange, "Print the IR to stderr after each pass that changed it");
@@ -63,8 +67,9 @@ int main(int argc, char** argv) {
   }
   if (!module) return fail(module.error());
   if (Status s = ir::verify((*module)->graph(), {.checkTypes = !noVerifyTypes}); !s.isOk()) return fail(s.error());
-  if (!pipelineText.empty()) {
-    auto pipeline = passes::parsePipeline(pipelineText);
+  if (optLevel >= 0 && !pipelineText.empty()) return fail(Error(ErrorCode::InvalidArgument, "give -O or -p, not both"));
+  if (!pipelineText.empty() || optLevel >= 0) {
+    auto pipeline = optLevel >= 0 ? passes::optLevelPipeline(optLevel) : passes::parsePipeline(pipelineText);
     if (!pipeline) return fail(pipeline.error());
     passes::RunOptions run{.context = {.verifyEach = verifyEach}};
     if (printAfterChange) run.afterChange = passes::printIrAfterChange(std::cerr, false);

@@ -91,10 +91,8 @@ Expected<ModelWithInputs> loadModelWithInputs(const ModelOptions& options, const
     KILN_ASSIGN(result.module, loadModel(options, bindings));
     result.importMs = importTime.elapsedMs();
   }
-  if (!options.pipeline.empty()) {
-    KILN_ASSIGN(passes::PassReport report, applyPipeline(*result.module, options));
-    result.passesMs = report.totalMs;
-  }
+  KILN_ASSIGN(passes::PassReport report, applyPipeline(*result.module, options));
+  result.passesMs = report.totalMs;
   const ir::Graph& g = result.module->graph();
   for (size_t i = 0; i < g.inputs().size(); ++i) {
     const ir::Value* in = g.inputs()[i];

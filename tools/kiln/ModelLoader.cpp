@@ -1,7 +1,8 @@
 //===- tools/kiln/ModelLoader.cpp - Loading models for the CLI ------------===//
 //
 // Format detection by extension, --shape parsing and binding (for text IR:
-// input types are rebound and the graph re-inferred), -O validation.
+// input types are rebound and the graph re-inferred), and the choice of
+// pipeline: --pipeline, or an -O level (default -O3).
 //
 //===----------------------------------------------------------------------===//
 #include "ModelLoader.h"
@@ -13,6 +14,8 @@
 #include "kiln/ir/Parser.h"
 #include "kiln/ir/ShapeInference.h"
 #include "kiln/ir/Verifier.h"
+#include "kiln/passes/OptLevels.h"
+#include "kiln/passes/PassRegistry.h"
 #include "kiln/support/File.h"
 
 namespace kiln::cli {
@@ -21,13 +24,12 @@ void addModelOptions(CLI::App& cmd, ModelOptions& o, bool withOptLevel) {
   cmd.add_option("model", o.path, "Model file (.onnx or .kir text IR)")->required()->check(CLI::ExistingFile);
   cmd.add_option("--shape", o.shapes,
                  "Bind an input's dims, e.g. --shape input:1x3x224x224 (repeatable; binds dynamic dims)");
-  if (withOptLevel)
-    cmd.add_option("-O", o.optLevel, "Optimisation level (0; 1-3 arrive with the pass library)")
-        ->default_val(0)
-        ->check(CLI::Range(0, 3));
-  if (withOptLevel)
-    cmd.add_option("--pipeline", o.pipeline,
-                   "Passes to run after import, e.g. dead-code-elimination (see `kiln passes list`)");
+  if (!withOptLevel) return;
+  cmd.add_option("-O", o.optLevel, "Optimisation level 0-3 (default 3; `kiln passes list` shows each pass's level)")
+      ->check(CLI::Range(0, passes::kMaxOptLevel));
+  cmd.add_option("--pipeline", o.pipeline,
+                 "Passes to run after import instead of an -O level, e.g. fold-constant,dead-code-elimination");
+  cmd.add_option("--disable-pass", o.disabledPasses, "Skip this pass wherever the pipeline names it (repeatable)");
 }
 
 void addBackendOption(CLI::App& cmd, std::string& backend) {
@@ -39,9 +41,6 @@ void addBackendOption(CLI::App& cmd, std::string& backend) {
 }
 
 Expected<std::unique_ptr<ir::Module>> loadModel(const ModelOptions& o, const std::vector<std::string>& extraShapes) {
-  if (o.optLevel != 0)
-    return Error(ErrorCode::InvalidArgument, "-O" + std::to_string(o.optLevel) +
-                                                 " needs the pass library, which is not built yet; use -O0");
   onnx::ImportOptions import;
   for (const auto& s : extraShapes) KILN_TRY(onnx::parseShapeBinding(s, import));
   for (const auto& s : o.shapes) KILN_TRY(onnx::parseShapeBinding(s, import));  // explicit --shape wins
@@ -70,10 +69,27 @@ Expected<std::unique_ptr<ir::Module>> loadModel(const ModelOptions& o, const std
   return onnx::importOnnxFile(o.path, import);
 }
 
+Expected<std::vector<passes::PipelineEntry>> selectedPipeline(const ModelOptions& o) {
+  if (!o.pipeline.empty() && o.optLevel >= 0)
+    return Error(ErrorCode::InvalidArgument, "give either -O" + std::to_string(o.optLevel) + " or --pipeline, not both");
+  for (const std::string& name : o.disabledPasses)
+    if (!passes::findPass(name))
+      return Error(ErrorCode::InvalidArgument, "--disable-pass: unknown pass '" + name + "' (see `kiln passes list`)");
+  if (!o.pipeline.empty()) return passes::parsePipeline(o.pipeline);
+  return passes::optLevelPipeline(o.optLevel >= 0 ? o.optLevel : passes::kDefaultOptLevel);
+}
+
+passes::PassContext selectedContext(const ModelOptions& o, bool verifyEach) {
+  passes::PassContext ctx;
+  ctx.verifyEach = verifyEach;
+  ctx.disabledPasses.insert(o.disabledPasses.begin(), o.disabledPasses.end());
+  return ctx;
+}
+
 Expected<passes::PassReport> applyPipeline(ir::Module& module, const ModelOptions& options) {
-  if (options.pipeline.empty()) return passes::PassReport{};
-  KILN_ASSIGN(auto pipeline, passes::parsePipeline(options.pipeline));
-  KILN_ASSIGN(passes::PassReport report, passes::runPipeline(module.graph(), pipeline));
+  KILN_ASSIGN(auto pipeline, selectedPipeline(options));
+  passes::RunOptions run{.context = selectedContext(options, false)};
+  KILN_ASSIGN(passes::PassReport report, passes::runPipeline(module.graph(), pipeline, run));
   KILN_TRY(ir::verify(module.graph()));
   return report;
 }

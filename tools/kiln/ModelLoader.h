@@ -23,8 +23,9 @@ namespace kiln::cli {
 struct ModelOptions {
   std::string path;
   std::vector<std::string> shapes;  ///< "name:1x3x224x224"
-  int optLevel = 0;
-  std::string pipeline;  ///< --pipeline: passes to run after import
+  int optLevel = -1;      ///< -O; -1 when not given (then -O3 unless --pipeline)
+  std::string pipeline;  ///< --pipeline: passes to run after import, instead of -O
+  std::vector<std::string> disabledPasses;  ///< --disable-pass
 };
 
 /// Adds the model path, --shape and (for commands that execute) -O and --pipeline.
@@ -37,8 +38,14 @@ void addBackendOption(CLI::App& cmd, std::string& backend);
 Expected<std::unique_ptr<ir::Module>> loadModel(const ModelOptions& options,
                                                 const std::vector<std::string>& extraShapes = {});
 
-/// Runs options.pipeline (if any) on the module and verifies the result;
-/// the report says what each pass did. Empty report without a pipeline.
+/// The pipeline the options ask for: --pipeline, else the -O level's (default
+/// -O3); giving both is an error.
+Expected<std::vector<passes::PipelineEntry>> selectedPipeline(const ModelOptions& options);
+/// The pass context the options ask for (--disable-pass), verify-each as given.
+passes::PassContext selectedContext(const ModelOptions& options, bool verifyEach);
+
+/// Runs the selected pipeline on the module and verifies the result; the
+/// report says what each pass did.
 Expected<passes::PassReport> applyPipeline(ir::Module& module, const ModelOptions& options);
 
 /// Prints an error to stderr and returns the exit code for it.

@@ -13,6 +13,7 @@
 
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -44,10 +45,14 @@ class PassOptions {
   std::map<std::string, std::string> values_;  ///< every option, defaults filled in
 };
 
-/// Settings shared by every pass of a run.
+/// Settings shared by every pass of a run. A pipeline entry runs unless its
+/// pass is disabled, or its opt level exceeds `optLevel` and it is not
+/// required (TVM's PassContext rule); skipped entries are reported as such.
 struct PassContext {
   int optLevel = 3;
   bool verifyEach = false;  ///< verify the IR (types too) after every pass
+  std::set<std::string> requiredPasses = {};  ///< run even above optLevel
+  std::set<std::string> disabledPasses = {};  ///< never run
 };
 
 struct PassInfo {
@@ -55,9 +60,14 @@ struct PassInfo {
   std::string summary;
   std::string description;
   std::vector<std::string> classes;  ///< "BL", "RN", "MN", "SSD", "BR", "AD"
-  int optLevel = 1;                  ///< the lowest -O level whose pipeline includes it
+  /// The lowest opt level at which a pass context lets the pass run; the -On
+  /// pipelines only contain passes at or below n (a pass may be in none).
+  int optLevel = 1;
   std::vector<std::string> requiredPasses;  ///< must run earlier in the same pipeline
   std::vector<PassOptionSpec> options;
+  /// Largest relative change of any output the pass may cause, as
+  /// max|after - before| / max|before| (0: values are unchanged).
+  double tolerance = 0;
   std::function<bool(const ir::Graph&)> applicable;
   std::function<Expected<bool>(ir::Graph&, const PassOptions&, const PassContext&)> run;
 };

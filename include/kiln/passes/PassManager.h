@@ -23,6 +23,7 @@ namespace kiln::passes {
 struct PassRecord {
   std::string pass;
   std::string options;  ///< as printed in the pipeline, e.g. "{max-depth=8}"
+  std::string skipped;  ///< why the entry did not run: "disabled" or "opt level"; empty when it ran
   bool applicable = false;
   bool changed = false;
   double ms = 0;

@@ -22,5 +22,17 @@ const PassInfo* findPass(const std::string& name);
 
 // One function per pass file, called by registerAllPasses().
 PassInfo deadCodeEliminationPass();
+PassInfo foldConstantPass();
+PassInfo eliminateCommonSubexprPass();
+PassInfo simplifyExprPass();
+PassInfo simplifyInferencePass();
+PassInfo canonicalizeCastPass();
+PassInfo foldExplicitPaddingPass();
+PassInfo forwardFoldScaleAxisPass();
+PassInfo dynamicToStaticPass();
+PassInfo canonicalizeOpsPass();
+PassInfo simplifyFcTransposePass();
+PassInfo combineParallelDensePass();
+PassInfo combineParallelConv2dPass();
 
 }  // namespace kiln::passes

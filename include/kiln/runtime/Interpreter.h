@@ -41,9 +41,15 @@ class Interpreter {
   Expected<std::vector<RuntimeValue>> run(const std::map<std::string, RuntimeValue>& inputs);
 
  private:
+  friend Expected<std::vector<RuntimeValue>> evaluateNode(const ir::Node&, const std::vector<const RuntimeValue*>&);
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+/// Runs one node's kernel on concrete operands (null entries for omitted
+/// optional inputs) and returns its results; for passes that fold constants.
+/// The node's subgraphs, if any, run as usual.
+Expected<std::vector<RuntimeValue>> evaluateNode(const ir::Node& node, const std::vector<const RuntimeValue*>& inputs);
 
 /// Names of the ops the interpreter has kernels for ("domain::Op" outside the default domain).
 std::vector<std::string> interpreterKernelNames();

@@ -331,4 +331,19 @@ Expected<std::vector<RuntimeValue>> Interpreter::run(const std::map<std::string,
   return run(inputs);
 }
 
+Expected<std::vector<RuntimeValue>> evaluateNode(const ir::Node& node, const std::vector<const RuntimeValue*>& inputs) {
+  KILN_CHECK(inputs.size() == node.numInputs(), "evaluateNode: ", inputs.size(), " operands for ", node.numInputs());
+  Interpreter::Impl impl(*node.graph(), {});
+  Env env;
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (node.input(i)) {
+      KILN_CHECK(inputs[i], "evaluateNode: operand ", i, " of ", node.displayName(), " has no value");
+      env.values[node.input(i)] = *inputs[i];
+    }
+  KILN_TRY(impl.runNode(node, env));
+  std::vector<RuntimeValue> out;
+  for (ir::Value* r : node.outputs()) out.push_back(std::move(env.values[r]));
+  return out;
+}
+
 }  // namespace kiln::runtime

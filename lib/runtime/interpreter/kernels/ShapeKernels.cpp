@@ -41,6 +41,39 @@ Status kReshapeLike(KernelContext& ctx) {
   return Status::ok();
 }
 
+/// True when `perm` swaps the last two axes and keeps the others in place.
+bool swapsLastTwo(const std::vector<int64_t>& perm) {
+  size_t n = perm.size();
+  if (n < 2 || perm[n - 2] != int64_t(n - 1) || perm[n - 1] != int64_t(n - 2)) return false;
+  for (size_t i = 0; i + 2 < n; ++i)
+    if (perm[i] != int64_t(i)) return false;
+  return true;
+}
+
+/// Batched matrix transpose through a small tile buffer, so that both the
+/// reads and the writes of the tensors are contiguous (weights are transposed
+/// this way when folded; strided writes at power-of-two row pitches thrash
+/// the cache).
+void transposeLastTwo(const Tensor& x, Tensor& y) {
+  int64_t rows = x.dim(x.rank() - 2), cols = x.dim(x.rank() - 1);
+  int64_t batch = rows > 0 && cols > 0 ? x.numElements() / (rows * cols) : 0;
+  constexpr int64_t kTile = 16;
+  byElementSize(dtypeSize(x.dtype()), [&]<class U>() {
+    const U* src = static_cast<const U*>(x.rawData());
+    U* dst = static_cast<U*>(y.mutableRawData());
+    U tile[kTile][kTile];
+    for (int64_t b = 0; b < batch; ++b, src += rows * cols, dst += rows * cols)
+      for (int64_t r0 = 0; r0 < rows; r0 += kTile)
+        for (int64_t c0 = 0; c0 < cols; c0 += kTile) {
+          const int64_t nr = std::min(kTile, rows - r0), nc = std::min(kTile, cols - c0);
+          for (int64_t r = 0; r < nr; ++r)
+            for (int64_t c = 0; c < nc; ++c) tile[c][r] = src[(r0 + r) * cols + c0 + c];
+          for (int64_t c = 0; c < nc; ++c)
+            for (int64_t r = 0; r < nr; ++r) dst[(c0 + c) * rows + r0 + r] = tile[c][r];
+        }
+  });
+}
+
 Status kTranspose(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   std::vector<int64_t> perm;
@@ -50,6 +83,10 @@ Status kTranspose(KernelContext& ctx) {
     for (int64_t i = x.rank() - 1; i >= 0; --i) perm.push_back(i);
   }
   Tensor& y = ctx.allocate(0);
+  if (swapsLastTwo(perm)) {
+    transposeLastTwo(x, y);
+    return Status::ok();
+  }
   Dims inStrides = stridesOf(x.dims()), strides;
   for (int64_t p : perm) strides.push_back(inStrides[size_t(p)]);
   gather(x, y, strides);

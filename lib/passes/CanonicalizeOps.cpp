@@ -1,0 +1,136 @@
+//===- lib/passes/CanonicalizeOps.cpp - canonicalize-ops --------------------===//
+//
+// Rewrites ops into the basic forms the later passes and code generation
+// match on:
+//   Gemm(A, B, C) (alpha = beta = 1, A not transposed) -> MatMul(A, B') + C
+//                               (B' = B, or B transposed when transB; a
+//                                constant B is transposed once, here)
+//   Sub(x, c)   c constant float  -> Add(x, -c)            exact
+//   Div(x, c)   c constant float  -> Mul(x, 1/c)           within 1 ulp of 1/c
+//   Pow(x, 2)                     -> Mul(x, x)             exact
+// So a dense layer is always MatMul+Add (its bias an epilogue to fuse, its
+// weights combinable with combine-parallel-dense) and scalings are always
+// Mul/Add (for forward-fold-scale-axis). Gemm's result is rounded once while
+// MatMul+Add rounds twice, hence the documented tolerance of 1e-6.
+//
+//===----------------------------------------------------------------------===//
+#include <cmath>
+
+#include "RewriteUtils.h"
+#include "kiln/passes/PassRegistry.h"
+
+namespace kiln::passes {
+namespace {
+
+bool isFloatConstant(const ir::Value* v) {
+  const Tensor* t = constantValue(v);
+  return t && (t->dtype() == DType::F32 || t->dtype() == DType::F64);
+}
+
+bool gemmRewritable(const ir::Node& n) {
+  if (!isOp(&n, "Gemm") || n.getInt("transA") != 0 || n.getFloat("alpha") != 1.0f) return false;
+  if (n.hasInput(2) && n.getFloat("beta") != 1.0f) return false;
+  return n.input(0)->type().isTensor() && n.input(0)->tensorType().rank() == 2;
+}
+
+/// Which rule applies: 0 none, else the rule's number (as in the header).
+int ruleFor(const ir::Node& n) {
+  if (gemmRewritable(n)) return 1;
+  if (isOp(&n, "Sub") && isFloatConstant(n.input(1))) return 2;
+  if (isOp(&n, "Div") && isFloatConstant(n.input(1))) return 3;
+  if (isOp(&n, "Pow") && isConstantFilledWith(n.input(1), 2) && n.input(0)->type().isTensor() &&
+      n.input(0)->type() == n.output(0)->type())
+    return 4;
+  return 0;
+}
+
+/// Every element of a float constant mapped by f (same dtype and shape).
+Tensor mapFloats(const Tensor& t, double (*f)(double)) {
+  Tensor out = t.clone();
+  if (t.dtype() == DType::F32) {
+    for (int64_t i = 0; i < t.numElements(); ++i) out.mutableData<float>()[i] = float(f(t.data<float>()[i]));
+  } else {
+    for (int64_t i = 0; i < t.numElements(); ++i) out.mutableData<double>()[i] = f(t.data<double>()[i]);
+  }
+  return out;
+}
+
+Expected<ir::Value*> rewrite(ir::Node& n, int rule) {
+  ir::Graph& g = *n.graph();
+  std::string base = nameBase(n);
+  if (rule == 1) {
+    ir::Value* b = n.input(1);
+    if (n.getInt("transB") != 0) {
+      if (const Tensor* w = constantValue(b)) {
+        b = makeConstant(g, transposed2d(*w), b->name() + "_t", &n);
+      } else {
+        KILN_ASSIGN(ir::Node * t, createTypedNode(g, "Transpose", {b}, {{"perm", std::vector<int64_t>{1, 0}}},
+                                                  base + "_transpose", &n));
+        b = t->output(0);
+      }
+    }
+    KILN_ASSIGN(ir::Node * mm, createTypedNode(g, "MatMul", {n.input(0), b}, {}, base + "_matmul", &n));
+    if (!n.hasInput(2)) return mm->output(0);
+    KILN_ASSIGN(ir::Node * add, createTypedNode(g, "Add", {mm->output(0), n.input(2)}, {}, base + "_bias", &n));
+    return add->output(0);
+  }
+  if (rule == 4) {
+    KILN_ASSIGN(ir::Node * mul, createTypedNode(g, "Mul", {n.input(0), n.input(0)}, {}, n.name(), &n));
+    return mul->output(0);
+  }
+  const Tensor& c = *constantValue(n.input(1));
+  Tensor mapped = rule == 2 ? mapFloats(c, [](double v) { return -v; }) : mapFloats(c, [](double v) { return 1.0 / v; });
+  ir::Value* k = makeConstant(g, std::move(mapped), n.input(1)->name() + (rule == 2 ? "_neg" : "_recip"), &n);
+  KILN_ASSIGN(ir::Node * r, createTypedNode(g, rule == 2 ? "Add" : "Mul", {n.input(0), k}, {}, n.name(), &n));
+  return r->output(0);
+}
+
+bool hasRewritable(const ir::Graph& g) {
+  for (const ir::Node* n : g.nodes()) {
+    if (ruleFor(*n)) return true;
+    for (const ir::Graph* sub : n->subgraphs())
+      if (hasRewritable(*sub)) return true;
+  }
+  return false;
+}
+
+Expected<bool> canonicalize(ir::Graph& g) {
+  bool changed = false;
+  for (ir::Node* n : g.nodes()) {
+    for (ir::Graph* sub : n->subgraphs()) {
+      KILN_ASSIGN(bool c, canonicalize(*sub));
+      changed |= c;
+    }
+    int rule = ruleFor(*n);
+    if (!rule) continue;
+    KILN_ASSIGN(ir::Value * result, rewrite(*n, rule));
+    if (result->type() != n->output(0)->type() && n->output(0)->tensorType().isStatic())
+      return Error(ErrorCode::Internal, "canonicalize-ops changed the type of '" + n->output(0)->name() + "' from " +
+                                            n->output(0)->type().str() + " to " + result->type().str());
+    replaceValue(n->output(0), result);
+    eraseWithDeadProducers(n);
+    changed = true;
+  }
+  return changed;
+}
+
+}  // namespace
+
+PassInfo canonicalizeOpsPass() {
+  PassInfo p;
+  p.name = "canonicalize-ops";
+  p.summary = "Rewrite Gemm, Sub/Div by constants and squaring into basic ops";
+  p.description =
+      "Turns Gemm (alpha = beta = 1, A not transposed) into MatMul + Add with constant weights transposed once, "
+      "Sub and Div by float constants into Add and Mul (negated or reciprocal constant), and Pow(x, 2) into "
+      "Mul(x, x), so dense layers and scalings have one form for fusion and folding. Within 1e-6 relative "
+      "(two roundings instead of one; 1/c rounded).";
+  p.classes = {"BL"};  // Table 4: CanonicalizeOps is BL; in -O3
+  p.tolerance = 1e-6;
+  p.optLevel = 3;
+  p.applicable = [](const ir::Graph& g) { return hasRewritable(g); };
+  p.run = [](ir::Graph& g, const PassOptions&, const PassContext&) -> Expected<bool> { return canonicalize(g); };
+  return p;
+}
+
+}  // namespace kiln::passes

@@ -1,0 +1,138 @@
+//===- lib/passes/CombineParallelConv2d.cpp - combine-parallel-conv2d -------===//
+//
+// Convolutions that read the same input with the same geometry become one
+// convolution with more output channels:
+//   y_i = Conv(x, W_i [, b_i])  (i = 1..n; W_i constant [C_i, Cin, kh, kw])
+//   ->  y = Conv(x, [W_1; ..; W_n] [, [b_1; ..; b_n]]);  y_1..y_n = Split(y, axis 1)
+// (ResNet's first bottleneck block: the 1x1 reduction and the 1x1 shortcut
+// projection). Branches combine only with equal attributes (strides, pads,
+// dilations, group 1, auto_pad), equal kernel shape and dtype, and all or
+// none with a constant bias. Each output channel is the same dot product as
+// before: exact. Option min-branches (default 2).
+//
+//===----------------------------------------------------------------------===//
+#include <map>
+
+#include "RewriteUtils.h"
+#include "kiln/passes/PassRegistry.h"
+
+namespace kiln::passes {
+namespace {
+
+bool combinable(const ir::Node* n, const ir::Value* x) {
+  if (!isOp(n, "Conv") || n->input(0) != x || n->getInt("group") != 1) return false;
+  const Tensor* w = constantValue(n->input(1));
+  if (!w || w->rank() < 3) return false;
+  return !n->hasInput(2) || constantValue(n->input(2));
+}
+
+/// Branches of one key: attributes as text, kernel dims past the first, dtype, bias.
+std::string keyOf(const ir::Node& n) {
+  const Tensor& w = *constantValue(n.input(1));
+  std::string key = std::string(dtypeName(w.dtype())) + (n.hasInput(2) ? "+bias" : "");
+  for (int64_t d = 1; d < w.rank(); ++d) key += "," + std::to_string(w.dim(d));
+  for (const auto& [name, attr] : n.attributes()) {
+    if (attr.kind() == ir::AttrKind::Ints) {
+      key += ";" + name + "=";
+      for (int64_t v : attr.ints()) key += std::to_string(v) + ",";
+    } else if (attr.kind() == ir::AttrKind::Int) {
+      key += ";" + name + "=" + std::to_string(attr.i());
+    } else if (attr.kind() == ir::AttrKind::String) {
+      key += ";" + name + "=" + attr.s();
+    } else {
+      key += ";" + name + "=?" + std::to_string(reinterpret_cast<uintptr_t>(&n));  // never equal
+    }
+  }
+  return key;
+}
+
+std::vector<std::vector<ir::Node*>> groupsFor(const ir::Value* x, int64_t minBranches) {
+  std::map<std::string, std::vector<ir::Node*>> groups;
+  for (const ir::Use& u : x->uses())
+    if (!u.isGraphOutput() && u.index == 0 && combinable(u.user, x)) groups[keyOf(*u.user)].push_back(u.user);
+  std::vector<std::vector<ir::Node*>> out;
+  for (auto& [key, convs] : groups)
+    if (int64_t(convs.size()) >= minBranches) out.push_back(std::move(convs));
+  return out;
+}
+
+std::vector<ir::Value*> candidates(const ir::Graph& g) {
+  std::vector<ir::Value*> values(g.inputs().begin(), g.inputs().end());
+  for (ir::Node* n : g.nodes())
+    for (ir::Value* r : n->outputs()) values.push_back(r);
+  return values;
+}
+
+Status combine(ir::Graph& g, ir::Value* x, const std::vector<ir::Node*>& convs) {
+  ir::Node* first = earliestNode(convs);
+  std::vector<const Tensor*> ws, bs;
+  std::vector<int64_t> widths;
+  for (ir::Node* c : convs) {
+    ws.push_back(constantValue(c->input(1)));
+    if (c->hasInput(2)) bs.push_back(constantValue(c->input(2)));
+    widths.push_back(ws.back()->dim(0));
+  }
+  std::string base = nameBase(*first) + "_combined";
+  std::vector<ir::Value*> operands{x, makeConstant(g, concatenated(ws, 0), base + "_weights", first)};
+  if (!bs.empty()) operands.push_back(makeConstant(g, concatenated(bs, 0), base + "_bias", first));
+  KILN_ASSIGN(ir::Node * conv, createTypedNode(g, "Conv", operands, first->attributes(), base, first));
+  ir::Value* sizes = makeConstant(g, Tensor::fromVector<int64_t>({int64_t(widths.size())}, widths), base + "_split", first);
+  KILN_ASSIGN(ir::Node * split, createTypedNode(g, "Split", {conv->output(0), sizes}, {{"axis", int64_t(1)}},
+                                                base + "_split", first, convs.size()));
+  for (size_t i = 0; i < convs.size(); ++i) {
+    replaceValue(convs[i]->output(0), split->output(i));
+    eraseWithDeadProducers(convs[i]);
+  }
+  return Status::ok();
+}
+
+bool hasGroup(const ir::Graph& g, int64_t minBranches) {
+  for (ir::Value* v : candidates(g))
+    if (!groupsFor(v, minBranches).empty()) return true;
+  for (const ir::Node* n : g.nodes())
+    for (const ir::Graph* sub : n->subgraphs())
+      if (hasGroup(*sub, minBranches)) return true;
+  return false;
+}
+
+Expected<bool> combineAll(ir::Graph& g, int64_t minBranches) {
+  bool changed = false;
+  for (ir::Node* n : g.nodes())
+    for (ir::Graph* sub : n->subgraphs()) {
+      KILN_ASSIGN(bool c, combineAll(*sub, minBranches));
+      changed |= c;
+    }
+  // Collect first: combining erases branch results that are candidates too.
+  std::vector<std::pair<ir::Value*, std::vector<ir::Node*>>> work;
+  for (ir::Value* x : candidates(g))
+    for (auto& group : groupsFor(x, minBranches)) work.emplace_back(x, std::move(group));
+  for (const auto& [x, group] : work) {
+    KILN_TRY(combine(g, x, group));
+    changed = true;
+  }
+  return changed;
+}
+
+}  // namespace
+
+PassInfo combineParallelConv2dPass() {
+  PassInfo p;
+  p.name = "combine-parallel-conv2d";
+  p.summary = "Merge convolutions that share their input into one";
+  p.description =
+      "Combines Convs of one input with equal attributes, kernel shape and dtype (group 1, constant weights, all "
+      "or none with a constant bias) into one Conv over concatenated weights followed by a Split on the channel "
+      "axis. Exact.";
+  p.classes = {"RN"};  // Table 4: CombineParallelConv2D is RN
+  p.optLevel = 3;
+  p.options = {{"min-branches", PassOptionSpec::Kind::Int, "2", "fewest parallel branches worth combining"}};
+  p.applicable = [](const ir::Graph& g) { return hasGroup(g, 2); };
+  p.run = [](ir::Graph& g, const PassOptions& o, const PassContext&) -> Expected<bool> {
+    int64_t minBranches = o.getInt("min-branches");
+    if (minBranches < 2) return Error(ErrorCode::InvalidArgument, "combine-parallel-conv2d: min-branches must be >= 2");
+    return combineAll(g, minBranches);
+  };
+  return p;
+}
+
+}  // namespace kiln::passes

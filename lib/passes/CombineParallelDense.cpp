@@ -1,0 +1,148 @@
+//===- lib/passes/CombineParallelDense.cpp - combine-parallel-dense ---------===//
+//
+// Dense layers that read the same input become one wider matmul:
+//   y_i = MatMul(x, W_i) [+ b_i]   for i = 1..n, W_i constant [K, N_i]
+//   ->  y = MatMul(x, [W_1 .. W_n]) [+ [b_1 .. b_n]];  y_1..y_n = Split(y, last axis)
+// This is how the query, key and value projections of an attention block
+// become one matmul (batched over the sequence). Branches combine only when
+// they have the same weight dtype and either all or none have a constant bias
+// of shape [N_i] (an Add that is the matmul's only user). Each output column
+// is the same dot product as before, so results are exact. Option
+// min-branches (default 2): the fewest branches worth combining.
+//
+//===----------------------------------------------------------------------===//
+#include <map>
+
+#include "RewriteUtils.h"
+#include "kiln/passes/PassRegistry.h"
+
+namespace kiln::passes {
+namespace {
+
+struct Branch {
+  ir::Node* matmul = nullptr;
+  ir::Node* biasAdd = nullptr;  ///< Add(matmul, b) with constant b [N], if any
+  const Tensor* weights = nullptr;
+  const Tensor* bias = nullptr;
+};
+
+std::optional<Branch> branchOf(ir::Node* n, const ir::Value* x) {
+  if (!isOp(n, "MatMul") || n->input(0) != x || !n->output(0)->type().isTensor()) return std::nullopt;
+  const Tensor* w = constantValue(n->input(1));
+  if (!w || w->rank() != 2 || !n->output(0)->tensorType().hasRank()) return std::nullopt;
+  Branch b{n, nullptr, w, nullptr};
+  if (ir::Node* add = soleUser(n->output(0)); isOp(add, "Add") && !isGraphOutput(n->output(0))) {
+    const ir::Value* other = add->input(0) == n->output(0) ? add->input(1) : add->input(0);
+    const Tensor* bias = constantValue(other);
+    if (bias && bias->rank() == 1 && bias->dim(0) == w->dim(1) && bias->dtype() == w->dtype() &&
+        add->output(0)->type() == n->output(0)->type()) {
+      b.biasAdd = add;
+      b.bias = bias;
+    }
+  }
+  return b;
+}
+
+/// Groups of combinable branches reading `x` (key: weight dtype, K, has bias).
+std::vector<std::vector<Branch>> groupsFor(const ir::Value* x, int64_t minBranches) {
+  std::map<std::tuple<int, int64_t, bool>, std::vector<Branch>> groups;
+  for (const ir::Use& u : x->uses()) {
+    if (u.isGraphOutput() || u.index != 0) continue;
+    if (auto b = branchOf(u.user, x))
+      groups[{int(b->weights->dtype()), b->weights->dim(0), b->bias != nullptr}].push_back(*b);
+  }
+  std::vector<std::vector<Branch>> out;
+  for (auto& [key, branches] : groups)
+    if (int64_t(branches.size()) >= minBranches) out.push_back(std::move(branches));
+  return out;
+}
+
+/// Values that have combinable branches (graph inputs and node results).
+std::vector<ir::Value*> candidates(const ir::Graph& g) {
+  std::vector<ir::Value*> values(g.inputs().begin(), g.inputs().end());
+  for (ir::Node* n : g.nodes())
+    for (ir::Value* r : n->outputs()) values.push_back(r);
+  return values;
+}
+
+Status combine(ir::Graph& g, ir::Value* x, const std::vector<Branch>& group) {
+  std::vector<ir::Node*> matmuls;
+  for (const Branch& b : group) matmuls.push_back(b.matmul);
+  ir::Node* first = earliestNode(matmuls);  // the combined nodes go before every branch
+  std::vector<const Tensor*> ws, bs;
+  std::vector<int64_t> widths;
+  for (const Branch& b : group) {
+    ws.push_back(b.weights);
+    if (b.bias) bs.push_back(b.bias);
+    widths.push_back(b.weights->dim(1));
+  }
+  std::string base = nameBase(*first) + "_combined";
+  ir::Value* w = makeConstant(g, concatenated(ws, 1), base + "_weights", first);
+  KILN_ASSIGN(ir::Node * mm, createTypedNode(g, "MatMul", {x, w}, {}, base, first));
+  ir::Value* y = mm->output(0);
+  if (!bs.empty()) {
+    ir::Value* b = makeConstant(g, concatenated(bs, 0), base + "_bias", first);
+    KILN_ASSIGN(ir::Node * add, createTypedNode(g, "Add", {y, b}, {}, base + "_add", first));
+    y = add->output(0);
+  }
+  ir::Value* sizes = makeConstant(g, Tensor::fromVector<int64_t>({int64_t(widths.size())}, widths), base + "_split", first);
+  KILN_ASSIGN(ir::Node * split, createTypedNode(g, "Split", {y, sizes}, {{"axis", int64_t(-1)}}, base + "_split", first,
+                                                group.size()));
+  for (size_t i = 0; i < group.size(); ++i) {
+    ir::Node* last = group[i].biasAdd ? group[i].biasAdd : group[i].matmul;
+    replaceValue(last->output(0), split->output(i));
+    eraseWithDeadProducers(last);
+  }
+  return Status::ok();
+}
+
+bool hasGroup(const ir::Graph& g, int64_t minBranches) {
+  for (ir::Value* v : candidates(g))
+    if (!groupsFor(v, minBranches).empty()) return true;
+  for (const ir::Node* n : g.nodes())
+    for (const ir::Graph* sub : n->subgraphs())
+      if (hasGroup(*sub, minBranches)) return true;
+  return false;
+}
+
+Expected<bool> combineAll(ir::Graph& g, int64_t minBranches) {
+  bool changed = false;
+  for (ir::Node* n : g.nodes())
+    for (ir::Graph* sub : n->subgraphs()) {
+      KILN_ASSIGN(bool c, combineAll(*sub, minBranches));
+      changed |= c;
+    }
+  // Collect first: combining erases branch results that are candidates too.
+  std::vector<std::pair<ir::Value*, std::vector<Branch>>> work;
+  for (ir::Value* x : candidates(g))
+    for (auto& group : groupsFor(x, minBranches)) work.emplace_back(x, std::move(group));
+  for (const auto& [x, group] : work) {
+    KILN_TRY(combine(g, x, group));
+    changed = true;
+  }
+  return changed;
+}
+
+}  // namespace
+
+PassInfo combineParallelDensePass() {
+  PassInfo p;
+  p.name = "combine-parallel-dense";
+  p.summary = "Merge dense layers that share their input into one matmul";
+  p.description =
+      "Combines MatMuls of one input with constant [K, N_i] weights (and their constant [N_i] bias Adds) into "
+      "one MatMul over concatenated weights, an Add and a Split; the Q/K/V projections of attention become one "
+      "matmul. Exact.";
+  p.classes = {"RN", "BR"};  // Table 4: CombineParallelDense is RN (kiln adds BR: Q/K/V projections)
+  p.optLevel = 3;
+  p.options = {{"min-branches", PassOptionSpec::Kind::Int, "2", "fewest parallel branches worth combining"}};
+  p.applicable = [](const ir::Graph& g) { return hasGroup(g, 2); };
+  p.run = [](ir::Graph& g, const PassOptions& o, const PassContext&) -> Expected<bool> {
+    int64_t minBranches = o.getInt("min-branches");
+    if (minBranches < 2) return Error(ErrorCode::InvalidArgument, "combine-parallel-dense: min-branches must be >= 2");
+    return combineAll(g, minBranches);
+  };
+  return p;
+}
+
+}  // namespace kiln::passes

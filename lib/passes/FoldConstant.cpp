@@ -1,0 +1,45 @@
+//===- lib/passes/FoldConstant.cpp - fold-constant --------------------------===//
+//
+// Replaces every node whose operands are all constants by the constants it
+// computes, evaluated by the reference interpreter's kernel for the op (so a
+// folded value is bit-for-bit what running the node would give). Nodes are
+// visited in order, so whole constant chains (weight transposes, shape
+// arithmetic on constants) fold in one run. Random ops and control flow are
+// left alone, and a result larger than 64 KiB folds only when it is no larger
+// than its operands (Expand or ConstantOfShape would otherwise bloat weights).
+//
+//===----------------------------------------------------------------------===//
+#include "ConstantEvaluation.h"
+#include "kiln/passes/PassRegistry.h"
+
+namespace kiln::passes {
+namespace {
+
+bool hasFoldableNode(const ir::Graph& graph) {
+  for (const ir::Node* node : graph.nodes()) {
+    if (isFoldable(*node)) return true;
+    for (const ir::Graph* sub : node->subgraphs())
+      if (hasFoldableNode(*sub)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+PassInfo foldConstantPass() {
+  PassInfo p;
+  p.name = "fold-constant";
+  p.summary = "Evaluate nodes whose operands are all constants";
+  p.description =
+      "Computes every deterministic node whose operands are constants with the interpreter's kernel and "
+      "replaces it by Constant nodes, in graph order so chains fold at once; recurses into subgraphs. "
+      "Results over 64 KiB fold only when no larger than the operands. Exact: folded values are what running "
+      "the node gives.";
+  p.classes = {"BL", "RN", "MN", "SSD"};  // Table 4: FoldConstant is RN; MN; SSD
+  p.optLevel = 1;
+  p.applicable = [](const ir::Graph& g) { return hasFoldableNode(g); };
+  p.run = [](ir::Graph& g, const PassOptions&, const PassContext&) -> Expected<bool> { return foldConstants(g); };
+  return p;
+}
+
+}  // namespace kiln::passes

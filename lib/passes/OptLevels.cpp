@@ -1,0 +1,63 @@
+//===- lib/passes/OptLevels.cpp - The -O0..-O3 pipelines --------------------===//
+//
+// Straight-line pipelines. Each level extends the one below, so a model's
+// outputs can be checked level by level. Every ordering constraint is stated
+// where it applies. Passes TVM keeps above OPT_LEVEL=3 (combine-parallel-*)
+// and those only some architectures want are in no level; the pass-selection
+// strategies and --pipeline reach them. They must run after
+// simplify-inference when combined (a BatchNorm between a Conv and its Split
+// no longer folds).
+//
+//===----------------------------------------------------------------------===//
+#include "kiln/passes/OptLevels.h"
+
+#include <string>
+
+namespace kiln::passes {
+
+Expected<std::vector<PipelineEntry>> optLevelPipeline(int level) {
+  if (level < 0 || level > kMaxOptLevel)
+    return Error(ErrorCode::InvalidArgument, "opt level must be 0 to " + std::to_string(kMaxOptLevel) + ", got " +
+                                                 std::to_string(level));
+  std::vector<std::string> p;
+  if (level >= 1) {
+    // BatchNorm statistics become weights first, so later folds see plain
+    // Conv/Gemm weights and the Mul/Add of unfoldable BatchNorms.
+    p.push_back("simplify-inference");
+    // Constants next, so simplify-expr's x*1 / x+0 rules see folded operands.
+    p.push_back("fold-constant");
+    p.push_back("simplify-expr");
+  }
+  if (level >= 2) {
+    // Shape arithmetic on static shapes becomes constants only after
+    // fold-constant made the weights final; it re-infers types, so the
+    // reshapes it makes static are then merged by a second simplify-expr.
+    p.push_back("dynamic-to-static");
+    // After folding, identical constants and the ops over them merge.
+    p.push_back("eliminate-common-subexpr");
+    p.push_back("simplify-expr");
+    // Padding must be merged into convs before scale folding looks at the
+    // conv's operand (a Pad between Mul and Conv blocks the forward fold).
+    p.push_back("fold-explicit-padding");
+    p.push_back("forward-fold-scale-axis");
+  }
+  if (level >= 3) {
+    // BL passes. Dense layers become MatMul+Add and constant Sub/Div become
+    // Add/Mul only now: forward-fold-scale-axis above folds a Gemm's scaling
+    // into its bias, which MatMul lacks.
+    p.push_back("canonicalize-ops");
+    // Cast cleanup after simplify-expr removed the identities between casts.
+    p.push_back("canonicalize-cast");
+    // New duplicates appear after the rewrites above (e.g. folded weights).
+    p.push_back("eliminate-common-subexpr");
+  }
+  if (level >= 1) {
+    // Last: every pass above may orphan nodes.
+    p.push_back("dead-code-elimination");
+  }
+  std::string text;
+  for (const std::string& name : p) text += (text.empty() ? "" : ",") + name;
+  return parsePipeline(text);
+}
+
+}  // namespace kiln::passes

@@ -1,0 +1,184 @@
+//===- lib/passes/RewriteUtils.cpp - Small helpers every rewrite needs -----===//
+//
+// See RewriteUtils.h.
+//
+//===----------------------------------------------------------------------===//
+#include "RewriteUtils.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "kiln/ir/ShapeInference.h"
+
+namespace kiln::passes {
+
+std::string nameBase(const ir::Node& node) {
+  if (!node.name().empty()) return node.name();
+  return node.numOutputs() ? node.output(0)->name() : node.opType();
+}
+
+std::string foldedName(const std::string& name) {
+  size_t pos = name.rfind("_folded");  // also "x_folded_2", made unique earlier
+  return (pos == std::string::npos ? name : name.substr(0, pos)) + "_folded";
+}
+
+bool isOp(const ir::Node* node, const char* op) {
+  return node && node->domain().empty() && node->opType() == op;
+}
+
+bool attributesEqual(const ir::Attribute& a, const ir::Attribute& b) {
+  if (a.kind() != b.kind()) return false;
+  switch (a.kind()) {
+    case ir::AttrKind::Int: return a.i() == b.i();
+    case ir::AttrKind::Float: return a.f() == b.f() || (a.f() != a.f() && b.f() != b.f());
+    case ir::AttrKind::String: return a.s() == b.s();
+    case ir::AttrKind::Tensor: return a.t().bitwiseEqual(b.t());
+    case ir::AttrKind::Ints: return a.ints() == b.ints();
+    case ir::AttrKind::Floats: return a.floats() == b.floats();
+    case ir::AttrKind::Strings: return a.strings() == b.strings();
+    case ir::AttrKind::Tensors: {
+      if (a.tensors().size() != b.tensors().size()) return false;
+      for (size_t i = 0; i < a.tensors().size(); ++i)
+        if (!a.tensors()[i].bitwiseEqual(b.tensors()[i])) return false;
+      return true;
+    }
+    case ir::AttrKind::Graph: case ir::AttrKind::Graphs: return false;
+  }
+  return false;
+}
+
+const Tensor* constantValue(const ir::Value* v) {
+  const ir::Node* p = v ? v->producer() : nullptr;
+  if (!isOp(p, "Constant") || !p->hasAttr("value")) return nullptr;
+  return &p->getTensor("value");
+}
+
+ir::Value* makeConstant(ir::Graph& graph, Tensor value, const std::string& base, ir::Node* before) {
+  std::string name = graph.uniqueValueName(base);
+  ir::Node* n = graph.createNode(ir::opSchema("Constant"), {}, std::vector<std::string>{name}, "", before);
+  ir::Type type = ir::TensorType::of(value);
+  n->setAttr("value", ir::Attribute(std::move(value)));
+  n->output(0)->setType(std::move(type));
+  return n->output(0);
+}
+
+bool isConstantFilledWith(const ir::Value* v, double x) {
+  const Tensor* t = constantValue(v);
+  if (!t || t->numElements() == 0) return false;
+  if (!isFloat(t->dtype()) && !isInteger(t->dtype())) return false;
+  std::vector<double> values = t->toDoubles();
+  return std::all_of(values.begin(), values.end(), [x](double e) { return e == x; });
+}
+
+std::optional<Tensor> floatConstant(const ir::Value* v) {
+  const Tensor* t = constantValue(v);
+  if (!t || t->dtype() != DType::F32) return std::nullopt;
+  return *t;
+}
+
+Tensor transposed2d(const Tensor& t) {
+  KILN_CHECK(t.rank() == 2, "transposed2d of a rank-", t.rank(), " tensor");
+  int64_t rows = t.dim(0), cols = t.dim(1);
+  size_t size = dtypeSize(t.dtype());
+  Tensor out = Tensor::zeros(t.dtype(), {cols, rows});
+  const auto* src = static_cast<const uint8_t*>(t.rawData());
+  auto* dst = static_cast<uint8_t*>(out.mutableRawData());
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) std::memcpy(dst + size_t(c * rows + r) * size, src + size_t(r * cols + c) * size, size);
+  return out;
+}
+
+Tensor concatenated(const std::vector<const Tensor*>& parts, int64_t axis) {
+  KILN_CHECK(!parts.empty(), "concatenated of nothing");
+  Dims dims = parts[0]->dims();
+  size_t size = dtypeSize(parts[0]->dtype());
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < axis; ++d) outer *= dims[size_t(d)];
+  for (int64_t d = axis + 1; d < int64_t(dims.size()); ++d) inner *= dims[size_t(d)];
+  dims[size_t(axis)] = 0;
+  for (const Tensor* p : parts) dims[size_t(axis)] += p->dim(axis);
+  Tensor out = Tensor::zeros(parts[0]->dtype(), dims);
+  auto* dst = static_cast<uint8_t*>(out.mutableRawData());
+  for (int64_t o = 0; o < outer; ++o)
+    for (const Tensor* p : parts) {
+      size_t chunk = size_t(p->dim(axis) * inner) * size;
+      std::memcpy(dst, static_cast<const uint8_t*>(p->rawData()) + size_t(o) * chunk, chunk);
+      dst += chunk;
+    }
+  return out;
+}
+
+bool isGraphOutput(const ir::Value* v) {
+  return std::any_of(v->uses().begin(), v->uses().end(), [](const ir::Use& u) { return u.isGraphOutput(); });
+}
+
+ir::Node* soleUser(const ir::Value* v) {
+  return v->uses().size() == 1 && !v->uses()[0].isGraphOutput() ? v->uses()[0].user : nullptr;
+}
+
+void replaceValue(ir::Value* from, ir::Value* to) {
+  if (from == to) return;
+  if (!isGraphOutput(from)) {
+    from->replaceAllUsesWith(to);
+    return;
+  }
+  std::string name = from->name();
+  ir::Graph& graph = *from->graph();
+  if (to->isGraphInput() || isGraphOutput(to) || to->graph() != from->graph()) {
+    // `to` must keep its own name: an Identity carries the output's name.
+    from->setName(graph.uniqueValueName(name + "_replaced"));
+    ir::Node* id = graph.createNode(ir::opSchema("Identity"), std::vector<ir::Value*>{to},
+                                    std::vector<std::string>{name});
+    id->output(0)->setType(to->type());
+    from->replaceAllUsesWith(id->output(0));
+    // Keep the order topological: the Identity goes right after `to`'s producer.
+    if (ir::Node* p = to->producer(); p && p->graph() == &graph) {
+      std::vector<ir::Node*> nodes = graph.nodes();
+      auto it = std::find(nodes.begin(), nodes.end(), p);
+      if (it + 1 != nodes.end()) graph.moveBefore(id, *(it + 1));
+    } else if (graph.firstNode() != id) {
+      graph.moveBefore(id, graph.firstNode());
+    }
+    return;
+  }
+  from->setName(graph.uniqueValueName(name + "_replaced"));
+  to->setName(name);
+  from->replaceAllUsesWith(to);
+}
+
+Expected<ir::Node*> createTypedNode(ir::Graph& graph, const std::string& op, const std::vector<ir::Value*>& inputs,
+                                    const std::vector<std::pair<std::string, ir::Attribute>>& attrs,
+                                    const std::string& name, ir::Node* before, size_t numOutputs) {
+  ir::Node* n = graph.createNode(ir::opSchema(op), inputs, numOutputs, name, before);
+  for (const auto& [k, v] : attrs) n->setAttr(k, v);
+  if (Status s = ir::inferNodeTypes(*n); !s.isOk())
+    return Error(ErrorCode::Internal, "a pass built an ill-typed " + op + ": " + s.error().message());
+  return n;
+}
+
+ir::Node* earliestNode(const std::vector<ir::Node*>& nodes) {
+  KILN_CHECK(!nodes.empty(), "earliestNode of nothing");
+  for (ir::Node* n : nodes.front()->graph()->nodes())
+    if (std::find(nodes.begin(), nodes.end(), n) != nodes.end()) return n;
+  KILN_CHECK(false, "earliestNode: nodes are not in one graph");
+  return nullptr;
+}
+
+void eraseWithDeadProducers(ir::Node* node) {
+  std::vector<ir::Node*> work{node};
+  while (!work.empty()) {
+    ir::Node* n = work.back();
+    work.pop_back();
+    bool used = false;
+    for (ir::Value* r : n->outputs()) used |= r->hasUses();
+    if (used) continue;
+    std::vector<ir::Node*> producers;
+    for (ir::Value* in : n->inputs())
+      if (in && in->producer() && in->producer()->graph() == n->graph()) producers.push_back(in->producer());
+    n->graph()->eraseNode(n);
+    for (ir::Node* p : producers)
+      if (std::find(work.begin(), work.end(), p) == work.end()) work.push_back(p);
+  }
+}
+
+}  // namespace kiln::passes

@@ -1,0 +1,73 @@
+//===- lib/passes/RewriteUtils.h - Small helpers every rewrite needs -*- C++ -*-===//
+//
+// What passes share: reading a value's constant, making Constant nodes,
+// checking "every element equals x", replacing a value while keeping graph
+// output names (users and the ONNX Runtime comparison find outputs by name),
+// and creating a node whose result types are inferred at once. Private to
+// lib/passes.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kiln/ir/Graph.h"
+#include "kiln/ir/OpSchema.h"
+#include "kiln/support/Status.h"
+#include "kiln/support/Tensor.h"
+
+namespace kiln::passes {
+
+/// The tensor of a default-domain Constant node producing `v`; null otherwise.
+const Tensor* constantValue(const ir::Value* v);
+/// A Constant node holding `value`, inserted before `before` (or at the end),
+/// its result named after `base`.
+ir::Value* makeConstant(ir::Graph& graph, Tensor value, const std::string& base, ir::Node* before);
+/// True when `v` is a constant every element of which equals `x` (any numeric type).
+bool isConstantFilledWith(const ir::Value* v, double x);
+/// A constant's value as float32 (for weight arithmetic); nullopt when not a
+/// float constant.
+std::optional<Tensor> floatConstant(const ir::Value* v);
+
+/// A 2-D tensor's transpose (any element type).
+Tensor transposed2d(const Tensor& t);
+/// Tensors of one dtype joined along `axis` (their other dims equal).
+Tensor concatenated(const std::vector<const Tensor*>& parts, int64_t axis);
+
+/// Redirects every use of `from` to `to`. When `from` is a graph output its
+/// name moves to `to` (or, if `to` cannot take it because it is a graph input
+/// or already an output, an Identity keeps the name).
+void replaceValue(ir::Value* from, ir::Value* to);
+/// True when `v` is an output of its graph.
+bool isGraphOutput(const ir::Value* v);
+/// A single-use value's only user, else null.
+ir::Node* soleUser(const ir::Value* v);
+
+/// Creates `op` over `inputs` before `before`, named after `name`, with result
+/// types inferred; an Internal error when inference fails (a pass bug).
+Expected<ir::Node*> createTypedNode(ir::Graph& graph, const std::string& op, const std::vector<ir::Value*>& inputs,
+                                    const std::vector<std::pair<std::string, ir::Attribute>>& attrs,
+                                    const std::string& name, ir::Node* before, size_t numOutputs = 1);
+
+/// The node of `nodes` (all in one graph) that comes first in graph order.
+ir::Node* earliestNode(const std::vector<ir::Node*>& nodes);
+
+/// Erases `node` and then every producer chain that became unused.
+void eraseWithDeadProducers(ir::Node* node);
+
+/// Equal kind and value (tensors: type and bytes); graph attributes never compare equal.
+bool attributesEqual(const ir::Attribute& a, const ir::Attribute& b);
+
+/// A base for names of values a rewrite of `node` creates: its name, else its
+/// first result's name.
+std::string nameBase(const ir::Node& node);
+
+/// `name` + "_folded", without stacking the suffix when folded again.
+std::string foldedName(const std::string& name);
+
+/// True for a default-domain node of op `op`.
+bool isOp(const ir::Node* node, const char* op);
+
+}  // namespace kiln::passes

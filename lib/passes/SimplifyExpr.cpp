@@ -1,0 +1,155 @@
+//===- lib/passes/SimplifyExpr.cpp - simplify-expr --------------------------===//
+//
+// Local algebraic simplifications that leave every value unchanged:
+//   Identity(x)                                   -> x
+//   x+0, 0+x, x-0, x*1, 1*x, x/1, x^1, Expand to x's own shape -> x
+//   Transpose(Transpose(x, p), q)                 -> Transpose(x, p∘q), or x if that is the identity
+//   chains of Reshape/Flatten/Squeeze/Unsqueeze    -> one Reshape to the static result shape
+//   a reshape-like op or Slice (steps 1) or Concat of one operand that keeps x's shape -> x
+// The arithmetic rules fire only when the constant cannot broadcast x to a
+// larger shape and has x's element type; x+0 turns -0 into +0 in IEEE
+// arithmetic, which no later op distinguishes except 1/x. Rules repeat until
+// nothing matches, so x*1+0 goes at once.
+//
+//===----------------------------------------------------------------------===//
+#include <numeric>
+
+#include "RewriteUtils.h"
+#include "kiln/passes/PassRegistry.h"
+
+namespace kiln::passes {
+namespace {
+
+bool isStaticTensor(const ir::Value* v) { return v->type().isTensor() && v->tensorType().isStatic(); }
+
+/// True when `c` broadcast against `x` yields x's shape and dtype.
+bool broadcastKeepsShape(const ir::Value* x, const ir::Value* c) {
+  if (!x->type().isTensor() || !c->type().isTensor()) return false;
+  const ir::TensorType& tx = x->tensorType();
+  const ir::TensorType& tc = c->tensorType();
+  if (tx.dtype() != tc.dtype() || !tx.hasRank() || !tc.isStatic() || tc.rank() > tx.rank()) return false;
+  for (int64_t i = 0; i < tc.rank(); ++i) {
+    int64_t dc = tc.dim(tc.rank() - 1 - i), dx = tx.dim(tx.rank() - 1 - i);
+    if (dc != 1 && dc != dx) return false;
+  }
+  return true;
+}
+
+/// `to` can replace `from` without an Identity to carry an output name.
+bool replaceableCleanly(const ir::Value* from, const ir::Value* to) {
+  return !isGraphOutput(from) || (!to->isGraphInput() && !isGraphOutput(to) && to->graph() == from->graph());
+}
+
+/// The operand a node reduces to, or null when no identity rule matches.
+ir::Value* identityOperand(const ir::Node& n) {
+  auto constIs = [](const ir::Value* v, double x) { return v && isConstantFilledWith(v, x); };
+  const std::string& op = n.opType();
+  if (!n.domain().empty()) return nullptr;
+  if (op == "Identity" && n.input(0)->type() == n.output(0)->type()) return n.input(0);
+  if (op == "Add" || op == "Mul") {
+    double unit = op == "Add" ? 0 : 1;
+    for (int i = 0; i < 2; ++i)
+      if (constIs(n.input(1 - i), unit) && broadcastKeepsShape(n.input(i), n.input(1 - i))) return n.input(i);
+  }
+  if ((op == "Sub" && constIs(n.input(1), 0)) || (op == "Div" && constIs(n.input(1), 1)) ||
+      (op == "Pow" && constIs(n.input(1), 1) && n.input(1)->tensorType().dtype() == n.input(0)->tensorType().dtype()))
+    if (broadcastKeepsShape(n.input(0), n.input(1))) return n.input(0);
+  bool keepsShape = isStaticTensor(n.output(0)) && n.input(0) && n.input(0)->type() == n.output(0)->type();
+  if (keepsShape && (op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze" || op == "Expand"))
+    return n.input(0);
+  if (keepsShape && op == "Concat" && n.numInputs() == 1) return n.input(0);
+  if (keepsShape && op == "Slice" && (!n.input(4) || constIs(n.input(4), 1))) return n.input(0);
+  return nullptr;
+}
+
+bool isReshapeLike(const ir::Node* n) {
+  return isOp(n, "Reshape") || isOp(n, "Flatten") || isOp(n, "Squeeze") || isOp(n, "Unsqueeze");
+}
+
+std::vector<int64_t> permOf(const ir::Node& t) {
+  if (t.hasAttr("perm")) return t.getInts("perm");
+  std::vector<int64_t> p(size_t(t.input(0)->tensorType().rank()));
+  std::iota(p.rbegin(), p.rend(), 0);
+  return p;
+}
+
+/// One rewrite of `n`, if a rule matches. Returns true when the IR changed.
+Expected<bool> simplifyNode(ir::Node* n) {
+  ir::Graph& g = *n->graph();
+  if (ir::Value* x = identityOperand(*n); x && replaceableCleanly(n->output(0), x)) {
+    replaceValue(n->output(0), x);
+    eraseWithDeadProducers(n);
+    return true;
+  }
+  ir::Node* inner = n->input(0) ? n->input(0)->producer() : nullptr;
+  if (isOp(n, "Transpose") && isOp(inner, "Transpose") && soleUser(inner->output(0)) == n &&
+      inner->input(0)->tensorType().hasRank()) {
+    std::vector<int64_t> p = permOf(*inner), q = permOf(*n), composed(q.size());
+    for (size_t i = 0; i < q.size(); ++i) composed[i] = p[size_t(q[i])];
+    KILN_ASSIGN(ir::Node * t, createTypedNode(g, "Transpose", {inner->input(0)}, {{"perm", composed}}, n->name(), n));
+    replaceValue(n->output(0), t->output(0));
+    eraseWithDeadProducers(n);
+    return true;
+  }
+  if (isReshapeLike(n) && isReshapeLike(inner) && soleUser(inner->output(0)) == n && isStaticTensor(n->output(0))) {
+    const Dims& dims = n->output(0)->tensorType().dims();
+    ir::Value* shape = makeConstant(g, Tensor::fromVector<int64_t>({int64_t(dims.size())}, dims),
+                                    n->output(0)->name() + "_shape", n);
+    KILN_ASSIGN(ir::Node * r, createTypedNode(g, "Reshape", {inner->input(0), shape}, {}, n->name(), n));
+    replaceValue(n->output(0), r->output(0));
+    eraseWithDeadProducers(n);
+    return true;
+  }
+  return false;
+}
+
+bool hasSimplifiable(const ir::Graph& g) {
+  for (const ir::Node* n : g.nodes()) {
+    if (ir::Value* x = identityOperand(*n); x && replaceableCleanly(n->output(0), x)) return true;
+    const ir::Node* inner = n->input(0) ? n->input(0)->producer() : nullptr;
+    if (isOp(n, "Transpose") && isOp(inner, "Transpose") && soleUser(inner->output(0)) == n) return true;
+    if (isReshapeLike(n) && isReshapeLike(inner) && soleUser(inner->output(0)) == n && isStaticTensor(n->output(0)))
+      return true;
+    for (const ir::Graph* sub : n->subgraphs())
+      if (hasSimplifiable(*sub)) return true;
+  }
+  return false;
+}
+
+Expected<bool> simplify(ir::Graph& g) {
+  bool changed = false;
+  for (bool again = true; again;) {
+    again = false;
+    for (ir::Node* n : g.nodes()) {
+      for (ir::Graph* sub : n->subgraphs()) {
+        KILN_ASSIGN(bool subChanged, simplify(*sub));
+        changed |= subChanged;
+      }
+      KILN_ASSIGN(bool c, simplifyNode(n));
+      if (c) {
+        changed = again = true;
+        break;  // the snapshot may hold erased nodes now
+      }
+    }
+  }
+  return changed;
+}
+
+}  // namespace
+
+PassInfo simplifyExprPass() {
+  PassInfo p;
+  p.name = "simplify-expr";
+  p.summary = "Remove identity arithmetic and merge consecutive reshapes and transposes";
+  p.description =
+      "Drops Identity, x+0, x-0, x*1, x/1, x^1 and shape-preserving Reshape/Flatten/Squeeze/Unsqueeze/Expand/"
+      "Slice/Concat; composes Transpose pairs (removing identity permutations) and collapses chains of "
+      "reshape-like ops into one Reshape to the static shape. Exact except that x+0 maps -0 to +0.";
+  p.classes = {"BL", "RN", "MN", "SSD"};  // Table 4: SimplifyExpr is RN; MN; SSD; in kiln's -O3 (BL)
+  p.optLevel = 1;
+  p.applicable = [](const ir::Graph& g) { return hasSimplifiable(g); };
+  p.run = [](ir::Graph& g, const PassOptions&, const PassContext&) -> Expected<bool> { return simplify(g); };
+  return p;
+}
+
+}  // namespace kiln::passes

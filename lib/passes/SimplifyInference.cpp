@@ -1,0 +1,141 @@
+//===- lib/passes/SimplifyInference.cpp - simplify-inference ----------------===//
+//
+// Rewrites training-time constructs for inference:
+//   Dropout (not in training mode)            -> its operand (mask: all true)
+//   BatchNormalization after a Conv/Gemm/MatMul with constant weights, the
+//     op's only user                          -> the op with folded weights
+//   any other inference BatchNormalization    -> x * s + t, s = scale/sqrt(var+eps),
+//                                                t = B - mean*s (per channel)
+// Statistics and weights are combined in double and rounded once, so results
+// differ from the unfolded graph only by f32 rounding (relative 1e-6 typical).
+//
+//===----------------------------------------------------------------------===//
+#include <cmath>
+
+#include "RewriteUtils.h"
+#include "WeightFolding.h"
+#include "kiln/passes/PassRegistry.h"
+
+namespace kiln::passes {
+namespace {
+
+bool isInferenceDropout(const ir::Node& n) {
+  if (!isOp(&n, "Dropout")) return false;
+  if (n.hasInput(2) && !isConstantFilledWith(n.input(2), 0)) return false;  // training_mode may be on
+  if (n.numOutputs() < 2 || !n.output(1)->hasUses()) return true;
+  return n.output(1)->tensorType().isStatic();
+}
+
+/// s and t of an inference BatchNormalization with f32 constant statistics.
+std::optional<std::pair<std::vector<double>, std::vector<double>>> batchNormAffine(const ir::Node& n) {
+  if (!isOp(&n, "BatchNormalization") || n.getInt("training_mode") != 0) return std::nullopt;
+  for (size_t i = 1; i < n.numOutputs(); ++i)
+    if (n.output(i)->hasUses()) return std::nullopt;
+  std::optional<Tensor> gamma = floatConstant(n.input(1)), beta = floatConstant(n.input(2)),
+                        mean = floatConstant(n.input(3)), var = floatConstant(n.input(4));
+  if (!gamma || !beta || !mean || !var) return std::nullopt;
+  int64_t c = gamma->numElements();
+  if (beta->numElements() != c || mean->numElements() != c || var->numElements() != c) return std::nullopt;
+  double eps = n.getFloat("epsilon");
+  std::vector<double> s(static_cast<size_t>(c)), t(static_cast<size_t>(c));
+  for (int64_t i = 0; i < c; ++i) {
+    s[size_t(i)] = double(gamma->data<float>()[i]) / std::sqrt(double(var->data<float>()[i]) + eps);
+    t[size_t(i)] = double(beta->data<float>()[i]) - double(mean->data<float>()[i]) * s[size_t(i)];
+  }
+  return std::make_pair(std::move(s), std::move(t));
+}
+
+/// The producer a BatchNormalization folds into, or null.
+ir::Node* foldTarget(const ir::Node& bn, int64_t channels) {
+  ir::Node* p = bn.input(0)->producer();
+  if (!p || soleUser(p->output(0)) != &bn || isGraphOutput(p->output(0))) return nullptr;
+  bool isConv = isOp(p, "Conv");
+  if (!isConv && bn.input(0)->tensorType().rank() != 2) return nullptr;  // Gemm/MatMul: channels are the last axis
+  auto n = foldableOutputChannels(*p, true);
+  return n && *n == channels ? p : nullptr;
+}
+
+Expected<bool> rewriteBatchNorm(ir::Node* bn) {
+  auto affine = batchNormAffine(*bn);
+  if (!affine) return false;
+  auto& [s, t] = *affine;
+  ir::Graph& g = *bn->graph();
+  ir::Value* result = nullptr;
+  if (ir::Node* target = foldTarget(*bn, int64_t(s.size()))) {
+    KILN_ASSIGN(result, foldAffineIntoWeights(*target, s, t));
+  } else {
+    const ir::TensorType& type = bn->input(0)->tensorType();
+    if (!type.hasRank() || type.rank() < 2 || type.dtype() != DType::F32) return false;
+    Dims dims(size_t(type.rank() - 1), 1);
+    dims[0] = int64_t(s.size());
+    std::vector<float> sf(s.begin(), s.end()), tf(t.begin(), t.end());
+    ir::Value* sv = makeConstant(g, Tensor::fromVector<float>(dims, sf), nameBase(*bn) + "_scale", bn);
+    ir::Value* tv = makeConstant(g, Tensor::fromVector<float>(dims, tf), nameBase(*bn) + "_shift", bn);
+    KILN_ASSIGN(ir::Node * mul, createTypedNode(g, "Mul", {bn->input(0), sv}, {}, nameBase(*bn) + "_mul", bn));
+    KILN_ASSIGN(ir::Node * add, createTypedNode(g, "Add", {mul->output(0), tv}, {}, nameBase(*bn) + "_add", bn));
+    result = add->output(0);
+  }
+  replaceValue(bn->output(0), result);
+  eraseWithDeadProducers(bn);
+  return true;
+}
+
+void rewriteDropout(ir::Node* d) {
+  ir::Graph& g = *d->graph();
+  if (d->numOutputs() > 1 && d->output(1)->hasUses()) {
+    const Dims& dims = d->output(1)->tensorType().dims();
+    Tensor mask = Tensor::zeros(DType::Bool, dims);
+    std::fill_n(static_cast<uint8_t*>(mask.mutableRawData()), mask.byteSize(), uint8_t(1));
+    replaceValue(d->output(1), makeConstant(g, std::move(mask), d->output(1)->name() + "_ones", d));
+  }
+  replaceValue(d->output(0), d->input(0));
+  eraseWithDeadProducers(d);
+}
+
+bool hasTarget(const ir::Graph& g) {
+  for (const ir::Node* n : g.nodes()) {
+    if (isInferenceDropout(*n) || batchNormAffine(*n)) return true;
+    for (const ir::Graph* sub : n->subgraphs())
+      if (hasTarget(*sub)) return true;
+  }
+  return false;
+}
+
+Expected<bool> simplify(ir::Graph& g) {
+  bool changed = false;
+  for (ir::Node* n : g.nodes()) {
+    for (ir::Graph* sub : n->subgraphs()) {
+      KILN_ASSIGN(bool c, simplify(*sub));
+      changed |= c;
+    }
+    if (isInferenceDropout(*n)) {
+      rewriteDropout(n);
+      changed = true;
+    } else if (isOp(n, "BatchNormalization")) {
+      KILN_ASSIGN(bool c, rewriteBatchNorm(n));
+      changed |= c;
+    }
+  }
+  return changed;
+}
+
+}  // namespace
+
+PassInfo simplifyInferencePass() {
+  PassInfo p;
+  p.name = "simplify-inference";
+  p.summary = "Fold BatchNormalization into weights and drop Dropout";
+  p.description =
+      "Replaces inference-mode Dropout by its operand, folds a BatchNormalization into the Conv, Gemm or "
+      "MatMul (constant weights) that feeds only it, and turns any other inference BatchNormalization into a "
+      "per-channel Mul and Add. Statistics are combined in double and rounded once: differences from the "
+      "unfolded graph are f32 rounding (documented tolerance: relative 1e-5).";
+  p.classes = {"BL", "RN", "MN", "SSD"};  // Table 4: SimplifyInference is RN; MN; SSD
+  p.tolerance = 1e-5;
+  p.optLevel = 1;
+  p.applicable = [](const ir::Graph& g) { return hasTarget(g); };
+  p.run = [](ir::Graph& g, const PassOptions&, const PassContext&) -> Expected<bool> { return simplify(g); };
+  return p;
+}
+
+}  // namespace kiln::passes

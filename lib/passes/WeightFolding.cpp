@@ -1,0 +1,107 @@
+//===- lib/passes/WeightFolding.cpp - Per-channel affine maps into weights ---===//
+//
+// See WeightFolding.h.
+//
+//===----------------------------------------------------------------------===//
+#include "WeightFolding.h"
+
+#include "RewriteUtils.h"
+
+namespace kiln::passes {
+namespace {
+
+bool isF32Constant(const ir::Value* v) {
+  const Tensor* t = constantValue(v);
+  return t && t->dtype() == DType::F32;
+}
+
+/// Index of the weight operand and whether channels are its first axis.
+struct WeightLayout {
+  size_t weightOperand = 1;
+  bool channelsFirst = true;  ///< Conv W[C,...] and Gemm transB W[N,K]; else W[K,N]
+  int biasOperand = -1;       ///< -1: the op has no bias operand
+};
+
+std::optional<WeightLayout> layoutOf(const ir::Node& n) {
+  if (isOp(&n, "Conv")) return WeightLayout{1, true, 2};
+  if (isOp(&n, "Gemm") && n.getInt("transA") == 0) return WeightLayout{1, n.getInt("transB") != 0, 2};
+  if (isOp(&n, "MatMul") && n.input(1)->type().isTensor() && n.input(1)->tensorType().rank() == 2)
+    return WeightLayout{1, false, -1};
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<int64_t> foldableOutputChannels(const ir::Node& node, bool needBias) {
+  auto layout = layoutOf(node);
+  if (!layout || !isF32Constant(node.input(layout->weightOperand))) return std::nullopt;
+  if (needBias && layout->biasOperand < 0) return std::nullopt;
+  if (isOp(&node, "Gemm") && node.hasInput(2) && node.getFloat("beta") == 0) return std::nullopt;
+  const Tensor& w = *constantValue(node.input(layout->weightOperand));
+  int64_t channels = layout->channelsFirst ? w.dim(0) : w.dim(w.rank() - 1);
+  if (layout->biasOperand >= 0 && node.hasInput(size_t(layout->biasOperand))) {
+    const ir::Value* b = node.input(size_t(layout->biasOperand));
+    if (!isF32Constant(b) || constantValue(b)->numElements() != channels) return std::nullopt;
+  }
+  return channels;
+}
+
+Expected<ir::Value*> foldAffineIntoWeights(ir::Node& node, const std::vector<double>& scale,
+                                           const std::vector<double>& shift) {
+  WeightLayout layout = *layoutOf(node);
+  ir::Graph& g = *node.graph();
+  const Tensor& w = *constantValue(node.input(layout.weightOperand));
+  int64_t channels = int64_t(scale.size());
+  Tensor w2 = Tensor::zeros(DType::F32, w.dims());
+  const float* src = w.data<float>();
+  float* dst = w2.mutableData<float>();
+  // W[C, inner] (channels first) or W[outer, C] (channels last): no division per element.
+  int64_t inner = layout.channelsFirst ? w.numElements() / channels : channels;
+  int64_t outer = w.numElements() / inner;
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t k = 0; k < inner; ++k) {
+      double s = scale[size_t(layout.channelsFirst ? o : k)];
+      dst[o * inner + k] = float(double(src[o * inner + k]) * s);
+    }
+  std::vector<ir::Value*> operands = node.inputs();
+  operands[layout.weightOperand] = makeConstant(g, std::move(w2), foldedName(node.input(layout.weightOperand)->name()),
+                                                &node);
+  bool hasShift = false;
+  for (double s : shift) hasShift |= s != 0;
+  bool hasBias = layout.biasOperand >= 0 && node.hasInput(size_t(layout.biasOperand));
+  std::vector<std::pair<std::string, ir::Attribute>> attrs = node.attributes();
+  if (hasBias || hasShift) {
+    KILN_CHECK(layout.biasOperand >= 0, "foldAffineIntoWeights: shift on an op without bias");
+    double beta = isOp(&node, "Gemm") && hasBias ? node.getFloat("beta") : 1.0;
+    std::vector<float> bias(static_cast<size_t>(channels));
+    const float* b = hasBias ? constantValue(node.input(size_t(layout.biasOperand)))->data<float>() : nullptr;
+    // Gemm adds beta*C: C' = C*scale + shift/beta keeps beta as it is.
+    for (int64_t c = 0; c < channels; ++c)
+      bias[size_t(c)] = float((b ? double(b[c]) : 0.0) * scale[size_t(c)] + shift[size_t(c)] / beta);
+    std::string base = hasBias ? foldedName(node.input(size_t(layout.biasOperand))->name()) : nameBase(node) + "_bias";
+    ir::Value* biasValue = makeConstant(g, Tensor::fromVector<float>({channels}, bias), base, &node);
+    if (operands.size() <= size_t(layout.biasOperand)) operands.resize(size_t(layout.biasOperand) + 1, nullptr);
+    operands[size_t(layout.biasOperand)] = biasValue;
+  }
+  KILN_ASSIGN(ir::Node * folded, createTypedNode(g, node.opType(), operands, attrs, node.name(), &node));
+  return folded->output(0);
+}
+
+std::optional<std::vector<double>> perChannelValues(const ir::Value* constant, int64_t axis, int64_t rank,
+                                                    int64_t channels) {
+  const Tensor* t = constantValue(constant);
+  if (!t || t->dtype() != DType::F32 || t->rank() > rank) return std::nullopt;
+  if (t->numElements() == 1) return std::vector<double>(size_t(channels), double(t->data<float>()[0]));
+  // Aligned to the result's trailing axes: only the channel axis may exceed 1.
+  int64_t offset = rank - t->rank();
+  for (int64_t i = 0; i < t->rank(); ++i) {
+    int64_t want = i + offset == axis ? channels : 1;
+    if (t->dim(i) != want) return std::nullopt;
+  }
+  if (axis < offset) return std::nullopt;
+  std::vector<double> out;
+  for (int64_t c = 0; c < channels; ++c) out.push_back(double(t->data<float>()[c]));
+  return out;
+}
+
+}  // namespace kiln::passes

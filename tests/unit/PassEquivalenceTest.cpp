@@ -1,0 +1,159 @@
+//===- tests/unit/PassEquivalenceTest.cpp - Passes keep model outputs ------===//
+//
+// The numerical before/after test of every pass on real models: each tiny zoo
+// model (default and raw forms) and the bundled tiny_cnn is run by the
+// interpreter on seeded inputs drawn from models/zoo.json, then every
+// registered pass alone and every -O pipeline is applied (IR verified after
+// each pass) and the outputs must agree within the tolerance each pass
+// documents (the sum over a pipeline). The test also checks that -O2 and -O3
+// change the raw forms (BatchNorm folded, shape arithmetic removed), so a
+// pipeline that silently does nothing fails.
+//
+//===----------------------------------------------------------------------===//
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "kiln/frontend/onnx/OnnxImporter.h"
+#include "kiln/passes/OptLevels.h"
+#include "kiln/passes/PassManager.h"
+#include "kiln/passes/PassRegistry.h"
+#include "kiln/runtime/Interpreter.h"
+
+using namespace kiln;
+
+namespace {
+
+const std::string kModels = std::string(KILN_SOURCE_DIR) + "/models/";
+
+/// Seeded inputs in the ranges models/zoo.json gives (uniform [-1, 1] otherwise).
+std::vector<RuntimeValue> makeInputs(const ir::Graph& g, const std::string& zooName) {
+  nlohmann::json spec;
+  std::ifstream f(kModels + "zoo.json");
+  nlohmann::json zoo = nlohmann::json::parse(f);
+  for (const auto& m : zoo["models"])
+    if (m["name"] == zooName) spec = m["inputs"];
+  std::mt19937_64 gen(7);
+  std::vector<RuntimeValue> out;
+  for (const ir::Value* in : g.inputs()) {
+    const ir::TensorType& t = in->tensorType();
+    REQUIRE(t.isStatic());
+    double low = -1, high = 1;
+    if (spec.contains(in->name())) {
+      low = spec[in->name()]["low"].get<double>();
+      high = spec[in->name()]["high"].get<double>();
+    }
+    Tensor x = Tensor::zeros(t.dtype(), t.dims());
+    for (int64_t i = 0; i < x.numElements(); ++i) {
+      if (t.dtype() == DType::F32) {
+        x.mutableData<float>()[i] = float(std::uniform_real_distribution<double>(low, high)(gen));
+      } else {
+        REQUIRE(t.dtype() == DType::I64);
+        x.mutableData<int64_t>()[i] = std::uniform_int_distribution<int64_t>(int64_t(low), int64_t(high) - 1)(gen);
+      }
+    }
+    out.emplace_back(std::move(x));
+  }
+  return out;
+}
+
+/// Imports a model; tiny_cnn's dynamic batch is bound to 1 as the demo does.
+std::unique_ptr<ir::Module> load(const std::string& file) {
+  onnx::ImportOptions options;
+  if (file.ends_with("tiny_cnn.onnx")) options.inputShapes["input"] = {1, 3, 32, 32};
+  auto m = onnx::importOnnxFile(kModels + file, options);
+  INFO((m.isOk() ? std::string() : m.error().str()));
+  REQUIRE(m.isOk());
+  return std::move(m).value();
+}
+
+std::vector<RuntimeValue> run(const ir::Graph& g, const std::vector<RuntimeValue>& inputs) {
+  runtime::Interpreter interp(g, {.checkStaticTypes = true});
+  auto r = interp.run(inputs);
+  INFO((r.isOk() ? std::string() : r.error().str()));
+  REQUIRE(r.isOk());
+  return std::move(r).value();
+}
+
+/// max|a - b| / max|b| over every output (shapes and types must match).
+double relativeError(const std::vector<RuntimeValue>& got, const std::vector<RuntimeValue>& want) {
+  REQUIRE(got.size() == want.size());
+  double worst = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    const Tensor& a = got[i].tensor();
+    const Tensor& b = want[i].tensor();
+    REQUIRE(a.dtype() == b.dtype());
+    REQUIRE(a.dims() == b.dims());
+    std::vector<double> x = a.toDoubles(), y = b.toDoubles();
+    double diff = 0, scale = 0;
+    for (size_t k = 0; k < x.size(); ++k) {
+      diff = std::max(diff, std::abs(x[k] - y[k]));
+      scale = std::max(scale, std::abs(y[k]));
+    }
+    worst = std::max(worst, scale > 0 ? diff / scale : diff);
+  }
+  return worst;
+}
+
+struct Case {
+  std::string file, zooName;
+};
+
+const std::vector<Case> kCases = {
+    {"tiny/resnet_tiny-default.onnx", "resnet_tiny"},     {"tiny/resnet_tiny-raw.onnx", "resnet_tiny"},
+    {"tiny/mobilenet_tiny-default.onnx", "mobilenet_tiny"}, {"tiny/mobilenet_tiny-raw.onnx", "mobilenet_tiny"},
+    {"tiny/ssdlite_tiny-default.onnx", "ssdlite_tiny"},   {"tiny/ssdlite_tiny-raw.onnx", "ssdlite_tiny"},
+    {"tiny/bert_tiny-default.onnx", "bert_tiny"},         {"tiny/bert_tiny-raw.onnx", "bert_tiny"},
+    {"tiny/tiny_cnn.onnx", ""},
+};
+
+/// Runs `pipeline` on a fresh import and checks the outputs; returns the report.
+passes::PassReport checkPipeline(const Case& c, const std::vector<passes::PipelineEntry>& pipeline,
+                                 const std::vector<RuntimeValue>& inputs, const std::vector<RuntimeValue>& reference) {
+  auto module = load(c.file);
+  auto report = passes::runPipeline(module->graph(), pipeline, {.context = {.verifyEach = true}});
+  INFO((report.isOk() ? std::string() : report.error().str()));
+  REQUIRE(report.isOk());
+  double tolerance = 0;
+  for (const auto& e : pipeline) tolerance += e.pass->tolerance;
+  double err = relativeError(run(module->graph(), inputs), reference);
+  INFO("relative error " << err << ", tolerance " << tolerance);
+  CHECK(err <= tolerance);
+  return std::move(report).value();
+}
+
+}  // namespace
+
+TEST_CASE("Every pass alone keeps every tiny model's outputs within its tolerance", "[passes][models]") {
+  for (const Case& c : kCases) {
+    auto reference_module = load(c.file);
+    std::vector<RuntimeValue> inputs = makeInputs(reference_module->graph(), c.zooName);
+    std::vector<RuntimeValue> reference = run(reference_module->graph(), inputs);
+    for (const passes::PassInfo& p : passes::allPasses()) {
+      INFO(c.file << " with " << p.name);
+      auto pipeline = passes::parsePipeline(p.name);
+      REQUIRE(pipeline.isOk());
+      checkPipeline(c, *pipeline, inputs, reference);
+    }
+  }
+}
+
+TEST_CASE("The O1, O2 and O3 pipelines keep every tiny model's outputs and change the raw forms", "[passes][models]") {
+  for (const Case& c : kCases) {
+    auto reference_module = load(c.file);
+    std::vector<RuntimeValue> inputs = makeInputs(reference_module->graph(), c.zooName);
+    std::vector<RuntimeValue> reference = run(reference_module->graph(), inputs);
+    for (int level = 0; level <= passes::kMaxOptLevel; ++level) {
+      INFO(c.file << " at -O" << level);
+      auto pipeline = passes::optLevelPipeline(level);
+      REQUIRE(pipeline.isOk());
+      passes::PassReport report = checkPipeline(c, *pipeline, inputs, reference);
+      bool changed = false;
+      for (const auto& r : report.passes) changed |= r.changed;
+      if (level == 0) CHECK(report.passes.empty());
+      if (level >= 1 && c.file.find("-raw") != std::string::npos) CHECK(changed);
+    }
+  }
+}
