@@ -141,6 +141,7 @@ void registerAllOps(OpRegistry& r) {
   registerLossAndTrainingOps(r);
   registerDetectionOps(r);
   registerGeneratorOps(r);
+  registerKilnOps(r);
 }
 
 const OpSchema& opSchema(std::string_view name, std::string_view domain) {

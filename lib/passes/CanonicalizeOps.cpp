@@ -107,7 +107,7 @@ Expected<bool> canonicalize(ir::Graph& g) {
     if (result->type() != n->output(0)->type() && n->output(0)->tensorType().isStatic())
       return Error(ErrorCode::Internal, "canonicalize-ops changed the type of '" + n->output(0)->name() + "' from " +
                                             n->output(0)->type().str() + " to " + result->type().str());
-    replaceValue(n->output(0), result);
+    replaceValue(n->output(0), result, true);
     eraseWithDeadProducers(n);
     changed = true;
   }

@@ -99,7 +99,7 @@ Expected<bool> fold(ir::Graph& g) {
       std::vector<double> ones(f.values.size(), 1.0), zeros(f.values.size(), 0.0);
       bool scale = f.kind == Fold::Kind::OutputScale;
       KILN_ASSIGN(ir::Value * folded, foldAffineIntoWeights(*f.op, scale ? f.values : ones, scale ? zeros : f.values));
-      replaceValue(f.affine->output(0), folded);
+      replaceValue(f.affine->output(0), folded, true);
       eraseWithDeadProducers(f.affine);
     }
     changed = true;

@@ -34,6 +34,10 @@ void registerAllPasses() {
     r.push_back(simplifyFcTransposePass());
     r.push_back(combineParallelDensePass());
     r.push_back(combineParallelConv2dPass());
+    r.push_back(recognizeLayerNormPass());
+    r.push_back(recognizeGeluPass());
+    r.push_back(fuseAttentionPass());
+    r.push_back(fastMathPass());
   });
 }
 

@@ -116,8 +116,16 @@ ir::Node* soleUser(const ir::Value* v) {
   return v->uses().size() == 1 && !v->uses()[0].isGraphOutput() ? v->uses()[0].user : nullptr;
 }
 
-void replaceValue(ir::Value* from, ir::Value* to) {
+void replaceValue(ir::Value* from, ir::Value* to, bool takeName) {
   if (from == to) return;
+  bool canTakeName = !to->isGraphInput() && !isGraphOutput(to) && to->graph() == from->graph();
+  if (takeName && canTakeName && !isGraphOutput(from)) {
+    std::string name = from->name();
+    from->setName(from->graph()->uniqueValueName(name + "_replaced"));
+    to->setName(name);
+    from->replaceAllUsesWith(to);
+    return;
+  }
   if (!isGraphOutput(from)) {
     from->replaceAllUsesWith(to);
     return;
@@ -149,7 +157,10 @@ void replaceValue(ir::Value* from, ir::Value* to) {
 Expected<ir::Node*> createTypedNode(ir::Graph& graph, const std::string& op, const std::vector<ir::Value*>& inputs,
                                     const std::vector<std::pair<std::string, ir::Attribute>>& attrs,
                                     const std::string& name, ir::Node* before, size_t numOutputs) {
-  ir::Node* n = graph.createNode(ir::opSchema(op), inputs, numOutputs, name, before);
+  size_t sep = op.find("::");  // "kiln::Gelu": a kiln-domain op
+  const ir::OpSchema& schema =
+      sep == std::string::npos ? ir::opSchema(op) : ir::opSchema(op.substr(sep + 2), op.substr(0, sep));
+  ir::Node* n = graph.createNode(schema, inputs, numOutputs, name, before);
   for (const auto& [k, v] : attrs) n->setAttr(k, v);
   if (Status s = ir::inferNodeTypes(*n); !s.isOk())
     return Error(ErrorCode::Internal, "a pass built an ill-typed " + op + ": " + s.error().message());

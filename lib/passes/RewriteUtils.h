@@ -38,15 +38,18 @@ Tensor concatenated(const std::vector<const Tensor*>& parts, int64_t axis);
 
 /// Redirects every use of `from` to `to`. When `from` is a graph output its
 /// name moves to `to` (or, if `to` cannot take it because it is a graph input
-/// or already an output, an Identity keeps the name).
-void replaceValue(ir::Value* from, ir::Value* to);
+/// or already an output, an Identity keeps the name). With `takeName` (for a
+/// `to` the rewrite just created) the name moves in any case, so rewritten
+/// IR keeps the exporter's value names.
+void replaceValue(ir::Value* from, ir::Value* to, bool takeName = false);
 /// True when `v` is an output of its graph.
 bool isGraphOutput(const ir::Value* v);
 /// A single-use value's only user, else null.
 ir::Node* soleUser(const ir::Value* v);
 
-/// Creates `op` over `inputs` before `before`, named after `name`, with result
-/// types inferred; an Internal error when inference fails (a pass bug).
+/// Creates `op` ("Conv", or "kiln::Gelu" for another domain) over `inputs`
+/// before `before`, named `name`, with result types inferred; an Internal
+/// error when inference fails (a pass bug).
 Expected<ir::Node*> createTypedNode(ir::Graph& graph, const std::string& op, const std::vector<ir::Value*>& inputs,
                                     const std::vector<std::pair<std::string, ir::Attribute>>& attrs,
                                     const std::string& name, ir::Node* before, size_t numOutputs = 1);

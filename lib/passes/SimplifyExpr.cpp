@@ -87,7 +87,7 @@ Expected<bool> simplifyNode(ir::Node* n) {
     std::vector<int64_t> p = permOf(*inner), q = permOf(*n), composed(q.size());
     for (size_t i = 0; i < q.size(); ++i) composed[i] = p[size_t(q[i])];
     KILN_ASSIGN(ir::Node * t, createTypedNode(g, "Transpose", {inner->input(0)}, {{"perm", composed}}, n->name(), n));
-    replaceValue(n->output(0), t->output(0));
+    replaceValue(n->output(0), t->output(0), true);
     eraseWithDeadProducers(n);
     return true;
   }
@@ -96,7 +96,7 @@ Expected<bool> simplifyNode(ir::Node* n) {
     ir::Value* shape = makeConstant(g, Tensor::fromVector<int64_t>({int64_t(dims.size())}, dims),
                                     n->output(0)->name() + "_shape", n);
     KILN_ASSIGN(ir::Node * r, createTypedNode(g, "Reshape", {inner->input(0), shape}, {}, n->name(), n));
-    replaceValue(n->output(0), r->output(0));
+    replaceValue(n->output(0), r->output(0), true);
     eraseWithDeadProducers(n);
     return true;
   }

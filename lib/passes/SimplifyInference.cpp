@@ -75,7 +75,7 @@ Expected<bool> rewriteBatchNorm(ir::Node* bn) {
     KILN_ASSIGN(ir::Node * add, createTypedNode(g, "Add", {mul->output(0), tv}, {}, nameBase(*bn) + "_add", bn));
     result = add->output(0);
   }
-  replaceValue(bn->output(0), result);
+  replaceValue(bn->output(0), result, true);
   eraseWithDeadProducers(bn);
   return true;
 }

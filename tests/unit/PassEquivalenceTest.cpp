@@ -157,3 +157,23 @@ TEST_CASE("The O1, O2 and O3 pipelines keep every tiny model's outputs and chang
     }
   }
 }
+
+TEST_CASE("The transformer chain recognises every LayerNorm, GELU and attention of the BERT models", "[passes][models]") {
+  // fast-math last, so it also approximates the recognised GELUs.
+  const char* chain = "fold-constant,simplify-expr,recognize-layer-norm,recognize-gelu,canonicalize-ops,fuse-attention,fast-math,"
+                      "dead-code-elimination";
+  auto pipeline = passes::parsePipeline(chain);
+  REQUIRE(pipeline.isOk());
+  for (const Case& c : kCases) {
+    INFO(c.file);
+    auto reference_module = load(c.file);
+    std::vector<RuntimeValue> inputs = makeInputs(reference_module->graph(), c.zooName);
+    std::vector<RuntimeValue> reference = run(reference_module->graph(), inputs);
+    passes::PassReport report = checkPipeline(c, *pipeline, inputs, reference);
+    if (c.zooName != "bert_tiny") continue;
+    for (const auto& r : report.passes) {
+      INFO(r.pass);
+      if (r.pass.starts_with("recognize") || r.pass == "fuse-attention" || r.pass == "fast-math") CHECK(r.changed);
+    }
+  }
+}

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <limits>
 
+#include "kiln/support/FastMath.h"
 #include "kiln/support/File.h"
 #include "kiln/support/Hash.h"
 #include "kiln/support/Npy.h"
@@ -150,4 +151,31 @@ TEST_CASE("file names from tensor names keep only safe characters", "[file]") {
   CHECK(sanitizeFileName("onnx::Add:1") == "onnx__Add_1");
   CHECK(sanitizeFileName("..") == "_..");
   CHECK(sanitizeFileName("logits") == "logits");
+}
+
+TEST_CASE("The fast-math approximations stay within their documented errors over all f32", "[fastmath]") {
+  // Every 127th bit pattern (34 million floats, both signs, all exponents).
+  double expErr = 0, erfErr = 0, tanhErr = 0;
+  for (uint64_t bits = 0; bits < (uint64_t(1) << 32); bits += 127) {
+    uint32_t u = uint32_t(bits);
+    float x;
+    std::memcpy(&x, &u, 4);
+    if (!std::isfinite(x)) continue;
+    if (x > -87.3f && x < 88.7f) {
+      double want = std::exp(double(x));
+      expErr = std::max(expErr, std::abs(kiln::fastExp(x) - want) / want);
+    }
+    erfErr = std::max(erfErr, std::abs(kiln::fastErf(x) - std::erf(double(x))));
+    tanhErr = std::max(tanhErr, std::abs(kiln::fastTanh(x) - std::tanh(double(x))));
+  }
+  CHECK(expErr <= kiln::kFastExpMaxRelError);
+  CHECK(erfErr <= kiln::kFastErfMaxAbsError);
+  CHECK(tanhErr <= kiln::kFastTanhMaxAbsError);
+  CHECK(expErr > 1e-8);  // an approximation, not libm
+  CHECK(kiln::fastExp(-100.0f) == 0.0f);
+  CHECK(std::isinf(kiln::fastExp(100.0f)));
+  CHECK(std::isnan(kiln::fastExp(NAN)));
+  CHECK(kiln::fastExp(88.7f) == Approx(std::exp(double(88.7f))).epsilon(1e-6));
+  CHECK(kiln::fastErf(10.0f) == 1.0f);
+  CHECK(kiln::fastTanh(-20.0f) == -1.0f);
 }

@@ -34,5 +34,9 @@ PassInfo canonicalizeOpsPass();
 PassInfo simplifyFcTransposePass();
 PassInfo combineParallelDensePass();
 PassInfo combineParallelConv2dPass();
+PassInfo recognizeLayerNormPass();
+PassInfo recognizeGeluPass();
+PassInfo fuseAttentionPass();
+PassInfo fastMathPass();
 
 }  // namespace kiln::passes

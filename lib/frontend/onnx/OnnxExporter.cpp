@@ -39,6 +39,7 @@ class Exporter {
   }
 
   bool usesTrainingDomain() const { return trainingDomain_; }
+  bool usesKilnDomain() const { return kilnDomain_; }
 
  private:
   /// ONNX value infos of tensors need a shape (the rank at least); sequence and
@@ -67,6 +68,7 @@ class Exporter {
     if (!n.domain().empty()) {
       np->set_domain(n.domain());
       trainingDomain_ |= n.domain() == "ai.onnx.preview.training";
+      kilnDomain_ |= n.domain() == "kiln";
     }
     if (!n.name().empty()) np->set_name(n.name());
     for (ir::Value* in : n.inputs()) np->add_input(in ? in->name() : "");
@@ -112,6 +114,7 @@ class Exporter {
   }
 
   bool trainingDomain_ = false;
+  bool kilnDomain_ = false;  ///< kiln's own ops (passes make them); only kiln runs such a model
 };
 
 }  // namespace
@@ -138,6 +141,11 @@ Expected<std::string> exportOnnxBytes(const ir::Module& module) {
     auto* t = model.add_opset_import();
     t->set_domain("ai.onnx.preview.training");
     t->set_version(1);
+  }
+  if (ex.usesKilnDomain()) {
+    auto* k = model.add_opset_import();
+    k->set_domain("kiln");
+    k->set_version(1);
   }
   try {
     ::onnx::checker::check_model(model);

@@ -23,4 +23,5 @@ void registerSignalOps(OpRegistry& r);
 void registerLossAndTrainingOps(OpRegistry& r);
 void registerDetectionOps(OpRegistry& r);
 void registerGeneratorOps(OpRegistry& r);
+void registerKilnOps(OpRegistry& r);
 }  // namespace kiln::ir

@@ -44,6 +44,7 @@ const KernelRegistry& KernelRegistry::global() {
     registerLossAndTrainingKernels(*r);
     registerDetectionKernels(*r);
     registerRandomKernels(*r);
+    registerKilnKernels(*r);
     return r;
   }();
   return *registry;

@@ -25,4 +25,5 @@ void registerSignalKernels(KernelRegistry& r);
 void registerLossAndTrainingKernels(KernelRegistry& r);
 void registerDetectionKernels(KernelRegistry& r);
 void registerRandomKernels(KernelRegistry& r);
+void registerKilnKernels(KernelRegistry& r);
 }  // namespace kiln::runtime

@@ -1,0 +1,118 @@
+//===- lib/passes/RecognizeGelu.cpp - recognize-gelu ------------------------===//
+//
+// GELU exported as primitive ops, x·0.5·(1 + erf(x/√2)) in any of PyTorch's
+// orders:
+//   Mul(Mul(x, Add(Erf(x/√2), 1)), 0.5)   or   Mul(Mul(x, 0.5), Add(Erf(x/√2), 1))
+// with x/√2 as Div(x, √2) or Mul(x, 1/√2), becomes kiln::Gelu(x) (anchor:
+// ONNX Runtime's GeluFusion; ONNX opset 20's Gelu). One elementwise op is
+// what the matmul templates fuse as an epilogue. Intermediates must have no
+// other user. Computed exactly instead of rounded per op: tolerance 1e-6.
+//
+//===----------------------------------------------------------------------===//
+#include <cmath>
+
+#include "RewriteUtils.h"
+#include "kiln/passes/PassRegistry.h"
+
+namespace kiln::passes {
+namespace {
+
+bool isNear(const ir::Value* v, double x) {
+  const Tensor* t = constantValue(v);
+  return t && t->numElements() == 1 && isFloat(t->dtype()) && std::abs(t->toDoubles()[0] - x) <= 1e-6 * std::abs(x);
+}
+
+/// The operand of a binary node other than `v` (null if `v` is not an operand).
+ir::Value* otherOperand(const ir::Node* n, const ir::Value* v) {
+  if (n->numInputs() != 2) return nullptr;
+  return n->input(0) == v ? n->input(1) : n->input(1) == v ? n->input(0) : nullptr;
+}
+
+bool singleUse(const ir::Value* v, const ir::Node* user) { return soleUser(v) == user && !isGraphOutput(v); }
+
+struct Match {
+  ir::Value* x = nullptr;
+  ir::Node* root = nullptr;
+};
+
+/// Matches from the Erf node.
+std::optional<Match> match(ir::Node* erf) {
+  if (!isOp(erf, "Erf")) return std::nullopt;
+  ir::Node* scaled = erf->input(0)->producer();
+  if (!scaled || !singleUse(erf->input(0), erf)) return std::nullopt;
+  ir::Value* x = scaled->input(0);
+  bool byDiv = isOp(scaled, "Div") && isNear(scaled->input(1), M_SQRT2);
+  bool byMul = isOp(scaled, "Mul") && isNear(scaled->input(1), M_SQRT1_2);
+  if (!byDiv && !byMul) return std::nullopt;
+  if (!x->type().isTensor() || x->tensorType().dtype() != DType::F32) return std::nullopt;
+  ir::Node* add = soleUser(erf->output(0));
+  if (!isOp(add, "Add") || !isNear(otherOperand(add, erf->output(0)), 1.0) || isGraphOutput(erf->output(0)))
+    return std::nullopt;
+  ir::Node* mul = soleUser(add->output(0));
+  if (!isOp(mul, "Mul") || isGraphOutput(add->output(0))) return std::nullopt;
+  ir::Value* other = otherOperand(mul, add->output(0));
+  ir::Node* root = nullptr;
+  if (other == x) {  // x·(1 + erf) then ·0.5
+    ir::Node* half = soleUser(mul->output(0));
+    if (isOp(half, "Mul") && !isGraphOutput(mul->output(0)) && isNear(otherOperand(half, mul->output(0)), 0.5))
+      root = half;
+  } else if (ir::Node* h = other ? other->producer() : nullptr;
+             isOp(h, "Mul") && singleUse(other, mul) && otherOperand(h, x) && isNear(otherOperand(h, x), 0.5)) {
+    root = mul;  // (x·0.5)·(1 + erf)
+  }
+  if (!root || root->output(0)->type() != x->type()) return std::nullopt;
+  return Match{x, root};
+}
+
+std::optional<Match> firstMatch(const ir::Graph& g) {
+  for (ir::Node* n : g.nodes())
+    if (auto m = match(n)) return m;
+  return std::nullopt;
+}
+
+bool hasMatch(const ir::Graph& g) {
+  for (ir::Node* n : g.nodes()) {
+    if (match(n)) return true;
+    for (const ir::Graph* sub : n->subgraphs())
+      if (hasMatch(*sub)) return true;
+  }
+  return false;
+}
+
+Expected<bool> recognize(ir::Graph& g) {
+  bool changed = false;
+  for (ir::Node* n : g.nodes())
+    for (ir::Graph* sub : n->subgraphs()) {
+      KILN_ASSIGN(bool c, recognize(*sub));
+      changed |= c;
+    }
+  // One match at a time, searched again after each rewrite: a rewrite
+  // replaces values (and erases nodes) that another match may refer to.
+  for (std::optional<Match> next = firstMatch(g); next; next = firstMatch(g)) {
+    const Match& m = *next;
+    KILN_ASSIGN(ir::Node * gelu, createTypedNode(g, "kiln::Gelu", {m.x}, {}, nameBase(*m.root) + "_gelu", m.root));
+    replaceValue(m.root->output(0), gelu->output(0), true);
+    eraseWithDeadProducers(m.root);
+    changed = true;
+  }
+  return changed;
+}
+
+}  // namespace
+
+PassInfo recognizeGeluPass() {
+  PassInfo p;
+  p.name = "recognize-gelu";
+  p.summary = "Turn spelled-out erf GELU into kiln::Gelu";
+  p.description =
+      "Matches x*0.5*(1+erf(x/sqrt(2))) in PyTorch's export orders (x/sqrt(2) as Div or Mul) and replaces the "
+      "five ops by one kiln::Gelu (anchor: ONNX Runtime's GeluFusion, ONNX opset 20 Gelu). Within 1e-6 relative.";
+  p.classes = {"BR"};  // not in Table 4: kiln adds it for exported BERT models
+  p.tolerance = 1e-6;
+  p.optLevel = 2;
+  p.applicable = [](const ir::Graph& g) { return hasMatch(g); };
+  p.run = [](ir::Graph& g, const PassOptions&, const PassContext&) -> Expected<bool> { return recognize(g); };
+  return p;
+}
+
+}  // namespace kiln::passes
