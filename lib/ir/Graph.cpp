@@ -215,9 +215,9 @@ void cloneBody(const Graph& from, Graph& to, ValueMap& map) {
 }
 }  // namespace
 
-std::unique_ptr<Graph> cloneGraph(const Graph& graph) {
-  auto out = graph.parent() ? graph.parent()->createSubgraph(graph.name())
-                            : std::make_unique<Graph>(graph.name());
+std::unique_ptr<Graph> cloneGraph(const Graph& graph, Graph* scope) {
+  Graph* parent = scope ? scope : graph.parent();
+  auto out = parent ? parent->createSubgraph(graph.name()) : std::make_unique<Graph>(graph.name());
   ValueMap map;
   cloneBody(graph, *out, map);
   return out;

@@ -20,6 +20,11 @@ Expected<std::vector<PipelineEntry>> optLevelPipeline(int level) {
     return Error(ErrorCode::InvalidArgument, "opt level must be 0 to " + std::to_string(kMaxOptLevel) + ", got " +
                                                  std::to_string(level));
   std::vector<std::string> p;
+  if (level >= 3) {
+    // BL: a model saved after fuse-ops or merge-composite gets its groups
+    // inlined first, so every graph pass below sees plain ops.
+    p.push_back("defuse-ops");
+  }
   if (level >= 1) {
     // BatchNorm statistics become weights first, so later folds see plain
     // Conv/Gemm weights and the Mul/Add of unfoldable BatchNorms.

@@ -38,6 +38,9 @@ void registerAllPasses() {
     r.push_back(recognizeGeluPass());
     r.push_back(fuseAttentionPass());
     r.push_back(fastMathPass());
+    r.push_back(fuseOpsPass());
+    r.push_back(defuseOpsPass());
+    r.push_back(mergeCompositePass());
   });
 }
 

@@ -95,8 +95,9 @@ class Graph {
 };
 
 /// Deep copy of a graph (nodes, subgraphs, types) created in the same scope as
-/// `graph` (names made unique there). Uses of values from enclosing graphs keep
-/// pointing at them.
-std::unique_ptr<Graph> cloneGraph(const Graph& graph);
+/// `graph` (names made unique there), or as a subgraph of `scope` when given
+/// (to become the body of a node in `scope`). Uses of values from enclosing
+/// graphs keep pointing at them.
+std::unique_ptr<Graph> cloneGraph(const Graph& graph, Graph* scope = nullptr);
 
 }  // namespace kiln::ir

@@ -38,5 +38,8 @@ PassInfo recognizeLayerNormPass();
 PassInfo recognizeGeluPass();
 PassInfo fuseAttentionPass();
 PassInfo fastMathPass();
+PassInfo fuseOpsPass();
+PassInfo defuseOpsPass();
+PassInfo mergeCompositePass();
 
 }  // namespace kiln::passes

@@ -1,0 +1,123 @@
+//===- lib/passes/MergeComposite.cpp - merge-composite ----------------------===//
+//
+// Wraps named patterns into kiln::Composite nodes so a target can hand each
+// one to a library call (cuDNN fused conv, cuBLASLt matmul with epilogue, a
+// fused attention or layernorm kernel) - TVM's MergeComposite with its usual
+// pattern table:
+//   conv2d_bias_relu   Conv [+ per-channel bias Add] -> Relu | Clip
+//   dense_bias_gelu    MatMul(x, W) + b -> kiln::Gelu
+//   dense_bias_relu    MatMul(x, W) + b -> Relu      (also Gemm -> Relu)
+//   dense_bias         MatMul(x, W) + b
+//   attention          kiln::Attention (after fuse-attention)
+//   layernorm          LayerNormalization (after recognize-layer-norm)
+// W and b are constants; every intermediate has no other user. Longer
+// patterns are tried first. The body runs the same ops: exact.
+//
+//===----------------------------------------------------------------------===//
+#include "GroupOutlining.h"
+#include "RewriteUtils.h"
+#include "kiln/passes/PassRegistry.h"
+
+namespace kiln::passes {
+namespace {
+
+struct Match {
+  std::string name;
+  std::vector<ir::Node*> members;  ///< in graph order
+};
+
+/// The single consumer of `n`'s only result when it is one of `ops`.
+ir::Node* nextIf(const ir::Node* n, std::initializer_list<const char*> ops) {
+  if (n->numOutputs() != 1 || isGraphOutput(n->output(0))) return nullptr;
+  ir::Node* u = soleUser(n->output(0));
+  if (!u) return nullptr;
+  for (const char* op : ops) {
+    std::string_view q = op;
+    if (q.starts_with("kiln::") ? (u->domain() == "kiln" && u->opType() == q.substr(6)) : isOp(u, op)) return u;
+  }
+  return nullptr;
+}
+
+/// An Add of `v` and a constant (the bias of the op producing `v`).
+bool isBiasAdd(const ir::Node* add, const ir::Value* v) {
+  if (!add) return false;
+  const ir::Value* other = add->input(0) == v ? add->input(1) : add->input(0);
+  return constantValue(other) && add->output(0)->type() == v->type();
+}
+
+std::optional<Match> match(ir::Node* n) {
+  if (n->domain() == "kiln" && n->opType() == "Attention") return Match{"attention", {n}};
+  if (isOp(n, "LayerNormalization") && n->numOutputs() == 1) return Match{"layernorm", {n}};
+  if (isOp(n, "Conv") && constantValue(n->input(1))) {
+    std::vector<ir::Node*> m{n};
+    ir::Node* add = nextIf(n, {"Add"});
+    if (isBiasAdd(add, n->output(0))) m.push_back(add);
+    if (ir::Node* act = nextIf(m.back(), {"Relu", "Clip"})) {
+      m.push_back(act);
+      return Match{"conv2d_bias_relu", m};
+    }
+    return std::nullopt;
+  }
+  if (isOp(n, "Gemm") && constantValue(n->input(1))) {
+    if (ir::Node* act = nextIf(n, {"Relu"})) return Match{"dense_bias_relu", {n, act}};
+    return std::nullopt;
+  }
+  if (isOp(n, "MatMul") && constantValue(n->input(1))) {
+    ir::Node* add = nextIf(n, {"Add"});
+    if (!isBiasAdd(add, n->output(0))) return std::nullopt;
+    if (ir::Node* gelu = nextIf(add, {"kiln::Gelu"})) return Match{"dense_bias_gelu", {n, add, gelu}};
+    if (ir::Node* relu = nextIf(add, {"Relu"})) return Match{"dense_bias_relu", {n, add, relu}};
+    return Match{"dense_bias", {n, add}};
+  }
+  return std::nullopt;
+}
+
+std::optional<Match> firstMatch(const ir::Graph& g) {
+  for (ir::Node* n : g.nodes())
+    if (auto m = match(n)) return m;
+  return std::nullopt;
+}
+
+bool hasMatch(const ir::Graph& g) {
+  if (firstMatch(g)) return true;
+  for (const ir::Node* n : g.nodes())
+    for (const ir::Graph* sub : n->subgraphs())
+      if (!isGroupNode(*n) && hasMatch(*sub)) return true;
+  return false;
+}
+
+Expected<bool> merge(ir::Graph& g) {
+  bool changed = false;
+  for (ir::Node* n : g.nodes())
+    for (ir::Graph* sub : n->subgraphs())
+      if (!isGroupNode(*n)) {
+        KILN_ASSIGN(bool c, merge(*sub));
+        changed |= c;
+      }
+  // One at a time: outlining replaces the matched nodes.
+  for (auto m = firstMatch(g); m; m = firstMatch(g)) {
+    KILN_ASSIGN(ir::Node * c, outlineGroup(m->members, "kiln::Composite", {{"name", m->name}}));
+    (void)c;
+    changed = true;
+  }
+  return changed;
+}
+
+}  // namespace
+
+PassInfo mergeCompositePass() {
+  PassInfo p;
+  p.name = "merge-composite";
+  p.summary = "Wrap named patterns (conv+bias+relu, dense+bias+gelu, attention, ...) into kiln::Composite";
+  p.description =
+      "Outlines conv2d_bias_relu, dense_bias_gelu, dense_bias_relu, dense_bias, attention and layernorm patterns "
+      "into kiln::Composite nodes named after the pattern, for library offload (anchor: TVM's MergeComposite). "
+      "Exact.";
+  p.classes = {"RN", "MN", "SSD"};  // Table 4: MergeComposite is RN; MN; SSD
+  p.optLevel = 3;
+  p.applicable = [](const ir::Graph& g) { return hasMatch(g); };
+  p.run = [](ir::Graph& g, const PassOptions&, const PassContext&) -> Expected<bool> { return merge(g); };
+  return p;
+}
+
+}  // namespace kiln::passes
