@@ -41,6 +41,7 @@ void registerAllPasses() {
     r.push_back(fuseOpsPass());
     r.push_back(defuseOpsPass());
     r.push_back(mergeCompositePass());
+    r.push_back(toMixedPrecisionPass());
   });
 }
 

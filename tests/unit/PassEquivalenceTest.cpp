@@ -5,7 +5,8 @@
 // interpreter on seeded inputs drawn from models/zoo.json, then every
 // registered pass alone and every -O pipeline is applied (IR verified after
 // each pass) and the outputs must agree within the tolerance each pass
-// documents (the sum over a pipeline). The test also checks that -O2 and -O3
+// documents (the sum over a pipeline; a detector's NMS outputs only under
+// tight tolerances, see checkPipeline). The test also checks that -O2 and -O3
 // change the raw forms (BatchNorm folded, shape arithmetic removed), so a
 // pipeline that silently does nothing fails.
 //
@@ -77,11 +78,11 @@ std::vector<RuntimeValue> run(const ir::Graph& g, const std::vector<RuntimeValue
   return std::move(r).value();
 }
 
-/// max|a - b| / max|b| over every output (shapes and types must match).
-double relativeError(const std::vector<RuntimeValue>& got, const std::vector<RuntimeValue>& want) {
+/// max|a - b| / max|b| over outputs [first, end) (shapes and types must match).
+double relativeError(const std::vector<RuntimeValue>& got, const std::vector<RuntimeValue>& want, size_t first = 0) {
   REQUIRE(got.size() == want.size());
   double worst = 0;
-  for (size_t i = 0; i < got.size(); ++i) {
+  for (size_t i = first; i < got.size(); ++i) {
     const Tensor& a = got[i].tensor();
     const Tensor& b = want[i].tensor();
     REQUIRE(a.dtype() == b.dtype());
@@ -118,7 +119,12 @@ passes::PassReport checkPipeline(const Case& c, const std::vector<passes::Pipeli
   REQUIRE(report.isOk());
   double tolerance = 0;
   for (const auto& e : pipeline) tolerance += e.pass->tolerance;
-  double err = relativeError(run(module->graph(), inputs), reference);
+  // A detector's boxes/scores/labels (outputs 0-2) come out of NMS, which is
+  // discontinuous: a 16-bit rounding may legitimately select other boxes.
+  // Under such a tolerance only its head outputs (cls_logits, bbox_regression)
+  // are compared; exact and near-exact pipelines compare everything.
+  size_t first = c.zooName == "ssdlite_tiny" && tolerance > 1e-4 ? 3 : 0;
+  double err = relativeError(run(module->graph(), inputs), reference, first);
   INFO("relative error " << err << ", tolerance " << tolerance);
   CHECK(err <= tolerance);
   return std::move(report).value();

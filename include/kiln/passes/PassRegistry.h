@@ -41,5 +41,6 @@ PassInfo fastMathPass();
 PassInfo fuseOpsPass();
 PassInfo defuseOpsPass();
 PassInfo mergeCompositePass();
+PassInfo toMixedPrecisionPass();
 
 }  // namespace kiln::passes
