@@ -65,39 +65,19 @@ int ruleFor(const ir::Node& n) {
   return source != DType::Undefined && losslessWidening(source, castTarget(*inner)) ? 2 : 0;
 }
 
-bool hasRedundantCast(const ir::Graph& g) {
-  for (const ir::Node* n : g.nodes()) {
-    if (ruleFor(*n)) return true;
-    for (const ir::Graph* sub : n->subgraphs())
-      if (hasRedundantCast(*sub)) return true;
+bool canonicalizeNode(ir::Node* n) {
+  int rule = ruleFor(*n);
+  if (rule == 2) {
+    // Re-point this Cast at the inner operand; rule 1 may then drop it.
+    ir::Node* inner = n->input(0)->producer();
+    n->setInput(0, inner->input(0));
+    if (!inner->output(0)->hasUses()) eraseWithDeadProducers(inner);
+    if (ruleFor(*n) != 1) return true;
   }
-  return false;
-}
-
-Expected<bool> canonicalize(ir::Graph& g) {
-  bool changed = false;
-  for (ir::Node* n : g.nodes()) {
-    for (ir::Graph* sub : n->subgraphs()) {
-      KILN_ASSIGN(bool c, canonicalize(*sub));
-      changed |= c;
-    }
-    int rule = ruleFor(*n);
-    if (rule == 2) {
-      // Re-point this Cast at the inner operand; rule 1 may then drop it.
-      ir::Node* inner = n->input(0)->producer();
-      n->setInput(0, inner->input(0));
-      if (!inner->output(0)->hasUses()) eraseWithDeadProducers(inner);
-      changed = true;
-      rule = ruleFor(*n) == 1 ? 1 : 0;
-    }
-    if (rule == 1) {
-      // An output that is a graph input cast to its own type becomes an Identity.
-      replaceValue(n->output(0), n->input(0));
-      eraseWithDeadProducers(n);
-      changed = true;
-    }
-  }
-  return changed;
+  // rule 1; an output that is a graph input cast to its own type becomes an Identity.
+  replaceValue(n->output(0), n->input(0));
+  eraseWithDeadProducers(n);
+  return true;
 }
 
 }  // namespace
@@ -112,8 +92,10 @@ PassInfo canonicalizeCastPass() {
       "removing it entirely when the result type is x's. Exact.";
   p.classes = {"BL", "RN"};  // Table 4: CanonicalizeCast is BL; RN
   p.optLevel = 3;
-  p.applicable = [](const ir::Graph& g) { return hasRedundantCast(g); };
-  p.run = [](ir::Graph& g, const PassOptions&, const PassContext&) -> Expected<bool> { return canonicalize(g); };
+  p.applicable = [](const ir::Graph& g) { return anyNode(g, [](const ir::Node& n) { return ruleFor(n) != 0; }); };
+  p.run = [](ir::Graph& g, const PassOptions&, const PassContext&) -> Expected<bool> {
+    return rewriteNodes(g, [](ir::Node* n) -> Expected<bool> { return ruleFor(*n) && canonicalizeNode(n); });
+  };
   return p;
 }
 

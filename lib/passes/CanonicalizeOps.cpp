@@ -85,33 +85,16 @@ Expected<ir::Value*> rewrite(ir::Node& n, int rule) {
   return r->output(0);
 }
 
-bool hasRewritable(const ir::Graph& g) {
-  for (const ir::Node* n : g.nodes()) {
-    if (ruleFor(*n)) return true;
-    for (const ir::Graph* sub : n->subgraphs())
-      if (hasRewritable(*sub)) return true;
-  }
-  return false;
-}
-
-Expected<bool> canonicalize(ir::Graph& g) {
-  bool changed = false;
-  for (ir::Node* n : g.nodes()) {
-    for (ir::Graph* sub : n->subgraphs()) {
-      KILN_ASSIGN(bool c, canonicalize(*sub));
-      changed |= c;
-    }
-    int rule = ruleFor(*n);
-    if (!rule) continue;
-    KILN_ASSIGN(ir::Value * result, rewrite(*n, rule));
-    if (result->type() != n->output(0)->type() && n->output(0)->tensorType().isStatic())
-      return Error(ErrorCode::Internal, "canonicalize-ops changed the type of '" + n->output(0)->name() + "' from " +
-                                            n->output(0)->type().str() + " to " + result->type().str());
-    replaceValue(n->output(0), result, true);
-    eraseWithDeadProducers(n);
-    changed = true;
-  }
-  return changed;
+Expected<bool> canonicalizeNode(ir::Node* n) {
+  int rule = ruleFor(*n);
+  if (!rule) return false;
+  KILN_ASSIGN(ir::Value * result, rewrite(*n, rule));
+  if (result->type() != n->output(0)->type() && n->output(0)->tensorType().isStatic())
+    return Error(ErrorCode::Internal, "canonicalize-ops changed the type of '" + n->output(0)->name() + "' from " +
+                                          n->output(0)->type().str() + " to " + result->type().str());
+  replaceValue(n->output(0), result, true);
+  eraseWithDeadProducers(n);
+  return true;
 }
 
 }  // namespace
@@ -128,8 +111,8 @@ PassInfo canonicalizeOpsPass() {
   p.classes = {"BL"};  // Table 4: CanonicalizeOps is BL; in -O3
   p.tolerance = 1e-6;
   p.optLevel = 3;
-  p.applicable = [](const ir::Graph& g) { return hasRewritable(g); };
-  p.run = [](ir::Graph& g, const PassOptions&, const PassContext&) -> Expected<bool> { return canonicalize(g); };
+  p.applicable = [](const ir::Graph& g) { return anyNode(g, [](const ir::Node& n) { return ruleFor(n) != 0; }); };
+  p.run = [](ir::Graph& g, const PassOptions&, const PassContext&) -> Expected<bool> { return rewriteNodes(g, canonicalizeNode); };
   return p;
 }
 

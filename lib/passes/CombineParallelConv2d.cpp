@@ -56,13 +56,6 @@ std::vector<std::vector<ir::Node*>> groupsFor(const ir::Value* x, int64_t minBra
   return out;
 }
 
-std::vector<ir::Value*> candidates(const ir::Graph& g) {
-  std::vector<ir::Value*> values(g.inputs().begin(), g.inputs().end());
-  for (ir::Node* n : g.nodes())
-    for (ir::Value* r : n->outputs()) values.push_back(r);
-  return values;
-}
-
 Status combine(ir::Graph& g, ir::Value* x, const std::vector<ir::Node*>& convs) {
   ir::Node* first = earliestNode(convs);
   std::vector<const Tensor*> ws, bs;
@@ -86,33 +79,6 @@ Status combine(ir::Graph& g, ir::Value* x, const std::vector<ir::Node*>& convs) 
   return Status::ok();
 }
 
-bool hasGroup(const ir::Graph& g, int64_t minBranches) {
-  for (ir::Value* v : candidates(g))
-    if (!groupsFor(v, minBranches).empty()) return true;
-  for (const ir::Node* n : g.nodes())
-    for (const ir::Graph* sub : n->subgraphs())
-      if (hasGroup(*sub, minBranches)) return true;
-  return false;
-}
-
-Expected<bool> combineAll(ir::Graph& g, int64_t minBranches) {
-  bool changed = false;
-  for (ir::Node* n : g.nodes())
-    for (ir::Graph* sub : n->subgraphs()) {
-      KILN_ASSIGN(bool c, combineAll(*sub, minBranches));
-      changed |= c;
-    }
-  // Collect first: combining erases branch results that are candidates too.
-  std::vector<std::pair<ir::Value*, std::vector<ir::Node*>>> work;
-  for (ir::Value* x : candidates(g))
-    for (auto& group : groupsFor(x, minBranches)) work.emplace_back(x, std::move(group));
-  for (const auto& [x, group] : work) {
-    KILN_TRY(combine(g, x, group));
-    changed = true;
-  }
-  return changed;
-}
-
 }  // namespace
 
 PassInfo combineParallelConv2dPass() {
@@ -126,11 +92,14 @@ PassInfo combineParallelConv2dPass() {
   p.classes = {"RN"};  // Table 4: CombineParallelConv2D is RN
   p.optLevel = 3;
   p.options = {{"min-branches", PassOptionSpec::Kind::Int, "2", "fewest parallel branches worth combining"}};
-  p.applicable = [](const ir::Graph& g) { return hasGroup(g, 2); };
+  p.applicable = [](const ir::Graph& g) {
+    return anyParallelGroup<std::vector<ir::Node*>>(g, [](const ir::Value* x) { return groupsFor(x, 2); });
+  };
   p.run = [](ir::Graph& g, const PassOptions& o, const PassContext&) -> Expected<bool> {
     int64_t minBranches = o.getInt("min-branches");
     if (minBranches < 2) return Error(ErrorCode::InvalidArgument, "combine-parallel-conv2d: min-branches must be >= 2");
-    return combineAll(g, minBranches);
+    return combineParallelGroups<std::vector<ir::Node*>>(
+        g, [minBranches](const ir::Value* x) { return groupsFor(x, minBranches); }, combine);
   };
   return p;
 }

@@ -7,19 +7,11 @@
 //
 //===----------------------------------------------------------------------===//
 #include "GroupOutlining.h"
+#include "RewriteUtils.h"
 #include "kiln/passes/PassRegistry.h"
 
 namespace kiln::passes {
 namespace {
-
-bool hasGroupNode(const ir::Graph& g) {
-  for (const ir::Node* n : g.nodes()) {
-    if (isGroupNode(*n)) return true;
-    for (const ir::Graph* sub : n->subgraphs())
-      if (hasGroupNode(*sub)) return true;
-  }
-  return false;
-}
 
 Expected<bool> defuse(ir::Graph& g) {
   bool changed = false;
@@ -35,7 +27,7 @@ Expected<bool> defuse(ir::Graph& g) {
     }
   }
   // A body may itself hold groups (a composite inside a fused group): repeat.
-  if (changed && hasGroupNode(g)) {
+  if (changed && anyNode(g, isGroupNode)) {
     KILN_ASSIGN(bool again, defuse(g));
     (void)again;
   }
@@ -53,7 +45,7 @@ PassInfo defuseOpsPass() {
       "merge-composite). Exact.";
   p.classes = {"BL"};  // Table 4: DefuseOps is BL
   p.optLevel = 3;
-  p.applicable = [](const ir::Graph& g) { return hasGroupNode(g); };
+  p.applicable = [](const ir::Graph& g) { return anyNode(g, isGroupNode); };
   p.run = [](ir::Graph& g, const PassOptions&, const PassContext&) -> Expected<bool> { return defuse(g); };
   return p;
 }

@@ -51,15 +51,6 @@ bool replaceShapes(ir::Graph& g) {
   return changed;
 }
 
-bool hasStaticShapeOp(const ir::Graph& g) {
-  for (const ir::Node* n : g.nodes()) {
-    if (staticShapeValue(*n)) return true;
-    for (const ir::Graph* sub : n->subgraphs())
-      if (hasStaticShapeOp(*sub)) return true;
-  }
-  return false;
-}
-
 Expected<bool> makeStatic(ir::Graph& g) {
   bool changed = false;
   for (int round = 0; round < 16; ++round) {
@@ -85,7 +76,7 @@ PassInfo dynamicToStaticPass() {
       "and repeats until nothing changes. Exact.";
   p.classes = {"BL", "AD", "SSD", "BR"};  // Table 4: DynamicToStatic is AD; kiln also offers it to SSD and BR; in -O3 (BL)
   p.optLevel = 2;
-  p.applicable = [](const ir::Graph& g) { return hasStaticShapeOp(g); };
+  p.applicable = [](const ir::Graph& g) { return anyNode(g, [](const ir::Node& n) { return staticShapeValue(n).has_value(); }); };
   p.run = [](ir::Graph& g, const PassOptions&, const PassContext&) -> Expected<bool> { return makeStatic(g); };
   return p;
 }

@@ -30,33 +30,16 @@ const char* replacementFor(const ir::Node& n) {
   return nullptr;
 }
 
-bool hasTarget(const ir::Graph& g) {
-  for (const ir::Node* n : g.nodes()) {
-    if (replacementFor(*n)) return true;
-    for (const ir::Graph* sub : n->subgraphs())
-      if (hasTarget(*sub)) return true;
-  }
-  return false;
-}
-
-Expected<bool> approximate(ir::Graph& g) {
-  bool changed = false;
-  for (ir::Node* n : g.nodes()) {
-    for (ir::Graph* sub : n->subgraphs()) {
-      KILN_ASSIGN(bool c, approximate(*sub));
-      changed |= c;
-    }
-    const char* op = replacementFor(*n);
-    if (!op) continue;
-    std::vector<std::pair<std::string, ir::Attribute>> attrs;
-    if (isOp(n, "Softmax")) attrs.emplace_back("axis", n->getInt("axis"));
-    if (n->domain() == "kiln") attrs.emplace_back("approximate", "fast");
-    KILN_ASSIGN(ir::Node * fast, createTypedNode(g, op, {n->input(0)}, attrs, n->name(), n));
-    replaceValue(n->output(0), fast->output(0), true);
-    eraseWithDeadProducers(n);
-    changed = true;
-  }
-  return changed;
+Expected<bool> approximate(ir::Node* n) {
+  const char* op = replacementFor(*n);
+  if (!op) return false;
+  std::vector<std::pair<std::string, ir::Attribute>> attrs;
+  if (isOp(n, "Softmax")) attrs.emplace_back("axis", n->getInt("axis"));
+  if (n->domain() == "kiln") attrs.emplace_back("approximate", "fast");
+  KILN_ASSIGN(ir::Node * fast, createTypedNode(*n->graph(), op, {n->input(0)}, attrs, n->name(), n));
+  replaceValue(n->output(0), fast->output(0), true);
+  eraseWithDeadProducers(n);
+  return true;
 }
 
 }  // namespace
@@ -72,8 +55,8 @@ PassInfo fastMathPass() {
   p.classes = {"MN", "BR", "SSD"};  // Table 4: FastMath is MN; BR; SSD
   p.tolerance = 1e-5;
   p.optLevel = 3;
-  p.applicable = [](const ir::Graph& g) { return hasTarget(g); };
-  p.run = [](ir::Graph& g, const PassOptions&, const PassContext&) -> Expected<bool> { return approximate(g); };
+  p.applicable = [](const ir::Graph& g) { return anyNode(g, [](const ir::Node& n) { return replacementFor(n) != nullptr; }); };
+  p.run = [](ir::Graph& g, const PassOptions&, const PassContext&) -> Expected<bool> { return rewriteNodes(g, approximate); };
   return p;
 }
 

@@ -10,21 +10,10 @@
 //
 //===----------------------------------------------------------------------===//
 #include "ConstantEvaluation.h"
+#include "RewriteUtils.h"
 #include "kiln/passes/PassRegistry.h"
 
 namespace kiln::passes {
-namespace {
-
-bool hasFoldableNode(const ir::Graph& graph) {
-  for (const ir::Node* node : graph.nodes()) {
-    if (isFoldable(*node)) return true;
-    for (const ir::Graph* sub : node->subgraphs())
-      if (hasFoldableNode(*sub)) return true;
-  }
-  return false;
-}
-
-}  // namespace
 
 PassInfo foldConstantPass() {
   PassInfo p;
@@ -37,7 +26,7 @@ PassInfo foldConstantPass() {
       "the node gives.";
   p.classes = {"BL", "RN", "MN", "SSD"};  // Table 4: FoldConstant is RN; MN; SSD
   p.optLevel = 1;
-  p.applicable = [](const ir::Graph& g) { return hasFoldableNode(g); };
+  p.applicable = [](const ir::Graph& g) { return anyNode(g, isFoldable); };
   p.run = [](ir::Graph& g, const PassOptions&, const PassContext&) -> Expected<bool> { return foldConstants(g); };
   return p;
 }

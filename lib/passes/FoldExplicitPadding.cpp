@@ -41,30 +41,16 @@ ir::Node* foldableUser(const ir::Node& n) {
   return user && foldablePads(n, *user) ? user : nullptr;
 }
 
-bool hasFoldablePad(const ir::Graph& g) {
-  for (const ir::Node* n : g.nodes()) {
-    if (foldableUser(*n)) return true;
-    for (const ir::Graph* sub : n->subgraphs())
-      if (hasFoldablePad(*sub)) return true;
-  }
-  return false;
-}
-
-bool fold(ir::Graph& g) {
-  bool changed = false;
-  for (ir::Node* n : g.nodes()) {
-    for (ir::Graph* sub : n->subgraphs()) changed |= fold(*sub);
-    ir::Node* user = foldableUser(*n);
-    if (!user) continue;
-    std::vector<int64_t> extra = *foldablePads(*n, *user);
-    std::vector<int64_t> pads = user->hasAttr("pads") ? user->getInts("pads") : std::vector<int64_t>(extra.size(), 0);
-    for (size_t i = 0; i < pads.size(); ++i) pads[i] += extra[i];
-    user->setAttr("pads", pads);
-    user->setInput(0, n->input(0));
-    eraseWithDeadProducers(n);
-    changed = true;
-  }
-  return changed;
+bool foldNode(ir::Node* n) {
+  ir::Node* user = foldableUser(*n);
+  if (!user) return false;
+  std::vector<int64_t> extra = *foldablePads(*n, *user);
+  std::vector<int64_t> pads = user->hasAttr("pads") ? user->getInts("pads") : std::vector<int64_t>(extra.size(), 0);
+  for (size_t i = 0; i < pads.size(); ++i) pads[i] += extra[i];
+  user->setAttr("pads", pads);
+  user->setInput(0, n->input(0));
+  eraseWithDeadProducers(n);
+  return true;
 }
 
 }  // namespace
@@ -78,8 +64,10 @@ PassInfo foldExplicitPaddingPass() {
       "with count_include_pad=1) that is its only user. Exact.";
   p.classes = {"BL", "RN", "SSD"};  // Table 4: FoldExplicitPadding is RN; SSD; in kiln's -O3 (BL)
   p.optLevel = 2;
-  p.applicable = [](const ir::Graph& g) { return hasFoldablePad(g); };
-  p.run = [](ir::Graph& g, const PassOptions&, const PassContext&) -> Expected<bool> { return fold(g); };
+  p.applicable = [](const ir::Graph& g) { return anyNode(g, [](const ir::Node& n) { return foldableUser(n) != nullptr; }); };
+  p.run = [](ir::Graph& g, const PassOptions&, const PassContext&) -> Expected<bool> {
+    return rewriteNodes(g, [](ir::Node* n) -> Expected<bool> { return foldNode(n); });
+  };
   return p;
 }
 

@@ -84,36 +84,19 @@ void applyInputFold(const Fold& f) {
   eraseWithDeadProducers(oldWeights);
 }
 
-Expected<bool> fold(ir::Graph& g) {
-  bool changed = false;
-  for (ir::Node* n : g.nodes()) {
-    for (ir::Graph* sub : n->subgraphs()) {
-      KILN_ASSIGN(bool c, fold(*sub));
-      changed |= c;
-    }
-    Fold f = findFold(*n);
-    if (f.kind == Fold::Kind::None) continue;
-    if (f.kind == Fold::Kind::InputScale) {
-      applyInputFold(f);
-    } else {
-      std::vector<double> ones(f.values.size(), 1.0), zeros(f.values.size(), 0.0);
-      bool scale = f.kind == Fold::Kind::OutputScale;
-      KILN_ASSIGN(ir::Value * folded, foldAffineIntoWeights(*f.op, scale ? f.values : ones, scale ? zeros : f.values));
-      replaceValue(f.affine->output(0), folded, true);
-      eraseWithDeadProducers(f.affine);
-    }
-    changed = true;
+Expected<bool> foldNode(ir::Node* n) {
+  Fold f = findFold(*n);
+  if (f.kind == Fold::Kind::None) return false;
+  if (f.kind == Fold::Kind::InputScale) {
+    applyInputFold(f);
+    return true;
   }
-  return changed;
-}
-
-bool hasFold(const ir::Graph& g) {
-  for (ir::Node* n : g.nodes()) {
-    if (findFold(*n).kind != Fold::Kind::None) return true;
-    for (const ir::Graph* sub : n->subgraphs())
-      if (hasFold(*sub)) return true;
-  }
-  return false;
+  std::vector<double> ones(f.values.size(), 1.0), zeros(f.values.size(), 0.0);
+  bool scale = f.kind == Fold::Kind::OutputScale;
+  KILN_ASSIGN(ir::Value * folded, foldAffineIntoWeights(*f.op, scale ? f.values : ones, scale ? zeros : f.values));
+  replaceValue(f.affine->output(0), folded, true);
+  eraseWithDeadProducers(f.affine);
+  return true;
 }
 
 }  // namespace
@@ -129,8 +112,10 @@ PassInfo forwardFoldScaleAxisPass() {
   p.classes = {"BL", "BR"};  // Table 4: ForwardFoldScaleAxis is BR; in kiln's -O3 (BL)
   p.tolerance = 1e-5;
   p.optLevel = 2;
-  p.applicable = [](const ir::Graph& g) { return hasFold(g); };
-  p.run = [](ir::Graph& g, const PassOptions&, const PassContext&) -> Expected<bool> { return fold(g); };
+  p.applicable = [](const ir::Graph& g) {
+    return anyNode(g, [](const ir::Node& n) { return findFold(const_cast<ir::Node&>(n)).kind != Fold::Kind::None; });
+  };
+  p.run = [](ir::Graph& g, const PassOptions&, const PassContext&) -> Expected<bool> { return rewriteNodes(g, foldNode); };
   return p;
 }
 

@@ -71,44 +71,18 @@ std::optional<Match> match(ir::Node* softmax) {
   return m;
 }
 
-std::optional<Match> firstMatch(const ir::Graph& g) {
-  for (ir::Node* n : g.nodes())
-    if (auto m = match(n)) return m;
-  return std::nullopt;
-}
-
-bool hasMatch(const ir::Graph& g) {
-  for (ir::Node* n : g.nodes()) {
-    if (match(n)) return true;
-    for (const ir::Graph* sub : n->subgraphs())
-      if (hasMatch(*sub)) return true;
-  }
-  return false;
-}
-
-Expected<bool> fuse(ir::Graph& g) {
-  bool changed = false;
-  for (ir::Node* n : g.nodes())
-    for (ir::Graph* sub : n->subgraphs()) {
-      KILN_ASSIGN(bool c, fuse(*sub));
-      changed |= c;
-    }
-  // One match at a time, searched again after each rewrite: a rewrite
-  // replaces values (and erases nodes) that another match may refer to.
-  for (std::optional<Match> next = firstMatch(g); next; next = firstMatch(g)) {
-    const Match& m = *next;
-    std::vector<ir::Value*> operands{m.scoresMatMul->input(0), m.scoresMatMul->input(1), m.outMatMul->input(1)};
-    if (m.mask) operands.push_back(m.mask);
-    KILN_ASSIGN(ir::Node * att, createTypedNode(g, "kiln::Attention", operands, {{"scale", m.scale}},
-                                                nameBase(*m.outMatMul) + "_attention", m.outMatMul));
-    if (att->output(0)->type() != m.outMatMul->output(0)->type())
-      return Error(ErrorCode::Internal, "fuse-attention: result type " + att->output(0)->type().str() + " differs from " +
-                                            m.outMatMul->output(0)->type().str());
-    replaceValue(m.outMatMul->output(0), att->output(0), true);
-    eraseWithDeadProducers(m.outMatMul);
-    changed = true;
-  }
-  return changed;
+Status apply(const Match& m) {
+  ir::Graph& g = *m.outMatMul->graph();
+  std::vector<ir::Value*> operands{m.scoresMatMul->input(0), m.scoresMatMul->input(1), m.outMatMul->input(1)};
+  if (m.mask) operands.push_back(m.mask);
+  KILN_ASSIGN(ir::Node * att, createTypedNode(g, "kiln::Attention", operands, {{"scale", m.scale}},
+                                              nameBase(*m.outMatMul) + "_attention", m.outMatMul));
+  if (att->output(0)->type() != m.outMatMul->output(0)->type())
+    return Error(ErrorCode::Internal, "fuse-attention: result type " + att->output(0)->type().str() + " differs from " +
+                                          m.outMatMul->output(0)->type().str());
+  replaceValue(m.outMatMul->output(0), att->output(0), true);
+  eraseWithDeadProducers(m.outMatMul);
+  return Status::ok();
 }
 
 }  // namespace
@@ -124,8 +98,8 @@ PassInfo fuseAttentionPass() {
   p.classes = {"BR"};  // not in Table 4: kiln adds it for transformer models
   p.tolerance = 1e-6;
   p.optLevel = 2;
-  p.applicable = [](const ir::Graph& g) { return hasMatch(g); };
-  p.run = [](ir::Graph& g, const PassOptions&, const PassContext&) -> Expected<bool> { return fuse(g); };
+  p.applicable = [](const ir::Graph& g) { return anyNode(g, [](const ir::Node& n) { return match(const_cast<ir::Node*>(&n)).has_value(); }); };
+  p.run = [](ir::Graph& g, const PassOptions&, const PassContext&) -> Expected<bool> { return rewriteMatches<Match>(g, match, apply); };
   return p;
 }
 

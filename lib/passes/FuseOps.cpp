@@ -61,6 +61,7 @@ FusionPattern absorb(FusionPattern kind, FusionPattern p) {
 
 /// Groups of `g` (each with >= 2 members) chosen greedily in graph order.
 std::vector<Group> planGroups(const ir::Graph& g, int64_t maxDepth) {
+  if (isGroupBody(g)) return {};
   std::vector<ir::Node*> nodes = g.nodes();
   std::unordered_map<const ir::Node*, size_t> position, groupOf;
   for (size_t i = 0; i < nodes.size(); ++i) position[nodes[i]] = i;
@@ -105,26 +106,21 @@ std::vector<Group> planGroups(const ir::Graph& g, int64_t maxDepth) {
 
 bool hasGroup(const ir::Graph& g, int64_t maxDepth) {
   if (!planGroups(g, maxDepth).empty()) return true;
-  for (const ir::Node* n : g.nodes())
-    for (const ir::Graph* sub : n->subgraphs())
-      if (hasGroup(*sub, maxDepth)) return true;
-  return false;
+  return anyNode(g, [&](const ir::Node& n) {
+    for (const ir::Graph* sub : n.subgraphs())
+      if (!planGroups(*sub, maxDepth).empty()) return true;
+    return false;
+  });
 }
 
 Expected<bool> fuse(ir::Graph& g, int64_t maxDepth) {
-  bool changed = false;
-  for (ir::Node* n : g.nodes())
-    for (ir::Graph* sub : n->subgraphs()) {
-      KILN_ASSIGN(bool c, fuse(*sub, maxDepth));
-      changed |= c;
-    }
-  for (const Group& group : planGroups(g, maxDepth)) {
-    KILN_ASSIGN(ir::Node * fused, outlineGroup(group.members, "kiln::Fused",
-                                               {{"pattern", std::string(ir::fusionPatternName(group.kind))}}));
-    (void)fused;
-    changed = true;
-  }
-  return changed;
+  return rewriteGraphs(g, [maxDepth](ir::Graph& graph) -> Expected<bool> {
+    std::vector<Group> groups = planGroups(graph, maxDepth);
+    for (const Group& group : groups)
+      KILN_TRY(outlineGroup(group.members, "kiln::Fused", {{"pattern", std::string(ir::fusionPatternName(group.kind))}})
+                   .status());
+    return !groups.empty();
+  });
 }
 
 }  // namespace

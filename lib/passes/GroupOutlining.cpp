@@ -47,6 +47,10 @@ bool isGroupNode(const ir::Node& node) {
   return node.domain() == "kiln" && (node.opType() == "Fused" || node.opType() == "Composite");
 }
 
+bool isGroupBody(const ir::Graph& graph) {
+  return graph.parentNode() && isGroupNode(*graph.parentNode());
+}
+
 Expected<ir::Node*> outlineGroup(const std::vector<ir::Node*>& members, const std::string& op,
                                  std::vector<std::pair<std::string, ir::Attribute>> attrs) {
   KILN_CHECK(!members.empty(), "outlineGroup of nothing");

@@ -31,5 +31,7 @@ Status inlineGroup(ir::Node* group);
 
 /// True for kiln::Fused and kiln::Composite nodes.
 bool isGroupNode(const ir::Node& node);
+/// True when `graph` is the body of a group node (fusion does not nest).
+bool isGroupBody(const ir::Graph& graph);
 
 }  // namespace kiln::passes

@@ -46,6 +46,7 @@ bool isBiasAdd(const ir::Node* add, const ir::Value* v) {
 }
 
 std::optional<Match> match(ir::Node* n) {
+  if (isGroupBody(*n->graph())) return std::nullopt;
   if (n->domain() == "kiln" && n->opType() == "Attention") return Match{"attention", {n}};
   if (isOp(n, "LayerNormalization") && n->numOutputs() == 1) return Match{"layernorm", {n}};
   if (isOp(n, "Conv") && constantValue(n->input(1))) {
@@ -72,35 +73,8 @@ std::optional<Match> match(ir::Node* n) {
   return std::nullopt;
 }
 
-std::optional<Match> firstMatch(const ir::Graph& g) {
-  for (ir::Node* n : g.nodes())
-    if (auto m = match(n)) return m;
-  return std::nullopt;
-}
-
-bool hasMatch(const ir::Graph& g) {
-  if (firstMatch(g)) return true;
-  for (const ir::Node* n : g.nodes())
-    for (const ir::Graph* sub : n->subgraphs())
-      if (!isGroupNode(*n) && hasMatch(*sub)) return true;
-  return false;
-}
-
-Expected<bool> merge(ir::Graph& g) {
-  bool changed = false;
-  for (ir::Node* n : g.nodes())
-    for (ir::Graph* sub : n->subgraphs())
-      if (!isGroupNode(*n)) {
-        KILN_ASSIGN(bool c, merge(*sub));
-        changed |= c;
-      }
-  // One at a time: outlining replaces the matched nodes.
-  for (auto m = firstMatch(g); m; m = firstMatch(g)) {
-    KILN_ASSIGN(ir::Node * c, outlineGroup(m->members, "kiln::Composite", {{"name", m->name}}));
-    (void)c;
-    changed = true;
-  }
-  return changed;
+Status apply(const Match& m) {
+  return outlineGroup(m.members, "kiln::Composite", {{"name", m.name}}).status();
 }
 
 }  // namespace
@@ -115,8 +89,8 @@ PassInfo mergeCompositePass() {
       "Exact.";
   p.classes = {"RN", "MN", "SSD"};  // Table 4: MergeComposite is RN; MN; SSD
   p.optLevel = 3;
-  p.applicable = [](const ir::Graph& g) { return hasMatch(g); };
-  p.run = [](ir::Graph& g, const PassOptions&, const PassContext&) -> Expected<bool> { return merge(g); };
+  p.applicable = [](const ir::Graph& g) { return anyNode(g, [](const ir::Node& n) { return match(const_cast<ir::Node*>(&n)).has_value(); }); };
+  p.run = [](ir::Graph& g, const PassOptions&, const PassContext&) -> Expected<bool> { return rewriteMatches<Match>(g, match, apply); };
   return p;
 }
 

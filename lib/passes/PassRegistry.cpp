@@ -42,6 +42,7 @@ void registerAllPasses() {
     r.push_back(defuseOpsPass());
     r.push_back(mergeCompositePass());
     r.push_back(toMixedPrecisionPass());
+    r.push_back(batchingOpsPass());
   });
 }
 

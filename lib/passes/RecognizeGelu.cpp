@@ -64,38 +64,12 @@ std::optional<Match> match(ir::Node* erf) {
   return Match{x, root};
 }
 
-std::optional<Match> firstMatch(const ir::Graph& g) {
-  for (ir::Node* n : g.nodes())
-    if (auto m = match(n)) return m;
-  return std::nullopt;
-}
-
-bool hasMatch(const ir::Graph& g) {
-  for (ir::Node* n : g.nodes()) {
-    if (match(n)) return true;
-    for (const ir::Graph* sub : n->subgraphs())
-      if (hasMatch(*sub)) return true;
-  }
-  return false;
-}
-
-Expected<bool> recognize(ir::Graph& g) {
-  bool changed = false;
-  for (ir::Node* n : g.nodes())
-    for (ir::Graph* sub : n->subgraphs()) {
-      KILN_ASSIGN(bool c, recognize(*sub));
-      changed |= c;
-    }
-  // One match at a time, searched again after each rewrite: a rewrite
-  // replaces values (and erases nodes) that another match may refer to.
-  for (std::optional<Match> next = firstMatch(g); next; next = firstMatch(g)) {
-    const Match& m = *next;
-    KILN_ASSIGN(ir::Node * gelu, createTypedNode(g, "kiln::Gelu", {m.x}, {}, nameBase(*m.root) + "_gelu", m.root));
-    replaceValue(m.root->output(0), gelu->output(0), true);
-    eraseWithDeadProducers(m.root);
-    changed = true;
-  }
-  return changed;
+Status apply(const Match& m) {
+  ir::Graph& g = *m.root->graph();
+  KILN_ASSIGN(ir::Node * gelu, createTypedNode(g, "kiln::Gelu", {m.x}, {}, nameBase(*m.root) + "_gelu", m.root));
+  replaceValue(m.root->output(0), gelu->output(0), true);
+  eraseWithDeadProducers(m.root);
+  return Status::ok();
 }
 
 }  // namespace
@@ -110,8 +84,8 @@ PassInfo recognizeGeluPass() {
   p.classes = {"BR"};  // not in Table 4: kiln adds it for exported BERT models
   p.tolerance = 1e-6;
   p.optLevel = 2;
-  p.applicable = [](const ir::Graph& g) { return hasMatch(g); };
-  p.run = [](ir::Graph& g, const PassOptions&, const PassContext&) -> Expected<bool> { return recognize(g); };
+  p.applicable = [](const ir::Graph& g) { return anyNode(g, [](const ir::Node& n) { return match(const_cast<ir::Node*>(&n)).has_value(); }); };
+  p.run = [](ir::Graph& g, const PassOptions&, const PassContext&) -> Expected<bool> { return rewriteMatches<Match>(g, match, apply); };
   return p;
 }
 

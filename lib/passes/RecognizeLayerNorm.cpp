@@ -99,50 +99,23 @@ std::optional<Match> match(ir::Node* div) {
   return m;
 }
 
-std::optional<Match> firstMatch(const ir::Graph& g) {
-  for (ir::Node* n : g.nodes())
-    if (auto m = match(n)) return m;
-  return std::nullopt;
-}
-
-bool hasMatch(const ir::Graph& g) {
-  for (ir::Node* n : g.nodes()) {
-    if (match(n)) return true;
-    for (const ir::Graph* sub : n->subgraphs())
-      if (hasMatch(*sub)) return true;
+Status apply(const Match& m) {
+  ir::Graph& g = *m.div->graph();
+  ir::Value* gamma = m.gamma;
+  if (!gamma) {
+    const Dims& xd = m.x->tensorType().dims();
+    Dims norm(xd.begin() + m.axis, xd.end());
+    Tensor ones = Tensor::zeros(DType::F32, norm);
+    std::fill_n(ones.mutableData<float>(), ones.numElements(), 1.0f);
+    gamma = makeConstant(g, std::move(ones), nameBase(*m.div) + "_scale", m.last);
   }
-  return false;
-}
-
-Expected<bool> recognize(ir::Graph& g) {
-  bool changed = false;
-  for (ir::Node* n : g.nodes())
-    for (ir::Graph* sub : n->subgraphs()) {
-      KILN_ASSIGN(bool c, recognize(*sub));
-      changed |= c;
-    }
-  // One match at a time, searched again after each rewrite: a rewrite
-  // replaces values (and erases nodes) that another match may refer to.
-  for (std::optional<Match> next = firstMatch(g); next; next = firstMatch(g)) {
-    const Match& m = *next;
-    ir::Value* gamma = m.gamma;
-    if (!gamma) {
-      const Dims& xd = m.x->tensorType().dims();
-      Dims norm(xd.begin() + m.axis, xd.end());
-      Tensor ones = Tensor::zeros(DType::F32, norm);
-      std::fill_n(ones.mutableData<float>(), ones.numElements(), 1.0f);
-      gamma = makeConstant(g, std::move(ones), nameBase(*m.div) + "_scale", m.last);
-    }
-    std::vector<ir::Value*> operands{m.x, gamma};
-    if (m.beta) operands.push_back(m.beta);
-    KILN_ASSIGN(ir::Node * ln, createTypedNode(g, "LayerNormalization", operands,
-                                               {{"axis", m.axis}, {"epsilon", m.epsilon}},
-                                               nameBase(*m.last) + "_layernorm", m.last));
-    replaceValue(m.last->output(0), ln->output(0), true);
-    eraseWithDeadProducers(m.last);
-    changed = true;
-  }
-  return changed;
+  std::vector<ir::Value*> operands{m.x, gamma};
+  if (m.beta) operands.push_back(m.beta);
+  KILN_ASSIGN(ir::Node * ln, createTypedNode(g, "LayerNormalization", operands, {{"axis", m.axis}, {"epsilon", m.epsilon}},
+                                             nameBase(*m.last) + "_layernorm", m.last));
+  replaceValue(m.last->output(0), ln->output(0), true);
+  eraseWithDeadProducers(m.last);
+  return Status::ok();
 }
 
 }  // namespace
@@ -158,8 +131,8 @@ PassInfo recognizeLayerNormPass() {
   p.classes = {"BR"};  // not in Table 4: kiln adds it for exported BERT models
   p.tolerance = 1e-5;
   p.optLevel = 2;
-  p.applicable = [](const ir::Graph& g) { return hasMatch(g); };
-  p.run = [](ir::Graph& g, const PassOptions&, const PassContext&) -> Expected<bool> { return recognize(g); };
+  p.applicable = [](const ir::Graph& g) { return anyNode(g, [](const ir::Node& n) { return match(const_cast<ir::Node*>(&n)).has_value(); }); };
+  p.run = [](ir::Graph& g, const PassOptions&, const PassContext&) -> Expected<bool> { return rewriteMatches<Match>(g, match, apply); };
   return p;
 }
 

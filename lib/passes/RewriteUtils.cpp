@@ -17,6 +17,44 @@ std::string nameBase(const ir::Node& node) {
   return node.numOutputs() ? node.output(0)->name() : node.opType();
 }
 
+bool anyNode(const ir::Graph& graph, const std::function<bool(const ir::Node&)>& pred) {
+  for (const ir::Node* n : graph.nodes()) {
+    if (pred(*n)) return true;
+    for (const ir::Graph* sub : n->subgraphs())
+      if (anyNode(*sub, pred)) return true;
+  }
+  return false;
+}
+
+Expected<bool> rewriteGraphs(ir::Graph& graph, const std::function<Expected<bool>(ir::Graph&)>& rewrite) {
+  bool changed = false;
+  for (ir::Node* n : graph.nodes())
+    for (ir::Graph* sub : n->subgraphs()) {
+      KILN_ASSIGN(bool c, rewriteGraphs(*sub, rewrite));
+      changed |= c;
+    }
+  KILN_ASSIGN(bool c, rewrite(graph));
+  return changed || c;
+}
+
+Expected<bool> rewriteNodes(ir::Graph& graph, const std::function<Expected<bool>(ir::Node*)>& rewrite) {
+  return rewriteGraphs(graph, [&](ir::Graph& g) -> Expected<bool> {
+    bool changed = false;
+    for (ir::Node* n : g.nodes()) {
+      KILN_ASSIGN(bool c, rewrite(n));
+      changed |= c;
+    }
+    return changed;
+  });
+}
+
+std::vector<ir::Value*> definedValues(const ir::Graph& graph) {
+  std::vector<ir::Value*> values(graph.inputs().begin(), graph.inputs().end());
+  for (ir::Node* n : graph.nodes())
+    for (ir::Value* r : n->outputs()) values.push_back(r);
+  return values;
+}
+
 std::string foldedName(const std::string& name) {
   size_t pos = name.rfind("_folded");  // also "x_folded_2", made unique earlier
   return (pos == std::string::npos ? name : name.substr(0, pos)) + "_folded";

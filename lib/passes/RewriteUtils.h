@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -70,7 +71,76 @@ std::string nameBase(const ir::Node& node);
 /// `name` + "_folded", without stacking the suffix when folded again.
 std::string foldedName(const std::string& name);
 
+/// True when `pred` holds for a node of `graph` or of a graph nested in it
+/// (the usual `applicable` of a pass).
+bool anyNode(const ir::Graph& graph, const std::function<bool(const ir::Node&)>& pred);
+/// Runs `rewrite` on every graph nested in `graph` (innermost first), then on
+/// `graph` itself; true when any call changed something.
+Expected<bool> rewriteGraphs(ir::Graph& graph, const std::function<Expected<bool>(ir::Graph&)>& rewrite);
+/// Runs `rewrite` on each node of `graph` and its nested graphs, in order (a
+/// snapshot: `rewrite` may erase the node and earlier ones, never later ones).
+Expected<bool> rewriteNodes(ir::Graph& graph, const std::function<Expected<bool>(ir::Node*)>& rewrite);
+/// Rewrites one match at a time, searching again from the top after each
+/// rewrite, in `graph` and its nested graphs: for passes whose rewrite
+/// replaces values another match may refer to. `match` looks at one node.
+template <class Match>
+Expected<bool> rewriteMatches(ir::Graph& graph, const std::function<std::optional<Match>(ir::Node*)>& match,
+                              const std::function<Status(const Match&)>& apply) {
+  auto first = [&](const ir::Graph& g) -> std::optional<Match> {
+    for (ir::Node* n : g.nodes())
+      if (auto m = match(n)) return m;
+    return std::nullopt;
+  };
+  return rewriteGraphs(graph, [&](ir::Graph& g) -> Expected<bool> {
+    bool changed = false;
+    for (std::optional<Match> m = first(g); m; m = first(g)) {
+      KILN_TRY(apply(*m));
+      changed = true;
+    }
+    return changed;
+  });
+}
+/// For combine-style passes: `groupsFor(x)` lists groups of parallel users of
+/// value x. True when some graph has one.
+template <class Group>
+bool anyParallelGroup(const ir::Graph& graph, const std::function<std::vector<Group>(const ir::Value*)>& groupsFor);
+/// Collects every graph's groups first (combining erases results that are
+/// candidates too), then calls `combine(graph, x, group)` on each.
+template <class Group>
+Expected<bool> combineParallelGroups(ir::Graph& graph,
+                                     const std::function<std::vector<Group>(const ir::Value*)>& groupsFor,
+                                     const std::function<Status(ir::Graph&, ir::Value*, const Group&)>& combine);
+/// Every value a node of `graph` may read: its inputs and all node results.
+std::vector<ir::Value*> definedValues(const ir::Graph& graph);
+
 /// True for a default-domain node of op `op`.
 bool isOp(const ir::Node* node, const char* op);
+
+template <class Group>
+bool anyParallelGroup(const ir::Graph& graph, const std::function<std::vector<Group>(const ir::Value*)>& groupsFor) {
+  auto inGraph = [&](const ir::Graph& g) {
+    for (ir::Value* v : definedValues(g))
+      if (!groupsFor(v).empty()) return true;
+    return false;
+  };
+  return inGraph(graph) || anyNode(graph, [&](const ir::Node& n) {
+           for (const ir::Graph* sub : n.subgraphs())
+             if (inGraph(*sub)) return true;
+           return false;
+         });
+}
+
+template <class Group>
+Expected<bool> combineParallelGroups(ir::Graph& graph,
+                                     const std::function<std::vector<Group>(const ir::Value*)>& groupsFor,
+                                     const std::function<Status(ir::Graph&, ir::Value*, const Group&)>& combine) {
+  return rewriteGraphs(graph, [&](ir::Graph& g) -> Expected<bool> {
+    std::vector<std::pair<ir::Value*, Group>> work;
+    for (ir::Value* x : definedValues(g))
+      for (auto& group : groupsFor(x)) work.emplace_back(x, std::move(group));
+    for (const auto& [x, group] : work) KILN_TRY(combine(g, x, group));
+    return !work.empty();
+  });
+}
 
 }  // namespace kiln::passes

@@ -29,29 +29,15 @@ const Tensor* transposedWeights(const ir::Node& n) {
   return w;
 }
 
-bool hasTarget(const ir::Graph& g) {
-  for (const ir::Node* n : g.nodes()) {
-    if (transposedWeights(*n)) return true;
-    for (const ir::Graph* sub : n->subgraphs())
-      if (hasTarget(*sub)) return true;
-  }
-  return false;
-}
-
-bool simplify(ir::Graph& g) {
-  bool changed = false;
-  for (ir::Node* n : g.nodes()) {
-    for (ir::Graph* sub : n->subgraphs()) changed |= simplify(*sub);
-    const Tensor* w = transposedWeights(*n);
-    if (!w) continue;
-    ir::Value* old = n->input(1);
-    std::string base = isOp(n, "Gemm") ? old->name() : old->producer()->input(0)->name();
-    n->setInput(1, makeConstant(g, transposed2d(*w), base + "_t", n));
-    if (isOp(n, "Gemm")) n->setAttr("transB", int64_t(0));
-    if (!old->hasUses()) eraseWithDeadProducers(old->producer());
-    changed = true;
-  }
-  return changed;
+Expected<bool> simplifyNode(ir::Node* n) {
+  const Tensor* w = transposedWeights(*n);
+  if (!w) return false;
+  ir::Value* old = n->input(1);
+  std::string base = isOp(n, "Gemm") ? old->name() : old->producer()->input(0)->name();
+  n->setInput(1, makeConstant(*n->graph(), transposed2d(*w), base + "_t", n));
+  if (isOp(n, "Gemm")) n->setAttr("transB", int64_t(0));
+  if (!old->hasUses()) eraseWithDeadProducers(old->producer());
+  return true;
 }
 
 }  // namespace
@@ -65,8 +51,8 @@ PassInfo simplifyFcTransposePass() {
       "transposed constant, so dense layers read [K, N] row-major weights. Exact.";
   p.classes = {"MN", "BR"};  // Table 4: SimplifyFCTranspose is MN; BR
   p.optLevel = 2;
-  p.applicable = [](const ir::Graph& g) { return hasTarget(g); };
-  p.run = [](ir::Graph& g, const PassOptions&, const PassContext&) -> Expected<bool> { return simplify(g); };
+  p.applicable = [](const ir::Graph& g) { return anyNode(g, [](const ir::Node& n) { return transposedWeights(n) != nullptr; }); };
+  p.run = [](ir::Graph& g, const PassOptions&, const PassContext&) -> Expected<bool> { return rewriteNodes(g, simplifyNode); };
   return p;
 }
 

@@ -92,31 +92,12 @@ void rewriteDropout(ir::Node* d) {
   eraseWithDeadProducers(d);
 }
 
-bool hasTarget(const ir::Graph& g) {
-  for (const ir::Node* n : g.nodes()) {
-    if (isInferenceDropout(*n) || batchNormAffine(*n)) return true;
-    for (const ir::Graph* sub : n->subgraphs())
-      if (hasTarget(*sub)) return true;
+Expected<bool> simplifyNode(ir::Node* n) {
+  if (isInferenceDropout(*n)) {
+    rewriteDropout(n);
+    return true;
   }
-  return false;
-}
-
-Expected<bool> simplify(ir::Graph& g) {
-  bool changed = false;
-  for (ir::Node* n : g.nodes()) {
-    for (ir::Graph* sub : n->subgraphs()) {
-      KILN_ASSIGN(bool c, simplify(*sub));
-      changed |= c;
-    }
-    if (isInferenceDropout(*n)) {
-      rewriteDropout(n);
-      changed = true;
-    } else if (isOp(n, "BatchNormalization")) {
-      KILN_ASSIGN(bool c, rewriteBatchNorm(n));
-      changed |= c;
-    }
-  }
-  return changed;
+  return isOp(n, "BatchNormalization") ? rewriteBatchNorm(n) : Expected<bool>(false);
 }
 
 }  // namespace
@@ -133,8 +114,10 @@ PassInfo simplifyInferencePass() {
   p.classes = {"BL", "RN", "MN", "SSD"};  // Table 4: SimplifyInference is RN; MN; SSD
   p.tolerance = 1e-5;
   p.optLevel = 1;
-  p.applicable = [](const ir::Graph& g) { return hasTarget(g); };
-  p.run = [](ir::Graph& g, const PassOptions&, const PassContext&) -> Expected<bool> { return simplify(g); };
+  p.applicable = [](const ir::Graph& g) {
+    return anyNode(g, [](const ir::Node& n) { return isInferenceDropout(n) || batchNormAffine(n).has_value(); });
+  };
+  p.run = [](ir::Graph& g, const PassOptions&, const PassContext&) -> Expected<bool> { return rewriteNodes(g, simplifyNode); };
   return p;
 }
 

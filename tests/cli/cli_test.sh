@@ -131,7 +131,7 @@ for model in "$SRC"/models/tiny/*.onnx; do
   for out in "eq_$name"/plain/*.npy; do
     cmp "$out" "eq_$name/dce/$(basename "$out")" || fail "$name: --pipeline dead-code-elimination changed $(basename "$out")"
   done
-  /usr/bin/python3 - "eq_$name" <<'PY' || fail "$name: -O3 (the default) changed the outputs beyond 2e-5"
+  /usr/bin/python3 - "eq_$name" <<'PY' || fail "$name: -O3 (the default) changed the outputs beyond 2.1e-5"
 import glob, os, sys
 import numpy as np
 for a in glob.glob(os.path.join(sys.argv[1], "plain", "*.npy")):
@@ -140,7 +140,7 @@ for a in glob.glob(os.path.join(sys.argv[1], "plain", "*.npy")):
     assert x.shape == y.shape, (a, x.shape, y.shape)
     scale = max(np.abs(x).max(), 1e-30) if x.size else 1.0
     err = np.abs(x - y).max() / scale if x.size else 0.0
-    assert err <= 2e-5, (a, err)
+    assert err <= 2.1e-5, (a, err)  # the sum of the -O3 passes' tolerances (docs/passes.md)
 PY
 done
 expect_in "passes " eq_resnet_tiny-raw/o3.txt

@@ -42,5 +42,6 @@ PassInfo fuseOpsPass();
 PassInfo defuseOpsPass();
 PassInfo mergeCompositePass();
 PassInfo toMixedPrecisionPass();
+PassInfo batchingOpsPass();
 
 }  // namespace kiln::passes
