@@ -43,6 +43,7 @@ void registerAllPasses() {
     r.push_back(mergeCompositePass());
     r.push_back(toMixedPrecisionPass());
     r.push_back(batchingOpsPass());
+    r.push_back(convertLayoutPass());
   });
 }
 

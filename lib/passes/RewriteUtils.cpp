@@ -126,6 +126,25 @@ Tensor transposed2d(const Tensor& t) {
   return out;
 }
 
+Tensor permuted(const Tensor& t, const std::vector<int64_t>& perm) {
+  KILN_CHECK(int64_t(perm.size()) == t.rank(), "permuted: perm of ", perm.size(), " for rank ", t.rank());
+  Dims out(perm.size()), inStrides(perm.size(), 1);
+  for (int64_t d = t.rank() - 2; d >= 0; --d) inStrides[size_t(d)] = inStrides[size_t(d + 1)] * t.dim(d + 1);
+  for (size_t i = 0; i < perm.size(); ++i) out[i] = t.dim(perm[i]);
+  Tensor result = Tensor::zeros(t.dtype(), out);
+  size_t size = dtypeSize(t.dtype());
+  const auto* src = static_cast<const uint8_t*>(t.rawData());
+  auto* dst = static_cast<uint8_t*>(result.mutableRawData());
+  std::vector<int64_t> index(perm.size(), 0);
+  for (int64_t o = 0; o < result.numElements(); ++o) {
+    int64_t offset = 0;
+    for (size_t i = 0; i < perm.size(); ++i) offset += index[i] * inStrides[size_t(perm[i])];
+    std::memcpy(dst + size_t(o) * size, src + size_t(offset) * size, size);
+    for (int64_t i = int64_t(perm.size()) - 1; i >= 0 && ++index[size_t(i)] == out[size_t(i)]; --i) index[size_t(i)] = 0;
+  }
+  return result;
+}
+
 Tensor concatenated(const std::vector<const Tensor*>& parts, int64_t axis) {
   KILN_CHECK(!parts.empty(), "concatenated of nothing");
   Dims dims = parts[0]->dims();

@@ -34,6 +34,8 @@ std::optional<Tensor> floatConstant(const ir::Value* v);
 
 /// A 2-D tensor's transpose (any element type).
 Tensor transposed2d(const Tensor& t);
+/// A tensor's dims permuted (ONNX Transpose: result dim i is input dim perm[i]).
+Tensor permuted(const Tensor& t, const std::vector<int64_t>& perm);
 /// Tensors of one dtype joined along `axis` (their other dims equal).
 Tensor concatenated(const std::vector<const Tensor*>& parts, int64_t axis);
 

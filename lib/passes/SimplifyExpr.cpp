@@ -1,7 +1,7 @@
 //===- lib/passes/SimplifyExpr.cpp - simplify-expr --------------------------===//
 //
 // Local algebraic simplifications that leave every value unchanged:
-//   Identity(x)                                   -> x
+//   Identity(x), Transpose(x) with the identity permutation -> x
 //   x+0, 0+x, x-0, x*1, 1*x, x/1, x^1, Expand to x's own shape -> x
 //   Transpose(Transpose(x, p), q)                 -> Transpose(x, p∘q), or x if that is the identity
 //   chains of Reshape/Flatten/Squeeze/Unsqueeze    -> one Reshape to the static result shape
@@ -40,12 +40,28 @@ bool replaceableCleanly(const ir::Value* from, const ir::Value* to) {
   return !isGraphOutput(from) || (!to->isGraphInput() && !isGraphOutput(to) && to->graph() == from->graph());
 }
 
+std::vector<int64_t> permOf(const ir::Node& t) {
+  if (t.hasAttr("perm")) return t.getInts("perm");
+  std::vector<int64_t> p(size_t(t.input(0)->tensorType().rank()));
+  std::iota(p.rbegin(), p.rend(), 0);
+  return p;
+}
+
+bool isIdentityPerm(const std::vector<int64_t>& p) {
+  for (size_t i = 0; i < p.size(); ++i)
+    if (p[i] != int64_t(i)) return false;
+  return true;
+}
+
 /// The operand a node reduces to, or null when no identity rule matches.
 ir::Value* identityOperand(const ir::Node& n) {
   auto constIs = [](const ir::Value* v, double x) { return v && isConstantFilledWith(v, x); };
   const std::string& op = n.opType();
   if (!n.domain().empty()) return nullptr;
   if (op == "Identity" && n.input(0)->type() == n.output(0)->type()) return n.input(0);
+  if (op == "Transpose" && n.input(0)->type().isTensor() && n.input(0)->tensorType().hasRank() &&
+      isIdentityPerm(permOf(n)))
+    return n.input(0);
   if (op == "Add" || op == "Mul") {
     double unit = op == "Add" ? 0 : 1;
     for (int i = 0; i < 2; ++i)
@@ -66,12 +82,6 @@ bool isReshapeLike(const ir::Node* n) {
   return isOp(n, "Reshape") || isOp(n, "Flatten") || isOp(n, "Squeeze") || isOp(n, "Unsqueeze");
 }
 
-std::vector<int64_t> permOf(const ir::Node& t) {
-  if (t.hasAttr("perm")) return t.getInts("perm");
-  std::vector<int64_t> p(size_t(t.input(0)->tensorType().rank()));
-  std::iota(p.rbegin(), p.rend(), 0);
-  return p;
-}
 
 /// One rewrite of `n`, if a rule matches. Returns true when the IR changed.
 Expected<bool> simplifyNode(ir::Node* n) {
@@ -82,10 +92,17 @@ Expected<bool> simplifyNode(ir::Node* n) {
     return true;
   }
   ir::Node* inner = n->input(0) ? n->input(0)->producer() : nullptr;
-  if (isOp(n, "Transpose") && isOp(inner, "Transpose") && soleUser(inner->output(0)) == n &&
-      inner->input(0)->tensorType().hasRank()) {
+  if (isOp(n, "Transpose") && isOp(inner, "Transpose") && inner->input(0)->tensorType().hasRank()) {
     std::vector<int64_t> p = permOf(*inner), q = permOf(*n), composed(q.size());
     for (size_t i = 0; i < q.size(); ++i) composed[i] = p[size_t(q[i])];
+    // Inverse transposes cancel whatever else reads the inner one; other
+    // compositions only when the inner one has no other user.
+    if (isIdentityPerm(composed) && replaceableCleanly(n->output(0), inner->input(0))) {
+      replaceValue(n->output(0), inner->input(0));
+      eraseWithDeadProducers(n);
+      return true;
+    }
+    if (soleUser(inner->output(0)) != n) return false;
     KILN_ASSIGN(ir::Node * t, createTypedNode(g, "Transpose", {inner->input(0)}, {{"perm", composed}}, n->name(), n));
     replaceValue(n->output(0), t->output(0), true);
     eraseWithDeadProducers(n);
@@ -107,7 +124,12 @@ bool hasSimplifiable(const ir::Graph& g) {
   for (const ir::Node* n : g.nodes()) {
     if (ir::Value* x = identityOperand(*n); x && replaceableCleanly(n->output(0), x)) return true;
     const ir::Node* inner = n->input(0) ? n->input(0)->producer() : nullptr;
-    if (isOp(n, "Transpose") && isOp(inner, "Transpose") && soleUser(inner->output(0)) == n) return true;
+    if (isOp(n, "Transpose") && isOp(inner, "Transpose") && inner->input(0)->tensorType().hasRank()) {
+      std::vector<int64_t> p = permOf(*inner), q = permOf(*n), composed(q.size());
+      for (size_t i = 0; i < q.size(); ++i) composed[i] = p[size_t(q[i])];
+      bool cancels = isIdentityPerm(composed) && replaceableCleanly(n->output(0), inner->input(0));
+      if (cancels || soleUser(inner->output(0)) == n) return true;
+    }
     if (isReshapeLike(n) && isReshapeLike(inner) && soleUser(inner->output(0)) == n && isStaticTensor(n->output(0)))
       return true;
     for (const ir::Graph* sub : n->subgraphs())

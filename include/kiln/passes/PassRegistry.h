@@ -43,5 +43,6 @@ PassInfo defuseOpsPass();
 PassInfo mergeCompositePass();
 PassInfo toMixedPrecisionPass();
 PassInfo batchingOpsPass();
+PassInfo convertLayoutPass();
 
 }  // namespace kiln::passes

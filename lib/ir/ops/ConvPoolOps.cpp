@@ -1,7 +1,8 @@
 //===- lib/ir/ops/ConvPoolOps.cpp - Convolutions and pooling ---------------===//
 //
 // Conv, ConvTranspose, ConvInteger, QLinearConv, max/average/Lp pooling (local
-// and global), MaxUnpool and MaxRoiPool. Window geometry comes from
+// and global), MaxUnpool and MaxRoiPool, and kiln::ConvNHWC (a 2-D Conv on
+// channels-last data with [O, kH, kW, C/group] weights, made by convert-layout). Window geometry comes from
 // ShapeUtils so the interpreter computes the same pads and output sizes.
 //
 //===----------------------------------------------------------------------===//
@@ -174,6 +175,21 @@ Status inferMaxRoiPool(InferenceContext& ctx) {
   return Status::ok();
 }
 
+/// kiln::ConvNHWC: X [N, H, W, C], W [O, kH, kW, C/group], B [O] -> [N, OH, OW, O].
+Status inferConvNhwc(InferenceContext& ctx) {
+  KILN_TRY(requireSameDType(ctx, {0, 1, 2}));
+  KILN_ASSIGN(TensorType x, ctx.inputTensor(0));
+  KILN_ASSIGN(TensorType w, ctx.inputTensor(1));
+  if (!x.isStatic() || !w.isStatic() || x.rank() != 4 || w.rank() != 4)
+    return shapeError("needs static rank-4 input and weight, got " + x.str() + " and " + w.str());
+  int64_t group = ctx.node().getInt("group");
+  if (group <= 0 || x.dim(3) != w.dim(3) * group || w.dim(0) % group != 0)
+    return shapeError("input " + x.str() + " and weight " + w.str() + " do not match with group " + std::to_string(group));
+  KILN_ASSIGN(WindowGeometry g, computeWindowGeometry(ctx.node(), {x.dim(1), x.dim(2)}, {w.dim(1), w.dim(2)}, false));
+  setOut(ctx, 0, x.dtype(), {x.dim(0), g.output[0], g.output[1], w.dim(0)});
+  return Status::ok();
+}
+
 SchemaBuilder windowAttrs(SchemaBuilder b) {
   return std::move(b.attr("auto_pad", "NOTSET").optionalAttr("pads", AttrKind::Ints)
                        .optionalAttr("strides", AttrKind::Ints));
@@ -182,6 +198,10 @@ SchemaBuilder windowAttrs(SchemaBuilder b) {
 }  // namespace
 
 void registerConvPoolOps(OpRegistry& r) {
+  r.add(windowAttrs(SchemaBuilder("ConvNHWC", "kiln")).optionalAttr("kernel_shape", AttrKind::Ints)
+            .inputs(2, 3, {"X", "W", "B"}).outputs(1, 1, {"Y"}).optionalAttr("dilations", AttrKind::Ints).attr("group", 1)
+            .pattern(FusionPattern::OutEWiseFusable).infer(inferConvNhwc)
+            .doc("2-D convolution on channels-last data: X [N,H,W,C], W [O,kH,kW,C/group] (convert-layout).").build());
   r.add(windowAttrs(SchemaBuilder("Conv")).optionalAttr("kernel_shape", AttrKind::Ints).inputs(2, 3, {"X", "W", "B"}).outputs(1, 1, {"Y"})
             .optionalAttr("dilations", AttrKind::Ints).attr("group", 1)
             .pattern(FusionPattern::OutEWiseFusable).infer(inferConv)

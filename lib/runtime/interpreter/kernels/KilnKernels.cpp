@@ -3,7 +3,8 @@
 // Reference kernels of the "kiln" domain (lib/ir/ops/KilnOps.cpp): Gelu, the
 // fast-math approximations (computed with the very functions of
 // support/FastMath.h that code generation mirrors), scaled dot-product
-// Attention (in double, batch dims of q, kT and v equal, mask broadcast), and
+// Attention (in double, batch dims of q, kT and v equal, mask broadcast),
+// channels-last ConvNHWC (direct loops in double), and
 // Fused / Composite groups, which run their body graph.
 //
 //===----------------------------------------------------------------------===//
@@ -13,6 +14,7 @@
 #include "KernelFamilies.h"
 #include "KernelUtils.h"
 #include "kiln/ir/Graph.h"
+#include "kiln/ir/ShapeUtils.h"
 #include "kiln/support/FastMath.h"
 
 namespace kiln::runtime {
@@ -116,6 +118,41 @@ Status kAttention(KernelContext& ctx) {
   return Status::ok();
 }
 
+/// Direct NHWC convolution in double (the reference for convert-layout).
+Status kConvNhwc(KernelContext& ctx) {
+  const Tensor &x = ctx.input(0), &w = ctx.input(1);
+  if (!isFloat(x.dtype())) return unsupportedDType(x.dtype());
+  const int64_t N = x.dim(0), H = x.dim(1), W = x.dim(2), C = x.dim(3);
+  const int64_t O = w.dim(0), KH = w.dim(1), KW = w.dim(2), CG = w.dim(3);
+  const int64_t group = ctx.node().getInt("group"), OG = O / group;
+  KILN_ASSIGN(ir::WindowGeometry g, ir::computeWindowGeometry(ctx.node(), {H, W}, {KH, KW}, false));
+  const int64_t OH = g.output[0], OW = g.output[1];
+  std::vector<double> xv = loadValues<double>(x), wv = loadValues<double>(w);
+  std::vector<double> bias = ctx.hasInput(2) ? loadValues<double>(ctx.input(2)) : std::vector<double>(size_t(O), 0.0);
+  std::vector<double> y(size_t(N * OH * OW * O));
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t oh = 0; oh < OH; ++oh)
+      for (int64_t ow = 0; ow < OW; ++ow)
+        for (int64_t o = 0; o < O; ++o) {
+          double acc = bias[size_t(o)];
+          const int64_t c0 = (o / OG) * CG;
+          for (int64_t kh = 0; kh < KH; ++kh) {
+            int64_t ih = oh * g.strides[0] - g.padsBegin[0] + kh * g.dilations[0];
+            if (ih < 0 || ih >= H) continue;
+            for (int64_t kw = 0; kw < KW; ++kw) {
+              int64_t iw = ow * g.strides[1] - g.padsBegin[1] + kw * g.dilations[1];
+              if (iw < 0 || iw >= W) continue;
+              const double* xp = &xv[size_t(((n * H + ih) * W + iw) * C + c0)];
+              const double* wp = &wv[size_t(((o * KH + kh) * KW + kw) * CG)];
+              for (int64_t c = 0; c < CG; ++c) acc += xp[c] * wp[c];
+            }
+          }
+          y[size_t(((n * OH + oh) * OW + ow) * O + o)] = acc;
+        }
+  storeValues(ctx.allocate(0), y);
+  return Status::ok();
+}
+
 Status kGroup(KernelContext& ctx) {
   std::vector<RuntimeValue> inputs;
   for (size_t i = 0; i < ctx.numInputs(); ++i) inputs.push_back(ctx.hasInput(i) ? ctx.value(i) : RuntimeValue());
@@ -133,6 +170,7 @@ void registerKilnKernels(KernelRegistry& r) {
   r.add("kiln::FastTanh", kFastTanh);
   r.add("kiln::FastSoftmax", kFastSoftmax);
   r.add("kiln::Attention", kAttention);
+  r.add("kiln::ConvNHWC", kConvNhwc);
   r.add("kiln::Fused", kGroup);
   r.add("kiln::Composite", kGroup);
 }
