@@ -44,6 +44,7 @@ void registerAllPasses() {
     r.push_back(toMixedPrecisionPass());
     r.push_back(batchingOpsPass());
     r.push_back(convertLayoutPass());
+    r.push_back(alterOpLayoutPass());
   });
 }
 

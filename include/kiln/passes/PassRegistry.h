@@ -44,5 +44,6 @@ PassInfo mergeCompositePass();
 PassInfo toMixedPrecisionPass();
 PassInfo batchingOpsPass();
 PassInfo convertLayoutPass();
+PassInfo alterOpLayoutPass();
 
 }  // namespace kiln::passes

@@ -1,8 +1,10 @@
 //===- lib/ir/ops/ConvPoolOps.cpp - Convolutions and pooling ---------------===//
 //
 // Conv, ConvTranspose, ConvInteger, QLinearConv, max/average/Lp pooling (local
-// and global), MaxUnpool and MaxRoiPool, and kiln::ConvNHWC (a 2-D Conv on
-// channels-last data with [O, kH, kW, C/group] weights, made by convert-layout). Window geometry comes from
+// and global), MaxUnpool and MaxRoiPool, kiln::ConvNHWC (a 2-D Conv on
+// channels-last data with [O, kH, kW, C/group] weights, made by convert-layout)
+// and kiln::ConvNCHWc (channel-blocked data and prepacked weights, made by
+// alter-op-layout). Window geometry comes from
 // ShapeUtils so the interpreter computes the same pads and output sizes.
 //
 //===----------------------------------------------------------------------===//
@@ -190,6 +192,21 @@ Status inferConvNhwc(InferenceContext& ctx) {
   return Status::ok();
 }
 
+/// kiln::ConvNCHWc: X [N, C/c, H, W, c], W [O/o, C/c, kH, kW, c, o], B [O]
+/// -> [N, O/o, OH, OW, o] (group 1).
+Status inferConvNchwc(InferenceContext& ctx) {
+  KILN_TRY(requireSameDType(ctx, {0, 1, 2}));
+  KILN_ASSIGN(TensorType x, ctx.inputTensor(0));
+  KILN_ASSIGN(TensorType w, ctx.inputTensor(1));
+  if (!x.isStatic() || !w.isStatic() || x.rank() != 5 || w.rank() != 6)
+    return shapeError("needs static rank-5 input and rank-6 weight, got " + x.str() + " and " + w.str());
+  if (ctx.node().getInt("group") != 1 || x.dim(1) != w.dim(1) || x.dim(4) != w.dim(4))
+    return shapeError("input " + x.str() + " and weight " + w.str() + " do not match (group must be 1)");
+  KILN_ASSIGN(WindowGeometry g, computeWindowGeometry(ctx.node(), {x.dim(2), x.dim(3)}, {w.dim(2), w.dim(3)}, false));
+  setOut(ctx, 0, x.dtype(), {x.dim(0), w.dim(0), g.output[0], g.output[1], w.dim(5)});
+  return Status::ok();
+}
+
 SchemaBuilder windowAttrs(SchemaBuilder b) {
   return std::move(b.attr("auto_pad", "NOTSET").optionalAttr("pads", AttrKind::Ints)
                        .optionalAttr("strides", AttrKind::Ints));
@@ -198,6 +215,11 @@ SchemaBuilder windowAttrs(SchemaBuilder b) {
 }  // namespace
 
 void registerConvPoolOps(OpRegistry& r) {
+  r.add(windowAttrs(SchemaBuilder("ConvNCHWc", "kiln")).optionalAttr("kernel_shape", AttrKind::Ints)
+            .inputs(2, 3, {"X", "W", "B"}).outputs(1, 1, {"Y"}).optionalAttr("dilations", AttrKind::Ints).attr("group", 1)
+            .pattern(FusionPattern::OutEWiseFusable).infer(inferConvNchwc)
+            .doc("2-D convolution on channel-blocked data: X [N,C/c,H,W,c], W [O/o,C/c,kH,kW,c,o] (alter-op-layout).")
+            .build());
   r.add(windowAttrs(SchemaBuilder("ConvNHWC", "kiln")).optionalAttr("kernel_shape", AttrKind::Ints)
             .inputs(2, 3, {"X", "W", "B"}).outputs(1, 1, {"Y"}).optionalAttr("dilations", AttrKind::Ints).attr("group", 1)
             .pattern(FusionPattern::OutEWiseFusable).infer(inferConvNhwc)

@@ -4,7 +4,8 @@
 // fast-math approximations (computed with the very functions of
 // support/FastMath.h that code generation mirrors), scaled dot-product
 // Attention (in double, batch dims of q, kT and v equal, mask broadcast),
-// channels-last ConvNHWC (direct loops in double), and
+// channels-last ConvNHWC and channel-blocked ConvNCHWc (direct loops in
+// double), and
 // Fused / Composite groups, which run their body graph.
 //
 //===----------------------------------------------------------------------===//
@@ -153,6 +154,41 @@ Status kConvNhwc(KernelContext& ctx) {
   return Status::ok();
 }
 
+/// Direct channel-blocked convolution in double (the reference for alter-op-layout).
+Status kConvNchwc(KernelContext& ctx) {
+  const Tensor &x = ctx.input(0), &w = ctx.input(1);
+  if (!isFloat(x.dtype())) return unsupportedDType(x.dtype());
+  const int64_t N = x.dim(0), CB = x.dim(1), H = x.dim(2), W = x.dim(3), c = x.dim(4);
+  const int64_t OB = w.dim(0), KH = w.dim(2), KW = w.dim(3), o = w.dim(5);
+  KILN_ASSIGN(ir::WindowGeometry g, ir::computeWindowGeometry(ctx.node(), {H, W}, {KH, KW}, false));
+  const int64_t OH = g.output[0], OW = g.output[1];
+  std::vector<double> xv = loadValues<double>(x), wv = loadValues<double>(w);
+  std::vector<double> bias = ctx.hasInput(2) ? loadValues<double>(ctx.input(2)) : std::vector<double>(size_t(OB * o), 0.0);
+  std::vector<double> y(size_t(N * OB * OH * OW * o));
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t ob = 0; ob < OB; ++ob)
+      for (int64_t oh = 0; oh < OH; ++oh)
+        for (int64_t ow = 0; ow < OW; ++ow)
+          for (int64_t oi = 0; oi < o; ++oi) {
+            double acc = bias[size_t(ob * o + oi)];
+            for (int64_t cb = 0; cb < CB; ++cb)
+              for (int64_t kh = 0; kh < KH; ++kh) {
+                int64_t ih = oh * g.strides[0] - g.padsBegin[0] + kh * g.dilations[0];
+                if (ih < 0 || ih >= H) continue;
+                for (int64_t kw = 0; kw < KW; ++kw) {
+                  int64_t iw = ow * g.strides[1] - g.padsBegin[1] + kw * g.dilations[1];
+                  if (iw < 0 || iw >= W) continue;
+                  for (int64_t ci = 0; ci < c; ++ci)
+                    acc += xv[size_t((((n * CB + cb) * H + ih) * W + iw) * c + ci)] *
+                           wv[size_t(((((ob * CB + cb) * KH + kh) * KW + kw) * c + ci) * o + oi)];
+                }
+              }
+            y[size_t((((n * OB + ob) * OH + oh) * OW + ow) * o + oi)] = acc;
+          }
+  storeValues(ctx.allocate(0), y);
+  return Status::ok();
+}
+
 Status kGroup(KernelContext& ctx) {
   std::vector<RuntimeValue> inputs;
   for (size_t i = 0; i < ctx.numInputs(); ++i) inputs.push_back(ctx.hasInput(i) ? ctx.value(i) : RuntimeValue());
@@ -171,6 +207,7 @@ void registerKilnKernels(KernelRegistry& r) {
   r.add("kiln::FastSoftmax", kFastSoftmax);
   r.add("kiln::Attention", kAttention);
   r.add("kiln::ConvNHWC", kConvNhwc);
+  r.add("kiln::ConvNCHWc", kConvNchwc);
   r.add("kiln::Fused", kGroup);
   r.add("kiln::Composite", kGroup);
 }
