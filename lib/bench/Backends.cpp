@@ -1,15 +1,17 @@
 //===- lib/bench/Backends.cpp - The backend registry -----------------------===//
 //
 // Maps backend names to implementations. Add a target here and `kiln bench`,
-// `kiln run --backend` and bench/compare accept it.
+// `kiln run --backend` and bench/compare accept it. Today: the reference
+// interpreter and the CPU code generator ("cpu").
 //
 //===----------------------------------------------------------------------===//
+#include "CpuBackend.h"
 #include "InterpreterBackend.h"
 #include "kiln/bench/Backend.h"
 
 namespace kiln::bench {
 
-std::vector<std::string> backendNames() { return {"interpreter"}; }
+std::vector<std::string> backendNames() { return {"interpreter", "cpu"}; }
 
 Expected<std::unique_ptr<Backend>> createBackend(const std::string& name, const BackendOptions& options) {
   if (name == "interpreter") {
@@ -19,6 +21,7 @@ Expected<std::unique_ptr<Backend>> createBackend(const std::string& name, const 
                        " cannot be honoured");
     return std::unique_ptr<Backend>(new InterpreterBackend(options));
   }
+  if (name == "cpu") return std::unique_ptr<Backend>(new CpuCodegenBackend(options));
   std::string known;
   for (const auto& n : backendNames()) known += (known.empty() ? "" : ", ") + n;
   return Error(ErrorCode::InvalidArgument, "unknown backend '" + name + "' (known: " + known + ")");

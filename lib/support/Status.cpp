@@ -32,6 +32,10 @@ const char* errorCodeName(ErrorCode code) {
     case ErrorCode::IoError: return "io-error";
     case ErrorCode::FileFormat: return "file-format";
     case ErrorCode::InvalidArgument: return "invalid-argument";
+    case ErrorCode::CodegenUnsupported: return "codegen-unsupported";
+    case ErrorCode::FusionPlanFormat: return "fusion-plan-format";
+    case ErrorCode::ArtifactCorrupt: return "artifact-corrupt";
+    case ErrorCode::ArtifactVersion: return "artifact-version";
     case ErrorCode::Internal: return "internal";
   }
   return "unknown";

@@ -64,6 +64,8 @@ def main():
     ap.add_argument("--work", default=None, help="directory for inputs and outputs")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--kiln-arg", action="append", default=[], help="extra argument for `kiln run` (repeatable)")
+    ap.add_argument("--compile", action="store_true",
+                    help="compile with `kiln compile --target cpu` and run the .kiln artifact instead of the model")
     args = ap.parse_args()
     name = os.path.splitext(os.path.basename(args.model))[0]
     work = args.work or os.path.join(os.getcwd(), "compare_" + name)
@@ -72,7 +74,18 @@ def main():
     shapes = {s.split(":")[0]: [int(d) for d in s.split(":")[1].split("x")] for s in args.shape}
     paths = zoo.make_inputs(zoo.input_specs(args.model, shapes), work, args.seed)
     kiln_dir, ort_dir = os.path.join(work, "kiln"), os.path.join(work, "ort")
-    kiln = subprocess.run([args.kiln, "run", args.model, "--output-dir", kiln_dir] + zoo.input_args(paths) +
+    target = args.model
+    if args.compile:
+        os.makedirs(work, exist_ok=True)
+        target = os.path.join(work, name + ".kiln")
+        shape_args = [a for s in args.shape for a in ("--shape", s)]
+        built = subprocess.run([args.kiln, "compile", args.model, "--target", "cpu", "-o", target, "--quiet"] + shape_args,
+                               capture_output=True, text=True)
+        if built.returncode != 0:
+            print(f"{name}: kiln compile failed:\n{built.stderr}")
+            sys.exit(1)
+        print(built.stdout.strip())
+    kiln = subprocess.run([args.kiln, "run", target, "--output-dir", kiln_dir] + zoo.input_args(paths) +
                           args.kiln_arg, capture_output=True, text=True)
     if kiln.returncode != 0:
         print(f"{name}: kiln run failed:\n{kiln.stderr}")

@@ -2,7 +2,9 @@
 //
 // The test driver for IR-level tests (FileCheck): reads text IR (.kir) or ONNX,
 // verifies it, runs a pass pipeline (--pipeline, with the per-pass report on
-// stderr), and prints the result as text IR (or writes ONNX).
+// stderr), and prints the result as text IR (or writes ONNX). With --emit it
+// prints what code generation makes of the result instead: the fusion plan,
+// the kernels (kernel IR) or their LLVM IR.
 //
 //===----------------------------------------------------------------------===//
 #include <CLI/CLI.hpp>
@@ -10,6 +12,10 @@
 #include <iostream>
 #include <iterator>
 
+#include <random>
+
+#include "kiln/codegen/Compiler.h"
+#include "kiln/codegen/KernelCheck.h"
 #include "kiln/frontend/onnx/OnnxExporter.h"
 #include "kiln/frontend/onnx/OnnxImporter.h"
 #include "kiln/ir/Parser.h"
@@ -21,6 +27,94 @@
 #include "kiln/support/File.h"
 
 using namespace kiln;
+
+namespace {
+
+int fail(const Error& e) {
+  std::cerr << "kiln-opt: " << e.str() << "\n";
+  return 1;
+}
+
+/// --emit check: every kernel against the interpreter on random inputs (seed 0);
+/// --emit profile: the mean time of each step over five runs instead.
+int checkCompiledKernels(ir::Graph& graph, const codegen::CompileOptions& options, bool profile) {
+  auto model = codegen::compileForCpu(graph, options);
+  if (!model) return fail(model.error());
+  std::vector<Tensor> inputs;
+  std::mt19937_64 gen(0);
+  for (const ir::Value* v : graph.inputs()) {
+    Tensor t = Tensor::zeros(v->tensorType().dtype(), v->tensorType().dims());
+    std::vector<double> values(size_t(t.numElements()));
+    for (double& x : values)
+      x = isFloat(t.dtype()) ? std::uniform_real_distribution<double>(-1, 1)(gen) : double(gen() % 10);
+    inputs.push_back(Tensor::fromVector<double>(t.dims(), values).castTo(t.dtype()));
+  }
+  if (profile) {
+    std::vector<double> ms;
+    for (int i = 0; i < 5; ++i) (void)model->executor->run(inputs, &ms);
+    const auto& exe = *model->lowered.executable;
+    for (size_t s = 0; s < ms.size(); ++s)
+      std::cout << "profile " << ms[s] / 5 << " ms " << exe.kernelNames[exe.steps[s].kernel] << " "
+                << codegen::configToString(model->lowered.kernels[exe.steps[s].kernel].config) << "\n";
+    return 0;
+  }
+  auto results = codegen::checkKernels(graph, *model, inputs);
+  if (!results) return fail(results.error());
+  for (const auto& r : *results)
+    std::cout << r.kernel << " " << r.templateName << " max-rel-error " << r.maxRelError << " (" << r.worstValue << ")\n";
+  return 0;
+}
+
+/// --emit fusion-plan|kernels|llvm: what code generation makes of the graph.
+int emitCode(ir::Graph& graph, const std::string& emit, const std::string& planFile, const std::string& configText,
+             bool printKnobs) {
+  codegen::CompileOptions options;
+  if (!planFile.empty()) {
+    auto text = readFile(planFile);
+    if (!text) return fail(text.error());
+    options.fusionPlanText = *text;
+  }
+  auto plan = codegen::FusionPlan::build(graph);
+  if (!plan) return fail(plan.error());
+  if (!options.fusionPlanText.empty())
+    if (Status s = plan->applyDecisions(options.fusionPlanText); !s.isOk()) return fail(s.error());
+  if (emit == "fusion-plan") {
+    std::cout << plan->print();
+    return 0;
+  }
+  if (emit == "check" || emit == "profile") return checkCompiledKernels(graph, options, emit == "profile");
+  std::optional<codegen::Config> config;
+  if (!configText.empty()) {
+    auto c = codegen::parseConfig(configText);
+    if (!c) return fail(c.error());
+    config = *c;
+  }
+  std::vector<codegen::LoweredKernel> kernels;
+  for (const codegen::KernelGroup& g : plan->groups()) {
+    auto k = codegen::lowerGroup(g, codegen::KernelTarget::Cpu, config ? &*config : nullptr);
+    if (!k) return fail(k.error());
+    kernels.push_back(std::move(*k));
+  }
+  if (emit == "kernels") {
+    for (const codegen::LoweredKernel& k : kernels) {
+      if (printKnobs) {
+        auto space = (*codegen::templateFor(*k.group))->knobSpace(*k.group, codegen::KernelTarget::Cpu);
+        std::cout << "// template " << k.templateName << " knobs " << (space ? space->str() : "?") << " config "
+                  << codegen::configToString(k.config) << "\n";
+      }
+      std::cout << codegen::printKernel(k.kernel);
+    }
+    return 0;
+  }
+  std::vector<const codegen::Kernel*> list;
+  for (const codegen::LoweredKernel& k : kernels) list.push_back(&k.kernel);
+  auto text = codegen::emitLlvmText(list, true);
+  if (!text) return fail(text.error());
+  std::cout << *text;
+  return 0;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"kiln-opt: reads text IR or ONNX, verifies it, runs a pass pipeline and prints text IR.\n"
@@ -35,7 +129,7 @@ int main(int argc, char** argv) {
   app.add_flag("--print-hash", printHash, "Print the structural hash instead of the IR");
   app.add_flag("--no-verify-types", noVerifyTypes, "Verify structure only, not types against inference");
   std::string pipelineText, report = "none";
-  bool verifyEach = false, printAfterChange = false;
+  bool verifyEach = false, printAfterChange = false, printKnobs = false;
   int optLevel = -1;
   app.add_option("-O", optLevel, "Run the pipeline of this opt level (0-3) instead of -p")
       ->check(CLI::Range(0, passes::kMaxOptLevel));
@@ -45,12 +139,18 @@ int main(int argc, char** argv) {
   app.add_option("--report", report, "Per-pass report on stderr: none, table or json")
       ->default_val("none")
       ->check(CLI::IsMember({"none", "table", "json"}));
+  std::string emit = "ir", planFile, configText;
+  app.add_option("--emit", emit,
+                 "What to print: ir (text IR), fusion-plan, kernels (kernel IR), llvm (optimized LLVM IR), "
+                 "check (run each compiled kernel on random inputs against the interpreter; error per kernel), "
+                 "profile (time per kernel launch, mean of 5 runs)")
+      ->default_val("ir")
+      ->check(CLI::IsMember({"ir", "fusion-plan", "kernels", "llvm", "check", "profile"}));
+  app.add_option("--fusion-plan", planFile, "Fusion decisions to apply (a file in the --emit fusion-plan form)");
+  app.add_option("--config", configText, "Knob values for every kernel, e.g. tm=2,tn=16 (with --emit kernels/llvm)");
+  app.add_flag("--knobs", printKnobs, "With --emit kernels: print each kernel's template and knob space");
   CLI11_PARSE(app, argc, argv);
 
-  auto fail = [](const Error& e) {
-    std::cerr << "kiln-opt: " << e.str() << "\n";
-    return 1;
-  };
   Expected<std::unique_ptr<ir::Module>> module = Error(ErrorCode::Internal, "no input");
   if (input.size() > 5 && input.substr(input.size() - 5) == ".onnx") {
     module = onnx::importOnnxFile(input);
@@ -78,6 +178,7 @@ int main(int argc, char** argv) {
     if (report == "table") passes::printReportTable(std::cerr, *result);
     if (report == "json") std::cerr << passes::reportToJson(*result) << "\n";
   }
+  if (emit != "ir") return emitCode((*module)->graph(), emit, planFile, configText, printKnobs);
   if (printHash) {
     std::cout << ir::structuralHashHex((*module)->graph()) << "\n";
     return 0;

@@ -12,6 +12,7 @@
 #include <iostream>
 
 #include "Commands.h"
+#include "kiln/passes/OptLevels.h"
 #include "ModelInputs.h"
 #include "ModelLoader.h"
 #include "kiln/bench/BenchRunner.h"
@@ -43,7 +44,7 @@ int benchModel(const BenchCommandOptions& o) {
   record.modelPath = o.model.path;
   record.model = std::filesystem::path(o.model.path).filename().string();
   record.seed = o.seed;
-  record.options = o.model.pipeline.empty() ? "-O" + std::to_string(o.model.optLevel) : "--pipeline " + o.model.pipeline;
+  record.options = o.model.pipeline.empty() ? "-O" + std::to_string(o.model.optLevel < 0 ? passes::kDefaultOptLevel : o.model.optLevel) : "--pipeline " + o.model.pipeline;
   const ir::Graph& g = model->module->graph();
   for (size_t i = 0; i < g.inputs().size(); ++i)
     if (model->inputs[i].isTensor()) record.inputShapes.emplace_back(g.inputs()[i]->name(), model->inputs[i].tensor().dims());

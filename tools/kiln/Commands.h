@@ -17,5 +17,6 @@ void addConvertCommand(CLI::App& app, int& exitCode);
 void addOpsCommand(CLI::App& app, int& exitCode);
 void addBenchCommand(CLI::App& app, int& exitCode);
 void addPassesCommand(CLI::App& app, int& exitCode);
+void addCompileCommand(CLI::App& app, int& exitCode);
 
 }  // namespace kiln::cli

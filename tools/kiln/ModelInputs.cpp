@@ -1,7 +1,8 @@
 //===- tools/kiln/ModelInputs.cpp - Reading and generating model inputs ----===//
 //
-// Input files are read once; when they bind dynamic dims the model is
-// imported again with those bindings so that static inference sees them.
+// Input files are read once; when they (or random inputs, whose unknown dims
+// become 1) bind dynamic dims, the model is imported again with those
+// bindings so that static inference and code generation see them.
 //
 //===----------------------------------------------------------------------===//
 #include "ModelInputs.h"
@@ -26,6 +27,23 @@ Expected<RuntimeValue> readInputFile(const std::string& path, const ir::Type& ty
   return Error(ErrorCode::InvalidArgument, "input file '" + path + "' must be .npy or .pb");
 }
 
+/// Seeded random data: uniform [-1, 1) for floats, [0, 10) for integers, 0/1 for bools.
+Tensor randomData(DType dtype, const Dims& dims, uint64_t seed) {
+  Tensor out = Tensor::zeros(dtype, dims);
+  std::mt19937_64 gen(seed);
+  std::uniform_real_distribution<double> real(-1.0, 1.0);
+  std::uniform_int_distribution<int> integer(0, 9);
+  dispatchDType(dtype, [&]<class T>() {
+    T* p = out.mutableData<T>();
+    for (int64_t i = 0; i < out.numElements(); ++i) {
+      if constexpr (std::is_same_v<T, bool>) p[i] = integer(gen) % 2;
+      else if constexpr (isFloatLike<T>) p[i] = T(float(real(gen)));
+      else p[i] = T(integer(gen));
+    }
+  });
+  return out;
+}
+
 Expected<Tensor> randomTensor(const ir::Value& input, uint64_t seed) {
   if (!input.type().isTensor())
     return Error(ErrorCode::ExecInput, "input '" + input.name() + "' is a " + input.type().str() +
@@ -41,19 +59,7 @@ Expected<Tensor> randomTensor(const ir::Value& input, uint64_t seed) {
     std::cerr << "kiln: note: input '" << input.name() << "' is " << t.str() << "; random data uses dims "
               << dimsToString(dims) << " (bind them with --shape " << input.name() << ":...)\n";
   }
-  Tensor out = Tensor::zeros(t.dtype(), dims);
-  std::mt19937_64 gen(seed);
-  std::uniform_real_distribution<double> real(-1.0, 1.0);
-  std::uniform_int_distribution<int> integer(0, 9);
-  dispatchDType(t.dtype(), [&]<class T>() {
-    T* p = out.mutableData<T>();
-    for (int64_t i = 0; i < out.numElements(); ++i) {
-      if constexpr (std::is_same_v<T, bool>) p[i] = integer(gen) % 2;
-      else if constexpr (isFloatLike<T>) p[i] = T(float(real(gen)));
-      else p[i] = T(integer(gen));
-    }
-  });
-  return out;
+  return randomData(t.dtype(), dims, seed);
 }
 
 }  // namespace
@@ -80,7 +86,19 @@ Expected<ModelWithInputs> loadModelWithInputs(const ModelOptions& options, const
   std::vector<std::string> bindings;
   for (ir::Value* in : result.module->graph().inputs()) {
     auto it = files.find(in->name());
-    if (it == files.end()) continue;
+    if (it == files.end()) {
+      // Random data binds unknown dims to 1, in the graph too (code generation needs static shapes).
+      if (in->type().isTensor() && in->tensorType().hasRank() && !in->tensorType().isStatic()) {
+        Dims dims = in->tensorType().dims();
+        for (int64_t& d : dims)
+          if (d < 0) d = 1;
+        bindings.push_back(in->name() + ":" + dimsToString(dims));
+        std::cerr << "kiln: note: input '" << in->name() << "' is " << in->tensorType().str()
+                  << "; random data uses dims " << dimsToString(dims) << " (bind them with --shape " << in->name()
+                  << ":...)\n";
+      }
+      continue;
+    }
     KILN_ASSIGN(RuntimeValue v, readInputFile(it->second, in->type()));
     if (v.isTensor() && in->type().isTensor() && !in->tensorType().isStatic())
       bindings.push_back(in->name() + ":" + dimsToString(v.tensor().dims()));
@@ -104,6 +122,32 @@ Expected<ModelWithInputs> loadModelWithInputs(const ModelOptions& options, const
     result.inputs.push_back(RuntimeValue(t));
   }
   return result;
+}
+
+Expected<std::vector<Tensor>> artifactInputs(const std::vector<TensorInfo>& infos,
+                                             const std::vector<std::string>& inputSpecs, uint64_t seed) {
+  std::map<std::string, std::string> files;
+  for (const auto& spec : inputSpecs) {
+    auto eq = spec.find('=');
+    if (eq == std::string::npos || eq == 0)
+      return Error(ErrorCode::InvalidArgument, "--input '" + spec + "' must look like name=file.npy");
+    bool known = false;
+    for (const TensorInfo& t : infos) known |= t.name == spec.substr(0, eq);
+    if (!known) return Error(ErrorCode::ExecInput, "--input names '" + spec.substr(0, eq) + "', which is not a model input");
+    files[spec.substr(0, eq)] = spec.substr(eq + 1);
+  }
+  std::vector<Tensor> inputs;
+  for (size_t i = 0; i < infos.size(); ++i) {
+    const TensorInfo& t = infos[i];
+    if (auto it = files.find(t.name); it != files.end()) {
+      KILN_ASSIGN(RuntimeValue v, readInputFile(it->second, ir::Type(ir::TensorType(t.dtype, t.dims))));
+      if (!v.isTensor()) return Error(ErrorCode::ExecInput, "input '" + t.name + "' must be a tensor");
+      inputs.push_back(v.tensor());
+    } else {
+      inputs.push_back(randomData(t.dtype, t.dims, seed + i));
+    }
+  }
+  return inputs;
 }
 
 }  // namespace kiln::cli

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "ModelLoader.h"
+#include "kiln/kiln.h"
 #include "kiln/support/RuntimeValue.h"
 
 namespace kiln::cli {
@@ -29,5 +30,10 @@ struct ModelWithInputs {
 /// `inputSpecs` are "name=path" strings.
 Expected<ModelWithInputs> loadModelWithInputs(const ModelOptions& options, const std::vector<std::string>& inputSpecs,
                                               uint64_t seed);
+
+/// Inputs of a compiled artifact: --input files (.npy or .pb, which must have
+/// the compiled types) or seeded random data of each input's type.
+Expected<std::vector<Tensor>> artifactInputs(const std::vector<TensorInfo>& infos,
+                                             const std::vector<std::string>& inputSpecs, uint64_t seed);
 
 }  // namespace kiln::cli

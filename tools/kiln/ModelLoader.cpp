@@ -21,7 +21,7 @@
 namespace kiln::cli {
 
 void addModelOptions(CLI::App& cmd, ModelOptions& o, bool withOptLevel) {
-  cmd.add_option("model", o.path, "Model file (.onnx or .kir text IR)")->required()->check(CLI::ExistingFile);
+  cmd.add_option("model", o.path, "Model file (.onnx or .kir text IR; kiln run also takes a compiled .kiln)")->required()->check(CLI::ExistingFile);
   cmd.add_option("--shape", o.shapes,
                  "Bind an input's dims, e.g. --shape input:1x3x224x224 (repeatable; binds dynamic dims)");
   if (!withOptLevel) return;

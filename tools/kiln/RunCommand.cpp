@@ -1,6 +1,7 @@
 //===- tools/kiln/RunCommand.cpp - `kiln run` -------------------------------===//
 //
-// Runs a model once on a backend (default: the reference interpreter). Inputs
+// Runs a model once on a backend (default: the reference interpreter), or a
+// compiled .kiln artifact through the embedding API (kiln.h). Inputs
 // come from .npy or ONNX TensorProto (.pb) files (dynamic dims are bound from
 // them) or are random (seeded: uniform [-1, 1) for floats, [0, 10) for
 // integers); see ModelInputs.h. Outputs are
@@ -66,7 +67,47 @@ Status writeOutput(const std::string& dir, const std::string& name, const Runtim
   return Status::ok();
 }
 
+Status writeOutputs(const std::string& dir, const std::vector<std::string>& names, const std::vector<RuntimeValue>& outs) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return Error(ErrorCode::IoError, "cannot create '" + dir + "': " + ec.message());
+  std::vector<std::string> written;
+  for (size_t i = 0; i < outs.size(); ++i) KILN_TRY(writeOutput(dir, names[i], outs[i], written));
+  for (const auto& w : written) std::cout << "wrote " << w << "\n";
+  return Status::ok();
+}
+
+/// `kiln run model.kiln`: the artifact through the embedding API, no compiler involved.
+int runArtifact(const RunOptions& o) {
+  if (o.backend != "interpreter" && o.backend != "cpu")
+    return reportError(Error(ErrorCode::InvalidArgument, "an artifact runs on the target it was compiled for; drop --backend"));
+  Stopwatch timer;
+  auto model = Model::load(o.model.path);
+  if (!model) return reportError(model.error());
+  double loadMs = timer.elapsedMs();
+  auto inputs = artifactInputs((*model)->inputs(), o.inputs, o.seed);
+  if (!inputs) return reportError(inputs.error());
+  timer.restart();
+  auto outs = (*model)->run(*inputs);
+  if (!outs) return reportError(outs.error());
+  double runMs = timer.elapsedMs();
+  std::cout << "ran " << o.model.path << " (compiled for " << (*model)->compiledFor() << "; load " << std::fixed
+            << std::setprecision(1) << loadMs << " ms, run " << runMs << " ms)\n" << std::defaultfloat << std::setprecision(6);
+  std::cout << "outputs:\n";
+  std::vector<std::string> names;
+  std::vector<RuntimeValue> values;
+  for (size_t i = 0; i < outs->size(); ++i) {
+    names.push_back((*model)->outputs()[i].name);
+    printTensor(names.back(), (*outs)[i], o.printLimit);
+    values.emplace_back((*outs)[i]);
+  }
+  if (!o.outputDir.empty())
+    if (Status s = writeOutputs(o.outputDir, names, values); !s.isOk()) return reportError(s.error());
+  return 0;
+}
+
 int runModel(const RunOptions& o) {
+  if (o.model.path.ends_with(".kiln")) return runArtifact(o);
   auto model = loadModelWithInputs(o.model, o.inputs, o.seed);
   if (!model) return reportError(model.error());
   auto backend = bench::createBackend(o.backend, {.seed = o.seed});
@@ -97,24 +138,15 @@ int runModel(const RunOptions& o) {
     if (v.isTensor()) printTensor(name, v.tensor(), o.printLimit);
     else std::cout << "  " << name << ": " << v.describe() << "\n";
   }
-  if (!o.outputDir.empty()) {
-    std::error_code ec;
-    std::filesystem::create_directories(o.outputDir, ec);
-    if (ec) return reportError(Error(ErrorCode::IoError, "cannot create '" + o.outputDir + "': " + ec.message()));
-    std::vector<std::string> written;
-    for (size_t i = 0; i < outs->size(); ++i) {
-      Status s = writeOutput(o.outputDir, outputNames[i], (*outs)[i], written);
-      if (!s.isOk()) return reportError(s.error());
-    }
-    for (const auto& w : written) std::cout << "wrote " << w << "\n";
-  }
+  if (!o.outputDir.empty())
+    if (Status s = writeOutputs(o.outputDir, outputNames, *outs); !s.isOk()) return reportError(s.error());
   return 0;
 }
 
 }  // namespace
 
 void addRunCommand(CLI::App& app, int& exitCode) {
-  auto* cmd = app.add_subcommand("run", "Run a model once and print or save its outputs");
+  auto* cmd = app.add_subcommand("run", "Run a model (.onnx, .kir) or a compiled artifact (.kiln) once and print or save its outputs");
   auto o = std::make_shared<RunOptions>();
   addModelOptions(*cmd, o->model, true);
   cmd->add_option("--input", o->inputs, "An input as name=file.npy or name=file.pb (repeatable); others are random");

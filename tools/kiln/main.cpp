@@ -1,8 +1,8 @@
 //===- tools/kiln/main.cpp - The kiln command-line tool --------------------===//
 //
-// One CLI for kiln's jobs: inspect a model, run it once, benchmark it, list
-// and run graph passes, convert between ONNX and text IR, list supported ops.
-// Later subcommands (compile, tune, ...) arrive with their libraries.
+// One CLI for kiln's jobs: inspect a model, compile it to an artifact, run it
+// once (a model or an artifact), benchmark it, list and run graph passes,
+// convert between ONNX and text IR, list supported ops.
 //
 //===----------------------------------------------------------------------===//
 #include "Commands.h"
@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   int exitCode = 0;
   kiln::cli::addInspectCommand(app, exitCode);
+  kiln::cli::addCompileCommand(app, exitCode);
   kiln::cli::addRunCommand(app, exitCode);
   kiln::cli::addBenchCommand(app, exitCode);
   kiln::cli::addPassesCommand(app, exitCode);

@@ -18,7 +18,8 @@
 namespace kiln {
 
 /// Stable error codes. Numbers never change meaning once released; the ranges are
-/// 1xxx model import, 2xxx IR, 3xxx execution, 4xxx files and usage, 9xxx internal.
+/// 1xxx model import, 2xxx IR, 3xxx execution, 4xxx files and usage, 5xxx code
+/// generation and artifacts, 9xxx internal.
 enum class ErrorCode : uint16_t {
   OnnxMalformed = 1001,      ///< file is not a parseable ONNX ModelProto (or truncated)
   OnnxUnsupportedOpset = 1002,
@@ -39,6 +40,10 @@ enum class ErrorCode : uint16_t {
   IoError = 4001,
   FileFormat = 4002,         ///< .npy / .pb tensor file could not be parsed
   InvalidArgument = 4003,
+  CodegenUnsupported = 5001, ///< no schedule template or target support for an op
+  FusionPlanFormat = 5002,   ///< a fusion plan file could not be parsed or does not fit the graph
+  ArtifactCorrupt = 5003,    ///< a .kiln artifact is truncated or fails its checksum
+  ArtifactVersion = 5004,    ///< a .kiln artifact from another format version or target
   Internal = 9001,
 };
 

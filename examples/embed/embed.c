@@ -1,0 +1,64 @@
+/*===- examples/embed/embed.c - Running a compiled model from C ------------===*
+ *
+ * The same job as embed.cpp through the C API: load, describe, fill f32
+ * inputs with x[i] = sin(i) / 2 (other types are refused), run, print the
+ * first values of each f32 output. Errors print kiln_last_error().
+ *
+ *   embed_c model.kiln
+ *
+ *===----------------------------------------------------------------------===*/
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "kiln/c_api.h"
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    fprintf(stderr, "usage: %s model.kiln\n", argv[0]);
+    return 2;
+  }
+  kiln_model* model = NULL;
+  if (kiln_model_load(argv[1], &model) != 0) {
+    fprintf(stderr, "%s\n", kiln_last_error());
+    return 1;
+  }
+  size_t ni = kiln_model_num_inputs(model), no = kiln_model_num_outputs(model);
+  const void** inputs = calloc(ni, sizeof(void*));
+  void** outputs = calloc(no, sizeof(void*));
+  for (size_t i = 0; i < ni; ++i) {
+    if (kiln_model_input_dtype(model, i) != KILN_F32) {
+      fprintf(stderr, "input %s is not f32\n", kiln_model_input_name(model, i));
+      return 1;
+    }
+    size_t n = kiln_model_input_bytes(model, i) / sizeof(float);
+    float* data = malloc(n * sizeof(float) + 1);
+    for (size_t k = 0; k < n; ++k) data[k] = (float)(sin((double)k) / 2);
+    inputs[i] = data;
+    printf("input %s rank %zu\n", kiln_model_input_name(model, i), kiln_model_input_rank(model, i));
+  }
+  for (size_t o = 0; o < no; ++o) outputs[o] = malloc(kiln_model_output_bytes(model, o) + 1);
+  if (kiln_model_run(model, inputs, outputs) != 0) {
+    fprintf(stderr, "%s\n", kiln_last_error());
+    return 1;
+  }
+  for (size_t o = 0; o < no; ++o) {
+    printf("output %s:", kiln_model_output_name(model, o));
+    if (kiln_model_output_dtype(model, o) == KILN_F32) {
+      const float* v = outputs[o];
+      size_t n = kiln_model_output_bytes(model, o) / sizeof(float);
+      for (size_t k = 0; k < n && k < 8; ++k) printf(" %.9g", (double)v[k]);
+    }
+    printf("\n");
+  }
+  /* A wrong path is an error with a message, not a crash. */
+  kiln_model* missing = NULL;
+  int code = kiln_model_load("/nonexistent/model.kiln", &missing);
+  printf("missing artifact: code %d, %s\n", code, kiln_last_error());
+  for (size_t i = 0; i < ni; ++i) free((void*)inputs[i]);
+  for (size_t o = 0; o < no; ++o) free(outputs[o]);
+  free(inputs);
+  free(outputs);
+  kiln_model_free(model);
+  return code == 0 ? 1 : 0;
+}

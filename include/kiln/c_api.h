@@ -1,0 +1,65 @@
+/*===- kiln/c_api.h - Running compiled models (C API) -------------*- C -*-===*
+ *
+ * The C face of kiln.h. Functions that can fail return 0 on success or a kiln
+ * error code (the KE number, e.g. 5003 for a corrupt artifact); the message
+ * is then available from kiln_last_error() on the same thread. A model may
+ * be run from several threads at once.
+ *
+ *   kiln_model* m;
+ *   if (kiln_model_load("model.kiln", &m)) { puts(kiln_last_error()); return 1; }
+ *   float in[...], out[...];
+ *   const void* ins[] = {in}; void* outs[] = {out};
+ *   kiln_model_run(m, ins, outs);
+ *   kiln_model_free(m);
+ *
+ *===----------------------------------------------------------------------===*/
+#ifndef KILN_C_API_H
+#define KILN_C_API_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct kiln_model kiln_model;
+
+/* Element types (the values of kiln::DType). */
+enum {
+  KILN_F32 = 1, KILN_F64 = 2, KILN_F16 = 3, KILN_BF16 = 4, KILN_I8 = 5, KILN_I16 = 6, KILN_I32 = 7,
+  KILN_I64 = 8, KILN_U8 = 9, KILN_U16 = 10, KILN_U32 = 11, KILN_U64 = 12, KILN_BOOL = 13
+};
+
+int kiln_model_load(const char* path, kiln_model** model);
+void kiln_model_free(kiln_model* model);
+
+size_t kiln_model_num_inputs(const kiln_model* model);
+size_t kiln_model_num_outputs(const kiln_model* model);
+/* Name, element type, rank, dims and size in bytes of input/output i (null / 0 when out of range). */
+const char* kiln_model_input_name(const kiln_model* model, size_t i);
+const char* kiln_model_output_name(const kiln_model* model, size_t i);
+int kiln_model_input_dtype(const kiln_model* model, size_t i);
+int kiln_model_output_dtype(const kiln_model* model, size_t i);
+size_t kiln_model_input_rank(const kiln_model* model, size_t i);
+size_t kiln_model_output_rank(const kiln_model* model, size_t i);
+const int64_t* kiln_model_input_dims(const kiln_model* model, size_t i);
+const int64_t* kiln_model_output_dims(const kiln_model* model, size_t i);
+size_t kiln_model_input_bytes(const kiln_model* model, size_t i);
+size_t kiln_model_output_bytes(const kiln_model* model, size_t i);
+
+/* Runs once: inputs[i] points at input i's data (dense, row-major, its type);
+   outputs[i] at room for output i (kiln_model_output_bytes). */
+int kiln_model_run(const kiln_model* model, const void* const* inputs, void* const* outputs);
+
+/* Threads kernels use (process-wide). */
+void kiln_set_threads(int threads);
+
+/* The message of this thread's last failed call ("" if none). */
+const char* kiln_last_error(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KILN_C_API_H */

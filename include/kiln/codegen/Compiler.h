@@ -1,0 +1,58 @@
+//===- kiln/codegen/Compiler.h - Graph to Executable --------------*- C++ -*-===//
+//
+// The code generation driver: fusion plan -> one kernel per group (template
+// default or given configs; identical kernels share code) -> the Executable's
+// buffers, launch plan and memory plan. compileForCpu adds the CPU target:
+// the kernels are JIT-compiled in this process and returned with entry
+// points, ready for runtime::CpuExecutor.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include "kiln/codegen/CpuBackend.h"
+#include "kiln/codegen/FusionPlan.h"
+#include "kiln/codegen/ScheduleTemplate.h"
+#include "kiln/runtime/CpuExecutor.h"
+#include "kiln/runtime/Executable.h"
+
+namespace kiln::codegen {
+
+struct CompileOptions {
+  std::string fusionPlanText;          ///< decisions to apply (FusionPlan::print form); empty: defaults
+  std::map<std::string, Config> configs;  ///< per kernel group name (k3_conv1): knob values
+};
+
+struct CompileStats {
+  size_t groups = 0, kernels = 0;  ///< kernel groups, distinct kernels after sharing
+  double planMs = 0, lowerMs = 0, llvmMs = 0;
+  uint64_t arenaBytes = 0, unsharedBytes = 0, weightBytes = 0;
+};
+
+/// The target-independent part: plan, lowered kernels, executable without code.
+struct LoweredModel {
+  std::unique_ptr<FusionPlan> plan;
+  std::vector<LoweredKernel> kernels;          ///< distinct kernels, executable.kernelNames order
+  std::shared_ptr<runtime::Executable> executable;
+  CompileStats stats;
+};
+
+Expected<LoweredModel> lowerModel(ir::Graph& graph, KernelTarget target, const CompileOptions& options);
+
+struct CpuModel {
+  LoweredModel lowered;
+  std::unique_ptr<CpuJit> jit;  ///< owns the code
+  std::unique_ptr<runtime::CpuExecutor> executor;
+};
+
+/// Lowers and JIT-compiles for this machine's CPU.
+Expected<CpuModel> compileForCpu(ir::Graph& graph, const CompileOptions& options = {});
+
+/// Lowers and compiles to object code: the executable is complete (what
+/// runtime::saveArtifact writes and kiln::Model loads).
+Expected<LoweredModel> compileCpuArtifact(ir::Graph& graph, const CompileOptions& options = {});
+
+}  // namespace kiln::codegen

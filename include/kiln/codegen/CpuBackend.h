@@ -1,0 +1,48 @@
+//===- kiln/codegen/CpuBackend.h - Kernel IR to native code -------*- C++ -*-===//
+//
+// The CPU target: kernels are emitted as LLVM IR (lib/codegen/cpu), optimized
+// at O3 for the host CPU and either JIT-compiled with ORC (compile-time
+// measurement, kiln run on a model) or compiled to a relocatable object for
+// an artifact. Entry points have the signature `void(void* const* args)`.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kiln/codegen/KernelIR.h"
+
+namespace kiln::codegen {
+
+using CpuKernelFn = void (*)(void* const* args);
+
+class CpuJit {
+ public:
+  static Expected<std::unique_ptr<CpuJit>> create();
+  ~CpuJit();
+  /// Compiles the kernels as one module; entry points in the kernels' order.
+  Expected<std::vector<CpuKernelFn>> compile(const std::vector<const Kernel*>& kernels);
+  /// The host CPU the code is tuned for (e.g. "skylake-avx512").
+  std::string hostCpu() const;
+
+ private:
+  CpuJit();
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+/// A relocatable ELF object holding the kernels (position-independent, O3 for
+/// the host CPU), what an artifact stores; runtime::loadObjectCode links it.
+struct CpuObject {
+  std::vector<uint8_t> bytes;
+  std::string cpu;                        ///< e.g. "cascadelake"
+  std::vector<std::string> requiredFeatures;  ///< ISA extensions the code uses (avx2, avx512f, fma, ...)
+};
+Expected<CpuObject> compileToObject(const std::vector<const Kernel*>& kernels);
+
+/// LLVM IR of the kernels, after O3 for the host when `optimize`.
+Expected<std::string> emitLlvmText(const std::vector<const Kernel*>& kernels, bool optimize);
+
+}  // namespace kiln::codegen

@@ -1,0 +1,100 @@
+//===- kiln/codegen/FusionPlan.h - Which ops share a kernel -------*- C++ -*-===//
+//
+// The fusion plan partitions an optimized graph into kernels. Every place two
+// ops could share a kernel is a fusion edge with a stable id (e0, e1, ... in
+// graph order) and a key naming its producer and consumer; each edge carries a
+// decision, fuse or split. A default heuristic sets the decisions, a search
+// may flip them, and partition() turns decisions into kernel groups, honouring
+// an edge only when the merged group stays lowerable (one anchor; epilogues
+// elementwise on the anchor's shape; prologues used only inside; no cycles
+// through other kernels). The plan prints as text that parseFusionDecisions
+// reads back, so a saved plan re-lowers the same way.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "kiln/ir/Graph.h"
+#include "kiln/support/Status.h"
+
+namespace kiln::codegen {
+
+/// How a kernel computes: the anchor op's schedule family.
+enum class KernelRole : uint8_t {
+  Injective,  ///< elementwise / broadcast / index remapping (no anchor)
+  Matmul,     ///< MatMul, Gemm
+  Conv,       ///< Conv (direct or implicit GEMM; depthwise)
+  Pool,       ///< MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool
+  Reduce,     ///< Reduce*, ArgMax/ArgMin
+  Softmax,    ///< Softmax, LogSoftmax
+  LayerNorm,  ///< LayerNormalization
+  Extern,     ///< no template: runs as a library kernel
+};
+const char* kernelRoleName(KernelRole r);
+/// The role an op plays alone.
+KernelRole roleOf(const ir::Node& n);
+
+enum class EdgeKind : uint8_t {
+  Chain,     ///< injective op into injective op (inlined)
+  Epilogue,  ///< anchor into an elementwise consumer
+  Prologue,  ///< injective op into an anchor's operand
+};
+const char* edgeKindName(EdgeKind k);
+
+struct FusionEdge {
+  int id = 0;
+  ir::Node* producer = nullptr;
+  ir::Node* consumer = nullptr;
+  EdgeKind kind = EdgeKind::Chain;
+  bool fuse = false;      ///< the decision
+  bool honored = false;   ///< set by partition(): the producer and consumer share a kernel
+  std::string key() const;  ///< "producer->consumer" (node names)
+};
+
+struct KernelGroup {
+  int id = 0;
+  KernelRole role = KernelRole::Injective;
+  ir::Node* anchor = nullptr;         ///< null for injective groups
+  std::vector<ir::Node*> nodes;       ///< in graph order
+  std::vector<ir::Value*> inputs;     ///< values read from outside the group (weights included)
+  std::vector<ir::Value*> outputs;    ///< values used after the group or graph outputs
+  std::string name() const;           ///< k<id>_<anchor or first op>
+};
+
+class FusionPlan {
+ public:
+  /// The edges of `graph` with the default heuristic's decisions, partitioned.
+  /// The graph must be free of kiln::Fused/Composite groups (inline them first).
+  static Expected<FusionPlan> build(ir::Graph& graph);
+
+  std::vector<FusionEdge>& edges() { return edges_; }
+  const std::vector<FusionEdge>& edges() const { return edges_; }
+  const std::vector<KernelGroup>& groups() const { return groups_; }
+  const KernelGroup& groupOf(const ir::Node* n) const;
+  ir::Graph& graph() const { return *graph_; }
+
+  /// Sets every decision to the default heuristic's.
+  void setDefaultDecisions();
+  /// Recomputes the kernel groups from the decisions.
+  void partition();
+
+  /// Text form: one `edge` line per edge (id, key, kind, decision, and
+  /// "(not honored)" when partitioning refused it), then one `kernel` line per group.
+  std::string print() const;
+  /// Reads decisions from print()'s text (edge lines; kernel lines and # comments
+  /// are ignored) and re-partitions. Every edge named must exist in this graph.
+  Status applyDecisions(const std::string& text);
+
+ private:
+  bool mergeable(const std::vector<ir::Node*>& members) const;
+
+  ir::Graph* graph_ = nullptr;
+  std::vector<ir::Node*> order_;  ///< nodes that belong to kernels, in graph order
+  std::vector<FusionEdge> edges_;
+  std::vector<KernelGroup> groups_;
+  std::vector<int> groupIndex_;   ///< per entry of order_
+};
+
+}  // namespace kiln::codegen

@@ -1,0 +1,170 @@
+//===- kiln/codegen/KernelIR.h - The loop-level kernel IR ---------*- C++ -*-===//
+//
+// What schedule templates produce and what the targets consume: one kernel is
+// a list of global buffer parameters and a statement tree of loops (serial,
+// parallel, vectorized, unrolled, or bound to GPU blocks/threads), stores,
+// buffer allocations in local or shared memory, lets, conditionals and
+// barriers. Expressions are immutable trees over scalar types: constants,
+// loop variables (always i64), loads (flat element index), arithmetic,
+// comparisons, math calls, select and cast. Buffers are flat arrays; templates
+// compute the flat indices. Builders fold constants so printed kernels stay
+// readable. The printer's form is what FileCheck tests read; the verifier
+// (KernelVerifier.cpp) states the rules.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kiln/support/DType.h"
+#include "kiln/support/Status.h"
+
+namespace kiln::codegen {
+
+/// Scalar types of kernel values; f16/bf16 exist only in memory and are
+/// computed in f32 (loads widen, stores narrow).
+enum class ScalarType : uint8_t { Bool, I8, U8, I32, I64, F16, BF16, F32, F64 };
+const char* scalarTypeName(ScalarType t);
+bool isFloatType(ScalarType t);
+size_t scalarTypeSize(ScalarType t);
+/// The scalar type that stores a tensor dtype; errors for types kernels cannot hold.
+Expected<ScalarType> scalarTypeOf(DType dtype);
+/// The tensor dtype a scalar type stores as.
+DType dtypeOfScalar(ScalarType t);
+/// The type arithmetic on a loaded value happens in (f16/bf16 -> f32).
+ScalarType computeType(ScalarType t);
+
+enum class MemoryScope : uint8_t { Global, Shared, Local };
+const char* memoryScopeName(MemoryScope s);
+
+struct BufferDecl {
+  std::string name;
+  ScalarType type;
+  MemoryScope scope;
+  int64_t size;  ///< elements
+};
+using Buffer = std::shared_ptr<const BufferDecl>;
+Buffer makeBuffer(std::string name, ScalarType type, MemoryScope scope, int64_t size);
+
+/// A loop or let variable (i64).
+struct VarDecl {
+  std::string name;
+};
+using Var = std::shared_ptr<const VarDecl>;
+Var makeVar(std::string name);
+
+enum class ExprKind : uint8_t { IntImm, FloatImm, VarRef, Load, Binary, Unary, Select, Cast };
+enum class BinaryOp : uint8_t { Add, Sub, Mul, Div, FloorDiv, FloorMod, Min, Max, Pow, Lt, Le, Gt, Ge, Eq, Ne, And, Or };
+enum class UnaryOp : uint8_t {
+  Neg, Not, Abs, Exp, Log, Sqrt, Rsqrt, Tanh, Erf, Sigmoid, Floor, Ceil, Round, Sin, Cos, Reciprocal, IsNan
+};
+const char* binaryOpName(BinaryOp op);
+const char* unaryOpName(UnaryOp op);
+
+struct ExprNode;
+/// An immutable expression tree (shared, never modified after construction).
+class Expr {
+ public:
+  Expr() = default;
+  explicit Expr(std::shared_ptr<const ExprNode> n) : node_(std::move(n)) {}
+  const ExprNode* operator->() const { return node_.get(); }
+  const ExprNode& operator*() const { return *node_; }
+  explicit operator bool() const { return node_ != nullptr; }
+  const ExprNode* get() const { return node_.get(); }
+
+ private:
+  std::shared_ptr<const ExprNode> node_;
+};
+
+struct ExprNode {
+  ExprKind kind = ExprKind::IntImm;
+  ScalarType type = ScalarType::I64;
+  int64_t intValue = 0;     ///< IntImm (also Bool 0/1)
+  double floatValue = 0;    ///< FloatImm
+  Var var;                  ///< VarRef
+  Buffer buffer;            ///< Load
+  BinaryOp binaryOp = BinaryOp::Add;
+  UnaryOp unaryOp = UnaryOp::Neg;
+  std::vector<Expr> operands;  ///< Load: index; Binary: a, b; Unary/Cast: a; Select: cond, a, b
+};
+
+// Builders (constant-folding where both sides are constants or identities apply).
+Expr intImm(int64_t v, ScalarType t = ScalarType::I64);
+Expr floatImm(double v, ScalarType t = ScalarType::F32);
+Expr boolImm(bool v);
+Expr varRef(const Var& v);
+Expr load(const Buffer& b, Expr index);
+Expr binary(BinaryOp op, Expr a, Expr b);
+Expr unary(UnaryOp op, Expr a);
+Expr select(Expr cond, Expr a, Expr b);
+Expr cast(ScalarType t, Expr a);
+/// A constant of type t (int or float).
+Expr constantOf(ScalarType t, double v);
+bool isIntConstant(const Expr& e, int64_t* value = nullptr);
+bool isConstant(const Expr& e);
+
+inline Expr operator+(Expr a, Expr b) { return binary(BinaryOp::Add, std::move(a), std::move(b)); }
+inline Expr operator-(Expr a, Expr b) { return binary(BinaryOp::Sub, std::move(a), std::move(b)); }
+inline Expr operator*(Expr a, Expr b) { return binary(BinaryOp::Mul, std::move(a), std::move(b)); }
+inline Expr operator/(Expr a, Expr b) { return binary(BinaryOp::Div, std::move(a), std::move(b)); }
+inline Expr operator+(Expr a, int64_t b) { return std::move(a) + intImm(b); }
+inline Expr operator*(Expr a, int64_t b) { return std::move(a) * intImm(b); }
+inline Expr operator-(Expr a, int64_t b) { return std::move(a) - intImm(b); }
+inline Expr floorDiv(Expr a, int64_t b) { return binary(BinaryOp::FloorDiv, std::move(a), intImm(b)); }
+inline Expr floorMod(Expr a, int64_t b) { return binary(BinaryOp::FloorMod, std::move(a), intImm(b)); }
+inline Expr minOf(Expr a, Expr b) { return binary(BinaryOp::Min, std::move(a), std::move(b)); }
+inline Expr maxOf(Expr a, Expr b) { return binary(BinaryOp::Max, std::move(a), std::move(b)); }
+
+enum class StmtKind : uint8_t { For, Store, Allocate, Let, If, Seq, Barrier };
+enum class LoopKind : uint8_t {
+  Serial, Parallel, Vectorized, Unrolled, BlockX, BlockY, BlockZ, ThreadX, ThreadY, ThreadZ
+};
+const char* loopKindName(LoopKind k);
+bool isGpuBinding(LoopKind k);
+
+struct StmtNode;
+using Stmt = std::shared_ptr<const StmtNode>;
+
+struct StmtNode {
+  StmtKind kind = StmtKind::Seq;
+  Var var;              ///< For (loop variable), Let
+  Expr value;           ///< For: extent (the loop runs var = 0 .. extent-1); Store: value; Let: value; If: cond
+  Expr index;           ///< Store
+  Buffer buffer;        ///< Store, Allocate
+  LoopKind loop = LoopKind::Serial;
+  std::vector<Stmt> body;  ///< For/Allocate/Let: {body}; If: {then} or {then, else}; Seq: the statements
+};
+
+Stmt forLoop(const Var& v, Expr extent, LoopKind kind, Stmt body);
+Stmt store(const Buffer& b, Expr index, Expr value);
+Stmt allocate(const Buffer& b, Stmt body);
+Stmt let(const Var& v, Expr value, Stmt body);
+Stmt ifThen(Expr cond, Stmt then, Stmt otherwise = nullptr);
+Stmt seq(std::vector<Stmt> stmts);
+Stmt barrier();
+
+/// Which kind of machine a kernel is scheduled for (what the verifier allows).
+enum class KernelTarget : uint8_t { Cpu, Gpu };
+
+/// One kernel: global buffers in parameter order, and its body.
+struct Kernel {
+  std::string name;
+  KernelTarget target = KernelTarget::Cpu;
+  std::vector<Buffer> params;
+  Stmt body;
+};
+
+/// Text form, e.g.
+///   kernel @add_relu(global f32 %a[16], global f32 %out[16]) target=cpu {
+///     parallel for %i in 16 { %out[%i] = max(%a[%i], 0.0f) }
+///   }
+std::string printKernel(const Kernel& k);
+std::string printExpr(const Expr& e);
+
+/// Checks the rules in KernelVerifier.cpp; the error names the kernel.
+Status verifyKernel(const Kernel& k);
+
+}  // namespace kiln::codegen

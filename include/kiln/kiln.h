@@ -1,0 +1,55 @@
+//===- kiln/kiln.h - Running compiled models (C++ API) ------------*- C++ -*-===//
+//
+// The embedding API: load a .kiln artifact written by `kiln compile`, query
+// its inputs and outputs, run it. Link kiln_runtime only (no LLVM, protobuf
+// or compiler). A loaded Model is immutable: run() may be called from many
+// threads at once; each run gets its own scratch memory.
+//
+//   auto model = kiln::Model::load("resnet50.kiln");
+//   if (!model) { std::cerr << model.error().str(); return 1; }
+//   kiln::Tensor x = kiln::Tensor::zeros(kiln::DType::F32, (*model)->inputs()[0].dims);
+//   auto outputs = (*model)->run({x});
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kiln/support/Status.h"
+#include "kiln/support/Tensor.h"
+
+namespace kiln {
+
+struct TensorInfo {
+  std::string name;
+  DType dtype = DType::F32;
+  Dims dims;
+};
+
+class Model {
+ public:
+  /// Loads an artifact; ArtifactCorrupt / ArtifactVersion errors say what is wrong.
+  static Expected<std::unique_ptr<Model>> load(const std::string& path);
+  ~Model();
+
+  const std::vector<TensorInfo>& inputs() const;
+  const std::vector<TensorInfo>& outputs() const;
+  /// The CPU the code was compiled for and the bytes of scratch memory a run takes.
+  const std::string& compiledFor() const;
+  uint64_t scratchBytes() const;
+
+  /// Runs once; inputs in the order of inputs(), each of exactly its type.
+  Expected<std::vector<Tensor>> run(const std::vector<Tensor>& inputs) const;
+
+  /// Threads kernels use (process-wide; default: all cores).
+  static void setThreads(int threads);
+
+ private:
+  Model();
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace kiln

@@ -1,0 +1,30 @@
+//===- kiln/runtime/Artifact.h - The .kiln file format ------------*- C++ -*-===//
+//
+// One file holds an Executable: an 8-byte magic "KILNART\0", the format
+// version, the payload length and a 64-bit checksum of the payload, then the
+// payload (target, CPU and ISA features, buffers, launch plan, memory plan,
+// kernel names, object code, weights). Reading checks all of it: a truncated
+// or modified file is ArtifactCorrupt, another format version or a target
+// this runtime cannot run is ArtifactVersion; nothing is trusted before the
+// checksum matches, and every count and length is bounds-checked.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kiln/runtime/Executable.h"
+
+namespace kiln::runtime {
+
+inline constexpr uint32_t kArtifactFormatVersion = 1;
+
+std::vector<uint8_t> serializeExecutable(const Executable& exe);
+Expected<Executable> deserializeExecutable(const uint8_t* data, size_t size);
+
+Status saveArtifact(const Executable& exe, const std::string& path);
+Expected<Executable> loadArtifact(const std::string& path);
+
+}  // namespace kiln::runtime

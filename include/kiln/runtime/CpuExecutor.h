@@ -1,0 +1,40 @@
+//===- kiln/runtime/CpuExecutor.h - Runs an Executable on the CPU -*- C++ -*-===//
+//
+// Binds an Executable's kernel steps to entry points (from a loaded object or
+// the JIT) and runs them: inputs are checked against the declared types, each
+// run takes an arena for intermediates from a free list (so concurrent runs of
+// one executor are safe), outputs are fresh tensors.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "kiln/runtime/Executable.h"
+
+namespace kiln::runtime {
+
+using KernelEntry = void (*)(void* const* args);
+
+class CpuExecutor {
+ public:
+  /// `entries` holds one entry point per exe->kernelNames.
+  static Expected<std::unique_ptr<CpuExecutor>> create(std::shared_ptr<const Executable> exe,
+                                                       std::vector<KernelEntry> entries);
+  /// Runs once; inputs in model order. Thread-safe. With `stepMs`, the time of
+  /// each step is added to it (resized to the step count).
+  Expected<std::vector<Tensor>> run(const std::vector<Tensor>& inputs, std::vector<double>* stepMs = nullptr) const;
+  const Executable& executable() const { return *exe_; }
+  const std::vector<KernelEntry>& entries() const { return entries_; }
+
+ private:
+  CpuExecutor() = default;
+  std::shared_ptr<const Executable> exe_;
+  std::vector<KernelEntry> entries_;
+  mutable std::mutex arenasMutex_;
+  mutable std::vector<std::unique_ptr<uint8_t[]>> freeArenas_;
+};
+
+}  // namespace kiln::runtime

@@ -1,0 +1,44 @@
+//===- kiln/support/ThreadPool.h - Parallel loops for kernels -----*- C++ -*-===//
+//
+// A fixed pool of worker threads that runs parallel loops: the range is cut
+// into one contiguous chunk per thread (static schedule, like OpenMP's
+// default), the caller runs a chunk too, and parallelFor returns when all are
+// done. Nested calls from inside a worker run serially. Generated CPU kernels
+// reach the process-wide pool through the C symbol kiln_rt_parallel_for.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <cstdint>
+#include <functional>
+
+namespace kiln {
+
+class ThreadPool {
+ public:
+  /// The process-wide pool (threads = hardware concurrency until setThreads).
+  static ThreadPool& global();
+  explicit ThreadPool(int threads);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int threads() const;
+  /// Resizes the pool (>= 1; 1 runs everything on the caller).
+  void setThreads(int threads);
+  /// Runs fn(begin, end) over chunks covering [0, n).
+  void parallelFor(int64_t n, const std::function<void(int64_t, int64_t)>& fn);
+
+ private:
+  struct Impl;
+  Impl* impl_;
+};
+
+}  // namespace kiln
+
+extern "C" {
+/// Body of an outlined parallel loop: runs iterations [begin, end).
+typedef void (*KilnParallelBody)(void* const* args, int64_t begin, int64_t end);
+/// Runs body over [0, n) on the global pool (what generated kernels call).
+void kiln_rt_parallel_for(KilnParallelBody body, void* const* args, int64_t n);
+}

@@ -1,0 +1,51 @@
+//===- lib/bench/CpuBackend.h - Backend: generated CPU code ----------------===//
+//
+// Compiles the (already optimized) graph with the CPU target: fusion plan,
+// schedule templates with default knobs, LLVM JIT; then runs the executable
+// with runtime::CpuExecutor on the process thread pool (--threads sets its
+// size). prepare() fills the codegen phase.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "kiln/bench/Backend.h"
+#include "kiln/codegen/Compiler.h"
+#include "kiln/support/Stopwatch.h"
+#include "kiln/support/ThreadPool.h"
+
+namespace kiln::bench {
+
+class CpuCodegenBackend final : public Backend {
+ public:
+  explicit CpuCodegenBackend(const BackendOptions& options) : options_(options) {
+    if (options_.threads > 0) ThreadPool::global().setThreads(options_.threads);
+  }
+  std::string name() const override { return "cpu"; }
+  int threads() const override { return ThreadPool::global().threads(); }
+  Status prepare(std::unique_ptr<ir::Module> module, CompilePhases& phases) override {
+    module_ = std::move(module);
+    Stopwatch timer;
+    KILN_ASSIGN(model_, codegen::compileForCpu(module_->graph()));
+    phases.codegenMs = timer.elapsedMs();
+    return Status::ok();
+  }
+  Expected<std::vector<RuntimeValue>> run(const std::vector<RuntimeValue>& inputs) override {
+    if (!model_.executor) return Error(ErrorCode::Internal, "cpu backend: run() before prepare()");
+    std::vector<Tensor> tensors;
+    for (const RuntimeValue& v : inputs) {
+      if (!v.isTensor()) return Error(ErrorCode::ExecInput, "cpu backend takes tensor inputs only");
+      tensors.push_back(v.tensor());
+    }
+    KILN_ASSIGN(std::vector<Tensor> outs, model_.executor->run(tensors));
+    std::vector<RuntimeValue> values;
+    for (Tensor& t : outs) values.emplace_back(std::move(t));
+    return values;
+  }
+
+ private:
+  BackendOptions options_;
+  std::unique_ptr<ir::Module> module_;
+  codegen::CpuModel model_;
+};
+
+}  // namespace kiln::bench

@@ -1,0 +1,227 @@
+//===- lib/codegen/Compiler.cpp - Plan, lower, build the Executable --------===//
+//
+// lowerModel: builds the fusion plan (applying saved decisions), orders the
+// groups topologically, lowers each with its template, shares identical
+// kernels (same IR apart from the name), then assigns buffers: graph inputs,
+// weights (Constant values a kernel reads), outputs, and intermediates placed
+// by the memory planner from their lifetimes over the steps.
+//
+//===----------------------------------------------------------------------===//
+#include "kiln/codegen/Compiler.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "MemoryPlanner.h"
+#include "TensorExpr.h"
+#include "kiln/ir/Node.h"
+#include "kiln/support/Stopwatch.h"
+
+namespace kiln::codegen {
+namespace {
+
+/// Groups in an order where every group runs after the groups it reads from
+/// (Kahn's algorithm, ties broken by graph position).
+std::vector<const KernelGroup*> topologicalGroups(const FusionPlan& plan) {
+  const auto& groups = plan.groups();
+  std::map<const ir::Node*, int> groupOfNode;
+  for (const KernelGroup& g : groups)
+    for (const ir::Node* n : g.nodes) groupOfNode[n] = g.id;
+  std::vector<std::set<int>> successors(groups.size());
+  std::vector<int> indegree(groups.size(), 0);
+  for (const KernelGroup& g : groups)
+    for (const ir::Value* v : g.inputs)
+      if (v->producer() && groupOfNode.count(v->producer())) {
+        int from = groupOfNode[v->producer()];
+        if (from != g.id && successors[size_t(from)].insert(g.id).second) ++indegree[size_t(g.id)];
+      }
+  std::set<int> ready;
+  for (const KernelGroup& g : groups)
+    if (indegree[size_t(g.id)] == 0) ready.insert(g.id);
+  std::vector<const KernelGroup*> order;
+  while (!ready.empty()) {
+    int id = *ready.begin();
+    ready.erase(ready.begin());
+    order.push_back(&groups[size_t(id)]);
+    for (int s : successors[size_t(id)])
+      if (--indegree[size_t(s)] == 0) ready.insert(s);
+  }
+  return order;
+}
+
+const Tensor* constantTensor(const ir::Value* v) {
+  const ir::Node* p = v->producer();
+  if (!p || p->opType() != "Constant" || !p->domain().empty() || !p->hasAttr("value")) return nullptr;
+  return &p->getTensor("value");
+}
+
+}  // namespace
+
+Expected<LoweredModel> lowerModel(ir::Graph& graph, KernelTarget target, const CompileOptions& options) {
+  LoweredModel out;
+  Stopwatch timer;
+  KILN_ASSIGN(FusionPlan plan, FusionPlan::build(graph));
+  out.plan = std::make_unique<FusionPlan>(std::move(plan));
+  if (!options.fusionPlanText.empty()) KILN_TRY(out.plan->applyDecisions(options.fusionPlanText));
+  out.stats.planMs = timer.elapsedMs();
+  timer.restart();
+
+  auto exe = std::make_shared<runtime::Executable>();
+  exe->target = target == KernelTarget::Cpu ? "cpu" : "cuda";
+  std::map<const ir::Value*, uint32_t> bufferOf;
+  auto addBuffer = [&](const ir::Value* v, runtime::BufferKind kind) -> Expected<uint32_t> {
+    KILN_ASSIGN(Dims dims, staticDims(v));
+    runtime::BufferSpec b;
+    b.name = v->name();
+    b.dtype = v->tensorType().dtype();
+    b.dims = dims;
+    b.kind = kind;
+    exe->buffers.push_back(b);
+    uint32_t id = uint32_t(exe->buffers.size() - 1);
+    bufferOf[v] = id;
+    return id;
+  };
+  for (const ir::Value* v : graph.inputs()) {
+    KILN_ASSIGN(uint32_t id, addBuffer(v, runtime::BufferKind::Input));
+    exe->buffers[id].index = uint32_t(exe->inputs.size());
+    exe->inputs.push_back(id);
+  }
+  std::set<const ir::Value*> graphOutputs(graph.outputs().begin(), graph.outputs().end());
+
+  std::map<std::string, uint32_t> kernelByBody;
+  std::vector<const KernelGroup*> order = topologicalGroups(*out.plan);
+  if (order.size() != out.plan->groups().size())
+    return makeError(ErrorCode::Internal, "fusion plan groups form a cycle");
+  for (const KernelGroup* g : order) {
+    const Config* config = nullptr;
+    if (auto it = options.configs.find(g->name()); it != options.configs.end()) config = &it->second;
+    KILN_ASSIGN(LoweredKernel lk, lowerGroup(*g, target, config));
+    // Outputs first (so a kernel's own results exist), then the values it reads.
+    runtime::KernelStep step;
+    for (ir::Value* v : g->outputs)
+      if (!bufferOf.count(v)) {
+        bool isOutput = graphOutputs.count(v);
+        KILN_TRY(addBuffer(v, isOutput ? runtime::BufferKind::Output : runtime::BufferKind::Intermediate).status());
+      }
+    for (size_t a = 0; a < lk.args.size(); ++a) {
+      const ir::Value* v = lk.args[a];
+      if (!v) {  // a workspace: arena space for this step only
+        const Buffer& w = lk.kernel.params[a];
+        runtime::BufferSpec b;
+        b.name = lk.kernel.name + "." + w->name;
+        b.dtype = dtypeOfScalar(w->type);
+        b.dims = {w->size};
+        exe->buffers.push_back(b);
+        step.args.push_back(uint32_t(exe->buffers.size() - 1));
+        continue;
+      }
+      if (!bufferOf.count(v)) {
+        const Tensor* t = constantTensor(v);
+        if (!t) return makeError(ErrorCode::Internal, "kernel ", lk.kernel.name, " reads ", v->name(), " before it exists");
+        KILN_ASSIGN(uint32_t id, addBuffer(v, runtime::BufferKind::Weight));
+        exe->buffers[id].index = uint32_t(exe->weights.size());
+        exe->weights.push_back(*t);
+        out.stats.weightBytes += t->byteSize();
+      }
+      step.args.push_back(bufferOf[v]);
+    }
+    // Identical kernels (same IR up to parameter names) share code.
+    std::string body = printKernel(lk.kernel);
+    body = body.substr(body.find('('));
+    for (size_t p = 0; p < lk.kernel.params.size(); ++p) {
+      std::string from = "%" + lk.kernel.params[p]->name + "[", to = "%p" + std::to_string(p) + "[";
+      for (size_t at = body.find(from); at != std::string::npos; at = body.find(from, at + to.size()))
+        body.replace(at, from.size(), to);
+    }
+    auto [it, fresh] = kernelByBody.try_emplace(body, uint32_t(out.kernels.size()));
+    if (fresh) {
+      exe->kernelNames.push_back(lk.kernel.name);
+      out.kernels.push_back(std::move(lk));
+    }
+    step.kernel = it->second;
+    exe->steps.push_back(std::move(step));
+  }
+  // Outputs in graph order; values no kernel computes (inputs, constants) are copied.
+  for (const ir::Value* v : graph.outputs()) {
+    auto it = bufferOf.find(v);
+    uint32_t id;
+    if (it != bufferOf.end() && exe->buffers[it->second].kind == runtime::BufferKind::Output &&
+        std::find(exe->outputs.begin(), exe->outputs.end(), it->second) == exe->outputs.end()) {
+      id = it->second;
+    } else {
+      int32_t source = -1;
+      if (it != bufferOf.end()) source = int32_t(it->second);
+      else if (const Tensor* t = constantTensor(v)) {
+        KILN_ASSIGN(uint32_t w, addBuffer(v, runtime::BufferKind::Weight));
+        exe->buffers[w].index = uint32_t(exe->weights.size());
+        exe->weights.push_back(*t);
+        source = int32_t(w);
+      } else {
+        return makeError(ErrorCode::CodegenUnsupported, "graph output '", v->name(), "' is not computed by any kernel");
+      }
+      KILN_ASSIGN(id, addBuffer(v, runtime::BufferKind::Output));
+      exe->buffers[id].aliasOf = source;
+    }
+    exe->buffers[id].index = uint32_t(exe->outputs.size());
+    exe->outputs.push_back(id);
+  }
+  // Memory plan over the intermediates' lifetimes.
+  std::vector<Lifetime> lifetimes;
+  std::vector<uint32_t> intermediates;
+  for (uint32_t id = 0; id < exe->buffers.size(); ++id)
+    if (exe->buffers[id].kind == runtime::BufferKind::Intermediate) {
+      intermediates.push_back(id);
+      lifetimes.push_back({exe->buffers[id].bytes(), SIZE_MAX, 0});
+    }
+  std::map<uint32_t, size_t> slot;
+  for (size_t i = 0; i < intermediates.size(); ++i) slot[intermediates[i]] = i;
+  for (size_t s = 0; s < exe->steps.size(); ++s)
+    for (uint32_t a : exe->steps[s].args)
+      if (auto it = slot.find(a); it != slot.end()) {
+        Lifetime& l = lifetimes[it->second];
+        l.first = std::min(l.first, s);
+        l.last = std::max(l.last, s);
+      }
+  MemoryPlan memory = planMemory(lifetimes);
+  for (size_t i = 0; i < intermediates.size(); ++i) exe->buffers[intermediates[i]].offset = memory.offsets[i];
+  exe->arenaBytes = memory.arenaBytes;
+  KILN_TRY(exe->validate());
+  out.stats.groups = order.size();
+  out.stats.kernels = out.kernels.size();
+  out.stats.arenaBytes = memory.arenaBytes;
+  out.stats.unsharedBytes = memory.unsharedBytes;
+  out.stats.lowerMs = timer.elapsedMs();
+  out.executable = std::move(exe);
+  return out;
+}
+
+Expected<CpuModel> compileForCpu(ir::Graph& graph, const CompileOptions& options) {
+  CpuModel model;
+  KILN_ASSIGN(model.lowered, lowerModel(graph, KernelTarget::Cpu, options));
+  Stopwatch timer;
+  KILN_ASSIGN(model.jit, CpuJit::create());
+  std::vector<const Kernel*> kernels;
+  for (const LoweredKernel& k : model.lowered.kernels) kernels.push_back(&k.kernel);
+  KILN_ASSIGN(std::vector<CpuKernelFn> fns, model.jit->compile(kernels));
+  model.lowered.executable->cpu = model.jit->hostCpu();
+  model.lowered.stats.llvmMs = timer.elapsedMs();
+  std::vector<runtime::KernelEntry> entries(fns.begin(), fns.end());
+  KILN_ASSIGN(model.executor, runtime::CpuExecutor::create(model.lowered.executable, std::move(entries)));
+  return model;
+}
+
+Expected<LoweredModel> compileCpuArtifact(ir::Graph& graph, const CompileOptions& options) {
+  KILN_ASSIGN(LoweredModel model, lowerModel(graph, KernelTarget::Cpu, options));
+  Stopwatch timer;
+  std::vector<const Kernel*> kernels;
+  for (const LoweredKernel& k : model.kernels) kernels.push_back(&k.kernel);
+  KILN_ASSIGN(CpuObject object, compileToObject(kernels));
+  model.executable->objectCode = std::move(object.bytes);
+  model.executable->cpu = object.cpu;
+  model.executable->cpuFeatures = object.requiredFeatures;
+  model.stats.llvmMs = timer.elapsedMs();
+  return model;
+}
+
+}  // namespace kiln::codegen

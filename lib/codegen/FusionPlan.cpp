@@ -1,0 +1,310 @@
+//===- lib/codegen/FusionPlan.cpp - Fusion edges, decisions, partitioning ---===//
+//
+// Builds the fusion edges of a graph, sets the default decisions and merges
+// nodes into kernel groups. Default heuristic (TVM's FuseOps rules, made
+// explicit per edge): injective chains fuse; elementwise/broadcast consumers
+// of an anchor (matmul, conv, pool, reduction, softmax, layernorm) fuse as its
+// epilogue; injective producers fuse into reductions, softmax and layernorm
+// (cheap to recompute while reducing) and Pad into conv and pooling, but not
+// other prologues of matmul/conv (they would be recomputed for every use).
+// Edges are honoured in id order; an edge whose merge would make a group that
+// no template can lower is recorded as not honoured.
+//
+//===----------------------------------------------------------------------===//
+#include "kiln/codegen/FusionPlan.h"
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+#include <set>
+#include <sstream>
+
+#include "TensorExpr.h"
+#include "kiln/ir/OpSchema.h"
+
+namespace kiln::codegen {
+namespace {
+
+bool isOneOf(const std::string& op, std::initializer_list<const char*> names) {
+  for (const char* n : names)
+    if (op == n) return true;
+  return false;
+}
+
+bool isAnchorRole(KernelRole r) { return r != KernelRole::Injective && r != KernelRole::Extern; }
+
+bool isElementwiseLike(const ir::Node& n) {
+  ir::FusionPattern p = n.schema().pattern;
+  return p == ir::FusionPattern::Elementwise || p == ir::FusionPattern::Broadcast;
+}
+
+/// A name without spaces for the plan's text form.
+std::string planName(const ir::Node& n) {
+  std::string s = !n.name().empty() ? n.name() : (n.numOutputs() ? "%" + n.output(0)->name() : n.opType());
+  std::replace(s.begin(), s.end(), ' ', '_');
+  return s;
+}
+
+bool defaultDecision(const FusionEdge& e) {
+  switch (e.kind) {
+    case EdgeKind::Chain: case EdgeKind::Epilogue: return true;
+    case EdgeKind::Prologue: {
+      KernelRole r = roleOf(*e.consumer);
+      if (r == KernelRole::Reduce || r == KernelRole::Softmax || r == KernelRole::LayerNorm) return true;
+      return (r == KernelRole::Conv || r == KernelRole::Pool) && e.producer->opType() == "Pad";
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+const char* kernelRoleName(KernelRole r) {
+  static const char* names[] = {"injective", "matmul", "conv", "pool", "reduce", "softmax", "layernorm", "extern"};
+  return names[size_t(r)];
+}
+
+const char* edgeKindName(EdgeKind k) {
+  static const char* names[] = {"chain", "epilogue", "prologue"};
+  return names[size_t(k)];
+}
+
+KernelRole roleOf(const ir::Node& n) {
+  if (!n.domain().empty()) return hasElementExpr(n) ? KernelRole::Injective : KernelRole::Extern;
+  const std::string& op = n.opType();
+  if (isOneOf(op, {"MatMul", "Gemm"})) return KernelRole::Matmul;
+  if (op == "Conv") return KernelRole::Conv;
+  if (isOneOf(op, {"MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool"})) return KernelRole::Pool;
+  if (isOneOf(op, {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
+                   "ReduceSumSquare", "ReduceLogSumExp", "ArgMax", "ArgMin"}))
+    return KernelRole::Reduce;
+  if (isOneOf(op, {"Softmax", "LogSoftmax"})) return KernelRole::Softmax;
+  if (op == "LayerNormalization") return KernelRole::LayerNorm;
+  return hasElementExpr(n) ? KernelRole::Injective : KernelRole::Extern;
+}
+
+std::string FusionEdge::key() const { return planName(*producer) + "->" + planName(*consumer); }
+
+std::string KernelGroup::name() const {
+  const ir::Node* n = anchor ? anchor : nodes.front();
+  std::string base = planName(*n);
+  std::string clean;
+  for (char c : base) clean += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  return "k" + std::to_string(id) + "_" + clean;
+}
+
+Expected<FusionPlan> FusionPlan::build(ir::Graph& graph) {
+  FusionPlan plan;
+  plan.graph_ = &graph;
+  std::map<const ir::Node*, size_t> position;
+  for (ir::Node* n : graph.nodes()) {
+    if (n->opType() == "Constant" && n->domain().empty()) continue;
+    if (n->domain() == "kiln" && (n->opType() == "Fused" || n->opType() == "Composite"))
+      return makeError(ErrorCode::CodegenUnsupported, "fusion planning needs a graph without kiln::",
+                       n->opType(), " groups (node ", n->displayName(), "); run defuse-ops first");
+    position[n] = plan.order_.size();
+    plan.order_.push_back(n);
+  }
+  for (ir::Node* consumer : plan.order_) {
+    std::set<ir::Node*> seen;
+    KernelRole rc = roleOf(*consumer);
+    for (ir::Value* v : consumer->inputs()) {
+      if (!v || !v->producer() || !position.count(v->producer()) || !seen.insert(v->producer()).second) continue;
+      ir::Node* producer = v->producer();
+      KernelRole rp = roleOf(*producer);
+      FusionEdge e{.id = int(plan.edges_.size()), .producer = producer, .consumer = consumer};
+      if (rp == KernelRole::Injective && rc == KernelRole::Injective) e.kind = EdgeKind::Chain;
+      else if (isAnchorRole(rp) && rc == KernelRole::Injective && isElementwiseLike(*consumer)) e.kind = EdgeKind::Epilogue;
+      else if (rp == KernelRole::Injective && isAnchorRole(rc)) e.kind = EdgeKind::Prologue;
+      else continue;
+      plan.edges_.push_back(e);
+    }
+  }
+  plan.setDefaultDecisions();
+  return plan;
+}
+
+void FusionPlan::setDefaultDecisions() {
+  for (FusionEdge& e : edges_) e.fuse = defaultDecision(e);
+  partition();
+}
+
+bool FusionPlan::mergeable(const std::vector<ir::Node*>& members) const {
+  std::set<const ir::Node*> in(members.begin(), members.end());
+  ir::Node* anchor = nullptr;
+  for (ir::Node* m : members) {
+    KernelRole r = roleOf(*m);
+    if (r == KernelRole::Extern) return false;
+    if (isAnchorRole(r)) {
+      if (anchor) return false;
+      anchor = m;
+    }
+  }
+  auto usedOnlyInside = [&](const ir::Node* m) {
+    for (const ir::Value* v : m->outputs())
+      for (const ir::Use& u : v->uses())
+        if (u.isGraphOutput() || !in.count(u.user)) return false;
+    return true;
+  };
+  if (anchor) {
+    // Members reachable from the anchor inside the group are its epilogue.
+    std::set<const ir::Node*> downstream{anchor};
+    for (ir::Node* m : members)  // members are in graph order, so one sweep suffices
+      for (const ir::Value* v : m->inputs())
+        if (v && v->producer() && downstream.count(v->producer()) && m != anchor) downstream.insert(m);
+    const ir::Type& anchorType = anchor->output(0)->type();
+    if (!anchorType.isTensor()) return false;
+    for (ir::Node* m : members) {
+      if (m == anchor) continue;
+      if (downstream.count(m)) {
+        if (!isElementwiseLike(*m) || m->numOutputs() != 1 || !m->output(0)->type().isTensor() ||
+            m->output(0)->tensorType().dims() != anchorType.tensor().dims())
+          return false;
+      } else if (!usedOnlyInside(m)) {
+        return false;
+      }
+    }
+  }
+  // No path may leave the group and come back (the group runs as one kernel).
+  std::map<const ir::Node*, size_t> pos;
+  for (size_t i = 0; i < order_.size(); ++i) pos[order_[i]] = i;
+  size_t last = 0;
+  for (ir::Node* m : members) last = std::max(last, pos[m]);
+  std::set<const ir::Node*> outside;
+  std::vector<const ir::Node*> work;
+  auto pushUsers = [&](const ir::Node* n) {
+    for (const ir::Value* v : n->outputs())
+      for (const ir::Use& u : v->uses())
+        if (!u.isGraphOutput() && !in.count(u.user) && pos.count(u.user) && pos[u.user] < last &&
+            outside.insert(u.user).second)
+          work.push_back(u.user);
+  };
+  for (ir::Node* m : members) pushUsers(m);
+  while (!work.empty()) {
+    const ir::Node* n = work.back();
+    work.pop_back();
+    for (const ir::Value* v : n->outputs())
+      for (const ir::Use& u : v->uses())
+        if (!u.isGraphOutput() && in.count(u.user)) return false;
+    pushUsers(n);
+  }
+  return true;
+}
+
+void FusionPlan::partition() {
+  std::map<const ir::Node*, size_t> pos;
+  for (size_t i = 0; i < order_.size(); ++i) pos[order_[i]] = i;
+  std::vector<size_t> parent(order_.size());
+  std::iota(parent.begin(), parent.end(), 0);
+  std::vector<std::vector<ir::Node*>> members(order_.size());
+  for (size_t i = 0; i < order_.size(); ++i) members[i] = {order_[i]};
+  auto find = [&](size_t x) {
+    while (parent[x] != x) x = parent[x] = parent[parent[x]];
+    return x;
+  };
+  for (FusionEdge& e : edges_) {
+    e.honored = false;
+    size_t a = find(pos[e.producer]), b = find(pos[e.consumer]);
+    if (a == b) {
+      e.honored = e.fuse;
+      continue;
+    }
+    if (!e.fuse) continue;
+    std::vector<ir::Node*> merged = members[a];
+    merged.insert(merged.end(), members[b].begin(), members[b].end());
+    std::sort(merged.begin(), merged.end(), [&](ir::Node* x, ir::Node* y) { return pos[x] < pos[y]; });
+    if (!mergeable(merged)) continue;
+    parent[b] = a;
+    members[a] = std::move(merged);
+    members[b].clear();
+    e.honored = true;
+  }
+  // Edges inside a group whose decision is split are still in one kernel.
+  for (FusionEdge& e : edges_)
+    if (!e.fuse && find(pos[e.producer]) == find(pos[e.consumer])) e.honored = true;
+
+  groups_.clear();
+  groupIndex_.assign(order_.size(), -1);
+  for (size_t i = 0; i < order_.size(); ++i) {
+    size_t root = find(i);
+    if (groupIndex_[root] < 0) {
+      groupIndex_[root] = int(groups_.size());
+      KernelGroup g;
+      g.id = int(groups_.size());
+      g.nodes = members[root];
+      g.role = KernelRole::Injective;
+      for (ir::Node* n : g.nodes)
+        if (KernelRole r = roleOf(*n); r != KernelRole::Injective) {
+          g.role = r;
+          g.anchor = n;
+        }
+      std::set<const ir::Node*> in(g.nodes.begin(), g.nodes.end());
+      std::set<ir::Value*> seenInputs;
+      for (ir::Node* n : g.nodes) {
+        for (ir::Value* v : n->inputs())
+          if (v && (!v->producer() || !in.count(v->producer())) && seenInputs.insert(v).second) g.inputs.push_back(v);
+        for (ir::Value* v : n->outputs()) {
+          bool external = false;
+          for (const ir::Use& u : v->uses()) external |= u.isGraphOutput() || !in.count(u.user);
+          if (external) g.outputs.push_back(v);
+        }
+      }
+      groups_.push_back(std::move(g));
+    }
+    groupIndex_[i] = groupIndex_[root];
+  }
+}
+
+const KernelGroup& FusionPlan::groupOf(const ir::Node* n) const {
+  for (size_t i = 0; i < order_.size(); ++i)
+    if (order_[i] == n) return groups_[size_t(groupIndex_[i])];
+  KILN_CHECK(false, "node ", n->displayName(), " is not in the fusion plan");
+  return groups_.front();
+}
+
+std::string FusionPlan::print() const {
+  std::ostringstream os;
+  os << "# fusion plan of @" << graph_->name() << ": " << edges_.size() << " edges, " << groups_.size()
+     << " kernels\n";
+  for (const FusionEdge& e : edges_) {
+    os << "edge e" << e.id << " " << planName(*e.producer) << " -> " << planName(*e.consumer) << " "
+       << edgeKindName(e.kind) << " " << (e.fuse ? "fuse" : "split");
+    if (e.fuse != e.honored) os << (e.fuse ? " (not honored)" : " (joined by other edges)");
+    os << "\n";
+  }
+  for (const KernelGroup& g : groups_) {
+    os << "kernel " << g.name() << " " << kernelRoleName(g.role) << ":";
+    for (const ir::Node* n : g.nodes) os << " " << planName(*n);
+    os << "\n";
+  }
+  return os.str();
+}
+
+Status FusionPlan::applyDecisions(const std::string& text) {
+  std::map<std::string, FusionEdge*> byKey;
+  for (FusionEdge& e : edges_) byKey[e.key()] = &e;
+  std::istringstream in(text);
+  std::string line;
+  int lineNo = 0;
+  while (std::getline(in, line)) {
+    ++lineNo;
+    std::istringstream ls(line);
+    std::string word, id, producer, arrow, consumer, kind, decision;
+    if (!(ls >> word) || word[0] == '#' || word == "kernel") continue;
+    auto where = [&] { return "fusion plan line " + std::to_string(lineNo) + ": "; };
+    if (word != "edge") return makeError(ErrorCode::FusionPlanFormat, where(), "expected 'edge' or 'kernel', got '", word, "'");
+    if (!(ls >> id >> producer >> arrow >> consumer >> kind >> decision) || arrow != "->")
+      return makeError(ErrorCode::FusionPlanFormat, where(), "expected 'edge <id> <producer> -> <consumer> <kind> fuse|split'");
+    auto it = byKey.find(producer + "->" + consumer);
+    if (it == byKey.end())
+      return makeError(ErrorCode::FusionPlanFormat, where(), "'", producer, " -> ", consumer,
+                       "' is not a fusion edge of graph @", graph_->name());
+    if (decision != "fuse" && decision != "split")
+      return makeError(ErrorCode::FusionPlanFormat, where(), "decision must be fuse or split, got '", decision, "'");
+    it->second->fuse = decision == "fuse";
+  }
+  partition();
+  return Status::ok();
+}
+
+}  // namespace kiln::codegen

@@ -1,0 +1,166 @@
+//===- lib/codegen/KernelVerifier.cpp - Kernel IR rules -------------------===//
+//
+// The rules every kernel obeys, checked after every template instantiation in
+// tests and debug builds:
+//   - parameters are global buffers with unique names; allocations are local,
+//     or shared on GPU kernels only, and never shadow another buffer;
+//   - loads, stores and variable references name something in scope; loop and
+//     let variables do not shadow;
+//   - indices and loop extents are integers; binary operands agree in type; a
+//     stored value has the buffer's compute type; constant indices are in bounds;
+//   - vectorized and unrolled loops have constant extents;
+//   - CPU kernels: no block/thread bindings or barriers, and a parallel loop
+//     only as the outermost statement (the CPU backend outlines its body);
+//   - GPU kernels: no parallel loops; barriers only inside thread-bound loops.
+//
+//===----------------------------------------------------------------------===//
+#include <set>
+
+#include "kiln/codegen/KernelIR.h"
+#include "kiln/support/StatusImpl.h"
+
+namespace kiln::codegen {
+namespace {
+
+class Verifier {
+ public:
+  explicit Verifier(const Kernel& k) : kernel_(k) {}
+
+  Status run() {
+    for (const Buffer& b : kernel_.params) {
+      if (b->scope != MemoryScope::Global) return fail("parameter %" + b->name + " is not a global buffer");
+      KILN_TRY(declare(b));
+    }
+    if (!kernel_.body) return fail("kernel has no body");
+    return stmt(kernel_.body, /*outermost=*/true, 0);
+  }
+
+ private:
+  Status fail(const std::string& msg) {
+    return Error(ErrorCode::Internal, "kernel @" + kernel_.name + ": " + msg);
+  }
+
+  Status declare(const Buffer& b) {
+    if (b->size <= 0) return fail("buffer %" + b->name + " has no elements");
+    if (!bufferNames_.insert(b->name).second) return fail("buffer %" + b->name + " declared twice");
+    buffers_.insert(b.get());
+    return Status::ok();
+  }
+
+  Status expr(const Expr& e) {
+    if (!e) return fail("missing expression");
+    for (const Expr& o : e->operands) KILN_TRY(expr(o));
+    switch (e->kind) {
+      case ExprKind::VarRef:
+        if (!vars_.count(e->var.get())) return fail("variable %" + e->var->name + " used out of scope");
+        break;
+      case ExprKind::Load: KILN_TRY(access(e->buffer, e->operands[0])); break;
+      case ExprKind::Binary:
+        if (e->operands[0]->type != e->operands[1]->type)
+          return fail(std::string("operands of ") + binaryOpName(e->binaryOp) + " differ in type: " +
+                      printExpr(e));
+        break;
+      case ExprKind::Select:
+        if (e->operands[0]->type != ScalarType::Bool) return fail("select condition is not bool: " + printExpr(e));
+        if (e->operands[1]->type != e->operands[2]->type) return fail("select arms differ in type: " + printExpr(e));
+        break;
+      default: break;
+    }
+    return Status::ok();
+  }
+
+  Status access(const Buffer& b, const Expr& index) {
+    if (!buffers_.count(b.get())) return fail("buffer %" + b->name + " used out of scope");
+    if (isFloatType(index->type) || index->type == ScalarType::Bool)
+      return fail("index of %" + b->name + " is not an integer: " + printExpr(index));
+    int64_t c;
+    if (isIntConstant(index, &c) && (c < 0 || c >= b->size))
+      return fail("constant index " + std::to_string(c) + " out of bounds of %" + b->name);
+    return Status::ok();
+  }
+
+  Status stmt(const Stmt& s, bool outermost, int threadDepth) {
+    if (!s) return fail("missing statement");
+    switch (s->kind) {
+      case StmtKind::For: {
+        KILN_TRY(expr(s->value));
+        if (isFloatType(s->value->type)) return fail("loop %" + s->var->name + " has a non-integer extent");
+        int64_t extent;
+        bool constant = isIntConstant(s->value, &extent);
+        if (constant && extent <= 0) return fail("loop %" + s->var->name + " has extent " + std::to_string(extent));
+        if ((s->loop == LoopKind::Vectorized || s->loop == LoopKind::Unrolled) && !constant)
+          return fail(std::string(loopKindName(s->loop)) + " loop %" + s->var->name + " needs a constant extent");
+        bool gpu = kernel_.target == KernelTarget::Gpu;
+        if (isGpuBinding(s->loop) && !gpu) return fail("CPU kernel binds loop %" + s->var->name + " to the GPU");
+        if (s->loop == LoopKind::Parallel && gpu) return fail("GPU kernel has a parallel loop (bind it instead)");
+        if (s->loop == LoopKind::Parallel && !outermost)
+          return fail("parallel loop %" + s->var->name + " is not the outermost statement");
+        KILN_TRY(bindVar(s->var));
+        bool thread = s->loop == LoopKind::ThreadX || s->loop == LoopKind::ThreadY || s->loop == LoopKind::ThreadZ;
+        Status st = stmt(s->body[0], false, threadDepth + (thread ? 1 : 0));
+        vars_.erase(s->var.get());
+        return st;
+      }
+      case StmtKind::Store: {
+        KILN_TRY(expr(s->index));
+        KILN_TRY(expr(s->value));
+        KILN_TRY(access(s->buffer, s->index));
+        if (s->value->type != computeType(s->buffer->type))
+          return fail(std::string("store of ") + scalarTypeName(s->value->type) + " into " +
+                      scalarTypeName(s->buffer->type) + " buffer %" + s->buffer->name);
+        return Status::ok();
+      }
+      case StmtKind::Allocate: {
+        if (s->buffer->scope == MemoryScope::Global) return fail("allocation of global buffer %" + s->buffer->name);
+        if (s->buffer->scope == MemoryScope::Shared && kernel_.target != KernelTarget::Gpu)
+          return fail("shared buffer %" + s->buffer->name + " in a CPU kernel");
+        KILN_TRY(declare(s->buffer));
+        // Nothing under an allocation is outermost: a parallel loop there would share it.
+        Status st = stmt(s->body[0], false, threadDepth);
+        buffers_.erase(s->buffer.get());
+        bufferNames_.erase(s->buffer->name);
+        return st;
+      }
+      case StmtKind::Let: {
+        KILN_TRY(expr(s->value));
+        if (isFloatType(s->value->type)) return fail("let %" + s->var->name + " binds a non-integer");
+        KILN_TRY(bindVar(s->var));
+        Status st = stmt(s->body[0], false, threadDepth);
+        vars_.erase(s->var.get());
+        return st;
+      }
+      case StmtKind::If: {
+        KILN_TRY(expr(s->value));
+        if (s->value->type != ScalarType::Bool) return fail("if condition is not bool: " + printExpr(s->value));
+        for (const Stmt& c : s->body) KILN_TRY(stmt(c, false, threadDepth));
+        return Status::ok();
+      }
+      case StmtKind::Seq:
+        for (const Stmt& c : s->body) KILN_TRY(stmt(c, outermost, threadDepth));
+        return Status::ok();
+      case StmtKind::Barrier:
+        if (kernel_.target != KernelTarget::Gpu) return fail("barrier in a CPU kernel");
+        if (threadDepth == 0) return fail("barrier outside thread-bound loops");
+        return Status::ok();
+    }
+    return Status::ok();
+  }
+
+  Status bindVar(const Var& v) {
+    for (const VarDecl* d : vars_)
+      if (d->name == v->name) return fail("variable %" + v->name + " shadows another");
+    if (!vars_.insert(v.get()).second) return fail("variable %" + v->name + " bound twice");
+    return Status::ok();
+  }
+
+  const Kernel& kernel_;
+  std::set<std::string> bufferNames_;
+  std::set<const BufferDecl*> buffers_;
+  std::set<const VarDecl*> vars_;
+};
+
+}  // namespace
+
+Status verifyKernel(const Kernel& k) { return Verifier(k).run(); }
+
+}  // namespace kiln::codegen

@@ -1,0 +1,136 @@
+//===- lib/codegen/ScheduleTemplate.cpp - Knob spaces and group lowering ---===//
+//
+// Knob-space arithmetic (size, mixed-radix enumeration, features, checks),
+// the config text form ("tm=4,tn=32"), the template table and lowerGroup,
+// which instantiates a template and verifies the kernel it produced.
+//
+//===----------------------------------------------------------------------===//
+#include "kiln/codegen/ScheduleTemplate.h"
+
+#include <algorithm>
+#include <sstream>
+
+#include "TensorExpr.h"
+#include "templates/Templates.h"
+
+namespace kiln::codegen {
+
+uint64_t KnobSpace::size() const {
+  uint64_t n = 1;
+  for (const Knob& k : knobs) n *= std::max<uint64_t>(k.values.size(), 1);
+  return n;
+}
+
+Config KnobSpace::defaultConfig() const {
+  Config c;
+  for (const Knob& k : knobs) c[k.name] = k.defaultValue;
+  return c;
+}
+
+Config KnobSpace::configAt(uint64_t i) const {
+  Config c;
+  for (const Knob& k : knobs) {
+    c[k.name] = k.values[i % k.values.size()];
+    i /= k.values.size();
+  }
+  return c;
+}
+
+std::vector<double> KnobSpace::features(const Config& c) const {
+  std::vector<double> f;
+  for (const Knob& k : knobs) f.push_back(double(c.at(k.name)));
+  return f;
+}
+
+Status KnobSpace::check(const Config& c) const {
+  for (const auto& [name, value] : c) {
+    auto k = std::find_if(knobs.begin(), knobs.end(), [&](const Knob& x) { return x.name == name; });
+    if (k == knobs.end()) return makeError(ErrorCode::InvalidArgument, "unknown knob '", name, "' (knobs: ", str(), ")");
+    if (std::find(k->values.begin(), k->values.end(), value) == k->values.end())
+      return makeError(ErrorCode::InvalidArgument, "knob ", name, "=", value, " is not a candidate (", str(), ")");
+  }
+  for (const Knob& k : knobs)
+    if (!c.count(k.name)) return makeError(ErrorCode::InvalidArgument, "knob '", k.name, "' has no value");
+  return Status::ok();
+}
+
+std::string KnobSpace::str() const {
+  std::ostringstream os;
+  for (size_t i = 0; i < knobs.size(); ++i) {
+    os << (i ? " " : "") << knobs[i].name << "={";
+    for (size_t j = 0; j < knobs[i].values.size(); ++j) os << (j ? "," : "") << knobs[i].values[j];
+    os << "}";
+  }
+  return os.str();
+}
+
+std::string configToString(const Config& c) {
+  std::string s;
+  for (const auto& [k, v] : c) s += (s.empty() ? "" : ",") + k + "=" + std::to_string(v);
+  return s;
+}
+
+Expected<Config> parseConfig(const std::string& text) {
+  Config c;
+  std::istringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    if (item.empty()) continue;
+    auto eq = item.find('=');
+    if (eq == std::string::npos || eq == 0)
+      return makeError(ErrorCode::InvalidArgument, "config item '", item, "' is not name=value");
+    try {
+      size_t used = 0;
+      int64_t v = std::stoll(item.substr(eq + 1), &used);
+      if (used != item.size() - eq - 1) throw std::invalid_argument(item);
+      c[item.substr(0, eq)] = v;
+    } catch (const std::exception&) {
+      return makeError(ErrorCode::InvalidArgument, "config item '", item, "' has no integer value");
+    }
+  }
+  return c;
+}
+
+const std::vector<const ScheduleTemplate*>& allTemplates() {
+  static const std::vector<const ScheduleTemplate*> templates = {
+      &matmulTemplate(), &conv2dTemplate(), &poolTemplate(), &reduceTemplate(),
+      &softmaxTemplate(), &layerNormTemplate(), &injectiveTemplate()};
+  return templates;
+}
+
+Expected<const ScheduleTemplate*> templateFor(const KernelGroup& group) {
+  for (const ScheduleTemplate* t : allTemplates())
+    if (t->matches(group)) return t;
+  const ir::Node* n = group.anchor ? group.anchor : group.nodes.front();
+  return makeError(ErrorCode::CodegenUnsupported, "no schedule template lowers ", n->qualifiedOpType(),
+                   " (", kernelRoleName(group.role), ")")
+      .atNode(n->displayName(), n->opType());
+}
+
+Expected<LoweredKernel> lowerGroup(const KernelGroup& group, KernelTarget target, const Config* config) {
+  KILN_ASSIGN(const ScheduleTemplate* t, templateFor(group));
+  KILN_ASSIGN(KnobSpace space, t->knobSpace(group, target));
+  Config chosen = config ? *config : space.defaultConfig();
+  if (config) KILN_TRY(space.check(chosen));
+  ElementBuilder elements(group);
+  Expected<Stmt> body = t->instantiate(elements, chosen, target);
+  if (!body) {
+    Error e = std::move(body).error();
+    const ir::Node* n = group.anchor ? group.anchor : group.nodes.front();
+    e.atNode(n->displayName(), n->opType());
+    return e;
+  }
+  LoweredKernel lk;
+  lk.kernel.name = group.name();
+  lk.kernel.target = target;
+  lk.kernel.params = elements.params();
+  lk.kernel.body = *body;
+  lk.group = &group;
+  lk.templateName = t->name();
+  lk.config = chosen;
+  lk.args = elements.paramValues();
+  KILN_TRY(verifyKernel(lk.kernel));
+  return lk;
+}
+
+}  // namespace kiln::codegen

@@ -1,0 +1,79 @@
+//===- lib/codegen/TensorExpr.h - Element expressions of graph values -----===//
+//
+// What lets templates fuse: for any value computed inside a kernel group,
+// ElementBuilder::at(value, index) returns the kernel IR expression of one
+// element, inlining the producing ops (elementwise math, broadcasting, and
+// index remapping: reshape, transpose, slice, concat, pad, gather, expand,
+// split, tile). Values read from memory become global buffer parameters the
+// first time they are read; values a template computes itself (an anchor's
+// accumulator) are supplied with setSource. Expressions are cached per
+// (value, index) so diamonds in a group stay DAGs.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <functional>
+#include <map>
+
+#include "kiln/codegen/FusionPlan.h"
+#include "kiln/codegen/KernelIR.h"
+
+namespace kiln::codegen {
+
+using Index = std::vector<Expr>;
+
+/// True when the op can be computed element by element (ElementBuilder supports it).
+bool hasElementExpr(const ir::Node& n);
+
+/// The static dims of a value; an error naming the producer when unknown.
+Expected<Dims> staticDims(const ir::Value* v);
+/// The kernel scalar type of a tensor value.
+Expected<ScalarType> valueScalarType(const ir::Value* v);
+/// Row-major flat index of `idx` in `dims`.
+Expr flatIndex(const Index& idx, const Dims& dims);
+/// The multi-index of `flat` in `dims` (floordiv/floormod per dim).
+Index unflatten(const Expr& flat, const Dims& dims);
+/// Index expressions for loop variables.
+Index indexOf(const std::vector<Var>& vars);
+/// Clamps an index expression into [0, extent-1].
+Expr clampIndex(const Expr& i, int64_t extent);
+/// A small identifier made of a value's name (for buffers and variables).
+std::string identifierOf(const std::string& name);
+
+class ElementBuilder {
+ public:
+  explicit ElementBuilder(const KernelGroup& group) : group_(group) {}
+
+  /// Element `idx` of `v` in v's compute type.
+  Expected<Expr> at(const ir::Value* v, const Index& idx);
+  /// Element `flat` (row-major) of `v`: a direct load when v is read from
+  /// memory (so a flat index that advances by one stays a vector load).
+  Expected<Expr> atFlat(const ir::Value* v, const Expr& flat);
+  /// The template computes `v` itself; `f` gives its element at an index.
+  void setSource(const ir::Value* v, std::function<Expr(const Index&)> f) { sources_[v] = std::move(f); }
+  /// The buffer parameter that holds `v` (created on first request).
+  Expected<Buffer> bufferFor(const ir::Value* v);
+  /// A scratch buffer for this kernel alone (e.g. a padded or im2col copy); the
+  /// runtime places it in the arena. Its parameter holds no graph value.
+  Buffer workspace(const std::string& name, ScalarType type, int64_t size);
+  /// Stores element `idx` of every group output in `values` (the same index
+  /// space, e.g. an anchor and its epilogue outputs).
+  Expected<std::vector<Stmt>> storeOutputs(const std::vector<ir::Value*>& values, const Index& idx);
+
+  const std::vector<Buffer>& params() const { return params_; }
+  const std::vector<const ir::Value*>& paramValues() const { return paramValues_; }
+  const KernelGroup& group() const { return group_; }
+
+ private:
+  bool inGroup(const ir::Node* n) const;
+  Expected<Expr> compute(const ir::Node& n, size_t result, const Index& idx);
+
+  const KernelGroup& group_;
+  std::map<const ir::Value*, std::function<Expr(const Index&)>> sources_;
+  std::map<const ir::Value*, Buffer> buffers_;
+  std::vector<Buffer> params_;
+  std::vector<const ir::Value*> paramValues_;
+  std::map<std::pair<const ir::Value*, std::vector<const ExprNode*>>, Expr> cache_;
+};
+
+}  // namespace kiln::codegen

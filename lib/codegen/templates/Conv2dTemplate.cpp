@@ -1,0 +1,210 @@
+//===- lib/codegen/templates/Conv2dTemplate.cpp - 2-D convolution ----------===//
+//
+// Conv over NCHW data with OIHW weights: any groups (depthwise included),
+// strides, dilations, padding. Two algorithms, chosen by the `algo` knob:
+//
+//   direct (0): each output row is cut into tiles of tw pixels; a toc x tw
+//     register block accumulates weight(oc, ic, ky, kx) * input pixels over
+//     k = (ic, ky, kx). A padded input first goes to a zero-bordered
+//     workspace copy, so the inner loop reads without bounds checks
+//     (contiguous vectors at stride 1).
+//   im2col (1): the input patches are copied into a workspace matrix
+//     col[(ic, ky, kx), pixel] (skipped for 1x1 stride-1 unpadded convs, whose
+//     input already is that matrix), then a register-blocked GEMM computes
+//     weights[oc, k] x col[k, pixel] over the flattened output pixels.
+//
+// Both run bias and the group's elementwise epilogue at the store. A last
+// block that would overhang is moved back to end at the edge; only an image
+// narrower than one block reads clamped indices and masks its stores.
+//
+//   knobs: algo {0 direct, 1 im2col} (default im2col unless grouped),
+//          toc {1,2,4,8} output channels per block (dividing the group's),
+//          tw {4,8,16,32,64 and the output width when <= 64} pixels per block,
+//          order {0 channel blocks outer, 1 pixel blocks outer} (im2col), parallel {0,1}
+//
+//===----------------------------------------------------------------------===//
+#include "Templates.h"
+#include "kiln/ir/ShapeUtils.h"
+
+namespace kiln::codegen {
+namespace {
+
+struct ConvShape {
+  Dims x, w, y;
+  int64_t groups, icg, ocg, kh, kw;
+  ir::WindowGeometry geo;
+  bool padded = false;
+  bool pointwise = false;  ///< 1x1, stride 1, no padding
+};
+
+Expected<ConvShape> shapeOf(const ir::Node& node) {
+  ConvShape s;
+  KILN_ASSIGN(s.x, staticDims(node.input(0)));
+  KILN_ASSIGN(s.w, staticDims(node.input(1)));
+  KILN_ASSIGN(s.y, staticDims(node.output(0)));
+  if (s.x.size() != 4) return makeError(ErrorCode::CodegenUnsupported, "conv template handles 2-D convolution only");
+  s.groups = node.getInt("group");
+  s.icg = s.w[1], s.ocg = s.w[0] / s.groups, s.kh = s.w[2], s.kw = s.w[3];
+  KILN_ASSIGN(s.geo, ir::computeWindowGeometry(node, {s.x[2], s.x[3]}, {s.w[2], s.w[3]}, false));
+  for (size_t d = 0; d < 2; ++d) s.padded |= s.geo.padsBegin[d] != 0 || s.geo.padsEnd[d] != 0;
+  s.pointwise = s.kh == 1 && s.kw == 1 && !s.padded && s.geo.strides[0] == 1 && s.geo.strides[1] == 1;
+  return s;
+}
+
+class Conv2dTemplate final : public ScheduleTemplate {
+ public:
+  const char* name() const override { return "conv2d"; }
+  bool matches(const KernelGroup& g) const override { return g.role == KernelRole::Conv; }
+
+  Expected<KnobSpace> knobSpace(const KernelGroup& g, KernelTarget target) const override {
+    KILN_TRY(requireCpu(target, name()));
+    KILN_ASSIGN(ConvShape s, shapeOf(*g.anchor));
+    const int64_t ow = s.y[3], pixels = s.y[2] * s.y[3];
+    KnobSpace space;
+    space.knobs.push_back(makeKnob("algo", {0, 1}, s.groups == 1 ? 1 : 0, "0 direct, 1 im2col + GEMM"));
+    space.knobs.push_back(makeKnob("toc", {1, 2, 4, 8}, 4, "output channels per register block",
+                                   [&](int64_t v) { return s.ocg % v == 0; }));
+    std::vector<int64_t> widths{4, 8, 16, 32, 64};
+    if (ow <= 64 && std::find(widths.begin(), widths.end(), ow) == widths.end()) widths.push_back(ow);
+    // Default block width: one dividing what is tiled (all pixels for im2col, a row for direct).
+    const bool im2colDefault = s.groups == 1;
+    const int64_t tiled = im2colDefault ? pixels : ow;
+    int64_t preferred = 32;
+    for (int64_t v : {32, 16, 8})
+      if (tiled % v == 0) {
+        preferred = v;
+        break;
+      }
+    if (!im2colDefault && ow < 32 && ow % preferred) preferred = ow;
+    space.knobs.push_back(makeKnob("tw", widths, preferred, "output pixels per register block (vectorized)",
+                                   [&](int64_t v) { return v <= std::max<int64_t>(4, pixels + 3); }));
+    // Loop order (im2col): stream the larger GEMM operand fewer times.
+    double weightsPasses = double(pixels) / double(preferred) * double(s.w[0]), colPasses = double(s.ocg) / 4.0 * double(pixels);
+    space.knobs.push_back(makeKnob("order", {0, 1}, weightsPasses < colPasses ? 1 : 0,
+                                   "im2col: 0 channel blocks outer, 1 pixel blocks outer"));
+    space.knobs.push_back(parallelKnob(product(s.y) * product(s.w, 1), s.y[0] * s.w[0]));
+    return space;
+  }
+
+  Expected<Stmt> instantiate(ElementBuilder& el, const Config& c, KernelTarget target) const override {
+    const ir::Node& node = *el.group().anchor;
+    KILN_ASSIGN(ConvShape s, shapeOf(node));
+    KILN_ASSIGN(const ScalarType ct, resultComputeType(node));
+    const int64_t toc = c.at("toc"), tw = c.at("tw"), ocTiles = s.ocg / toc;
+    const bool im2col = c.at("algo") == 1;
+    const int64_t oh = s.y[2], ow = s.y[3], kTotal = s.icg * s.kh * s.kw;
+
+    // Outer loop t = ((n * groups + g) * ocTiles + tile).
+    Var t = makeVar("t"), i = makeVar("i"), j = makeVar("j"), k = makeVar("k");
+    Expr n = floorDiv(varRef(t), s.groups * ocTiles);
+    Expr g = floorMod(floorDiv(varRef(t), ocTiles), s.groups);
+    Expr oc0 = g * s.ocg + floorMod(varRef(t), ocTiles) * toc;
+    Expr ic = floorDiv(varRef(k), s.kh * s.kw), ky = floorMod(floorDiv(varRef(k), s.kw), s.kh), kx = floorMod(varRef(k), s.kw);
+    KILN_ASSIGN(Expr weight, el.at(node.input(1), {oc0 + varRef(i), ic, ky, kx}));
+    std::vector<Stmt> nests;
+    Var y = makeVar("y"), xt = makeVar("xt");
+    Expr row, col;  // output pixel of block lane (i, j)
+    std::function<Expected<Expr>(bool)> pixelValue;
+    int64_t tilesPerRow, rows;
+    if (im2col) {
+      // col[((n * groups + g) * K + k) * P + p]
+      const int64_t pixels = oh * ow;
+      Expr p = blockOrigin(varRef(xt), tw, pixels) + varRef(j);
+      row = floorDiv(p, ow), col = floorMod(p, ow);
+      tilesPerRow = ceilDiv(pixels, tw), rows = 1;
+      Expr image = n * s.groups + g;
+      if (s.pointwise) {
+        pixelValue = [&, p, image](bool clamped) -> Expected<Expr> {
+          Expr q = clamped ? clampIndex(p, pixels) : p;
+          return el.atFlat(node.input(0), (image * s.icg + varRef(k)) * pixels + q);
+        };
+      } else {
+        Buffer colBuf = el.workspace("col", ct, s.y[0] * s.groups * kTotal * pixels);
+        Var r = makeVar("r"), q = makeVar("q");  // r = (n, g, k) row of col, q = pixel
+        Expr rn = floorDiv(varRef(r), s.groups * kTotal), rg = floorMod(floorDiv(varRef(r), kTotal), s.groups);
+        Expr rk = floorMod(varRef(r), kTotal);
+        Expr ric = floorDiv(rk, s.kh * s.kw), rky = floorMod(floorDiv(rk, s.kw), s.kh), rkx = floorMod(rk, s.kw);
+        Expr qy = floorDiv(varRef(q), ow), qx = floorMod(varRef(q), ow);
+        Expr iy = qy * s.geo.strides[0] - s.geo.padsBegin[0] + rky * s.geo.dilations[0];
+        Expr ix = qx * s.geo.strides[1] - s.geo.padsBegin[1] + rkx * s.geo.dilations[1];
+        Expr inside = binary(BinaryOp::And, inRange(iy, s.x[2]), inRange(ix, s.x[3]));
+        KILN_ASSIGN(Expr v, el.at(node.input(0), {rn, rg * s.icg + ric, clampIndex(iy, s.x[2]), clampIndex(ix, s.x[3])}));
+        if (s.padded) v = select(inside, v, constantOf(ct, 0));
+        int64_t colRows = s.y[0] * s.groups * kTotal;
+        nests.push_back(forLoop(r, intImm(colRows), colRows > 1 ? outerKind(c) : LoopKind::Serial,
+                                forLoop(q, intImm(pixels), LoopKind::Serial, store(colBuf, varRef(r) * pixels + varRef(q), v))));
+        pixelValue = [&, p, image, colBuf](bool clamped) -> Expected<Expr> {
+          Expr q2 = clamped ? clampIndex(p, pixels) : p;
+          return load(colBuf, (image * kTotal + varRef(k)) * pixels + q2);
+        };
+      }
+    } else {
+      // Direct: from a zero-bordered copy of the input when padded.
+      row = varRef(y), col = blockOrigin(varRef(xt), tw, ow) + varRef(j);
+      tilesPerRow = ceilDiv(ow, tw), rows = oh;
+      const int64_t hp = s.x[2] + s.geo.padsBegin[0] + s.geo.padsEnd[0], wp = s.x[3] + s.geo.padsBegin[1] + s.geo.padsEnd[1];
+      Buffer padBuf;
+      if (s.padded) {
+        padBuf = el.workspace("padded", ct, s.x[0] * s.x[1] * hp * wp);
+        Var pc = makeVar("pc"), py = makeVar("py"), px = makeVar("px");
+        Expr image = floorDiv(varRef(pc), s.x[1]);
+        Expr iy = varRef(py) - s.geo.padsBegin[0], ix = varRef(px) - s.geo.padsBegin[1];
+        Expr inside = binary(BinaryOp::And, inRange(iy, s.x[2]), inRange(ix, s.x[3]));
+        KILN_ASSIGN(Expr xv, el.at(node.input(0), {image, floorMod(varRef(pc), s.x[1]), clampIndex(iy, s.x[2]), clampIndex(ix, s.x[3])}));
+        int64_t planes = s.x[0] * s.x[1];
+        nests.push_back(forLoop(pc, intImm(planes), planes > 1 ? outerKind(c) : LoopKind::Serial,
+                                forLoop(py, intImm(hp), LoopKind::Serial,
+                                        forLoop(px, intImm(wp), LoopKind::Serial,
+                                                store(padBuf, (varRef(pc) * hp + varRef(py)) * wp + varRef(px),
+                                                      select(inside, xv, constantOf(ct, 0)))))));
+      }
+      pixelValue = [&, padBuf, hp, wp](bool clamped) -> Expected<Expr> {
+        Expr cx = clamped ? clampIndex(col, ow) : col;
+        Expr iy = row * s.geo.strides[0] + ky * s.geo.dilations[0];
+        Expr ix = cx * s.geo.strides[1] + kx * s.geo.dilations[1];
+        Expr channel = g * s.icg + ic;
+        if (padBuf) return load(padBuf, ((n * s.x[1] + channel) * hp + iy) * wp + ix);
+        return el.at(node.input(0), {n, channel, iy, ix});
+      };
+    }
+
+    GemmBlock block{i, j, k, toc, tw, kTotal, makeBuffer("acc", ct, MemoryScope::Local, toc * tw)};
+    Expr accIndex = varRef(i) * tw + varRef(j);
+    Expr oc = oc0 + varRef(i);
+    Expr result = load(block.acc, accIndex);
+    if (node.numInputs() > 2 && node.hasInput(2)) {
+      KILN_ASSIGN(Expr bias, el.at(node.input(2), {oc}));
+      result = result + bias;
+    }
+    el.setSource(node.output(0), [result](const Index&) { return result; });
+    const int64_t extent = im2col ? oh * ow : ow;
+    Expr lane = blockOrigin(varRef(xt), tw, extent) + varRef(j);
+    Expr guard = blocksOverhang(tw, extent) ? binary(BinaryOp::Lt, lane, intImm(extent)) : Expr();
+    KILN_ASSIGN(Stmt epilogue, storeEpilogue(el, {n, oc, row, col}, guard));
+    Expr fullTile = blocksOverhang(tw, extent) ? boolImm(false) : Expr();
+    auto product = [&](bool clamped) -> Expected<Expr> {
+      KILN_ASSIGN(Expr px, pixelValue(clamped));
+      return weight * px;
+    };
+    KILN_ASSIGN(Stmt perTile, gemmBlock(block, fullTile, product, gemmTileLoops(block, epilogue)));
+    const int64_t outer = s.y[0] * s.groups * ocTiles;
+    if (im2col && c.at("order") == 1) {  // pixel tiles outer: a col strip stays in cache for every channel block
+      Stmt body = forLoop(t, intImm(outer), LoopKind::Serial, perTile);
+      nests.push_back(forLoop(xt, intImm(tilesPerRow), tilesPerRow > 1 ? outerKind(c) : LoopKind::Serial, body));
+      return seq(std::move(nests));
+    }
+    Stmt body = forLoop(xt, intImm(tilesPerRow), LoopKind::Serial, perTile);
+    if (!im2col) body = forLoop(y, intImm(rows), LoopKind::Serial, body);
+    nests.push_back(forLoop(t, intImm(outer), outer > 1 ? outerKind(c) : LoopKind::Serial, body));
+    return seq(std::move(nests));
+  }
+};
+
+}  // namespace
+
+const ScheduleTemplate& conv2dTemplate() {
+  static const Conv2dTemplate t;
+  return t;
+}
+
+}  // namespace kiln::codegen

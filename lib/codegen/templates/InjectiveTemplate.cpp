@@ -1,0 +1,78 @@
+//===- lib/codegen/templates/InjectiveTemplate.cpp - Elementwise groups ----===//
+//
+// Groups without an anchor: every output element is an inlined expression of
+// input elements. Outputs of equal shape share one loop nest; each nest runs
+// the leading dims flattened into one outer loop (parallel when worthwhile)
+// and the last dim inside, split by the vector knob into a vectorized inner
+// loop when it divides the dim.
+//
+//   knobs: vector {1,4,8,16} (must divide the last dim), parallel {0,1}
+//
+//===----------------------------------------------------------------------===//
+#include "Templates.h"
+
+namespace kiln::codegen {
+namespace {
+
+class InjectiveTemplate final : public ScheduleTemplate {
+ public:
+  const char* name() const override { return "injective"; }
+  bool matches(const KernelGroup& g) const override { return g.role == KernelRole::Injective; }
+
+  Expected<KnobSpace> knobSpace(const KernelGroup& g, KernelTarget target) const override {
+    KILN_TRY(requireCpu(target, name()));
+    KILN_ASSIGN(Dims dims, staticDims(g.outputs.front()));
+    int64_t inner = dims.empty() ? 1 : dims.back(), total = product(dims);
+    KnobSpace s;
+    s.knobs.push_back(makeKnob("vector", {1, 4, 8, 16}, 8, "vector width of the innermost loop",
+                               [&](int64_t v) { return inner % v == 0; }));
+    s.knobs.push_back(parallelKnob(total, total / std::max<int64_t>(inner, 1)));
+    return s;
+  }
+
+  Expected<Stmt> instantiate(ElementBuilder& el, const Config& c, KernelTarget target) const override {
+    std::vector<std::pair<Dims, std::vector<ir::Value*>>> nests;
+    for (ir::Value* v : el.group().outputs) {
+      KILN_ASSIGN(Dims d, staticDims(v));
+      auto it = std::find_if(nests.begin(), nests.end(), [&](const auto& n) { return n.first == d; });
+      if (it == nests.end()) nests.push_back({d, {v}});
+      else it->second.push_back(v);
+    }
+    std::vector<Stmt> loops;
+    for (size_t n = 0; n < nests.size(); ++n) {
+      Dims dims = nests[n].first;
+      std::string suffix = nests.size() > 1 ? std::to_string(n) : "";
+      int64_t inner = dims.empty() ? 1 : dims.back();
+      int64_t outer = product(dims) / std::max<int64_t>(inner, 1);
+      int64_t vec = c.at("vector");
+      if (inner % vec != 0) vec = 1;
+      Var o = makeVar("o" + suffix), io = makeVar("i" + suffix), iv = makeVar("v" + suffix);
+      Expr innerIndex = vec > 1 ? varRef(io) * vec + varRef(iv) : varRef(io);
+      Index idx;
+      if (!dims.empty()) {
+        Dims lead(dims.begin(), dims.end() - 1);
+        idx = unflatten(varRef(o), lead);
+        idx.push_back(innerIndex);
+      }
+      std::vector<Stmt> stores;
+      for (ir::Value* v : nests[n].second) {
+        KILN_ASSIGN(std::vector<Stmt> s, el.storeOutputs({v}, idx));
+        stores.insert(stores.end(), s.begin(), s.end());
+      }
+      Stmt body = seq(std::move(stores));
+      if (vec > 1) body = forLoop(iv, intImm(vec), LoopKind::Vectorized, body);
+      body = forLoop(io, intImm(inner / vec), LoopKind::Serial, body);
+      loops.push_back(forLoop(o, intImm(outer), outer > 1 ? outerKind(c) : LoopKind::Serial, body));
+    }
+    return seq(std::move(loops));
+  }
+};
+
+}  // namespace
+
+const ScheduleTemplate& injectiveTemplate() {
+  static const InjectiveTemplate t;
+  return t;
+}
+
+}  // namespace kiln::codegen

@@ -1,0 +1,74 @@
+//===- lib/codegen/templates/LayerNormTemplate.cpp - LayerNormalization ----===//
+//
+// LayerNormalization over the dims from `axis` on: per row, the mean, then
+// the variance about it (two passes, as the interpreter computes it), then
+// the store of (x - mean) / sqrt(var + epsilon) * scale + bias through the
+// epilogue. The Mean and InvStdDev results must be unused.
+//
+//   knobs: parallel {0,1}
+//
+//===----------------------------------------------------------------------===//
+#include "Templates.h"
+#include "kiln/ir/ShapeUtils.h"
+
+namespace kiln::codegen {
+namespace {
+
+class LayerNormTemplate final : public ScheduleTemplate {
+ public:
+  const char* name() const override { return "layernorm"; }
+  bool matches(const KernelGroup& g) const override { return g.role == KernelRole::LayerNorm; }
+
+  Expected<KnobSpace> knobSpace(const KernelGroup& g, KernelTarget target) const override {
+    return rowwiseKnobSpace(g, target, name());
+  }
+
+  Expected<Stmt> instantiate(ElementBuilder& el, const Config& c, KernelTarget target) const override {
+    const ir::Node& node = *el.group().anchor;
+    for (size_t r = 1; r < node.numOutputs(); ++r)
+      if (node.output(r)->hasUses())
+        return makeError(ErrorCode::CodegenUnsupported, "LayerNormalization Mean/InvStdDev outputs have no code generation yet");
+    KILN_ASSIGN(Dims x, staticDims(node.input(0)));
+    KILN_ASSIGN(const ScalarType ct, resultComputeType(node));
+    KILN_ASSIGN(int64_t axis, ir::normalizeAxis(node.getInt("axis"), int64_t(x.size())));
+    Dims rowDims(x.begin(), x.begin() + axis), normDims(x.begin() + axis, x.end());
+    const int64_t rows = product(rowDims), len = product(normDims);
+    Var o = makeVar("o"), j = makeVar("j");
+    Index idx = unflatten(varRef(o), rowDims), inner = unflatten(varRef(j), normDims);
+    idx.insert(idx.end(), inner.begin(), inner.end());
+    KILN_ASSIGN(Expr xv, el.at(node.input(0), idx));
+    auto paramAt = [&](size_t input) -> Expected<Expr> {
+      KILN_ASSIGN(Dims d, staticDims(node.input(input)));
+      Index pi;
+      for (size_t k = 0; k < d.size(); ++k) pi.push_back(d[k] == 1 ? intImm(0) : idx[idx.size() - d.size() + k]);
+      return el.at(node.input(input), pi);
+    };
+    KILN_ASSIGN(Expr scale, paramAt(1));
+
+    Buffer acc = makeBuffer("acc", ct, MemoryScope::Local, 2);  // [mean, variance]
+    Expr mean = load(acc, intImm(0)), var = load(acc, intImm(1));
+    Expr count = constantOf(ct, double(len));
+    Stmt sum = forLoop(j, intImm(len), LoopKind::Serial, store(acc, intImm(0), mean + xv));
+    Stmt sq = forLoop(j, intImm(len), LoopKind::Serial, store(acc, intImm(1), var + (xv - mean) * (xv - mean)));
+    Expr result = (xv - mean) * unary(UnaryOp::Rsqrt, var / count + constantOf(ct, node.getFloat("epsilon"))) * scale;
+    if (node.numInputs() > 2 && node.hasInput(2)) {
+      KILN_ASSIGN(Expr bias, paramAt(2));
+      result = result + bias;
+    }
+    el.setSource(node.output(0), [result](const Index&) { return result; });
+    KILN_ASSIGN(Stmt epilogue, storeEpilogue(el, idx));
+    Stmt body = allocate(acc, seq({store(acc, intImm(0), constantOf(ct, 0)), store(acc, intImm(1), constantOf(ct, 0)),
+                                   sum, store(acc, intImm(0), mean / count), sq,
+                                   forLoop(j, intImm(len), LoopKind::Serial, epilogue)}));
+    return forLoop(o, intImm(rows), rows > 1 ? outerKind(c) : LoopKind::Serial, body);
+  }
+};
+
+}  // namespace
+
+const ScheduleTemplate& layerNormTemplate() {
+  static const LayerNormTemplate t;
+  return t;
+}
+
+}  // namespace kiln::codegen

@@ -1,0 +1,143 @@
+//===- lib/codegen/templates/MatmulTemplate.cpp - Tiled (batched) matmul ---===//
+//
+// MatMul (batched, numpy broadcasting of batch dims) and Gemm (transA/B,
+// alpha, beta, bias C). Register tiling: each (batch, row tile) iteration of
+// the outer loop walks the column tiles; a tm x tn local accumulator is
+// cleared, updated over k (rows unrolled, columns vectorized), then the
+// epilogue stores it through the group's fused elementwise consumers. Tiles
+// overhanging the matrix read clamped indices and skip their stores.
+//
+//   knobs: tm {1,2,4,8} rows per tile, tn {4,8,16,32,64} columns per tile
+//          (at most the padded column count), order {0 row blocks outer,
+//          1 column blocks outer}, parallel {0,1}
+//
+//===----------------------------------------------------------------------===//
+#include "Templates.h"
+
+namespace kiln::codegen {
+namespace {
+
+struct MatmulShape {
+  Dims outDims;  ///< batch..., M, N
+  int64_t m, n, k, batch;
+};
+
+Expected<MatmulShape> shapeOf(const ir::Node& node) {
+  KILN_ASSIGN(Dims a, staticDims(node.input(0)));
+  KILN_ASSIGN(Dims b, staticDims(node.input(1)));
+  KILN_ASSIGN(Dims out, staticDims(node.output(0)));
+  if (a.size() < 2 || b.size() < 2)
+    return makeError(ErrorCode::CodegenUnsupported, "matmul template needs operands of rank >= 2");
+  bool gemm = node.opType() == "Gemm";
+  bool ta = gemm && node.getInt("transA"), tb = gemm && node.getInt("transB");
+  MatmulShape s;
+  s.outDims = out;
+  s.m = out[out.size() - 2];
+  s.n = out.back();
+  s.k = ta ? a[a.size() - 2] : a.back();
+  (void)tb;
+  s.batch = product(out, 0, out.size() - 2);
+  return s;
+}
+
+class MatmulTemplate final : public ScheduleTemplate {
+ public:
+  const char* name() const override { return "matmul"; }
+  bool matches(const KernelGroup& g) const override { return g.role == KernelRole::Matmul; }
+
+  Expected<KnobSpace> knobSpace(const KernelGroup& g, KernelTarget target) const override {
+    KILN_TRY(requireCpu(target, name()));
+    KILN_ASSIGN(MatmulShape s, shapeOf(*g.anchor));
+    KnobSpace space;
+    space.knobs.push_back(makeKnob("tm", {1, 2, 4, 8}, 4, "rows per register tile",
+                                   [&](int64_t v) { return v <= std::max<int64_t>(s.m, 1); }));
+    space.knobs.push_back(makeKnob("tn", {4, 8, 16, 32, 64}, 32, "columns per register tile (vectorized)",
+                                   [&](int64_t v) { return v <= std::max<int64_t>(4, s.n + 3); }));
+    // Stream the larger operand fewer times: rows outer re-reads B per row block, columns outer A per column block.
+    double bPasses = double(s.m) / 4.0 * double(s.k) * double(s.n), aPasses = double(s.n) / 32.0 * double(s.m) * double(s.k);
+    space.knobs.push_back(makeKnob("order", {0, 1}, aPasses < bPasses ? 1 : 0, "0 row blocks outer, 1 column blocks outer"));
+    space.knobs.push_back(parallelKnob(s.batch * s.m * s.n * s.k, std::max(s.batch * s.m, s.n / 4)));
+    return space;
+  }
+
+  Expected<Stmt> instantiate(ElementBuilder& el, const Config& c, KernelTarget target) const override {
+    const ir::Node& node = *el.group().anchor;
+    KILN_ASSIGN(MatmulShape s, shapeOf(node));
+    KILN_ASSIGN(Dims aDims, staticDims(node.input(0)));
+    KILN_ASSIGN(Dims bDims, staticDims(node.input(1)));
+    KILN_ASSIGN(const ScalarType ct, resultComputeType(node));
+    const bool gemm = node.opType() == "Gemm";
+    const bool ta = gemm && node.getInt("transA"), tb = gemm && node.getInt("transB");
+    const int64_t tm = std::min(c.at("tm"), s.m), tn = c.at("tn");
+    const int64_t mTiles = ceilDiv(s.m, tm), nTiles = ceilDiv(s.n, tn);
+    const Dims batchDims(s.outDims.begin(), s.outDims.end() - 2);
+
+    Var bm = makeVar("bm"), nt = makeVar("nt"), k = makeVar("k"), i = makeVar("i"), j = makeVar("j");
+    Expr batchFlat = floorDiv(varRef(bm), mTiles);
+    Expr m0 = blockOrigin(floorMod(varRef(bm), mTiles), tm, s.m), n0 = blockOrigin(varRef(nt), tn, s.n);
+    Index batchIdx = batchDims.empty() ? Index{} : unflatten(batchFlat, batchDims);
+    auto operandIndex = [&](const Dims& dims, Expr row, Expr col) {
+      Index idx;
+      size_t lead = dims.size() - 2, offset = batchIdx.size() - std::min(batchIdx.size(), lead);
+      for (size_t d = 0; d < lead; ++d) idx.push_back(dims[d] == 1 ? intImm(0) : batchIdx[offset + d]);
+      idx.push_back(row);
+      idx.push_back(col);
+      return idx;
+    };
+    // Edge tiles (when the tile sizes do not divide M or N) read clamped rows and
+    // columns; full tiles index directly, so column reads stay contiguous vectors.
+    auto product = [&](bool clamped) -> Expected<Expr> {
+      Expr row = m0 + varRef(i), col = n0 + varRef(j);
+      if (clamped) row = clampIndex(row, s.m), col = clampIndex(col, s.n);
+      KILN_ASSIGN(Expr a, el.at(node.input(0), ta ? operandIndex(aDims, varRef(k), row) : operandIndex(aDims, row, varRef(k))));
+      KILN_ASSIGN(Expr b, el.at(node.input(1), tb ? operandIndex(bDims, col, varRef(k)) : operandIndex(bDims, varRef(k), col)));
+      return a * b;
+    };
+    GemmBlock block{i, j, k, tm, tn, s.k, makeBuffer("acc", ct, MemoryScope::Local, tm * tn)};
+    Expr accIndex = varRef(i) * tn + varRef(j);
+    const Buffer& acc = block.acc;
+
+    // The anchor's value at an output index: alpha * acc (+ beta * C).
+    Index outIdx = batchIdx;
+    outIdx.push_back(m0 + varRef(i));
+    outIdx.push_back(n0 + varRef(j));
+    Expr result = load(acc, accIndex);
+    if (gemm) {
+      if (float alpha = node.getFloat("alpha"); alpha != 1.0f) result = result * constantOf(ct, alpha);
+      if (node.numInputs() > 2 && node.hasInput(2)) {
+        KILN_ASSIGN(Dims cDims, staticDims(node.input(2)));
+        Index cIdx;
+        for (size_t d = 0; d < cDims.size(); ++d)
+          cIdx.push_back(cDims[d] == 1 ? intImm(0) : outIdx[outIdx.size() - cDims.size() + d]);
+        KILN_ASSIGN(Expr bias, el.at(node.input(2), cIdx));
+        if (float beta = node.getFloat("beta"); beta != 1.0f) bias = bias * constantOf(ct, beta);
+        result = result + bias;
+      }
+    }
+    el.setSource(node.output(0), [result](const Index&) { return result; });
+    Expr guard = binary(BinaryOp::And, binary(BinaryOp::Lt, m0 + varRef(i), intImm(s.m)),
+                        binary(BinaryOp::Lt, n0 + varRef(j), intImm(s.n)));
+    if (!blocksOverhang(tm, s.m) && !blocksOverhang(tn, s.n)) guard = Expr();
+    KILN_ASSIGN(Stmt epilogue, storeEpilogue(el, outIdx, guard));
+    Expr fullTile = guard ? binary(BinaryOp::And, binary(BinaryOp::Le, m0 + tm, intImm(s.m)),
+                                   binary(BinaryOp::Le, n0 + tn, intImm(s.n)))
+                          : Expr();
+    KILN_ASSIGN(Stmt perTile, gemmBlock(block, fullTile, product, gemmTileLoops(block, epilogue)));
+    const int64_t outer = s.batch * mTiles;
+    if (c.at("order") == 1) {  // column blocks outer: a B strip stays in cache for every row block
+      Stmt body = forLoop(bm, intImm(outer), LoopKind::Serial, perTile);
+      return forLoop(nt, intImm(nTiles), nTiles > 1 ? outerKind(c) : LoopKind::Serial, body);
+    }
+    Stmt body = forLoop(nt, intImm(nTiles), LoopKind::Serial, perTile);
+    return forLoop(bm, intImm(outer), outer > 1 ? outerKind(c) : LoopKind::Serial, body);
+  }
+};
+
+}  // namespace
+
+const ScheduleTemplate& matmulTemplate() {
+  static const MatmulTemplate t;
+  return t;
+}
+
+}  // namespace kiln::codegen

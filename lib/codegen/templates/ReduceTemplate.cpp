@@ -1,0 +1,109 @@
+//===- lib/codegen/templates/ReduceTemplate.cpp - Reductions over axes -----===//
+//
+// Reduce{Sum,Mean,Max,Min,Prod,L1,L2,SumSquare,LogSumExp}: the outer loop runs
+// over the kept elements, the inner loop over the reduced ones (flattened),
+// accumulating into a local scalar; injective producers fused as a prologue
+// are inlined into the read, and the epilogue runs at the store.
+//
+//   knobs: parallel {0,1}
+//
+//===----------------------------------------------------------------------===//
+#include <limits>
+
+#include "Templates.h"
+#include "kiln/ir/ShapeUtils.h"
+
+namespace kiln::codegen {
+namespace {
+
+struct ReduceShape {
+  Dims in;
+  std::vector<bool> reduced;  ///< per input dim
+  int64_t kept = 1, count = 1;
+};
+
+Expected<ReduceShape> shapeOf(const ir::Node& node) {
+  ReduceShape s;
+  KILN_ASSIGN(s.in, staticDims(node.input(0)));
+  std::vector<int64_t> axes;
+  if (node.hasAttr("axes")) axes = node.getInts("axes");
+  if (node.numInputs() > 1 && node.hasInput(1)) {
+    const ir::Node* p = node.input(1)->producer();
+    if (!p || p->opType() != "Constant")
+      return makeError(ErrorCode::CodegenUnsupported, "reduction axes must be constant");
+    axes = p->getTensor("value").toInt64s();
+  }
+  bool noop = node.hasAttr("noop_with_empty_axes") && node.getInt("noop_with_empty_axes");
+  if (axes.empty() && noop) return makeError(ErrorCode::CodegenUnsupported, "empty-axes no-op reduction (fold it away)");
+  s.reduced.assign(s.in.size(), axes.empty());
+  KILN_ASSIGN(std::vector<int64_t> norm, ir::normalizeAxes(axes, int64_t(s.in.size())));
+  for (int64_t a : norm) s.reduced[size_t(a)] = true;
+  for (size_t d = 0; d < s.in.size(); ++d) (s.reduced[d] ? s.count : s.kept) *= s.in[d];
+  return s;
+}
+
+class ReduceTemplate final : public ScheduleTemplate {
+ public:
+  const char* name() const override { return "reduce"; }
+  bool matches(const KernelGroup& g) const override {
+    return g.role == KernelRole::Reduce && g.anchor->opType().rfind("Reduce", 0) == 0;
+  }
+
+  Expected<KnobSpace> knobSpace(const KernelGroup& g, KernelTarget target) const override {
+    KILN_TRY(requireCpu(target, name()));
+    KILN_ASSIGN(ReduceShape s, shapeOf(*g.anchor));
+    KnobSpace space;
+    space.knobs.push_back(parallelKnob(s.kept * s.count, s.kept));
+    return space;
+  }
+
+  Expected<Stmt> instantiate(ElementBuilder& el, const Config& c, KernelTarget target) const override {
+    const ir::Node& node = *el.group().anchor;
+    KILN_ASSIGN(ReduceShape s, shapeOf(node));
+    KILN_ASSIGN(Dims outDims, staticDims(node.output(0)));
+    KILN_ASSIGN(const ScalarType ct, resultComputeType(node));
+    const std::string op = node.opType().substr(6);  // after "Reduce"
+    Dims keptDims, redDims;
+    for (size_t d = 0; d < s.in.size(); ++d) (s.reduced[d] ? redDims : keptDims).push_back(s.in[d]);
+    Var o = makeVar("o"), r = makeVar("r");
+    Index kept = unflatten(varRef(o), keptDims), red = unflatten(varRef(r), redDims);
+    Index inIdx;
+    size_t ki = 0, ri = 0;
+    for (size_t d = 0; d < s.in.size(); ++d) inIdx.push_back(s.reduced[d] ? red[ri++] : kept[ki++]);
+    KILN_ASSIGN(Expr x, el.at(node.input(0), inIdx));
+
+    Buffer acc = makeBuffer("acc", ct, MemoryScope::Local, 1);
+    Expr a = load(acc, intImm(0));
+    double init = 0;
+    Expr update;
+    if (op == "Max") init = -std::numeric_limits<double>::infinity(), update = maxOf(a, x);
+    else if (op == "Min") init = std::numeric_limits<double>::infinity(), update = minOf(a, x);
+    else if (op == "Prod") init = 1, update = a * x;
+    else if (op == "L1") update = a + unary(UnaryOp::Abs, x);
+    else if (op == "L2" || op == "SumSquare") update = a + x * x;
+    else if (op == "LogSumExp") update = a + unary(UnaryOp::Exp, x);
+    else if (op == "LogSum" || op == "Sum" || op == "Mean") update = a + x;
+    else return makeError(ErrorCode::CodegenUnsupported, "no reduction formula for ", node.opType());
+    if (!isFloatType(ct) && (op == "Max" || op == "Min"))
+      init = op == "Max" ? double(std::numeric_limits<int64_t>::min()) : double(std::numeric_limits<int64_t>::max());
+    Expr result = a;
+    if (op == "Mean") result = a / constantOf(ct, double(s.count));
+    if (op == "L2") result = unary(UnaryOp::Sqrt, a);
+    if (op == "LogSumExp" || op == "LogSum") result = unary(UnaryOp::Log, a);
+    el.setSource(node.output(0), [result](const Index&) { return result; });
+    KILN_ASSIGN(Stmt epilogue, storeEpilogue(el, unflatten(varRef(o), outDims)));
+    Stmt body = allocate(acc, seq({store(acc, intImm(0), constantOf(ct, init)),
+                                   forLoop(r, intImm(s.count), LoopKind::Serial, store(acc, intImm(0), update)),
+                                   epilogue}));
+    return forLoop(o, intImm(s.kept), s.kept > 1 ? outerKind(c) : LoopKind::Serial, body);
+  }
+};
+
+}  // namespace
+
+const ScheduleTemplate& reduceTemplate() {
+  static const ReduceTemplate t;
+  return t;
+}
+
+}  // namespace kiln::codegen

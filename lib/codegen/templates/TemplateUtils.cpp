@@ -1,0 +1,93 @@
+//===- lib/codegen/templates/TemplateUtils.cpp - Shared template helpers ---===//
+//
+// Knob construction with candidate filtering, loop nests, the parallel knob
+// and the epilogue store shared by all anchored templates.
+//
+//===----------------------------------------------------------------------===//
+#include <algorithm>
+
+#include "Templates.h"
+
+namespace kiln::codegen {
+
+int64_t product(const Dims& d, size_t begin, size_t end) {
+  int64_t p = 1;
+  for (size_t i = begin; i < std::min(end, d.size()); ++i) p *= d[i];
+  return p;
+}
+
+Knob makeKnob(std::string name, std::vector<int64_t> candidates, int64_t preferred, std::string doc,
+              const std::function<bool(int64_t)>& keep) {
+  Knob k{std::move(name), {}, 0, std::move(doc)};
+  std::sort(candidates.begin(), candidates.end());
+  for (int64_t c : candidates)
+    if (!keep || keep(c)) k.values.push_back(c);
+  if (k.values.empty()) k.values.push_back(candidates.front());
+  k.defaultValue = std::find(k.values.begin(), k.values.end(), preferred) != k.values.end() ? preferred : k.values.back();
+  return k;
+}
+
+std::vector<Var> makeVars(const std::string& prefix, size_t n) {
+  std::vector<Var> vars;
+  for (size_t i = 0; i < n; ++i) vars.push_back(makeVar(prefix + std::to_string(i)));
+  return vars;
+}
+
+Stmt loopNest(const std::vector<Var>& vars, const Dims& extents, Stmt body) {
+  for (size_t i = vars.size(); i-- > 0;) body = forLoop(vars[i], intImm(extents[i]), LoopKind::Serial, body);
+  return body;
+}
+
+Status requireCpu(KernelTarget target, const char* templateName) {
+  if (target == KernelTarget::Cpu) return Status::ok();
+  return makeError(ErrorCode::CodegenUnsupported, "template ", templateName,
+                   " has no GPU schedule yet (the CUDA target adds them)");
+}
+
+Knob parallelKnob(int64_t work, int64_t outerIterations) {
+  int64_t preferred = work >= 32768 && outerIterations > 1 ? 1 : 0;
+  return makeKnob("parallel", {0, 1}, preferred, "run the outermost loop on the thread pool",
+                  [&](int64_t v) { return v == 0 || outerIterations > 1; });
+}
+
+Expected<KnobSpace> rowwiseKnobSpace(const KernelGroup& g, KernelTarget target, const char* templateName) {
+  KILN_TRY(requireCpu(target, templateName));
+  KILN_ASSIGN(Dims x, staticDims(g.anchor->input(0)));
+  KnobSpace space;
+  int64_t rows = x.empty() ? 1 : product(x) / std::max<int64_t>(x.back(), 1);
+  space.knobs.push_back(parallelKnob(product(x) * 8, rows));
+  return space;
+}
+
+Expected<ScalarType> resultComputeType(const ir::Node& anchor) {
+  KILN_ASSIGN(ScalarType t, valueScalarType(anchor.output(0)));
+  return computeType(t);
+}
+
+Stmt gemmTileLoops(const GemmBlock& g, Stmt body) {
+  return forLoop(g.i, intImm(g.tm), LoopKind::Unrolled, forLoop(g.j, intImm(g.tn), LoopKind::Vectorized, body));
+}
+
+Expected<Stmt> gemmBlock(const GemmBlock& g, Expr fullTile, const std::function<Expected<Expr>(bool clamped)>& product,
+                         Stmt write) {
+  const ScalarType t = g.acc->type;
+  Expr accIndex = varRef(g.i) * g.tn + varRef(g.j);
+  auto variant = [&](bool clamped) -> Expected<Stmt> {
+    KILN_ASSIGN(Expr p, product(clamped));
+    Stmt update = forLoop(g.k, intImm(g.kExtent), LoopKind::Serial,
+                          gemmTileLoops(g, store(g.acc, accIndex, load(g.acc, accIndex) + p)));
+    return seq({gemmTileLoops(g, store(g.acc, accIndex, constantOf(t, 0))), update, write});
+  };
+  KILN_ASSIGN(Stmt full, variant(false));
+  if (!fullTile) return allocate(g.acc, full);
+  KILN_ASSIGN(Stmt edge, variant(true));
+  return allocate(g.acc, ifThen(fullTile, full, edge));
+}
+
+Expected<Stmt> storeEpilogue(ElementBuilder& elements, const Index& idx, Expr guard) {
+  KILN_ASSIGN(std::vector<Stmt> stores, elements.storeOutputs(elements.group().outputs, idx));
+  Stmt s = seq(std::move(stores));
+  return guard ? ifThen(guard, s) : s;
+}
+
+}  // namespace kiln::codegen

@@ -1,0 +1,84 @@
+//===- lib/codegen/templates/Templates.h - The schedule templates ---------===//
+//
+// Factories of the schedule templates (one file each) and what they share:
+// knob construction, loop nests, local accumulators and the epilogue store
+// that runs a group's elementwise consumers on an anchor's result.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "../TensorExpr.h"
+#include "kiln/codegen/ScheduleTemplate.h"
+
+namespace kiln::codegen {
+
+const ScheduleTemplate& injectiveTemplate();
+const ScheduleTemplate& matmulTemplate();
+const ScheduleTemplate& conv2dTemplate();
+const ScheduleTemplate& poolTemplate();
+const ScheduleTemplate& reduceTemplate();
+const ScheduleTemplate& softmaxTemplate();
+const ScheduleTemplate& layerNormTemplate();
+
+inline int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t product(const Dims& d, size_t begin = 0, size_t end = SIZE_MAX);
+
+/// A knob over `candidates` (kept when `keep` holds; at least the smallest
+/// candidate survives); the default is `preferred` if kept, else the largest kept.
+Knob makeKnob(std::string name, std::vector<int64_t> candidates, int64_t preferred, std::string doc,
+              const std::function<bool(int64_t)>& keep = nullptr);
+
+/// Origin of block `index` of `size` over `extent`: index * size, except that a
+/// last block that would overhang is moved back to end at `extent` (when
+/// size <= extent), recomputing a few elements instead of masking lanes.
+inline Expr blockOrigin(const Expr& index, int64_t size, int64_t extent) {
+  if (extent % size == 0 || size > extent) return index * size;
+  return minOf(index * size, intImm(extent - size));
+}
+/// Whether blocks of `size` over `extent` still overhang (only when size > extent).
+inline bool blocksOverhang(int64_t size, int64_t extent) { return extent % size != 0 && size > extent; }
+
+/// 0 <= v < extent.
+inline Expr inRange(const Expr& v, int64_t extent) {
+  return binary(BinaryOp::And, binary(BinaryOp::Ge, v, intImm(0)), binary(BinaryOp::Lt, v, intImm(extent)));
+}
+
+/// Nested serial loops over `extents` (one variable each, named prefix0...).
+Stmt loopNest(const std::vector<Var>& vars, const Dims& extents, Stmt body);
+std::vector<Var> makeVars(const std::string& prefix, size_t n);
+
+/// CPU kernels only (GPU schedules come with the CUDA target).
+Status requireCpu(KernelTarget target, const char* templateName);
+
+/// The outer loop kind for a kernel: parallel when the knob asks for it.
+inline LoopKind outerKind(const Config& c) { return c.count("parallel") && c.at("parallel") ? LoopKind::Parallel : LoopKind::Serial; }
+
+/// A knob "parallel" {0,1}, on by default when the kernel does at least
+/// `work` operations and has more than one outer iteration.
+Knob parallelKnob(int64_t work, int64_t outerIterations);
+
+/// A register-tiled GEMM block: `acc` (tm x tn local) cleared, then for k in
+/// [0, kExtent) acc[i][j] += product (i unrolled, j vectorized), then `write`.
+/// `product(clamped)` builds a(i,k)*b(k,j); with `fullTile` (null: tiles never
+/// overhang) a direct-index variant runs for full tiles and a clamped one
+/// (clamped = true: indices clamped into the matrix) for the edge tiles.
+struct GemmBlock {
+  Var i, j, k;
+  int64_t tm = 1, tn = 1, kExtent = 1;
+  Buffer acc;
+};
+Expected<Stmt> gemmBlock(const GemmBlock& g, Expr fullTile, const std::function<Expected<Expr>(bool clamped)>& product,
+                         Stmt write);
+/// The i (unrolled) x j (vectorized) loops over a GEMM block's tile.
+Stmt gemmTileLoops(const GemmBlock& g, Stmt body);
+
+/// The knob space of a row-by-row template (softmax, layernorm): just `parallel`.
+Expected<KnobSpace> rowwiseKnobSpace(const KernelGroup& g, KernelTarget target, const char* templateName);
+/// The type an anchor computes its (first) result in.
+Expected<ScalarType> resultComputeType(const ir::Node& anchor);
+
+/// Stores every group output at `idx` (the anchor's result supplied with
+/// setSource beforehand), wrapped in `guard` when given.
+Expected<Stmt> storeEpilogue(ElementBuilder& elements, const Index& idx, Expr guard = Expr());
+
+}  // namespace kiln::codegen

@@ -1,0 +1,254 @@
+//===- lib/runtime/core/Artifact.cpp - .kiln serialization ----------------===//
+//
+// Little-endian fixed-width integers, strings and byte blobs as
+// length-prefixed runs. The Reader refuses any length that runs past the
+// end, so a corrupt payload that slipped past the checksum still cannot make
+// it read out of bounds.
+//
+//===----------------------------------------------------------------------===//
+#include "kiln/runtime/Artifact.h"
+
+#include <cstring>
+#include <fstream>
+#include <iterator>
+
+#include "kiln/support/Hash.h"
+
+namespace kiln::runtime {
+namespace {
+
+constexpr char kMagic[8] = {'K', 'I', 'L', 'N', 'A', 'R', 'T', '\0'};
+constexpr size_t kHeaderBytes = 8 + 4 + 4 + 8 + 8;  // magic, version, reserved, payload size, checksum
+
+class Writer {
+ public:
+  std::vector<uint8_t> bytes;
+  template <class T>
+  void pod(T v) {
+    uint8_t b[sizeof(T)];
+    std::memcpy(b, &v, sizeof(T));
+    bytes.insert(bytes.end(), b, b + sizeof(T));
+  }
+  void blob(const void* p, uint64_t n) {
+    pod<uint64_t>(n);
+    const uint8_t* c = static_cast<const uint8_t*>(p);
+    bytes.insert(bytes.end(), c, c + n);
+  }
+  void str(const std::string& s) { blob(s.data(), s.size()); }
+};
+
+class Reader {
+ public:
+  Reader(const uint8_t* p, size_t n) : p_(p), n_(n) {}
+  template <class T>
+  Expected<T> pod() {
+    if (n_ - at_ < sizeof(T)) return truncated();
+    T v;
+    std::memcpy(&v, p_ + at_, sizeof(T));
+    at_ += sizeof(T);
+    return v;
+  }
+  Expected<std::pair<const uint8_t*, uint64_t>> blob() {
+    KILN_ASSIGN(uint64_t n, pod<uint64_t>());
+    if (n > n_ - at_) return truncated();
+    const uint8_t* start = p_ + at_;
+    at_ += n;
+    return std::make_pair(start, n);
+  }
+  Expected<std::string> str() {
+    KILN_ASSIGN(auto b, blob());
+    return std::string(reinterpret_cast<const char*>(b.first), b.second);
+  }
+  /// A count of items each at least `minBytes` long (bounds the allocation).
+  Expected<uint64_t> count(uint64_t minBytes) {
+    KILN_ASSIGN(uint64_t n, pod<uint64_t>());
+    if (minBytes && n > (n_ - at_) / minBytes) return truncated();
+    return n;
+  }
+  bool done() const { return at_ == n_; }
+
+ private:
+  Error truncated() const { return Error(ErrorCode::ArtifactCorrupt, "artifact payload ends early (truncated or corrupt)"); }
+  const uint8_t* p_;
+  size_t n_, at_ = 0;
+};
+
+void writeDims(Writer& w, const Dims& d) {
+  w.pod<uint64_t>(d.size());
+  for (int64_t x : d) w.pod<int64_t>(x);
+}
+
+Expected<Dims> readDims(Reader& r) {
+  KILN_ASSIGN(uint64_t rank, r.count(8));
+  if (rank > 64) return Error(ErrorCode::ArtifactCorrupt, "artifact: tensor rank " + std::to_string(rank));
+  Dims d;
+  for (uint64_t i = 0; i < rank; ++i) {
+    KILN_ASSIGN(int64_t x, r.pod<int64_t>());
+    if (x < 0) return Error(ErrorCode::ArtifactCorrupt, "artifact: negative dim");
+    d.push_back(x);
+  }
+  return d;
+}
+
+Expected<DType> readDType(Reader& r) {
+  KILN_ASSIGN(uint8_t t, r.pod<uint8_t>());
+  if (t == 0 || t > uint8_t(DType::Bool)) return Error(ErrorCode::ArtifactCorrupt, "artifact: unknown dtype " + std::to_string(t));
+  return DType(t);
+}
+
+}  // namespace
+
+std::vector<uint8_t> serializeExecutable(const Executable& exe) {
+  Writer w;
+  w.str(exe.target);
+  w.str(exe.cpu);
+  w.pod<uint64_t>(exe.cpuFeatures.size());
+  for (const auto& f : exe.cpuFeatures) w.str(f);
+  w.pod<uint64_t>(exe.arenaBytes);
+  w.pod<uint64_t>(exe.buffers.size());
+  for (const BufferSpec& b : exe.buffers) {
+    w.str(b.name);
+    w.pod<uint8_t>(uint8_t(b.dtype));
+    writeDims(w, b.dims);
+    w.pod<uint8_t>(uint8_t(b.kind));
+    w.pod<uint32_t>(b.index);
+    w.pod<uint64_t>(b.offset);
+    w.pod<int32_t>(b.aliasOf);
+  }
+  w.pod<uint64_t>(exe.kernelNames.size());
+  for (const auto& k : exe.kernelNames) w.str(k);
+  w.pod<uint64_t>(exe.steps.size());
+  for (const KernelStep& s : exe.steps) {
+    w.pod<uint32_t>(s.kernel);
+    w.pod<uint64_t>(s.args.size());
+    for (uint32_t a : s.args) w.pod<uint32_t>(a);
+  }
+  for (const auto* list : {&exe.inputs, &exe.outputs}) {
+    w.pod<uint64_t>(list->size());
+    for (uint32_t id : *list) w.pod<uint32_t>(id);
+  }
+  w.blob(exe.objectCode.data(), exe.objectCode.size());
+  w.pod<uint64_t>(exe.weights.size());
+  for (const Tensor& t : exe.weights) {
+    w.pod<uint8_t>(uint8_t(t.dtype()));
+    writeDims(w, t.dims());
+    w.blob(t.rawData(), t.byteSize());
+  }
+  Writer file;
+  file.bytes.insert(file.bytes.end(), kMagic, kMagic + 8);
+  file.pod<uint32_t>(kArtifactFormatVersion);
+  file.pod<uint32_t>(0);
+  file.pod<uint64_t>(w.bytes.size());
+  file.pod<uint64_t>(hashBytes(w.bytes.data(), w.bytes.size()));
+  file.bytes.insert(file.bytes.end(), w.bytes.begin(), w.bytes.end());
+  return file.bytes;
+}
+
+Expected<Executable> deserializeExecutable(const uint8_t* data, size_t size) {
+  if (size < kHeaderBytes || std::memcmp(data, kMagic, 8) != 0)
+    return Error(ErrorCode::ArtifactCorrupt, "not a kiln artifact (no KILNART header)");
+  uint32_t version;
+  uint64_t payloadSize, checksum;
+  std::memcpy(&version, data + 8, 4);
+  std::memcpy(&payloadSize, data + 16, 8);
+  std::memcpy(&checksum, data + 24, 8);
+  if (version != kArtifactFormatVersion)
+    return Error(ErrorCode::ArtifactVersion, "artifact format version " + std::to_string(version) + "; this runtime reads version " +
+                                                 std::to_string(kArtifactFormatVersion) + " (recompile the model)");
+  if (payloadSize != size - kHeaderBytes)
+    return Error(ErrorCode::ArtifactCorrupt, "artifact is " + std::to_string(size) + " bytes but its header says " +
+                                                 std::to_string(payloadSize + kHeaderBytes) + " (truncated?)");
+  const uint8_t* payload = data + kHeaderBytes;
+  if (hashBytes(payload, payloadSize) != checksum)
+    return Error(ErrorCode::ArtifactCorrupt, "artifact checksum mismatch (the file is corrupt)");
+  Reader r(payload, payloadSize);
+  Executable exe;
+  KILN_ASSIGN(exe.target, r.str());
+  KILN_ASSIGN(exe.cpu, r.str());
+  KILN_ASSIGN(uint64_t features, r.count(8));
+  for (uint64_t i = 0; i < features; ++i) {
+    KILN_ASSIGN(std::string f, r.str());
+    exe.cpuFeatures.push_back(f);
+  }
+  KILN_ASSIGN(exe.arenaBytes, r.pod<uint64_t>());
+  KILN_ASSIGN(uint64_t buffers, r.count(8));
+  for (uint64_t i = 0; i < buffers; ++i) {
+    BufferSpec b;
+    KILN_ASSIGN(b.name, r.str());
+    KILN_ASSIGN(b.dtype, readDType(r));
+    KILN_ASSIGN(b.dims, readDims(r));
+    KILN_ASSIGN(uint8_t kind, r.pod<uint8_t>());
+    if (kind > uint8_t(BufferKind::Intermediate)) return Error(ErrorCode::ArtifactCorrupt, "artifact: bad buffer kind");
+    b.kind = BufferKind(kind);
+    KILN_ASSIGN(b.index, r.pod<uint32_t>());
+    KILN_ASSIGN(b.offset, r.pod<uint64_t>());
+    KILN_ASSIGN(b.aliasOf, r.pod<int32_t>());
+    exe.buffers.push_back(std::move(b));
+  }
+  KILN_ASSIGN(uint64_t kernels, r.count(8));
+  for (uint64_t i = 0; i < kernels; ++i) {
+    KILN_ASSIGN(std::string k, r.str());
+    exe.kernelNames.push_back(k);
+  }
+  KILN_ASSIGN(uint64_t steps, r.count(12));
+  for (uint64_t i = 0; i < steps; ++i) {
+    KernelStep s;
+    KILN_ASSIGN(s.kernel, r.pod<uint32_t>());
+    KILN_ASSIGN(uint64_t args, r.count(4));
+    for (uint64_t a = 0; a < args; ++a) {
+      KILN_ASSIGN(uint32_t id, r.pod<uint32_t>());
+      s.args.push_back(id);
+    }
+    exe.steps.push_back(std::move(s));
+  }
+  for (auto* list : {&exe.inputs, &exe.outputs}) {
+    KILN_ASSIGN(uint64_t n, r.count(4));
+    for (uint64_t i = 0; i < n; ++i) {
+      KILN_ASSIGN(uint32_t id, r.pod<uint32_t>());
+      list->push_back(id);
+    }
+  }
+  KILN_ASSIGN(auto object, r.blob());
+  exe.objectCode.assign(object.first, object.first + object.second);
+  KILN_ASSIGN(uint64_t weights, r.count(17));
+  for (uint64_t i = 0; i < weights; ++i) {
+    KILN_ASSIGN(DType dtype, readDType(r));
+    KILN_ASSIGN(Dims dims, readDims(r));
+    KILN_ASSIGN(auto bytes, r.blob());
+    uint64_t expected = dtypeSize(dtype);
+    for (int64_t d : dims) {
+      if (d && expected > (uint64_t(1) << 62) / uint64_t(d)) return Error(ErrorCode::ArtifactCorrupt, "artifact: weight too large");
+      expected *= uint64_t(d);
+    }
+    if (expected != bytes.second) return Error(ErrorCode::ArtifactCorrupt, "artifact: weight size does not match its type");
+    auto buffer = Buffer::allocate(bytes.second);
+    if (bytes.second) std::memcpy(buffer->mutableData(), bytes.first, bytes.second);
+    exe.weights.emplace_back(dtype, dims, buffer);
+  }
+  if (!r.done()) return Error(ErrorCode::ArtifactCorrupt, "artifact has trailing bytes");
+  KILN_TRY(exe.validate());
+  return exe;
+}
+
+Status saveArtifact(const Executable& exe, const std::string& path) {
+  std::vector<uint8_t> bytes = serializeExecutable(exe);
+  std::ofstream out(path, std::ios::binary);
+  if (!out) return Error(ErrorCode::IoError, "cannot write '" + path + "'");
+  out.write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
+  if (!out) return Error(ErrorCode::IoError, "writing '" + path + "' failed");
+  return Status::ok();
+}
+
+Expected<Executable> loadArtifact(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Error(ErrorCode::IoError, "cannot read '" + path + "'");
+  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  Expected<Executable> exe = deserializeExecutable(bytes.data(), bytes.size());
+  if (!exe) {
+    Error e = std::move(exe).error();
+    return Error(e.code(), path + ": " + e.message());
+  }
+  return exe;
+}
+
+}  // namespace kiln::runtime

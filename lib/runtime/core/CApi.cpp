@@ -1,0 +1,100 @@
+//===- lib/runtime/core/CApi.cpp - The C API over kiln::Model -------------===//
+//
+// Errors never cross the C boundary as exceptions: every entry point catches
+// and turns failures into a code plus a thread-local message.
+//
+//===----------------------------------------------------------------------===//
+#include "kiln/c_api.h"
+
+#include <cstring>
+
+#include "kiln/kiln.h"
+
+struct kiln_model {
+  std::unique_ptr<kiln::Model> model;
+};
+
+namespace {
+
+thread_local std::string lastError;
+
+int fail(const kiln::Error& e) {
+  lastError = e.str();
+  return int(e.code());
+}
+
+const kiln::TensorInfo* info(const kiln_model* m, size_t i, bool input) {
+  if (!m) return nullptr;
+  const auto& list = input ? m->model->inputs() : m->model->outputs();
+  return i < list.size() ? &list[i] : nullptr;
+}
+
+size_t bytesOf(const kiln::TensorInfo* t) {
+  if (!t) return 0;
+  size_t n = kiln::dtypeSize(t->dtype);
+  for (int64_t d : t->dims) n *= size_t(d);
+  return n;
+}
+
+}  // namespace
+
+extern "C" {
+
+int kiln_model_load(const char* path, kiln_model** model) {
+  if (!path || !model) return fail(kiln::Error(kiln::ErrorCode::InvalidArgument, "kiln_model_load: null argument"));
+  *model = nullptr;
+  try {
+    auto loaded = kiln::Model::load(path);
+    if (!loaded) return fail(loaded.error());
+    *model = new kiln_model{std::move(*loaded)};
+    return 0;
+  } catch (const std::exception& e) {
+    return fail(kiln::Error(kiln::ErrorCode::Internal, std::string("kiln_model_load: ") + e.what()));
+  }
+}
+
+void kiln_model_free(kiln_model* model) { delete model; }
+
+size_t kiln_model_num_inputs(const kiln_model* m) { return m ? m->model->inputs().size() : 0; }
+size_t kiln_model_num_outputs(const kiln_model* m) { return m ? m->model->outputs().size() : 0; }
+const char* kiln_model_input_name(const kiln_model* m, size_t i) { auto* t = info(m, i, true); return t ? t->name.c_str() : nullptr; }
+const char* kiln_model_output_name(const kiln_model* m, size_t i) { auto* t = info(m, i, false); return t ? t->name.c_str() : nullptr; }
+int kiln_model_input_dtype(const kiln_model* m, size_t i) { auto* t = info(m, i, true); return t ? int(t->dtype) : 0; }
+int kiln_model_output_dtype(const kiln_model* m, size_t i) { auto* t = info(m, i, false); return t ? int(t->dtype) : 0; }
+size_t kiln_model_input_rank(const kiln_model* m, size_t i) { auto* t = info(m, i, true); return t ? t->dims.size() : 0; }
+size_t kiln_model_output_rank(const kiln_model* m, size_t i) { auto* t = info(m, i, false); return t ? t->dims.size() : 0; }
+const int64_t* kiln_model_input_dims(const kiln_model* m, size_t i) { auto* t = info(m, i, true); return t ? t->dims.data() : nullptr; }
+const int64_t* kiln_model_output_dims(const kiln_model* m, size_t i) { auto* t = info(m, i, false); return t ? t->dims.data() : nullptr; }
+size_t kiln_model_input_bytes(const kiln_model* m, size_t i) { return bytesOf(info(m, i, true)); }
+size_t kiln_model_output_bytes(const kiln_model* m, size_t i) { return bytesOf(info(m, i, false)); }
+
+int kiln_model_run(const kiln_model* m, const void* const* inputs, void* const* outputs) {
+  if (!m || (!inputs && kiln_model_num_inputs(m)) || (!outputs && kiln_model_num_outputs(m)))
+    return fail(kiln::Error(kiln::ErrorCode::InvalidArgument, "kiln_model_run: null argument"));
+  try {
+    std::vector<kiln::Tensor> in;
+    for (size_t i = 0; i < m->model->inputs().size(); ++i) {
+      const kiln::TensorInfo& t = m->model->inputs()[i];
+      if (!inputs[i]) return fail(kiln::Error(kiln::ErrorCode::ExecInput, "input " + t.name + " is null"));
+      size_t n = bytesOf(&t);
+      auto buffer = kiln::Buffer::allocate(n);
+      std::memcpy(buffer->mutableData(), inputs[i], n);
+      in.emplace_back(t.dtype, t.dims, buffer);
+    }
+    auto out = m->model->run(in);
+    if (!out) return fail(out.error());
+    for (size_t i = 0; i < out->size(); ++i) {
+      if (!outputs[i]) return fail(kiln::Error(kiln::ErrorCode::ExecInput, "output buffer " + std::to_string(i) + " is null"));
+      std::memcpy(outputs[i], (*out)[i].rawData(), (*out)[i].byteSize());
+    }
+    return 0;
+  } catch (const std::exception& e) {
+    return fail(kiln::Error(kiln::ErrorCode::Internal, std::string("kiln_model_run: ") + e.what()));
+  }
+}
+
+void kiln_set_threads(int threads) { kiln::Model::setThreads(threads); }
+
+const char* kiln_last_error(void) { return lastError.c_str(); }
+
+}  // extern "C"

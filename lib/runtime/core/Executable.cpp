@@ -1,0 +1,62 @@
+//===- lib/runtime/core/Executable.cpp - Executable consistency checks ----===//
+//
+// validate() is what stands between a loaded artifact and raw pointer
+// arithmetic: every id in range, every intermediate inside the arena, every
+// weight the size its buffer says, every input and output listed once.
+//
+//===----------------------------------------------------------------------===//
+#include "kiln/runtime/Executable.h"
+
+namespace kiln::runtime {
+
+const char* bufferKindName(BufferKind k) {
+  static const char* names[] = {"input", "output", "weight", "intermediate"};
+  return names[size_t(k)];
+}
+
+uint64_t BufferSpec::bytes() const {
+  uint64_t n = dtypeSize(dtype);
+  for (int64_t d : dims) n *= uint64_t(d);
+  return n;
+}
+
+Status Executable::validate() const {
+  auto bad = [](auto&&... parts) { return makeError(ErrorCode::ArtifactCorrupt, "executable: ", parts...); };
+  std::vector<int> inputSeen(inputs.size()), outputSeen(outputs.size());
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    const BufferSpec& b = buffers[i];
+    for (int64_t d : b.dims)
+      if (d < 0 || d > (int64_t(1) << 40)) return bad("buffer ", b.name, " has dim ", d);
+    if (dtypeSize(b.dtype) == 0) return bad("buffer ", b.name, " has no storable dtype");
+    switch (b.kind) {
+      case BufferKind::Input:
+        if (b.index >= inputs.size() || inputs[b.index] != i) return bad("input buffer ", b.name, " is not listed");
+        break;
+      case BufferKind::Output:
+        if (b.index >= outputs.size() || outputs[b.index] != i) return bad("output buffer ", b.name, " is not listed");
+        if (b.aliasOf >= 0 && (size_t(b.aliasOf) >= buffers.size() || buffers[size_t(b.aliasOf)].bytes() != b.bytes()))
+          return bad("output ", b.name, " aliases a bad buffer");
+        break;
+      case BufferKind::Weight:
+        if (b.index >= weights.size() || weights[b.index].byteSize() != b.bytes())
+          return bad("weight buffer ", b.name, " does not match its tensor");
+        break;
+      case BufferKind::Intermediate:
+        if (b.offset > arenaBytes || b.bytes() > arenaBytes - b.offset)
+          return bad("intermediate ", b.name, " lies outside the arena");
+        break;
+    }
+  }
+  for (uint32_t id : inputs)
+    if (id >= buffers.size() || buffers[id].kind != BufferKind::Input) return bad("input id ", id, " is not an input buffer");
+  for (uint32_t id : outputs)
+    if (id >= buffers.size() || buffers[id].kind != BufferKind::Output) return bad("output id ", id, " is not an output buffer");
+  for (const KernelStep& s : steps) {
+    if (s.kernel >= kernelNames.size()) return bad("step names kernel ", s.kernel, " of ", kernelNames.size());
+    for (uint32_t a : s.args)
+      if (a >= buffers.size()) return bad("kernel ", kernelNames[s.kernel], " takes buffer ", a, " of ", buffers.size());
+  }
+  return Status::ok();
+}
+
+}  // namespace kiln::runtime

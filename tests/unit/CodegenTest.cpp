@@ -1,0 +1,520 @@
+//===- tests/unit/CodegenTest.cpp - Code generation core and CPU target ----===//
+//
+// Kernel IR construction, printing and verification (CPU and GPU schedules);
+// knob spaces; the memory planner; the thread pool; every schedule template
+// under every configuration of its knob space, compiled for this CPU and
+// checked kernel by kernel against the interpreter; artifacts round-tripping
+// through the file format, the in-process object linker and kiln::Model, and
+// refusing corrupt, truncated or foreign files with the right error code.
+//
+//===----------------------------------------------------------------------===//
+#include <catch2/catch.hpp>
+#include <atomic>
+#include <cstdio>
+#include <random>
+#include <sstream>
+
+#include "kiln/codegen/Compiler.h"
+#include "kiln/codegen/KernelCheck.h"
+#include "kiln/ir/Parser.h"
+#include "kiln/kiln.h"
+#include "kiln/runtime/Artifact.h"
+#include "kiln/runtime/ObjectLoader.h"
+#include "kiln/support/ThreadPool.h"
+#include "../../lib/codegen/MemoryPlanner.h"
+#include "kiln/support/Hash.h"
+#include <cstring>
+#include <set>
+
+using namespace kiln;
+using namespace kiln::codegen;
+
+namespace {
+
+std::unique_ptr<ir::Module> parse(const std::string& text) {
+  auto m = ir::parseModule(text, "codegen.kir");
+  INFO((m.isOk() ? std::string() : m.error().str()));
+  REQUIRE(m.isOk());
+  return std::move(m).value();
+}
+
+/// A tensor literal with deterministic pseudo-random values in [-1, 1).
+std::string literal(const Dims& dims, uint64_t seed) {
+  std::mt19937_64 gen(seed);
+  std::uniform_real_distribution<double> real(-1, 1);
+  int64_t n = 1;
+  std::string shape;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    n *= dims[i];
+    shape += (i ? "," : "") + std::to_string(dims[i]);
+  }
+  std::ostringstream os;
+  os << "tensor<f32[" << shape << "]: [";
+  for (int64_t i = 0; i < n; ++i) os << (i ? ", " : "") << real(gen);
+  os << "]>";
+  return os.str();
+}
+
+std::vector<Tensor> randomInputs(const ir::Graph& g, uint64_t seed) {
+  std::vector<Tensor> inputs;
+  std::mt19937_64 gen(seed);
+  for (const ir::Value* v : g.inputs()) {
+    const auto& t = v->tensorType();
+    std::vector<double> values(size_t(*t.numElements()));
+    for (double& x : values)
+      x = isFloat(t.dtype()) ? std::uniform_real_distribution<double>(-1, 1)(gen) : double(gen() % 4);
+    inputs.push_back(Tensor::fromVector<double>(t.dims(), values).castTo(t.dtype()));
+  }
+  return inputs;
+}
+
+/// Compiles the graph with every configuration (up to `limit`, evenly spread)
+/// of the knob space of its group anchored by `anchorOp`, checking every kernel.
+void checkAllConfigs(const std::string& text, const std::string& anchorOp, size_t limit = 48) {
+  auto m = parse(text);
+  ir::Graph& g = m->graph();
+  auto plan = FusionPlan::build(g);
+  REQUIRE(plan.isOk());
+  const KernelGroup* group = nullptr;
+  for (const KernelGroup& k : plan->groups())
+    if (k.anchor && k.anchor->opType() == anchorOp) group = &k;
+  if (anchorOp == "injective") group = &plan->groups().front();
+  REQUIRE(group != nullptr);
+  auto tmpl = templateFor(*group);
+  REQUIRE(tmpl.isOk());
+  auto space = (*tmpl)->knobSpace(*group, KernelTarget::Cpu);
+  REQUIRE(space.isOk());
+  uint64_t size = space->size();
+  uint64_t step = std::max<uint64_t>(1, size / limit);
+  std::string groupName = group->name();
+  std::vector<Tensor> inputs = randomInputs(g, 7);
+  size_t checked = 0;
+  for (uint64_t i = 0; i < size; i += step) {
+    CompileOptions options;
+    options.configs[groupName] = space->configAt(i);
+    INFO(anchorOp << " config " << configToString(options.configs[groupName]));
+    auto model = compileForCpu(g, options);
+    INFO((model.isOk() ? std::string() : model.error().str()));
+    REQUIRE(model.isOk());
+    auto results = checkKernels(g, *model, inputs);
+    REQUIRE(results.isOk());
+    for (const KernelCheckResult& r : *results) {
+      INFO(r.kernel << " (" << r.templateName << ") worst on " << r.worstValue);
+      CHECK(r.maxRelError < 2e-5);
+    }
+    ++checked;
+  }
+  CHECK(checked >= std::min<uint64_t>(size, 2));
+}
+
+}  // namespace
+
+TEST_CASE("kernel IR builders fold constants and re-flattened indices") {
+  CHECK(printExpr(intImm(3) + intImm(4)) == "7");
+  Var x = makeVar("x");
+  CHECK(printExpr(varRef(x) * 1 + 0) == "%x");
+  CHECK(printExpr(floorDiv(intImm(-7), 2)) == "-4");
+  CHECK(printExpr(floorMod(intImm(-7), 2)) == "1");
+  // (a * 4 + x / 8) * 8 + x % 8  ->  a * 4 * 8 + x
+  Var a = makeVar("a");
+  Expr e = (varRef(a) * 4 + floorDiv(varRef(x), 8)) * 8 + floorMod(varRef(x), 8);
+  CHECK(printExpr(e) == "(((%a * 4) * 8) + %x)");
+  CHECK(printExpr(floatImm(0.5) * floatImm(4.0)) == "2.0f");
+  CHECK(printExpr(cast(ScalarType::F32, intImm(2))) == "2.0f");
+}
+
+TEST_CASE("kernel IR prints loops, buffers and statements") {
+  codegen::Buffer in = makeBuffer("in", ScalarType::F32, MemoryScope::Global, 8);
+  codegen::Buffer out = makeBuffer("out", ScalarType::F32, MemoryScope::Global, 8);
+  Var i = makeVar("i");
+  Kernel k{"relu", KernelTarget::Cpu, {in, out},
+           forLoop(i, intImm(8), LoopKind::Parallel, store(out, varRef(i), maxOf(load(in, varRef(i)), floatImm(0))))};
+  CHECK(printKernel(k) ==
+        "kernel @relu(global f32 %in[8], global f32 %out[8]) target=cpu {\n"
+        "  parallel for %i in 8 {\n"
+        "    %out[%i] = max(%in[%i], 0.0f)\n"
+        "  }\n"
+        "}\n");
+  CHECK(verifyKernel(k).isOk());
+}
+
+TEST_CASE("kernel IR expresses GPU schedules: bindings, shared memory, barriers") {
+  codegen::Buffer in = makeBuffer("in", ScalarType::F32, MemoryScope::Global, 1024);
+  codegen::Buffer out = makeBuffer("out", ScalarType::F32, MemoryScope::Global, 4);
+  codegen::Buffer tile = makeBuffer("tile", ScalarType::F32, MemoryScope::Shared, 256);
+  Var b = makeVar("b"), t = makeVar("t");
+  Stmt body = forLoop(b, intImm(4), LoopKind::BlockX,
+                      allocate(tile, forLoop(t, intImm(256), LoopKind::ThreadX,
+                                             seq({store(tile, varRef(t), load(in, varRef(b) * 256 + varRef(t))), barrier(),
+                                                  ifThen(binary(BinaryOp::Eq, varRef(t), intImm(0)),
+                                                         store(out, varRef(b), load(tile, intImm(0))))}))));
+  Kernel gpu{"block_first", KernelTarget::Gpu, {in, out}, body};
+  INFO(printKernel(gpu));
+  CHECK(verifyKernel(gpu).isOk());
+  CHECK(printKernel(gpu).find("blockIdx.x for %b in 4") != std::string::npos);
+  CHECK(printKernel(gpu).find("shared f32 %tile[256]") != std::string::npos);
+  CHECK(printKernel(gpu).find("barrier") != std::string::npos);
+  // The same schedule is not a CPU kernel.
+  Kernel cpu = gpu;
+  cpu.target = KernelTarget::Cpu;
+  Status s = verifyKernel(cpu);
+  REQUIRE_FALSE(s.isOk());
+  CHECK(s.error().message().find("binds loop") != std::string::npos);
+}
+
+TEST_CASE("the kernel verifier rejects malformed kernels") {
+  codegen::Buffer buf = makeBuffer("b", ScalarType::F32, MemoryScope::Global, 4);
+  codegen::Buffer ints = makeBuffer("n", ScalarType::I64, MemoryScope::Global, 4);
+  Var i = makeVar("i"), i2 = makeVar("i");
+  auto fails = [](const Kernel& k, const std::string& what) {
+    Status s = verifyKernel(k);
+    INFO(printKernel(k));
+    REQUIRE_FALSE(s.isOk());
+    CHECK(s.error().message().find(what) != std::string::npos);
+  };
+  fails({"oob", KernelTarget::Cpu, {buf}, store(buf, intImm(4), floatImm(1))}, "out of bounds");
+  fails({"type", KernelTarget::Cpu, {buf}, store(buf, intImm(0), intImm(1))}, "store of i64");
+  fails({"shadow", KernelTarget::Cpu, {buf},
+         forLoop(i, intImm(2), LoopKind::Serial, forLoop(i2, intImm(2), LoopKind::Serial, store(buf, varRef(i2), floatImm(0))))},
+        "shadows");
+  fails({"scope", KernelTarget::Cpu, {buf}, store(buf, varRef(i), floatImm(0))}, "out of scope");
+  fails({"nested-parallel", KernelTarget::Cpu, {buf},
+         forLoop(i, intImm(2), LoopKind::Serial, forLoop(i2, intImm(2), LoopKind::Parallel, store(buf, varRef(i2), floatImm(0))))},
+        "not the outermost");
+  fails({"barrier", KernelTarget::Cpu, {buf}, barrier()}, "barrier");
+  fails({"mixed", KernelTarget::Cpu, {buf, ints}, store(buf, intImm(0), binary(BinaryOp::Add, load(buf, intImm(0)), load(ints, intImm(0))))},
+        "differ in type");
+  fails({"vector", KernelTarget::Cpu, {buf, ints},
+         forLoop(i, cast(ScalarType::I64, load(ints, intImm(0))), LoopKind::Vectorized, store(buf, varRef(i), floatImm(0)))},
+        "constant extent");
+}
+
+TEST_CASE("knob spaces enumerate, check and featurize configurations") {
+  KnobSpace s;
+  s.knobs.push_back({"tm", {1, 2, 4}, 4, ""});
+  s.knobs.push_back({"parallel", {0, 1}, 1, ""});
+  CHECK(s.size() == 6);
+  std::set<std::string> seen;
+  for (uint64_t i = 0; i < s.size(); ++i) {
+    Config c = s.configAt(i);
+    CHECK(s.check(c).isOk());
+    seen.insert(configToString(c));
+  }
+  CHECK(seen.size() == 6);
+  CHECK(configToString(s.defaultConfig()) == "parallel=1,tm=4");
+  CHECK(s.features(s.defaultConfig()) == std::vector<double>{4, 1});
+  CHECK_FALSE(s.check({{"tm", 3}, {"parallel", 0}}).isOk());
+  CHECK_FALSE(s.check({{"tm", 2}}).isOk());
+  CHECK_FALSE(s.check({{"tm", 2}, {"parallel", 0}, {"tn", 8}}).isOk());
+  auto parsed = parseConfig("tm=2,parallel=0");
+  REQUIRE(parsed.isOk());
+  CHECK(s.check(*parsed).isOk());
+  CHECK_FALSE(parseConfig("tm=two").isOk());
+}
+
+TEST_CASE("the memory planner never overlaps live buffers and reuses dead ones") {
+  MemoryPlan chain = planMemory({{100, 0, 1}, {100, 1, 2}, {100, 2, 3}});
+  CHECK(chain.offsets[0] == chain.offsets[2]);  // 0 is dead when 2 is born
+  CHECK(chain.offsets[0] != chain.offsets[1]);
+  CHECK(chain.arenaBytes == 256);
+  std::mt19937 gen(3);
+  for (int trial = 0; trial < 50; ++trial) {
+    std::vector<Lifetime> b;
+    for (int i = 0; i < 30; ++i) {
+      size_t first = gen() % 20;
+      b.push_back({uint64_t(1 + gen() % 5000), first, first + gen() % 6});
+    }
+    MemoryPlan p = planMemory(b);
+    for (size_t i = 0; i < b.size(); ++i) {
+      CHECK(p.offsets[i] % 64 == 0);
+      CHECK(p.offsets[i] + b[i].bytes <= p.arenaBytes);
+      for (size_t j = i + 1; j < b.size(); ++j) {
+        bool timeOverlap = b[i].first <= b[j].last && b[j].first <= b[i].last;
+        bool spaceOverlap = p.offsets[i] < p.offsets[j] + b[j].bytes && p.offsets[j] < p.offsets[i] + b[i].bytes;
+        CHECK_FALSE((timeOverlap && spaceOverlap));
+      }
+    }
+    CHECK(p.arenaBytes <= p.unsharedBytes);
+  }
+}
+
+TEST_CASE("the thread pool covers every iteration exactly once") {
+  for (int threads : {1, 2, 3, 5}) {
+    ThreadPool pool(threads);
+    CHECK(pool.threads() == threads);
+    for (int64_t n : {1, 2, 7, 1000}) {
+      std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
+      pool.parallelFor(n, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) hits[size_t(i)]++;
+        pool.parallelFor(3, [](int64_t, int64_t) {});  // nested: runs inline
+      });
+      for (auto& h : hits) CHECK(h.load() == 1);
+    }
+  }
+}
+
+TEST_CASE("fusion plans: default decisions, kernels, and decisions read back") {
+  auto m = parse(R"(module @m {
+  graph @main(%x: f32[1,2,4,4], %y: f32[1,2,4,4]) {
+    %w = Constant() {value = tensor<f32[2,2,1,1]: [1.0, 2.0, 3.0, 4.0]>} : f32[2,2,1,1]
+    %c = Conv(%x, %w) : f32[1,2,4,4]
+    %a = Add(%c, %y) : f32[1,2,4,4]
+    %r = Relu(%a) : f32[1,2,4,4]
+    %t = Transpose(%r) {perm = [0, 2, 3, 1]} : f32[1,4,4,2]
+    %s = ReduceSum(%t) {keepdims = 0} : f32[]
+    return %s, %r
+  }
+})");
+  auto plan = FusionPlan::build(m->graph());
+  REQUIRE(plan.isOk());
+  std::string text = plan->print();
+  INFO(text);
+  CHECK(text.find("edge e0 %c -> %a epilogue fuse") != std::string::npos);
+  CHECK(text.find("edge e1 %a -> %r chain fuse") != std::string::npos);
+  CHECK(text.find("edge e2 %r -> %t chain fuse (not honored)") != std::string::npos);
+  CHECK(plan->groups().size() == 2);
+  CHECK(plan->groups()[0].role == KernelRole::Conv);
+  CHECK(plan->groups()[1].role == KernelRole::Reduce);
+  // Split the epilogue: three kernels, and the text form reproduces the plan.
+  std::string edited = text;
+  edited.replace(edited.find("epilogue fuse"), 13, "epilogue split");
+  REQUIRE(plan->applyDecisions(edited).isOk());
+  CHECK(plan->groups().size() == 3);
+  auto again = FusionPlan::build(m->graph());
+  REQUIRE(again->applyDecisions(plan->print()).isOk());
+  CHECK(again->print() == plan->print());
+  Status bad = plan->applyDecisions("edge e9 %x -> %s chain fuse\n");
+  REQUIRE_FALSE(bad.isOk());
+  CHECK(bad.error().code() == ErrorCode::FusionPlanFormat);
+}
+
+TEST_CASE("matmul template: every configuration matches the interpreter") {
+  checkAllConfigs(R"(module @m {
+  graph @main(%x: f32[2,5,12]) {
+    %w = Constant() {value = )" + literal({12, 9}, 1) + R"(} : f32[12,9]
+    %b = Constant() {value = )" + literal({9}, 2) + R"(} : f32[9]
+    %m = MatMul(%x, %w) : f32[2,5,9]
+    %a = Add(%m, %b) : f32[2,5,9]
+    %r = Relu(%a) : f32[2,5,9]
+    return %r
+  }
+})", "MatMul");
+  checkAllConfigs(R"(module @m {
+  graph @main(%x: f32[3,16]) {
+    %w = Constant() {value = )" + literal({20, 16}, 3) + R"(} : f32[20,16]
+    %c = Constant() {value = )" + literal({20}, 4) + R"(} : f32[20]
+    %g = Gemm(%x, %w, %c) {transB = 1, alpha = 0.5, beta = 2.0} : f32[3,20]
+    return %g
+  }
+})", "Gemm");
+  checkAllConfigs(R"(module @m {
+  graph @main(%q: f32[2,3,8,4], %k: f32[2,3,4,8]) {
+    %s = MatMul(%q, %k) : f32[2,3,8,8]
+    return %s
+  }
+})", "MatMul");
+}
+
+TEST_CASE("conv2d template: direct and im2col, padded, strided, grouped") {
+  checkAllConfigs(R"(module @m {
+  graph @main(%x: f32[1,3,9,11]) {
+    %w = Constant() {value = )" + literal({8, 3, 3, 3}, 5) + R"(} : f32[8,3,3,3]
+    %b = Constant() {value = )" + literal({8}, 6) + R"(} : f32[8]
+    %c = Conv(%x, %w, %b) {pads = [1, 1, 1, 1]} : f32[1,8,9,11]
+    %r = Relu(%c) : f32[1,8,9,11]
+    return %r
+  }
+})", "Conv", 64);
+  checkAllConfigs(R"(module @m {
+  graph @main(%x: f32[2,4,10,10]) {
+    %w = Constant() {value = )" + literal({4, 2, 3, 3}, 7) + R"(} : f32[4,2,3,3]
+    %c = Conv(%x, %w) {group = 2, strides = [2, 2], pads = [1, 0, 1, 0], dilations = [1, 2]} : f32[2,4,5,3]
+    return %c
+  }
+})", "Conv");
+  checkAllConfigs(R"(module @m {
+  graph @main(%x: f32[1,6,7,7]) {
+    %w = Constant() {value = )" + literal({6, 1, 3, 3}, 8) + R"(} : f32[6,1,3,3]
+    %c = Conv(%x, %w) {group = 6, pads = [1, 1, 1, 1]} : f32[1,6,7,7]
+    %k = Clip(%c) : f32[1,6,7,7]
+    return %k
+  }
+})", "Conv");
+  checkAllConfigs(R"(module @m {
+  graph @main(%x: f32[1,16,5,6], %y: f32[1,8,5,6]) {
+    %w = Constant() {value = )" + literal({8, 16, 1, 1}, 9) + R"(} : f32[8,16,1,1]
+    %c = Conv(%x, %w) : f32[1,8,5,6]
+    %a = Add(%c, %y) : f32[1,8,5,6]
+    return %a
+  }
+})", "Conv");
+}
+
+TEST_CASE("pool, reduce, softmax and layernorm templates match the interpreter") {
+  checkAllConfigs(R"(module @m {
+  graph @main(%x: f32[1,3,9,9]) {
+    %p = MaxPool(%x) {kernel_shape = [3, 3], strides = [2, 2], pads = [1, 1, 1, 1]} : f32[1,3,5,5]
+    return %p
+  }
+})", "MaxPool");
+  checkAllConfigs(R"(module @m {
+  graph @main(%x: f32[2,3,8,8]) {
+    %p = AveragePool(%x) {kernel_shape = [3, 3], pads = [1, 1, 1, 1], count_include_pad = 0} : f32[2,3,8,8]
+    %g = GlobalAveragePool(%p) : f32[2,3,1,1]
+    return %g
+  }
+})", "GlobalAveragePool");
+  checkAllConfigs(R"(module @m {
+  graph @main(%x: f32[2,5,7]) {
+    %e = Exp(%x) : f32[2,5,7]
+    %s = ReduceMean(%e) {axes = [0, 2], keepdims = 1} : f32[1,5,1]
+    %q = Sqrt(%s) : f32[1,5,1]
+    return %q
+  }
+})", "ReduceMean");
+  checkAllConfigs(R"(module @m {
+  graph @main(%x: f32[2,5,7]) {
+    %s = ReduceMax(%x) {axes = [1], keepdims = 0} : f32[2,7]
+    return %s
+  }
+})", "ReduceMax");
+  checkAllConfigs(R"(module @m {
+  graph @main(%x: f32[3,4,6]) {
+    %s = Softmax(%x) {axis = 1} : f32[3,4,6]
+    return %s
+  }
+})", "Softmax");
+  checkAllConfigs(R"(module @m {
+  graph @main(%x: f32[2,3,16]) {
+    %g = Constant() {value = )" + literal({16}, 10) + R"(} : f32[16]
+    %b = Constant() {value = )" + literal({16}, 11) + R"(} : f32[16]
+    %n = LayerNormalization(%x, %g, %b) {axis = -1} : f32[2,3,16]
+    return %n
+  }
+})", "LayerNormalization");
+}
+
+TEST_CASE("injective template: broadcasting, reshapes, slices, concat, pad, gather, where") {
+  checkAllConfigs(R"(module @m {
+  graph @main(%x: f32[2,3,4], %y: f32[4], %i: i64[2,2]) {
+    %a = Add(%x, %y) : f32[2,3,4]
+    %t = Transpose(%a) {perm = [2, 0, 1]} : f32[4,2,3]
+    %shape = Constant() {value = tensor<i64[2]: [8, 3]>} : i64[2]
+    %r = Reshape(%t, %shape) : f32[8,3]
+    %st = Constant() {value = tensor<i64[1]: [1]>} : i64[1]
+    %en = Constant() {value = tensor<i64[1]: [7]>} : i64[1]
+    %ax = Constant() {value = tensor<i64[1]: [0]>} : i64[1]
+    %s = Slice(%r, %st, %en, %ax) : f32[6,3]
+    %c = Concat(%s, %r) {axis = 0} : f32[14,3]
+    %p0 = Constant() {value = tensor<i64[4]: [1, 0, 0, 2]>} : i64[4]
+    %pd = Pad(%c, %p0) : f32[15,5]
+    %g = Gather(%pd, %i) {axis = 0} : f32[2,2,5]
+    %z = Constant() {value = tensor<f32[]: [0.0]>} : f32[]
+    %cond = Greater(%g, %z) : bool[2,2,5]
+    %e = Exp(%g) : f32[2,2,5]
+    %w = Where(%cond, %g, %e) : f32[2,2,5]
+    return %w, %c
+  }
+})", "injective");
+}
+
+TEST_CASE("artifacts round-trip and load through kiln::Model without the compiler") {
+  auto m = parse(R"(module @m {
+  graph @main(%x: f32[1,3,8,8]) {
+    %w = Constant() {value = )" + literal({4, 3, 3, 3}, 12) + R"(} : f32[4,3,3,3]
+    %c = Conv(%x, %w) {pads = [1, 1, 1, 1]} : f32[1,4,8,8]
+    %r = Relu(%c) : f32[1,4,8,8]
+    %g = GlobalAveragePool(%r) : f32[1,4,1,1]
+    %e = Exp(%g) : f32[1,4,1,1]
+    return %e, %r
+  }
+})");
+  auto jit = compileForCpu(m->graph());
+  REQUIRE(jit.isOk());
+  auto artifact = compileCpuArtifact(m->graph());
+  REQUIRE(artifact.isOk());
+  std::vector<uint8_t> bytes = runtime::serializeExecutable(*artifact->executable);
+  std::string path = "codegen_test_model.kiln";
+  REQUIRE(runtime::saveArtifact(*artifact->executable, path).isOk());
+  auto model = Model::load(path);
+  INFO((model.isOk() ? std::string() : model.error().str()));
+  REQUIRE(model.isOk());
+  CHECK((*model)->inputs().size() == 1);
+  CHECK((*model)->inputs()[0].dims == Dims{1, 3, 8, 8});
+  CHECK((*model)->outputs()[1].dims == Dims{1, 4, 8, 8});
+  std::vector<Tensor> inputs = randomInputs(m->graph(), 3);
+  auto fromArtifact = (*model)->run(inputs);
+  auto fromJit = jit->executor->run(inputs);
+  REQUIRE(fromArtifact.isOk());
+  REQUIRE(fromJit.isOk());
+  for (size_t i = 0; i < 2; ++i) CHECK((*fromArtifact)[i].bitwiseEqual((*fromJit)[i]));
+
+  SECTION("a flipped byte is a checksum error") {
+    std::vector<uint8_t> bad = bytes;
+    bad[bad.size() / 2] ^= 0x40;
+    auto r = runtime::deserializeExecutable(bad.data(), bad.size());
+    REQUIRE_FALSE(r.isOk());
+    CHECK(r.error().code() == ErrorCode::ArtifactCorrupt);
+    CHECK(r.error().message().find("checksum") != std::string::npos);
+  }
+  SECTION("a truncated file says so") {
+    auto r = runtime::deserializeExecutable(bytes.data(), bytes.size() - 100);
+    REQUIRE_FALSE(r.isOk());
+    CHECK(r.error().code() == ErrorCode::ArtifactCorrupt);
+  }
+  SECTION("another format version is refused") {
+    std::vector<uint8_t> other = bytes;
+    other[8] = 99;
+    auto r = runtime::deserializeExecutable(other.data(), other.size());
+    REQUIRE_FALSE(r.isOk());
+    CHECK(r.error().code() == ErrorCode::ArtifactVersion);
+  }
+  SECTION("not an artifact at all") {
+    const char text[] = "hello, this is not a model";
+    auto r = runtime::deserializeExecutable(reinterpret_cast<const uint8_t*>(text), sizeof text);
+    REQUIRE_FALSE(r.isOk());
+    CHECK(r.error().code() == ErrorCode::ArtifactCorrupt);
+  }
+  SECTION("wrong inputs are refused at run time") {
+    auto r = (*model)->run({Tensor::zeros(DType::F32, {1, 3, 8, 9})});
+    REQUIRE_FALSE(r.isOk());
+    CHECK(r.error().code() == ErrorCode::ExecInput);
+  }
+  std::remove(path.c_str());
+}
+
+TEST_CASE("the artifact reader and the object linker survive mutated input") {
+  auto m = parse(R"(module @m {
+  graph @main(%x: f32[4,16]) {
+    %w = Constant() {value = )" + literal({16, 8}, 13) + R"(} : f32[16,8]
+    %y = MatMul(%x, %w) : f32[4,8]
+    %t = Tanh(%y) : f32[4,8]
+    return %t
+  }
+})");
+  auto artifact = compileCpuArtifact(m->graph());
+  REQUIRE(artifact.isOk());
+  const std::vector<uint8_t>& object = artifact->executable->objectCode;
+  REQUIRE(runtime::LoadedObject::load(object.data(), object.size()).isOk());
+  std::mt19937_64 gen(11);
+  int refused = 0;
+  for (int trial = 0; trial < 3000; ++trial) {
+    std::vector<uint8_t> bad = object;
+    for (int flips = 1 + int(gen() % 4); flips > 0; --flips) bad[gen() % bad.size()] = uint8_t(gen());
+    if (gen() % 8 == 0) bad.resize(gen() % bad.size());
+    auto loaded = runtime::LoadedObject::load(bad.data(), bad.size());  // must not crash; code is not run
+    refused += loaded.isOk() ? 0 : 1;
+  }
+  CHECK(refused > 0);
+  // The executable reader behind a valid checksum: structural mutations must be refused or valid.
+  std::vector<uint8_t> bytes = runtime::serializeExecutable(*artifact->executable);
+  for (int trial = 0; trial < 2000; ++trial) {
+    std::vector<uint8_t> bad = bytes;
+    size_t at = 32 + gen() % (bytes.size() - 32 - object.size() / 2);
+    bad[at] = uint8_t(gen());
+    uint64_t sum = hashBytes(bad.data() + 32, bad.size() - 32);
+    std::memcpy(bad.data() + 24, &sum, 8);
+    auto r = runtime::deserializeExecutable(bad.data(), bad.size());
+    if (!r.isOk()) CHECK((r.error().code() == ErrorCode::ArtifactCorrupt || r.error().code() == ErrorCode::ArtifactVersion));
+  }
+}

@@ -1,0 +1,99 @@
+//===- tools/kiln/CompileCommand.cpp - `kiln compile` ----------------------===//
+//
+// Compiles a model for a target and writes one .kiln artifact: import (with
+// --shape bindings), the -O pipeline, the fusion plan (defaults, or decisions
+// from --fusion-plan; --save-fusion-plan writes them out for editing), one
+// kernel per group from its schedule template, object code, and the memory
+// plan. Prints what it made: kernels, peak scratch memory, weights, time per
+// phase. `kiln run model.kiln` and the embedding API load the result.
+//
+//===----------------------------------------------------------------------===//
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+
+#include "Commands.h"
+#include "ModelLoader.h"
+#include "kiln/codegen/Compiler.h"
+#include "kiln/runtime/Artifact.h"
+#include "kiln/support/File.h"
+#include "kiln/support/Stopwatch.h"
+
+namespace kiln::cli {
+namespace {
+
+struct CompileOptions {
+  ModelOptions model;
+  std::string target = "cpu";
+  std::string output;
+  std::string fusionPlan, saveFusionPlan;
+  bool quiet = false;
+};
+
+std::string size(uint64_t bytes) {
+  std::ostringstream os;
+  os << std::fixed << std::setprecision(1);
+  if (bytes < (1u << 20)) os << double(bytes) / 1024.0 << " KiB";
+  else os << double(bytes) / (1024.0 * 1024.0) << " MiB";
+  return os.str();
+}
+
+int compileModel(const CompileOptions& o) {
+  if (o.target != "cpu")
+    return reportError(Error(ErrorCode::InvalidArgument, "target '" + o.target + "' is not available yet (targets: cpu)"));
+  std::string output = o.output;
+  if (output.empty()) {
+    output = o.model.path.substr(0, o.model.path.rfind('.')) + ".kiln";
+  }
+  auto progress = [&](const std::string& msg) {
+    if (!o.quiet) std::cerr << "kiln: " << msg << "\n";
+  };
+  Stopwatch timer;
+  progress("importing " + o.model.path);
+  auto module = loadModel(o.model);
+  if (!module) return reportError(module.error());
+  double importMs = timer.elapsedMs();
+  timer.restart();
+  auto report = applyPipeline(**module, o.model);
+  if (!report) return reportError(report.error());
+  double passesMs = timer.elapsedMs();
+  codegen::CompileOptions options;
+  if (!o.fusionPlan.empty()) {
+    auto text = readFile(o.fusionPlan);
+    if (!text) return reportError(text.error());
+    options.fusionPlanText = *text;
+  }
+  progress("generating kernels and object code for this CPU");
+  auto model = codegen::compileCpuArtifact((*module)->graph(), options);
+  if (!model) return reportError(model.error());
+  if (!o.saveFusionPlan.empty())
+    if (Status s = writeFile(o.saveFusionPlan, model->plan->print()); !s.isOk()) return reportError(s.error());
+  if (Status s = runtime::saveArtifact(*model->executable, output); !s.isOk()) return reportError(s.error());
+  const codegen::CompileStats& st = model->stats;
+  const runtime::Executable& exe = *model->executable;
+  std::cout << std::fixed << std::setprecision(1);
+  std::cout << "compiled " << o.model.path << " for " << exe.target << " (" << exe.cpu << ") -> " << output << "\n";
+  std::cout << "  kernels        " << st.groups << " launches, " << st.kernels << " distinct kernels\n";
+  std::cout << "  memory plan    " << size(st.arenaBytes) << " peak scratch (" << size(st.unsharedBytes)
+            << " without reuse)\n";
+  std::cout << "  weights        " << size(st.weightBytes) << ", object code " << size(exe.objectCode.size()) << "\n";
+  std::cout << "  time ms        import " << importMs << ", passes " << passesMs << ", plan " << st.planMs << ", lower "
+            << st.lowerMs << ", llvm " << st.llvmMs << "\n";
+  return 0;
+}
+
+}  // namespace
+
+void addCompileCommand(CLI::App& app, int& exitCode) {
+  auto* cmd = app.add_subcommand("compile", "Compile a model into a .kiln artifact (kernels, launch and memory plan, weights)");
+  auto o = std::make_shared<CompileOptions>();
+  addModelOptions(*cmd, o->model, true);
+  cmd->add_option("--target", o->target, "Target: cpu (this machine's CPU)")->default_val("cpu");
+  cmd->add_option("-o,--output", o->output, "Artifact to write (default: the model's name with .kiln)");
+  cmd->add_option("--fusion-plan", o->fusionPlan, "Fusion decisions to apply (a file in the --save-fusion-plan form)");
+  cmd->add_option("--save-fusion-plan", o->saveFusionPlan, "Write the fusion plan used (edges, decisions, kernels) to FILE");
+  cmd->add_flag("--quiet", o->quiet, "No progress on stderr");
+  cmd->callback([=, &exitCode] { exitCode = compileModel(*o); });
+}
+
+}  // namespace kiln::cli
