@@ -21,6 +21,12 @@
 namespace kiln::codegen {
 namespace {
 
+int64_t product(const Dims& dims) {
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
+  return n;
+}
+
 /// Groups in an order where every group runs after the groups it reads from
 /// (Kahn's algorithm, ties broken by graph position).
 std::vector<const KernelGroup*> topologicalGroups(const FusionPlan& plan) {
@@ -94,6 +100,17 @@ Expected<LoweredModel> lowerModel(ir::Graph& graph, KernelTarget target, const C
   if (order.size() != out.plan->groups().size())
     return makeError(ErrorCode::Internal, "fusion plan groups form a cycle");
   for (const KernelGroup* g : order) {
+    // A group whose results are all empty has nothing to compute.
+    bool empty = true;
+    for (const ir::Value* v : g->outputs) {
+      KILN_ASSIGN(Dims dims, staticDims(v));
+      empty &= product(dims) == 0;
+    }
+    if (empty) {
+      for (ir::Value* v : g->outputs)
+        if (!bufferOf.count(v)) KILN_TRY(addBuffer(v, graphOutputs.count(v) ? runtime::BufferKind::Output : runtime::BufferKind::Intermediate).status());
+      continue;
+    }
     const Config* config = nullptr;
     if (auto it = options.configs.find(g->name()); it != options.configs.end()) config = &it->second;
     KILN_ASSIGN(LoweredKernel lk, lowerGroup(*g, target, config));

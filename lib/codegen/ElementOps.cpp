@@ -4,9 +4,9 @@
 // an op, in terms of its operands' elements. Elementwise ops apply scalar
 // math; broadcasting maps the index into each operand's shape; index-remapping
 // ops (reshape family, transpose, slice, concat, pad, gather, expand, split,
-// tile) compute which operand element they read. Reads that a select may
-// discard (concat arms, padding, gather) clamp their index, so every load a
-// kernel executes stays inside its buffer. Attribute-like operands (slice
+// tile, gather-elements, trilu, depth/space) compute which operand element
+// they read. Reads that a select may discard (concat arms, padding, gathers)
+// clamp their index, so every load a kernel executes stays inside its buffer. Attribute-like operands (slice
 // bounds, pads, split sizes, clip bounds) must be constants.
 //
 //===----------------------------------------------------------------------===//
@@ -25,17 +25,20 @@ const std::set<std::string>& unaryOps() {
   static const std::set<std::string> s = {
       "Relu", "Sigmoid", "Tanh", "Exp", "Log", "Sqrt", "Abs", "Neg", "Floor", "Ceil", "Round", "Erf",
       "Reciprocal", "Sin", "Cos", "Identity", "Not", "IsNaN", "Softplus", "LeakyRelu", "Elu", "HardSigmoid",
-      "HardSwish", "Sign", "Clip", "Cast", "Gelu", "kiln::Gelu", "kiln::FastExp", "kiln::FastErf", "kiln::FastTanh"};
+      "HardSwish", "Sign", "Clip", "Cast", "Gelu", "kiln::Gelu", "kiln::FastExp", "kiln::FastErf", "kiln::FastTanh",
+      "ThresholdedRelu", "Selu", "Celu", "Softsign", "Shrink", "IsInf", "Tan", "Sinh", "Cosh"};
   return s;
 }
 const std::set<std::string>& binaryOps() {
   static const std::set<std::string> s = {"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Sum", "Equal", "Less",
-                                          "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or", "PRelu", "Where"};
+                                          "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or", "PRelu", "Where",
+                                          "Xor", "Mod", "Mean", "CastLike", "BatchNormalization"};
   return s;
 }
 const std::set<std::string>& remapOps() {
   static const std::set<std::string> s = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Slice",
-                                          "Concat", "Pad", "Gather", "Expand", "Split", "Tile"};
+                                          "Concat", "Pad", "Gather", "Expand", "Split", "Tile",
+                                          "GatherElements", "Trilu", "DepthToSpace", "SpaceToDepth"};
   return s;
 }
 
@@ -148,6 +151,34 @@ Expected<Expr> ElementBuilder::compute(const ir::Node& n, size_t result, const I
       if (x->type == ScalarType::Bool) return select(x, constantOf(ct, 1), constantOf(ct, 0));
       return cast(ct, x);
     }
+    auto attr = [&](const char* name, double fallback) { return n.hasAttr(name) ? double(n.getFloat(name)) : fallback; };
+    Expr zero = fconst(0), one = fconst(1);
+    if (op == "ThresholdedRelu") return select(binary(BinaryOp::Gt, x, fconst(attr("alpha", 1.0))), x, zero);
+    if (op == "Selu") {
+      double alpha = attr("alpha", 1.67326319217681884765625), gamma = attr("gamma", 1.05070102214813232421875);
+      return fconst(gamma) * select(binary(BinaryOp::Gt, x, zero), x, fconst(alpha) * (unary(UnaryOp::Exp, x) - one));
+    }
+    if (op == "Celu") {
+      double alpha = attr("alpha", 1.0);
+      return maxOf(zero, x) + minOf(zero, fconst(alpha) * (unary(UnaryOp::Exp, x / fconst(alpha)) - one));
+    }
+    if (op == "Softsign") return x / (one + unary(UnaryOp::Abs, x));
+    if (op == "Shrink") {
+      Expr lambd = fconst(attr("lambd", 0.5)), bias = fconst(attr("bias", 0.0));
+      return select(binary(BinaryOp::Lt, x, unary(UnaryOp::Neg, lambd)), x + bias,
+                    select(binary(BinaryOp::Gt, x, lambd), x - bias, zero));
+    }
+    if (op == "IsInf") {
+      Expr inf = constantOf(x->type, INFINITY);
+      Expr pos = n.getInt("detect_positive") ? binary(BinaryOp::Eq, x, inf) : boolImm(false);
+      Expr neg = n.getInt("detect_negative") ? binary(BinaryOp::Eq, x, unary(UnaryOp::Neg, inf)) : boolImm(false);
+      return binary(BinaryOp::Or, pos, neg);
+    }
+    if (op == "Tan") return unary(UnaryOp::Sin, x) / unary(UnaryOp::Cos, x);
+    if (op == "Sinh" || op == "Cosh") {
+      Expr e = unary(UnaryOp::Exp, x), inv = unary(UnaryOp::Exp, unary(UnaryOp::Neg, x));
+      return (op == "Sinh" ? e - inv : e + inv) * fconst(0.5);
+    }
     if (op == "Gelu" || op == "kiln::Gelu") {
       std::string approximate = n.hasAttr("approximate") ? n.getString("approximate") : "none";
       return geluExpr(x, approximate);
@@ -169,8 +200,45 @@ Expected<Expr> ElementBuilder::compute(const ir::Node& n, size_t result, const I
       }
       return r;
     }
+    if (op == "BatchNormalization") {  // inference form: per-channel (axis 1) affine
+      if (n.getInt("training_mode") || n.numOutputs() > 1)
+        return makeError(ErrorCode::CodegenUnsupported, "BatchNormalization in training mode has no code generation")
+            .atNode(n.displayName(), n.opType());
+      Index channel{idx.size() > 1 ? idx[1] : intImm(0)};
+      KILN_ASSIGN(Expr x, operand(0, idx));
+      std::vector<Expr> p;
+      for (size_t i = 1; i < 5; ++i) {
+        KILN_ASSIGN(Expr v, operand(i, channel));
+        p.push_back(v);
+      }
+      return (x - p[2]) * unary(UnaryOp::Rsqrt, p[3] + fconst(n.getFloat("epsilon"))) * p[0] + p[1];
+    }
+    if (op == "Mean") {
+      KILN_ASSIGN(Expr r, broadcastOperand(0));
+      for (size_t i = 1; i < n.numInputs(); ++i) {
+        KILN_ASSIGN(Expr b, broadcastOperand(i));
+        r = r + b;
+      }
+      return r / fconst(double(n.numInputs()));
+    }
+    if (op == "CastLike") {
+      KILN_ASSIGN(Expr x, broadcastOperand(0));
+      if (outType == ScalarType::Bool) return binary(BinaryOp::Ne, x, constantOf(x->type, 0));
+      if (x->type == ScalarType::Bool) return select(x, constantOf(ct, 1), constantOf(ct, 0));
+      return cast(ct, x);
+    }
     KILN_ASSIGN(Expr a, broadcastOperand(0));
     KILN_ASSIGN(Expr b, broadcastOperand(1));
+    if (op == "Xor") return binary(BinaryOp::Ne, a, b);
+    if (op == "Mod") {
+      bool fmod = n.hasAttr("fmod") && n.getInt("fmod");
+      if (isFloatType(a->type)) {  // C fmod: a - b * trunc(a / b)
+        Expr q = a / b;
+        Expr t = select(binary(BinaryOp::Lt, q, constantOf(q->type, 0)), unary(UnaryOp::Ceil, q), unary(UnaryOp::Floor, q));
+        return a - b * t;
+      }
+      return fmod ? a - b * (a / b) : binary(BinaryOp::FloorMod, a, b);
+    }
     if (op == "Add") return a + b;
     if (op == "Sub") return a - b;
     if (op == "Mul") return a * b;
@@ -272,6 +340,44 @@ Expected<Expr> ElementBuilder::compute(const ir::Node& n, size_t result, const I
     }
     KILN_ASSIGN(Expr x, operand(0, in));
     return select(inside, x, value);
+  }
+  if (op == "GatherElements") {
+    KILN_ASSIGN(int64_t axis, ir::normalizeAxis(n.getInt("axis"), int64_t(inDims.size())));
+    KILN_ASSIGN(Expr raw, operand(1, idx));
+    Expr i = cast(ScalarType::I64, raw);
+    i = select(binary(BinaryOp::Lt, i, intImm(0)), i + inDims[size_t(axis)], i);
+    Index in = idx;
+    in[size_t(axis)] = clampIndex(i, inDims[size_t(axis)]);
+    return operand(0, in);
+  }
+  if (op == "Trilu") {
+    int64_t k = 0;
+    if (n.numInputs() > 1 && n.hasInput(1)) {
+      const Tensor* kt = constantOperand(n, 1);
+      if (!kt) return needsConstant(n, "k");
+      k = int64_t(kt->scalarAsDouble());
+    }
+    KILN_ASSIGN(Expr x, operand(0, idx));
+    Expr diff = idx[idx.size() - 1] - idx[idx.size() - 2];  // column - row
+    bool upper = !n.hasAttr("upper") || n.getInt("upper");
+    Expr keep = upper ? binary(BinaryOp::Ge, diff, intImm(k)) : binary(BinaryOp::Le, diff, intImm(k));
+    return select(keep, x, constantOf(x->type, 0));
+  }
+  if (op == "DepthToSpace" || op == "SpaceToDepth") {
+    const int64_t b = n.getInt("blocksize");
+    Index in(4);
+    if (op == "SpaceToDepth") {  // out[n, (by*b+bx)*C + c, h, w] = in[n, c, h*b+by, w*b+bx]
+      const int64_t c = inDims[1];
+      Expr block = floorDiv(idx[1], c);
+      in = {idx[0], floorMod(idx[1], c), idx[2] * b + floorDiv(block, b), idx[3] * b + floorMod(block, b)};
+    } else {
+      const int64_t c = outDims[1];
+      bool crd = n.hasAttr("mode") && n.getString("mode") == "CRD";
+      Expr by = floorMod(idx[2], b), bx = floorMod(idx[3], b);
+      Expr channel = crd ? (idx[1] * b + by) * b + bx : (by * b + bx) * c + idx[1];
+      in = {idx[0], channel, floorDiv(idx[2], b), floorDiv(idx[3], b)};
+    }
+    return operand(0, in);
   }
   if (op == "Gather") {
     KILN_ASSIGN(int64_t axis, ir::normalizeAxis(n.getInt("axis"), int64_t(inDims.size())));

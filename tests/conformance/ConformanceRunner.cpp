@@ -6,6 +6,10 @@
 // through ONNX export (onnx::checker) and re-import. A committed list names
 // each expected failure with its reason; any other failure, and any listed
 // case that now passes, fails the run. Optionally writes docs/conformance.md.
+// With --target cpu each case instead goes through the CPU target (the -O3
+// pipeline, kernel generation, LLVM) and runs as compiled code, against its
+// own expected-failure list (ops without a schedule template, operands that
+// must be constant, data-dependent shapes).
 //
 //===----------------------------------------------------------------------===//
 #include <CLI/CLI.hpp>
@@ -28,6 +32,9 @@
 #include "kiln/ir/Printer.h"
 #include "kiln/ir/Verifier.h"
 #include "kiln/runtime/Interpreter.h"
+#include "kiln/codegen/Compiler.h"
+#include "kiln/passes/OptLevels.h"
+#include "kiln/passes/PassManager.h"
 #include "kiln/support/File.h"
 
 namespace fs = std::filesystem;
@@ -97,6 +104,34 @@ RuntimeValue bf16FromU16(const RuntimeValue& v, const ir::Type& declared) {
   return Tensor(DType::BF16, t.dims(), t.buffer());
 }
 
+bool targetCpu = false;
+
+/// Runs the module's graph as CPU code (the -O3 pipeline first); "" on success.
+std::string runCompiled(ir::Module& module, const std::vector<RuntimeValue>& inputs, std::vector<RuntimeValue>& outs,
+                        bool* unsupported) {
+  auto pipeline = passes::optLevelPipeline(3);
+  if (!pipeline) return pipeline.error().str();
+  auto report = passes::runPipeline(module.graph(), *pipeline, {});
+  if (!report) return "passes: " + report.error().str();
+  auto model = codegen::compileForCpu(module.graph());
+  if (!model) {
+    *unsupported = model.error().code() == ErrorCode::CodegenUnsupported || isUnsupportedCode(model.error().code());
+    return "compile: " + model.error().str();
+  }
+  std::vector<Tensor> tensors;
+  for (const RuntimeValue& v : inputs) {
+    if (!v.isTensor()) {
+      *unsupported = true;
+      return "compile: non-tensor input";
+    }
+    tensors.push_back(v.tensor());
+  }
+  auto results = model->executor->run(tensors);
+  if (!results) return results.error().str();
+  for (Tensor& t : *results) outs.emplace_back(std::move(t));
+  return "";
+}
+
 /// Runs a module on one data set; returns "" on success or the failure.
 std::string runDataSet(const ir::Module& module, const fs::path& dir, const Tolerance& tol, bool* unsupported) {
   const ir::Graph& g = module.graph();
@@ -106,11 +141,19 @@ std::string runDataSet(const ir::Module& module, const fs::path& dir, const Tole
     if (!v) return "reading input " + std::to_string(i) + ": " + v.error().str();
     inputs.push_back(bf16FromU16(*v, g.inputs()[i]->type()));
   }
-  runtime::Interpreter interp(g, {.checkStaticTypes = true});
-  auto outs = interp.run(inputs);
-  if (!outs) {
-    *unsupported = isUnsupportedCode(outs.error().code());
-    return outs.error().str();
+  Expected<std::vector<RuntimeValue>> outs = std::vector<RuntimeValue>{};
+  if (targetCpu) {
+    auto copy = ir::parseModule(ir::printModule(module), "case.kir");  // passes change the graph
+    if (!copy) return copy.error().str();
+    std::string d = runCompiled(**copy, inputs, *outs, unsupported);
+    if (!d.empty()) return d;
+  } else {
+    runtime::Interpreter interp(g, {.checkStaticTypes = true});
+    outs = interp.run(inputs);
+    if (!outs) {
+      *unsupported = isUnsupportedCode(outs.error().code());
+      return outs.error().str();
+    }
   }
   for (size_t i = 0; i < g.outputs().size(); ++i) {
     auto want = kiln::onnx::readOnnxValueFile((dir / ("output_" + std::to_string(i) + ".pb")).string(), g.outputs()[i]->type());
@@ -156,6 +199,7 @@ CaseResult runCase(const fs::path& dir) {
     std::string d = runDataSet(**module, set, tol, &unsupported);
     if (!d.empty()) return fail(unsupported ? Outcome::Unsupported : Outcome::Fail, set.filename().string() + ": " + d);
   }
+  if (targetCpu) return r;  // the round trips below do not depend on the target
   // Text IR round trip: print -> parse -> print is the identity.
   std::string text = ir::printModule(**module);
   auto reparsed = ir::parseModule(text, r.name + ".kir");
@@ -254,8 +298,13 @@ int main(int argc, char** argv) {
   app.add_option("--report", report, "Write a markdown report to this file");
   app.add_option("--filter", filter, "Only run cases whose name matches this regex");
   app.add_flag("-v,--verbose", verbose, "Print every case");
+  std::string target = "interpreter";
+  app.add_option("--target", target, "Run cases on: interpreter, or cpu (compiled code)")
+      ->default_val("interpreter")
+      ->check(CLI::IsMember({"interpreter", "cpu"}));
   CLI11_PARSE(app, argc, argv);
 
+  targetCpu = target == "cpu";
   auto expected = expectedPath.empty() ? std::map<std::string, std::string>{} : readExpectedFailures(expectedPath);
   std::vector<fs::path> cases;
   for (const auto& e : fs::directory_iterator(suite))

@@ -113,6 +113,17 @@ class FunctionEmitter {
   void storeTo(const Buffer& buffer, const Expr& index, Value* value, Value* mask);
   Status vectorBody(const Stmt& s, Value* mask);
   Status emitLoop(const StmtNode& s);
+  /// f32 -> bf16, rounding to nearest even, NaN kept quiet; inline (LLVM
+  /// would call a compiler-rt routine the runtime does not have).
+  Value* toBFloat16(Value* f) {
+    if (f->getType()->getScalarType()->isDoubleTy()) f = b_.CreateFPTrunc(f, shaped(b_.getFloatTy(), f));
+    Value* bits = b_.CreateBitCast(f, shaped(b_.getInt32Ty(), f));
+    Value* lsb = b_.CreateAnd(b_.CreateLShr(bits, 16), iconst(bits, 1));
+    Value* rounded = b_.CreateLShr(b_.CreateAdd(bits, b_.CreateAdd(lsb, iconst(bits, 0x7FFF))), 16);
+    Value* quietNan = b_.CreateOr(b_.CreateLShr(bits, 16), iconst(bits, 0x40));
+    Value* r = b_.CreateSelect(b_.CreateFCmpUNO(f, f), quietNan, rounded);
+    return b_.CreateBitCast(b_.CreateTrunc(r, shaped(b_.getInt16Ty(), f)), shaped(b_.getBFloatTy(), f));
+  }
   Value* fastExp(Value* x);
   Value* fastErf(Value* x);
   Value* fastTanh(Value* x);
@@ -347,7 +358,8 @@ void FunctionEmitter::storeTo(const Buffer& buffer, const Expr& index, Value* va
   llvm::Align align(scalarTypeSize(t));
   if (lanes_) value = splat(value);
   if (t == ScalarType::Bool) value = b_.CreateZExt(value, shaped(b_.getInt8Ty(), value));
-  else if (t == ScalarType::F16 || t == ScalarType::BF16) value = b_.CreateFPTrunc(value, shaped(mem, value));
+  else if (t == ScalarType::BF16) value = toBFloat16(value);
+  else if (t == ScalarType::F16) value = b_.CreateFPTrunc(value, shaped(mem, value));
   if (!lanes_) {
     b_.CreateStore(value, b_.CreateInBoundsGEP(mem, base, expr(index)));
     return;

@@ -3,7 +3,7 @@
 // LayerNormalization over the dims from `axis` on: per row, the mean, then
 // the variance about it (two passes, as the interpreter computes it), then
 // the store of (x - mean) / sqrt(var + epsilon) * scale + bias through the
-// epilogue. The Mean and InvStdDev results must be unused.
+// epilogue; the Mean and InvStdDev results, when used, once per row.
 //
 //   knobs: parallel {0,1}
 //
@@ -25,9 +25,6 @@ class LayerNormTemplate final : public ScheduleTemplate {
 
   Expected<Stmt> instantiate(ElementBuilder& el, const Config& c, KernelTarget target) const override {
     const ir::Node& node = *el.group().anchor;
-    for (size_t r = 1; r < node.numOutputs(); ++r)
-      if (node.output(r)->hasUses())
-        return makeError(ErrorCode::CodegenUnsupported, "LayerNormalization Mean/InvStdDev outputs have no code generation yet");
     KILN_ASSIGN(Dims x, staticDims(node.input(0)));
     KILN_ASSIGN(const ScalarType ct, resultComputeType(node));
     KILN_ASSIGN(int64_t axis, ir::normalizeAxis(node.getInt("axis"), int64_t(x.size())));
@@ -50,16 +47,29 @@ class LayerNormTemplate final : public ScheduleTemplate {
     Expr count = constantOf(ct, double(len));
     Stmt sum = forLoop(j, intImm(len), LoopKind::Serial, store(acc, intImm(0), mean + xv));
     Stmt sq = forLoop(j, intImm(len), LoopKind::Serial, store(acc, intImm(1), var + (xv - mean) * (xv - mean)));
-    Expr result = (xv - mean) * unary(UnaryOp::Rsqrt, var / count + constantOf(ct, node.getFloat("epsilon"))) * scale;
+    Expr invStd = unary(UnaryOp::Rsqrt, var / count + constantOf(ct, node.getFloat("epsilon")));
+    Expr result = (xv - mean) * invStd * scale;
     if (node.numInputs() > 2 && node.hasInput(2)) {
       KILN_ASSIGN(Expr bias, paramAt(2));
       result = result + bias;
     }
     el.setSource(node.output(0), [result](const Index&) { return result; });
-    KILN_ASSIGN(Stmt epilogue, storeEpilogue(el, idx));
-    Stmt body = allocate(acc, seq({store(acc, intImm(0), constantOf(ct, 0)), store(acc, intImm(1), constantOf(ct, 0)),
-                                   sum, store(acc, intImm(0), mean / count), sq,
-                                   forLoop(j, intImm(len), LoopKind::Serial, epilogue)}));
+    // Mean and InvStdDev (when used) are one value per row: stored at the row index.
+    std::vector<const ir::Value*> perRow;
+    std::vector<Stmt> rowStores;
+    for (size_t r = 1; r < node.numOutputs() && r < 3; ++r) {
+      const ir::Value* v = node.output(r);
+      if (std::find(el.group().outputs.begin(), el.group().outputs.end(), v) == el.group().outputs.end()) continue;
+      KILN_ASSIGN(Buffer b, el.bufferFor(v));
+      rowStores.push_back(store(b, varRef(o), cast(computeType(b->type), r == 1 ? mean : invStd)));
+      perRow.push_back(v);
+    }
+    KILN_ASSIGN(Stmt epilogue, storeEpilogue(el, idx, Expr(), perRow));
+    std::vector<Stmt> steps{store(acc, intImm(0), constantOf(ct, 0)), store(acc, intImm(1), constantOf(ct, 0)),
+                            sum, store(acc, intImm(0), mean / count), sq};
+    steps.insert(steps.end(), rowStores.begin(), rowStores.end());
+    steps.push_back(forLoop(j, intImm(len), LoopKind::Serial, epilogue));
+    Stmt body = allocate(acc, seq(std::move(steps)));
     return forLoop(o, intImm(rows), rows > 1 ? outerKind(c) : LoopKind::Serial, body);
   }
 };

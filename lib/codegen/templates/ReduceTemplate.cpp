@@ -1,6 +1,7 @@
 //===- lib/codegen/templates/ReduceTemplate.cpp - Reductions over axes -----===//
 //
-// Reduce{Sum,Mean,Max,Min,Prod,L1,L2,SumSquare,LogSumExp}: the outer loop runs
+// Reduce{Sum,Mean,Max,Min,Prod,L1,L2,SumSquare,LogSum,LogSumExp} and
+// ArgMax/ArgMin (first or last best index along one axis): the outer loop runs
 // over the kept elements, the inner loop over the reduced ones (flattened),
 // accumulating into a local scalar; injective producers fused as a prologue
 // are inlined into the read, and the epilogue runs at the store.
@@ -27,6 +28,7 @@ Expected<ReduceShape> shapeOf(const ir::Node& node) {
   KILN_ASSIGN(s.in, staticDims(node.input(0)));
   std::vector<int64_t> axes;
   if (node.hasAttr("axes")) axes = node.getInts("axes");
+  if (node.opType().rfind("Arg", 0) == 0) axes = {node.getInt("axis")};
   if (node.numInputs() > 1 && node.hasInput(1)) {
     const ir::Node* p = node.input(1)->producer();
     if (!p || p->opType() != "Constant")
@@ -46,7 +48,7 @@ class ReduceTemplate final : public ScheduleTemplate {
  public:
   const char* name() const override { return "reduce"; }
   bool matches(const KernelGroup& g) const override {
-    return g.role == KernelRole::Reduce && g.anchor->opType().rfind("Reduce", 0) == 0;
+    return g.role == KernelRole::Reduce;
   }
 
   Expected<KnobSpace> knobSpace(const KernelGroup& g, KernelTarget target) const override {
@@ -62,7 +64,8 @@ class ReduceTemplate final : public ScheduleTemplate {
     KILN_ASSIGN(ReduceShape s, shapeOf(node));
     KILN_ASSIGN(Dims outDims, staticDims(node.output(0)));
     KILN_ASSIGN(const ScalarType ct, resultComputeType(node));
-    const std::string op = node.opType().substr(6);  // after "Reduce"
+    const bool arg = node.opType().rfind("Arg", 0) == 0;
+    const std::string op = node.opType().substr(arg ? 3 : 6);  // after "Arg" / "Reduce"
     Dims keptDims, redDims;
     for (size_t d = 0; d < s.in.size(); ++d) (s.reduced[d] ? redDims : keptDims).push_back(s.in[d]);
     Var o = makeVar("o"), r = makeVar("r");
@@ -71,6 +74,20 @@ class ReduceTemplate final : public ScheduleTemplate {
     size_t ki = 0, ri = 0;
     for (size_t d = 0; d < s.in.size(); ++d) inIdx.push_back(s.reduced[d] ? red[ri++] : kept[ki++]);
     KILN_ASSIGN(Expr x, el.at(node.input(0), inIdx));
+    if (arg) {  // ArgMax/ArgMin: the best value and its position along the axis
+      Buffer best = makeBuffer("best", x->type, MemoryScope::Local, 1), at = makeBuffer("at", ScalarType::I64, MemoryScope::Local, 1);
+      const bool last = node.getInt("select_last_index") != 0;
+      Expr bv = load(best, intImm(0));
+      BinaryOp cmp = op == "Max" ? (last ? BinaryOp::Ge : BinaryOp::Gt) : (last ? BinaryOp::Le : BinaryOp::Lt);
+      Expr better = binary(BinaryOp::Or, binary(BinaryOp::Eq, varRef(r), intImm(0)), binary(cmp, x, bv));
+      Stmt scan = forLoop(r, intImm(s.count), LoopKind::Serial,
+                          ifThen(better, seq({store(best, intImm(0), x), store(at, intImm(0), varRef(r))})));
+      Expr result = cast(ct, load(at, intImm(0)));
+      el.setSource(node.output(0), [result](const Index&) { return result; });
+      KILN_ASSIGN(Stmt epilogue, storeEpilogue(el, unflatten(varRef(o), outDims)));
+      Stmt body = allocate(best, allocate(at, seq({store(best, intImm(0), constantOf(x->type, 0)), scan, epilogue})));
+      return forLoop(o, intImm(s.kept), s.kept > 1 ? outerKind(c) : LoopKind::Serial, body);
+    }
 
     Buffer acc = makeBuffer("acc", ct, MemoryScope::Local, 1);
     Expr a = load(acc, intImm(0));

@@ -84,8 +84,12 @@ Expected<Stmt> gemmBlock(const GemmBlock& g, Expr fullTile, const std::function<
   return allocate(g.acc, ifThen(fullTile, full, edge));
 }
 
-Expected<Stmt> storeEpilogue(ElementBuilder& elements, const Index& idx, Expr guard) {
-  KILN_ASSIGN(std::vector<Stmt> stores, elements.storeOutputs(elements.group().outputs, idx));
+Expected<Stmt> storeEpilogue(ElementBuilder& elements, const Index& idx, Expr guard,
+                             const std::vector<const ir::Value*>& exclude) {
+  std::vector<ir::Value*> values;
+  for (ir::Value* v : elements.group().outputs)
+    if (std::find(exclude.begin(), exclude.end(), v) == exclude.end()) values.push_back(v);
+  KILN_ASSIGN(std::vector<Stmt> stores, elements.storeOutputs(values, idx));
   Stmt s = seq(std::move(stores));
   return guard ? ifThen(guard, s) : s;
 }

@@ -78,7 +78,9 @@ Expected<KnobSpace> rowwiseKnobSpace(const KernelGroup& g, KernelTarget target, 
 Expected<ScalarType> resultComputeType(const ir::Node& anchor);
 
 /// Stores every group output at `idx` (the anchor's result supplied with
-/// setSource beforehand), wrapped in `guard` when given.
-Expected<Stmt> storeEpilogue(ElementBuilder& elements, const Index& idx, Expr guard = Expr());
+/// setSource beforehand), wrapped in `guard` when given; `exclude` names
+/// outputs the template stores itself (at another index space).
+Expected<Stmt> storeEpilogue(ElementBuilder& elements, const Index& idx, Expr guard = Expr(),
+                             const std::vector<const ir::Value*>& exclude = {});
 
 }  // namespace kiln::codegen
