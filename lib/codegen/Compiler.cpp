@@ -96,6 +96,7 @@ Expected<LoweredModel> lowerModel(ir::Graph& graph, KernelTarget target, const C
   std::set<const ir::Value*> graphOutputs(graph.outputs().begin(), graph.outputs().end());
 
   std::map<std::string, uint32_t> kernelByBody;
+  std::map<std::string, uint32_t> packedWeights;  ///< constant + pack -> weight buffer
   std::vector<const KernelGroup*> order = topologicalGroups(*out.plan);
   if (order.size() != out.plan->groups().size())
     return makeError(ErrorCode::Internal, "fusion plan groups form a cycle");
@@ -131,6 +132,28 @@ Expected<LoweredModel> lowerModel(ir::Graph& graph, KernelTarget target, const C
         b.dims = {w->size};
         exe->buffers.push_back(b);
         step.args.push_back(uint32_t(exe->buffers.size() - 1));
+        continue;
+      }
+      if (a < lk.packs.size() && !lk.packs[a].kind.empty()) {  // a constant in a compile-time layout
+        const PackSpec& pack = lk.packs[a];
+        std::string key = v->name() + "#" + pack.kind + std::to_string(pack.width) + (pack.transposed ? "t" : "");
+        auto it = packedWeights.find(key);
+        if (it == packedWeights.end()) {
+          const Tensor* t = constantTensor(v);
+          if (!t) return makeError(ErrorCode::Internal, "kernel ", lk.kernel.name, " packs ", v->name(), ", not a constant");
+          KILN_ASSIGN(Tensor packed, packConstant(*t, pack));
+          runtime::BufferSpec b;
+          b.name = v->name() + ".packed" + std::to_string(pack.width);
+          b.dtype = packed.dtype();
+          b.dims = packed.dims();
+          b.kind = runtime::BufferKind::Weight;
+          b.index = uint32_t(exe->weights.size());
+          exe->buffers.push_back(b);
+          exe->weights.push_back(packed);
+          out.stats.weightBytes += packed.byteSize();
+          it = packedWeights.emplace(key, uint32_t(exe->buffers.size() - 1)).first;
+        }
+        step.args.push_back(it->second);
         continue;
       }
       if (!bufferOf.count(v)) {

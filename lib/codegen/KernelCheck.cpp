@@ -54,6 +54,11 @@ Expected<std::vector<KernelCheckResult>> checkKernels(ir::Graph& graph, const Cp
         args.push_back(bound.back().mutableRawData());
         continue;
       }
+      if (b.kind == runtime::BufferKind::Weight) {  // as stored (possibly packed)
+        bound.push_back(exe.weights[b.index].clone());
+        args.push_back(bound.back().mutableRawData());
+        continue;
+      }
       auto it = values.find(b.name);
       if (it == values.end()) return makeError(ErrorCode::Internal, "buffer ", b.name, " has no reference value");
       bound.push_back(it->second.clone());

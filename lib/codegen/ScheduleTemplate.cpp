@@ -8,6 +8,7 @@
 #include "kiln/codegen/ScheduleTemplate.h"
 
 #include <algorithm>
+#include <cstring>
 #include <sstream>
 
 #include "TensorExpr.h"
@@ -91,6 +92,25 @@ Expected<Config> parseConfig(const std::string& text) {
   return c;
 }
 
+Expected<Tensor> packConstant(const Tensor& source, const PackSpec& spec) {
+  if (spec.kind != "panels" || source.rank() != 2 || spec.width <= 0)
+    return makeError(ErrorCode::Internal, "cannot pack a ", source.typeString(), " constant as ", spec.kind);
+  const int64_t k = spec.transposed ? source.dim(1) : source.dim(0), n = spec.transposed ? source.dim(0) : source.dim(1);
+  const int64_t w = spec.width, panels = (n + w - 1) / w;
+  const size_t elem = dtypeSize(source.dtype());
+  Tensor out = Tensor::zeros(source.dtype(), {panels, k, w});
+  const uint8_t* src = static_cast<const uint8_t*>(source.rawData());
+  uint8_t* dst = static_cast<uint8_t*>(out.mutableRawData());
+  for (int64_t p = 0; p < panels; ++p)
+    for (int64_t kk = 0; kk < k; ++kk)
+      for (int64_t j = 0; j < w && p * w + j < n; ++j) {
+        int64_t col = p * w + j;
+        int64_t from = spec.transposed ? col * k + kk : kk * n + col;
+        std::memcpy(dst + size_t((p * k + kk) * w + j) * elem, src + size_t(from) * elem, elem);
+      }
+  return out;
+}
+
 const std::vector<const ScheduleTemplate*>& allTemplates() {
   static const std::vector<const ScheduleTemplate*> templates = {
       &matmulTemplate(), &conv2dTemplate(), &poolTemplate(), &reduceTemplate(),
@@ -129,6 +149,7 @@ Expected<LoweredKernel> lowerGroup(const KernelGroup& group, KernelTarget target
   lk.templateName = t->name();
   lk.config = chosen;
   lk.args = elements.paramValues();
+  lk.packs = elements.paramPacks();
   KILN_TRY(verifyKernel(lk.kernel));
   return lk;
 }

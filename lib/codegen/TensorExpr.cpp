@@ -83,6 +83,16 @@ Expected<Buffer> ElementBuilder::bufferFor(const ir::Value* v) {
   return b;
 }
 
+Expected<Buffer> ElementBuilder::packedBuffer(const ir::Value* v, const PackSpec& pack, int64_t size) {
+  KILN_ASSIGN(ScalarType type, valueScalarType(v));
+  Buffer b = makeBuffer(identifierOf(v->name()) + "_packed", type, MemoryScope::Global, size);
+  params_.push_back(b);
+  paramValues_.push_back(v);
+  packs_.resize(params_.size());
+  packs_.back() = pack;
+  return b;
+}
+
 Buffer ElementBuilder::workspace(const std::string& name, ScalarType type, int64_t size) {
   Buffer b = makeBuffer(name, type, MemoryScope::Global, std::max<int64_t>(size, 1));
   params_.push_back(b);

@@ -17,6 +17,7 @@
 
 #include "kiln/codegen/FusionPlan.h"
 #include "kiln/codegen/KernelIR.h"
+#include "kiln/codegen/ScheduleTemplate.h"
 
 namespace kiln::codegen {
 
@@ -53,6 +54,8 @@ class ElementBuilder {
   void setSource(const ir::Value* v, std::function<Expr(const Index&)> f) { sources_[v] = std::move(f); }
   /// The buffer parameter that holds `v` (created on first request).
   Expected<Buffer> bufferFor(const ir::Value* v);
+  /// A parameter holding constant `v` rearranged by `pack` at compile time.
+  Expected<Buffer> packedBuffer(const ir::Value* v, const PackSpec& pack, int64_t size);
   /// A scratch buffer for this kernel alone (e.g. a padded or im2col copy); the
   /// runtime places it in the arena. Its parameter holds no graph value.
   Buffer workspace(const std::string& name, ScalarType type, int64_t size);
@@ -62,6 +65,11 @@ class ElementBuilder {
 
   const std::vector<Buffer>& params() const { return params_; }
   const std::vector<const ir::Value*>& paramValues() const { return paramValues_; }
+  std::vector<PackSpec> paramPacks() const {
+    std::vector<PackSpec> p = packs_;
+    p.resize(params_.size());
+    return p;
+  }
   const KernelGroup& group() const { return group_; }
 
  private:
@@ -73,6 +81,7 @@ class ElementBuilder {
   std::map<const ir::Value*, Buffer> buffers_;
   std::vector<Buffer> params_;
   std::vector<const ir::Value*> paramValues_;
+  std::vector<PackSpec> packs_;  ///< by parameter position (shorter when the last ones are plain)
   std::map<std::pair<const ir::Value*, std::vector<const ExprNode*>>, Expr> cache_;
 };
 

@@ -64,6 +64,18 @@ const std::vector<const ScheduleTemplate*>& allTemplates();
 /// The template that lowers `group`; CodegenUnsupported naming the op when none does.
 Expected<const ScheduleTemplate*> templateFor(const KernelGroup& group);
 
+/// A constant operand a kernel reads in a rearranged layout, made once at
+/// compile time: "panels" turns a [K, N] matrix (or [N, K] when transposed)
+/// into [ceil(N / width), K, width] column panels, zero-padded, so a GEMM
+/// reads its B operand contiguously.
+struct PackSpec {
+  std::string kind;        ///< "" (none) or "panels"
+  int64_t width = 0;
+  bool transposed = false;  ///< the source is [N, K]
+};
+/// Applies a pack to a constant 2-D tensor (f32/f64/f16/bf16 data as stored).
+Expected<Tensor> packConstant(const Tensor& source, const PackSpec& spec);
+
 /// A lowered kernel: its IR, how it was made, and which graph value each parameter holds.
 struct LoweredKernel {
   Kernel kernel;
@@ -71,6 +83,7 @@ struct LoweredKernel {
   std::string templateName;
   Config config;
   std::vector<const ir::Value*> args;  ///< one per kernel.params; null for a workspace
+  std::vector<PackSpec> packs;         ///< one per kernel.params: how a constant is rearranged
 };
 
 /// Lowers a group with `config` (the template's default when null), verified.

@@ -20,7 +20,9 @@
 //   knobs: algo {0 direct, 1 im2col} (default im2col unless grouped),
 //          toc {1,2,4,8} output channels per block (dividing the group's),
 //          tw {4,8,16,32,64 and the output width when <= 64} pixels per block,
-//          order {0 channel blocks outer, 1 pixel blocks outer} (im2col), parallel {0,1}
+//          order {0 channel blocks outer, 1 pixel blocks outer} (im2col),
+//          pack {0,1} (im2col: col in panels of tw pixels, contiguous per k;
+//          1x1 convs copy too), parallel {0,1}
 //
 //===----------------------------------------------------------------------===//
 #include "Templates.h"
@@ -82,6 +84,9 @@ class Conv2dTemplate final : public ScheduleTemplate {
     double weightsPasses = double(pixels) / double(preferred) * double(s.w[0]), colPasses = double(s.ocg) / 4.0 * double(pixels);
     space.knobs.push_back(makeKnob("order", {0, 1}, weightsPasses < colPasses ? 1 : 0,
                                    "im2col: 0 channel blocks outer, 1 pixel blocks outer"));
+    // A 1x1 conv reads its input directly unless the copy into panels pays off (long k loops).
+    const int64_t packDefault = !s.pointwise || s.icg >= 256 ? 1 : 0;
+    space.knobs.push_back(makeKnob("pack", {0, 1}, packDefault, "im2col: lay col out in panels of tw pixels"));
     space.knobs.push_back(parallelKnob(product(s.y) * product(s.w, 1), s.y[0] * s.w[0]));
     return space;
   }
@@ -106,34 +111,46 @@ class Conv2dTemplate final : public ScheduleTemplate {
     Expr row, col;  // output pixel of block lane (i, j)
     std::function<Expected<Expr>(bool)> pixelValue;
     int64_t tilesPerRow, rows;
+    const bool panelsLayout = im2col && c.count("pack") && c.at("pack") == 1;
     if (im2col) {
-      // col[((n * groups + g) * K + k) * P + p]
-      const int64_t pixels = oh * ow;
-      Expr p = blockOrigin(varRef(xt), tw, pixels) + varRef(j);
+      // col[((n * groups + g) * K + k) * P + p], or with pack=1 in panels of tw
+      // pixels: col[(((n * groups + g) * panels + p / tw) * K + k) * tw + p % tw],
+      // so the GEMM reads each k step as one contiguous vector.
+      const int64_t pixels = oh * ow, panels = ceilDiv(pixels, tw);
+      Expr p = (panelsLayout ? varRef(xt) * tw : blockOrigin(varRef(xt), tw, pixels)) + varRef(j);
       row = floorDiv(p, ow), col = floorMod(p, ow);
       tilesPerRow = ceilDiv(pixels, tw), rows = 1;
       Expr image = n * s.groups + g;
-      if (s.pointwise) {
+      if (s.pointwise && !panelsLayout) {
         pixelValue = [&, p, image](bool clamped) -> Expected<Expr> {
           Expr q = clamped ? clampIndex(p, pixels) : p;
           return el.atFlat(node.input(0), (image * s.icg + varRef(k)) * pixels + q);
         };
       } else {
-        Buffer colBuf = el.workspace("col", ct, s.y[0] * s.groups * kTotal * pixels);
-        Var r = makeVar("r"), q = makeVar("q");  // r = (n, g, k) row of col, q = pixel
+        const int64_t images = s.y[0] * s.groups;
+        Buffer colBuf = el.workspace("col", ct, images * kTotal * (panelsLayout ? panels * tw : pixels));
+        // r = (n, g, k) row of col; q = pixel (with panels: panel pn, lane jv, vectorized;
+        // the padded tail of the last panel reads outside the image and stores zeros).
+        Var r = makeVar("r"), q = makeVar("q"), pn = makeVar("pn"), jv = makeVar("jv");
+        Expr pixel = panelsLayout ? varRef(pn) * tw + varRef(jv) : varRef(q);
         Expr rn = floorDiv(varRef(r), s.groups * kTotal), rg = floorMod(floorDiv(varRef(r), kTotal), s.groups);
         Expr rk = floorMod(varRef(r), kTotal);
         Expr ric = floorDiv(rk, s.kh * s.kw), rky = floorMod(floorDiv(rk, s.kw), s.kh), rkx = floorMod(rk, s.kw);
-        Expr qy = floorDiv(varRef(q), ow), qx = floorMod(varRef(q), ow);
+        Expr qy = floorDiv(pixel, ow), qx = floorMod(pixel, ow);
         Expr iy = qy * s.geo.strides[0] - s.geo.padsBegin[0] + rky * s.geo.dilations[0];
         Expr ix = qx * s.geo.strides[1] - s.geo.padsBegin[1] + rkx * s.geo.dilations[1];
         Expr inside = binary(BinaryOp::And, inRange(iy, s.x[2]), inRange(ix, s.x[3]));
         KILN_ASSIGN(Expr v, el.at(node.input(0), {rn, rg * s.icg + ric, clampIndex(iy, s.x[2]), clampIndex(ix, s.x[3])}));
-        if (s.padded) v = select(inside, v, constantOf(ct, 0));
-        int64_t colRows = s.y[0] * s.groups * kTotal;
-        nests.push_back(forLoop(r, intImm(colRows), colRows > 1 ? outerKind(c) : LoopKind::Serial,
-                                forLoop(q, intImm(pixels), LoopKind::Serial, store(colBuf, varRef(r) * pixels + varRef(q), v))));
-        pixelValue = [&, p, image, colBuf](bool clamped) -> Expected<Expr> {
+        if (s.padded || (panelsLayout && pixels % tw)) v = select(inside, v, constantOf(ct, 0));
+        int64_t colRows = images * kTotal;
+        Stmt fill = panelsLayout
+                        ? forLoop(pn, intImm(panels), LoopKind::Serial,
+                                  forLoop(jv, intImm(tw), LoopKind::Vectorized,
+                                          store(colBuf, ((floorDiv(varRef(r), kTotal) * panels + varRef(pn)) * kTotal + rk) * tw + varRef(jv), v)))
+                        : forLoop(q, intImm(pixels), LoopKind::Serial, store(colBuf, varRef(r) * pixels + varRef(q), v));
+        nests.push_back(forLoop(r, intImm(colRows), colRows > 1 ? outerKind(c) : LoopKind::Serial, fill));
+        pixelValue = [&, p, image, colBuf, panels](bool clamped) -> Expected<Expr> {
+          if (panelsLayout) return load(colBuf, ((image * panels + varRef(xt)) * kTotal + varRef(k)) * tw + varRef(j));
           Expr q2 = clamped ? clampIndex(p, pixels) : p;
           return load(colBuf, (image * kTotal + varRef(k)) * pixels + q2);
         };
@@ -178,10 +195,11 @@ class Conv2dTemplate final : public ScheduleTemplate {
     }
     el.setSource(node.output(0), [result](const Index&) { return result; });
     const int64_t extent = im2col ? oh * ow : ow;
-    Expr lane = blockOrigin(varRef(xt), tw, extent) + varRef(j);
-    Expr guard = blocksOverhang(tw, extent) ? binary(BinaryOp::Lt, lane, intImm(extent)) : Expr();
+    Expr lane = (panelsLayout ? varRef(xt) * tw : blockOrigin(varRef(xt), tw, extent)) + varRef(j);
+    const bool overhang = panelsLayout ? extent % tw != 0 : blocksOverhang(tw, extent);
+    Expr guard = overhang ? binary(BinaryOp::Lt, lane, intImm(extent)) : Expr();
     KILN_ASSIGN(Stmt epilogue, storeEpilogue(el, {n, oc, row, col}, guard));
-    Expr fullTile = blocksOverhang(tw, extent) ? boolImm(false) : Expr();
+    Expr fullTile = blocksOverhang(tw, extent) && !panelsLayout ? boolImm(false) : Expr();
     auto product = [&](bool clamped) -> Expected<Expr> {
       KILN_ASSIGN(Expr px, pixelValue(clamped));
       return weight * px;

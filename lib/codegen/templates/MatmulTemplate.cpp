@@ -7,9 +7,13 @@
 // epilogue stores it through the group's fused elementwise consumers. Tiles
 // overhanging the matrix read clamped indices and skip their stores.
 //
+// A constant B (weights) is packed at compile time into column panels
+// [N/tn][K][tn], so each k step reads one contiguous vector instead of
+// touching a new row (and page) of B.
+//
 //   knobs: tm {1,2,4,8} rows per tile, tn {4,8,16,32,64} columns per tile
 //          (at most the padded column count), order {0 row blocks outer,
-//          1 column blocks outer}, parallel {0,1}
+//          1 column blocks outer}, pack {0,1} (constant B only), parallel {0,1}
 //
 //===----------------------------------------------------------------------===//
 #include "Templates.h"
@@ -40,6 +44,15 @@ Expected<MatmulShape> shapeOf(const ir::Node& node) {
   return s;
 }
 
+/// B can be packed into panels at compile time: a 2-D constant read from memory.
+bool packableB(const KernelGroup& g) {
+  const ir::Value* b = g.anchor->input(1);
+  const ir::Node* p = b->producer();
+  if (!p || p->opType() != "Constant" || !p->domain().empty() || !p->hasAttr("value")) return false;
+  if (std::find(g.nodes.begin(), g.nodes.end(), p) != g.nodes.end()) return false;
+  return b->type().isTensor() && b->tensorType().rank() == 2 && isFloat(b->tensorType().dtype());
+}
+
 class MatmulTemplate final : public ScheduleTemplate {
  public:
   const char* name() const override { return "matmul"; }
@@ -57,6 +70,8 @@ class MatmulTemplate final : public ScheduleTemplate {
     double bPasses = double(s.m) / 4.0 * double(s.k) * double(s.n), aPasses = double(s.n) / 32.0 * double(s.m) * double(s.k);
     space.knobs.push_back(makeKnob("order", {0, 1}, aPasses < bPasses ? 1 : 0, "0 row blocks outer, 1 column blocks outer"));
     space.knobs.push_back(parallelKnob(s.batch * s.m * s.n * s.k, std::max(s.batch * s.m, s.n / 4)));
+    space.knobs.push_back(makeKnob("pack", {0, 1}, 1, "read a constant B from column panels packed at compile time",
+                                   [&](int64_t v) { return v == 0 || packableB(g); }));
     return space;
   }
 
@@ -74,7 +89,15 @@ class MatmulTemplate final : public ScheduleTemplate {
 
     Var bm = makeVar("bm"), nt = makeVar("nt"), k = makeVar("k"), i = makeVar("i"), j = makeVar("j");
     Expr batchFlat = floorDiv(varRef(bm), mTiles);
-    Expr m0 = blockOrigin(floorMod(varRef(bm), mTiles), tm, s.m), n0 = blockOrigin(varRef(nt), tn, s.n);
+    // Packed B: panels are zero-padded to tn columns, so the last column block
+    // stays in place and masks its stores.
+    const bool packed = c.count("pack") && c.at("pack") == 1;
+    Expr m0 = blockOrigin(floorMod(varRef(bm), mTiles), tm, s.m);
+    Expr n0 = packed ? varRef(nt) * tn : blockOrigin(varRef(nt), tn, s.n);
+    Buffer panels;
+    if (packed) {
+      KILN_ASSIGN(panels, el.packedBuffer(node.input(1), PackSpec{"panels", tn, tb}, nTiles * s.k * tn));
+    }
     Index batchIdx = batchDims.empty() ? Index{} : unflatten(batchFlat, batchDims);
     auto operandIndex = [&](const Dims& dims, Expr row, Expr col) {
       Index idx;
@@ -90,6 +113,7 @@ class MatmulTemplate final : public ScheduleTemplate {
       Expr row = m0 + varRef(i), col = n0 + varRef(j);
       if (clamped) row = clampIndex(row, s.m), col = clampIndex(col, s.n);
       KILN_ASSIGN(Expr a, el.at(node.input(0), ta ? operandIndex(aDims, varRef(k), row) : operandIndex(aDims, row, varRef(k))));
+      if (packed) return a * cast(computeType(panels->type), load(panels, (varRef(nt) * s.k + varRef(k)) * tn + varRef(j)));
       KILN_ASSIGN(Expr b, el.at(node.input(1), tb ? operandIndex(bDims, col, varRef(k)) : operandIndex(bDims, varRef(k), col)));
       return a * b;
     };
@@ -117,11 +141,14 @@ class MatmulTemplate final : public ScheduleTemplate {
     el.setSource(node.output(0), [result](const Index&) { return result; });
     Expr guard = binary(BinaryOp::And, binary(BinaryOp::Lt, m0 + varRef(i), intImm(s.m)),
                         binary(BinaryOp::Lt, n0 + varRef(j), intImm(s.n)));
-    if (!blocksOverhang(tm, s.m) && !blocksOverhang(tn, s.n)) guard = Expr();
+    const bool columnsOverhang = packed ? s.n % tn != 0 : blocksOverhang(tn, s.n);
+    if (!blocksOverhang(tm, s.m) && !columnsOverhang) guard = Expr();
     KILN_ASSIGN(Stmt epilogue, storeEpilogue(el, outIdx, guard));
-    Expr fullTile = guard ? binary(BinaryOp::And, binary(BinaryOp::Le, m0 + tm, intImm(s.m)),
-                                   binary(BinaryOp::Le, n0 + tn, intImm(s.n)))
-                          : Expr();
+    // Direct and clamped variants only where a block can overhang what it reads.
+    const bool readsOverhang = blocksOverhang(tm, s.m) || (!packed && blocksOverhang(tn, s.n));
+    Expr fullTile = readsOverhang ? binary(BinaryOp::And, binary(BinaryOp::Le, m0 + tm, intImm(s.m)),
+                                           binary(BinaryOp::Le, n0 + tn, intImm(s.n)))
+                                  : Expr();
     KILN_ASSIGN(Stmt perTile, gemmBlock(block, fullTile, product, gemmTileLoops(block, epilogue)));
     const int64_t outer = s.batch * mTiles;
     if (c.at("order") == 1) {  // column blocks outer: a B strip stays in cache for every row block
