@@ -124,6 +124,19 @@ Expected<LoweredModel> lowerModel(ir::Graph& graph, KernelTarget target, const C
       }
     for (size_t a = 0; a < lk.args.size(); ++a) {
       const ir::Value* v = lk.args[a];
+      if (a < lk.packs.size() && lk.packs[a].kind == "table") {  // a table made at compile time
+        runtime::BufferSpec b;
+        b.name = lk.kernel.name + "." + lk.kernel.params[a]->name;
+        b.dtype = lk.packs[a].table.dtype();
+        b.dims = lk.packs[a].table.dims();
+        b.kind = runtime::BufferKind::Weight;
+        b.index = uint32_t(exe->weights.size());
+        exe->buffers.push_back(b);
+        exe->weights.push_back(lk.packs[a].table);
+        out.stats.weightBytes += lk.packs[a].table.byteSize();
+        step.args.push_back(uint32_t(exe->buffers.size() - 1));
+        continue;
+      }
       if (!v) {  // a workspace: arena space for this step only
         const Buffer& w = lk.kernel.params[a];
         runtime::BufferSpec b;

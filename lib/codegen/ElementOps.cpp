@@ -16,6 +16,7 @@
 
 #include "TensorExpr.h"
 #include "kiln/ir/Node.h"
+#include "kiln/ir/ResizeTaps.h"
 #include "kiln/ir/ShapeUtils.h"
 
 namespace kiln::codegen {
@@ -38,7 +39,7 @@ const std::set<std::string>& binaryOps() {
 const std::set<std::string>& remapOps() {
   static const std::set<std::string> s = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Slice",
                                           "Concat", "Pad", "Gather", "Expand", "Split", "Tile",
-                                          "GatherElements", "Trilu", "DepthToSpace", "SpaceToDepth"};
+                                          "GatherElements", "Trilu", "DepthToSpace", "SpaceToDepth", "Resize"};
   return s;
 }
 
@@ -90,6 +91,91 @@ Expr geluExpr(const Expr& x, const std::string& approximate) {
 bool hasElementExpr(const ir::Node& n) {
   std::string op = qualified(n);
   return unaryOps().count(op) || binaryOps().count(op) || remapOps().count(op);
+}
+
+/// Resize: the sampling taps of each resized dim are computed at compile time
+/// (ir::resizeTaps, as the interpreter does) and read from constant tables
+/// (index and weight per output coordinate and tap); the element is the
+/// separable weighted sum over the taps.
+Expected<Expr> ElementBuilder::resizeAt(const ir::Node& n, const Index& idx, const Dims& inDims, const Dims& outDims,
+                                        ScalarType ct) {
+  const size_t rank = inDims.size();
+  std::vector<double> scales(rank, 1.0), roi;
+  auto constantValues = [&](size_t i, const char* what, std::vector<double>& out) -> Status {
+    if (!n.hasInput(i)) return Status::ok();
+    const Tensor* t = constantOperand(n, i);
+    if (!t) return needsConstant(n, what);
+    out = t->toDoubles();
+    return Status::ok();
+  };
+  std::vector<double> given;
+  KILN_TRY(constantValues(1, "roi", roi));
+  if (!(n.numInputs() > 3 && n.hasInput(3))) KILN_TRY(constantValues(2, "scales", given));
+  // Sizes need not be constant: with static shapes they are the output dims, and scale = out / in.
+  const bool bySizes = n.numInputs() > 3 && n.hasInput(3) && (!constantOperand(n, 3) || constantOperand(n, 3)->numElements() > 0);
+  for (size_t d = 0; d < rank; ++d)
+    scales[d] = bySizes ? (inDims[d] ? double(outDims[d]) / double(inDims[d]) : 1.0) : (given.size() == rank ? given[d] : 1.0);
+  if (!roi.empty() && roi.size() != 2 * rank) return makeError(ErrorCode::CodegenUnsupported, "Resize roi must have 2 * rank values");
+  struct Dim {
+    bool identity = true;
+    int64_t taps = 1;
+    Buffer index, weight, outside;
+  };
+  std::vector<Dim> dims(rank);
+  for (size_t d = 0; d < rank; ++d) {
+    double rs = roi.empty() ? 0.0 : roi[d], re = roi.empty() ? 1.0 : roi[d + rank];
+    KILN_ASSIGN(std::vector<ir::ResizeTaps> taps, ir::resizeTaps(n, inDims[d], outDims[d], scales[d], rs, re));
+    Dim& dim = dims[d];
+    bool anyOutside = false;
+    for (size_t o = 0; o < taps.size(); ++o) {
+      dim.taps = std::max<int64_t>(dim.taps, int64_t(taps[o].taps.size()));
+      anyOutside |= taps[o].outside;
+      dim.identity &= !taps[o].outside && taps[o].taps.size() == 1 && taps[o].taps[0].first == int64_t(o) &&
+                      taps[o].taps[0].second == 1.0;
+    }
+    if (dim.identity) continue;
+    const int64_t out = outDims[d], t = dim.taps;
+    std::vector<int64_t> index(size_t(out * t), 0);
+    std::vector<float> weight(size_t(out * t), 0.0f), outside(size_t(out), 0.0f);
+    for (int64_t o = 0; o < out; ++o) {
+      outside[size_t(o)] = taps[size_t(o)].outside ? 1.0f : 0.0f;
+      for (size_t k = 0; k < taps[size_t(o)].taps.size(); ++k) {
+        index[size_t(o * t) + k] = taps[size_t(o)].taps[k].first;
+        weight[size_t(o * t) + k] = float(taps[size_t(o)].taps[k].second);
+      }
+    }
+    std::string base = "resize" + std::to_string(d);
+    dim.index = tableBuffer(base + "_index", Tensor::fromVector<int64_t>({out * t}, index));
+    dim.weight = tableBuffer(base + "_weight", Tensor::fromVector<float>({out * t}, weight));
+    if (anyOutside) dim.outside = tableBuffer(base + "_outside", Tensor::fromVector<float>({out}, outside));
+  }
+  const double extrapolation = n.getFloat("extrapolation_value");
+  Index in(rank);
+  std::function<Expected<Expr>(size_t)> sum = [&](size_t d) -> Expected<Expr> {
+    if (d == rank) {
+      KILN_ASSIGN(Expr x, at(n.input(0), in));
+      return cast(ScalarType::F32, x);
+    }
+    const Dim& dim = dims[d];
+    if (dim.identity) {
+      in[d] = idx[d];
+      return sum(d + 1);
+    }
+    Expr total;
+    for (int64_t t = 0; t < dim.taps; ++t) {
+      Expr slot = idx[d] * dim.taps + t;
+      in[d] = load(dim.index, slot);
+      KILN_ASSIGN(Expr v, sum(d + 1));
+      Expr term = load(dim.weight, slot) * v;
+      total = total ? total + term : term;
+    }
+    if (dim.outside)
+      total = select(binary(BinaryOp::Gt, load(dim.outside, idx[d]), floatImm(0.5)), floatImm(extrapolation), total);
+    return total;
+  };
+  KILN_ASSIGN(Expr v, sum(0));
+  if (isFloatType(ct)) return cast(ct, v);
+  return cast(ct, unary(UnaryOp::Round, v));
 }
 
 Expected<Expr> ElementBuilder::compute(const ir::Node& n, size_t result, const Index& idx) {
@@ -341,6 +427,7 @@ Expected<Expr> ElementBuilder::compute(const ir::Node& n, size_t result, const I
     KILN_ASSIGN(Expr x, operand(0, in));
     return select(inside, x, value);
   }
+  if (op == "Resize") return resizeAt(n, idx, inDims, outDims, ct);
   if (op == "GatherElements") {
     KILN_ASSIGN(int64_t axis, ir::normalizeAxis(n.getInt("axis"), int64_t(inDims.size())));
     KILN_ASSIGN(Expr raw, operand(1, idx));

@@ -93,6 +93,16 @@ Expected<Buffer> ElementBuilder::packedBuffer(const ir::Value* v, const PackSpec
   return b;
 }
 
+Buffer ElementBuilder::tableBuffer(const std::string& name, Tensor data) {
+  Buffer b = makeBuffer(name, *scalarTypeOf(data.dtype()), MemoryScope::Global, std::max<int64_t>(data.numElements(), 1));
+  params_.push_back(b);
+  paramValues_.push_back(nullptr);
+  packs_.resize(params_.size());
+  packs_.back().kind = "table";
+  packs_.back().table = std::move(data);
+  return b;
+}
+
 Buffer ElementBuilder::workspace(const std::string& name, ScalarType type, int64_t size) {
   Buffer b = makeBuffer(name, type, MemoryScope::Global, std::max<int64_t>(size, 1));
   params_.push_back(b);

@@ -56,6 +56,8 @@ class ElementBuilder {
   Expected<Buffer> bufferFor(const ir::Value* v);
   /// A parameter holding constant `v` rearranged by `pack` at compile time.
   Expected<Buffer> packedBuffer(const ir::Value* v, const PackSpec& pack, int64_t size);
+  /// A parameter holding a table computed at compile time (placed with the weights).
+  Buffer tableBuffer(const std::string& name, Tensor data);
   /// A scratch buffer for this kernel alone (e.g. a padded or im2col copy); the
   /// runtime places it in the arena. Its parameter holds no graph value.
   Buffer workspace(const std::string& name, ScalarType type, int64_t size);
@@ -75,6 +77,7 @@ class ElementBuilder {
  private:
   bool inGroup(const ir::Node* n) const;
   Expected<Expr> compute(const ir::Node& n, size_t result, const Index& idx);
+  Expected<Expr> resizeAt(const ir::Node& n, const Index& idx, const Dims& inDims, const Dims& outDims, ScalarType ct);
 
   const KernelGroup& group_;
   std::map<const ir::Value*, std::function<Expr(const Index&)>> sources_;

@@ -65,13 +65,15 @@ const std::vector<const ScheduleTemplate*>& allTemplates();
 Expected<const ScheduleTemplate*> templateFor(const KernelGroup& group);
 
 /// A constant operand a kernel reads in a rearranged layout, made once at
-/// compile time: "panels" turns a [K, N] matrix (or [N, K] when transposed)
+/// compile time (or a lookup table code generation computed, e.g. Resize
+/// sampling positions): "panels" turns a [K, N] matrix (or [N, K] when transposed)
 /// into [ceil(N / width), K, width] column panels, zero-padded, so a GEMM
 /// reads its B operand contiguously.
 struct PackSpec {
-  std::string kind;        ///< "" (none) or "panels"
+  std::string kind;        ///< "" (none), "panels", or "table" (a constant made by code generation)
   int64_t width = 0;
   bool transposed = false;  ///< the source is [N, K]
+  Tensor table;             ///< "table": the data
 };
 /// Applies a pack to a constant 2-D tensor (f32/f64/f16/bf16 data as stored).
 Expected<Tensor> packConstant(const Tensor& source, const PackSpec& spec);

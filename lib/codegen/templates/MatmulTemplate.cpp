@@ -96,7 +96,9 @@ class MatmulTemplate final : public ScheduleTemplate {
     Expr n0 = packed ? varRef(nt) * tn : blockOrigin(varRef(nt), tn, s.n);
     Buffer panels;
     if (packed) {
-      KILN_ASSIGN(panels, el.packedBuffer(node.input(1), PackSpec{"panels", tn, tb}, nTiles * s.k * tn));
+      PackSpec pack;
+      pack.kind = "panels", pack.width = tn, pack.transposed = tb;
+      KILN_ASSIGN(panels, el.packedBuffer(node.input(1), pack, nTiles * s.k * tn));
     }
     Index batchIdx = batchDims.empty() ? Index{} : unflatten(batchFlat, batchDims);
     auto operandIndex = [&](const Dims& dims, Expr row, Expr col) {
