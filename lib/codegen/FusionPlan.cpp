@@ -76,7 +76,7 @@ KernelRole roleOf(const ir::Node& n) {
   if (op == "Conv") return KernelRole::Conv;
   if (isOneOf(op, {"MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool"})) return KernelRole::Pool;
   if (isOneOf(op, {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
-                   "ReduceSumSquare", "ReduceLogSumExp", "ArgMax", "ArgMin"}))
+                   "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp", "ArgMax", "ArgMin"}))
     return KernelRole::Reduce;
   if (isOneOf(op, {"Softmax", "LogSoftmax"})) return KernelRole::Softmax;
   if (op == "LayerNormalization") return KernelRole::LayerNorm;
