@@ -113,7 +113,7 @@ Buffer ElementBuilder::workspace(const std::string& name, ScalarType type, int64
 Expected<Expr> ElementBuilder::at(const ir::Value* v, const Index& idx) {
   std::pair<const ir::Value*, std::vector<const ExprNode*>> key{v, {}};
   for (const Expr& e : idx) key.second.push_back(e.get());
-  if (auto it = cache_.find(key); it != cache_.end()) return it->second;
+  if (auto it = cache_.find(key); it != cache_.end()) return it->second.second;
   Expr result;
   if (auto s = sources_.find(v); s != sources_.end()) {
     result = s->second(idx);
@@ -131,7 +131,7 @@ Expected<Expr> ElementBuilder::at(const ir::Value* v, const Index& idx) {
   } else {
     KILN_ASSIGN(result, compute(*v->producer(), v->index(), idx));
   }
-  cache_[key] = result;
+  cache_[key] = {idx, result};
   return result;
 }
 

@@ -85,7 +85,9 @@ class ElementBuilder {
   std::vector<Buffer> params_;
   std::vector<const ir::Value*> paramValues_;
   std::vector<PackSpec> packs_;  ///< by parameter position (shorter when the last ones are plain)
-  std::map<std::pair<const ir::Value*, std::vector<const ExprNode*>>, Expr> cache_;
+  /// (value, index node identities) -> (the index, kept alive so its nodes'
+  /// addresses cannot be reused by other expressions, and the element).
+  std::map<std::pair<const ir::Value*, std::vector<const ExprNode*>>, std::pair<Index, Expr>> cache_;
 };
 
 }  // namespace kiln::codegen
