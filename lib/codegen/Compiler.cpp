@@ -190,6 +190,14 @@ Expected<LoweredModel> lowerModel(ir::Graph& graph, KernelTarget target, const C
     auto [it, fresh] = kernelByBody.try_emplace(body, uint32_t(out.kernels.size()));
     if (fresh) {
       exe->kernelNames.push_back(lk.kernel.name);
+      std::vector<uint64_t> paramBytes;
+      for (size_t a = 0; a < lk.kernel.params.size(); ++a) {
+        const Buffer& b = lk.kernel.params[a];
+        // An empty tensor's parameter is declared with one element (the IR has no empty buffers) but is never read.
+        bool empty = exe->buffers[step.args[a]].bytes() == 0;
+        paramBytes.push_back(empty ? 0 : uint64_t(b->size) * scalarTypeSize(b->type));
+      }
+      exe->kernelParamBytes.push_back(std::move(paramBytes));
       out.kernels.push_back(std::move(lk));
     }
     step.kernel = it->second;

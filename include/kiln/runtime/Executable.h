@@ -45,6 +45,7 @@ struct Executable {
   std::vector<BufferSpec> buffers;
   std::vector<Tensor> weights;
   std::vector<std::string> kernelNames;  ///< entry point symbols
+  std::vector<std::vector<uint64_t>> kernelParamBytes;  ///< per kernel: bytes each parameter addresses
   std::vector<KernelStep> steps;
   std::vector<uint32_t> inputs, outputs;  ///< buffer ids in model order
   uint64_t arenaBytes = 0;                 ///< peak intermediate memory (the memory plan)

@@ -116,7 +116,12 @@ std::vector<uint8_t> serializeExecutable(const Executable& exe) {
     w.pod<int32_t>(b.aliasOf);
   }
   w.pod<uint64_t>(exe.kernelNames.size());
-  for (const auto& k : exe.kernelNames) w.str(k);
+  for (size_t k = 0; k < exe.kernelNames.size(); ++k) {
+    w.str(exe.kernelNames[k]);
+    const std::vector<uint64_t>& params = k < exe.kernelParamBytes.size() ? exe.kernelParamBytes[k] : std::vector<uint64_t>{};
+    w.pod<uint64_t>(params.size());
+    for (uint64_t b : params) w.pod<uint64_t>(b);
+  }
   w.pod<uint64_t>(exe.steps.size());
   for (const KernelStep& s : exe.steps) {
     w.pod<uint32_t>(s.kernel);
@@ -185,10 +190,17 @@ Expected<Executable> deserializeExecutable(const uint8_t* data, size_t size) {
     KILN_ASSIGN(b.aliasOf, r.pod<int32_t>());
     exe.buffers.push_back(std::move(b));
   }
-  KILN_ASSIGN(uint64_t kernels, r.count(8));
+  KILN_ASSIGN(uint64_t kernels, r.count(16));
   for (uint64_t i = 0; i < kernels; ++i) {
     KILN_ASSIGN(std::string k, r.str());
     exe.kernelNames.push_back(k);
+    KILN_ASSIGN(uint64_t params, r.count(8));
+    std::vector<uint64_t> bytes;
+    for (uint64_t p = 0; p < params; ++p) {
+      KILN_ASSIGN(uint64_t b, r.pod<uint64_t>());
+      bytes.push_back(b);
+    }
+    exe.kernelParamBytes.push_back(std::move(bytes));
   }
   KILN_ASSIGN(uint64_t steps, r.count(12));
   for (uint64_t i = 0; i < steps; ++i) {

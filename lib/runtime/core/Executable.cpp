@@ -2,7 +2,9 @@
 //
 // validate() is what stands between a loaded artifact and raw pointer
 // arithmetic: every id in range, every intermediate inside the arena, every
-// weight the size its buffer says, every input and output listed once.
+// weight the size its buffer says, every input and output listed once, and
+// every step giving its kernel as many buffers as it has parameters, each at
+// least as large as the kernel addresses.
 //
 //===----------------------------------------------------------------------===//
 #include "kiln/runtime/Executable.h"
@@ -51,10 +53,19 @@ Status Executable::validate() const {
     if (id >= buffers.size() || buffers[id].kind != BufferKind::Input) return bad("input id ", id, " is not an input buffer");
   for (uint32_t id : outputs)
     if (id >= buffers.size() || buffers[id].kind != BufferKind::Output) return bad("output id ", id, " is not an output buffer");
+  if (kernelParamBytes.size() != kernelNames.size()) return bad("kernel parameter table has the wrong size");
   for (const KernelStep& s : steps) {
     if (s.kernel >= kernelNames.size()) return bad("step names kernel ", s.kernel, " of ", kernelNames.size());
-    for (uint32_t a : s.args)
+    const std::vector<uint64_t>& params = kernelParamBytes[s.kernel];
+    if (s.args.size() != params.size())
+      return bad("kernel ", kernelNames[s.kernel], " takes ", params.size(), " buffers, a step gives ", s.args.size());
+    for (size_t i = 0; i < s.args.size(); ++i) {
+      uint32_t a = s.args[i];
       if (a >= buffers.size()) return bad("kernel ", kernelNames[s.kernel], " takes buffer ", a, " of ", buffers.size());
+      if (buffers[a].bytes() < params[i])
+        return bad("kernel ", kernelNames[s.kernel], " addresses ", params[i], " bytes of buffer ", buffers[a].name,
+                   " (", buffers[a].bytes(), ")");
+    }
   }
   return Status::ok();
 }
