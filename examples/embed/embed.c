@@ -2,7 +2,10 @@
  *
  * The same job as embed.cpp through the C API: load, describe, fill f32
  * inputs with x[i] = sin(i) / 2 (other types are refused), run, print the
- * first values of each f32 output. Errors print kiln_last_error().
+ * shape and first values of each f32 output. Models whose output shapes
+ * depend on the data (a detector's boxes) run with kiln_model_run_outputs;
+ * the others with kiln_model_run into buffers sized up front. Errors print
+ * kiln_last_error().
  *
  *   embed_c model.kiln
  *
@@ -12,6 +15,25 @@
 #include <stdlib.h>
 
 #include "kiln/c_api.h"
+
+static int has_dynamic_outputs(const kiln_model* model) {
+  for (size_t o = 0; o < kiln_model_num_outputs(model); ++o)
+    for (size_t d = 0; d < kiln_model_output_rank(model, o); ++d)
+      if (kiln_model_output_dims(model, o)[d] < 0) return 1;
+  return 0;
+}
+
+static void print_output(const kiln_model* model, size_t o, const void* data, size_t bytes, size_t rank,
+                         const int64_t* dims) {
+  printf("output %s [", kiln_model_output_name(model, o));
+  for (size_t d = 0; d < rank; ++d) printf(d ? ",%lld" : "%lld", (long long)dims[d]);
+  printf("]:");
+  if (kiln_model_output_dtype(model, o) == KILN_F32) {
+    const float* v = data;
+    for (size_t k = 0; k < bytes / sizeof(float) && k < 8; ++k) printf(" %.9g", (double)v[k]);
+  }
+  printf("\n");
+}
 
 int main(int argc, char** argv) {
   if (argc != 2) {
@@ -37,19 +59,25 @@ int main(int argc, char** argv) {
     inputs[i] = data;
     printf("input %s rank %zu\n", kiln_model_input_name(model, i), kiln_model_input_rank(model, i));
   }
-  for (size_t o = 0; o < no; ++o) outputs[o] = malloc(kiln_model_output_bytes(model, o) + 1);
-  if (kiln_model_run(model, inputs, outputs) != 0) {
-    fprintf(stderr, "%s\n", kiln_last_error());
-    return 1;
-  }
-  for (size_t o = 0; o < no; ++o) {
-    printf("output %s:", kiln_model_output_name(model, o));
-    if (kiln_model_output_dtype(model, o) == KILN_F32) {
-      const float* v = outputs[o];
-      size_t n = kiln_model_output_bytes(model, o) / sizeof(float);
-      for (size_t k = 0; k < n && k < 8; ++k) printf(" %.9g", (double)v[k]);
+  if (has_dynamic_outputs(model)) {
+    kiln_outputs* results = NULL;
+    if (kiln_model_run_outputs(model, inputs, &results) != 0) {
+      fprintf(stderr, "%s\n", kiln_last_error());
+      return 1;
     }
-    printf("\n");
+    for (size_t o = 0; o < no; ++o)
+      print_output(model, o, kiln_outputs_data(results, o), kiln_outputs_bytes(results, o), kiln_outputs_rank(results, o),
+                   kiln_outputs_dims(results, o));
+    kiln_outputs_free(results);
+  } else {
+    for (size_t o = 0; o < no; ++o) outputs[o] = malloc(kiln_model_output_bytes(model, o) + 1);
+    if (kiln_model_run(model, inputs, outputs) != 0) {
+      fprintf(stderr, "%s\n", kiln_last_error());
+      return 1;
+    }
+    for (size_t o = 0; o < no; ++o)
+      print_output(model, o, outputs[o], kiln_model_output_bytes(model, o), kiln_model_output_rank(model, o),
+                   kiln_model_output_dims(model, o));
   }
   /* A wrong path is an error with a message, not a crash. */
   kiln_model* missing = NULL;

@@ -59,7 +59,8 @@ int main(int argc, char** argv) {
   for (size_t o = 0; o < outputs->size(); ++o) {
     const kiln::TensorInfo& info = (*model)->outputs()[o];
     std::vector<double> v = (*outputs)[o].toDoubles();
-    std::printf("output %s %s[%s]:", info.name.c_str(), kiln::dtypeName(info.dtype), kiln::dimsToString(info.dims).c_str());
+    std::printf("output %s %s[%s]:", info.name.c_str(), kiln::dtypeName(info.dtype),
+                kiln::dimsToString((*outputs)[o].dims()).c_str());  // actual: some shapes depend on the data
     for (size_t i = 0; i < v.size() && i < 8; ++i) std::printf(" %.9g", v[i]);
     std::printf("\n");
   }

@@ -49,8 +49,21 @@ size_t kiln_model_input_bytes(const kiln_model* model, size_t i);
 size_t kiln_model_output_bytes(const kiln_model* model, size_t i);
 
 /* Runs once: inputs[i] points at input i's data (dense, row-major, its type);
-   outputs[i] at room for output i (kiln_model_output_bytes). */
+   outputs[i] at room for output i (kiln_model_output_bytes). Models with an
+   output whose shape depends on the data (its dims hold -1, its bytes are 0)
+   need kiln_model_run_outputs instead. */
 int kiln_model_run(const kiln_model* model, const void* const* inputs, void* const* outputs);
+
+/* Runs once and returns outputs the runtime allocated, with their actual
+   shapes (any model; required when output shapes depend on the data). Free
+   them with kiln_outputs_free. */
+typedef struct kiln_outputs kiln_outputs;
+int kiln_model_run_outputs(const kiln_model* model, const void* const* inputs, kiln_outputs** outputs);
+size_t kiln_outputs_rank(const kiln_outputs* outputs, size_t i);
+const int64_t* kiln_outputs_dims(const kiln_outputs* outputs, size_t i);
+size_t kiln_outputs_bytes(const kiln_outputs* outputs, size_t i);
+const void* kiln_outputs_data(const kiln_outputs* outputs, size_t i);
+void kiln_outputs_free(kiln_outputs* outputs);
 
 /* Threads kernels use (process-wide). */
 void kiln_set_threads(int threads);

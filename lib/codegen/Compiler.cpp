@@ -4,7 +4,10 @@
 // groups topologically, lowers each with its template, shares identical
 // kernels (same IR apart from the name), then assigns buffers: graph inputs,
 // weights (Constant values a kernel reads), outputs, and intermediates placed
-// by the memory planner from their lifetimes over the steps.
+// by the memory planner from their lifetimes over the steps. A group that is
+// extern (or fails to lower with CodegenUnsupported) becomes a host step: its
+// nodes, with small constants inlined, are extracted into a graph printed as
+// text IR; its results with data-dependent shapes become dynamic buffers.
 //
 //===----------------------------------------------------------------------===//
 #include "kiln/codegen/Compiler.h"
@@ -16,6 +19,7 @@
 #include "MemoryPlanner.h"
 #include "TensorExpr.h"
 #include "kiln/ir/Node.h"
+#include "kiln/ir/Printer.h"
 #include "kiln/support/Stopwatch.h"
 
 namespace kiln::codegen {
@@ -62,7 +66,22 @@ const Tensor* constantTensor(const ir::Value* v) {
   return &p->getTensor("value");
 }
 
+/// Constants with at most this many elements are copied into host graphs;
+/// larger ones are weight buffers (stored once, shared by kernels).
+constexpr int64_t kInlineConstantElements = 64;
+
 }  // namespace
+
+std::string CompileStats::hostOpSummary() const {
+  std::map<std::string, int> counts;
+  for (const HostStepInfo& h : hostSteps)
+    for (const std::string& op : h.ops) ++counts[op];
+  std::vector<std::pair<std::string, int>> sorted(counts.begin(), counts.end());
+  std::stable_sort(sorted.begin(), sorted.end(), [](auto& a, auto& b) { return a.second > b.second; });
+  std::string out;
+  for (const auto& [op, n] : sorted) out += (out.empty() ? "" : ", ") + op + (n > 1 ? " x" + std::to_string(n) : "");
+  return out;
+}
 
 Expected<LoweredModel> lowerModel(ir::Graph& graph, KernelTarget target, const CompileOptions& options) {
   LoweredModel out;
@@ -77,11 +96,18 @@ Expected<LoweredModel> lowerModel(ir::Graph& graph, KernelTarget target, const C
   exe->target = target == KernelTarget::Cpu ? "cpu" : "cuda";
   std::map<const ir::Value*, uint32_t> bufferOf;
   auto addBuffer = [&](const ir::Value* v, runtime::BufferKind kind) -> Expected<uint32_t> {
-    KILN_ASSIGN(Dims dims, staticDims(v));
     runtime::BufferSpec b;
+    bool dynamicOk = kind == runtime::BufferKind::Intermediate || kind == runtime::BufferKind::Output;
+    if (Expected<Dims> dims = staticDims(v)) {
+      b.dims = *dims;
+    } else if (dynamicOk && v->type().isTensor() && v->tensorType().hasRank()) {
+      b.dynamic = true;
+      for (int64_t d : v->tensorType().dims()) b.dims.push_back(d == ir::kUnknownDim ? -1 : d);
+    } else {
+      return std::move(dims).error();
+    }
     b.name = v->name();
     b.dtype = v->tensorType().dtype();
-    b.dims = dims;
     b.kind = kind;
     exe->buffers.push_back(b);
     uint32_t id = uint32_t(exe->buffers.size() - 1);
@@ -94,6 +120,62 @@ Expected<LoweredModel> lowerModel(ir::Graph& graph, KernelTarget target, const C
     exe->inputs.push_back(id);
   }
   std::set<const ir::Value*> graphOutputs(graph.outputs().begin(), graph.outputs().end());
+  // A constant's weight buffer (created on first use).
+  auto constantBuffer = [&](const ir::Value* v, const Tensor& t) -> Expected<uint32_t> {
+    if (auto it = bufferOf.find(v); it != bufferOf.end()) return it->second;
+    KILN_ASSIGN(uint32_t id, addBuffer(v, runtime::BufferKind::Weight));
+    exe->buffers[id].index = uint32_t(exe->weights.size());
+    exe->weights.push_back(t);
+    out.stats.weightBytes += t.byteSize();
+    return id;
+  };
+  auto resultBuffer = [&](const ir::Value* v) -> Expected<uint32_t> {
+    if (auto it = bufferOf.find(v); it != bufferOf.end()) return it->second;
+    return addBuffer(v, graphOutputs.count(v) ? runtime::BufferKind::Output : runtime::BufferKind::Intermediate);
+  };
+  // A group the runtime runs with its reference kernels.
+  auto addHostStep = [&](const KernelGroup& g, const std::string& reason) -> Status {
+    const ir::Node* first = g.nodes.front();
+    auto unsupported = [&](auto&&... parts) {
+      return makeError(ErrorCode::CodegenUnsupported, parts...).atNode(first->displayName(), first->opType());
+    };
+    if (!options.allowHostSteps) return unsupported(reason, " (host steps are disabled)");
+    runtime::KernelStep step;
+    step.kind = runtime::StepKind::Host;
+    std::vector<const ir::Node*> nodes;
+    std::vector<ir::Value*> reads;
+    for (ir::Value* v : g.inputs) {
+      if (!v->type().isTensor()) return unsupported("value '", v->name(), "' is a ", v->type().str(), "; only tensors pass between steps");
+      const Tensor* t = constantTensor(v);
+      if (t && t->numElements() <= kInlineConstantElements) {
+        nodes.push_back(v->producer());
+        continue;
+      }
+      if (!bufferOf.count(v) && !t)
+        return makeError(ErrorCode::Internal, "host step of ", first->displayName(), " reads ", v->name(), " before it exists");
+      KILN_ASSIGN(uint32_t id, bufferOf.count(v) ? Expected<uint32_t>(bufferOf[v]) : constantBuffer(v, *t));
+      reads.push_back(v);
+      step.args.push_back(id);
+    }
+    nodes.insert(nodes.end(), g.nodes.begin(), g.nodes.end());
+    for (ir::Value* v : g.outputs) {
+      if (!v->type().isTensor()) return unsupported("value '", v->name(), "' is a ", v->type().str(), "; only tensors pass between steps");
+      KILN_ASSIGN(uint32_t id, resultBuffer(v));
+      step.args.push_back(id);
+    }
+    runtime::HostGraph h;
+    h.name = "h" + g.name().substr(1);
+    h.numInputs = uint32_t(reads.size());
+    h.numOutputs = uint32_t(g.outputs.size());
+    for (const ir::Node* n : g.nodes) h.ops.push_back(n->qualifiedOpType());
+    ir::Module module(ir::extractGraph(nodes, reads, g.outputs, h.name));
+    h.text = ir::printModule(module);
+    step.kernel = uint32_t(exe->hostGraphs.size());
+    out.stats.hostSteps.push_back({h.name, h.ops, reason});
+    exe->hostGraphs.push_back(std::move(h));
+    exe->steps.push_back(std::move(step));
+    return Status::ok();
+  };
 
   std::map<std::string, uint32_t> kernelByBody;
   std::map<std::string, uint32_t> packedWeights;  ///< constant + pack -> weight buffer
@@ -101,6 +183,10 @@ Expected<LoweredModel> lowerModel(ir::Graph& graph, KernelTarget target, const C
   if (order.size() != out.plan->groups().size())
     return makeError(ErrorCode::Internal, "fusion plan groups form a cycle");
   for (const KernelGroup* g : order) {
+    if (g->role == KernelRole::Extern) {
+      KILN_TRY(addHostStep(*g, "no kernel template (extern op or data-dependent shape)"));
+      continue;
+    }
     // A group whose results are all empty has nothing to compute.
     bool empty = true;
     for (const ir::Value* v : g->outputs) {
@@ -108,20 +194,21 @@ Expected<LoweredModel> lowerModel(ir::Graph& graph, KernelTarget target, const C
       empty &= product(dims) == 0;
     }
     if (empty) {
-      for (ir::Value* v : g->outputs)
-        if (!bufferOf.count(v)) KILN_TRY(addBuffer(v, graphOutputs.count(v) ? runtime::BufferKind::Output : runtime::BufferKind::Intermediate).status());
+      for (ir::Value* v : g->outputs) KILN_TRY(resultBuffer(v).status());
       continue;
     }
     const Config* config = nullptr;
     if (auto it = options.configs.find(g->name()); it != options.configs.end()) config = &it->second;
-    KILN_ASSIGN(LoweredKernel lk, lowerGroup(*g, target, config));
+    Expected<LoweredKernel> lowered = lowerGroup(*g, target, config);
+    if (!lowered && lowered.error().code() == ErrorCode::CodegenUnsupported && !config) {
+      KILN_TRY(addHostStep(*g, lowered.error().message()));
+      continue;
+    }
+    if (!lowered) return std::move(lowered).error();
+    LoweredKernel lk = std::move(*lowered);
     // Outputs first (so a kernel's own results exist), then the values it reads.
     runtime::KernelStep step;
-    for (ir::Value* v : g->outputs)
-      if (!bufferOf.count(v)) {
-        bool isOutput = graphOutputs.count(v);
-        KILN_TRY(addBuffer(v, isOutput ? runtime::BufferKind::Output : runtime::BufferKind::Intermediate).status());
-      }
+    for (ir::Value* v : g->outputs) KILN_TRY(resultBuffer(v).status());
     for (size_t a = 0; a < lk.args.size(); ++a) {
       const ir::Value* v = lk.args[a];
       if (a < lk.packs.size() && lk.packs[a].kind == "table") {  // a table made at compile time
@@ -172,10 +259,7 @@ Expected<LoweredModel> lowerModel(ir::Graph& graph, KernelTarget target, const C
       if (!bufferOf.count(v)) {
         const Tensor* t = constantTensor(v);
         if (!t) return makeError(ErrorCode::Internal, "kernel ", lk.kernel.name, " reads ", v->name(), " before it exists");
-        KILN_ASSIGN(uint32_t id, addBuffer(v, runtime::BufferKind::Weight));
-        exe->buffers[id].index = uint32_t(exe->weights.size());
-        exe->weights.push_back(*t);
-        out.stats.weightBytes += t->byteSize();
+        KILN_TRY(constantBuffer(v, *t).status());
       }
       step.args.push_back(bufferOf[v]);
     }
@@ -214,9 +298,7 @@ Expected<LoweredModel> lowerModel(ir::Graph& graph, KernelTarget target, const C
       int32_t source = -1;
       if (it != bufferOf.end()) source = int32_t(it->second);
       else if (const Tensor* t = constantTensor(v)) {
-        KILN_ASSIGN(uint32_t w, addBuffer(v, runtime::BufferKind::Weight));
-        exe->buffers[w].index = uint32_t(exe->weights.size());
-        exe->weights.push_back(*t);
+        KILN_ASSIGN(uint32_t w, constantBuffer(v, *t));
         source = int32_t(w);
       } else {
         return makeError(ErrorCode::CodegenUnsupported, "graph output '", v->name(), "' is not computed by any kernel");
@@ -231,7 +313,7 @@ Expected<LoweredModel> lowerModel(ir::Graph& graph, KernelTarget target, const C
   std::vector<Lifetime> lifetimes;
   std::vector<uint32_t> intermediates;
   for (uint32_t id = 0; id < exe->buffers.size(); ++id)
-    if (exe->buffers[id].kind == runtime::BufferKind::Intermediate) {
+    if (exe->buffers[id].kind == runtime::BufferKind::Intermediate && !exe->buffers[id].dynamic) {
       intermediates.push_back(id);
       lifetimes.push_back({exe->buffers[id].bytes(), SIZE_MAX, 0});
     }

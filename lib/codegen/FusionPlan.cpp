@@ -33,6 +33,18 @@ bool isOneOf(const std::string& op, std::initializer_list<const char*> names) {
 
 bool isAnchorRole(KernelRole r) { return r != KernelRole::Injective && r != KernelRole::Extern; }
 
+bool isStaticTensor(const ir::Value* v) {
+  return v->type().isTensor() && v->tensorType().hasRank() && v->tensorType().isStatic();
+}
+
+/// Operands, then the values the node's subgraphs capture.
+std::vector<ir::Value*> valuesRead(const ir::Node& n) {
+  std::vector<ir::Value*> reads = n.inputs();
+  if (!n.subgraphs().empty())
+    for (ir::Value* v : ir::capturedValues(n)) reads.push_back(v);
+  return reads;
+}
+
 bool isElementwiseLike(const ir::Node& n) {
   ir::FusionPattern p = n.schema().pattern;
   return p == ir::FusionPattern::Elementwise || p == ir::FusionPattern::Broadcast;
@@ -47,7 +59,7 @@ std::string planName(const ir::Node& n) {
 
 bool defaultDecision(const FusionEdge& e) {
   switch (e.kind) {
-    case EdgeKind::Chain: case EdgeKind::Epilogue: return true;
+    case EdgeKind::Chain: case EdgeKind::Epilogue: case EdgeKind::Host: return true;
     case EdgeKind::Prologue: {
       KernelRole r = roleOf(*e.consumer);
       if (r == KernelRole::Reduce || r == KernelRole::Softmax || r == KernelRole::LayerNorm) return true;
@@ -65,11 +77,16 @@ const char* kernelRoleName(KernelRole r) {
 }
 
 const char* edgeKindName(EdgeKind k) {
-  static const char* names[] = {"chain", "epilogue", "prologue"};
+  static const char* names[] = {"chain", "epilogue", "prologue", "host"};
   return names[size_t(k)];
 }
 
 KernelRole roleOf(const ir::Node& n) {
+  // Kernels have static shapes; anything else runs on the host.
+  for (const ir::Value* v : n.inputs())
+    if (v && !isStaticTensor(v)) return KernelRole::Extern;
+  for (const ir::Value* v : n.outputs())
+    if (!isStaticTensor(v)) return KernelRole::Extern;
   if (!n.domain().empty()) return hasElementExpr(n) ? KernelRole::Injective : KernelRole::Extern;
   const std::string& op = n.opType();
   if (isOneOf(op, {"MatMul", "Gemm"})) return KernelRole::Matmul;
@@ -108,7 +125,7 @@ Expected<FusionPlan> FusionPlan::build(ir::Graph& graph) {
   for (ir::Node* consumer : plan.order_) {
     std::set<ir::Node*> seen;
     KernelRole rc = roleOf(*consumer);
-    for (ir::Value* v : consumer->inputs()) {
+    for (ir::Value* v : valuesRead(*consumer)) {
       if (!v || !v->producer() || !position.count(v->producer()) || !seen.insert(v->producer()).second) continue;
       ir::Node* producer = v->producer();
       KernelRole rp = roleOf(*producer);
@@ -116,6 +133,7 @@ Expected<FusionPlan> FusionPlan::build(ir::Graph& graph) {
       if (rp == KernelRole::Injective && rc == KernelRole::Injective) e.kind = EdgeKind::Chain;
       else if (isAnchorRole(rp) && rc == KernelRole::Injective && isElementwiseLike(*consumer)) e.kind = EdgeKind::Epilogue;
       else if (rp == KernelRole::Injective && isAnchorRole(rc)) e.kind = EdgeKind::Prologue;
+      else if (rp == KernelRole::Extern && rc == KernelRole::Extern) e.kind = EdgeKind::Host;
       else continue;
       plan.edges_.push_back(e);
     }
@@ -132,9 +150,11 @@ void FusionPlan::setDefaultDecisions() {
 bool FusionPlan::mergeable(const std::vector<ir::Node*>& members) const {
   std::set<const ir::Node*> in(members.begin(), members.end());
   ir::Node* anchor = nullptr;
+  size_t externs = 0;
+  for (ir::Node* m : members) externs += roleOf(*m) == KernelRole::Extern;
+  if (externs && externs != members.size()) return false;  // host steps and kernels do not mix
   for (ir::Node* m : members) {
     KernelRole r = roleOf(*m);
-    if (r == KernelRole::Extern) return false;
     if (isAnchorRole(r)) {
       if (anchor) return false;
       anchor = m;
@@ -143,7 +163,7 @@ bool FusionPlan::mergeable(const std::vector<ir::Node*>& members) const {
   auto usedOnlyInside = [&](const ir::Node* m) {
     for (const ir::Value* v : m->outputs())
       for (const ir::Use& u : v->uses())
-        if (u.isGraphOutput() || !in.count(u.user)) return false;
+        if (u.isGraphOutput() || !in.count(ir::ancestorIn(*graph_, u.user))) return false;
     return true;
   };
   if (anchor) {
@@ -172,12 +192,13 @@ bool FusionPlan::mergeable(const std::vector<ir::Node*>& members) const {
   for (ir::Node* m : members) last = std::max(last, pos[m]);
   std::set<const ir::Node*> outside;
   std::vector<const ir::Node*> work;
+  auto userOf = [&](const ir::Use& u) -> const ir::Node* { return u.isGraphOutput() ? nullptr : ir::ancestorIn(*graph_, u.user); };
   auto pushUsers = [&](const ir::Node* n) {
     for (const ir::Value* v : n->outputs())
       for (const ir::Use& u : v->uses())
-        if (!u.isGraphOutput() && !in.count(u.user) && pos.count(u.user) && pos[u.user] < last &&
-            outside.insert(u.user).second)
-          work.push_back(u.user);
+        if (const ir::Node* user = userOf(u); user && !in.count(user) && pos.count(user) && pos[user] < last &&
+                                              outside.insert(user).second)
+          work.push_back(user);
   };
   for (ir::Node* m : members) pushUsers(m);
   while (!work.empty()) {
@@ -185,7 +206,7 @@ bool FusionPlan::mergeable(const std::vector<ir::Node*>& members) const {
     work.pop_back();
     for (const ir::Value* v : n->outputs())
       for (const ir::Use& u : v->uses())
-        if (!u.isGraphOutput() && in.count(u.user)) return false;
+        if (const ir::Node* user = userOf(u); user && in.count(user)) return false;
     pushUsers(n);
   }
   return true;
@@ -234,18 +255,18 @@ void FusionPlan::partition() {
       g.nodes = members[root];
       g.role = KernelRole::Injective;
       for (ir::Node* n : g.nodes)
-        if (KernelRole r = roleOf(*n); r != KernelRole::Injective) {
+        if (KernelRole r = roleOf(*n); r != KernelRole::Injective && !g.anchor) {  // host steps: named by their first op
           g.role = r;
           g.anchor = n;
         }
       std::set<const ir::Node*> in(g.nodes.begin(), g.nodes.end());
       std::set<ir::Value*> seenInputs;
       for (ir::Node* n : g.nodes) {
-        for (ir::Value* v : n->inputs())
+        for (ir::Value* v : valuesRead(*n))
           if (v && (!v->producer() || !in.count(v->producer())) && seenInputs.insert(v).second) g.inputs.push_back(v);
         for (ir::Value* v : n->outputs()) {
           bool external = false;
-          for (const ir::Use& u : v->uses()) external |= u.isGraphOutput() || !in.count(u.user);
+          for (const ir::Use& u : v->uses()) external |= u.isGraphOutput() || !in.count(ir::ancestorIn(*graph_, u.user));
           if (external) g.outputs.push_back(v);
         }
       }

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include <cmath>
+#include <limits>
 
 #include "kiln/codegen/KernelIR.h"
 #include "kiln/support/StatusImpl.h"
@@ -53,7 +54,7 @@ Expected<ScalarType> scalarTypeOf(DType dtype) {
     case DType::BF16: return ScalarType::BF16;
     case DType::F32: return ScalarType::F32;
     case DType::F64: return ScalarType::F64;
-    default: return Error(ErrorCode::ExecUnsupported, std::string("code generation does not support dtype ") + dtypeName(dtype));
+    default: return Error(ErrorCode::CodegenUnsupported, std::string("code generation does not support dtype ") + dtypeName(dtype));
   }
 }
 
@@ -296,6 +297,20 @@ Expr constantOf(ScalarType t, double v) {
   if (isFloatType(t)) return floatImm(v, computeType(t));
   if (t == ScalarType::Bool) return boolImm(v != 0);
   return intImm(int64_t(v), t);
+}
+
+Expr extremeOf(ScalarType t, bool largest) {
+  auto pick = [&]<class T>() {
+    return intImm(largest ? int64_t(std::numeric_limits<T>::max()) : int64_t(std::numeric_limits<T>::lowest()), t);
+  };
+  switch (t) {
+    case ScalarType::Bool: return boolImm(largest);
+    case ScalarType::I8: return pick.operator()<int8_t>();
+    case ScalarType::U8: return pick.operator()<uint8_t>();
+    case ScalarType::I32: return pick.operator()<int32_t>();
+    case ScalarType::I64: return pick.operator()<int64_t>();
+    default: return constantOf(t, largest ? INFINITY : -INFINITY);
+  }
 }
 
 bool isIntConstant(const Expr& e, int64_t* value) {

@@ -14,6 +14,12 @@
 namespace kiln::codegen {
 
 Expected<Dims> staticDims(const ir::Value* v) {
+  if (!v->type().isTensor()) {
+    Error e = makeError(ErrorCode::CodegenUnsupported, "value '", v->name(), "' is a ", v->type().str(),
+                        "; compiled models take and return tensors only");
+    if (v->producer()) e.atNode(v->producer()->displayName(), v->producer()->opType());
+    return e;
+  }
   if (!v->type().isTensor() || !v->tensorType().hasRank() || !v->tensorType().isStatic()) {
     Error e = makeError(ErrorCode::CodegenUnsupported, "value '", v->name(),
                         "' has no static shape; bind input dims with --shape");

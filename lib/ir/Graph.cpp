@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cctype>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "kiln/ir/OpSchema.h"
 
@@ -176,42 +177,63 @@ std::vector<Node*> Graph::nodes() const {
 namespace {
 using ValueMap = std::unordered_map<const Value*, Value*>;
 
-void cloneBody(const Graph& from, Graph& to, ValueMap& map) {
-  for (Value* in : from.inputs()) map[in] = to.addInput(to.uniqueValueName(in->name()), in->type());
-  auto mapped = [&](Value* v) -> Value* {
-    if (!v) return nullptr;
-    auto it = map.find(v);
-    return it == map.end() ? v : it->second;  // values of enclosing graphs stay shared
-  };
-  for (Node* n : from.nodes()) {
-    std::vector<Value*> ins;
-    for (Value* v : n->inputs()) ins.push_back(mapped(v));
-    std::vector<std::string> names;
-    for (Value* v : n->outputs()) names.push_back(to.uniqueValueName(v->name()));
-    Node* copy = to.createNode(n->schema(), ins, names, n->name());
-    for (size_t i = 0; i < n->numOutputs(); ++i) {
-      copy->output(i)->setType(n->output(i)->type());
-      map[n->output(i)] = copy->output(i);
-    }
-    for (const auto& [name, attr] : n->attributes()) {
-      if (attr.kind() == AttrKind::Graph) {
-        auto sub = to.createSubgraph(attr.g()->name());
-        cloneBody(*attr.g(), *sub, map);
-        copy->setAttr(name, Attribute(std::move(sub)));
-      } else if (attr.kind() == AttrKind::Graphs) {
-        std::vector<std::unique_ptr<Graph>> subs;
-        for (const auto& g : attr.graphs()) {
-          auto sub = to.createSubgraph(g->name());
-          cloneBody(*g, *sub, map);
-          subs.push_back(std::move(sub));
-        }
-        copy->setAttr(name, Attribute(std::move(subs)));
-      } else {
-        copy->setAttr(name, attr);
+void cloneBody(const Graph& from, Graph& to, ValueMap& map);
+
+Value* mappedValue(const ValueMap& map, Value* v) {
+  if (!v) return nullptr;
+  auto it = map.find(v);
+  return it == map.end() ? v : it->second;  // values of enclosing graphs stay shared
+}
+
+/// A copy of `n` at the end of `to`, operands and captured values mapped
+/// through `map`, which learns the copy's results.
+void cloneNode(const Node& n, Graph& to, ValueMap& map) {
+  std::vector<Value*> ins;
+  for (Value* v : n.inputs()) ins.push_back(mappedValue(map, v));
+  std::vector<std::string> names;
+  for (Value* v : n.outputs()) names.push_back(to.uniqueValueName(v->name()));
+  Node* copy = to.createNode(n.schema(), ins, names, n.name());
+  for (size_t i = 0; i < n.numOutputs(); ++i) {
+    copy->output(i)->setType(n.output(i)->type());
+    map[n.output(i)] = copy->output(i);
+  }
+  for (const auto& [name, attr] : n.attributes()) {
+    if (attr.kind() == AttrKind::Graph) {
+      auto sub = to.createSubgraph(attr.g()->name());
+      cloneBody(*attr.g(), *sub, map);
+      copy->setAttr(name, Attribute(std::move(sub)));
+    } else if (attr.kind() == AttrKind::Graphs) {
+      std::vector<std::unique_ptr<Graph>> subs;
+      for (const auto& g : attr.graphs()) {
+        auto sub = to.createSubgraph(g->name());
+        cloneBody(*g, *sub, map);
+        subs.push_back(std::move(sub));
       }
+      copy->setAttr(name, Attribute(std::move(subs)));
+    } else {
+      copy->setAttr(name, attr);
     }
   }
-  for (Value* out : from.outputs()) to.addOutput(mapped(out));
+}
+
+void cloneBody(const Graph& from, Graph& to, ValueMap& map) {
+  for (Value* in : from.inputs()) map[in] = to.addInput(to.uniqueValueName(in->name()), in->type());
+  for (Node* n : from.nodes()) cloneNode(*n, to, map);
+  for (Value* out : from.outputs()) to.addOutput(mappedValue(map, out));
+}
+
+/// Adds to `out` the values `g` (recursively) uses but does not define.
+void collectCaptured(const Graph& g, std::unordered_set<const Value*>& defined, std::vector<Value*>& out) {
+  for (Value* in : g.inputs()) defined.insert(in);
+  auto use = [&](Value* v) {
+    if (v && !defined.count(v) && std::find(out.begin(), out.end(), v) == out.end()) out.push_back(v);
+  };
+  for (Node* n : g.nodes()) {
+    for (Value* v : n->inputs()) use(v);
+    for (Graph* sub : n->subgraphs()) collectCaptured(*sub, defined, out);
+    for (Value* v : n->outputs()) defined.insert(v);
+  }
+  for (Value* v : g.outputs()) use(v);
 }
 }  // namespace
 
@@ -220,6 +242,40 @@ std::unique_ptr<Graph> cloneGraph(const Graph& graph, Graph* scope) {
   auto out = parent ? parent->createSubgraph(graph.name()) : std::make_unique<Graph>(graph.name());
   ValueMap map;
   cloneBody(graph, *out, map);
+  return out;
+}
+
+std::vector<Value*> capturedValues(const Node& node) {
+  std::vector<Value*> out;
+  std::unordered_set<const Value*> defined;
+  for (Graph* sub : node.subgraphs()) collectCaptured(*sub, defined, out);
+  return out;
+}
+
+Node* ancestorIn(const Graph& graph, Node* node) {
+  while (node && node->graph() != &graph) node = node->graph()->parentNode();
+  return node;
+}
+
+std::unique_ptr<Graph> extractGraph(const std::vector<const Node*>& nodes, const std::vector<Value*>& inputs,
+                                    const std::vector<Value*>& outputs, const std::string& name) {
+  auto out = std::make_unique<Graph>(name);
+  ValueMap map;
+  for (Value* in : inputs) map[in] = out->addInput(out->uniqueValueName(in->name()), in->type());
+  for (const Node* n : nodes) {
+    std::vector<Value*> reads = n->inputs();
+    for (Value* v : capturedValues(*n)) reads.push_back(v);
+    for (Value* v : reads)
+      KILN_CHECK(!v || map.count(v), "extractGraph: node ", n->displayName(), " reads '", v ? v->name() : "",
+                 "', which is neither an input nor computed by an earlier node");
+    cloneNode(*n, *out, map);
+  }
+  for (Value* v : outputs) {
+    Value* mapped = mappedValue(map, v);
+    KILN_CHECK(mapped != v || std::find(inputs.begin(), inputs.end(), v) != inputs.end(), "extractGraph: output '",
+               v->name(), "' is computed by none of the nodes");
+    out->addOutput(mapped);
+  }
   return out;
 }
 

@@ -5,7 +5,8 @@
 // under every configuration of its knob space, compiled for this CPU and
 // checked kernel by kernel against the interpreter; artifacts round-tripping
 // through the file format, the in-process object linker and kiln::Model, and
-// refusing corrupt, truncated or foreign files with the right error code.
+// refusing corrupt, truncated or foreign files with the right error code;
+// host steps (extern ops, data-dependent shapes) between compiled kernels.
 //
 //===----------------------------------------------------------------------===//
 #include <catch2/catch.hpp>
@@ -17,6 +18,8 @@
 #include "kiln/codegen/Compiler.h"
 #include "kiln/codegen/KernelCheck.h"
 #include "kiln/ir/Parser.h"
+#include "kiln/ir/Printer.h"
+#include "kiln/runtime/Interpreter.h"
 #include "kiln/kiln.h"
 #include "kiln/runtime/Artifact.h"
 #include "kiln/runtime/ObjectLoader.h"
@@ -479,6 +482,102 @@ TEST_CASE("artifacts round-trip and load through kiln::Model without the compile
     auto r = (*model)->run({Tensor::zeros(DType::F32, {1, 3, 8, 9})});
     REQUIRE_FALSE(r.isOk());
     CHECK(r.error().code() == ErrorCode::ExecInput);
+  }
+  std::remove(path.c_str());
+}
+
+TEST_CASE("host steps: extern ops and data-dependent shapes run on reference kernels, kernels around them") {
+  auto m = parse(R"(module @m {
+  graph @main(%x: f32[6], %w: f32[2,3]) {
+    %zero = Constant() {value = tensor<f32[]: [0.0]>} : f32[]
+    %g = Greater(%x, %zero) : bool[6]
+    %n = NonZero(%g) : i64[1,?]
+    %idx = Squeeze(%n) : i64[?]
+    %sel = Gather(%x, %idx) {axis = 0} : f32[?]
+    %s = Shape(%sel) : i64[1]
+    %cnt = Cast(%s) {to = 1} : f32[1]
+    %y = Mul(%w, %cnt) : f32[2,3]
+    %k = Constant() {value = tensor<i64[1]: [2]>} : i64[1]
+    %tv, %ti = TopK(%w, %k) {axis = 1} : f32[2,2], i64[2,2]
+    %e = Exp(%tv) : f32[2,2]
+    %sum = ReduceSum(%sel) {keepdims = 0} : f32[]
+    %c = Greater(%sum, %zero) : bool[]
+    %i = If(%c) {then_branch = graph @t() {
+        return %y
+      }, else_branch = graph @f() {
+        %ny = Neg(%y) : f32[2,3]
+        return %ny
+      }} : f32[2,3]
+    return %sel, %y, %e, %i, %ti
+  }
+})");
+  auto artifact = compileCpuArtifact(m->graph());
+  INFO((artifact.isOk() ? std::string() : artifact.error().str()));
+  REQUIRE(artifact.isOk());
+  std::string ops = artifact->stats.hostOpSummary();
+  CHECK(ops.find("NonZero") != std::string::npos);
+  CHECK(ops.find("TopK") != std::string::npos);
+  CHECK(ops.find("If") != std::string::npos);
+  CHECK(ops.find("Greater") == std::string::npos);  // static: compiled
+  CHECK(artifact->executable->kernelNames.size() >= 3);
+  std::string path = "codegen_test_host.kiln";
+  REQUIRE(runtime::saveArtifact(*artifact->executable, path).isOk());
+  auto model = Model::load(path);
+  INFO((model.isOk() ? std::string() : model.error().str()));
+  REQUIRE(model.isOk());
+  CHECK((*model)->outputs()[0].dims == Dims{-1});  // data-dependent
+  CHECK((*model)->outputs()[1].dims == Dims{2, 3});
+
+  // Inputs with 4, then 0 positive elements: the dynamic shapes follow the data.
+  auto m2 = parse(ir::printModule(*m));
+  runtime::Interpreter reference(m2->graph());
+  for (std::vector<double> xs : {std::vector<double>{1, -2, 3, 0.5, -1, 2}, std::vector<double>{-1, -2, -3, 0, -1, -2}}) {
+    std::vector<Tensor> inputs = {Tensor::fromVector<double>({6}, xs).castTo(DType::F32),
+                                  Tensor::fromVector<double>({2, 3}, {0.5, -1, 2, 1.5, 0.25, -3}).castTo(DType::F32)};
+    auto got = (*model)->run(inputs);
+    INFO((got.isOk() ? std::string() : got.error().str()));
+    REQUIRE(got.isOk());
+    auto want = reference.run(std::vector<RuntimeValue>(inputs.begin(), inputs.end()));
+    REQUIRE(want.isOk());
+    REQUIRE(got->size() == want->size());
+    for (size_t i = 0; i < got->size(); ++i) {
+      const Tensor& w = (*want)[i].tensor();
+      INFO("output " << i << ": " << (*got)[i].typeString() << " vs " << w.typeString());
+      REQUIRE((*got)[i].dims() == w.dims());
+      std::vector<double> a = (*got)[i].toDoubles(), b = w.toDoubles();
+      for (size_t j = 0; j < a.size(); ++j) CHECK(std::fabs(a[j] - b[j]) <= 1e-6 * std::max(1.0, std::fabs(b[j])));
+    }
+    CHECK((*got)[0].dims() == Dims{int64_t(std::count_if(xs.begin(), xs.end(), [](double v) { return v > 0; }))});
+  }
+
+  SECTION("disallowed host steps are an error naming the node") {
+    CompileOptions strict;
+    strict.allowHostSteps = false;
+    auto r = compileCpuArtifact(m->graph(), strict);
+    REQUIRE_FALSE(r.isOk());
+    CHECK(r.error().code() == ErrorCode::CodegenUnsupported);
+    CHECK(r.error().str().find("host steps are disabled") != std::string::npos);
+    CHECK(!r.error().nodeName().empty());
+  }
+  SECTION("a host graph that does not parse is a corrupt artifact") {
+    runtime::Executable bad = *artifact->executable;
+    REQUIRE(!bad.hostGraphs.empty());
+    bad.hostGraphs[0].text.resize(bad.hostGraphs[0].text.size() / 2);
+    REQUIRE(runtime::saveArtifact(bad, path).isOk());
+    auto r = Model::load(path);
+    REQUIRE_FALSE(r.isOk());
+    CHECK(r.error().code() == ErrorCode::ArtifactCorrupt);
+    CHECK(r.error().message().find("does not parse") != std::string::npos);
+  }
+  SECTION("a kernel step may not take a dynamic buffer") {
+    runtime::Executable bad = *artifact->executable;
+    for (runtime::KernelStep& step : bad.steps)
+      if (step.kind == runtime::StepKind::Kernel)
+        for (size_t b = 0; b < bad.buffers.size(); ++b)
+          if (bad.buffers[b].dynamic) step.args[0] = uint32_t(b);
+    auto r = bad.validate();
+    REQUIRE_FALSE(r.isOk());
+    CHECK(r.error().code() == ErrorCode::ArtifactCorrupt);
   }
   std::remove(path.c_str());
 }

@@ -53,9 +53,14 @@ int checkCompiledKernels(ir::Graph& graph, const codegen::CompileOptions& option
     std::vector<double> ms;
     for (int i = 0; i < 5; ++i) (void)model->executor->run(inputs, &ms);
     const auto& exe = *model->lowered.executable;
-    for (size_t s = 0; s < ms.size(); ++s)
-      std::cout << "profile " << ms[s] / 5 << " ms " << exe.kernelNames[exe.steps[s].kernel] << " "
-                << codegen::configToString(model->lowered.kernels[exe.steps[s].kernel].config) << "\n";
+    for (size_t s = 0; s < ms.size(); ++s) {
+      const runtime::KernelStep& step = exe.steps[s];
+      if (step.kind == runtime::StepKind::Host)
+        std::cout << "profile " << ms[s] / 5 << " ms " << exe.hostGraphs[step.kernel].name << " host\n";
+      else
+        std::cout << "profile " << ms[s] / 5 << " ms " << exe.kernelNames[step.kernel] << " "
+                  << codegen::configToString(model->lowered.kernels[step.kernel].config) << "\n";
+    }
     return 0;
   }
   auto results = codegen::checkKernels(graph, *model, inputs);
@@ -89,13 +94,27 @@ int emitCode(ir::Graph& graph, const std::string& emit, const std::string& planF
     if (!c) return fail(c.error());
     config = *c;
   }
+  // As the compiler does: extern groups, and groups no template lowers, are
+  // host steps (printed as a comment line in place of a kernel).
   std::vector<codegen::LoweredKernel> kernels;
+  std::vector<std::string> hostSteps;
   for (const codegen::KernelGroup& g : plan->groups()) {
-    auto k = codegen::lowerGroup(g, codegen::KernelTarget::Cpu, config ? &*config : nullptr);
-    if (!k) return fail(k.error());
-    kernels.push_back(std::move(*k));
+    std::string reason = "no kernel template (extern op or data-dependent shape)";
+    if (g.role != codegen::KernelRole::Extern) {
+      auto k = codegen::lowerGroup(g, codegen::KernelTarget::Cpu, config ? &*config : nullptr);
+      if (k) {
+        kernels.push_back(std::move(*k));
+        continue;
+      }
+      if (k.error().code() != ErrorCode::CodegenUnsupported || config) return fail(k.error());
+      reason = k.error().message();
+    }
+    std::string ops;
+    for (const ir::Node* n : g.nodes) ops += (ops.empty() ? "" : ", ") + n->qualifiedOpType();
+    hostSteps.push_back("// host step h" + g.name().substr(1) + " (" + ops + "): " + reason + "\n");
   }
   if (emit == "kernels") {
+    for (const std::string& h : hostSteps) std::cout << h;
     for (const codegen::LoweredKernel& k : kernels) {
       if (printKnobs) {
         auto space = (*codegen::templateFor(*k.group))->knobSpace(*k.group, codegen::KernelTarget::Cpu);

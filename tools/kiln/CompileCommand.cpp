@@ -4,8 +4,9 @@
 // --shape bindings), the -O pipeline, the fusion plan (defaults, or decisions
 // from --fusion-plan; --save-fusion-plan writes them out for editing), one
 // kernel per group from its schedule template, object code, and the memory
-// plan. Prints what it made: kernels, peak scratch memory, weights, time per
-// phase. `kiln run model.kiln` and the embedding API load the result.
+// plan. Prints what it made: kernels, host steps (ops the runtime runs with
+// its reference kernels, listed by op), peak scratch memory, weights, time
+// per phase. `kiln run model.kiln` and the embedding API load the result.
 //
 //===----------------------------------------------------------------------===//
 #include <iomanip>
@@ -28,6 +29,7 @@ struct CompileOptions {
   std::string output;
   std::string fusionPlan, saveFusionPlan;
   bool quiet = false;
+  bool noHostSteps = false;
 };
 
 std::string size(uint64_t bytes) {
@@ -58,6 +60,7 @@ int compileModel(const CompileOptions& o) {
   if (!report) return reportError(report.error());
   double passesMs = timer.elapsedMs();
   codegen::CompileOptions options;
+  options.allowHostSteps = !o.noHostSteps;
   if (!o.fusionPlan.empty()) {
     auto text = readFile(o.fusionPlan);
     if (!text) return reportError(text.error());
@@ -73,7 +76,10 @@ int compileModel(const CompileOptions& o) {
   const runtime::Executable& exe = *model->executable;
   std::cout << std::fixed << std::setprecision(1);
   std::cout << "compiled " << o.model.path << " for " << exe.target << " (" << exe.cpu << ") -> " << output << "\n";
-  std::cout << "  kernels        " << st.groups << " launches, " << st.kernels << " distinct kernels\n";
+  std::cout << "  kernels        " << exe.steps.size() - st.hostSteps.size() << " launches, " << st.kernels
+            << " distinct kernels\n";
+  if (!st.hostSteps.empty())
+    std::cout << "  host steps     " << st.hostSteps.size() << " (reference kernels): " << st.hostOpSummary() << "\n";
   std::cout << "  memory plan    " << size(st.arenaBytes) << " peak scratch (" << size(st.unsharedBytes)
             << " without reuse)\n";
   std::cout << "  weights        " << size(st.weightBytes) << ", object code " << size(exe.objectCode.size()) << "\n";
@@ -92,6 +98,9 @@ void addCompileCommand(CLI::App& app, int& exitCode) {
   cmd->add_option("-o,--output", o->output, "Artifact to write (default: the model's name with .kiln)");
   cmd->add_option("--fusion-plan", o->fusionPlan, "Fusion decisions to apply (a file in the --save-fusion-plan form)");
   cmd->add_option("--save-fusion-plan", o->saveFusionPlan, "Write the fusion plan used (edges, decisions, kernels) to FILE");
+  cmd->add_flag("--no-host-steps", o->noHostSteps,
+                "Fail instead of running ops that no kernel template compiles (extern ops, data-dependent shapes) "
+                "as host steps on the runtime's reference kernels");
   cmd->add_flag("--quiet", o->quiet, "No progress on stderr");
   cmd->callback([=, &exitCode] { exitCode = compileModel(*o); });
 }

@@ -2,7 +2,9 @@
 //
 // The code generation driver: fusion plan -> one kernel per group (template
 // default or given configs; identical kernels share code) -> the Executable's
-// buffers, launch plan and memory plan. compileForCpu adds the CPU target:
+// buffers, launch plan and memory plan. Groups no template lowers (extern ops,
+// data-dependent shapes, operands a kernel needs constant) become host steps
+// that the runtime runs with its reference kernels, unless disallowed. compileForCpu adds the CPU target:
 // the kernels are JIT-compiled in this process and returned with entry
 // points, ready for runtime::CpuExecutor.
 //
@@ -24,12 +26,23 @@ namespace kiln::codegen {
 struct CompileOptions {
   std::string fusionPlanText;          ///< decisions to apply (FusionPlan::print form); empty: defaults
   std::map<std::string, Config> configs;  ///< per kernel group name (k3_conv1): knob values
+  bool allowHostSteps = true;             ///< false: a group no template lowers is an error
+};
+
+/// A group that runs as a host step, and why.
+struct HostStepInfo {
+  std::string name;    ///< h<group id>_<op>
+  std::vector<std::string> ops;
+  std::string reason;  ///< "extern op or dynamic shape", or the lowering error
 };
 
 struct CompileStats {
   size_t groups = 0, kernels = 0;  ///< kernel groups, distinct kernels after sharing
   double planMs = 0, lowerMs = 0, llvmMs = 0;
   uint64_t arenaBytes = 0, unsharedBytes = 0, weightBytes = 0;
+  std::vector<HostStepInfo> hostSteps;
+  /// "NonZero x90, TopK x90" (ops in host steps, most frequent first); "" when none.
+  std::string hostOpSummary() const;
 };
 
 /// The target-independent part: plan, lowered kernels, executable without code.

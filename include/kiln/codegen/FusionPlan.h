@@ -30,7 +30,7 @@ enum class KernelRole : uint8_t {
   Reduce,     ///< Reduce*, ArgMax/ArgMin
   Softmax,    ///< Softmax, LogSoftmax
   LayerNorm,  ///< LayerNormalization
-  Extern,     ///< no template: runs as a library kernel
+  Extern,     ///< no template or no static shape: runs on the host (reference kernels)
 };
 const char* kernelRoleName(KernelRole r);
 /// The role an op plays alone.
@@ -40,6 +40,7 @@ enum class EdgeKind : uint8_t {
   Chain,     ///< injective op into injective op (inlined)
   Epilogue,  ///< anchor into an elementwise consumer
   Prologue,  ///< injective op into an anchor's operand
+  Host,      ///< extern op into extern op (one host step runs both)
 };
 const char* edgeKindName(EdgeKind k);
 

@@ -103,6 +103,8 @@ Expr select(Expr cond, Expr a, Expr b);
 Expr cast(ScalarType t, Expr a);
 /// A constant of type t (int or float).
 Expr constantOf(ScalarType t, double v);
+/// The largest (or smallest) value of type t: +-inf for floats, the integer limits otherwise.
+Expr extremeOf(ScalarType t, bool largest);
 bool isIntConstant(const Expr& e, int64_t* value = nullptr);
 bool isConstant(const Expr& e);
 

@@ -100,4 +100,19 @@ class Graph {
 /// graphs keep pointing at them.
 std::unique_ptr<Graph> cloneGraph(const Graph& graph, Graph* scope = nullptr);
 
+/// Values that `node`'s subgraphs (at any depth) use but do not define: the
+/// values of enclosing graphs the node reads implicitly, in first-use order.
+std::vector<Value*> capturedValues(const Node& node);
+
+/// The node of `graph` that is `node` or holds it in a subgraph (at any
+/// depth); null when `node` lies outside `graph`.
+Node* ancestorIn(const Graph& graph, Node* node);
+
+/// A new root graph computing `outputs` with copies of `nodes` (in order;
+/// subgraphs deep-copied), reading `inputs` as its inputs (same names and
+/// types). Every value the copies read must be an input or a result of an
+/// earlier node, including values the nodes' subgraphs capture.
+std::unique_ptr<Graph> extractGraph(const std::vector<const Node*>& nodes, const std::vector<Value*>& inputs,
+                                    const std::vector<Value*>& outputs, const std::string& name);
+
 }  // namespace kiln::ir

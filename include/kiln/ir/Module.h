@@ -21,6 +21,8 @@ namespace kiln::ir {
 class Module {
  public:
   Module() : graph_(std::make_unique<Graph>("main")) {}
+  /// A module around an existing root graph.
+  explicit Module(std::unique_ptr<Graph> graph) : graph_(std::move(graph)) {}
 
   Graph& graph() { return *graph_; }
   const Graph& graph() const { return *graph_; }

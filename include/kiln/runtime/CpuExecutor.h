@@ -1,9 +1,10 @@
 //===- kiln/runtime/CpuExecutor.h - Runs an Executable on the CPU -*- C++ -*-===//
 //
 // Binds an Executable's kernel steps to entry points (from a loaded object or
-// the JIT) and runs them: inputs are checked against the declared types, each
-// run takes an arena for intermediates from a free list (so concurrent runs of
-// one executor are safe), outputs are fresh tensors.
+// the JIT), parses its host steps' graphs, and runs them in order: inputs are
+// checked against the declared types, each run takes an arena for
+// intermediates from a free list (so concurrent runs of one executor are
+// safe), dynamic values live for the run, outputs are fresh tensors.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -16,11 +17,14 @@
 
 namespace kiln::runtime {
 
+class HostProgram;
+
 using KernelEntry = void (*)(void* const* args);
 
 class CpuExecutor {
  public:
   /// `entries` holds one entry point per exe->kernelNames.
+  ~CpuExecutor();
   static Expected<std::unique_ptr<CpuExecutor>> create(std::shared_ptr<const Executable> exe,
                                                        std::vector<KernelEntry> entries);
   /// Runs once; inputs in model order. Thread-safe. With `stepMs`, the time of
@@ -33,6 +37,7 @@ class CpuExecutor {
   CpuExecutor() = default;
   std::shared_ptr<const Executable> exe_;
   std::vector<KernelEntry> entries_;
+  std::vector<std::unique_ptr<HostProgram>> hostPrograms_;
   mutable std::mutex arenasMutex_;
   mutable std::vector<std::unique_ptr<uint8_t[]>> freeArenas_;
 };

@@ -4,8 +4,11 @@
 // IR: buffers (inputs, outputs, weights, and intermediates placed in one
 // arena by the memory plan), the launch plan (kernel steps with the buffers
 // each takes, in order) and the kernels' code (for the CPU target, one
-// relocatable object holding every entry point). The artifact file format
-// (ArtifactFormat.h) stores exactly this.
+// relocatable object holding every entry point). Ops no template compiles,
+// and everything with a data-dependent shape, run as host steps: a small
+// graph in kiln's text IR that the runtime executes with the reference
+// kernels; their dynamic results live outside the arena. The artifact file
+// format (Artifact.h) stores exactly this.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -30,12 +33,24 @@ struct BufferSpec {
   uint32_t index = 0;    ///< Input/Output: position among the model's inputs/outputs; Weight: index in weights
   uint64_t offset = 0;   ///< Intermediate: byte offset in the arena
   int32_t aliasOf = -1;  ///< Output that is another buffer (an input or weight): copied after the run
-  uint64_t bytes() const;
+  bool dynamic = false;  ///< shape known only at run time (dims hold -1 there); written by host steps only
+  uint64_t bytes() const;  ///< 0 for a dynamic buffer
 };
 
+enum class StepKind : uint8_t { Kernel, Host };
+
 struct KernelStep {
-  uint32_t kernel = 0;             ///< index into Executable::kernelNames
-  std::vector<uint32_t> args;      ///< buffer ids, one per kernel parameter
+  StepKind kind = StepKind::Kernel;
+  uint32_t kernel = 0;             ///< index into Executable::kernelNames, or hostGraphs for a host step
+  std::vector<uint32_t> args;      ///< buffer ids: one per kernel parameter; host: its inputs, then its outputs
+};
+
+/// A piece of the model the runtime runs with its reference kernels.
+struct HostGraph {
+  std::string name;   ///< h<group id>_<first op>
+  std::string text;   ///< a kiln text-IR module; its main graph's inputs and outputs are the step's
+  uint32_t numInputs = 0, numOutputs = 0;
+  std::vector<std::string> ops;  ///< the ops it runs, for reports
 };
 
 struct Executable {
@@ -46,6 +61,7 @@ struct Executable {
   std::vector<Tensor> weights;
   std::vector<std::string> kernelNames;  ///< entry point symbols
   std::vector<std::vector<uint64_t>> kernelParamBytes;  ///< per kernel: bytes each parameter addresses
+  std::vector<HostGraph> hostGraphs;
   std::vector<KernelStep> steps;
   std::vector<uint32_t> inputs, outputs;  ///< buffer ids in model order
   uint64_t arenaBytes = 0;                 ///< peak intermediate memory (the memory plan)

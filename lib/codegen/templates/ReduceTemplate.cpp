@@ -91,25 +91,23 @@ class ReduceTemplate final : public ScheduleTemplate {
 
     Buffer acc = makeBuffer("acc", ct, MemoryScope::Local, 1);
     Expr a = load(acc, intImm(0));
-    double init = 0;
+    Expr init = constantOf(ct, 0);
     Expr update;
-    if (op == "Max") init = -std::numeric_limits<double>::infinity(), update = maxOf(a, x);
-    else if (op == "Min") init = std::numeric_limits<double>::infinity(), update = minOf(a, x);
-    else if (op == "Prod") init = 1, update = a * x;
+    if (op == "Max") init = extremeOf(ct, false), update = maxOf(a, x);
+    else if (op == "Min") init = extremeOf(ct, true), update = minOf(a, x);
+    else if (op == "Prod") init = constantOf(ct, 1), update = a * x;
     else if (op == "L1") update = a + unary(UnaryOp::Abs, x);
     else if (op == "L2" || op == "SumSquare") update = a + x * x;
     else if (op == "LogSumExp") update = a + unary(UnaryOp::Exp, x);
     else if (op == "LogSum" || op == "Sum" || op == "Mean") update = a + x;
     else return makeError(ErrorCode::CodegenUnsupported, "no reduction formula for ", node.opType());
-    if (!isFloatType(ct) && (op == "Max" || op == "Min"))
-      init = op == "Max" ? double(std::numeric_limits<int64_t>::min()) : double(std::numeric_limits<int64_t>::max());
     Expr result = a;
     if (op == "Mean") result = a / constantOf(ct, double(s.count));
     if (op == "L2") result = unary(UnaryOp::Sqrt, a);
     if (op == "LogSumExp" || op == "LogSum") result = unary(UnaryOp::Log, a);
     el.setSource(node.output(0), [result](const Index&) { return result; });
     KILN_ASSIGN(Stmt epilogue, storeEpilogue(el, unflatten(varRef(o), outDims)));
-    Stmt body = allocate(acc, seq({store(acc, intImm(0), constantOf(ct, init)),
+    Stmt body = allocate(acc, seq({store(acc, intImm(0), init),
                                    forLoop(r, intImm(s.count), LoopKind::Serial, store(acc, intImm(0), update)),
                                    epilogue}));
     return forLoop(o, intImm(s.kept), s.kept > 1 ? outerKind(c) : LoopKind::Serial, body);

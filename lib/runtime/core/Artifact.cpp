@@ -78,13 +78,14 @@ void writeDims(Writer& w, const Dims& d) {
   for (int64_t x : d) w.pod<int64_t>(x);
 }
 
-Expected<Dims> readDims(Reader& r) {
+/// Dims; -1 (unknown, for dynamic buffers; validate() checks) when `allowUnknown`.
+Expected<Dims> readDims(Reader& r, bool allowUnknown = false) {
   KILN_ASSIGN(uint64_t rank, r.count(8));
   if (rank > 64) return Error(ErrorCode::ArtifactCorrupt, "artifact: tensor rank " + std::to_string(rank));
   Dims d;
   for (uint64_t i = 0; i < rank; ++i) {
     KILN_ASSIGN(int64_t x, r.pod<int64_t>());
-    if (x < 0) return Error(ErrorCode::ArtifactCorrupt, "artifact: negative dim");
+    if (x < (allowUnknown ? -1 : 0)) return Error(ErrorCode::ArtifactCorrupt, "artifact: negative dim");
     d.push_back(x);
   }
   return d;
@@ -114,6 +115,7 @@ std::vector<uint8_t> serializeExecutable(const Executable& exe) {
     w.pod<uint32_t>(b.index);
     w.pod<uint64_t>(b.offset);
     w.pod<int32_t>(b.aliasOf);
+    w.pod<uint8_t>(b.dynamic ? 1 : 0);
   }
   w.pod<uint64_t>(exe.kernelNames.size());
   for (size_t k = 0; k < exe.kernelNames.size(); ++k) {
@@ -122,8 +124,18 @@ std::vector<uint8_t> serializeExecutable(const Executable& exe) {
     w.pod<uint64_t>(params.size());
     for (uint64_t b : params) w.pod<uint64_t>(b);
   }
+  w.pod<uint64_t>(exe.hostGraphs.size());
+  for (const HostGraph& h : exe.hostGraphs) {
+    w.str(h.name);
+    w.str(h.text);
+    w.pod<uint32_t>(h.numInputs);
+    w.pod<uint32_t>(h.numOutputs);
+    w.pod<uint64_t>(h.ops.size());
+    for (const std::string& op : h.ops) w.str(op);
+  }
   w.pod<uint64_t>(exe.steps.size());
   for (const KernelStep& s : exe.steps) {
+    w.pod<uint8_t>(uint8_t(s.kind));
     w.pod<uint32_t>(s.kernel);
     w.pod<uint64_t>(s.args.size());
     for (uint32_t a : s.args) w.pod<uint32_t>(a);
@@ -181,13 +193,16 @@ Expected<Executable> deserializeExecutable(const uint8_t* data, size_t size) {
     BufferSpec b;
     KILN_ASSIGN(b.name, r.str());
     KILN_ASSIGN(b.dtype, readDType(r));
-    KILN_ASSIGN(b.dims, readDims(r));
+    KILN_ASSIGN(b.dims, readDims(r, true));
     KILN_ASSIGN(uint8_t kind, r.pod<uint8_t>());
     if (kind > uint8_t(BufferKind::Intermediate)) return Error(ErrorCode::ArtifactCorrupt, "artifact: bad buffer kind");
     b.kind = BufferKind(kind);
     KILN_ASSIGN(b.index, r.pod<uint32_t>());
     KILN_ASSIGN(b.offset, r.pod<uint64_t>());
     KILN_ASSIGN(b.aliasOf, r.pod<int32_t>());
+    KILN_ASSIGN(uint8_t dynamic, r.pod<uint8_t>());
+    if (dynamic > 1) return Error(ErrorCode::ArtifactCorrupt, "artifact: bad buffer flag");
+    b.dynamic = dynamic;
     exe.buffers.push_back(std::move(b));
   }
   KILN_ASSIGN(uint64_t kernels, r.count(16));
@@ -202,9 +217,26 @@ Expected<Executable> deserializeExecutable(const uint8_t* data, size_t size) {
     }
     exe.kernelParamBytes.push_back(std::move(bytes));
   }
-  KILN_ASSIGN(uint64_t steps, r.count(12));
+  KILN_ASSIGN(uint64_t hostGraphs, r.count(32));
+  for (uint64_t i = 0; i < hostGraphs; ++i) {
+    HostGraph h;
+    KILN_ASSIGN(h.name, r.str());
+    KILN_ASSIGN(h.text, r.str());
+    KILN_ASSIGN(h.numInputs, r.pod<uint32_t>());
+    KILN_ASSIGN(h.numOutputs, r.pod<uint32_t>());
+    KILN_ASSIGN(uint64_t ops, r.count(8));
+    for (uint64_t k = 0; k < ops; ++k) {
+      KILN_ASSIGN(std::string op, r.str());
+      h.ops.push_back(std::move(op));
+    }
+    exe.hostGraphs.push_back(std::move(h));
+  }
+  KILN_ASSIGN(uint64_t steps, r.count(13));
   for (uint64_t i = 0; i < steps; ++i) {
     KernelStep s;
+    KILN_ASSIGN(uint8_t kind, r.pod<uint8_t>());
+    if (kind > uint8_t(StepKind::Host)) return Error(ErrorCode::ArtifactCorrupt, "artifact: bad step kind");
+    s.kind = StepKind(kind);
     KILN_ASSIGN(s.kernel, r.pod<uint32_t>());
     KILN_ASSIGN(uint64_t args, r.count(4));
     for (uint64_t a = 0; a < args; ++a) {

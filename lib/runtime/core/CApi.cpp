@@ -14,6 +14,10 @@ struct kiln_model {
   std::unique_ptr<kiln::Model> model;
 };
 
+struct kiln_outputs {
+  std::vector<kiln::Tensor> tensors;
+};
+
 namespace {
 
 thread_local std::string lastError;
@@ -29,12 +33,29 @@ const kiln::TensorInfo* info(const kiln_model* m, size_t i, bool input) {
   return i < list.size() ? &list[i] : nullptr;
 }
 
+/// Bytes of a tensor of this type; 0 when a dim depends on the data (-1).
 size_t bytesOf(const kiln::TensorInfo* t) {
   if (!t) return 0;
   size_t n = kiln::dtypeSize(t->dtype);
-  for (int64_t d : t->dims) n *= size_t(d);
+  for (int64_t d : t->dims) n *= d < 0 ? 0 : size_t(d);
   return n;
 }
+
+/// The model's inputs as tensors (copied from the caller's pointers).
+kiln::Expected<std::vector<kiln::Tensor>> inputTensors(const kiln_model* m, const void* const* inputs) {
+  std::vector<kiln::Tensor> in;
+  for (size_t i = 0; i < m->model->inputs().size(); ++i) {
+    const kiln::TensorInfo& t = m->model->inputs()[i];
+    if (!inputs[i]) return kiln::Error(kiln::ErrorCode::ExecInput, "input " + t.name + " is null");
+    size_t n = bytesOf(&t);
+    auto buffer = kiln::Buffer::allocate(n);
+    std::memcpy(buffer->mutableData(), inputs[i], n);
+    in.emplace_back(t.dtype, t.dims, buffer);
+  }
+  return in;
+}
+
+const kiln::Tensor* outputAt(const kiln_outputs* o, size_t i) { return o && i < o->tensors.size() ? &o->tensors[i] : nullptr; }
 
 }  // namespace
 
@@ -72,16 +93,14 @@ int kiln_model_run(const kiln_model* m, const void* const* inputs, void* const* 
   if (!m || (!inputs && kiln_model_num_inputs(m)) || (!outputs && kiln_model_num_outputs(m)))
     return fail(kiln::Error(kiln::ErrorCode::InvalidArgument, "kiln_model_run: null argument"));
   try {
-    std::vector<kiln::Tensor> in;
-    for (size_t i = 0; i < m->model->inputs().size(); ++i) {
-      const kiln::TensorInfo& t = m->model->inputs()[i];
-      if (!inputs[i]) return fail(kiln::Error(kiln::ErrorCode::ExecInput, "input " + t.name + " is null"));
-      size_t n = bytesOf(&t);
-      auto buffer = kiln::Buffer::allocate(n);
-      std::memcpy(buffer->mutableData(), inputs[i], n);
-      in.emplace_back(t.dtype, t.dims, buffer);
-    }
-    auto out = m->model->run(in);
+    for (const kiln::TensorInfo& t : m->model->outputs())
+      for (int64_t d : t.dims)
+        if (d < 0)
+          return fail(kiln::Error(kiln::ErrorCode::InvalidArgument, "output " + t.name +
+                                                                        " has a data-dependent shape; use kiln_model_run_outputs"));
+    auto in = inputTensors(m, inputs);
+    if (!in) return fail(in.error());
+    auto out = m->model->run(*in);
     if (!out) return fail(out.error());
     for (size_t i = 0; i < out->size(); ++i) {
       if (!outputs[i]) return fail(kiln::Error(kiln::ErrorCode::ExecInput, "output buffer " + std::to_string(i) + " is null"));
@@ -92,6 +111,28 @@ int kiln_model_run(const kiln_model* m, const void* const* inputs, void* const* 
     return fail(kiln::Error(kiln::ErrorCode::Internal, std::string("kiln_model_run: ") + e.what()));
   }
 }
+
+int kiln_model_run_outputs(const kiln_model* m, const void* const* inputs, kiln_outputs** outputs) {
+  if (!m || !outputs || (!inputs && kiln_model_num_inputs(m)))
+    return fail(kiln::Error(kiln::ErrorCode::InvalidArgument, "kiln_model_run_outputs: null argument"));
+  *outputs = nullptr;
+  try {
+    auto in = inputTensors(m, inputs);
+    if (!in) return fail(in.error());
+    auto out = m->model->run(*in);
+    if (!out) return fail(out.error());
+    *outputs = new kiln_outputs{std::move(*out)};
+    return 0;
+  } catch (const std::exception& e) {
+    return fail(kiln::Error(kiln::ErrorCode::Internal, std::string("kiln_model_run_outputs: ") + e.what()));
+  }
+}
+
+size_t kiln_outputs_rank(const kiln_outputs* o, size_t i) { auto* t = outputAt(o, i); return t ? t->dims().size() : 0; }
+const int64_t* kiln_outputs_dims(const kiln_outputs* o, size_t i) { auto* t = outputAt(o, i); return t ? t->dims().data() : nullptr; }
+size_t kiln_outputs_bytes(const kiln_outputs* o, size_t i) { auto* t = outputAt(o, i); return t ? t->byteSize() : 0; }
+const void* kiln_outputs_data(const kiln_outputs* o, size_t i) { auto* t = outputAt(o, i); return t ? t->rawData() : nullptr; }
+void kiln_outputs_free(kiln_outputs* o) { delete o; }
 
 void kiln_set_threads(int threads) { kiln::Model::setThreads(threads); }
 

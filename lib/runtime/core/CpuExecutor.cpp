@@ -1,8 +1,11 @@
 //===- lib/runtime/core/CpuExecutor.cpp - Running CPU kernel steps --------===//
 //
 // One run: check inputs, take an arena (64-byte aligned intermediates),
-// allocate outputs, resolve every buffer id to a pointer, call the steps in
-// order, copy aliased outputs, return the arena.
+// allocate outputs, resolve every buffer id to a pointer, run the steps in
+// order, copy aliased outputs, return the arena. A host step reads its
+// operands as tensors (arena buffers copied, dynamic values shared), and its
+// results go to their buffers after a shape check, or are kept as the run's
+// dynamic values.
 //
 //===----------------------------------------------------------------------===//
 #include "kiln/runtime/CpuExecutor.h"
@@ -10,7 +13,11 @@
 #include <chrono>
 #include <cstring>
 
+#include "HostProgram.h"
+
 namespace kiln::runtime {
+
+CpuExecutor::~CpuExecutor() = default;
 
 Expected<std::unique_ptr<CpuExecutor>> CpuExecutor::create(std::shared_ptr<const Executable> exe,
                                                            std::vector<KernelEntry> entries) {
@@ -21,10 +28,26 @@ Expected<std::unique_ptr<CpuExecutor>> CpuExecutor::create(std::shared_ptr<const
   for (size_t i = 0; i < entries.size(); ++i)
     if (!entries[i]) return makeError(ErrorCode::ArtifactCorrupt, "kernel ", exe->kernelNames[i], " has no code");
   std::unique_ptr<CpuExecutor> e(new CpuExecutor);
+  for (const HostGraph& h : exe->hostGraphs) {
+    KILN_ASSIGN(std::unique_ptr<HostProgram> program, HostProgram::create(h));
+    e->hostPrograms_.push_back(std::move(program));
+  }
   e->exe_ = std::move(exe);
   e->entries_ = std::move(entries);
   return e;
 }
+
+namespace {
+
+/// Whether `t` fits buffer `b` (a dynamic buffer's -1 dims accept any size).
+bool fits(const Tensor& t, const BufferSpec& b) {
+  if (t.dtype() != b.dtype || t.dims().size() != b.dims.size()) return false;
+  for (size_t i = 0; i < b.dims.size(); ++i)
+    if (b.dims[i] >= 0 && b.dims[i] != t.dims()[i]) return false;
+  return true;
+}
+
+}  // namespace
 
 Expected<std::vector<Tensor>> CpuExecutor::run(const std::vector<Tensor>& inputs, std::vector<double>* stepMs) const {
   const Executable& exe = *exe_;
@@ -46,11 +69,23 @@ Expected<std::vector<Tensor>> CpuExecutor::run(const std::vector<Tensor>& inputs
     }
   }
   if (!arena && exe.arenaBytes) arena.reset(new uint8_t[exe.arenaBytes]);
+  struct ArenaReturn {  // the arena goes back to the free list however the run ends
+    const CpuExecutor* self;
+    std::unique_ptr<uint8_t[]>& arena;
+    ~ArenaReturn() {
+      if (!arena) return;
+      std::lock_guard<std::mutex> lock(self->arenasMutex_);
+      self->freeArenas_.push_back(std::move(arena));
+    }
+  } arenaReturn{this, arena};
 
   std::vector<Tensor> outputs(exe.outputs.size());
   std::vector<void*> pointers(exe.buffers.size(), nullptr);
+  std::vector<Tensor> dynamicValues(exe.hostGraphs.empty() ? 0 : exe.buffers.size());
+  std::vector<char> computed(dynamicValues.size(), 0);
   for (size_t id = 0; id < exe.buffers.size(); ++id) {
     const BufferSpec& b = exe.buffers[id];
+    if (b.dynamic) continue;
     switch (b.kind) {
       case BufferKind::Input: pointers[id] = const_cast<void*>(inputs[b.index].rawData()); break;
       case BufferKind::Weight: pointers[id] = const_cast<void*>(exe.weights[b.index].rawData()); break;
@@ -61,22 +96,60 @@ Expected<std::vector<Tensor>> CpuExecutor::run(const std::vector<Tensor>& inputs
         break;
     }
   }
+  // A host step's operand as a tensor.
+  auto operand = [&](uint32_t id) -> Expected<Tensor> {
+    const BufferSpec& b = exe.buffers[id];
+    if (b.dynamic) {
+      if (!computed[id])
+        return makeError(ErrorCode::Internal, "dynamic value ", b.name, " read before it is computed");
+      return dynamicValues[id];
+    }
+    if (b.kind == BufferKind::Input) return inputs[b.index];
+    if (b.kind == BufferKind::Weight) return exe.weights[b.index];
+    Tensor t(b.dtype, b.dims, Buffer::allocate(b.bytes()));
+    if (b.bytes()) std::memcpy(t.mutableRawData(), pointers[id], b.bytes());
+    return t;
+  };
   std::vector<void*> args;
   if (stepMs) stepMs->resize(exe.steps.size(), 0.0);
   for (size_t s = 0; s < exe.steps.size(); ++s) {
     const KernelStep& step = exe.steps[s];
-    args.clear();
-    for (uint32_t a : step.args) args.push_back(pointers[a]);
     auto start = std::chrono::steady_clock::now();
-    entries_[step.kernel](args.data());
+    if (step.kind == StepKind::Kernel) {
+      args.clear();
+      for (uint32_t a : step.args) args.push_back(pointers[a]);
+      entries_[step.kernel](args.data());
+    } else {
+      const HostGraph& h = exe.hostGraphs[step.kernel];
+      std::vector<Tensor> operands;
+      for (size_t i = 0; i < h.numInputs; ++i) {
+        KILN_ASSIGN(Tensor t, operand(step.args[i]));
+        operands.push_back(std::move(t));
+      }
+      KILN_ASSIGN(std::vector<Tensor> results, hostPrograms_[step.kernel]->run(std::move(operands)));
+      for (size_t i = 0; i < h.numOutputs; ++i) {
+        uint32_t id = step.args[h.numInputs + i];
+        const BufferSpec& b = exe.buffers[id];
+        if (!fits(results[i], b))
+          return makeError(ErrorCode::ExecFailure, "host step ", h.name, " computed ", b.name, " as ",
+                           results[i].typeString(), "; the compiled code expects ", dtypeName(b.dtype), " ",
+                           dimsToString(b.dims));
+        if (b.dynamic) {
+          dynamicValues[id] = results[i];
+          computed[id] = 1;
+          if (b.kind == BufferKind::Output) outputs[b.index] = results[i];
+        } else if (b.bytes()) {
+          std::memcpy(pointers[id], results[i].rawData(), b.bytes());
+        }
+      }
+    }
     if (stepMs) (*stepMs)[s] += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   }
-  for (const BufferSpec& b : exe.buffers)
-    if (b.kind == BufferKind::Output && b.aliasOf >= 0 && b.bytes())
-      std::memcpy(pointers[&b - exe.buffers.data()], pointers[size_t(b.aliasOf)], b.bytes());
-  if (arena) {
-    std::lock_guard<std::mutex> lock(arenasMutex_);
-    freeArenas_.push_back(std::move(arena));
+  for (const BufferSpec& b : exe.buffers) {
+    if (b.kind != BufferKind::Output || b.aliasOf < 0) continue;
+    if (b.dynamic && computed[size_t(b.aliasOf)]) outputs[b.index] = dynamicValues[size_t(b.aliasOf)];
+    else if (b.dynamic) return makeError(ErrorCode::Internal, "output ", b.name, " was never computed");
+    else if (b.bytes()) std::memcpy(pointers[&b - exe.buffers.data()], pointers[size_t(b.aliasOf)], b.bytes());
   }
   return outputs;
 }

@@ -4,7 +4,8 @@
 // arithmetic: every id in range, every intermediate inside the arena, every
 // weight the size its buffer says, every input and output listed once, and
 // every step giving its kernel as many buffers as it has parameters, each at
-// least as large as the kernel addresses.
+// least as large as the kernel addresses (and never a dynamic one), every host
+// step as many as its graph's inputs and outputs.
 //
 //===----------------------------------------------------------------------===//
 #include "kiln/runtime/Executable.h"
@@ -17,6 +18,7 @@ const char* bufferKindName(BufferKind k) {
 }
 
 uint64_t BufferSpec::bytes() const {
+  if (dynamic) return 0;
   uint64_t n = dtypeSize(dtype);
   for (int64_t d : dims) n *= uint64_t(d);
   return n;
@@ -28,7 +30,9 @@ Status Executable::validate() const {
   for (size_t i = 0; i < buffers.size(); ++i) {
     const BufferSpec& b = buffers[i];
     for (int64_t d : b.dims)
-      if (d < 0 || d > (int64_t(1) << 40)) return bad("buffer ", b.name, " has dim ", d);
+      if (d < (b.dynamic ? -1 : 0) || d > (int64_t(1) << 40)) return bad("buffer ", b.name, " has dim ", d);
+    if (b.dynamic && b.kind != BufferKind::Intermediate && b.kind != BufferKind::Output)
+      return bad(bufferKindName(b.kind), " buffer ", b.name, " cannot be dynamic");
     if (dtypeSize(b.dtype) == 0) return bad("buffer ", b.name, " has no storable dtype");
     switch (b.kind) {
       case BufferKind::Input:
@@ -36,7 +40,8 @@ Status Executable::validate() const {
         break;
       case BufferKind::Output:
         if (b.index >= outputs.size() || outputs[b.index] != i) return bad("output buffer ", b.name, " is not listed");
-        if (b.aliasOf >= 0 && (size_t(b.aliasOf) >= buffers.size() || buffers[size_t(b.aliasOf)].bytes() != b.bytes()))
+        if (b.aliasOf >= 0 && (size_t(b.aliasOf) >= buffers.size() || buffers[size_t(b.aliasOf)].bytes() != b.bytes() ||
+                               buffers[size_t(b.aliasOf)].dynamic != b.dynamic))
           return bad("output ", b.name, " aliases a bad buffer");
         break;
       case BufferKind::Weight:
@@ -55,6 +60,20 @@ Status Executable::validate() const {
     if (id >= buffers.size() || buffers[id].kind != BufferKind::Output) return bad("output id ", id, " is not an output buffer");
   if (kernelParamBytes.size() != kernelNames.size()) return bad("kernel parameter table has the wrong size");
   for (const KernelStep& s : steps) {
+    if (s.kind == StepKind::Host) {
+      if (s.kernel >= hostGraphs.size()) return bad("step names host graph ", s.kernel, " of ", hostGraphs.size());
+      const HostGraph& h = hostGraphs[s.kernel];
+      if (s.args.size() != size_t(h.numInputs) + h.numOutputs)
+        return bad("host graph ", h.name, " takes ", h.numInputs, "+", h.numOutputs, " buffers, a step gives ", s.args.size());
+      for (size_t i = 0; i < s.args.size(); ++i) {
+        if (s.args[i] >= buffers.size()) return bad("host graph ", h.name, " takes buffer ", s.args[i], " of ", buffers.size());
+        BufferKind k = buffers[s.args[i]].kind;
+        if (i >= h.numInputs && k != BufferKind::Intermediate && k != BufferKind::Output)
+          return bad("host graph ", h.name, " writes ", bufferKindName(k), " buffer ", buffers[s.args[i]].name);
+      }
+      continue;
+    }
+    if (s.kind != StepKind::Kernel) return bad("step of unknown kind ", int(s.kind));
     if (s.kernel >= kernelNames.size()) return bad("step names kernel ", s.kernel, " of ", kernelNames.size());
     const std::vector<uint64_t>& params = kernelParamBytes[s.kernel];
     if (s.args.size() != params.size())
@@ -62,6 +81,7 @@ Status Executable::validate() const {
     for (size_t i = 0; i < s.args.size(); ++i) {
       uint32_t a = s.args[i];
       if (a >= buffers.size()) return bad("kernel ", kernelNames[s.kernel], " takes buffer ", a, " of ", buffers.size());
+      if (buffers[a].dynamic) return bad("kernel ", kernelNames[s.kernel], " takes dynamic buffer ", buffers[a].name);
       if (buffers[a].bytes() < params[i])
         return bad("kernel ", kernelNames[s.kernel], " addresses ", params[i], " bytes of buffer ", buffers[a].name,
                    " (", buffers[a].bytes(), ")");
