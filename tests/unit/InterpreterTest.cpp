@@ -7,6 +7,10 @@
 //===----------------------------------------------------------------------===//
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <numeric>
+#include <random>
+
 #include "kiln/ir/Parser.h"
 #include "kiln/runtime/Interpreter.h"
 
@@ -74,6 +78,57 @@ TEST_CASE("NonMaxSuppression keeps the best non-overlapping boxes", "[runtime]")
   auto out = run(*m, {Tensor::fromVector<float>({1, 3, 4}, {0, 0, 1, 1, 0, 0.1f, 1, 1.1f, 0, 2, 1, 3}),
                       Tensor::fromVector<float>({1, 1, 3}, {0.9f, 0.8f, 0.7f})});
   CHECK(out[0].tensor().toInt64s() == std::vector<int64_t>{0, 0, 0, 0, 0, 2});
+}
+
+TEST_CASE("NonMaxSuppression's grid search keeps exactly what the greedy scan keeps", "[runtime]") {
+  // Random boxes in clusters far apart (as a detector's class offsets make
+  // them), sizes from degenerate to large, some flipped corners; compared with
+  // a plain O(n^2) greedy scan written here.
+  std::mt19937 gen(7);
+  std::uniform_real_distribution<float> u(0, 1);
+  const int64_t n = 600;
+  std::vector<float> boxes, scores;
+  for (int64_t i = 0; i < n; ++i) {
+    float offset = float(i % 7) * 1000.0f, y = offset + u(gen) * 300, x = offset + u(gen) * 300;
+    float h = i % 50 == 0 ? 0.0f : u(gen) * (i % 3 ? 60 : 250), w = u(gen) * 80;
+    if (i % 11 == 0) boxes.insert(boxes.end(), {y + h, x + w, y, x});  // flipped
+    else boxes.insert(boxes.end(), {y, x, y + h, x + w});
+    scores.push_back(u(gen));
+  }
+  auto greedy = [&](float threshold) {
+    auto area = [](const float* b) { return (std::max(b[0], b[2]) - std::min(b[0], b[2])) * (std::max(b[1], b[3]) - std::min(b[1], b[3])); };
+    std::vector<int64_t> order(n), kept;
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return scores[size_t(a)] > scores[size_t(b)]; });
+    for (int64_t i : order) {
+      bool keep = true;
+      for (int64_t k : kept) {
+        const float *a = &boxes[size_t(i) * 4], *b = &boxes[size_t(k) * 4];
+        double ih = std::max(0.0, double(std::min(std::max(a[0], a[2]), std::max(b[0], b[2]))) - std::max(std::min(a[0], a[2]), std::min(b[0], b[2])));
+        double iw = std::max(0.0, double(std::min(std::max(a[1], a[3]), std::max(b[1], b[3]))) - std::max(std::min(a[1], a[3]), std::min(b[1], b[3])));
+        double uni = double(area(a)) + area(b) - ih * iw;
+        if ((uni > 0 ? ih * iw / uni : 0.0) > threshold) keep = false;
+      }
+      if (keep) kept.push_back(i);
+    }
+    std::vector<int64_t> triples;
+    for (int64_t k : kept) triples.insert(triples.end(), {0, 0, k});
+    return triples;
+  };
+  for (float threshold : {0.0f, 0.3f, 0.7f}) {
+    auto m = parse(R"(module @m {
+  graph @main(%boxes: f32[1,600,4], %scores: f32[1,1,600]) {
+    %max = Constant() {value = tensor<i64[1]: [100000]>} : i64[1]
+    %iou = Constant() {value = tensor<f32[1]: [)" + std::to_string(threshold) + R"(]>} : f32[1]
+    %sel = NonMaxSuppression(%boxes, %scores, %max, %iou) : i64[?,3]
+    return %sel
+  }
+}
+)");
+    auto out = run(*m, {Tensor::fromVector<float>({1, n, 4}, boxes), Tensor::fromVector<float>({1, 1, n}, scores)});
+    INFO("threshold " << threshold);
+    CHECK(out[0].tensor().toInt64s() == greedy(threshold));
+  }
 }
 
 TEST_CASE("If and Loop run their bodies, with scan outputs stacked", "[runtime][control-flow]") {

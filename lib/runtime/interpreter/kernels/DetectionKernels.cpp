@@ -2,10 +2,16 @@
 //
 // Greedy per-(batch, class) non-maximum suppression: candidates above the
 // score threshold in descending score order (ties: lower box index first), a
-// box is kept unless its IoU with a kept box exceeds the IoU threshold.
+// box is kept unless its IoU with a kept box exceeds the IoU threshold. Kept
+// boxes sit on a grid of candidate-sized cells, so each candidate meets only
+// the kept boxes near it (a detector's class-offset boxes are far apart).
 //
 //===----------------------------------------------------------------------===//
+#include <algorithm>
+#include <array>
+#include <cmath>
 #include <numeric>
+#include <unordered_map>
 
 #include "../KernelContext.h"
 #include "KernelFamilies.h"
@@ -18,6 +24,48 @@ namespace {
 
 struct Box {
   double y1, x1, y2, x2;
+};
+
+/// The kept boxes of one class, bucketed on a grid whose cells are as large
+/// as the largest candidate: a box meets only boxes in the (at most 2x2)
+/// cells it spans, so a candidate is compared with its neighbours instead of
+/// with every kept box. Without usable extents (non-finite coordinates) one
+/// cell holds everything, which is the plain greedy scan.
+class KeptGrid {
+ public:
+  explicit KeptGrid(const std::vector<Box>& candidates) {
+    double h = 0, w = 0;
+    bool finite = true;
+    for (const Box& b : candidates) {
+      finite &= std::isfinite(b.y1) && std::isfinite(b.x1) && std::isfinite(b.y2) && std::isfinite(b.x2);
+      h = std::max(h, b.y2 - b.y1), w = std::max(w, b.x2 - b.x1);
+    }
+    if (finite && h > 0 && w > 0) cellH_ = h, cellW_ = w;
+  }
+  template <class Visit>  // visit(kept index) returns false to stop
+  void forNeighbours(const Box& b, Visit&& visit) const {
+    auto [r0, c0, r1, c1] = span(b);
+    for (int64_t r = r0; r <= r1; ++r)
+      for (int64_t c = c0; c <= c1; ++c)
+        if (auto it = cells_.find(key(r, c)); it != cells_.end())
+          for (uint32_t k : it->second)
+            if (!visit(k)) return;
+  }
+  void add(const Box& b, uint32_t index) {
+    auto [r0, c0, r1, c1] = span(b);
+    for (int64_t r = r0; r <= r1; ++r)
+      for (int64_t c = c0; c <= c1; ++c) cells_[key(r, c)].push_back(index);
+  }
+
+ private:
+  std::array<int64_t, 4> span(const Box& b) const {
+    if (cellH_ == 0) return {0, 0, 0, 0};
+    auto cell = [](double v, double size) { return int64_t(std::floor(std::clamp(v / size, -1e15, 1e15))); };
+    return {cell(b.y1, cellH_), cell(b.x1, cellW_), cell(b.y2, cellH_), cell(b.x2, cellW_)};
+  }
+  static uint64_t key(int64_t r, int64_t c) { return uint64_t(r) * 0x9E3779B97F4A7C15ull ^ uint64_t(c); }
+  double cellH_ = 0, cellW_ = 0;
+  std::unordered_map<uint64_t, std::vector<uint32_t>> cells_;
 };
 
 Status kNonMaxSuppression(KernelContext& ctx) {
@@ -50,17 +98,22 @@ Status kNonMaxSuppression(KernelContext& ctx) {
       for (int64_t i = 0; i < n; ++i)
         if (!scoreThreshold || s[i] > *scoreThreshold) order.push_back(i);
       std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t bb) { return s[a] > s[bb]; });
+      std::vector<Box> candidates;
+      for (int64_t i : order) candidates.push_back(boxAt(b, i));
+      // With a negative threshold every kept box suppresses (IoU 0 > t): use one cell.
+      KeptGrid grid(iouThreshold >= 0 ? candidates : std::vector<Box>{});
       std::vector<int64_t> kept;
-      for (int64_t i : order) {
+      std::vector<Box> keptBoxes;
+      for (size_t o = 0; o < order.size(); ++o) {
         if (int64_t(kept.size()) >= maxOut) break;
-        Box bi = boxAt(b, i);
+        const Box& bi = candidates[o];
         bool keep = true;
-        for (int64_t k : kept)
-          if (iou(bi, boxAt(b, k)) > iouThreshold) {
-            keep = false;
-            break;
-          }
-        if (keep) kept.push_back(i);
+        grid.forNeighbours(bi, [&](uint32_t k) { return keep = !(iou(bi, keptBoxes[k]) > iouThreshold); });
+        if (keep) {
+          grid.add(bi, uint32_t(kept.size()));
+          kept.push_back(order[o]);
+          keptBoxes.push_back(bi);
+        }
       }
       for (int64_t k : kept) selected.insert(selected.end(), {b, c, k});
     }

@@ -280,8 +280,12 @@ Status kTopK(KernelContext& ctx) {
       for (int64_t i = 0; i < inner; ++i) {
         auto at = [&](int64_t j) { return ComputeType<T>(x.data<T>()[(o * n + j) * inner + i]); };
         std::iota(order.begin(), order.end(), 0);
-        std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
-          return largest ? at(a) > at(b) : at(a) < at(b);
+        // Ties keep the lower index first (as a stable sort would); only the first k are ordered.
+        std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int64_t a, int64_t b) {
+          auto va = at(a), vb = at(b);
+          if (largest ? va > vb : va < vb) return true;
+          if (largest ? vb > va : vb < va) return false;
+          return a < b;
         });
         for (int64_t j = 0; j < k; ++j) {
           values.mutableData<T>()[(o * k + j) * inner + i] = x.data<T>()[(o * n + order[size_t(j)]) * inner + i];
