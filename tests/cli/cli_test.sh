@@ -12,7 +12,7 @@ expect_in() { grep -qF -- "$1" "$2" || { echo "--- $2:"; cat "$2"; fail "expecte
 
 # Help on every command.
 "$KILN" --help > help.txt
-for cmd in inspect run bench passes convert ops; do
+for cmd in inspect run bench passes convert ops compile; do
   expect_in "$cmd" help.txt
   "$KILN" "$cmd" --help > "help_$cmd.txt"
   expect_in "Usage:" "help_$cmd.txt"
@@ -192,4 +192,16 @@ expect_fail "format: csv not in" "$KILN" bench "$TINY" --format csv
 expect_fail "error KE1001 (malformed-model)" "$KILN" bench "$SRC/tests/errors/malformed_truncated.onnx"
 expect_fail "unknown pass 'fold-everything'" "$KILN" passes run dead.kir --pipeline fold-everything
 expect_fail "unknown pass 'fold-everything'" "$KILN" run dead.kir --pipeline dead-code-elimination,fold-everything
+# compile: ops no template lowers are host steps (reported), or an error when refused.
+SSD=$SRC/models/tiny/ssdlite_tiny-raw.onnx
+"$KILN" compile "$SSD" -o ssd.kiln --quiet > compile_ssd.txt
+expect_in "host steps" compile_ssd.txt
+expect_in "NonZero x" compile_ssd.txt
+"$KILN" run ssd.kiln --output-dir ssd_out > /dev/null
+[ -f ssd_out/scores.npy ] || fail "kiln run of a compiled detector wrote no scores"
+expect_fail "error KE5001 (codegen-unsupported)" "$KILN" compile "$SSD" -o ssd2.kiln --no-host-steps
+expect_in "host steps are disabled" err.txt
+expect_fail "target 'tpu' is not available" "$KILN" compile "$TINY" --target tpu -o x.kiln
+head -c 100 ssd.kiln > truncated.kiln
+expect_fail "error KE5003 (artifact-corrupt)" "$KILN" run truncated.kiln
 echo "cli tests passed"
