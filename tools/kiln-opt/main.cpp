@@ -87,12 +87,27 @@ int emitCode(ir::Graph& graph, const std::string& emit, const std::string& planF
     std::cout << plan->print();
     return 0;
   }
-  if (emit == "check" || emit == "profile") return checkCompiledKernels(graph, options, emit == "profile");
   std::optional<codegen::Config> config;
   if (!configText.empty()) {
     auto c = codegen::parseConfig(configText);
     if (!c) return fail(c.error());
     config = *c;
+  }
+  if (emit == "check" || emit == "profile") {
+    // --config overrides the named knobs of every kernel whose knob space
+    // accepts the values (the others keep their defaults).
+    if (config)
+      for (const codegen::KernelGroup& g : plan->groups()) {
+        if (g.role == codegen::KernelRole::Extern) continue;
+        auto t = codegen::templateFor(g);
+        if (!t) continue;
+        auto space = (*t)->knobSpace(g, codegen::KernelTarget::Cpu);
+        if (!space) continue;
+        codegen::Config merged = space->defaultConfig();
+        for (const auto& [knob, value] : *config) merged[knob] = value;
+        if (space->check(merged).isOk()) options.configs[g.name()] = merged;
+      }
+    return checkCompiledKernels(graph, options, emit == "profile");
   }
   // As the compiler does: extern groups, and groups no template lowers, are
   // host steps (printed as a comment line in place of a kernel).
@@ -166,7 +181,7 @@ int main(int argc, char** argv) {
       ->default_val("ir")
       ->check(CLI::IsMember({"ir", "fusion-plan", "kernels", "llvm", "check", "profile"}));
   app.add_option("--fusion-plan", planFile, "Fusion decisions to apply (a file in the --emit fusion-plan form)");
-  app.add_option("--config", configText, "Knob values for every kernel, e.g. tm=2,tn=16 (with --emit kernels/llvm)");
+  app.add_option("--config", configText, "Knob values for every kernel, e.g. tm=2,tn=16 (kernels/llvm: all knobs; check/profile: overrides the defaults where the values are valid)");
   app.add_flag("--knobs", printKnobs, "With --emit kernels: print each kernel's template and knob space");
   CLI11_PARSE(app, argc, argv);
 

@@ -14,7 +14,8 @@
 // in registers). Vectorized loops are emitted as one vector iteration: the
 // loop variable is the lane vector <0..W-1>, every expression that depends
 // on it becomes a W-lane vector, loads and stores whose index advances by
-// one element per lane are vector loads/stores, others gathers/scatters, and
+// one element per lane are vector loads/stores (loads advancing by 2-4, a
+// strided conv's, one wide load and a shuffle), others gathers/scatters, and
 // a condition that varies by lane masks its stores. The body of a vectorized
 // loop is stores, possibly under ifs: no loops or lets.
 //
@@ -342,6 +343,19 @@ Value* FunctionEmitter::loadFrom(const Buffer& buffer, const Expr& index) {
     Value* ptr = b_.CreateInBoundsGEP(mem, base, laneZero(index));
     if (loadMask_) v = b_.CreateMaskedLoad(vt, ptr, align, loadMask_, llvm::Constant::getNullValue(vt));
     else v = b_.CreateAlignedLoad(vt, ptr, align);
+  } else if (stride && *stride >= 2 && *stride <= 4 && !loadMask_) {
+    // A small constant stride (a strided conv's pixels): one contiguous load
+    // of the span (lanes past its last element masked off, so nothing beyond
+    // the last addressed element is read), then every stride-th lane.
+    unsigned step = unsigned(*stride), wide = step * lanes_, span = step * (lanes_ - 1) + 1;
+    auto* wt = llvm::FixedVectorType::get(mem, wide);
+    std::vector<llvm::Constant*> maskBits;
+    for (unsigned l = 0; l < wide; ++l) maskBits.push_back(b_.getInt1(l < span));
+    Value* ptr = b_.CreateInBoundsGEP(mem, base, laneZero(index));
+    Value* all = b_.CreateMaskedLoad(wt, ptr, align, llvm::ConstantVector::get(maskBits), llvm::Constant::getNullValue(wt));
+    std::vector<int> pick;
+    for (unsigned l = 0; l < lanes_; ++l) pick.push_back(int(l * step));
+    v = b_.CreateShuffleVector(all, pick);
   } else {
     auto* vt = llvm::FixedVectorType::get(mem, lanes_);
     Value* ptrs = b_.CreateInBoundsGEP(mem, base, splat(expr(index)));

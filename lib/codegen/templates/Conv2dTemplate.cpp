@@ -31,6 +31,9 @@
 namespace kiln::codegen {
 namespace {
 
+/// Direct convolutions with at most this many taps per output unroll them.
+constexpr int64_t kUnrolledTaps = 27;
+
 struct ConvShape {
   Dims x, w, y;
   int64_t groups, icg, ocg, kh, kw;
@@ -163,17 +166,27 @@ class Conv2dTemplate final : public ScheduleTemplate {
       Buffer padBuf;
       if (s.padded) {
         padBuf = el.workspace("padded", ct, s.x[0] * s.x[1] * hp * wp);
-        Var pc = makeVar("pc"), py = makeVar("py"), px = makeVar("px");
+        // Per padded row: an image row is one contiguous vector copy between
+        // its zero columns; a border row is zeros.
+        Var pc = makeVar("pc"), py = makeVar("py"), px = makeVar("px"), q = makeVar("q");
         Expr image = floorDiv(varRef(pc), s.x[1]);
-        Expr iy = varRef(py) - s.geo.padsBegin[0], ix = varRef(px) - s.geo.padsBegin[1];
-        Expr inside = binary(BinaryOp::And, inRange(iy, s.x[2]), inRange(ix, s.x[3]));
-        KILN_ASSIGN(Expr xv, el.at(node.input(0), {image, floorMod(varRef(pc), s.x[1]), clampIndex(iy, s.x[2]), clampIndex(ix, s.x[3])}));
+        Expr iy = varRef(py) - s.geo.padsBegin[0];
+        Expr rowStart = (varRef(pc) * hp + varRef(py)) * wp;
+        const int64_t padL = s.geo.padsBegin[1], padR = s.geo.padsEnd[1], width = s.x[3];
+        auto rowLoop = [](const Var& v, int64_t n, Stmt body) {
+          return forLoop(v, intImm(n), n > 1 && n <= 256 ? LoopKind::Vectorized : LoopKind::Serial, std::move(body));
+        };
+        KILN_ASSIGN(Expr xv, el.at(node.input(0), {image, floorMod(varRef(pc), s.x[1]), iy, varRef(q)}));
+        std::vector<Stmt> imageRow{rowLoop(q, width, store(padBuf, rowStart + padL + varRef(q), xv))};
+        if (padL) imageRow.push_back(forLoop(px, intImm(padL), LoopKind::Serial, store(padBuf, rowStart + varRef(px), constantOf(ct, 0))));
+        if (padR)
+          imageRow.push_back(forLoop(px, intImm(padR), LoopKind::Serial,
+                                     store(padBuf, rowStart + padL + width + varRef(px), constantOf(ct, 0))));
+        Stmt zeroRow = rowLoop(px, wp, store(padBuf, rowStart + varRef(px), constantOf(ct, 0)));
         int64_t planes = s.x[0] * s.x[1];
         nests.push_back(forLoop(pc, intImm(planes), planes > 1 ? outerKind(c) : LoopKind::Serial,
                                 forLoop(py, intImm(hp), LoopKind::Serial,
-                                        forLoop(px, intImm(wp), LoopKind::Serial,
-                                                store(padBuf, (varRef(pc) * hp + varRef(py)) * wp + varRef(px),
-                                                      select(inside, xv, constantOf(ct, 0)))))));
+                                        ifThen(inRange(iy, s.x[2]), seq(std::move(imageRow)), zeroRow))));
       }
       pixelValue = [&, padBuf, hp, wp](bool clamped) -> Expected<Expr> {
         Expr cx = clamped ? clampIndex(col, ow) : col;
@@ -186,6 +199,9 @@ class Conv2dTemplate final : public ScheduleTemplate {
     }
 
     GemmBlock block{i, j, k, toc, tw, kTotal, makeBuffer("acc", ct, MemoryScope::Local, toc * tw)};
+    // A direct conv with few taps per output (depthwise 3x3: 9) unrolls them:
+    // the tap offsets become constants.
+    if (!im2col && kTotal <= kUnrolledTaps) block.kLoop = LoopKind::Unrolled;
     Expr accIndex = varRef(i) * tw + varRef(j);
     Expr oc = oc0 + varRef(i);
     Expr result = load(block.acc, accIndex);

@@ -74,7 +74,7 @@ Expected<Stmt> gemmBlock(const GemmBlock& g, Expr fullTile, const std::function<
   Expr accIndex = varRef(g.i) * g.tn + varRef(g.j);
   auto variant = [&](bool clamped) -> Expected<Stmt> {
     KILN_ASSIGN(Expr p, product(clamped));
-    Stmt update = forLoop(g.k, intImm(g.kExtent), LoopKind::Serial,
+    Stmt update = forLoop(g.k, intImm(g.kExtent), g.kLoop,
                           gemmTileLoops(g, store(g.acc, accIndex, load(g.acc, accIndex) + p)));
     return seq({gemmTileLoops(g, store(g.acc, accIndex, constantOf(t, 0))), update, write});
   };

@@ -66,6 +66,7 @@ struct GemmBlock {
   Var i, j, k;
   int64_t tm = 1, tn = 1, kExtent = 1;
   Buffer acc;
+  LoopKind kLoop = LoopKind::Serial;  ///< Unrolled for short reductions (a depthwise 3x3's 9 taps)
 };
 Expected<Stmt> gemmBlock(const GemmBlock& g, Expr fullTile, const std::function<Expected<Expr>(bool clamped)>& product,
                          Stmt write);
