@@ -6,7 +6,7 @@
 # FileCheck, lit), Python's onnx/numpy/
 # torch/torchvision (test data and model export), Node.js; and ONNX Runtime
 # (npm onnxruntime-node, the reference for outputs) into <repo>/.deps/ort.
-# The CUDA toolkit is expected at /usr/local/cuda (later targets use it).
+# The CUDA toolkit is expected at /usr/local/cuda (NVRTC compiles the CUDA target's kernels).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 

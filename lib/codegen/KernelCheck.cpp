@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "kiln/codegen/KernelCheck.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -16,8 +17,42 @@
 
 namespace kiln::codegen {
 
+namespace {
+
+/// A node whose subgraphs read outer values (an If's branches): run alone as
+/// a graph whose inputs are its operands and the values it captures.
+Expected<std::vector<RuntimeValue>> evaluateCapturing(const ir::Node& n, const std::vector<ir::Value*>& captured,
+                                                      const std::map<std::string, Tensor>& values) {
+  std::vector<ir::Value*> inputs;
+  for (ir::Value* v : n.inputs())
+    if (v && std::find(inputs.begin(), inputs.end(), v) == inputs.end()) inputs.push_back(v);
+  for (ir::Value* v : captured)
+    if (std::find(inputs.begin(), inputs.end(), v) == inputs.end()) inputs.push_back(v);
+  std::map<std::string, RuntimeValue> bound;
+  for (ir::Value* v : inputs) {
+    auto it = values.find(v->name());
+    if (it == values.end()) return makeError(ErrorCode::Internal, "value ", v->name(), " not computed");
+    bound[v->name()] = RuntimeValue(it->second);
+  }
+  std::vector<ir::Value*> outputs = n.outputs();
+  std::unique_ptr<ir::Graph> g = ir::extractGraph({&n}, inputs, outputs, "check_" + n.name());
+  runtime::Interpreter interpreter(*g);
+  return interpreter.run(bound);
+}
+
+}  // namespace
+
 Expected<std::vector<KernelCheckResult>> checkKernels(ir::Graph& graph, const CpuModel& model,
                                                       const std::vector<Tensor>& inputs) {
+  const auto& entries = model.executor->entries();
+  return checkKernels(graph, model.lowered, inputs, [&](size_t kernel, void* const* args) {
+    entries[kernel](args);
+    return Status::ok();
+  });
+}
+
+Expected<std::vector<KernelCheckResult>> checkKernels(ir::Graph& graph, const LoweredModel& model,
+                                                      const std::vector<Tensor>& inputs, const KernelRunner& run) {
   std::map<std::string, Tensor> values;
   for (size_t i = 0; i < graph.inputs().size() && i < inputs.size(); ++i) values[graph.inputs()[i]->name()] = inputs[i];
   for (ir::Node* n : graph.nodes()) {
@@ -34,11 +69,16 @@ Expected<std::vector<KernelCheckResult>> checkKernels(ir::Graph& graph, const Cp
       operands.emplace_back(it->second);
     }
     for (size_t i = 0; i < operands.size(); ++i) pointers.push_back(n->input(i) ? &operands[i] : nullptr);
-    KILN_ASSIGN(std::vector<RuntimeValue> results, runtime::evaluateNode(*n, pointers));
+    std::vector<RuntimeValue> results;
+    if (std::vector<ir::Value*> captured = ir::capturedValues(*n); !captured.empty()) {
+      KILN_ASSIGN(results, evaluateCapturing(*n, captured, values));
+    } else {
+      KILN_ASSIGN(results, runtime::evaluateNode(*n, pointers));
+    }
     for (size_t r = 0; r < results.size() && r < n->numOutputs(); ++r)
       if (results[r].isTensor()) values[n->output(r)->name()] = results[r].tensor();
   }
-  const runtime::Executable& exe = *model.lowered.executable;
+  const runtime::Executable& exe = *model.executable;
   std::vector<KernelCheckResult> out;
   std::set<uint32_t> touched;
   for (size_t s = 0; s < exe.steps.size(); ++s) {
@@ -47,7 +87,7 @@ Expected<std::vector<KernelCheckResult>> checkKernels(ir::Graph& graph, const Cp
       touched.insert(step.args.begin(), step.args.end());
       continue;
     }
-    const LoweredKernel& lk = model.lowered.kernels[step.kernel];
+    const LoweredKernel& lk = model.kernels[step.kernel];
     std::vector<Tensor> bound;
     std::vector<void*> args;
     for (uint32_t id : step.args) {
@@ -81,7 +121,7 @@ Expected<std::vector<KernelCheckResult>> checkKernels(ir::Graph& graph, const Cp
       }
     }
     touched.insert(step.args.begin(), step.args.end());
-    model.executor->entries()[step.kernel](args.data());
+    KILN_TRY(run(step.kernel, args.data()));
     for (size_t a = 0; a < step.args.size(); ++a) {
       if (!written[a] || !values.count(exe.buffers[step.args[a]].name)) continue;
       const Tensor& expected = values[exe.buffers[step.args[a]].name];

@@ -319,6 +319,22 @@ bool isIntConstant(const Expr& e, int64_t* value) {
   return true;
 }
 
+bool isNonNegative(const Expr& e) {
+  switch (e->kind) {
+    case ExprKind::IntImm: return e->intValue >= 0;
+    case ExprKind::VarRef: return true;
+    case ExprKind::Binary:
+      switch (e->binaryOp) {
+        case BinaryOp::Add: case BinaryOp::Mul: case BinaryOp::Min: case BinaryOp::Max: case BinaryOp::FloorDiv:
+          return isNonNegative(e->operands[0]) && isNonNegative(e->operands[1]);
+        case BinaryOp::FloorMod: return isNonNegative(e->operands[1]);
+        default: return false;
+      }
+    case ExprKind::Select: return isNonNegative(e->operands[1]) && isNonNegative(e->operands[2]);
+    default: return false;
+  }
+}
+
 bool isConstant(const Expr& e) { return e->kind == ExprKind::IntImm || e->kind == ExprKind::FloatImm; }
 
 namespace {

@@ -201,7 +201,22 @@ expect_in "NonZero x" compile_ssd.txt
 [ -f ssd_out/scores.npy ] || fail "kiln run of a compiled detector wrote no scores"
 expect_fail "error KE5001 (codegen-unsupported)" "$KILN" compile "$SSD" -o ssd2.kiln --no-host-steps
 expect_in "host steps are disabled" err.txt
-expect_fail "target 'tpu' is not available" "$KILN" compile "$TINY" --target tpu -o x.kiln
+expect_fail "unknown target 'tpu'" "$KILN" compile "$TINY" --target tpu -o x.kiln
+# compile for CUDA: CUDA C per kernel, NVRTC cubins and PTX (no GPU needed).
+MOBILE=$SRC/models/tiny/mobilenet_tiny-raw.onnx
+"$KILN" compile "$MOBILE" --target cuda:sm_80,sm_90 --emit-cuda cuda_out --quiet > compile_cuda.txt
+expect_in "for cuda (sm_80, sm_90)" compile_cuda.txt
+expect_in "distinct kernels" compile_cuda.txt
+CU=$(ls cuda_out/*.cu | head -1)
+[ -n "$CU" ] || fail "--emit-cuda wrote no .cu files"
+grep -q 'extern "C" __global__' "$CU" || fail "$CU has no kernel entry"
+for f in cuda_out/*.cu; do
+  base=${f%.cu}
+  [ -s "$base.sm_80.cubin" ] && [ -s "$base.sm_90.cubin" ] && [ -s "$base.ptx" ] || fail "missing cubin or PTX for $f"
+done
+expect_fail "use --emit-cuda DIR" "$KILN" compile "$MOBILE" --target cuda -o x.kiln
+expect_fail "bad CUDA architecture 'sm_9x'" "$KILN" compile "$MOBILE" --target cuda:sm_9x --emit-cuda cuda_bad
+expect_fail "--emit-cuda needs --target cuda" "$KILN" compile "$MOBILE" --emit-cuda cuda_bad
 head -c 100 ssd.kiln > truncated.kiln
 expect_fail "error KE5003 (artifact-corrupt)" "$KILN" run truncated.kiln
 echo "cli tests passed"

@@ -26,50 +26,17 @@
 #include "kiln/support/ThreadPool.h"
 #include "../../lib/codegen/MemoryPlanner.h"
 #include "kiln/support/Hash.h"
+#include "TemplateCases.h"
 #include <cstring>
 #include <set>
 
 using namespace kiln;
 using namespace kiln::codegen;
+using testing::literal;
+using testing::parse;
+using testing::randomInputs;
 
 namespace {
-
-std::unique_ptr<ir::Module> parse(const std::string& text) {
-  auto m = ir::parseModule(text, "codegen.kir");
-  INFO((m.isOk() ? std::string() : m.error().str()));
-  REQUIRE(m.isOk());
-  return std::move(m).value();
-}
-
-/// A tensor literal with deterministic pseudo-random values in [-1, 1).
-std::string literal(const Dims& dims, uint64_t seed) {
-  std::mt19937_64 gen(seed);
-  std::uniform_real_distribution<double> real(-1, 1);
-  int64_t n = 1;
-  std::string shape;
-  for (size_t i = 0; i < dims.size(); ++i) {
-    n *= dims[i];
-    shape += (i ? "," : "") + std::to_string(dims[i]);
-  }
-  std::ostringstream os;
-  os << "tensor<f32[" << shape << "]: [";
-  for (int64_t i = 0; i < n; ++i) os << (i ? ", " : "") << real(gen);
-  os << "]>";
-  return os.str();
-}
-
-std::vector<Tensor> randomInputs(const ir::Graph& g, uint64_t seed) {
-  std::vector<Tensor> inputs;
-  std::mt19937_64 gen(seed);
-  for (const ir::Value* v : g.inputs()) {
-    const auto& t = v->tensorType();
-    std::vector<double> values(size_t(*t.numElements()));
-    for (double& x : values)
-      x = isFloat(t.dtype()) ? std::uniform_real_distribution<double>(-1, 1)(gen) : double(gen() % 4);
-    inputs.push_back(Tensor::fromVector<double>(t.dims(), values).castTo(t.dtype()));
-  }
-  return inputs;
-}
 
 /// Compiles the graph with every configuration (up to `limit`, evenly spread)
 /// of the knob space of its group anchored by `anchorOp`, checking every kernel.
@@ -292,133 +259,19 @@ TEST_CASE("fusion plans: default decisions, kernels, and decisions read back") {
 }
 
 TEST_CASE("matmul template: every configuration matches the interpreter") {
-  checkAllConfigs(R"(module @m {
-  graph @main(%x: f32[2,5,12]) {
-    %w = Constant() {value = )" + literal({12, 9}, 1) + R"(} : f32[12,9]
-    %b = Constant() {value = )" + literal({9}, 2) + R"(} : f32[9]
-    %m = MatMul(%x, %w) : f32[2,5,9]
-    %a = Add(%m, %b) : f32[2,5,9]
-    %r = Relu(%a) : f32[2,5,9]
-    return %r
-  }
-})", "MatMul");
-  checkAllConfigs(R"(module @m {
-  graph @main(%x: f32[3,16]) {
-    %w = Constant() {value = )" + literal({20, 16}, 3) + R"(} : f32[20,16]
-    %c = Constant() {value = )" + literal({20}, 4) + R"(} : f32[20]
-    %g = Gemm(%x, %w, %c) {transB = 1, alpha = 0.5, beta = 2.0} : f32[3,20]
-    return %g
-  }
-})", "Gemm");
-  checkAllConfigs(R"(module @m {
-  graph @main(%q: f32[2,3,8,4], %k: f32[2,3,4,8]) {
-    %s = MatMul(%q, %k) : f32[2,3,8,8]
-    return %s
-  }
-})", "MatMul");
+  for (const testing::TemplateCase& c : testing::templateCases("matmul")) checkAllConfigs(c.text, c.anchorOp, c.limit);
 }
 
 TEST_CASE("conv2d template: direct and im2col, padded, strided, grouped") {
-  checkAllConfigs(R"(module @m {
-  graph @main(%x: f32[1,3,9,11]) {
-    %w = Constant() {value = )" + literal({8, 3, 3, 3}, 5) + R"(} : f32[8,3,3,3]
-    %b = Constant() {value = )" + literal({8}, 6) + R"(} : f32[8]
-    %c = Conv(%x, %w, %b) {pads = [1, 1, 1, 1]} : f32[1,8,9,11]
-    %r = Relu(%c) : f32[1,8,9,11]
-    return %r
-  }
-})", "Conv", 64);
-  checkAllConfigs(R"(module @m {
-  graph @main(%x: f32[2,4,10,10]) {
-    %w = Constant() {value = )" + literal({4, 2, 3, 3}, 7) + R"(} : f32[4,2,3,3]
-    %c = Conv(%x, %w) {group = 2, strides = [2, 2], pads = [1, 0, 1, 0], dilations = [1, 2]} : f32[2,4,5,3]
-    return %c
-  }
-})", "Conv");
-  checkAllConfigs(R"(module @m {
-  graph @main(%x: f32[1,6,7,7]) {
-    %w = Constant() {value = )" + literal({6, 1, 3, 3}, 8) + R"(} : f32[6,1,3,3]
-    %c = Conv(%x, %w) {group = 6, pads = [1, 1, 1, 1]} : f32[1,6,7,7]
-    %k = Clip(%c) : f32[1,6,7,7]
-    return %k
-  }
-})", "Conv");
-  checkAllConfigs(R"(module @m {
-  graph @main(%x: f32[1,16,5,6], %y: f32[1,8,5,6]) {
-    %w = Constant() {value = )" + literal({8, 16, 1, 1}, 9) + R"(} : f32[8,16,1,1]
-    %c = Conv(%x, %w) : f32[1,8,5,6]
-    %a = Add(%c, %y) : f32[1,8,5,6]
-    return %a
-  }
-})", "Conv");
+  for (const testing::TemplateCase& c : testing::templateCases("conv2d")) checkAllConfigs(c.text, c.anchorOp, c.limit);
 }
 
 TEST_CASE("pool, reduce, softmax and layernorm templates match the interpreter") {
-  checkAllConfigs(R"(module @m {
-  graph @main(%x: f32[1,3,9,9]) {
-    %p = MaxPool(%x) {kernel_shape = [3, 3], strides = [2, 2], pads = [1, 1, 1, 1]} : f32[1,3,5,5]
-    return %p
-  }
-})", "MaxPool");
-  checkAllConfigs(R"(module @m {
-  graph @main(%x: f32[2,3,8,8]) {
-    %p = AveragePool(%x) {kernel_shape = [3, 3], pads = [1, 1, 1, 1], count_include_pad = 0} : f32[2,3,8,8]
-    %g = GlobalAveragePool(%p) : f32[2,3,1,1]
-    return %g
-  }
-})", "GlobalAveragePool");
-  checkAllConfigs(R"(module @m {
-  graph @main(%x: f32[2,5,7]) {
-    %e = Exp(%x) : f32[2,5,7]
-    %s = ReduceMean(%e) {axes = [0, 2], keepdims = 1} : f32[1,5,1]
-    %q = Sqrt(%s) : f32[1,5,1]
-    return %q
-  }
-})", "ReduceMean");
-  checkAllConfigs(R"(module @m {
-  graph @main(%x: f32[2,5,7]) {
-    %s = ReduceMax(%x) {axes = [1], keepdims = 0} : f32[2,7]
-    return %s
-  }
-})", "ReduceMax");
-  checkAllConfigs(R"(module @m {
-  graph @main(%x: f32[3,4,6]) {
-    %s = Softmax(%x) {axis = 1} : f32[3,4,6]
-    return %s
-  }
-})", "Softmax");
-  checkAllConfigs(R"(module @m {
-  graph @main(%x: f32[2,3,16]) {
-    %g = Constant() {value = )" + literal({16}, 10) + R"(} : f32[16]
-    %b = Constant() {value = )" + literal({16}, 11) + R"(} : f32[16]
-    %n = LayerNormalization(%x, %g, %b) {axis = -1} : f32[2,3,16]
-    return %n
-  }
-})", "LayerNormalization");
+  for (const testing::TemplateCase& c : testing::templateCases("rowwise")) checkAllConfigs(c.text, c.anchorOp, c.limit);
 }
 
 TEST_CASE("injective template: broadcasting, reshapes, slices, concat, pad, gather, where") {
-  checkAllConfigs(R"(module @m {
-  graph @main(%x: f32[2,3,4], %y: f32[4], %i: i64[2,2]) {
-    %a = Add(%x, %y) : f32[2,3,4]
-    %t = Transpose(%a) {perm = [2, 0, 1]} : f32[4,2,3]
-    %shape = Constant() {value = tensor<i64[2]: [8, 3]>} : i64[2]
-    %r = Reshape(%t, %shape) : f32[8,3]
-    %st = Constant() {value = tensor<i64[1]: [1]>} : i64[1]
-    %en = Constant() {value = tensor<i64[1]: [7]>} : i64[1]
-    %ax = Constant() {value = tensor<i64[1]: [0]>} : i64[1]
-    %s = Slice(%r, %st, %en, %ax) : f32[6,3]
-    %c = Concat(%s, %r) {axis = 0} : f32[14,3]
-    %p0 = Constant() {value = tensor<i64[4]: [1, 0, 0, 2]>} : i64[4]
-    %pd = Pad(%c, %p0) : f32[15,5]
-    %g = Gather(%pd, %i) {axis = 0} : f32[2,2,5]
-    %z = Constant() {value = tensor<f32[]: [0.0]>} : f32[]
-    %cond = Greater(%g, %z) : bool[2,2,5]
-    %e = Exp(%g) : f32[2,2,5]
-    %w = Where(%cond, %g, %e) : f32[2,2,5]
-    return %w, %c
-  }
-})", "injective");
+  for (const testing::TemplateCase& c : testing::templateCases("injective")) checkAllConfigs(c.text, c.anchorOp, c.limit);
 }
 
 TEST_CASE("artifacts round-trip and load through kiln::Model without the compiler") {

@@ -4,7 +4,8 @@
 // verifies it, runs a pass pipeline (--pipeline, with the per-pass report on
 // stderr), and prints the result as text IR (or writes ONNX). With --emit it
 // prints what code generation makes of the result instead: the fusion plan,
-// the kernels (kernel IR) or their LLVM IR.
+// the kernels (kernel IR, CPU or --gpu schedules), their LLVM IR or CUDA C;
+// or checks/profiles every compiled kernel.
 //
 //===----------------------------------------------------------------------===//
 #include <CLI/CLI.hpp>
@@ -15,6 +16,7 @@
 #include <random>
 
 #include "kiln/codegen/Compiler.h"
+#include "kiln/codegen/CudaBackend.h"
 #include "kiln/codegen/KernelCheck.h"
 #include "kiln/frontend/onnx/OnnxExporter.h"
 #include "kiln/frontend/onnx/OnnxImporter.h"
@@ -70,9 +72,12 @@ int checkCompiledKernels(ir::Graph& graph, const codegen::CompileOptions& option
   return 0;
 }
 
-/// --emit fusion-plan|kernels|llvm: what code generation makes of the graph.
+/// --emit fusion-plan|kernels|llvm|cuda: what code generation makes of the graph.
 int emitCode(ir::Graph& graph, const std::string& emit, const std::string& planFile, const std::string& configText,
-             bool printKnobs) {
+             bool printKnobs, bool gpu) {
+  gpu |= emit == "cuda";
+  if (gpu && emit != "kernels" && emit != "cuda") return fail(Error(ErrorCode::InvalidArgument, "--gpu applies to --emit kernels and cuda"));
+  const codegen::KernelTarget target = gpu ? codegen::KernelTarget::Gpu : codegen::KernelTarget::Cpu;
   codegen::CompileOptions options;
   if (!planFile.empty()) {
     auto text = readFile(planFile);
@@ -116,7 +121,7 @@ int emitCode(ir::Graph& graph, const std::string& emit, const std::string& planF
   for (const codegen::KernelGroup& g : plan->groups()) {
     std::string reason = "no kernel template (extern op or data-dependent shape)";
     if (g.role != codegen::KernelRole::Extern) {
-      auto k = codegen::lowerGroup(g, codegen::KernelTarget::Cpu, config ? &*config : nullptr);
+      auto k = codegen::lowerGroup(g, target, config ? &*config : nullptr);
       if (k) {
         kernels.push_back(std::move(*k));
         continue;
@@ -132,11 +137,22 @@ int emitCode(ir::Graph& graph, const std::string& emit, const std::string& planF
     for (const std::string& h : hostSteps) std::cout << h;
     for (const codegen::LoweredKernel& k : kernels) {
       if (printKnobs) {
-        auto space = (*codegen::templateFor(*k.group))->knobSpace(*k.group, codegen::KernelTarget::Cpu);
+        auto space = (*codegen::templateFor(*k.group))->knobSpace(*k.group, target);
         std::cout << "// template " << k.templateName << " knobs " << (space ? space->str() : "?") << " config "
                   << codegen::configToString(k.config) << "\n";
       }
       std::cout << codegen::printKernel(k.kernel);
+    }
+    return 0;
+  }
+  if (emit == "cuda") {
+    for (const std::string& h : hostSteps) std::cout << h;
+    for (const codegen::LoweredKernel& k : kernels) {
+      std::string ops;
+      for (const ir::Node* n : k.group->nodes) ops += (ops.empty() ? "" : " + ") + n->qualifiedOpType();
+      auto cuda = codegen::emitCuda(k.kernel, ops);
+      if (!cuda) return fail(cuda.error());
+      std::cout << cuda->source;
     }
     return 0;
   }
@@ -177,12 +193,14 @@ int main(int argc, char** argv) {
   app.add_option("--emit", emit,
                  "What to print: ir (text IR), fusion-plan, kernels (kernel IR), llvm (optimized LLVM IR), "
                  "check (run each compiled kernel on random inputs against the interpreter; error per kernel), "
-                 "profile (time per kernel launch, mean of 5 runs)")
+                 "profile (time per kernel launch, mean of 5 runs), cuda (CUDA C of the GPU schedules)")
       ->default_val("ir")
-      ->check(CLI::IsMember({"ir", "fusion-plan", "kernels", "llvm", "check", "profile"}));
+      ->check(CLI::IsMember({"ir", "fusion-plan", "kernels", "llvm", "check", "profile", "cuda"}));
   app.add_option("--fusion-plan", planFile, "Fusion decisions to apply (a file in the --emit fusion-plan form)");
   app.add_option("--config", configText, "Knob values for every kernel, e.g. tm=2,tn=16 (kernels/llvm: all knobs; check/profile: overrides the defaults where the values are valid)");
   app.add_flag("--knobs", printKnobs, "With --emit kernels: print each kernel's template and knob space");
+  bool gpu = false;
+  app.add_flag("--gpu", gpu, "With --emit kernels: the templates' GPU schedules (--emit cuda implies it)");
   CLI11_PARSE(app, argc, argv);
 
   Expected<std::unique_ptr<ir::Module>> module = Error(ErrorCode::Internal, "no input");
@@ -212,7 +230,7 @@ int main(int argc, char** argv) {
     if (report == "table") passes::printReportTable(std::cerr, *result);
     if (report == "json") std::cerr << passes::reportToJson(*result) << "\n";
   }
-  if (emit != "ir") return emitCode((*module)->graph(), emit, planFile, configText, printKnobs);
+  if (emit != "ir") return emitCode((*module)->graph(), emit, planFile, configText, printKnobs, gpu);
   if (printHash) {
     std::cout << ir::structuralHashHex((*module)->graph()) << "\n";
     return 0;

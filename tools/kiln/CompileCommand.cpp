@@ -8,17 +8,28 @@
 // its reference kernels, listed by op), peak scratch memory, weights, time
 // per phase. `kiln run model.kiln` and the embedding API load the result.
 //
+// --target cuda[:sm_XX,...] lowers with the templates' GPU schedules; with
+// --emit-cuda DIR it writes each kernel's CUDA C there and compiles it with
+// NVRTC (in parallel) to a cubin per architecture and PTX for the newest.
+// CUDA artifacts need the CUDA runtime, which does not exist yet: without
+// --emit-cuda the CUDA target says so instead of writing a partial file.
+//
 //===----------------------------------------------------------------------===//
+#include <algorithm>
+#include <filesystem>
 #include <iomanip>
+#include <mutex>
 #include <iostream>
 #include <sstream>
 
 #include "Commands.h"
 #include "ModelLoader.h"
 #include "kiln/codegen/Compiler.h"
+#include "kiln/codegen/CudaBackend.h"
 #include "kiln/runtime/Artifact.h"
 #include "kiln/support/File.h"
 #include "kiln/support/Stopwatch.h"
+#include "kiln/support/ThreadPool.h"
 
 namespace kiln::cli {
 namespace {
@@ -28,6 +39,7 @@ struct CompileOptions {
   std::string target = "cpu";
   std::string output;
   std::string fusionPlan, saveFusionPlan;
+  std::string emitCuda;
   bool quiet = false;
   bool noHostSteps = false;
 };
@@ -40,9 +52,113 @@ std::string size(uint64_t bytes) {
   return os.str();
 }
 
+/// "cuda" -> the default architectures; "cuda:sm_80,sm_90" -> {80, 90}.
+Expected<std::vector<int>> cudaArchitectures(const std::string& target) {
+  if (target == "cuda") return codegen::defaultCudaArchitectures();
+  std::vector<int> archs;
+  std::stringstream list(target.substr(5));
+  for (std::string item; std::getline(list, item, ',');) {
+    if (item.size() < 5 || item.rfind("sm_", 0) != 0 || item.find_first_not_of("0123456789", 3) != std::string::npos)
+      return makeError(ErrorCode::InvalidArgument, "bad CUDA architecture '", item, "' in --target ", target,
+                       " (expected e.g. cuda:sm_80,sm_90)");
+    archs.push_back(std::stoi(item.substr(3)));
+  }
+  return archs;
+}
+
+std::string opsOf(const codegen::KernelGroup& g) {
+  std::string ops;
+  for (const ir::Node* n : g.nodes) ops += (ops.empty() ? "" : " + ") + n->qualifiedOpType();
+  return ops;
+}
+
+/// --target cuda --emit-cuda DIR: CUDA C, cubins and PTX for every kernel.
+int compileCuda(const CompileOptions& o, const std::vector<int>& archs, ir::Module& module,
+                const codegen::CompileOptions& options, double importMs, double passesMs) {
+  auto progress = [&](const std::string& msg) {
+    if (!o.quiet) std::cerr << "kiln: " << msg << "\n";
+  };
+  Stopwatch timer;
+  progress("generating kernels with GPU schedules");
+  auto model = codegen::lowerModel(module.graph(), codegen::KernelTarget::Gpu, options);
+  if (!model) return reportError(model.error());
+  std::error_code ec;
+  std::filesystem::create_directories(o.emitCuda, ec);
+  if (ec) return reportError(Error(ErrorCode::IoError, "cannot create directory " + o.emitCuda + ": " + ec.message()));
+  std::vector<codegen::CudaKernel> sources;
+  for (const codegen::LoweredKernel& k : model->kernels) {
+    auto cuda = codegen::emitCuda(k.kernel, opsOf(*k.group));
+    if (!cuda) return reportError(cuda.error());
+    if (Status s = writeFile(o.emitCuda + "/" + cuda->name + ".cu", cuda->source); !s.isOk()) return reportError(s.error());
+    sources.push_back(std::move(*cuda));
+  }
+  double emitMs = timer.elapsedMs();
+  timer.restart();
+  progress("compiling " + std::to_string(sources.size()) + " kernels with NVRTC " + codegen::nvrtcVersion() + " for " +
+           std::to_string(archs.size()) + " architectures");
+  // One job per kernel and architecture (and one PTX per kernel for the newest).
+  const size_t perKernel = archs.size() + 1;
+  std::vector<Status> results(sources.size() * perKernel, Status::ok());
+  uint64_t cubinBytes = 0;
+  std::mutex mutex;
+  ThreadPool::global().parallelFor(int64_t(results.size()), [&](int64_t begin, int64_t end) {
+    for (int64_t job = begin; job < end; ++job) {
+      const codegen::CudaKernel& k = sources[size_t(job) / perKernel];
+      size_t which = size_t(job) % perKernel;
+      const std::string base = o.emitCuda + "/" + k.name;
+      Status st = Status::ok();
+      if (which < archs.size()) {
+        auto bin = codegen::compileCubin(k.source, base + ".cu", archs[which]);
+        if (bin) {
+          st = writeFile(base + ".sm_" + std::to_string(archs[which]) + ".cubin",
+                         std::string(bin->cubin.begin(), bin->cubin.end()));
+          std::lock_guard<std::mutex> lock(mutex);
+          cubinBytes += bin->cubin.size();
+        } else {
+          st = bin.error();
+        }
+      } else {
+        auto ptx = codegen::compilePtx(k.source, base + ".cu", *std::max_element(archs.begin(), archs.end()));
+        st = ptx ? writeFile(base + ".ptx", *ptx) : Status(ptx.error());
+      }
+      results[size_t(job)] = st;
+    }
+  });
+  for (const Status& st : results)
+    if (!st.isOk()) return reportError(st.error());
+  const codegen::CompileStats& st = model->stats;
+  std::string archList;
+  for (int a : archs) archList += (archList.empty() ? "sm_" : ", sm_") + std::to_string(a);
+  std::cout << std::fixed << std::setprecision(1);
+  std::cout << "compiled " << o.model.path << " for cuda (" << archList << ") -> CUDA C, cubins and PTX in " << o.emitCuda
+            << "\n";
+  std::cout << "  kernels        " << model->executable->steps.size() - st.hostSteps.size() << " launches, " << st.kernels
+            << " distinct kernels (" << size(cubinBytes) << " of cubins)\n";
+  if (!st.hostSteps.empty())
+    std::cout << "  host steps     " << st.hostSteps.size() << " (reference kernels): " << st.hostOpSummary() << "\n";
+  std::cout << "  memory plan    " << size(st.arenaBytes) << " peak scratch (" << size(st.unsharedBytes)
+            << " without reuse)\n";
+  std::cout << "  time ms        import " << importMs << ", passes " << passesMs << ", plan " << st.planMs << ", lower "
+            << st.lowerMs << ", emit " << emitMs << ", nvrtc " << timer.elapsedMs() << "\n";
+  return 0;
+}
+
 int compileModel(const CompileOptions& o) {
-  if (o.target != "cpu")
-    return reportError(Error(ErrorCode::InvalidArgument, "target '" + o.target + "' is not available yet (targets: cpu)"));
+  std::vector<int> archs;
+  const bool cuda = o.target == "cuda" || o.target.rfind("cuda:", 0) == 0;
+  if (cuda) {
+    auto a = cudaArchitectures(o.target);
+    if (!a) return reportError(a.error());
+    archs = *a;
+    if (o.emitCuda.empty())
+      return reportError(Error(ErrorCode::InvalidArgument,
+                               "the CUDA target writes no .kiln artifact yet (its runtime is not built); use "
+                               "--emit-cuda DIR to write and compile the kernels' CUDA C"));
+  } else if (o.target != "cpu") {
+    return reportError(Error(ErrorCode::InvalidArgument, "unknown target '" + o.target + "' (targets: cpu, cuda[:sm_XX,...])"));
+  } else if (!o.emitCuda.empty()) {
+    return reportError(Error(ErrorCode::InvalidArgument, "--emit-cuda needs --target cuda"));
+  }
   std::string output = o.output;
   if (output.empty()) {
     output = o.model.path.substr(0, o.model.path.rfind('.')) + ".kiln";
@@ -66,6 +182,7 @@ int compileModel(const CompileOptions& o) {
     if (!text) return reportError(text.error());
     options.fusionPlanText = *text;
   }
+  if (cuda) return compileCuda(o, archs, **module, options, importMs, passesMs);
   progress("generating kernels and object code for this CPU");
   auto model = codegen::compileCpuArtifact((*module)->graph(), options);
   if (!model) return reportError(model.error());
@@ -94,7 +211,13 @@ void addCompileCommand(CLI::App& app, int& exitCode) {
   auto* cmd = app.add_subcommand("compile", "Compile a model into a .kiln artifact (kernels, launch and memory plan, weights)");
   auto o = std::make_shared<CompileOptions>();
   addModelOptions(*cmd, o->model, true);
-  cmd->add_option("--target", o->target, "Target: cpu (this machine's CPU)")->default_val("cpu");
+  cmd->add_option("--target", o->target,
+                  "Target: cpu (this machine's CPU), or cuda[:sm_XX,...] (default architectures sm_80, sm_86, sm_89, "
+                  "sm_90; needs --emit-cuda for now)")
+      ->default_val("cpu");
+  cmd->add_option("--emit-cuda", o->emitCuda,
+                  "With --target cuda: write each kernel's CUDA C (KERNEL.cu) to DIR and compile it with NVRTC "
+                  "(KERNEL.sm_XX.cubin per architecture, KERNEL.ptx for the newest)");
   cmd->add_option("-o,--output", o->output, "Artifact to write (default: the model's name with .kiln)");
   cmd->add_option("--fusion-plan", o->fusionPlan, "Fusion decisions to apply (a file in the --save-fusion-plan form)");
   cmd->add_option("--save-fusion-plan", o->saveFusionPlan, "Write the fusion plan used (edges, decisions, kernels) to FILE");

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -25,8 +26,15 @@ struct KernelCheckResult {
   double maxRelError = 0;   ///< |a-b| / max(1, |b|)
 };
 
-/// Checks every step of a compiled CPU model against the interpreter, with
-/// the given graph inputs.
+/// Runs distinct kernel `kernel` (executable.kernelNames order) on `args`.
+using KernelRunner = std::function<Status(size_t kernel, void* const* args)>;
+
+/// Checks every kernel step of a lowered model against the interpreter, with
+/// the given graph inputs; `run` executes a kernel (native code, or CUDA C
+/// under the emulation harness).
+Expected<std::vector<KernelCheckResult>> checkKernels(ir::Graph& graph, const LoweredModel& model,
+                                                      const std::vector<Tensor>& inputs, const KernelRunner& run);
+/// The same for a compiled CPU model.
 Expected<std::vector<KernelCheckResult>> checkKernels(ir::Graph& graph, const CpuModel& model,
                                                       const std::vector<Tensor>& inputs);
 

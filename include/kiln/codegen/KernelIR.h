@@ -106,6 +106,10 @@ Expr constantOf(ScalarType t, double v);
 /// The largest (or smallest) value of type t: +-inf for floats, the integer limits otherwise.
 Expr extremeOf(ScalarType t, bool largest);
 bool isIntConstant(const Expr& e, int64_t* value = nullptr);
+/// Whether an integer expression is provably >= 0: constants, loop and let
+/// variables (loops count up from 0; templates bind lets to indices), and
+/// sums, products, min/max, floor divisions and modulos of such.
+bool isNonNegative(const Expr& e);
 bool isConstant(const Expr& e);
 
 inline Expr operator+(Expr a, Expr b) { return binary(BinaryOp::Add, std::move(a), std::move(b)); }

@@ -128,7 +128,6 @@ class FunctionEmitter {
   Value* fastExp(Value* x);
   Value* fastErf(Value* x);
   Value* fastTanh(Value* x);
-  static bool nonNegative(const Expr& e);
 
   const Kernel& kernel_;
   llvm::Module& m_;
@@ -143,22 +142,6 @@ class FunctionEmitter {
   Value* loadMask_ = nullptr;           ///< lanes whose loads may run (under a lane-varying guard)
   unsigned lanes_ = 0;
 };
-
-bool FunctionEmitter::nonNegative(const Expr& e) {
-  switch (e->kind) {
-    case ExprKind::IntImm: return e->intValue >= 0;
-    case ExprKind::VarRef: return true;  // loop variables count up from 0
-    case ExprKind::Binary:
-      switch (e->binaryOp) {
-        case BinaryOp::Add: case BinaryOp::Mul: case BinaryOp::Min: case BinaryOp::Max: case BinaryOp::FloorDiv:
-          return nonNegative(e->operands[0]) && nonNegative(e->operands[1]);
-        case BinaryOp::FloorMod: return nonNegative(e->operands[1]);
-        default: return false;
-      }
-    case ExprKind::Select: return nonNegative(e->operands[1]) && nonNegative(e->operands[2]);
-    default: return false;
-  }
-}
 
 Value* FunctionEmitter::fastExp(Value* x) {
   if (!x->getType()->getScalarType()->isFloatTy()) return call(llvm::Intrinsic::exp, {x});
@@ -232,7 +215,7 @@ Value* FunctionEmitter::binaryOp(const ExprNode& e, Value* a, Value* c) {
         return div ? q : b_.CreateFSub(a, b_.CreateFMul(q, c));
       }
       int64_t divisor;
-      if (nonNegative(e.operands[0]) && isIntConstant(e.operands[1], &divisor) && divisor > 0)
+      if (isNonNegative(e.operands[0]) && isIntConstant(e.operands[1], &divisor) && divisor > 0)
         return div ? b_.CreateUDiv(a, c) : b_.CreateURem(a, c);
       Value* q = b_.CreateSDiv(a, c);
       Value* r = b_.CreateSRem(a, c);

@@ -23,6 +23,8 @@
 //          order {0 channel blocks outer, 1 pixel blocks outer} (im2col),
 //          pack {0,1} (im2col: col in panels of tw pixels, contiguous per k;
 //          1x1 convs copy too), parallel {0,1}
+//   GPU: one output element per thread (its taps serial, unrolled up to 27),
+//          knob threads per block
 //
 //===----------------------------------------------------------------------===//
 #include "Templates.h"
@@ -62,8 +64,8 @@ class Conv2dTemplate final : public ScheduleTemplate {
   bool matches(const KernelGroup& g) const override { return g.role == KernelRole::Conv; }
 
   Expected<KnobSpace> knobSpace(const KernelGroup& g, KernelTarget target) const override {
-    KILN_TRY(requireCpu(target, name()));
     KILN_ASSIGN(ConvShape s, shapeOf(*g.anchor));
+    if (target == KernelTarget::Gpu) return threadPerItemSpace(product(s.y));
     const int64_t ow = s.y[3], pixels = s.y[2] * s.y[3];
     KnobSpace space;
     space.knobs.push_back(makeKnob("algo", {0, 1}, s.groups == 1 ? 1 : 0, "0 direct, 1 im2col + GEMM"));
@@ -98,6 +100,7 @@ class Conv2dTemplate final : public ScheduleTemplate {
     const ir::Node& node = *el.group().anchor;
     KILN_ASSIGN(ConvShape s, shapeOf(node));
     KILN_ASSIGN(const ScalarType ct, resultComputeType(node));
+    if (target == KernelTarget::Gpu) return instantiateGpu(el, c, s, ct);
     const int64_t toc = c.at("toc"), tw = c.at("tw"), ocTiles = s.ocg / toc;
     const bool im2col = c.at("algo") == 1;
     const int64_t oh = s.y[2], ow = s.y[3], kTotal = s.icg * s.kh * s.kw;
@@ -231,6 +234,39 @@ class Conv2dTemplate final : public ScheduleTemplate {
     if (!im2col) body = forLoop(y, intImm(rows), LoopKind::Serial, body);
     nests.push_back(forLoop(t, intImm(outer), outer > 1 ? outerKind(c) : LoopKind::Serial, body));
     return seq(std::move(nests));
+  }
+
+ private:
+  /// GPU: one output element per thread, its taps (input channels of its
+  /// group x window) in a serial loop; taps outside the image read zero.
+  static Expected<Stmt> instantiateGpu(ElementBuilder& el, const Config& c, const ConvShape& s, ScalarType ct) {
+    const ir::Node& node = *el.group().anchor;
+    const int64_t oc = s.y[1], oh = s.y[2], ow = s.y[3], taps = s.icg * s.kh * s.kw;
+    Var o = makeVar("o"), n = makeVar("n"), ch = makeVar("oc"), oy = makeVar("oy"), ox = makeVar("ox"), k = makeVar("k");
+    Expr ic = floorDiv(varRef(k), s.kh * s.kw), ky = floorMod(floorDiv(varRef(k), s.kw), s.kh), kx = floorMod(varRef(k), s.kw);
+    Expr iy = varRef(oy) * s.geo.strides[0] - s.geo.padsBegin[0] + ky * s.geo.dilations[0];
+    Expr ix = varRef(ox) * s.geo.strides[1] - s.geo.padsBegin[1] + kx * s.geo.dilations[1];
+    Expr channel = floorDiv(varRef(ch), s.ocg) * s.icg + ic;
+    KILN_ASSIGN(Expr xv, el.at(node.input(0), {varRef(n), channel, clampIndex(iy, s.x[2]), clampIndex(ix, s.x[3])}));
+    if (s.padded) xv = select(binary(BinaryOp::And, inRange(iy, s.x[2]), inRange(ix, s.x[3])), xv, constantOf(ct, 0));
+    KILN_ASSIGN(Expr wv, el.at(node.input(1), {varRef(ch), ic, ky, kx}));
+    Buffer acc = makeBuffer("acc", ct, MemoryScope::Local, 1);
+    Expr result = load(acc, intImm(0));
+    if (node.numInputs() > 2 && node.hasInput(2)) {
+      KILN_ASSIGN(Expr bias, el.at(node.input(2), {varRef(ch)}));
+      result = result + bias;
+    }
+    el.setSource(node.output(0), [result](const Index&) { return result; });
+    KILN_ASSIGN(Stmt epilogue, storeEpilogue(el, {varRef(n), varRef(ch), varRef(oy), varRef(ox)}));
+    Stmt body = allocate(acc, seq({store(acc, intImm(0), constantOf(ct, 0)),
+                                   forLoop(k, intImm(taps), taps <= kUnrolledTaps ? LoopKind::Unrolled : LoopKind::Serial,
+                                           store(acc, intImm(0), load(acc, intImm(0)) + wv * xv)),
+                                   epilogue}));
+    Expr flat = varRef(o);
+    body = let(n, floorDiv(flat, oc * oh * ow),
+               let(ch, floorMod(floorDiv(flat, oh * ow), oc),
+                   let(oy, floorMod(floorDiv(flat, ow), oh), let(ox, floorMod(flat, ow), body))));
+    return threadPerItem(o, product(s.y), c.at("threads"), body);
   }
 };
 

@@ -6,7 +6,8 @@
 // and the last dim inside, split by the vector knob into a vectorized inner
 // loop when it divides the dim.
 //
-//   knobs: vector {1,4,8,16} (must divide the last dim), parallel {0,1}
+//   knobs: vector {1,4,8,16} (must divide the last dim), parallel {0,1};
+//   GPU: one element per thread (of the largest output), threads per block
 //
 //===----------------------------------------------------------------------===//
 #include "Templates.h"
@@ -20,9 +21,15 @@ class InjectiveTemplate final : public ScheduleTemplate {
   bool matches(const KernelGroup& g) const override { return g.role == KernelRole::Injective; }
 
   Expected<KnobSpace> knobSpace(const KernelGroup& g, KernelTarget target) const override {
-    KILN_TRY(requireCpu(target, name()));
     KILN_ASSIGN(Dims dims, staticDims(g.outputs.front()));
     int64_t inner = dims.empty() ? 1 : dims.back(), total = product(dims);
+    if (target == KernelTarget::Gpu) {
+      for (const ir::Value* v : g.outputs) {
+        KILN_ASSIGN(Dims d, staticDims(v));
+        total = std::max(total, product(d));
+      }
+      return threadPerItemSpace(total);
+    }
     KnobSpace s;
     s.knobs.push_back(makeKnob("vector", {1, 4, 8, 16}, 8, "vector width of the innermost loop",
                                [&](int64_t v) { return inner % v == 0; }));
@@ -38,6 +45,7 @@ class InjectiveTemplate final : public ScheduleTemplate {
       if (it == nests.end()) nests.push_back({d, {v}});
       else it->second.push_back(v);
     }
+    if (target == KernelTarget::Gpu) return instantiateGpu(el, c, nests);
     std::vector<Stmt> loops;
     for (size_t n = 0; n < nests.size(); ++n) {
       Dims dims = nests[n].first;
@@ -65,6 +73,23 @@ class InjectiveTemplate final : public ScheduleTemplate {
       loops.push_back(forLoop(o, intImm(outer), outer > 1 ? outerKind(c) : LoopKind::Serial, body));
     }
     return seq(std::move(loops));
+  }
+
+ private:
+  /// One thread per element of the largest output; each output shape's
+  /// stores are guarded by its own element count.
+  static Expected<Stmt> instantiateGpu(ElementBuilder& el, const Config& c,
+                                       const std::vector<std::pair<Dims, std::vector<ir::Value*>>>& nests) {
+    Var o = makeVar("o");
+    int64_t items = 0;
+    for (const auto& n : nests) items = std::max(items, product(n.first));
+    std::vector<Stmt> perShape;
+    for (const auto& [dims, values] : nests) {
+      KILN_ASSIGN(std::vector<Stmt> stores, el.storeOutputs(values, unflatten(varRef(o), dims)));
+      Stmt s = seq(std::move(stores));
+      perShape.push_back(product(dims) < items ? ifThen(binary(BinaryOp::Lt, varRef(o), intImm(product(dims))), s) : s);
+    }
+    return threadPerItem(o, items, c.at("threads"), seq(std::move(perShape)));
   }
 };
 

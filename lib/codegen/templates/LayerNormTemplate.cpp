@@ -5,7 +5,7 @@
 // the store of (x - mean) / sqrt(var + epsilon) * scale + bias through the
 // epilogue; the Mean and InvStdDev results, when used, once per row.
 //
-//   knobs: parallel {0,1}
+//   knobs: parallel {0,1}; GPU: one row per thread, threads per block
 //
 //===----------------------------------------------------------------------===//
 #include "Templates.h"
@@ -20,7 +20,7 @@ class LayerNormTemplate final : public ScheduleTemplate {
   bool matches(const KernelGroup& g) const override { return g.role == KernelRole::LayerNorm; }
 
   Expected<KnobSpace> knobSpace(const KernelGroup& g, KernelTarget target) const override {
-    return rowwiseKnobSpace(g, target, name());
+    return rowwiseKnobSpace(g, target);
   }
 
   Expected<Stmt> instantiate(ElementBuilder& el, const Config& c, KernelTarget target) const override {
@@ -70,6 +70,7 @@ class LayerNormTemplate final : public ScheduleTemplate {
     steps.insert(steps.end(), rowStores.begin(), rowStores.end());
     steps.push_back(forLoop(j, intImm(len), LoopKind::Serial, epilogue));
     Stmt body = allocate(acc, seq(std::move(steps)));
+    if (target == KernelTarget::Gpu) return threadPerItem(o, rows, c.at("threads"), body);
     return forLoop(o, intImm(rows), rows > 1 ? outerKind(c) : LoopKind::Serial, body);
   }
 };

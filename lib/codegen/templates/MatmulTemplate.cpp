@@ -14,6 +14,7 @@
 //   knobs: tm {1,2,4,8} rows per tile, tn {4,8,16,32,64} columns per tile
 //          (at most the padded column count), order {0 row blocks outer,
 //          1 column blocks outer}, pack {0,1} (constant B only), parallel {0,1}
+//   GPU: tile {8,16,32}: shared-memory tiles of A and B, one output per thread
 //
 //===----------------------------------------------------------------------===//
 #include "Templates.h"
@@ -23,7 +24,9 @@ namespace {
 
 struct MatmulShape {
   Dims outDims;  ///< batch..., M, N
+  Dims a, b;     ///< operand dims
   int64_t m, n, k, batch;
+  bool gemm, ta, tb;  ///< Gemm, and its transA / transB
 };
 
 Expected<MatmulShape> shapeOf(const ir::Node& node) {
@@ -32,14 +35,16 @@ Expected<MatmulShape> shapeOf(const ir::Node& node) {
   KILN_ASSIGN(Dims out, staticDims(node.output(0)));
   if (a.size() < 2 || b.size() < 2)
     return makeError(ErrorCode::CodegenUnsupported, "matmul template needs operands of rank >= 2");
-  bool gemm = node.opType() == "Gemm";
-  bool ta = gemm && node.getInt("transA"), tb = gemm && node.getInt("transB");
   MatmulShape s;
+  s.gemm = node.opType() == "Gemm";
+  s.ta = s.gemm && node.getInt("transA");
+  s.tb = s.gemm && node.getInt("transB");
   s.outDims = out;
+  s.a = a;
+  s.b = b;
   s.m = out[out.size() - 2];
   s.n = out.back();
-  s.k = ta ? a[a.size() - 2] : a.back();
-  (void)tb;
+  s.k = s.ta ? a[a.size() - 2] : a.back();
   s.batch = product(out, 0, out.size() - 2);
   return s;
 }
@@ -59,9 +64,12 @@ class MatmulTemplate final : public ScheduleTemplate {
   bool matches(const KernelGroup& g) const override { return g.role == KernelRole::Matmul; }
 
   Expected<KnobSpace> knobSpace(const KernelGroup& g, KernelTarget target) const override {
-    KILN_TRY(requireCpu(target, name()));
     KILN_ASSIGN(MatmulShape s, shapeOf(*g.anchor));
     KnobSpace space;
+    if (target == KernelTarget::Gpu) {
+      space.knobs.push_back(makeKnob("tile", {8, 16, 32}, 16, "GPU: output tile (tile x tile threads) and k step staged in shared memory"));
+      return space;
+    }
     space.knobs.push_back(makeKnob("tm", {1, 2, 4, 8}, 4, "rows per register tile",
                                    [&](int64_t v) { return v <= std::max<int64_t>(s.m, 1); }));
     space.knobs.push_back(makeKnob("tn", {4, 8, 16, 32, 64}, 32, "columns per register tile (vectorized)",
@@ -76,13 +84,12 @@ class MatmulTemplate final : public ScheduleTemplate {
   }
 
   Expected<Stmt> instantiate(ElementBuilder& el, const Config& c, KernelTarget target) const override {
+    if (target == KernelTarget::Gpu) return instantiateGpu(el, c);
     const ir::Node& node = *el.group().anchor;
     KILN_ASSIGN(MatmulShape s, shapeOf(node));
-    KILN_ASSIGN(Dims aDims, staticDims(node.input(0)));
-    KILN_ASSIGN(Dims bDims, staticDims(node.input(1)));
     KILN_ASSIGN(const ScalarType ct, resultComputeType(node));
-    const bool gemm = node.opType() == "Gemm";
-    const bool ta = gemm && node.getInt("transA"), tb = gemm && node.getInt("transB");
+    const Dims &aDims = s.a, &bDims = s.b;
+    const bool ta = s.ta, tb = s.tb;
     const int64_t tm = std::min(c.at("tm"), s.m), tn = c.at("tn");
     const int64_t mTiles = ceilDiv(s.m, tm), nTiles = ceilDiv(s.n, tn);
     const Dims batchDims(s.outDims.begin(), s.outDims.end() - 2);
@@ -101,14 +108,7 @@ class MatmulTemplate final : public ScheduleTemplate {
       KILN_ASSIGN(panels, el.packedBuffer(node.input(1), pack, nTiles * s.k * tn));
     }
     Index batchIdx = batchDims.empty() ? Index{} : unflatten(batchFlat, batchDims);
-    auto operandIndex = [&](const Dims& dims, Expr row, Expr col) {
-      Index idx;
-      size_t lead = dims.size() - 2, offset = batchIdx.size() - std::min(batchIdx.size(), lead);
-      for (size_t d = 0; d < lead; ++d) idx.push_back(dims[d] == 1 ? intImm(0) : batchIdx[offset + d]);
-      idx.push_back(row);
-      idx.push_back(col);
-      return idx;
-    };
+    auto operandIndex = [&](const Dims& dims, Expr row, Expr col) { return operandIndexOf(batchIdx, dims, row, col); };
     // Edge tiles (when the tile sizes do not divide M or N) read clamped rows and
     // columns; full tiles index directly, so column reads stay contiguous vectors.
     auto product = [&](bool clamped) -> Expected<Expr> {
@@ -127,19 +127,7 @@ class MatmulTemplate final : public ScheduleTemplate {
     Index outIdx = batchIdx;
     outIdx.push_back(m0 + varRef(i));
     outIdx.push_back(n0 + varRef(j));
-    Expr result = load(acc, accIndex);
-    if (gemm) {
-      if (float alpha = node.getFloat("alpha"); alpha != 1.0f) result = result * constantOf(ct, alpha);
-      if (node.numInputs() > 2 && node.hasInput(2)) {
-        KILN_ASSIGN(Dims cDims, staticDims(node.input(2)));
-        Index cIdx;
-        for (size_t d = 0; d < cDims.size(); ++d)
-          cIdx.push_back(cDims[d] == 1 ? intImm(0) : outIdx[outIdx.size() - cDims.size() + d]);
-        KILN_ASSIGN(Expr bias, el.at(node.input(2), cIdx));
-        if (float beta = node.getFloat("beta"); beta != 1.0f) bias = bias * constantOf(ct, beta);
-        result = result + bias;
-      }
-    }
+    KILN_ASSIGN(Expr result, resultOf(el, load(acc, accIndex), outIdx, ct));
     el.setSource(node.output(0), [result](const Index&) { return result; });
     Expr guard = binary(BinaryOp::And, binary(BinaryOp::Lt, m0 + varRef(i), intImm(s.m)),
                         binary(BinaryOp::Lt, n0 + varRef(j), intImm(s.n)));
@@ -159,6 +147,76 @@ class MatmulTemplate final : public ScheduleTemplate {
     }
     Stmt body = forLoop(nt, intImm(nTiles), LoopKind::Serial, perTile);
     return forLoop(bm, intImm(outer), outer > 1 ? outerKind(c) : LoopKind::Serial, body);
+  }
+
+ private:
+  /// The index of an operand of `dims` at (row, col) for output batch index
+  /// `batchIdx` (numpy broadcasting: size-1 batch dims read 0).
+  static Index operandIndexOf(const Index& batchIdx, const Dims& dims, Expr row, Expr col) {
+    Index idx;
+    size_t lead = dims.size() - 2, offset = batchIdx.size() - std::min(batchIdx.size(), lead);
+    for (size_t d = 0; d < lead; ++d) idx.push_back(dims[d] == 1 ? intImm(0) : batchIdx[offset + d]);
+    idx.push_back(std::move(row));
+    idx.push_back(std::move(col));
+    return idx;
+  }
+
+  /// The anchor's value at output index `outIdx` from the accumulated
+  /// product: alpha * acc (+ beta * C) for Gemm, acc for MatMul.
+  static Expected<Expr> resultOf(ElementBuilder& el, Expr acc, const Index& outIdx, ScalarType ct) {
+    const ir::Node& node = *el.group().anchor;
+    if (node.opType() != "Gemm") return acc;
+    if (float alpha = node.getFloat("alpha"); alpha != 1.0f) acc = acc * constantOf(ct, alpha);
+    if (node.numInputs() < 3 || !node.hasInput(2)) return acc;
+    KILN_ASSIGN(Dims cDims, staticDims(node.input(2)));
+    Index cIdx;
+    for (size_t d = 0; d < cDims.size(); ++d) cIdx.push_back(cDims[d] == 1 ? intImm(0) : outIdx[outIdx.size() - cDims.size() + d]);
+    KILN_ASSIGN(Expr bias, el.at(node.input(2), cIdx));
+    if (float beta = node.getFloat("beta"); beta != 1.0f) bias = bias * constantOf(ct, beta);
+    return acc + bias;
+  }
+
+  /// GPU: a tile x tile block of threads computes a tile x tile output block,
+  /// one element per thread; each k step stages a tile of A and of B in
+  /// shared memory (out-of-range elements zero) between two barriers.
+  static Expected<Stmt> instantiateGpu(ElementBuilder& el, const Config& c) {
+    const ir::Node& node = *el.group().anchor;
+    KILN_ASSIGN(MatmulShape s, shapeOf(node));
+    KILN_ASSIGN(const ScalarType ct, resultComputeType(node));
+    const Dims &aDims = s.a, &bDims = s.b;
+    const bool ta = s.ta, tb = s.tb;
+    const int64_t t = c.at("tile");
+    const Dims batchDims(s.outDims.begin(), s.outDims.end() - 2);
+    Var bz = makeVar("bz"), by = makeVar("by"), bx = makeVar("bx"), ty = makeVar("ty"), tx = makeVar("tx");
+    Var kt = makeVar("kt"), kk = makeVar("kk");
+    Index batchIdx = batchDims.empty() ? Index{} : unflatten(varRef(bz), batchDims);
+    Expr row = varRef(by) * t + varRef(ty), col = varRef(bx) * t + varRef(tx);
+    Expr ka = varRef(kt) * t + varRef(tx), kb = varRef(kt) * t + varRef(ty);
+    auto within = [](const Expr& a, int64_t n, const Expr& b, int64_t m) {
+      return binary(BinaryOp::And, binary(BinaryOp::Lt, a, intImm(n)), binary(BinaryOp::Lt, b, intImm(m)));
+    };
+    Expr ra = clampIndex(row, s.m), ca = clampIndex(ka, s.k), rb = clampIndex(kb, s.k), cb = clampIndex(col, s.n);
+    KILN_ASSIGN(Expr av, el.at(node.input(0), ta ? operandIndexOf(batchIdx, aDims, ca, ra) : operandIndexOf(batchIdx, aDims, ra, ca)));
+    KILN_ASSIGN(Expr bv, el.at(node.input(1), tb ? operandIndexOf(batchIdx, bDims, cb, rb) : operandIndexOf(batchIdx, bDims, rb, cb)));
+    Buffer as = makeBuffer("As", ct, MemoryScope::Shared, t * t), bs = makeBuffer("Bs", ct, MemoryScope::Shared, t * t);
+    Buffer acc = makeBuffer("acc", ct, MemoryScope::Local, 1);
+    Expr slot = varRef(ty) * t + varRef(tx), a0 = load(acc, intImm(0));
+    Expr zero = constantOf(ct, 0);
+    Stmt step = seq({store(as, slot, s.m % t || s.k % t ? select(within(row, s.m, ka, s.k), av, zero) : av),
+                     store(bs, slot, s.k % t || s.n % t ? select(within(kb, s.k, col, s.n), bv, zero) : bv), barrier(),
+                     forLoop(kk, intImm(t), LoopKind::Unrolled,
+                             store(acc, intImm(0), a0 + load(as, varRef(ty) * t + varRef(kk)) * load(bs, varRef(kk) * t + varRef(tx)))),
+                     barrier()});
+    Index outIdx = batchIdx;
+    outIdx.push_back(row);
+    outIdx.push_back(col);
+    KILN_ASSIGN(Expr result, resultOf(el, a0, outIdx, ct));
+    el.setSource(node.output(0), [result](const Index&) { return result; });
+    KILN_ASSIGN(Stmt epilogue, storeEpilogue(el, outIdx, s.m % t || s.n % t ? within(row, s.m, col, s.n) : Expr()));
+    Stmt thread = allocate(acc, seq({store(acc, intImm(0), zero), forLoop(kt, intImm(ceilDiv(s.k, t)), LoopKind::Serial, step), epilogue}));
+    Stmt block = allocate(as, allocate(bs, forLoop(ty, intImm(t), LoopKind::ThreadY, forLoop(tx, intImm(t), LoopKind::ThreadX, thread))));
+    return forLoop(bz, intImm(s.batch), LoopKind::BlockZ,
+                   forLoop(by, intImm(ceilDiv(s.m, t)), LoopKind::BlockY, forLoop(bx, intImm(ceilDiv(s.n, t)), LoopKind::BlockX, block)));
   }
 };
 

@@ -6,7 +6,7 @@
 // planes; each output pixel reduces its window into a local accumulator,
 // skipping taps outside the image, then the epilogue stores it.
 //
-//   knobs: parallel {0,1}
+//   knobs: parallel {0,1}; GPU: one output pixel per thread, threads per block
 //
 //===----------------------------------------------------------------------===//
 #include <limits>
@@ -23,9 +23,12 @@ class PoolTemplate final : public ScheduleTemplate {
   bool matches(const KernelGroup& g) const override { return g.role == KernelRole::Pool; }
 
   Expected<KnobSpace> knobSpace(const KernelGroup& g, KernelTarget target) const override {
-    KILN_TRY(requireCpu(target, name()));
     KILN_ASSIGN(Dims x, staticDims(g.anchor->input(0)));
     if (x.size() != 4) return makeError(ErrorCode::CodegenUnsupported, "pool template handles 2-D pooling only");
+    if (target == KernelTarget::Gpu) {
+      KILN_ASSIGN(Dims y, staticDims(g.anchor->output(0)));
+      return threadPerItemSpace(product(y));
+    }
     KnobSpace space;
     space.knobs.push_back(parallelKnob(product(x), x[0] * x[1]));
     return space;
@@ -71,6 +74,12 @@ class PoolTemplate final : public ScheduleTemplate {
     Stmt pixel = allocate(acc, seq({clear, window, epilogue}));
     Stmt body = forLoop(oy, intImm(y[2]), LoopKind::Serial, forLoop(ox, intImm(y[3]), LoopKind::Serial, pixel));
     int64_t outer = x[0] * x[1];
+    if (target == KernelTarget::Gpu) {  // one output pixel per thread
+      Var o = makeVar("o");
+      Stmt perPixel = let(p, floorDiv(varRef(o), y[2] * y[3]),
+                          let(oy, floorMod(floorDiv(varRef(o), y[3]), y[2]), let(ox, floorMod(varRef(o), y[3]), pixel)));
+      return threadPerItem(o, outer * y[2] * y[3], c.at("threads"), perPixel);
+    }
     return forLoop(p, intImm(outer), outer > 1 ? outerKind(c) : LoopKind::Serial, body);
   }
 };

@@ -6,7 +6,7 @@
 // accumulating into a local scalar; injective producers fused as a prologue
 // are inlined into the read, and the epilogue runs at the store.
 //
-//   knobs: parallel {0,1}
+//   knobs: parallel {0,1}; GPU: one kept element per thread, threads per block
 //
 //===----------------------------------------------------------------------===//
 #include <limits>
@@ -52,8 +52,8 @@ class ReduceTemplate final : public ScheduleTemplate {
   }
 
   Expected<KnobSpace> knobSpace(const KernelGroup& g, KernelTarget target) const override {
-    KILN_TRY(requireCpu(target, name()));
     KILN_ASSIGN(ReduceShape s, shapeOf(*g.anchor));
+    if (target == KernelTarget::Gpu) return threadPerItemSpace(s.kept);
     KnobSpace space;
     space.knobs.push_back(parallelKnob(s.kept * s.count, s.kept));
     return space;
@@ -86,6 +86,7 @@ class ReduceTemplate final : public ScheduleTemplate {
       el.setSource(node.output(0), [result](const Index&) { return result; });
       KILN_ASSIGN(Stmt epilogue, storeEpilogue(el, unflatten(varRef(o), outDims)));
       Stmt body = allocate(best, allocate(at, seq({store(best, intImm(0), constantOf(x->type, 0)), scan, epilogue})));
+      if (target == KernelTarget::Gpu) return threadPerItem(o, s.kept, c.at("threads"), body);
       return forLoop(o, intImm(s.kept), s.kept > 1 ? outerKind(c) : LoopKind::Serial, body);
     }
 
@@ -110,6 +111,7 @@ class ReduceTemplate final : public ScheduleTemplate {
     Stmt body = allocate(acc, seq({store(acc, intImm(0), init),
                                    forLoop(r, intImm(s.count), LoopKind::Serial, store(acc, intImm(0), update)),
                                    epilogue}));
+    if (target == KernelTarget::Gpu) return threadPerItem(o, s.kept, c.at("threads"), body);
     return forLoop(o, intImm(s.kept), s.kept > 1 ? outerKind(c) : LoopKind::Serial, body);
   }
 };

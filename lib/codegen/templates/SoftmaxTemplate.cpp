@@ -5,7 +5,7 @@
 // passes: the maximum, the sum of exp(x - max), and the store of
 // exp(x - max) / sum (or x - max - log(sum)) through the epilogue.
 //
-//   knobs: parallel {0,1}
+//   knobs: parallel {0,1}; GPU: one row per thread, threads per block
 //
 //===----------------------------------------------------------------------===//
 #include <limits>
@@ -22,7 +22,7 @@ class SoftmaxTemplate final : public ScheduleTemplate {
   bool matches(const KernelGroup& g) const override { return g.role == KernelRole::Softmax; }
 
   Expected<KnobSpace> knobSpace(const KernelGroup& g, KernelTarget target) const override {
-    return rowwiseKnobSpace(g, target, name());
+    return rowwiseKnobSpace(g, target);
   }
 
   Expected<Stmt> instantiate(ElementBuilder& el, const Config& c, KernelTarget target) const override {
@@ -52,6 +52,7 @@ class SoftmaxTemplate final : public ScheduleTemplate {
     Stmt write = forLoop(j, intImm(len), LoopKind::Serial, epilogue);
     Stmt body = allocate(acc, seq({store(acc, intImm(0), constantOf(ct, -std::numeric_limits<double>::infinity())),
                                    store(acc, intImm(1), constantOf(ct, 0)), findMax, addExp, write}));
+    if (target == KernelTarget::Gpu) return threadPerItem(o, rows, c.at("threads"), body);
     return forLoop(o, intImm(rows), rows > 1 ? outerKind(c) : LoopKind::Serial, body);
   }
 };

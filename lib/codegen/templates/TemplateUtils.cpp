@@ -1,7 +1,8 @@
 //===- lib/codegen/templates/TemplateUtils.cpp - Shared template helpers ---===//
 //
-// Knob construction with candidate filtering, loop nests, the parallel knob
-// and the epilogue store shared by all anchored templates.
+// Knob construction with candidate filtering, loop nests, the parallel knob,
+// the thread-per-item GPU mapping and the epilogue store shared by all
+// anchored templates.
 //
 //===----------------------------------------------------------------------===//
 #include <algorithm>
@@ -38,10 +39,29 @@ Stmt loopNest(const std::vector<Var>& vars, const Dims& extents, Stmt body) {
   return body;
 }
 
-Status requireCpu(KernelTarget target, const char* templateName) {
-  if (target == KernelTarget::Cpu) return Status::ok();
-  return makeError(ErrorCode::CodegenUnsupported, "template ", templateName,
-                   " has no GPU schedule yet (the CUDA target adds them)");
+Stmt threadPerItem(const Var& o, int64_t items, int64_t threads, Stmt body) {
+  threads = std::max<int64_t>(1, std::min(threads, items));
+  Var bx = makeVar("bx"), tx = makeVar("tx");
+  Stmt guarded = items % threads ? ifThen(binary(BinaryOp::Lt, varRef(o), intImm(items)), body) : body;
+  return forLoop(bx, intImm(ceilDiv(items, threads)), LoopKind::BlockX,
+                 forLoop(tx, intImm(threads), LoopKind::ThreadX, let(o, varRef(bx) * threads + varRef(tx), guarded)));
+}
+
+Knob threadsKnob(int64_t items) {
+  // Enough blocks to fill a GPU (~132 SMs x 2) before making blocks large.
+  int64_t preferred = 256;
+  for (int64_t t : {256, 128, 64})
+    if (ceilDiv(items, t) >= 264 || t == 64) {
+      preferred = t;
+      break;
+    }
+  return makeKnob("threads", {64, 128, 256, 512}, preferred, "GPU threads per block, one work item each");
+}
+
+KnobSpace threadPerItemSpace(int64_t items) {
+  KnobSpace space;
+  space.knobs.push_back(threadsKnob(items));
+  return space;
 }
 
 Knob parallelKnob(int64_t work, int64_t outerIterations) {
@@ -50,11 +70,11 @@ Knob parallelKnob(int64_t work, int64_t outerIterations) {
                   [&](int64_t v) { return v == 0 || outerIterations > 1; });
 }
 
-Expected<KnobSpace> rowwiseKnobSpace(const KernelGroup& g, KernelTarget target, const char* templateName) {
-  KILN_TRY(requireCpu(target, templateName));
+Expected<KnobSpace> rowwiseKnobSpace(const KernelGroup& g, KernelTarget target) {
   KILN_ASSIGN(Dims x, staticDims(g.anchor->input(0)));
   KnobSpace space;
   int64_t rows = x.empty() ? 1 : product(x) / std::max<int64_t>(x.back(), 1);
+  if (target == KernelTarget::Gpu) return threadPerItemSpace(rows);
   space.knobs.push_back(parallelKnob(product(x) * 8, rows));
   return space;
 }

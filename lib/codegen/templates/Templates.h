@@ -47,8 +47,16 @@ inline Expr inRange(const Expr& v, int64_t extent) {
 Stmt loopNest(const std::vector<Var>& vars, const Dims& extents, Stmt body);
 std::vector<Var> makeVars(const std::string& prefix, size_t n);
 
-/// CPU kernels only (GPU schedules come with the CUDA target).
-Status requireCpu(KernelTarget target, const char* templateName);
+/// GPU schedules that give each thread one independent work item (an output
+/// element, a row): `body` runs once per item o in [0, items), in blocks of
+/// `threads` threads (BlockX x ThreadX, o = block * threads + thread, the
+/// last block guarded). `body` may use `o` as it would a serial loop's.
+Stmt threadPerItem(const Var& o, int64_t items, int64_t threads, Stmt body);
+/// The knob "threads" {64,128,256,512} (per block) of thread-per-item
+/// schedules; the default keeps at least ~2 blocks per SM when items allow.
+Knob threadsKnob(int64_t items);
+/// The knob space of a thread-per-item GPU schedule over `items`.
+KnobSpace threadPerItemSpace(int64_t items);
 
 /// The outer loop kind for a kernel: parallel when the knob asks for it.
 inline LoopKind outerKind(const Config& c) { return c.count("parallel") && c.at("parallel") ? LoopKind::Parallel : LoopKind::Serial; }
@@ -73,8 +81,9 @@ Expected<Stmt> gemmBlock(const GemmBlock& g, Expr fullTile, const std::function<
 /// The i (unrolled) x j (vectorized) loops over a GEMM block's tile.
 Stmt gemmTileLoops(const GemmBlock& g, Stmt body);
 
-/// The knob space of a row-by-row template (softmax, layernorm): just `parallel`.
-Expected<KnobSpace> rowwiseKnobSpace(const KernelGroup& g, KernelTarget target, const char* templateName);
+/// The knob space of a row-by-row template (softmax, layernorm): `parallel`
+/// on the CPU, `threads` (one row per GPU thread) on the GPU.
+Expected<KnobSpace> rowwiseKnobSpace(const KernelGroup& g, KernelTarget target);
 /// The type an anchor computes its (first) result in.
 Expected<ScalarType> resultComputeType(const ir::Node& anchor);
 

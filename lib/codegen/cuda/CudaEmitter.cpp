@@ -1,0 +1,480 @@
+//===- lib/codegen/cuda/CudaEmitter.cpp - Kernel IR to CUDA C -------------===//
+//
+// Prints a GPU-scheduled kernel as one CUDA C translation unit: a short
+// prelude of helpers (floor division, NaN-propagating min/max, infinities),
+// then `extern "C" __global__` entry whose parameters are the kernel's
+// buffers (read-only ones `const T* __restrict__`). Bound loops become
+// `const long long v = blockIdx.x;` / `threadIdx.x` (a thread loop shorter
+// than the block is guarded), serial loops C for loops, unrolled and
+// vectorized loops `#pragma unroll` loops, local buffers arrays, shared
+// buffers `__shared__` arrays, barriers `__syncthreads()`.
+//
+// Expressions are printed inline; a subexpression used more than once in a
+// statement (the element DAGs of fused groups) is computed once into a
+// `const` temporary before it, as the CPU emitter's per-statement cache does.
+// Arithmetic follows the CPU emitter: floor division by a positive constant
+// of a non-negative value is plain `/` and `%`, float min/max propagate NaN,
+// Round is round-half-even (rint). Only the C subset that the emulation
+// harness (tests/emulation) also compiles is used.
+//
+//===----------------------------------------------------------------------===//
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "kiln/codegen/CudaBackend.h"
+
+namespace kiln::codegen {
+namespace {
+
+constexpr const char* kPrelude = R"(// kiln helpers (guarded: several kernels may share a translation unit)
+#ifndef KILN_CUDA_HELPERS
+#define KILN_CUDA_HELPERS
+template <class T> __device__ __forceinline__ T kiln_floordiv(T a, T b) {
+  T q = a / b, r = a % b;
+  return (r != 0 && ((r < 0) != (b < 0))) ? q - 1 : q;
+}
+template <class T> __device__ __forceinline__ T kiln_floormod(T a, T b) {
+  T r = a % b;
+  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+template <class T> __device__ __forceinline__ T kiln_min(T a, T b) { return b < a ? b : a; }
+template <class T> __device__ __forceinline__ T kiln_max(T a, T b) { return a < b ? b : a; }
+template <class T> __device__ __forceinline__ T kiln_fmin(T a, T b) {
+  if (a != a || b != b) return a + b;
+  if (a == b) return signbit(a) ? a : b;
+  return a < b ? a : b;
+}
+template <class T> __device__ __forceinline__ T kiln_fmax(T a, T b) {
+  if (a != a || b != b) return a + b;
+  if (a == b) return signbit(a) ? b : a;
+  return a < b ? b : a;
+}
+#define KILN_INF_F __int_as_float(0x7f800000)
+#define KILN_NAN_F __int_as_float(0x7fc00000)
+#define KILN_INF_D __longlong_as_double(0x7ff0000000000000LL)
+#define KILN_NAN_D __longlong_as_double(0x7ff8000000000000LL)
+#endif
+)";
+
+const std::set<std::string>& reservedWords() {
+  static const std::set<std::string> words{
+      "auto", "bool", "break", "case", "char", "const", "continue", "default", "do", "double", "else", "enum",
+      "extern", "float", "for", "goto", "if", "inline", "int", "long", "register", "return", "short", "signed",
+      "sizeof", "static", "struct", "switch", "typedef", "union", "unsigned", "void", "volatile", "while",
+      "class", "delete", "new", "namespace", "template", "this", "private", "public", "true", "false", "half",
+      "threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize", "dim3", "float4", "min", "max"};
+  return words;
+}
+
+Expected<std::string> cType(ScalarType t) {
+  switch (t) {
+    case ScalarType::Bool: return std::string("bool");
+    case ScalarType::I8: return std::string("signed char");
+    case ScalarType::U8: return std::string("unsigned char");
+    case ScalarType::I32: return std::string("int");
+    case ScalarType::I64: return std::string("long long");
+    case ScalarType::F32: return std::string("float");
+    case ScalarType::F64: return std::string("double");
+    case ScalarType::F16: case ScalarType::BF16: break;
+  }
+  return makeError(ErrorCode::CodegenUnsupported, "CUDA target: ", scalarTypeName(t),
+                   " buffers have no CUDA C emission yet");
+}
+
+bool isThreadBinding(LoopKind k) { return k == LoopKind::ThreadX || k == LoopKind::ThreadY || k == LoopKind::ThreadZ; }
+int bindingAxis(LoopKind k) {
+  switch (k) {
+    case LoopKind::BlockY: case LoopKind::ThreadY: return 1;
+    case LoopKind::BlockZ: case LoopKind::ThreadZ: return 2;
+    default: return 0;
+  }
+}
+
+class CudaEmitter {
+ public:
+  explicit CudaEmitter(const Kernel& k) : kernel_(k) {}
+
+  Expected<CudaKernel> run(const std::string& description) {
+    if (kernel_.target != KernelTarget::Gpu)
+      return fail("is scheduled for the CPU; the CUDA target needs a GPU schedule");
+    KILN_TRY(verifyKernel(kernel_));
+    KILN_TRY(collectLaunch(kernel_.body, false, false));
+    int64_t threads = out_.block[0] * out_.block[1] * out_.block[2];
+    if (threads > 1024) return fail("has " + std::to_string(threads) + " threads per block (at most 1024)");
+    if (out_.grid[1] > 65535 || out_.grid[2] > 65535 || out_.grid[0] > 2147483647)
+      return fail("has a grid beyond CUDA's limits");
+    // Names: buffers keep theirs unless reserved; variables avoid buffer names.
+    std::set<std::string> taken;
+    auto unique = [&](std::string name) {
+      if (reservedWords().count(name) || name.rfind("kiln_", 0) == 0 || name.rfind("__", 0) == 0 || name.empty())
+        name += "_";
+      while (taken.count(name)) name += "_";
+      taken.insert(name);
+      return name;
+    };
+    std::set<const BufferDecl*> written;
+    collectWritten(kernel_.body, written);
+    std::ostringstream params;
+    for (size_t i = 0; i < kernel_.params.size(); ++i) {
+      const Buffer& b = kernel_.params[i];
+      KILN_ASSIGN(std::string t, cType(b->type));
+      std::string type = (written.count(b.get()) ? "" : "const ") + t + "*";
+      bufferNames_[b.get()] = unique(b->name);
+      out_.paramTypes.push_back(type);
+      params << (i ? ",\n    " : "") << type << " __restrict__ " << bufferNames_[b.get()];
+    }
+    reserved_ = taken;
+    std::ostringstream body;
+    KILN_TRY(stmt(body, kernel_.body, 1));
+    std::ostringstream src;
+    src << "// " << kernel_.name << (description.empty() ? "" : ": " + description) << "\n"
+        << "// Generated by kiln from kernel IR. Launch: grid (" << out_.grid[0] << ", " << out_.grid[1] << ", "
+        << out_.grid[2] << "), block (" << out_.block[0] << ", " << out_.block[1] << ", " << out_.block[2] << ").\n"
+        << kPrelude << "\n"
+        << "extern \"C\" __global__ void __launch_bounds__(" << threads << ") " << kernel_.name << "(\n    "
+        << params.str() << ") {\n"
+        << body.str() << "}\n";
+    out_.name = kernel_.name;
+    out_.source = src.str();
+    return std::move(out_);
+  }
+
+ private:
+  Error fail(const std::string& what) const {
+    return makeError(ErrorCode::CodegenUnsupported, "CUDA kernel ", kernel_.name, " ", what);
+  }
+
+  /// Grid and block extents from the bound loops (one extent per block axis;
+  /// the largest per thread axis), and where stores may stand.
+  Status collectLaunch(const Stmt& s, bool inBlock, bool inThread) {
+    switch (s->kind) {
+      case StmtKind::For: {
+        int64_t extent = 0;
+        if (!isIntConstant(s->value, &extent) && isGpuBinding(s->loop))
+          return fail("binds a loop of non-constant extent");
+        if (isGpuBinding(s->loop) && !isThreadBinding(s->loop)) {
+          if (inThread) return fail("binds block loop %" + s->var->name + " inside a thread loop");
+          int64_t& g = out_.grid[size_t(bindingAxis(s->loop))];
+          if (gridSet_[size_t(bindingAxis(s->loop))] && g != extent)
+            return fail("binds two block loops of one axis with different extents");
+          g = extent;
+          gridSet_[size_t(bindingAxis(s->loop))] = true;
+          return collectLaunch(s->body[0], true, inThread);
+        }
+        if (isThreadBinding(s->loop)) {
+          if (!inBlock) return fail("binds thread loop %" + s->var->name + " outside the block loops");
+          int64_t& b = out_.block[size_t(bindingAxis(s->loop))];
+          b = std::max(b, extent);
+          return collectLaunch(s->body[0], inBlock, true);
+        }
+        return collectLaunch(s->body[0], inBlock, inThread);
+      }
+      case StmtKind::Store:
+        if (!inThread && s->buffer->scope != MemoryScope::Local) return fail("stores to %" + s->buffer->name + " outside the thread loops");
+        return Status::ok();
+      default:
+        for (const Stmt& c : s->body)
+          if (c) KILN_TRY(collectLaunch(c, inBlock, inThread));
+        return Status::ok();
+    }
+  }
+
+  static void collectWritten(const Stmt& s, std::set<const BufferDecl*>& out) {
+    if (!s) return;
+    if (s->kind == StmtKind::Store) out.insert(s->buffer.get());
+    for (const Stmt& c : s->body) collectWritten(c, out);
+  }
+
+  // --- expressions --------------------------------------------------------
+
+  void countUses(const Expr& e) {
+    if (++uses_[e.get()] > 1) return;
+    for (const Expr& o : e->operands) countUses(o);
+  }
+
+  /// Prints the statement's expressions after declaring shared subtrees.
+  Expected<std::vector<std::string>> exprs(std::ostream& os, const std::string& pad, const std::vector<Expr>& roots) {
+    uses_.clear();
+    temps_.clear();
+    for (const Expr& r : roots) countUses(r);
+    std::vector<std::string> texts;
+    for (const Expr& r : roots) {
+      KILN_ASSIGN(std::string t, expr(os, pad, r));
+      texts.push_back(std::move(t));
+    }
+    return texts;
+  }
+
+  Expected<std::string> expr(std::ostream& os, const std::string& pad, const Expr& e) {
+    if (auto it = temps_.find(e.get()); it != temps_.end()) return it->second;
+    KILN_ASSIGN(std::string text, exprText(os, pad, e));
+    bool trivial = e->kind == ExprKind::IntImm || e->kind == ExprKind::FloatImm || e->kind == ExprKind::VarRef;
+    if (trivial || uses_[e.get()] < 2) return text;
+    KILN_ASSIGN(std::string t, cType(e->type));
+    std::string name = "kiln_t" + std::to_string(nextTemp_++);
+    os << pad << "const " << t << " " << name << " = " << text << ";\n";
+    temps_[e.get()] = name;
+    return name;
+  }
+
+  Expected<std::string> constant(const Expr& e) {
+    if (e->kind == ExprKind::IntImm) {
+      switch (e->type) {
+        case ScalarType::Bool: return std::string(e->intValue ? "true" : "false");
+        case ScalarType::I64:
+          if (e->intValue == INT64_MIN) return std::string("(-9223372036854775807LL - 1)");
+          return std::to_string(e->intValue) + "LL";
+        case ScalarType::I32: return e->intValue == INT32_MIN ? std::string("(-2147483647 - 1)") : std::to_string(e->intValue);
+        default: {
+          KILN_ASSIGN(std::string t, cType(e->type));
+          return "((" + t + ")" + std::to_string(e->intValue) + ")";
+        }
+      }
+    }
+    const bool f32 = e->type != ScalarType::F64;
+    double v = e->floatValue;
+    if (std::isnan(v)) return std::string(f32 ? "KILN_NAN_F" : "KILN_NAN_D");
+    if (std::isinf(v)) return std::string(v > 0 ? "" : "-") + (f32 ? "KILN_INF_F" : "KILN_INF_D");
+    char buf[40];
+    std::snprintf(buf, sizeof buf, f32 ? "%.9g" : "%.17g", v);
+    std::string s = buf;
+    if (s.find_first_of(".e") == std::string::npos) s += ".0";
+    return "(" + s + (f32 ? "f" : "") + ")";
+  }
+
+  static std::string mathName(const char* base, ScalarType t) { return std::string(base) + (t == ScalarType::F64 ? "" : "f"); }
+
+  Expected<std::string> exprText(std::ostream& os, const std::string& pad, const Expr& e) {
+    std::vector<std::string> a;
+    if (e->kind != ExprKind::IntImm && e->kind != ExprKind::FloatImm && e->kind != ExprKind::VarRef)
+      for (const Expr& o : e->operands) {
+        KILN_ASSIGN(std::string s, expr(os, pad, o));
+        a.push_back(std::move(s));
+      }
+    switch (e->kind) {
+      case ExprKind::IntImm: case ExprKind::FloatImm: return constant(e);
+      case ExprKind::VarRef: {
+        auto it = varNames_.find(e->var.get());
+        if (it == varNames_.end()) return fail("uses %" + e->var->name + " outside its loop");
+        return it->second;
+      }
+      case ExprKind::Load: return buffer(e->buffer) + "[" + a[0] + "]";
+      case ExprKind::Binary: return binaryText(*e, a[0], a[1]);
+      case ExprKind::Unary: return unaryText(*e, a[0]);
+      case ExprKind::Select: return "(" + a[0] + " ? " + a[1] + " : " + a[2] + ")";
+      case ExprKind::Cast: {
+        if (e->type == ScalarType::Bool) return "(" + a[0] + " != 0)";
+        KILN_ASSIGN(std::string t, cType(e->type));
+        return "((" + t + ")" + a[0] + ")";
+      }
+    }
+    return fail("has an expression the CUDA emitter does not know");
+  }
+
+  Expected<std::string> binaryText(const ExprNode& e, const std::string& a, const std::string& b) {
+    const ScalarType t = e.operands[0]->type;
+    const bool fl = isFloatType(t), boolean = t == ScalarType::Bool;
+    auto infix = [&](const char* op) { return "(" + a + " " + op + " " + b + ")"; };
+    // Narrow integer arithmetic wraps at its width, as in the CPU emitter.
+    auto wrapped = [&](std::string s) -> Expected<std::string> {
+      if (t != ScalarType::I8 && t != ScalarType::U8) return s;
+      KILN_ASSIGN(std::string ct, cType(t));
+      return "((" + ct + ")" + s + ")";
+    };
+    switch (e.binaryOp) {
+      case BinaryOp::Add: return wrapped(infix("+"));
+      case BinaryOp::Sub: return wrapped(infix("-"));
+      case BinaryOp::Mul: return wrapped(infix("*"));
+      case BinaryOp::Div: return wrapped(infix("/"));
+      case BinaryOp::FloorDiv: case BinaryOp::FloorMod: {
+        const bool div = e.binaryOp == BinaryOp::FloorDiv;
+        if (fl) {
+          std::string q = mathName("floor", t) + "(" + a + " / " + b + ")";
+          return div ? q : "(" + a + " - " + q + " * " + b + ")";
+        }
+        int64_t divisor = 0;
+        if (isNonNegative(e.operands[0]) && isIntConstant(e.operands[1], &divisor) && divisor > 0)
+          return infix(div ? "/" : "%");
+        return std::string(div ? "kiln_floordiv(" : "kiln_floormod(") + a + ", " + b + ")";
+      }
+      case BinaryOp::Min: return std::string(fl ? "kiln_fmin(" : "kiln_min(") + a + ", " + b + ")";
+      case BinaryOp::Max: return std::string(fl ? "kiln_fmax(" : "kiln_max(") + a + ", " + b + ")";
+      case BinaryOp::Pow: {
+        if (fl) return mathName("pow", t) + "(" + a + ", " + b + ")";
+        KILN_ASSIGN(std::string ct, cType(t));
+        return "((" + ct + ")pow((double)" + a + ", (double)" + b + "))";
+      }
+      case BinaryOp::Lt: return infix("<");
+      case BinaryOp::Le: return infix("<=");
+      case BinaryOp::Gt: return infix(">");
+      case BinaryOp::Ge: return infix(">=");
+      case BinaryOp::Eq: return infix("==");
+      case BinaryOp::Ne: return infix("!=");
+      case BinaryOp::And: return boolean ? infix("&&") : wrapped(infix("&"));
+      case BinaryOp::Or: return boolean ? infix("||") : wrapped(infix("|"));
+    }
+    return fail("has a binary operator the CUDA emitter does not know");
+  }
+
+  Expected<std::string> unaryText(const ExprNode& e, const std::string& x) {
+    const ScalarType t = e.operands[0]->type;
+    const bool fl = isFloatType(t);
+    const std::string one = t == ScalarType::F64 ? "1.0" : "1.0f";
+    auto call = [&](const char* base) { return mathName(base, t) + "(" + x + ")"; };
+    switch (e.unaryOp) {
+      case UnaryOp::Neg: return "(-" + x + ")";
+      case UnaryOp::Not: return t == ScalarType::Bool ? "(!" + x + ")" : "(~" + x + ")";
+      case UnaryOp::Abs: return fl ? call("fabs") : "(" + x + " < 0 ? -" + x + " : " + x + ")";
+      case UnaryOp::Exp: return call("exp");
+      case UnaryOp::Log: return call("log");
+      case UnaryOp::Sqrt: return call("sqrt");
+      case UnaryOp::Rsqrt: return "(" + one + " / " + call("sqrt") + ")";
+      case UnaryOp::Tanh: return call("tanh");
+      case UnaryOp::Erf: return call("erf");
+      case UnaryOp::Sigmoid: return "(" + one + " / (" + one + " + " + mathName("exp", t) + "(-" + x + ")))";
+      case UnaryOp::Floor: return call("floor");
+      case UnaryOp::Ceil: return call("ceil");
+      case UnaryOp::Round: return call("rint");
+      case UnaryOp::Sin: return call("sin");
+      case UnaryOp::Cos: return call("cos");
+      case UnaryOp::Reciprocal: return "(" + one + " / " + x + ")";
+      case UnaryOp::IsNan: return "isnan(" + x + ")";
+    }
+    return fail("has a unary operator the CUDA emitter does not know");
+  }
+
+  std::string buffer(const Buffer& b) {
+    auto it = bufferNames_.find(b.get());
+    return it == bufferNames_.end() ? b->name : it->second;
+  }
+
+  /// A variable's C name: its own unless that is reserved or a buffer's.
+  std::string newName(const std::string& base) {
+    std::string name = base;
+    if (reservedWords().count(name) || name.rfind("kiln_", 0) == 0 || name.rfind("__", 0) == 0) name = "v_" + name;
+    while (reserved_.count(name)) name += "_";
+    varNamesUsed_.insert(name);
+    return name;
+  }
+
+  // --- statements ---------------------------------------------------------
+
+  Status stmt(std::ostream& os, const Stmt& s, int indent) {
+    const std::string pad(size_t(indent) * 2, ' ');
+    switch (s->kind) {
+      case StmtKind::For: {
+        std::string name = newName(s->var->name);
+        KILN_ASSIGN(std::vector<std::string> e, exprs(os, pad, {s->value}));
+        varNames_[s->var.get()] = name;
+        if (isGpuBinding(s->loop)) {
+          const char* axis[] = {"x", "y", "z"};
+          const int ax = bindingAxis(s->loop);
+          const bool thread = isThreadBinding(s->loop);
+          os << pad << "{  // " << loopKindName(s->loop) << " loop\n"
+             << pad << "  const long long " << name << " = " << (thread ? "threadIdx." : "blockIdx.") << axis[ax] << ";\n";
+          int64_t extent = 0;
+          isIntConstant(s->value, &extent);
+          bool guarded = thread && extent < out_.block[size_t(ax)];
+          if (guarded) {
+            if (hasBarrier(s->body[0])) return fail("has a barrier inside thread loop %" + s->var->name + ", which not every thread runs");
+            os << pad << "  if (" << name << " < " << extent << "LL) {\n";
+            KILN_TRY(stmt(os, s->body[0], indent + 2));
+            os << pad << "  }\n";
+          } else {
+            KILN_TRY(stmt(os, s->body[0], indent + 1));
+          }
+          os << pad << "}\n";
+          return Status::ok();
+        }
+        if (s->loop == LoopKind::Parallel) return fail("has a parallel loop (a CPU schedule)");
+        if (s->loop == LoopKind::Unrolled || s->loop == LoopKind::Vectorized) os << pad << "#pragma unroll\n";
+        os << pad << "for (long long " << name << " = 0; " << name << " < " << e[0] << "; ++" << name << ") {\n";
+        KILN_TRY(stmt(os, s->body[0], indent + 1));
+        os << pad << "}\n";
+        return Status::ok();
+      }
+      case StmtKind::Store: {
+        KILN_ASSIGN(std::vector<std::string> e, exprs(os, pad, {s->index, s->value}));
+        os << pad << buffer(s->buffer) << "[" << e[0] << "] = " << e[1] << ";\n";
+        return Status::ok();
+      }
+      case StmtKind::Allocate: {
+        const Buffer& b = s->buffer;
+        KILN_ASSIGN(std::string t, cType(b->type));
+        std::string name = b->name;
+        if (reservedWords().count(name) || name.rfind("kiln_", 0) == 0 || name.rfind("__", 0) == 0) name += "_";
+        while (reserved_.count(name) || varNamesUsed_.count(name)) name += "_";
+        reserved_.insert(name);
+        bufferNames_[b.get()] = name;
+        bool shared = b->scope == MemoryScope::Shared;
+        if (shared) out_.sharedBytes += b->size * int64_t(scalarTypeSize(b->type));
+        os << pad << "{\n" << pad << "  " << (shared ? "__shared__ " : "") << t << " " << name << "[" << b->size << "];\n";
+        KILN_TRY(stmt(os, s->body[0], indent + 1));
+        os << pad << "}\n";
+        return Status::ok();
+      }
+      case StmtKind::Let: {
+        KILN_ASSIGN(std::vector<std::string> e, exprs(os, pad, {s->value}));
+        std::string name = newName(s->var->name);
+        varNames_[s->var.get()] = name;
+        os << pad << "{\n" << pad << "  const long long " << name << " = " << e[0] << ";\n";
+        KILN_TRY(stmt(os, s->body[0], indent + 1));
+        os << pad << "}\n";
+        return Status::ok();
+      }
+      case StmtKind::If: {
+        KILN_ASSIGN(std::vector<std::string> e, exprs(os, pad, {s->value}));
+        os << pad << "if (" << e[0] << ") {\n";
+        KILN_TRY(stmt(os, s->body[0], indent + 1));
+        if (s->body.size() > 1 && s->body[1]) {
+          os << pad << "} else {\n";
+          KILN_TRY(stmt(os, s->body[1], indent + 1));
+        }
+        os << pad << "}\n";
+        return Status::ok();
+      }
+      case StmtKind::Seq:
+        for (const Stmt& c : s->body) KILN_TRY(stmt(os, c, indent));
+        return Status::ok();
+      case StmtKind::Barrier: os << pad << "__syncthreads();\n"; return Status::ok();
+    }
+    return fail("has a statement the CUDA emitter does not know");
+  }
+
+  static bool hasBarrier(const Stmt& s) {
+    if (!s) return false;
+    if (s->kind == StmtKind::Barrier) return true;
+    for (const Stmt& c : s->body)
+      if (hasBarrier(c)) return true;
+    return false;
+  }
+
+  const Kernel& kernel_;
+  CudaKernel out_;
+  std::array<bool, 3> gridSet_{false, false, false};
+  std::map<const BufferDecl*, std::string> bufferNames_;
+  std::map<const VarDecl*, std::string> varNames_;
+  std::set<std::string> reserved_;      ///< buffer names
+  std::set<std::string> varNamesUsed_;  ///< variable names
+  std::map<const ExprNode*, int> uses_;
+  std::map<const ExprNode*, std::string> temps_;
+  int nextTemp_ = 0;
+};
+
+}  // namespace
+
+Expected<CudaKernel> emitCuda(const Kernel& kernel, const std::string& description) {
+  return CudaEmitter(kernel).run(description);
+}
+
+const std::vector<int>& defaultCudaArchitectures() {
+  static const std::vector<int> archs{80, 86, 89, 90};
+  return archs;
+}
+
+}  // namespace kiln::codegen

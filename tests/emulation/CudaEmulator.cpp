@@ -1,0 +1,81 @@
+//===- tests/emulation/CudaEmulator.cpp - Run generated CUDA C on the CPU -===//
+//
+// See CudaEmulator.h. The library's translation unit #includes every
+// kernel's .cu file as written and adds one C launcher per kernel, which
+// casts the argument pointers to the parameter types and runs the kernel
+// over its grid under cuda_emulation.h. Compiler diagnostics come back in
+// the error with the path of the source that failed.
+//
+//===----------------------------------------------------------------------===//
+#include "CudaEmulator.h"
+
+#include <dlfcn.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace kiln::emulation {
+namespace {
+
+std::string readFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+}  // namespace
+
+Expected<std::unique_ptr<EmulatedKernels>> EmulatedKernels::build(const std::vector<codegen::CudaKernel>& kernels,
+                                                                  const std::string& workDir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::create_directories(workDir, ec);
+  if (ec) return makeError(ErrorCode::IoError, "cannot create ", workDir, ": ", ec.message());
+  std::ostringstream unit;
+  for (const codegen::CudaKernel& k : kernels) {
+    std::string path = workDir + "/" + k.name + ".cu";
+    std::ofstream(path) << k.source;
+    unit << "#include \"" << path << "\"\n";
+  }
+  for (const codegen::CudaKernel& k : kernels) {
+    unit << "extern \"C\" int kiln_emulate_" << k.name << "(void* const* args, char* error, unsigned long size) {\n"
+         << "  std::string e = kiln_emulation::launch(dim3{" << k.grid[0] << "u, " << k.grid[1] << "u, " << k.grid[2]
+         << "u}, dim3{" << k.block[0] << "u, " << k.block[1] << "u, " << k.block[2] << "u}, [&] { " << k.name << "(";
+    for (size_t p = 0; p < k.paramTypes.size(); ++p) unit << (p ? ", " : "") << "(" << k.paramTypes[p] << ")args[" << p << "]";
+    unit << "); });\n  if (e.empty()) return 0;\n  std::snprintf(error, size, \"%s\", e.c_str());\n  return 1;\n}\n";
+  }
+  const std::string unitPath = workDir + "/kernels.cpp", library = workDir + "/kernels.so", log = workDir + "/compile.log";
+  std::ofstream(unitPath) << unit.str();
+  std::string command = std::string(KILN_HOST_CXX) + " -std=c++17 -O1 -fPIC -shared -w -include " +
+                        KILN_EMULATION_HEADER + " " + unitPath + " -o " + library + " > " + log + " 2>&1";
+  if (std::system(command.c_str()) != 0)
+    return makeError(ErrorCode::Internal, "the CUDA emulation build of ", unitPath, " failed:\n", readFile(log));
+  std::unique_ptr<EmulatedKernels> out(new EmulatedKernels);
+  out->library_ = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!out->library_) return makeError(ErrorCode::Internal, "cannot load ", library, ": ", dlerror());
+  for (const codegen::CudaKernel& k : kernels) {
+    auto fn = reinterpret_cast<LaunchFn>(dlsym(out->library_, ("kiln_emulate_" + k.name).c_str()));
+    if (!fn) return makeError(ErrorCode::Internal, "no launcher for ", k.name, " in ", library);
+    out->entries_.push_back(fn);
+  }
+  out->kernels_ = kernels;
+  return out;
+}
+
+EmulatedKernels::~EmulatedKernels() {
+  if (library_) dlclose(library_);
+}
+
+Status EmulatedKernels::launch(size_t index, void* const* args) const {
+  if (index >= entries_.size()) return makeError(ErrorCode::Internal, "no emulated kernel ", index);
+  char error[512] = {0};
+  if (entries_[index](args, error, sizeof error) != 0)
+    return makeError(ErrorCode::Internal, "CUDA kernel ", kernels_[index].name, " under emulation: ", error);
+  return Status::ok();
+}
+
+}  // namespace kiln::emulation

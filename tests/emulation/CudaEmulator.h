@@ -1,0 +1,38 @@
+//===- tests/emulation/CudaEmulator.h - Run generated CUDA C on the CPU ---===//
+//
+// The CPU emulation harness: builds generated CUDA kernels, their exact
+// source files included unchanged, with the host C++ compiler and
+// cuda_emulation.h into one shared library (one compiler run for many
+// kernels), loads it, and launches a kernel over its grid with buffers
+// passed as in the runtime (one pointer per parameter).
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kiln/codegen/CudaBackend.h"
+
+namespace kiln::emulation {
+
+class EmulatedKernels {
+ public:
+  /// Writes each kernel's source to `workDir`/<name>.cu, and compiles them.
+  static Expected<std::unique_ptr<EmulatedKernels>> build(const std::vector<codegen::CudaKernel>& kernels,
+                                                          const std::string& workDir);
+  ~EmulatedKernels();
+  /// Runs kernel `index` (in build order) over its grid.
+  Status launch(size_t index, void* const* args) const;
+  size_t size() const { return kernels_.size(); }
+
+ private:
+  EmulatedKernels() = default;
+  using LaunchFn = int (*)(void* const* args, char* error, unsigned long errorSize);
+  void* library_ = nullptr;
+  std::vector<codegen::CudaKernel> kernels_;
+  std::vector<LaunchFn> entries_;
+};
+
+}  // namespace kiln::emulation
