@@ -3,7 +3,8 @@
 // The embedding API: load a .kiln artifact written by `kiln compile`, query
 // its inputs and outputs, run it. Link kiln_runtime only (no LLVM, protobuf
 // or compiler). A loaded Model is immutable: run() may be called from many
-// threads at once; each run gets its own scratch memory.
+// threads at once; on the CPU each run gets its own scratch memory, on a GPU
+// (a `--target cuda` artifact) runs take turns on the device.
 //
 //   auto model = kiln::Model::load("resnet50.kiln");
 //   if (!model) { std::cerr << model.error().str(); return 1; }
@@ -30,13 +31,15 @@ struct TensorInfo {
 
 class Model {
  public:
-  /// Loads an artifact; ArtifactCorrupt / ArtifactVersion errors say what is wrong.
+  /// Loads an artifact; ArtifactCorrupt / ArtifactVersion errors say what is
+  /// wrong (DeviceUnavailable: a CUDA artifact on a machine without a GPU).
   static Expected<std::unique_ptr<Model>> load(const std::string& path);
   ~Model();
 
   const std::vector<TensorInfo>& inputs() const;
   const std::vector<TensorInfo>& outputs() const;
-  /// The CPU the code was compiled for and the bytes of scratch memory a run takes.
+  /// The CPU the code was compiled for (CUDA: its architectures, "sm_80,sm_90")
+  /// and the bytes of scratch memory a run takes.
   const std::string& compiledFor() const;
   uint64_t scratchBytes() const;
 

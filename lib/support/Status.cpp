@@ -36,6 +36,8 @@ const char* errorCodeName(ErrorCode code) {
     case ErrorCode::FusionPlanFormat: return "fusion-plan-format";
     case ErrorCode::ArtifactCorrupt: return "artifact-corrupt";
     case ErrorCode::ArtifactVersion: return "artifact-version";
+    case ErrorCode::DeviceUnavailable: return "device-unavailable";
+    case ErrorCode::DeviceFailure: return "device-failure";
     case ErrorCode::Internal: return "internal";
   }
   return "unknown";

@@ -204,8 +204,8 @@ expect_in "host steps are disabled" err.txt
 expect_fail "unknown target 'tpu'" "$KILN" compile "$TINY" --target tpu -o x.kiln
 # compile for CUDA: CUDA C per kernel, NVRTC cubins and PTX (no GPU needed).
 MOBILE=$SRC/models/tiny/mobilenet_tiny-raw.onnx
-"$KILN" compile "$MOBILE" --target cuda:sm_80,sm_90 --emit-cuda cuda_out --quiet > compile_cuda.txt
-expect_in "for cuda (sm_80, sm_90)" compile_cuda.txt
+"$KILN" compile "$MOBILE" --target cuda:sm_80,sm_90 --emit-cuda cuda_out -o mobile_emit.kiln --quiet > compile_cuda.txt
+expect_in "for cuda (sm_80,sm_90) -> mobile_emit.kiln" compile_cuda.txt
 expect_in "distinct kernels" compile_cuda.txt
 CU=$(ls cuda_out/*.cu | head -1)
 [ -n "$CU" ] || fail "--emit-cuda wrote no .cu files"
@@ -214,7 +214,13 @@ for f in cuda_out/*.cu; do
   base=${f%.cu}
   [ -s "$base.sm_80.cubin" ] && [ -s "$base.sm_90.cubin" ] && [ -s "$base.ptx" ] || fail "missing cubin or PTX for $f"
 done
-expect_fail "use --emit-cuda DIR" "$KILN" compile "$MOBILE" --target cuda -o x.kiln
+# The CUDA artifact: where there is no NVIDIA driver or GPU, loading it is KE5005.
+"$KILN" compile "$MOBILE" --target cuda:sm_90 -o mobile_cuda.kiln --quiet > compile_cuda_artifact.txt
+expect_in "for cuda (sm_90) -> mobile_cuda.kiln" compile_cuda_artifact.txt
+if ! "$KILN" run mobile_cuda.kiln > cuda_run.txt 2> err.txt; then  # no GPU here: a clear error, not a crash
+  expect_in "error KE5005 (device-unavailable)" err.txt
+fi
+KILN_CUDA_DRIVER=/nonexistent/libcuda.so.1 expect_fail "/nonexistent/libcuda.so.1 not found" "$KILN" run mobile_cuda.kiln
 expect_fail "bad CUDA architecture 'sm_9x'" "$KILN" compile "$MOBILE" --target cuda:sm_9x --emit-cuda cuda_bad
 expect_fail "--emit-cuda needs --target cuda" "$KILN" compile "$MOBILE" --emit-cuda cuda_bad
 head -c 100 ssd.kiln > truncated.kiln

@@ -3,8 +3,9 @@
 // See CudaEmulator.h. The library's translation unit #includes every
 // kernel's .cu file as written and adds one C launcher per kernel, which
 // casts the argument pointers to the parameter types and runs the kernel
-// over its grid under cuda_emulation.h. Compiler diagnostics come back in
-// the error with the path of the source that failed.
+// over the grid it is given under cuda_emulation.h (the emulated driver calls
+// the same launchers). Compiler diagnostics come back in the error with the
+// path of the source that failed.
 //
 //===----------------------------------------------------------------------===//
 #include "CudaEmulator.h"
@@ -42,9 +43,10 @@ Expected<std::unique_ptr<EmulatedKernels>> EmulatedKernels::build(const std::vec
     unit << "#include \"" << path << "\"\n";
   }
   for (const codegen::CudaKernel& k : kernels) {
-    unit << "extern \"C\" int kiln_emulate_" << k.name << "(void* const* args, char* error, unsigned long size) {\n"
-         << "  std::string e = kiln_emulation::launch(dim3{" << k.grid[0] << "u, " << k.grid[1] << "u, " << k.grid[2]
-         << "u}, dim3{" << k.block[0] << "u, " << k.block[1] << "u, " << k.block[2] << "u}, [&] { " << k.name << "(";
+    unit << "extern \"C\" const int kiln_emulate_params_" << k.name << " = " << k.paramTypes.size() << ";\n";
+    unit << "extern \"C\" int kiln_emulate_" << k.name
+         << "(const unsigned* g, const unsigned* b, void* const* args, char* error, unsigned long size) {\n"
+         << "  std::string e = kiln_emulation::launch(dim3{g[0], g[1], g[2]}, dim3{b[0], b[1], b[2]}, [&] { " << k.name << "(";
     for (size_t p = 0; p < k.paramTypes.size(); ++p) unit << (p ? ", " : "") << "(" << k.paramTypes[p] << ")args[" << p << "]";
     unit << "); });\n  if (e.empty()) return 0;\n  std::snprintf(error, size, \"%s\", e.c_str());\n  return 1;\n}\n";
   }
@@ -63,6 +65,7 @@ Expected<std::unique_ptr<EmulatedKernels>> EmulatedKernels::build(const std::vec
     out->entries_.push_back(fn);
   }
   out->kernels_ = kernels;
+  out->libraryPath_ = library;
   return out;
 }
 
@@ -73,7 +76,10 @@ EmulatedKernels::~EmulatedKernels() {
 Status EmulatedKernels::launch(size_t index, void* const* args) const {
   if (index >= entries_.size()) return makeError(ErrorCode::Internal, "no emulated kernel ", index);
   char error[512] = {0};
-  if (entries_[index](args, error, sizeof error) != 0)
+  const codegen::CudaKernel& k = kernels_[index];
+  const unsigned grid[3] = {unsigned(k.grid[0]), unsigned(k.grid[1]), unsigned(k.grid[2])};
+  const unsigned block[3] = {unsigned(k.block[0]), unsigned(k.block[1]), unsigned(k.block[2])};
+  if (entries_[index](grid, block, args, error, sizeof error) != 0)
     return makeError(ErrorCode::Internal, "CUDA kernel ", kernels_[index].name, " under emulation: ", error);
   return Status::ok();
 }

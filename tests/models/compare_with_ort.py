@@ -18,7 +18,8 @@ Measures:
   larger detection list must reach the manifest's min_matched. Exact order is
   not required: top-k and NMS may order near-equal scores differently, and
   the raw head outputs (compared as values) check the network itself.
-Prints one line per output with the measured error; exits 1 on a mismatch.
+Prints one line per output with the measured error; exits 1 on a mismatch,
+77 (skipped) for a CUDA target on a machine without a GPU.
 """
 import argparse
 import os
@@ -55,6 +56,17 @@ def match_detections(kiln, ort, tolerance):
     return matched, max(len(ol), len(kl))
 
 
+def has_cuda_device():
+    """Whether the NVIDIA driver is present and reports at least one device."""
+    import ctypes
+    try:
+        cuda = ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return False
+    count = ctypes.c_int(0)
+    return cuda.cuInit(0) == 0 and cuda.cuDeviceGetCount(ctypes.byref(count)) == 0 and count.value > 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--kiln", required=True, help="the kiln executable")
@@ -65,8 +77,12 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--kiln-arg", action="append", default=[], help="extra argument for `kiln run` (repeatable)")
     ap.add_argument("--compile", action="store_true",
-                    help="compile with `kiln compile --target cpu` and run the .kiln artifact instead of the model")
+                    help="compile with `kiln compile --target T` and run the .kiln artifact instead of the model")
+    ap.add_argument("--target", default="cpu", help="with --compile: the target (cpu, cuda[:sm_XX,...])")
     args = ap.parse_args()
+    if args.target.startswith("cuda") and not has_cuda_device():
+        print("skipped: no CUDA device on this machine")
+        sys.exit(77)
     name = os.path.splitext(os.path.basename(args.model))[0]
     work = args.work or os.path.join(os.getcwd(), "compare_" + name)
     spec = zoo.zoo_spec_for(args.model) or {}
@@ -79,7 +95,7 @@ def main():
         os.makedirs(work, exist_ok=True)
         target = os.path.join(work, name + ".kiln")
         shape_args = [a for s in args.shape for a in ("--shape", s)]
-        built = subprocess.run([args.kiln, "compile", args.model, "--target", "cpu", "-o", target, "--quiet"] + shape_args,
+        built = subprocess.run([args.kiln, "compile", args.model, "--target", args.target, "-o", target, "--quiet"] + shape_args,
                                capture_output=True, text=True)
         if built.returncode != 0:
             print(f"{name}: kiln compile failed:\n{built.stderr}")

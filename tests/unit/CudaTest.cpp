@@ -12,11 +12,8 @@
 //===----------------------------------------------------------------------===//
 #include <catch2/catch.hpp>
 
-#include <unistd.h>
-
-#include <filesystem>
-
 #include "CudaEmulator.h"
+#include "ScratchDir.h"
 #include "TemplateCases.h"
 #include "kiln/codegen/Compiler.h"
 #include "kiln/codegen/CudaBackend.h"
@@ -30,23 +27,6 @@ using namespace kiln;
 using namespace kiln::codegen;
 
 namespace {
-
-/// This process's scratch directory for emulation builds, removed at exit.
-struct ScratchRoot {
-  std::filesystem::path path =
-      std::filesystem::temp_directory_path() / ("kiln-cuda-test-" + std::to_string(::getpid()));
-  ~ScratchRoot() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-};
-const ScratchRoot kScratch;
-
-/// A fresh directory per build (dlopen would hand back a library loaded from the same path).
-std::string workDir(const std::string& name) {
-  static int builds = 0;
-  return (kScratch.path / (std::to_string(builds++) + "-" + name)).string();
-}
 
 /// The kernels of a model lowered for the GPU, as CUDA C; every source also
 /// compiled by NVRTC for sm_80 and sm_90. `suffix` makes names unique when
@@ -171,7 +151,7 @@ TEST_CASE("the emulation harness honours threads, shared memory, barriers and wa
 )";
   divergent.paramTypes = {"float*"};
   divergent.block = {32, 1, 1};
-  auto lib = emulation::EmulatedKernels::build({k, divergent}, workDir("harness"));
+  auto lib = emulation::EmulatedKernels::build({k, divergent}, testing::scratchDir("harness"));
   INFO((lib.isOk() ? std::string() : lib.error().str()));
   REQUIRE(lib.isOk());
   std::vector<float> x(3 * 256), out(6, -1.0f);
@@ -223,7 +203,7 @@ TEST_CASE("every template's GPU schedule matches the interpreter under emulation
       kernels.insert(kernels.end(), emitted.begin(), emitted.end());
       models.push_back(std::move(*model));
     }
-    auto lib = emulation::EmulatedKernels::build(kernels, workDir(c.family + "-" + c.anchorOp));
+    auto lib = emulation::EmulatedKernels::build(kernels, testing::scratchDir(c.family + "-" + c.anchorOp));
     INFO((lib.isOk() ? std::string() : lib.error().str()));
     REQUIRE(lib.isOk());
     std::vector<Tensor> inputs = testing::randomInputs(g, 7);
@@ -259,7 +239,7 @@ TEST_CASE("tiny zoo models lower for the GPU, every kernel compiles with NVRTC a
     CHECK(gpuHost == cpuHost);
     CHECK(model->kernels.size() == cpu->kernels.size());
     std::vector<CudaKernel> kernels = emitAndCompile(*model, "");
-    auto lib = emulation::EmulatedKernels::build(kernels, workDir(file));
+    auto lib = emulation::EmulatedKernels::build(kernels, testing::scratchDir(file));
     INFO((lib.isOk() ? std::string() : lib.error().str()));
     REQUIRE(lib.isOk());
     checkUnderEmulation(g, *model, kernels, **lib, 0, testing::randomInputs(g, 11), 1e-4);

@@ -17,6 +17,7 @@
 
 #include "kiln/codegen/Compiler.h"
 #include "kiln/codegen/CudaBackend.h"
+#include "kiln/codegen/CudaCompiler.h"
 #include "kiln/codegen/KernelCheck.h"
 #include "kiln/frontend/onnx/OnnxExporter.h"
 #include "kiln/frontend/onnx/OnnxImporter.h"
@@ -148,9 +149,7 @@ int emitCode(ir::Graph& graph, const std::string& emit, const std::string& planF
   if (emit == "cuda") {
     for (const std::string& h : hostSteps) std::cout << h;
     for (const codegen::LoweredKernel& k : kernels) {
-      std::string ops;
-      for (const ir::Node* n : k.group->nodes) ops += (ops.empty() ? "" : " + ") + n->qualifiedOpType();
-      auto cuda = codegen::emitCuda(k.kernel, ops);
+      auto cuda = codegen::emitCuda(k.kernel, codegen::fusedOpsOf(*k.group));
       if (!cuda) return fail(cuda.error());
       std::cout << cuda->source;
     }

@@ -8,28 +8,24 @@
 // its reference kernels, listed by op), peak scratch memory, weights, time
 // per phase. `kiln run model.kiln` and the embedding API load the result.
 //
-// --target cuda[:sm_XX,...] lowers with the templates' GPU schedules; with
-// --emit-cuda DIR it writes each kernel's CUDA C there and compiles it with
-// NVRTC (in parallel) to a cubin per architecture and PTX for the newest.
-// CUDA artifacts need the CUDA runtime, which does not exist yet: without
-// --emit-cuda the CUDA target says so instead of writing a partial file.
+// --target cuda[:sm_XX,...] lowers with the templates' GPU schedules and
+// compiles each kernel's CUDA C with NVRTC (in parallel) to a cubin per
+// architecture and PTX for the oldest, all stored in the artifact; with
+// --emit-cuda DIR the sources, cubins and PTX are also written there.
 //
 //===----------------------------------------------------------------------===//
 #include <algorithm>
-#include <filesystem>
 #include <iomanip>
-#include <mutex>
 #include <iostream>
 #include <sstream>
 
 #include "Commands.h"
 #include "ModelLoader.h"
 #include "kiln/codegen/Compiler.h"
-#include "kiln/codegen/CudaBackend.h"
+#include "kiln/codegen/CudaCompiler.h"
 #include "kiln/runtime/Artifact.h"
 #include "kiln/support/File.h"
 #include "kiln/support/Stopwatch.h"
-#include "kiln/support/ThreadPool.h"
 
 namespace kiln::cli {
 namespace {
@@ -66,80 +62,39 @@ Expected<std::vector<int>> cudaArchitectures(const std::string& target) {
   return archs;
 }
 
-std::string opsOf(const codegen::KernelGroup& g) {
-  std::string ops;
-  for (const ir::Node* n : g.nodes) ops += (ops.empty() ? "" : " + ") + n->qualifiedOpType();
-  return ops;
-}
-
-/// --target cuda --emit-cuda DIR: CUDA C, cubins and PTX for every kernel.
+/// --target cuda: cubins and PTX for every kernel, into the artifact (and
+/// with --emit-cuda, the CUDA C, cubins and PTX into a directory).
 int compileCuda(const CompileOptions& o, const std::vector<int>& archs, ir::Module& module,
-                const codegen::CompileOptions& options, double importMs, double passesMs) {
-  auto progress = [&](const std::string& msg) {
-    if (!o.quiet) std::cerr << "kiln: " << msg << "\n";
-  };
-  Stopwatch timer;
-  progress("generating kernels with GPU schedules");
-  auto model = codegen::lowerModel(module.graph(), codegen::KernelTarget::Gpu, options);
+                const codegen::CompileOptions& options, const std::string& output, double importMs, double passesMs) {
+  if (!o.quiet)
+    std::cerr << "kiln: generating kernels with GPU schedules, compiling them with NVRTC " << codegen::nvrtcVersion()
+              << "\n";
+  codegen::CudaCompileOptions cuda;
+  cuda.archs = archs;
+  cuda.emitDir = o.emitCuda;
+  auto model = codegen::compileCudaArtifact(module.graph(), options, cuda);
   if (!model) return reportError(model.error());
-  std::error_code ec;
-  std::filesystem::create_directories(o.emitCuda, ec);
-  if (ec) return reportError(Error(ErrorCode::IoError, "cannot create directory " + o.emitCuda + ": " + ec.message()));
-  std::vector<codegen::CudaKernel> sources;
-  for (const codegen::LoweredKernel& k : model->kernels) {
-    auto cuda = codegen::emitCuda(k.kernel, opsOf(*k.group));
-    if (!cuda) return reportError(cuda.error());
-    if (Status s = writeFile(o.emitCuda + "/" + cuda->name + ".cu", cuda->source); !s.isOk()) return reportError(s.error());
-    sources.push_back(std::move(*cuda));
-  }
-  double emitMs = timer.elapsedMs();
-  timer.restart();
-  progress("compiling " + std::to_string(sources.size()) + " kernels with NVRTC " + codegen::nvrtcVersion() + " for " +
-           std::to_string(archs.size()) + " architectures");
-  // One job per kernel and architecture (and one PTX per kernel for the newest).
-  const size_t perKernel = archs.size() + 1;
-  std::vector<Status> results(sources.size() * perKernel, Status::ok());
-  uint64_t cubinBytes = 0;
-  std::mutex mutex;
-  ThreadPool::global().parallelFor(int64_t(results.size()), [&](int64_t begin, int64_t end) {
-    for (int64_t job = begin; job < end; ++job) {
-      const codegen::CudaKernel& k = sources[size_t(job) / perKernel];
-      size_t which = size_t(job) % perKernel;
-      const std::string base = o.emitCuda + "/" + k.name;
-      Status st = Status::ok();
-      if (which < archs.size()) {
-        auto bin = codegen::compileCubin(k.source, base + ".cu", archs[which]);
-        if (bin) {
-          st = writeFile(base + ".sm_" + std::to_string(archs[which]) + ".cubin",
-                         std::string(bin->cubin.begin(), bin->cubin.end()));
-          std::lock_guard<std::mutex> lock(mutex);
-          cubinBytes += bin->cubin.size();
-        } else {
-          st = bin.error();
-        }
-      } else {
-        auto ptx = codegen::compilePtx(k.source, base + ".cu", *std::max_element(archs.begin(), archs.end()));
-        st = ptx ? writeFile(base + ".ptx", *ptx) : Status(ptx.error());
-      }
-      results[size_t(job)] = st;
-    }
-  });
-  for (const Status& st : results)
-    if (!st.isOk()) return reportError(st.error());
+  if (!o.saveFusionPlan.empty())
+    if (Status s = writeFile(o.saveFusionPlan, model->plan->print()); !s.isOk()) return reportError(s.error());
+  if (Status s = runtime::saveArtifact(*model->executable, output); !s.isOk()) return reportError(s.error());
   const codegen::CompileStats& st = model->stats;
-  std::string archList;
-  for (int a : archs) archList += (archList.empty() ? "sm_" : ", sm_") + std::to_string(a);
+  const runtime::Executable& exe = *model->executable;
+  uint64_t cubinBytes = 0;
+  for (const runtime::CudaKernelCode& c : exe.cudaKernels)
+    for (const auto& cubin : c.cubins) cubinBytes += cubin.size();
   std::cout << std::fixed << std::setprecision(1);
-  std::cout << "compiled " << o.model.path << " for cuda (" << archList << ") -> CUDA C, cubins and PTX in " << o.emitCuda
-            << "\n";
-  std::cout << "  kernels        " << model->executable->steps.size() - st.hostSteps.size() << " launches, " << st.kernels
-            << " distinct kernels (" << size(cubinBytes) << " of cubins)\n";
+  std::cout << "compiled " << o.model.path << " for cuda (" << exe.cpu << ") -> " << output << "\n";
+  std::cout << "  kernels        " << exe.steps.size() - st.hostSteps.size() << " launches, " << st.kernels
+            << " distinct kernels (" << size(cubinBytes) << " of cubins, PTX for the oldest)\n";
+  if (!o.emitCuda.empty()) std::cout << "  sources        CUDA C, cubins and PTX in " << o.emitCuda << "\n";
   if (!st.hostSteps.empty())
-    std::cout << "  host steps     " << st.hostSteps.size() << " (reference kernels): " << st.hostOpSummary() << "\n";
+    std::cout << "  host steps     " << st.hostSteps.size() << " (reference kernels on the host): " << st.hostOpSummary()
+              << "\n";
   std::cout << "  memory plan    " << size(st.arenaBytes) << " peak scratch (" << size(st.unsharedBytes)
             << " without reuse)\n";
+  std::cout << "  weights        " << size(st.weightBytes) << "\n";
   std::cout << "  time ms        import " << importMs << ", passes " << passesMs << ", plan " << st.planMs << ", lower "
-            << st.lowerMs << ", emit " << emitMs << ", nvrtc " << timer.elapsedMs() << "\n";
+            << st.lowerMs << ", emit " << st.emitMs << ", nvrtc " << st.nvrtcMs << "\n";
   return 0;
 }
 
@@ -150,10 +105,6 @@ int compileModel(const CompileOptions& o) {
     auto a = cudaArchitectures(o.target);
     if (!a) return reportError(a.error());
     archs = *a;
-    if (o.emitCuda.empty())
-      return reportError(Error(ErrorCode::InvalidArgument,
-                               "the CUDA target writes no .kiln artifact yet (its runtime is not built); use "
-                               "--emit-cuda DIR to write and compile the kernels' CUDA C"));
   } else if (o.target != "cpu") {
     return reportError(Error(ErrorCode::InvalidArgument, "unknown target '" + o.target + "' (targets: cpu, cuda[:sm_XX,...])"));
   } else if (!o.emitCuda.empty()) {
@@ -182,7 +133,7 @@ int compileModel(const CompileOptions& o) {
     if (!text) return reportError(text.error());
     options.fusionPlanText = *text;
   }
-  if (cuda) return compileCuda(o, archs, **module, options, importMs, passesMs);
+  if (cuda) return compileCuda(o, archs, **module, options, output, importMs, passesMs);
   progress("generating kernels and object code for this CPU");
   auto model = codegen::compileCpuArtifact((*module)->graph(), options);
   if (!model) return reportError(model.error());
@@ -213,11 +164,11 @@ void addCompileCommand(CLI::App& app, int& exitCode) {
   addModelOptions(*cmd, o->model, true);
   cmd->add_option("--target", o->target,
                   "Target: cpu (this machine's CPU), or cuda[:sm_XX,...] (default architectures sm_80, sm_86, sm_89, "
-                  "sm_90; needs --emit-cuda for now)")
+                  "sm_90)")
       ->default_val("cpu");
   cmd->add_option("--emit-cuda", o->emitCuda,
-                  "With --target cuda: write each kernel's CUDA C (KERNEL.cu) to DIR and compile it with NVRTC "
-                  "(KERNEL.sm_XX.cubin per architecture, KERNEL.ptx for the newest)");
+                  "With --target cuda: also write each kernel's CUDA C (KERNEL.cu), cubins (KERNEL.sm_XX.cubin) "
+                  "and PTX (KERNEL.ptx) to DIR");
   cmd->add_option("-o,--output", o->output, "Artifact to write (default: the model's name with .kiln)");
   cmd->add_option("--fusion-plan", o->fusionPlan, "Fusion decisions to apply (a file in the --save-fusion-plan form)");
   cmd->add_option("--save-fusion-plan", o->saveFusionPlan, "Write the fusion plan used (edges, decisions, kernels) to FILE");

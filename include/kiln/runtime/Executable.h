@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -35,6 +36,8 @@ struct BufferSpec {
   int32_t aliasOf = -1;  ///< Output that is another buffer (an input or weight): copied after the run
   bool dynamic = false;  ///< shape known only at run time (dims hold -1 there); written by host steps only
   uint64_t bytes() const;  ///< 0 for a dynamic buffer
+  /// Whether `t` fits this buffer (a dynamic buffer's -1 dims accept any size).
+  bool accepts(const Tensor& t) const;
 };
 
 enum class StepKind : uint8_t { Kernel, Host };
@@ -53,9 +56,20 @@ struct HostGraph {
   std::vector<std::string> ops;  ///< the ops it runs, for reports
 };
 
+/// CUDA: one kernel's code (cubins per architecture, PTX for newer GPUs)
+/// and launch shape.
+struct CudaKernelCode {
+  std::array<uint32_t, 3> grid{1, 1, 1}, block{1, 1, 1};
+  uint32_t sharedBytes = 0;                  ///< static shared memory per block
+  std::vector<uint32_t> cubinArchs;          ///< sm numbers, e.g. 80, 90
+  std::vector<std::vector<uint8_t>> cubins;  ///< one per cubinArchs entry
+  uint32_t ptxArch = 0;                      ///< compute_XX the PTX targets (0: no PTX)
+  std::string ptx;
+};
+
 struct Executable {
-  std::string target = "cpu";
-  std::string cpu;                     ///< the CPU the code was compiled for
+  std::string target = "cpu";          ///< "cpu" or "cuda"
+  std::string cpu;                     ///< the CPU the code was compiled for (cuda: its architectures, "sm_80,sm_90")
   std::vector<std::string> cpuFeatures;  ///< ISA extensions the code needs (checked at load)
   std::vector<BufferSpec> buffers;
   std::vector<Tensor> weights;
@@ -66,10 +80,13 @@ struct Executable {
   std::vector<uint32_t> inputs, outputs;  ///< buffer ids in model order
   uint64_t arenaBytes = 0;                 ///< peak intermediate memory (the memory plan)
   std::vector<uint8_t> objectCode;         ///< CPU: ELF relocatable object with the entry points
+  std::vector<CudaKernelCode> cudaKernels; ///< CUDA: per kernelNames entry
 
   /// Checks internal consistency (ids in range, arena bounds, weights match); the
   /// error says what is wrong (ArtifactCorrupt).
   Status validate() const;
+  /// Checks run-time inputs against the declared inputs (ExecInput).
+  Status checkInputs(const std::vector<Tensor>& inputs) const;
 };
 
 }  // namespace kiln::runtime

@@ -44,6 +44,8 @@ enum class ErrorCode : uint16_t {
   FusionPlanFormat = 5002,   ///< a fusion plan file could not be parsed or does not fit the graph
   ArtifactCorrupt = 5003,    ///< a .kiln artifact is truncated or fails its checksum
   ArtifactVersion = 5004,    ///< a .kiln artifact from another format version or target
+  DeviceUnavailable = 5005,  ///< no CUDA driver or no CUDA device on this machine
+  DeviceFailure = 5006,      ///< a CUDA driver call failed (out of memory, launch failure, ...)
   Internal = 9001,
 };
 

@@ -145,6 +145,19 @@ std::vector<uint8_t> serializeExecutable(const Executable& exe) {
     for (uint32_t id : *list) w.pod<uint32_t>(id);
   }
   w.blob(exe.objectCode.data(), exe.objectCode.size());
+  w.pod<uint64_t>(exe.cudaKernels.size());
+  for (const CudaKernelCode& c : exe.cudaKernels) {
+    for (uint32_t v : c.grid) w.pod<uint32_t>(v);
+    for (uint32_t v : c.block) w.pod<uint32_t>(v);
+    w.pod<uint32_t>(c.sharedBytes);
+    w.pod<uint64_t>(c.cubins.size());
+    for (size_t i = 0; i < c.cubins.size(); ++i) {
+      w.pod<uint32_t>(i < c.cubinArchs.size() ? c.cubinArchs[i] : 0);
+      w.blob(c.cubins[i].data(), c.cubins[i].size());
+    }
+    w.pod<uint32_t>(c.ptxArch);
+    w.str(c.ptx);
+  }
   w.pod<uint64_t>(exe.weights.size());
   for (const Tensor& t : exe.weights) {
     w.pod<uint8_t>(uint8_t(t.dtype()));
@@ -254,6 +267,27 @@ Expected<Executable> deserializeExecutable(const uint8_t* data, size_t size) {
   }
   KILN_ASSIGN(auto object, r.blob());
   exe.objectCode.assign(object.first, object.first + object.second);
+  KILN_ASSIGN(uint64_t cudaKernels, r.count(40));
+  for (uint64_t i = 0; i < cudaKernels; ++i) {
+    CudaKernelCode c;
+    for (uint32_t& v : c.grid) {
+      KILN_ASSIGN(v, r.pod<uint32_t>());
+    }
+    for (uint32_t& v : c.block) {
+      KILN_ASSIGN(v, r.pod<uint32_t>());
+    }
+    KILN_ASSIGN(c.sharedBytes, r.pod<uint32_t>());
+    KILN_ASSIGN(uint64_t cubins, r.count(12));
+    for (uint64_t k = 0; k < cubins; ++k) {
+      KILN_ASSIGN(uint32_t arch, r.pod<uint32_t>());
+      KILN_ASSIGN(auto code, r.blob());
+      c.cubinArchs.push_back(arch);
+      c.cubins.emplace_back(code.first, code.first + code.second);
+    }
+    KILN_ASSIGN(c.ptxArch, r.pod<uint32_t>());
+    KILN_ASSIGN(c.ptx, r.str());
+    exe.cudaKernels.push_back(std::move(c));
+  }
   KILN_ASSIGN(uint64_t weights, r.count(17));
   for (uint64_t i = 0; i < weights; ++i) {
     KILN_ASSIGN(DType dtype, readDType(r));

@@ -37,29 +37,9 @@ Expected<std::unique_ptr<CpuExecutor>> CpuExecutor::create(std::shared_ptr<const
   return e;
 }
 
-namespace {
-
-/// Whether `t` fits buffer `b` (a dynamic buffer's -1 dims accept any size).
-bool fits(const Tensor& t, const BufferSpec& b) {
-  if (t.dtype() != b.dtype || t.dims().size() != b.dims.size()) return false;
-  for (size_t i = 0; i < b.dims.size(); ++i)
-    if (b.dims[i] >= 0 && b.dims[i] != t.dims()[i]) return false;
-  return true;
-}
-
-}  // namespace
-
 Expected<std::vector<Tensor>> CpuExecutor::run(const std::vector<Tensor>& inputs, std::vector<double>* stepMs) const {
   const Executable& exe = *exe_;
-  if (inputs.size() != exe.inputs.size())
-    return makeError(ErrorCode::ExecInput, "model takes ", exe.inputs.size(), " inputs, got ", inputs.size());
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    const BufferSpec& b = exe.buffers[exe.inputs[i]];
-    if (inputs[i].dtype() != b.dtype || inputs[i].dims() != b.dims) {
-      return makeError(ErrorCode::ExecInput, "input '", b.name, "' must be ", dtypeName(b.dtype), " ", dimsToString(b.dims), ", got ",
-                       inputs[i].typeString(), " (the executable was compiled for fixed shapes)");
-    }
-  }
+  KILN_TRY(exe.checkInputs(inputs));
   std::unique_ptr<uint8_t[]> arena;
   {
     std::lock_guard<std::mutex> lock(arenasMutex_);
@@ -130,7 +110,7 @@ Expected<std::vector<Tensor>> CpuExecutor::run(const std::vector<Tensor>& inputs
       for (size_t i = 0; i < h.numOutputs; ++i) {
         uint32_t id = step.args[h.numInputs + i];
         const BufferSpec& b = exe.buffers[id];
-        if (!fits(results[i], b))
+        if (!b.accepts(results[i]))
           return makeError(ErrorCode::ExecFailure, "host step ", h.name, " computed ", b.name, " as ",
                            results[i].typeString(), "; the compiled code expects ", dtypeName(b.dtype), " ",
                            dimsToString(b.dims));

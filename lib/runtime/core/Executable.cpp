@@ -24,6 +24,25 @@ uint64_t BufferSpec::bytes() const {
   return n;
 }
 
+bool BufferSpec::accepts(const Tensor& t) const {
+  if (t.dtype() != dtype || t.dims().size() != dims.size()) return false;
+  for (size_t i = 0; i < dims.size(); ++i)
+    if (dims[i] >= 0 && dims[i] != t.dims()[i]) return false;
+  return true;
+}
+
+Status Executable::checkInputs(const std::vector<Tensor>& values) const {
+  if (values.size() != inputs.size())
+    return makeError(ErrorCode::ExecInput, "model takes ", inputs.size(), " inputs, got ", values.size());
+  for (size_t i = 0; i < values.size(); ++i) {
+    const BufferSpec& b = buffers[inputs[i]];
+    if (values[i].dtype() != b.dtype || values[i].dims() != b.dims)
+      return makeError(ErrorCode::ExecInput, "input '", b.name, "' must be ", dtypeName(b.dtype), " ", dimsToString(b.dims),
+                       ", got ", values[i].typeString(), " (the executable was compiled for fixed shapes)");
+  }
+  return Status::ok();
+}
+
 Status Executable::validate() const {
   auto bad = [](auto&&... parts) { return makeError(ErrorCode::ArtifactCorrupt, "executable: ", parts...); };
   std::vector<int> inputSeen(inputs.size()), outputSeen(outputs.size());
@@ -59,6 +78,19 @@ Status Executable::validate() const {
   for (uint32_t id : outputs)
     if (id >= buffers.size() || buffers[id].kind != BufferKind::Output) return bad("output id ", id, " is not an output buffer");
   if (kernelParamBytes.size() != kernelNames.size()) return bad("kernel parameter table has the wrong size");
+  if (target != "cpu" && target != "cuda") return bad("unknown target '", target, "'");
+  // An empty table is a CUDA executable still being built (code comes after lowering); CudaExecutor refuses it.
+  if (target == "cuda" && !cudaKernels.empty() && cudaKernels.size() != kernelNames.size())
+    return bad("CUDA kernel table has the wrong size");
+  if (target == "cpu" && !cudaKernels.empty()) return bad("a CPU executable holds CUDA kernels");
+  for (size_t k = 0; k < cudaKernels.size(); ++k) {
+    const CudaKernelCode& c = cudaKernels[k];
+    uint64_t threads = uint64_t(c.block[0]) * c.block[1] * c.block[2];
+    if (threads == 0 || threads > 1024 || !c.grid[0] || !c.grid[1] || !c.grid[2])
+      return bad("CUDA kernel ", kernelNames[k], " has a bad launch shape");
+    if (c.cubins.size() != c.cubinArchs.size() || (c.cubins.empty() && c.ptx.empty()))
+      return bad("CUDA kernel ", kernelNames[k], " has no code");
+  }
   for (const KernelStep& s : steps) {
     if (s.kind == StepKind::Host) {
       if (s.kernel >= hostGraphs.size()) return bad("step names host graph ", s.kernel, " of ", hostGraphs.size());

@@ -1,14 +1,17 @@
 //===- lib/runtime/core/Model.cpp - kiln::Model (the embedding API) --------===//
 //
-// Loading: read and verify the artifact, check that this CPU has the ISA
-// extensions the code was compiled with, link the object code, bind every
-// kernel name to its entry point and hand the result to a CpuExecutor.
+// Loading: read and verify the artifact; for the CPU target, check that this
+// CPU has the ISA extensions the code was compiled with, link the object
+// code, bind every kernel name to its entry point and hand the result to a
+// CpuExecutor; for the CUDA target, hand it to a CudaExecutor (which loads
+// the code onto the GPU).
 //
 //===----------------------------------------------------------------------===//
 #include "kiln/kiln.h"
 
 #include "kiln/runtime/Artifact.h"
 #include "kiln/runtime/CpuExecutor.h"
+#include "kiln/runtime/CudaExecutor.h"
 #include "kiln/runtime/ObjectLoader.h"
 #include "kiln/support/ThreadPool.h"
 
@@ -18,6 +21,7 @@ struct Model::Impl {
   std::shared_ptr<const runtime::Executable> exe;
   std::unique_ptr<runtime::LoadedObject> code;
   std::unique_ptr<runtime::CpuExecutor> executor;
+  std::unique_ptr<runtime::CudaExecutor> cuda;
   std::vector<TensorInfo> inputs, outputs;
 };
 
@@ -26,13 +30,26 @@ Model::~Model() = default;
 
 Expected<std::unique_ptr<Model>> Model::load(const std::string& path) {
   KILN_ASSIGN(runtime::Executable exe, runtime::loadArtifact(path));
+  std::unique_ptr<Model> model(new Model);
+  Impl& m = *model->impl_;
+  for (uint32_t id : exe.inputs) m.inputs.push_back({exe.buffers[id].name, exe.buffers[id].dtype, exe.buffers[id].dims});
+  for (uint32_t id : exe.outputs) m.outputs.push_back({exe.buffers[id].name, exe.buffers[id].dtype, exe.buffers[id].dims});
+  if (exe.target == "cuda") {
+    m.exe = std::make_shared<const runtime::Executable>(std::move(exe));
+    auto executor = runtime::CudaExecutor::create(m.exe);
+    if (!executor) {
+      Error e = std::move(executor).error();
+      return Error(e.code(), path + ": " + e.message());
+    }
+    m.cuda = std::move(*executor);
+    return model;
+  }
   if (exe.target != "cpu")
-    return Error(ErrorCode::ArtifactVersion, path + ": compiled for target '" + exe.target + "'; this runtime runs 'cpu'");
+    return Error(ErrorCode::ArtifactVersion, path + ": compiled for target '" + exe.target + "'; this runtime runs cpu and cuda");
   for (const std::string& f : exe.cpuFeatures)
     if (!runtime::hostHasFeature(f))
       return Error(ErrorCode::ArtifactVersion, path + ": compiled for " + exe.cpu + ", which has " + f +
                                                    "; this CPU does not (recompile on this machine)");
-  std::unique_ptr<Model> model(new Model);
   KILN_ASSIGN(model->impl_->code, runtime::LoadedObject::load(exe.objectCode.data(), exe.objectCode.size()));
   std::vector<runtime::KernelEntry> entries;
   for (const std::string& name : exe.kernelNames) {
@@ -42,10 +59,8 @@ Expected<std::unique_ptr<Model>> Model::load(const std::string& path) {
   }
   exe.objectCode.clear();
   exe.objectCode.shrink_to_fit();
-  for (uint32_t id : exe.inputs) model->impl_->inputs.push_back({exe.buffers[id].name, exe.buffers[id].dtype, exe.buffers[id].dims});
-  for (uint32_t id : exe.outputs) model->impl_->outputs.push_back({exe.buffers[id].name, exe.buffers[id].dtype, exe.buffers[id].dims});
-  model->impl_->exe = std::make_shared<const runtime::Executable>(std::move(exe));
-  KILN_ASSIGN(model->impl_->executor, runtime::CpuExecutor::create(model->impl_->exe, std::move(entries)));
+  m.exe = std::make_shared<const runtime::Executable>(std::move(exe));
+  KILN_ASSIGN(m.executor, runtime::CpuExecutor::create(m.exe, std::move(entries)));
   return model;
 }
 
@@ -54,7 +69,10 @@ const std::vector<TensorInfo>& Model::outputs() const { return impl_->outputs; }
 const std::string& Model::compiledFor() const { return impl_->exe->cpu; }
 uint64_t Model::scratchBytes() const { return impl_->exe->arenaBytes; }
 
-Expected<std::vector<Tensor>> Model::run(const std::vector<Tensor>& inputs) const { return impl_->executor->run(inputs); }
+Expected<std::vector<Tensor>> Model::run(const std::vector<Tensor>& inputs) const {
+  if (impl_->cuda) return impl_->cuda->run(inputs);
+  return impl_->executor->run(inputs);
+}
 
 void Model::setThreads(int threads) { ThreadPool::global().setThreads(threads); }
 

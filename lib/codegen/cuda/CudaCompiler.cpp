@@ -1,0 +1,110 @@
+//===- lib/codegen/cuda/CudaCompiler.cpp - Graph to a CUDA executable -----===//
+//
+// See CudaCompiler.h. NVRTC programs are independent, so every (kernel,
+// architecture) pair and each kernel's PTX is one job on the thread pool;
+// identical kernels were already merged by lowerModel. The first failure
+// (a kiln bug: generated code must compile) is reported with NVRTC's log.
+//
+//===----------------------------------------------------------------------===//
+#include "kiln/codegen/CudaCompiler.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+
+#include "kiln/support/Stopwatch.h"
+#include "kiln/support/ThreadPool.h"
+
+namespace kiln::codegen {
+namespace {
+
+Status writeBytes(const std::string& path, const void* data, size_t size) {
+  std::ofstream out(path, std::ios::binary);
+  out.write(static_cast<const char*>(data), std::streamsize(size));
+  if (!out) return makeError(ErrorCode::IoError, "cannot write '", path, "'");
+  return Status::ok();
+}
+
+}  // namespace
+
+std::string fusedOpsOf(const KernelGroup& group) {
+  std::string ops;
+  for (const ir::Node* n : group.nodes) ops += (ops.empty() ? "" : " + ") + n->qualifiedOpType();
+  return ops;
+}
+
+Expected<LoweredModel> compileCudaArtifact(ir::Graph& graph, const CompileOptions& options,
+                                           const CudaCompileOptions& cuda) {
+  if (cuda.archs.empty()) return makeError(ErrorCode::InvalidArgument, "no CUDA architectures to compile for");
+  for (int sm : cuda.archs)
+    if (sm < 50 || sm > 200) return makeError(ErrorCode::InvalidArgument, "sm_", sm, " is not a CUDA architecture kiln targets");
+  KILN_ASSIGN(LoweredModel model, lowerModel(graph, KernelTarget::Gpu, options));
+  Stopwatch timer;
+  if (!cuda.emitDir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(cuda.emitDir, ec);
+    if (ec) return makeError(ErrorCode::IoError, "cannot create directory ", cuda.emitDir, ": ", ec.message());
+  }
+  std::vector<CudaKernel> sources;
+  for (const LoweredKernel& k : model.kernels) {
+    KILN_ASSIGN(CudaKernel source, emitCuda(k.kernel, fusedOpsOf(*k.group)));
+    if (!cuda.emitDir.empty()) KILN_TRY(writeBytes(cuda.emitDir + "/" + source.name + ".cu", source.source.data(), source.source.size()));
+    sources.push_back(std::move(source));
+  }
+  model.stats.emitMs = timer.elapsedMs();
+  timer.restart();
+
+  runtime::Executable& exe = *model.executable;
+  exe.target = "cuda";
+  exe.cpu.clear();
+  for (int sm : cuda.archs) exe.cpu += (exe.cpu.empty() ? "sm_" : ",sm_") + std::to_string(sm);
+  const int ptxArch = *std::min_element(cuda.archs.begin(), cuda.archs.end());
+  exe.cudaKernels.assign(sources.size(), {});
+  for (size_t k = 0; k < sources.size(); ++k) {
+    runtime::CudaKernelCode& c = exe.cudaKernels[k];
+    for (size_t d = 0; d < 3; ++d) {
+      c.grid[d] = uint32_t(sources[k].grid[d]);
+      c.block[d] = uint32_t(sources[k].block[d]);
+    }
+    c.sharedBytes = uint32_t(sources[k].sharedBytes);
+    c.cubinArchs.assign(cuda.archs.begin(), cuda.archs.end());
+    c.cubins.resize(cuda.archs.size());
+    c.ptxArch = uint32_t(ptxArch);
+  }
+  // Jobs: (kernel, architecture) cubins, then one PTX per kernel.
+  const size_t perKernel = cuda.archs.size() + 1;
+  std::vector<Status> results(sources.size() * perKernel, Status::ok());
+  ThreadPool::global().parallelFor(int64_t(results.size()), [&](int64_t begin, int64_t end) {
+    for (int64_t job = begin; job < end; ++job) {
+      const size_t k = size_t(job) / perKernel, which = size_t(job) % perKernel;
+      const CudaKernel& source = sources[k];
+      runtime::CudaKernelCode& c = exe.cudaKernels[k];
+      const std::string file = (cuda.emitDir.empty() ? std::string() : cuda.emitDir + "/") + source.name;
+      Status& st = results[size_t(job)];
+      if (which < cuda.archs.size()) {
+        Expected<CudaBinary> bin = compileCubin(source.source, file + ".cu", cuda.archs[which]);
+        if (!bin) {
+          st = bin.error();
+          continue;
+        }
+        c.cubins[which] = std::move(bin->cubin);
+        if (!cuda.emitDir.empty())
+          st = writeBytes(file + ".sm_" + std::to_string(cuda.archs[which]) + ".cubin", c.cubins[which].data(), c.cubins[which].size());
+      } else {
+        Expected<std::string> ptx = compilePtx(source.source, file + ".cu", ptxArch);
+        if (!ptx) {
+          st = ptx.error();
+          continue;
+        }
+        c.ptx = std::move(*ptx);
+        if (!cuda.emitDir.empty()) st = writeBytes(file + ".ptx", c.ptx.data(), c.ptx.size());
+      }
+    }
+  });
+  for (const Status& st : results) KILN_TRY(st);
+  model.stats.nvrtcMs = timer.elapsedMs();
+  KILN_TRY(exe.validate());
+  return model;
+}
+
+}  // namespace kiln::codegen

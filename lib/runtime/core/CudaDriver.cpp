@@ -1,0 +1,102 @@
+//===- lib/runtime/core/CudaDriver.cpp - The CUDA driver API, loaded lazily ===//
+//
+// See CudaDriver.h. Symbols are looked up by the names cuda.h's macros map
+// the API to (cuMemAlloc -> cuMemAlloc_v2, ...), the default-stream forms.
+// KILN_CUDA_DRIVER names another driver library to load instead (the tests
+// use the CPU emulation's, tests/emulation/EmulatedDriver.cpp).
+//
+//===----------------------------------------------------------------------===//
+#include "CudaDriver.h"
+
+#include <dlfcn.h>
+
+#include <cstdlib>
+
+namespace kiln::runtime {
+namespace {
+
+struct Loaded {
+  CudaDriver driver;
+  Status status = Status::ok();
+};
+
+template <class F>
+bool resolve(void* library, const char* symbol, F& out) {
+  out = reinterpret_cast<F>(dlsym(library, symbol));
+  return out != nullptr;
+}
+
+Loaded load() {
+  Loaded l;
+  const char* override = std::getenv("KILN_CUDA_DRIVER");
+  const std::string path = override && *override ? override : "libcuda.so.1";
+  void* library = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!library) {
+    l.status = Error(ErrorCode::DeviceUnavailable, "no NVIDIA driver on this machine (" + path +
+                                                       " not found); CUDA artifacts need a GPU");
+    return l;
+  }
+  CudaDriver& d = l.driver;
+  const char* missing = nullptr;
+  auto need = [&](const char* symbol, auto& fn) {
+    if (!missing && !resolve(library, symbol, fn)) missing = symbol;
+  };
+  need("cuInit", d.init);
+  need("cuDeviceGetCount", d.deviceGetCount);
+  need("cuDeviceGet", d.deviceGet);
+  need("cuDeviceGetAttribute", d.deviceGetAttribute);
+  need("cuDeviceGetName", d.deviceGetName);
+  need("cuDevicePrimaryCtxRetain", d.primaryCtxRetain);
+  need("cuDevicePrimaryCtxRelease_v2", d.primaryCtxRelease);
+  need("cuCtxPushCurrent_v2", d.ctxPush);
+  need("cuCtxPopCurrent_v2", d.ctxPop);
+  need("cuModuleLoadData", d.moduleLoadData);
+  need("cuModuleUnload", d.moduleUnload);
+  need("cuModuleGetFunction", d.moduleGetFunction);
+  need("cuMemAlloc_v2", d.memAlloc);
+  need("cuMemFree_v2", d.memFree);
+  need("cuMemcpyHtoD_v2", d.memcpyHtoD);
+  need("cuMemcpyDtoH_v2", d.memcpyDtoH);
+  need("cuMemcpyDtoD_v2", d.memcpyDtoD);
+  need("cuStreamCreate", d.streamCreate);
+  need("cuStreamDestroy_v2", d.streamDestroy);
+  need("cuStreamSynchronize", d.streamSynchronize);
+  need("cuLaunchKernel", d.launchKernel);
+  need("cuGetErrorName", d.getErrorName);
+  need("cuGetErrorString", d.getErrorString);
+  if (missing) {
+    l.status = Error(ErrorCode::DeviceUnavailable, std::string("the NVIDIA driver's " + path + " lacks ") + missing +
+                                                       " (driver too old for this runtime)");
+    return l;
+  }
+  CUresult r = d.init(0);
+  if (r == CUDA_ERROR_NO_DEVICE) {
+    l.status = Error(ErrorCode::DeviceUnavailable, "no CUDA device on this machine (cuInit: CUDA_ERROR_NO_DEVICE)");
+    return l;
+  }
+  if (r != CUDA_SUCCESS) {
+    Status st = d.check(r, "cuInit");
+    l.status = Error(ErrorCode::DeviceUnavailable, st.error().message());
+  }
+  return l;
+}
+
+}  // namespace
+
+Expected<const CudaDriver*> CudaDriver::get() {
+  static const Loaded loaded = load();
+  if (!loaded.status.isOk()) return loaded.status.error();
+  return &loaded.driver;
+}
+
+Status CudaDriver::check(CUresult result, const std::string& what) const {
+  if (result == CUDA_SUCCESS) return Status::ok();
+  const char* name = nullptr;
+  const char* text = nullptr;
+  if (getErrorName) getErrorName(result, &name);
+  if (getErrorString) getErrorString(result, &text);
+  return Error(ErrorCode::DeviceFailure, what + " failed: " + (name ? name : "CUDA error " + std::to_string(int(result))) +
+                                             (text ? std::string(": ") + text : std::string()));
+}
+
+}  // namespace kiln::runtime

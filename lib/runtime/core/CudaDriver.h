@@ -1,0 +1,52 @@
+//===- lib/runtime/core/CudaDriver.h - The CUDA driver API, loaded lazily -===//
+//
+// The runtime library must load and run CPU artifacts on machines without
+// an NVIDIA driver, so it does not link libcuda: the first CUDA artifact
+// dlopens libcuda.so.1 and resolves the driver entry points it uses (by
+// their versioned symbol names). Types and enums come from the toolkit's
+// cuda.h. Every failure becomes an Error naming the call: no driver or no
+// device is KE5005 (device-unavailable), a failing call KE5006.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <cuda.h>
+
+#include <string>
+
+#include "kiln/support/Status.h"
+
+namespace kiln::runtime {
+
+struct CudaDriver {
+  decltype(&::cuInit) init = nullptr;
+  decltype(&::cuDeviceGetCount) deviceGetCount = nullptr;
+  decltype(&::cuDeviceGet) deviceGet = nullptr;
+  decltype(&::cuDeviceGetAttribute) deviceGetAttribute = nullptr;
+  decltype(&::cuDeviceGetName) deviceGetName = nullptr;
+  decltype(&::cuDevicePrimaryCtxRetain) primaryCtxRetain = nullptr;
+  decltype(&::cuDevicePrimaryCtxRelease) primaryCtxRelease = nullptr;
+  decltype(&::cuCtxPushCurrent) ctxPush = nullptr;
+  decltype(&::cuCtxPopCurrent) ctxPop = nullptr;
+  decltype(&::cuModuleLoadData) moduleLoadData = nullptr;
+  decltype(&::cuModuleUnload) moduleUnload = nullptr;
+  decltype(&::cuModuleGetFunction) moduleGetFunction = nullptr;
+  decltype(&::cuMemAlloc) memAlloc = nullptr;
+  decltype(&::cuMemFree) memFree = nullptr;
+  decltype(&::cuMemcpyHtoD) memcpyHtoD = nullptr;
+  decltype(&::cuMemcpyDtoH) memcpyDtoH = nullptr;
+  decltype(&::cuMemcpyDtoD) memcpyDtoD = nullptr;
+  decltype(&::cuStreamCreate) streamCreate = nullptr;
+  decltype(&::cuStreamDestroy) streamDestroy = nullptr;
+  decltype(&::cuStreamSynchronize) streamSynchronize = nullptr;
+  decltype(&::cuLaunchKernel) launchKernel = nullptr;
+  decltype(&::cuGetErrorName) getErrorName = nullptr;
+  decltype(&::cuGetErrorString) getErrorString = nullptr;
+
+  /// The process-wide driver (loaded and cuInit-ed once); KE5005 when absent.
+  static Expected<const CudaDriver*> get();
+  /// OK, or KE5006 "<what> failed: CUDA_ERROR_...: <description>".
+  Status check(CUresult result, const std::string& what) const;
+};
+
+}  // namespace kiln::runtime

@@ -1,0 +1,226 @@
+//===- tests/unit/CudaRuntimeTest.cpp - CUDA artifacts through the runtime ===//
+//
+// The CUDA runtime (kiln::Model on a `--target cuda` artifact) proven
+// without a GPU: the runtime loads the emulated driver
+// (tests/emulation/EmulatedDriver.cpp) through KILN_CUDA_DRIVER, and the
+// driver runs the artifact's kernels from an emulation library built from the
+// very CUDA C the artifact's cubins were compiled from. Tiny zoo models
+// (one with host steps and data-dependent shapes) are compiled, saved,
+// loaded and run, from two threads at once, against the interpreter; the
+// runtime must free everything it took; an artifact without code for the
+// device's architecture, a corrupt one and wrong inputs get clear errors.
+//
+//===----------------------------------------------------------------------===//
+#include <catch2/catch.hpp>
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "CudaEmulator.h"
+#include "ScratchDir.h"
+#include "TemplateCases.h"
+#include "kiln/codegen/CudaCompiler.h"
+#include "kiln/frontend/onnx/OnnxImporter.h"
+#include "kiln/kiln.h"
+#include "kiln/passes/OptLevels.h"
+#include "kiln/passes/PassManager.h"
+#include "kiln/passes/PassRegistry.h"
+#include "kiln/runtime/Artifact.h"
+#include "kiln/runtime/Interpreter.h"
+
+using namespace kiln;
+
+namespace {
+
+/// Objects the emulated driver still holds (allocations, modules, streams, contexts).
+int liveDriverObjects() {
+  void* driver = dlopen(KILN_EMULATED_DRIVER, RTLD_NOW | RTLD_NOLOAD);
+  REQUIRE(driver);
+  auto live = reinterpret_cast<int (*)()>(dlsym(driver, "kiln_emulated_live_objects"));
+  REQUIRE(live);
+  int n = live();
+  dlclose(driver);
+  return n;
+}
+
+std::string readText(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+/// Row order of detections (boxes [N,4], scores [N], labels [N]) by label,
+/// then box: two detections whose scores tie to the last bits may come out of
+/// NMS in either order, and both orders are right.
+std::vector<size_t> detectionOrder(const Tensor& boxes, const Tensor& labels) {
+  std::vector<double> b = boxes.toDoubles(), l = labels.toDoubles();
+  std::vector<size_t> order(l.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t x, size_t y) {
+    if (l[x] != l[y]) return l[x] < l[y];
+    return std::lexicographical_compare(b.begin() + 4 * x, b.begin() + 4 * x + 4, b.begin() + 4 * y, b.begin() + 4 * y + 4);
+  });
+  return order;
+}
+
+/// Compares outputs element by element; with `detections`, outputs 0-2 are
+/// SSD's boxes, scores and labels, compared in detectionOrder.
+void requireClose(const std::vector<Tensor>& got, const std::vector<RuntimeValue>& want, double tolerance,
+                  bool detections) {
+  REQUIRE(got.size() == want.size());
+  std::vector<size_t> gotRows, wantRows;
+  if (detections) {
+    REQUIRE(got.size() >= 3);
+    gotRows = detectionOrder(got[0], got[2]);
+    wantRows = detectionOrder(want[0].tensor(), want[2].tensor());
+  }
+  for (size_t i = 0; i < got.size(); ++i) {
+    const Tensor& w = want[i].tensor();
+    INFO("output " << i << ": " << got[i].typeString() << " vs " << w.typeString());
+    REQUIRE(got[i].dtype() == w.dtype());
+    REQUIRE(got[i].dims() == w.dims());
+    std::vector<double> a = got[i].toDoubles(), b = w.toDoubles();
+    const size_t rowSize = i == 0 ? 4 : 1;
+    for (size_t j = 0; j < a.size(); ++j) {
+      size_t ja = j, jb = j;
+      if (detections && i < 3) {
+        ja = gotRows[j / rowSize] * rowSize + j % rowSize;
+        jb = wantRows[j / rowSize] * rowSize + j % rowSize;
+      }
+      INFO("element " << ja);
+      REQUIRE(std::fabs(a[ja] - b[jb]) <= tolerance * (1 + std::fabs(b[jb])));
+    }
+  }
+}
+
+/// A tiny zoo model, optimized, compiled for sm_80 into an artifact file, with
+/// the emulation library of its kernels built and named for the driver.
+struct CompiledModel {
+  std::unique_ptr<ir::Module> module;
+  std::string artifact;
+  std::unique_ptr<emulation::EmulatedKernels> kernels;
+};
+
+CompiledModel compile(const std::string& file) {
+  passes::registerAllPasses();
+  CompiledModel out;
+  auto module = onnx::importOnnxFile(std::string(KILN_SOURCE_DIR) + "/models/tiny/" + file);
+  INFO((module.isOk() ? std::string() : module.error().str()));
+  REQUIRE(module.isOk());
+  out.module = std::move(*module);
+  ir::Graph& g = out.module->graph();
+  auto pipeline = passes::optLevelPipeline(3);
+  REQUIRE(pipeline.isOk());
+  REQUIRE(passes::runPipeline(g, *pipeline, {}).isOk());
+  const std::string dir = testing::scratchDir(file);
+  codegen::CudaCompileOptions cuda;
+  cuda.archs = {80};
+  cuda.emitDir = dir + "/cuda";
+  auto model = codegen::compileCudaArtifact(g, {}, cuda);
+  INFO((model.isOk() ? std::string() : model.error().str()));
+  REQUIRE(model.isOk());
+  // The emulation runs the sources the cubins were compiled from, as written to the emit directory.
+  std::vector<codegen::CudaKernel> sources;
+  for (const codegen::LoweredKernel& lk : model->kernels) {
+    auto source = codegen::emitCuda(lk.kernel, codegen::fusedOpsOf(*lk.group));
+    REQUIRE(source.isOk());
+    CHECK(readText(cuda.emitDir + "/" + source->name + ".cu") == source->source);
+    sources.push_back(std::move(*source));
+  }
+  auto lib = emulation::EmulatedKernels::build(sources, dir + "/emulation");
+  INFO((lib.isOk() ? std::string() : lib.error().str()));
+  REQUIRE(lib.isOk());
+  out.kernels = std::move(*lib);
+  out.artifact = dir + "/model.kiln";
+  REQUIRE(runtime::saveArtifact(*model->executable, out.artifact).isOk());
+  ::setenv("KILN_CUDA_DRIVER", KILN_EMULATED_DRIVER, 1);
+  ::setenv("KILN_EMULATED_KERNELS", out.kernels->libraryPath().c_str(), 1);
+  ::unsetenv("KILN_EMULATED_SM");
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("CUDA artifacts load and run through the runtime on the emulated driver, matching the interpreter") {
+  for (const char* file : {"mobilenet_tiny-raw.onnx", "ssdlite_tiny-raw.onnx", "bert_tiny-raw.onnx"}) {
+    INFO(file);
+    CompiledModel compiled = compile(file);
+    runtime::Interpreter reference(compiled.module->graph());
+    {
+      auto model = Model::load(compiled.artifact);
+      INFO((model.isOk() ? std::string() : model.error().str()));
+      REQUIRE(model.isOk());
+      CHECK((*model)->compiledFor() == "sm_80");
+      CHECK(liveDriverObjects() > 0);
+      // Two seeds, run from two threads at once: runs take turns on the device and both are right.
+      std::vector<Tensor> inputs[2] = {testing::randomInputs(compiled.module->graph(), 3),
+                                       testing::randomInputs(compiled.module->graph(), 4)};
+      Expected<std::vector<Tensor>> got[2] = {Error(ErrorCode::Internal, "not run"), Error(ErrorCode::Internal, "not run")};
+      std::thread second([&] { got[1] = (*model)->run(inputs[1]); });
+      got[0] = (*model)->run(inputs[0]);
+      second.join();
+      for (int i = 0; i < 2; ++i) {
+        INFO("seed " << 3 + i << ": " << (got[i].isOk() ? std::string() : got[i].error().str()));
+        REQUIRE(got[i].isOk());
+        auto want = reference.run(std::vector<RuntimeValue>(inputs[i].begin(), inputs[i].end()));
+        REQUIRE(want.isOk());
+        requireClose(*got[i], *want, 1e-4, std::string(file).find("ssdlite") == 0);
+      }
+      // Wrong inputs are refused before anything reaches the device.
+      auto wrong = (*model)->run({});
+      REQUIRE(!wrong.isOk());
+      CHECK(wrong.error().code() == ErrorCode::ExecInput);
+    }
+    CHECK(liveDriverObjects() == 0);  // memory, modules, the stream and the context all released
+  }
+}
+
+TEST_CASE("a CUDA artifact without code for the device, or corrupt, gets a clear error") {
+  CompiledModel compiled = compile("mobilenet_tiny-raw.onnx");
+  // An sm_75 device can run neither the sm_80 cubin nor compute_80 PTX.
+  ::setenv("KILN_EMULATED_SM", "75", 1);
+  auto old = Model::load(compiled.artifact);
+  ::unsetenv("KILN_EMULATED_SM");
+  REQUIRE(!old.isOk());
+  CHECK(old.error().code() == ErrorCode::ArtifactVersion);
+  CHECK(old.error().message().find("recompile with --target cuda:sm_75") != std::string::npos);
+  // A newer device without a cubin JIT-compiles the PTX (the emulated driver accepts the image).
+  ::setenv("KILN_EMULATED_SM", "100", 1);
+  auto newer = Model::load(compiled.artifact);
+  ::unsetenv("KILN_EMULATED_SM");
+  INFO((newer.isOk() ? std::string() : newer.error().str()));
+  CHECK(newer.isOk());
+
+  // The CUDA tables survive a round trip and a flipped byte is caught.
+  auto exe = runtime::loadArtifact(compiled.artifact);
+  REQUIRE(exe.isOk());
+  REQUIRE(!exe->cudaKernels.empty());
+  std::vector<uint8_t> bytes = runtime::serializeExecutable(*exe);
+  auto again = runtime::deserializeExecutable(bytes.data(), bytes.size());
+  REQUIRE(again.isOk());
+  REQUIRE(again->cudaKernels.size() == exe->cudaKernels.size());
+  for (size_t k = 0; k < exe->cudaKernels.size(); ++k) {
+    CHECK(again->cudaKernels[k].cubins == exe->cudaKernels[k].cubins);
+    CHECK(again->cudaKernels[k].ptx == exe->cudaKernels[k].ptx);
+    CHECK(again->cudaKernels[k].grid == exe->cudaKernels[k].grid);
+  }
+  bytes[bytes.size() / 2] ^= 0x5a;
+  auto corrupt = runtime::deserializeExecutable(bytes.data(), bytes.size());
+  REQUIRE(!corrupt.isOk());
+  CHECK(corrupt.error().code() == ErrorCode::ArtifactCorrupt);
+
+  // A launch shape no GPU accepts is refused when the executable is validated.
+  runtime::Executable bad = *exe;
+  bad.cudaKernels[0].block = {64, 32, 1};
+  CHECK(!bad.validate().isOk());
+  bad = *exe;
+  bad.cudaKernels.pop_back();
+  CHECK(!bad.validate().isOk());
+}
