@@ -204,9 +204,17 @@ expect_in "host steps are disabled" err.txt
 expect_fail "unknown target 'tpu'" "$KILN" compile "$TINY" --target tpu -o x.kiln
 # compile for CUDA: CUDA C per kernel, NVRTC cubins and PTX (no GPU needed).
 MOBILE=$SRC/models/tiny/mobilenet_tiny-raw.onnx
+export KILN_CACHE_DIR=$WORK/cache  # the NVRTC cache, here rather than in ~/.cache
 "$KILN" compile "$MOBILE" --target cuda:sm_80,sm_90 --emit-cuda cuda_out -o mobile_emit.kiln --quiet > compile_cuda.txt
 expect_in "for cuda (sm_80,sm_90) -> mobile_emit.kiln" compile_cuda.txt
 expect_in "distinct kernels" compile_cuda.txt
+expect_in ", 0 from the cache in $WORK/cache/nvrtc" compile_cuda.txt
+# The same model again: every cubin and PTX comes from the cache, byte for byte the same artifact.
+"$KILN" compile "$MOBILE" --target cuda:sm_80,sm_90 -o mobile_cached.kiln --quiet > compile_cached.txt
+expect_in "  nvrtc          0 compiled," compile_cached.txt
+cmp -s mobile_emit.kiln mobile_cached.kiln || fail "a CUDA artifact from the NVRTC cache differs from the compiled one"
+"$KILN" compile "$MOBILE" --target cuda:sm_90 --no-cache -o mobile_nocache.kiln --quiet > compile_nocache.txt
+expect_in "0 from the cache (off)" compile_nocache.txt
 CU=$(ls cuda_out/*.cu | head -1)
 [ -n "$CU" ] || fail "--emit-cuda wrote no .cu files"
 grep -q 'extern "C" __global__' "$CU" || fail "$CU has no kernel entry"

@@ -9,6 +9,7 @@
 // loaded and run, from two threads at once, against the interpreter; the
 // runtime must free everything it took; an artifact without code for the
 // device's architecture, a corrupt one and wrong inputs get clear errors.
+// The NVRTC cache hits on a recompile and survives damaged entries.
 //
 //===----------------------------------------------------------------------===//
 #include <catch2/catch.hpp>
@@ -18,6 +19,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -26,6 +28,7 @@
 #include "ScratchDir.h"
 #include "TemplateCases.h"
 #include "kiln/codegen/CudaCompiler.h"
+#include "kiln/codegen/NvrtcCache.h"
 #include "kiln/frontend/onnx/OnnxImporter.h"
 #include "kiln/kiln.h"
 #include "kiln/passes/OptLevels.h"
@@ -223,4 +226,55 @@ TEST_CASE("a CUDA artifact without code for the device, or corrupt, gets a clear
   bad = *exe;
   bad.cudaKernels.pop_back();
   CHECK(!bad.validate().isOk());
+}
+
+TEST_CASE("NVRTC outputs are cached by source hash; a damaged entry is compiled again") {
+  passes::registerAllPasses();
+  auto module = onnx::importOnnxFile(std::string(KILN_SOURCE_DIR) + "/models/tiny/resnet_tiny-raw.onnx");
+  REQUIRE(module.isOk());
+  ir::Graph& g = (*module)->graph();
+  codegen::CudaCompileOptions cuda;
+  cuda.archs = {80};
+  cuda.cacheDir = testing::scratchDir("nvrtc-cache");
+  auto compileOnce = [&] {
+    auto model = codegen::compileCudaArtifact(g, {}, cuda);
+    INFO((model.isOk() ? std::string() : model.error().str()));
+    REQUIRE(model.isOk());
+    return std::move(*model);
+  };
+  codegen::LoweredModel first = compileOnce();
+  const size_t jobs = first.executable->cudaKernels.size() * 2;  // a cubin and PTX per kernel
+  CHECK(first.stats.nvrtcCompiled == jobs);
+  CHECK(first.stats.nvrtcCached == 0);
+  codegen::LoweredModel second = compileOnce();
+  CHECK(second.stats.nvrtcCompiled == 0);
+  CHECK(second.stats.nvrtcCached == jobs);
+  for (size_t k = 0; k < jobs / 2; ++k) {
+    CHECK(second.executable->cudaKernels[k].cubins == first.executable->cudaKernels[k].cubins);
+    CHECK(second.executable->cudaKernels[k].ptx == first.executable->cudaKernels[k].ptx);
+  }
+  // Truncate one entry and flip a byte in another: both are compiled again, the rest still hit.
+  const codegen::NvrtcCache cache(cuda.cacheDir);
+  auto source = codegen::emitCuda(first.kernels[0].kernel, codegen::fusedOpsOf(*first.kernels[0].group));
+  REQUIRE(source.isOk());
+  const std::string cubinEntry = cache.pathOf(codegen::NvrtcCache::keyOf(source->source, "sm_80"));
+  const std::string ptxEntry = cache.pathOf(codegen::NvrtcCache::keyOf(source->source, "compute_80"));
+  REQUIRE(std::filesystem::exists(cubinEntry));
+  REQUIRE(std::filesystem::exists(ptxEntry));
+  std::filesystem::resize_file(cubinEntry, std::filesystem::file_size(cubinEntry) / 2);
+  {
+    std::fstream f(ptxEntry, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(-3, std::ios::end);
+    f.put('#');
+  }
+  codegen::LoweredModel third = compileOnce();
+  CHECK(third.stats.nvrtcCompiled == 2);
+  CHECK(third.stats.nvrtcCached == jobs - 2);
+  CHECK(third.executable->cudaKernels[0].cubins == first.executable->cudaKernels[0].cubins);
+  CHECK(third.executable->cudaKernels[0].ptx == first.executable->cudaKernels[0].ptx);
+  // A different source is a different key; the same source for another target too.
+  CHECK(codegen::NvrtcCache::keyOf(source->source + " ", "sm_80") != codegen::NvrtcCache::keyOf(source->source, "sm_80"));
+  CHECK(cache.pathOf(codegen::NvrtcCache::keyOf(source->source, "sm_90")) != cubinEntry);
+  CHECK(!cache.load("never stored").has_value());
+  CHECK(!codegen::NvrtcCache("").load(codegen::NvrtcCache::keyOf(source->source, "sm_80")).has_value());
 }

@@ -12,6 +12,7 @@
 // compiles each kernel's CUDA C with NVRTC (in parallel) to a cubin per
 // architecture and PTX for the oldest, all stored in the artifact; with
 // --emit-cuda DIR the sources, cubins and PTX are also written there.
+// NVRTC's outputs are cached by source hash (--cache-dir, --no-cache).
 //
 //===----------------------------------------------------------------------===//
 #include <algorithm>
@@ -23,6 +24,7 @@
 #include "ModelLoader.h"
 #include "kiln/codegen/Compiler.h"
 #include "kiln/codegen/CudaCompiler.h"
+#include "kiln/codegen/NvrtcCache.h"
 #include "kiln/runtime/Artifact.h"
 #include "kiln/support/File.h"
 #include "kiln/support/Stopwatch.h"
@@ -36,6 +38,8 @@ struct CompileOptions {
   std::string output;
   std::string fusionPlan, saveFusionPlan;
   std::string emitCuda;
+  std::string cacheDir = codegen::NvrtcCache::defaultDir();
+  bool noCache = false;
   bool quiet = false;
   bool noHostSteps = false;
 };
@@ -72,6 +76,7 @@ int compileCuda(const CompileOptions& o, const std::vector<int>& archs, ir::Modu
   codegen::CudaCompileOptions cuda;
   cuda.archs = archs;
   cuda.emitDir = o.emitCuda;
+  if (!o.noCache) cuda.cacheDir = o.cacheDir;
   auto model = codegen::compileCudaArtifact(module.graph(), options, cuda);
   if (!model) return reportError(model.error());
   if (!o.saveFusionPlan.empty())
@@ -95,6 +100,8 @@ int compileCuda(const CompileOptions& o, const std::vector<int>& archs, ir::Modu
   std::cout << "  weights        " << size(st.weightBytes) << "\n";
   std::cout << "  time ms        import " << importMs << ", passes " << passesMs << ", plan " << st.planMs << ", lower "
             << st.lowerMs << ", emit " << st.emitMs << ", nvrtc " << st.nvrtcMs << "\n";
+  std::cout << "  nvrtc          " << st.nvrtcCompiled << " compiled, " << st.nvrtcCached << " from the cache"
+            << (cuda.cacheDir.empty() ? std::string(" (off)") : " in " + cuda.cacheDir) << "\n";
   return 0;
 }
 
@@ -169,6 +176,10 @@ void addCompileCommand(CLI::App& app, int& exitCode) {
   cmd->add_option("--emit-cuda", o->emitCuda,
                   "With --target cuda: also write each kernel's CUDA C (KERNEL.cu), cubins (KERNEL.sm_XX.cubin) "
                   "and PTX (KERNEL.ptx) to DIR");
+  cmd->add_option("--cache-dir", o->cacheDir,
+                  "With --target cuda: reuse NVRTC's cubins and PTX cached in DIR by source hash (default "
+                  "$KILN_CACHE_DIR/nvrtc, $XDG_CACHE_HOME/kiln/nvrtc or ~/.cache/kiln/nvrtc; KILN_CACHE_DIR=off: none)");
+  cmd->add_flag("--no-cache", o->noCache, "With --target cuda: compile every kernel with NVRTC, read and write no cache");
   cmd->add_option("-o,--output", o->output, "Artifact to write (default: the model's name with .kiln)");
   cmd->add_option("--fusion-plan", o->fusionPlan, "Fusion decisions to apply (a file in the --save-fusion-plan form)");
   cmd->add_option("--save-fusion-plan", o->saveFusionPlan, "Write the fusion plan used (edges, decisions, kernels) to FILE");

@@ -39,6 +39,7 @@ struct HostStepInfo {
 struct CompileStats {
   size_t groups = 0, kernels = 0;  ///< kernel groups, distinct kernels after sharing
   double planMs = 0, lowerMs = 0, llvmMs = 0, nvrtcMs = 0, emitMs = 0;  ///< llvm: CPU code; emit, nvrtc: CUDA C and its cubins
+  size_t nvrtcCompiled = 0, nvrtcCached = 0;  ///< CUDA: cubins and PTX compiled now / taken from the NVRTC cache
   uint64_t arenaBytes = 0, unsharedBytes = 0, weightBytes = 0;
   std::vector<HostStepInfo> hostSteps;
   /// "NonZero x90, TopK x90" (ops in host steps, most frequent first); "" when none.

@@ -51,6 +51,8 @@ struct CudaBinary {
 Expected<CudaBinary> compileCubin(const std::string& source, const std::string& sourceName, int sm);
 /// Compiles `source` to PTX for compute_<sm> (what a newer GPU JIT-compiles).
 Expected<std::string> compilePtx(const std::string& source, const std::string& sourceName, int sm);
+/// The options every compile passes besides -arch (part of NvrtcCache keys).
+const std::vector<std::string>& nvrtcOptions();
 /// NVRTC's version, e.g. "13.0".
 std::string nvrtcVersion();
 

@@ -6,7 +6,8 @@
 // architecture and PTX for the oldest (which the driver JIT-compiles on any
 // newer GPU without a matching cubin), so the executable is complete (what
 // runtime::saveArtifact writes and the CUDA runtime loads). Optionally the
-// sources, cubins and PTX are also written to a directory for reading.
+// sources, cubins and PTX are also written to a directory for reading, and
+// NVRTC outputs are reused from a cache keyed by source (NvrtcCache.h).
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -22,6 +23,7 @@ namespace kiln::codegen {
 struct CudaCompileOptions {
   std::vector<int> archs = defaultCudaArchitectures();  ///< sm numbers; PTX for the smallest
   std::string emitDir;  ///< non-empty: write KERNEL.cu, KERNEL.sm_XX.cubin and KERNEL.ptx there
+  std::string cacheDir;  ///< non-empty: reuse NVRTC outputs cached there (NvrtcCache; the CLI passes its default)
 };
 
 /// The ops a kernel group fuses, "Conv + Relu", which head its CUDA C file.

@@ -4,14 +4,17 @@
 // architecture) pair and each kernel's PTX is one job on the thread pool;
 // identical kernels were already merged by lowerModel. The first failure
 // (a kiln bug: generated code must compile) is reported with NVRTC's log.
+// Each job first looks in the NVRTC cache, and stores what it compiled.
 //
 //===----------------------------------------------------------------------===//
 #include "kiln/codegen/CudaCompiler.h"
 
 #include <algorithm>
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 
+#include "kiln/codegen/NvrtcCache.h"
 #include "kiln/support/Stopwatch.h"
 #include "kiln/support/ThreadPool.h"
 
@@ -74,33 +77,46 @@ Expected<LoweredModel> compileCudaArtifact(ir::Graph& graph, const CompileOption
   // Jobs: (kernel, architecture) cubins, then one PTX per kernel.
   const size_t perKernel = cuda.archs.size() + 1;
   std::vector<Status> results(sources.size() * perKernel, Status::ok());
+  const NvrtcCache cache(cuda.cacheDir);
+  std::atomic<size_t> cached{0};
   ThreadPool::global().parallelFor(int64_t(results.size()), [&](int64_t begin, int64_t end) {
     for (int64_t job = begin; job < end; ++job) {
       const size_t k = size_t(job) / perKernel, which = size_t(job) % perKernel;
       const CudaKernel& source = sources[k];
       runtime::CudaKernelCode& c = exe.cudaKernels[k];
       const std::string file = (cuda.emitDir.empty() ? std::string() : cuda.emitDir + "/") + source.name;
-      Status& st = results[size_t(job)];
-      if (which < cuda.archs.size()) {
-        Expected<CudaBinary> bin = compileCubin(source.source, file + ".cu", cuda.archs[which]);
-        if (!bin) {
-          st = bin.error();
+      const bool ptx = which == cuda.archs.size();
+      const int sm = ptx ? ptxArch : cuda.archs[which];
+      const std::string key = NvrtcCache::keyOf(source.source, (ptx ? "compute_" : "sm_") + std::to_string(sm));
+      std::string bytes;
+      if (std::optional<std::string> hit = cache.load(key)) {
+        bytes = std::move(*hit);
+        ++cached;
+      } else if (ptx) {
+        Expected<std::string> out = compilePtx(source.source, file + ".cu", sm);
+        if (!out) {
+          results[size_t(job)] = out.error();
           continue;
         }
-        c.cubins[which] = std::move(bin->cubin);
-        if (!cuda.emitDir.empty())
-          st = writeBytes(file + ".sm_" + std::to_string(cuda.archs[which]) + ".cubin", c.cubins[which].data(), c.cubins[which].size());
+        bytes = std::move(*out);
+        cache.store(key, bytes);
       } else {
-        Expected<std::string> ptx = compilePtx(source.source, file + ".cu", ptxArch);
-        if (!ptx) {
-          st = ptx.error();
+        Expected<CudaBinary> out = compileCubin(source.source, file + ".cu", sm);
+        if (!out) {
+          results[size_t(job)] = out.error();
           continue;
         }
-        c.ptx = std::move(*ptx);
-        if (!cuda.emitDir.empty()) st = writeBytes(file + ".ptx", c.ptx.data(), c.ptx.size());
+        bytes.assign(out->cubin.begin(), out->cubin.end());
+        cache.store(key, bytes);
       }
+      if (!cuda.emitDir.empty())
+        results[size_t(job)] = writeBytes(ptx ? file + ".ptx" : file + ".sm_" + std::to_string(sm) + ".cubin", bytes.data(), bytes.size());
+      if (ptx) c.ptx = std::move(bytes);
+      else c.cubins[which].assign(bytes.begin(), bytes.end());
     }
   });
+  model.stats.nvrtcCached = cached;
+  model.stats.nvrtcCompiled = results.size() - cached;
   for (const Status& st : results) KILN_TRY(st);
   model.stats.nvrtcMs = timer.elapsedMs();
   KILN_TRY(exe.validate());

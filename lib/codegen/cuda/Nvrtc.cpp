@@ -10,6 +10,7 @@
 #include <nvrtc.h>
 
 #include <memory>
+#include <vector>
 
 #include "kiln/codegen/CudaBackend.h"
 
@@ -40,8 +41,9 @@ Expected<std::pair<std::unique_ptr<Program>, std::string>> compile(const std::st
   if (r != NVRTC_SUCCESS)
     return makeError(ErrorCode::Internal, "NVRTC could not create a program for ", sourceName, ": ", nvrtcGetErrorString(r));
   std::string archFlag = "-arch=" + arch;
-  const char* options[] = {archFlag.c_str(), "-std=c++17", "-default-device", "-lineinfo"};
-  r = nvrtcCompileProgram(p->prog, int(sizeof options / sizeof options[0]), options);
+  std::vector<const char*> options = {archFlag.c_str()};
+  for (const std::string& o : nvrtcOptions()) options.push_back(o.c_str());
+  r = nvrtcCompileProgram(p->prog, int(options.size()), options.data());
   std::string log = programLog(p->prog);
   if (r != NVRTC_SUCCESS)
     return makeError(ErrorCode::Internal, "NVRTC failed to compile generated kernel source ", sourceName, " for ", arch,
@@ -50,6 +52,11 @@ Expected<std::pair<std::unique_ptr<Program>, std::string>> compile(const std::st
 }
 
 }  // namespace
+
+const std::vector<std::string>& nvrtcOptions() {
+  static const std::vector<std::string> options = {"-std=c++17", "-default-device", "-lineinfo"};
+  return options;
+}
 
 Expected<CudaBinary> compileCubin(const std::string& source, const std::string& sourceName, int sm) {
   KILN_ASSIGN(auto compiled, compile(source, sourceName, "sm_" + std::to_string(sm)));
