@@ -15,17 +15,17 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
+
+#include "kiln/support/File.h"
 
 namespace kiln::emulation {
 namespace {
 
-std::string readFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
+/// The compiler's diagnostics (empty when the log cannot be read).
+std::string compileLog(const std::string& path) {
+  Expected<std::string> log = readFile(path);
+  return log ? *log : std::string();
 }
 
 }  // namespace
@@ -39,7 +39,7 @@ Expected<std::unique_ptr<EmulatedKernels>> EmulatedKernels::build(const std::vec
   std::ostringstream unit;
   for (const codegen::CudaKernel& k : kernels) {
     std::string path = workDir + "/" + k.name + ".cu";
-    std::ofstream(path) << k.source;
+    KILN_TRY(writeFile(path, k.source));
     unit << "#include \"" << path << "\"\n";
   }
   for (const codegen::CudaKernel& k : kernels) {
@@ -51,11 +51,11 @@ Expected<std::unique_ptr<EmulatedKernels>> EmulatedKernels::build(const std::vec
     unit << "); });\n  if (e.empty()) return 0;\n  std::snprintf(error, size, \"%s\", e.c_str());\n  return 1;\n}\n";
   }
   const std::string unitPath = workDir + "/kernels.cpp", library = workDir + "/kernels.so", log = workDir + "/compile.log";
-  std::ofstream(unitPath) << unit.str();
+  KILN_TRY(writeFile(unitPath, unit.str()));
   std::string command = std::string(KILN_HOST_CXX) + " -std=c++17 -O1 -fPIC -shared -w -include " +
                         KILN_EMULATION_HEADER + " " + unitPath + " -o " + library + " > " + log + " 2>&1";
   if (std::system(command.c_str()) != 0)
-    return makeError(ErrorCode::Internal, "the CUDA emulation build of ", unitPath, " failed:\n", readFile(log));
+    return makeError(ErrorCode::Internal, "the CUDA emulation build of ", unitPath, " failed:\n", compileLog(log));
   std::unique_ptr<EmulatedKernels> out(new EmulatedKernels);
   out->library_ = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!out->library_) return makeError(ErrorCode::Internal, "cannot load ", library, ": ", dlerror());

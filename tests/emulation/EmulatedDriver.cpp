@@ -47,7 +47,6 @@ struct Module {
 
 struct State {
   std::mutex mutex;
-  bool initialized = false;
   std::map<uintptr_t, size_t> allocations;  ///< base -> bytes
   int modules = 0, streams = 0, contexts = 0;
   std::string lastError;  ///< the last failed launch's message (for cuGetErrorString)
@@ -88,10 +87,7 @@ int kiln_emulated_live_objects() {
   return int(s.allocations.size()) + s.modules + s.streams + s.contexts;
 }
 
-CUresult CUDAAPI cuInit(unsigned int) {
-  state().initialized = true;
-  return CUDA_SUCCESS;
-}
+CUresult CUDAAPI cuInit(unsigned int) { return CUDA_SUCCESS; }
 
 CUresult CUDAAPI cuDeviceGetCount(int* count) {
   *count = 1;

@@ -21,7 +21,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <thread>
 
 #include "CudaEmulator.h"
@@ -36,6 +35,7 @@
 #include "kiln/passes/PassRegistry.h"
 #include "kiln/runtime/Artifact.h"
 #include "kiln/runtime/Interpreter.h"
+#include "kiln/support/File.h"
 
 using namespace kiln;
 
@@ -50,13 +50,6 @@ int liveDriverObjects() {
   int n = live();
   dlclose(driver);
   return n;
-}
-
-std::string readText(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
 }
 
 /// Row order of detections (boxes [N,4], scores [N], labels [N]) by label,
@@ -134,7 +127,9 @@ CompiledModel compile(const std::string& file) {
   for (const codegen::LoweredKernel& lk : model->kernels) {
     auto source = codegen::emitCuda(lk.kernel, codegen::fusedOpsOf(*lk.group));
     REQUIRE(source.isOk());
-    CHECK(readText(cuda.emitDir + "/" + source->name + ".cu") == source->source);
+    auto emitted = readFile(cuda.emitDir + "/" + source->name + ".cu");
+    REQUIRE(emitted.isOk());
+    CHECK(*emitted == source->source);
     sources.push_back(std::move(*source));
   }
   auto lib = emulation::EmulatedKernels::build(sources, dir + "/emulation");

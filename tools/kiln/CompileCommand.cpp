@@ -66,6 +66,27 @@ Expected<std::vector<int>> cudaArchitectures(const std::string& target) {
   return archs;
 }
 
+/// Writes the fusion plan (if asked) and the artifact, then the report's
+/// first lines; `kernelsNote` ends the kernels line. The caller prints the
+/// target's own lines (weights, times) after these.
+Status saveAndReport(const CompileOptions& o, const codegen::LoweredModel& model, const std::string& output,
+                     const std::string& kernelsNote) {
+  if (!o.saveFusionPlan.empty()) KILN_TRY(writeFile(o.saveFusionPlan, model.plan->print()));
+  KILN_TRY(runtime::saveArtifact(*model.executable, output));
+  const codegen::CompileStats& st = model.stats;
+  const runtime::Executable& exe = *model.executable;
+  std::cout << std::fixed << std::setprecision(1);
+  std::cout << "compiled " << o.model.path << " for " << exe.target << " (" << exe.cpu << ") -> " << output << "\n";
+  std::cout << "  kernels        " << exe.steps.size() - st.hostSteps.size() << " launches, " << st.kernels
+            << " distinct kernels" << kernelsNote << "\n";
+  if (!o.emitCuda.empty()) std::cout << "  sources        CUDA C, cubins and PTX in " << o.emitCuda << "\n";
+  if (!st.hostSteps.empty())
+    std::cout << "  host steps     " << st.hostSteps.size() << " (reference kernels): " << st.hostOpSummary() << "\n";
+  std::cout << "  memory plan    " << size(st.arenaBytes) << " peak scratch (" << size(st.unsharedBytes)
+            << " without reuse)\n";
+  return Status::ok();
+}
+
 /// --target cuda: cubins and PTX for every kernel, into the artifact (and
 /// with --emit-cuda, the CUDA C, cubins and PTX into a directory).
 int compileCuda(const CompileOptions& o, const std::vector<int>& archs, ir::Module& module,
@@ -79,24 +100,12 @@ int compileCuda(const CompileOptions& o, const std::vector<int>& archs, ir::Modu
   if (!o.noCache) cuda.cacheDir = o.cacheDir;
   auto model = codegen::compileCudaArtifact(module.graph(), options, cuda);
   if (!model) return reportError(model.error());
-  if (!o.saveFusionPlan.empty())
-    if (Status s = writeFile(o.saveFusionPlan, model->plan->print()); !s.isOk()) return reportError(s.error());
-  if (Status s = runtime::saveArtifact(*model->executable, output); !s.isOk()) return reportError(s.error());
-  const codegen::CompileStats& st = model->stats;
-  const runtime::Executable& exe = *model->executable;
   uint64_t cubinBytes = 0;
-  for (const runtime::CudaKernelCode& c : exe.cudaKernels)
+  for (const runtime::CudaKernelCode& c : model->executable->cudaKernels)
     for (const auto& cubin : c.cubins) cubinBytes += cubin.size();
-  std::cout << std::fixed << std::setprecision(1);
-  std::cout << "compiled " << o.model.path << " for cuda (" << exe.cpu << ") -> " << output << "\n";
-  std::cout << "  kernels        " << exe.steps.size() - st.hostSteps.size() << " launches, " << st.kernels
-            << " distinct kernels (" << size(cubinBytes) << " of cubins, PTX for the oldest)\n";
-  if (!o.emitCuda.empty()) std::cout << "  sources        CUDA C, cubins and PTX in " << o.emitCuda << "\n";
-  if (!st.hostSteps.empty())
-    std::cout << "  host steps     " << st.hostSteps.size() << " (reference kernels on the host): " << st.hostOpSummary()
-              << "\n";
-  std::cout << "  memory plan    " << size(st.arenaBytes) << " peak scratch (" << size(st.unsharedBytes)
-            << " without reuse)\n";
+  if (Status s = saveAndReport(o, *model, output, " (" + size(cubinBytes) + " of cubins, PTX for the oldest)"); !s.isOk())
+    return reportError(s.error());
+  const codegen::CompileStats& st = model->stats;
   std::cout << "  weights        " << size(st.weightBytes) << "\n";
   std::cout << "  time ms        import " << importMs << ", passes " << passesMs << ", plan " << st.planMs << ", lower "
             << st.lowerMs << ", emit " << st.emitMs << ", nvrtc " << st.nvrtcMs << "\n";
@@ -144,19 +153,9 @@ int compileModel(const CompileOptions& o) {
   progress("generating kernels and object code for this CPU");
   auto model = codegen::compileCpuArtifact((*module)->graph(), options);
   if (!model) return reportError(model.error());
-  if (!o.saveFusionPlan.empty())
-    if (Status s = writeFile(o.saveFusionPlan, model->plan->print()); !s.isOk()) return reportError(s.error());
-  if (Status s = runtime::saveArtifact(*model->executable, output); !s.isOk()) return reportError(s.error());
+  if (Status s = saveAndReport(o, *model, output, ""); !s.isOk()) return reportError(s.error());
   const codegen::CompileStats& st = model->stats;
   const runtime::Executable& exe = *model->executable;
-  std::cout << std::fixed << std::setprecision(1);
-  std::cout << "compiled " << o.model.path << " for " << exe.target << " (" << exe.cpu << ") -> " << output << "\n";
-  std::cout << "  kernels        " << exe.steps.size() - st.hostSteps.size() << " launches, " << st.kernels
-            << " distinct kernels\n";
-  if (!st.hostSteps.empty())
-    std::cout << "  host steps     " << st.hostSteps.size() << " (reference kernels): " << st.hostOpSummary() << "\n";
-  std::cout << "  memory plan    " << size(st.arenaBytes) << " peak scratch (" << size(st.unsharedBytes)
-            << " without reuse)\n";
   std::cout << "  weights        " << size(st.weightBytes) << ", object code " << size(exe.objectCode.size()) << "\n";
   std::cout << "  time ms        import " << importMs << ", passes " << passesMs << ", plan " << st.planMs << ", lower "
             << st.lowerMs << ", llvm " << st.llvmMs << "\n";

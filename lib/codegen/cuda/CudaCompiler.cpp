@@ -12,23 +12,13 @@
 #include <algorithm>
 #include <atomic>
 #include <filesystem>
-#include <fstream>
 
 #include "kiln/codegen/NvrtcCache.h"
+#include "kiln/support/File.h"
 #include "kiln/support/Stopwatch.h"
 #include "kiln/support/ThreadPool.h"
 
 namespace kiln::codegen {
-namespace {
-
-Status writeBytes(const std::string& path, const void* data, size_t size) {
-  std::ofstream out(path, std::ios::binary);
-  out.write(static_cast<const char*>(data), std::streamsize(size));
-  if (!out) return makeError(ErrorCode::IoError, "cannot write '", path, "'");
-  return Status::ok();
-}
-
-}  // namespace
 
 std::string fusedOpsOf(const KernelGroup& group) {
   std::string ops;
@@ -51,7 +41,7 @@ Expected<LoweredModel> compileCudaArtifact(ir::Graph& graph, const CompileOption
   std::vector<CudaKernel> sources;
   for (const LoweredKernel& k : model.kernels) {
     KILN_ASSIGN(CudaKernel source, emitCuda(k.kernel, fusedOpsOf(*k.group)));
-    if (!cuda.emitDir.empty()) KILN_TRY(writeBytes(cuda.emitDir + "/" + source.name + ".cu", source.source.data(), source.source.size()));
+    if (!cuda.emitDir.empty()) KILN_TRY(writeFile(cuda.emitDir + "/" + source.name + ".cu", source.source));
     sources.push_back(std::move(source));
   }
   model.stats.emitMs = timer.elapsedMs();
@@ -110,7 +100,7 @@ Expected<LoweredModel> compileCudaArtifact(ir::Graph& graph, const CompileOption
         cache.store(key, bytes);
       }
       if (!cuda.emitDir.empty())
-        results[size_t(job)] = writeBytes(ptx ? file + ".ptx" : file + ".sm_" + std::to_string(sm) + ".cubin", bytes.data(), bytes.size());
+        results[size_t(job)] = writeFile(ptx ? file + ".ptx" : file + ".sm_" + std::to_string(sm) + ".cubin", bytes);
       if (ptx) c.ptx = std::move(bytes);
       else c.cubins[which].assign(bytes.begin(), bytes.end());
     }
