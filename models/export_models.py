@@ -16,6 +16,7 @@ version writes byte-identical files.
 """
 import argparse
 import functools
+import inspect
 import json
 import os
 import sys
@@ -243,6 +244,8 @@ def export(name, spec, form, path, opset):
         # PRESERVE keeps the module's (eval) mode but skips the eval peephole
         # that fuses BatchNorm into Conv.
         "do_constant_folding": False, "training": torch.onnx.TrainingMode.PRESERVE}
+    if "dynamo" in inspect.signature(torch.onnx.export).parameters:
+        options["dynamo"] = False  # newer torch: the TorchScript exporter these options belong to
     dynamic = spec.get("dynamic_axes")
     with torch.no_grad():
         torch.onnx.export(model, example_inputs(spec), path, input_names=list(spec["inputs"]),
@@ -260,6 +263,8 @@ def main():
     parser.add_argument("--size", choices=["tiny", "full", "all"], default="all",
                         help="which zoo models when none are named")
     parser.add_argument("--opset", type=int, default=13)
+    parser.add_argument("--batch", type=int, default=0,
+                        help="export at this batch size (first input dim) as <model>-b<N>-<form>.onnx")
     parser.add_argument("models", nargs="*", help="zoo model names (default: every model of --size)")
     args = parser.parse_args()
     with open(ZOO) as f:
@@ -278,9 +283,16 @@ def main():
             continue
         if name not in zoo:
             raise SystemExit(f"export_models: unknown model '{name}' (see {ZOO})")
+        spec, stem = zoo[name], name
+        if args.batch:
+            if zoo[name]["class"] == "SSD":
+                raise SystemExit(f"export_models: {name} takes one image; --batch does not apply")
+            spec, stem = json.loads(json.dumps(spec)), f"{name}-b{args.batch}"
+            for s in spec["inputs"].values():
+                s["shape"][0] = args.batch
         for form in forms:
-            path = os.path.join(args.out, f"{name}-{form}.onnx")
-            export(name, zoo[name], form, path, args.opset)
+            path = os.path.join(args.out, f"{stem}-{form}.onnx")
+            export(name, spec, form, path, args.opset)
             print(f"wrote {path} ({os.path.getsize(path)} bytes)", file=sys.stderr)
 
 

@@ -7,6 +7,7 @@ the .npy outputs both write. Imported, not run.
 """
 import json
 import os
+import shutil
 import subprocess
 
 import numpy as np
@@ -25,11 +26,23 @@ def load_zoo():
 
 
 def zoo_spec_for(model_path):
-    """The zoo entry of a file named <zoo model>-<form>.onnx, else None."""
+    """The zoo entry of a file named <zoo model>-<form>.onnx, else None. A
+    file exported at another batch size, <zoo model>-b<N>-<form>.onnx
+    (export_models.py --batch N), gets the entry with batch N inputs."""
     base = os.path.basename(model_path)
     for suffix in ("-default.onnx", "-raw.onnx"):
-        if base.endswith(suffix):
-            return load_zoo().get(base[: -len(suffix)])
+        if not base.endswith(suffix):
+            continue
+        name, batch = base[: -len(suffix)], None
+        head, _, tail = name.rpartition("-b")
+        if head and tail.isdigit():
+            name, batch = head, int(tail)
+        spec = load_zoo().get(name)
+        if spec and batch:
+            spec = json.loads(json.dumps(spec))
+            for s in spec["inputs"].values():
+                s["shape"][0] = batch
+        return spec
     return None
 
 
@@ -87,8 +100,42 @@ def input_args(paths):
     return args
 
 
+def node_ort_available():
+    ort_dir = os.environ.get("KILN_ORT_DIR", os.path.join(ROOT, ".deps", "ort"))
+    return shutil.which("node") is not None and os.path.isdir(os.path.join(ort_dir, "node_modules", "onnxruntime-node"))
+
+
+def run_ort_python(model, paths, output_dir):
+    """ONNX Runtime's Python package (CPU, all graph optimisations), for
+    machines without node (the GPU box): one run, outputs as .npy, a record
+    with its latency."""
+    import time
+    import onnxruntime
+    options = onnxruntime.SessionOptions()
+    options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
+    session = onnxruntime.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+    feeds = {name: np.load(path) for name, path in paths.items()}
+    start = time.perf_counter()
+    outputs = session.run(None, feeds)
+    ms = (time.perf_counter() - start) * 1000
+    if output_dir:
+        os.makedirs(output_dir, exist_ok=True)
+        for meta, value in zip(session.get_outputs(), outputs):
+            np.save(os.path.join(output_dir, sanitize(meta.name) + ".npy"), value)
+    return {"runtime": "onnxruntime", "backend": "cpu (python)", "version": onnxruntime.__version__,
+            "latency_ms": {"mean": ms, "p50": ms, "p90": ms, "p99": ms}}
+
+
 def run_ort(model, paths, output_dir=None, extra=()):
-    """Runs the ONNX Runtime driver; returns the JSON record it prints last."""
+    """Runs the ONNX Runtime driver (node), or ONNX Runtime's Python package
+    where node or its package is missing; returns the JSON record."""
+    if not node_ort_available():
+        try:
+            import onnxruntime  # noqa: F401
+        except ImportError:
+            raise SystemExit("ONNX Runtime is missing: neither node with onnxruntime-node (scripts/setup.sh) "
+                             "nor the onnxruntime Python package is installed")
+        return run_ort_python(model, paths, output_dir)
     cmd = ["node", ORT_DRIVER, model] + input_args(paths) + list(extra)
     if output_dir:
         cmd += ["--output-dir", output_dir]

@@ -2,16 +2,18 @@
 //
 // Maps backend names to implementations. Add a target here and `kiln bench`,
 // `kiln run --backend` and bench/compare accept it. Today: the reference
-// interpreter and the CPU code generator ("cpu").
+// interpreter, the CPU code generator ("cpu") and the CUDA one ("cuda", for
+// the GPU present).
 //
 //===----------------------------------------------------------------------===//
 #include "CpuBackend.h"
+#include "CudaBackend.h"
 #include "InterpreterBackend.h"
 #include "kiln/bench/Backend.h"
 
 namespace kiln::bench {
 
-std::vector<std::string> backendNames() { return {"interpreter", "cpu"}; }
+std::vector<std::string> backendNames() { return {"interpreter", "cpu", "cuda"}; }
 
 Expected<std::unique_ptr<Backend>> createBackend(const std::string& name, const BackendOptions& options) {
   if (name == "interpreter") {
@@ -22,6 +24,12 @@ Expected<std::unique_ptr<Backend>> createBackend(const std::string& name, const 
     return std::unique_ptr<Backend>(new InterpreterBackend(options));
   }
   if (name == "cpu") return std::unique_ptr<Backend>(new CpuCodegenBackend(options));
+  if (name == "cuda") {
+    if (options.threads > 1)
+      return Error(ErrorCode::InvalidArgument, "backend 'cuda' runs on the GPU; --threads " + std::to_string(options.threads) +
+                                                   " does not apply");
+    return std::unique_ptr<Backend>(new CudaCodegenBackend(options));
+  }
   std::string known;
   for (const auto& n : backendNames()) known += (known.empty() ? "" : ", ") + n;
   return Error(ErrorCode::InvalidArgument, "unknown backend '" + name + "' (known: " + known + ")");

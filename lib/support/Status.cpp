@@ -38,6 +38,7 @@ const char* errorCodeName(ErrorCode code) {
     case ErrorCode::ArtifactVersion: return "artifact-version";
     case ErrorCode::DeviceUnavailable: return "device-unavailable";
     case ErrorCode::DeviceFailure: return "device-failure";
+    case ErrorCode::DeviceOutOfMemory: return "device-out-of-memory";
     case ErrorCode::Internal: return "internal";
   }
   return "unknown";

@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # tests/cli/cli_test.sh - drives the kiln CLI as a user would and checks what
-# it prints, writes and returns. Usage: cli_test.sh <kiln> <source dir> <work dir>
+# it prints, writes and returns. Usage:
+#   cli_test.sh <kiln> <source dir> <work dir> <kiln-emulation-kernels> <emulated libcuda>
+# (the last two run CUDA artifacts and the cuda backend on the CPU emulation).
 set -euo pipefail
 KILN=$1
 SRC=$2
 WORK=$3
+EMULATION_KERNELS=$4
+EMULATED_DRIVER=$5
 rm -rf "$WORK" && mkdir -p "$WORK" && cd "$WORK"
 TINY=$SRC/models/tiny/tiny_cnn.onnx
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -229,6 +233,27 @@ if ! "$KILN" run mobile_cuda.kiln > cuda_run.txt 2> err.txt; then  # no GPU here
   expect_in "error KE5005 (device-unavailable)" err.txt
 fi
 KILN_CUDA_DRIVER=/nonexistent/libcuda.so.1 expect_fail "/nonexistent/libcuda.so.1 not found" "$KILN" run mobile_cuda.kiln
+# The same artifact, and the cuda backend of run/bench, on the emulated driver: same outputs as the interpreter.
+EMU_LIB=$("$EMULATION_KERNELS" "$MOBILE" emulation | tail -1)
+"$KILN" run "$MOBILE" --backend interpreter --output-dir mobile_ref > /dev/null
+KILN_CUDA_DRIVER=$EMULATED_DRIVER KILN_EMULATED_KERNELS=$EMU_LIB "$KILN" run mobile_cuda.kiln --output-dir mobile_gpu > /dev/null
+KILN_CUDA_DRIVER=$EMULATED_DRIVER KILN_EMULATED_KERNELS=$EMU_LIB "$KILN" run "$MOBILE" --backend cuda --output-dir mobile_gpu2 > /dev/null
+/usr/bin/python3 - <<'PY' || fail "CUDA outputs on the emulated driver differ from the interpreter's"
+import glob, os, numpy as np
+refs = sorted(glob.glob("mobile_ref/*.npy"))
+assert refs
+for ref in refs:
+    want = np.load(ref)
+    for d in ("mobile_gpu", "mobile_gpu2"):
+        got = np.load(os.path.join(d, os.path.basename(ref)))
+        err = float(np.abs(got - want).max() / max(np.abs(want).max(), 1e-30))
+        assert got.shape == want.shape and err < 1e-4, (d, ref, err)
+PY
+KILN_CUDA_DRIVER=$EMULATED_DRIVER KILN_EMULATED_KERNELS=$EMU_LIB "$KILN" bench "$MOBILE" --backend cuda --warmup 1 --runs 3 \
+  --format json --quiet > bench_cuda.json
+/usr/bin/python3 -c "import json; r=json.loads(open('bench_cuda.json').read().splitlines()[-1]); assert r['backend']=='cuda' and r['runs_completed']==3 and r['memory']['peak_device_bytes']>0, r" \
+  || fail "kiln bench --backend cuda record"
+expect_fail "does not apply" "$KILN" bench "$MOBILE" --backend cuda --threads 4
 expect_fail "bad CUDA architecture 'sm_9x'" "$KILN" compile "$MOBILE" --target cuda:sm_9x --emit-cuda cuda_bad
 expect_fail "--emit-cuda needs --target cuda" "$KILN" compile "$MOBILE" --emit-cuda cuda_bad
 head -c 100 ssd.kiln > truncated.kiln

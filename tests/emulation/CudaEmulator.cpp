@@ -31,11 +31,12 @@ std::string compileLog(const std::string& path) {
 }  // namespace
 
 Expected<std::unique_ptr<EmulatedKernels>> EmulatedKernels::build(const std::vector<codegen::CudaKernel>& kernels,
-                                                                  const std::string& workDir) {
+                                                                  const std::string& dir) {
   namespace fs = std::filesystem;
   std::error_code ec;
-  fs::create_directories(workDir, ec);
-  if (ec) return makeError(ErrorCode::IoError, "cannot create ", workDir, ": ", ec.message());
+  fs::create_directories(dir, ec);
+  if (ec) return makeError(ErrorCode::IoError, "cannot create ", dir, ": ", ec.message());
+  const std::string workDir = fs::absolute(dir).string();  // the unit #includes the sources by path
   std::ostringstream unit;
   for (const codegen::CudaKernel& k : kernels) {
     std::string path = workDir + "/" + k.name + ".cu";

@@ -12,10 +12,17 @@
 // library KILN_EMULATED_KERNELS (built by CudaEmulator from the same CUDA C
 // the artifact was compiled from): cuModuleGetFunction finds the launcher
 // kiln_emulate_<name> (and its parameter count), and cuLaunchKernel runs it over the grid and block
-// the runtime passes. Launches run synchronously.
+// the runtime passes. Launches and copies run synchronously.
+//
+// CUDA graphs are kept as their kernel nodes and dependency lists; a launch
+// runs them in a valid order that differs from the order they were added
+// in (of the nodes whose dependencies are done, the one added last runs
+// first), so a dependency the runtime forgot shows up as a wrong result.
+// KILN_EMULATED_MEMORY_LIMIT (bytes) makes device allocations beyond it
+// fail with CUDA_ERROR_OUT_OF_MEMORY. Pinned host memory is ordinary memory.
 //
 // kiln_emulated_live_objects() reports what is still allocated (memory,
-// modules, streams, retained contexts) so tests can check the runtime
+// modules, streams, graphs, pinned blocks, retained contexts) so tests can check the runtime
 // releases everything it takes.
 //
 //===----------------------------------------------------------------------===//
@@ -45,10 +52,23 @@ struct Module {
   std::map<std::string, Function> functions;
 };
 
+struct KernelNode {
+  const Function* function = nullptr;
+  unsigned grid[3] = {1, 1, 1}, block[3] = {1, 1, 1};
+  std::vector<CUdeviceptr> args;
+  std::vector<size_t> dependencies;  ///< indices of earlier nodes
+};
+
+struct Graph {
+  std::vector<KernelNode> nodes;
+};
+
 struct State {
   std::mutex mutex;
   std::map<uintptr_t, size_t> allocations;  ///< base -> bytes
-  int modules = 0, streams = 0, contexts = 0;
+  size_t allocatedBytes = 0;
+  int modules = 0, streams = 0, contexts = 0, graphs = 0, pinned = 0;
+  uint64_t graphLaunches = 0;
   std::string lastError;  ///< the last failed launch's message (for cuGetErrorString)
 };
 
@@ -77,6 +97,32 @@ CUresult copy(void* to, const void* from, size_t bytes) {
   return CUDA_SUCCESS;
 }
 
+size_t memoryLimit() {
+  const char* env = std::getenv("KILN_EMULATED_MEMORY_LIMIT");
+  return env ? size_t(std::strtoull(env, nullptr, 10)) : size_t(64) << 30;
+}
+
+CUresult run(const Function& f, const unsigned grid[3], const unsigned block[3], void** args) {
+  if (uint64_t(block[0]) * block[1] * block[2] > 1024) return CUDA_ERROR_INVALID_VALUE;
+  char error[512] = {0};
+  if (f.launch(grid, block, args, error, sizeof error) != 0) {
+    std::lock_guard<std::mutex> lock(state().mutex);
+    state().lastError = error;
+    return CUDA_ERROR_LAUNCH_FAILED;
+  }
+  return CUDA_SUCCESS;
+}
+
+/// The kernel's device-pointer arguments, read from the launch's parameter array.
+CUresult readParams(const Function& f, void** params, std::vector<CUdeviceptr>& out) {
+  out.assign(size_t(f.params), 0);
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (!params || !params[i]) return CUDA_ERROR_INVALID_VALUE;
+    std::memcpy(&out[i], params[i], sizeof out[i]);
+  }
+  return CUDA_SUCCESS;
+}
+
 }  // namespace
 
 extern "C" {
@@ -84,7 +130,13 @@ extern "C" {
 int kiln_emulated_live_objects() {
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
-  return int(s.allocations.size()) + s.modules + s.streams + s.contexts;
+  return int(s.allocations.size()) + s.modules + s.streams + s.contexts + s.graphs + s.pinned;
+}
+
+/// How many CUDA graph launches this process made.
+unsigned long long kiln_emulated_graph_launches() {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  return state().graphLaunches;
 }
 
 CUresult CUDAAPI cuInit(unsigned int) { return CUDA_SUCCESS; }
@@ -172,20 +224,51 @@ CUresult CUDAAPI cuModuleGetFunction(CUfunction* function, CUmodule module, cons
 
 CUresult CUDAAPI cuMemAlloc(CUdeviceptr* ptr, size_t bytes) {
   if (!bytes) return CUDA_ERROR_INVALID_VALUE;
+  {
+    std::lock_guard<std::mutex> lock(state().mutex);
+    if (state().allocatedBytes + bytes > memoryLimit()) return CUDA_ERROR_OUT_OF_MEMORY;
+  }
   void* p = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
   if (!p) return CUDA_ERROR_OUT_OF_MEMORY;
   *ptr = CUdeviceptr(uintptr_t(p));
   std::lock_guard<std::mutex> lock(state().mutex);
   state().allocations[uintptr_t(p)] = bytes;
+  state().allocatedBytes += bytes;
   return CUDA_SUCCESS;
 }
 
 CUresult CUDAAPI cuMemFree(CUdeviceptr ptr) {
   {
     std::lock_guard<std::mutex> lock(state().mutex);
-    if (!state().allocations.erase(uintptr_t(ptr))) return CUDA_ERROR_INVALID_VALUE;
+    auto it = state().allocations.find(uintptr_t(ptr));
+    if (it == state().allocations.end()) return CUDA_ERROR_INVALID_VALUE;
+    state().allocatedBytes -= it->second;
+    state().allocations.erase(it);
   }
   std::free(reinterpret_cast<void*>(uintptr_t(ptr)));
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuMemGetInfo(size_t* freeBytes, size_t* totalBytes) {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  *totalBytes = memoryLimit();
+  *freeBytes = *totalBytes - state().allocatedBytes;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuMemAllocHost(void** ptr, size_t bytes) {
+  if (!bytes) return CUDA_ERROR_INVALID_VALUE;
+  *ptr = std::malloc(bytes);
+  if (!*ptr) return CUDA_ERROR_OUT_OF_MEMORY;
+  std::lock_guard<std::mutex> lock(state().mutex);
+  ++state().pinned;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuMemFreeHost(void* ptr) {
+  std::free(ptr);
+  std::lock_guard<std::mutex> lock(state().mutex);
+  --state().pinned;
   return CUDA_SUCCESS;
 }
 
@@ -197,6 +280,14 @@ CUresult CUDAAPI cuMemcpyHtoD(CUdeviceptr to, const void* from, size_t bytes) {
 CUresult CUDAAPI cuMemcpyDtoH(void* to, CUdeviceptr from, size_t bytes) {
   if (!inDeviceMemory(from, bytes)) return CUDA_ERROR_INVALID_VALUE;
   return copy(to, reinterpret_cast<const void*>(uintptr_t(from)), bytes);
+}
+
+CUresult CUDAAPI cuMemcpyHtoDAsync(CUdeviceptr to, const void* from, size_t bytes, CUstream) {
+  return cuMemcpyHtoD(to, from, bytes);
+}
+
+CUresult CUDAAPI cuMemcpyDtoHAsync(void* to, CUdeviceptr from, size_t bytes, CUstream) {
+  return cuMemcpyDtoH(to, from, bytes);
 }
 
 CUresult CUDAAPI cuMemcpyDtoD(CUdeviceptr to, CUdeviceptr from, size_t bytes) {
@@ -223,22 +314,86 @@ CUresult CUDAAPI cuStreamSynchronize(CUstream) { return CUDA_SUCCESS; }
 CUresult CUDAAPI cuLaunchKernel(CUfunction function, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                                 unsigned bz, unsigned sharedBytes, CUstream, void** params, void** extra) {
   if (extra || sharedBytes) return CUDA_ERROR_NOT_SUPPORTED;
-  if (uint64_t(bx) * by * bz > 1024) return CUDA_ERROR_INVALID_VALUE;
   const Function& f = *reinterpret_cast<const Function*>(function);
   // Parameters arrive as pointers to the values; every kiln kernel parameter is a device pointer.
-  std::vector<void*> args(size_t(f.params));
-  for (size_t i = 0; i < args.size(); ++i) {
-    if (!params || !params[i]) return CUDA_ERROR_INVALID_VALUE;
-    CUdeviceptr p;
-    std::memcpy(&p, params[i], sizeof p);
-    args[i] = reinterpret_cast<void*>(uintptr_t(p));
-  }
+  std::vector<CUdeviceptr> values;
+  if (CUresult r = readParams(f, params, values)) return r;
+  std::vector<void*> args;
+  for (CUdeviceptr p : values) args.push_back(reinterpret_cast<void*>(uintptr_t(p)));
   const unsigned grid[3] = {gx, gy, gz}, block[3] = {bx, by, bz};
-  char error[512] = {0};
-  if (f.launch(grid, block, args.data(), error, sizeof error) != 0) {
+  return run(f, grid, block, args.data());
+}
+
+CUresult CUDAAPI cuGraphCreate(CUgraph* graph, unsigned int flags) {
+  if (flags) return CUDA_ERROR_INVALID_VALUE;
+  *graph = reinterpret_cast<CUgraph>(new Graph);
+  std::lock_guard<std::mutex> lock(state().mutex);
+  ++state().graphs;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuGraphDestroy(CUgraph graph) {
+  delete reinterpret_cast<Graph*>(graph);
+  std::lock_guard<std::mutex> lock(state().mutex);
+  --state().graphs;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuGraphAddKernelNode(CUgraphNode* node, CUgraph graph, const CUgraphNode* dependencies,
+                                      size_t numDependencies, const CUDA_KERNEL_NODE_PARAMS* p) {
+  auto* g = reinterpret_cast<Graph*>(graph);
+  if (!p || !p->func || p->extra || p->sharedMemBytes) return CUDA_ERROR_INVALID_VALUE;
+  KernelNode n;
+  n.function = reinterpret_cast<const Function*>(p->func);
+  n.grid[0] = p->gridDimX, n.grid[1] = p->gridDimY, n.grid[2] = p->gridDimZ;
+  n.block[0] = p->blockDimX, n.block[1] = p->blockDimY, n.block[2] = p->blockDimZ;
+  if (CUresult r = readParams(*n.function, p->kernelParams, n.args)) return r;
+  for (size_t d = 0; d < numDependencies; ++d) {
+    size_t index = size_t(reinterpret_cast<uintptr_t>(dependencies[d])) - 1;  // nodes are 1-based handles
+    if (index >= g->nodes.size()) return CUDA_ERROR_INVALID_VALUE;
+    n.dependencies.push_back(index);
+  }
+  g->nodes.push_back(std::move(n));
+  *node = reinterpret_cast<CUgraphNode>(uintptr_t(g->nodes.size()));
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuGraphInstantiate(CUgraphExec* instance, CUgraph graph, unsigned long long flags) {
+  if (flags) return CUDA_ERROR_INVALID_VALUE;
+  *instance = reinterpret_cast<CUgraphExec>(new Graph(*reinterpret_cast<Graph*>(graph)));
+  std::lock_guard<std::mutex> lock(state().mutex);
+  ++state().graphs;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuGraphExecDestroy(CUgraphExec instance) {
+  delete reinterpret_cast<Graph*>(instance);
+  std::lock_guard<std::mutex> lock(state().mutex);
+  --state().graphs;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuGraphLaunch(CUgraphExec instance, CUstream) {
+  const Graph& g = *reinterpret_cast<const Graph*>(instance);
+  {
     std::lock_guard<std::mutex> lock(state().mutex);
-    state().lastError = error;
-    return CUDA_ERROR_LAUNCH_FAILED;
+    ++state().graphLaunches;
+  }
+  // Of the nodes whose dependencies are done, run the one added last.
+  std::vector<bool> done(g.nodes.size(), false);
+  for (size_t finished = 0; finished < g.nodes.size(); ++finished) {
+    size_t next = g.nodes.size();
+    for (size_t i = g.nodes.size(); i-- > 0 && next == g.nodes.size();) {
+      if (done[i]) continue;
+      bool ready = true;
+      for (size_t d : g.nodes[i].dependencies) ready = ready && done[d];
+      if (ready) next = i;
+    }
+    const KernelNode& n = g.nodes[next];
+    std::vector<void*> args;
+    for (CUdeviceptr p : n.args) args.push_back(reinterpret_cast<void*>(uintptr_t(p)));
+    if (CUresult r = run(*n.function, n.grid, n.block, args.data())) return r;
+    done[next] = true;
   }
   return CUDA_SUCCESS;
 }

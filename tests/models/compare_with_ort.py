@@ -19,7 +19,8 @@ Measures:
   not required: top-k and NMS may order near-equal scores differently, and
   the raw head outputs (compared as values) check the network itself.
 Prints one line per output with the measured error; exits 1 on a mismatch,
-77 (skipped) for a CUDA target on a machine without a GPU.
+77 (skipped) for a CUDA target on a machine without a GPU. --emulate runs a
+CUDA artifact on the CPU emulation of its kernels (the emulated driver).
 """
 import argparse
 import os
@@ -57,10 +58,11 @@ def match_detections(kiln, ort, tolerance):
 
 
 def has_cuda_device():
-    """Whether the NVIDIA driver is present and reports at least one device."""
+    """Whether the NVIDIA driver (or KILN_CUDA_DRIVER's stand-in) is present
+    and reports at least one device."""
     import ctypes
     try:
-        cuda = ctypes.CDLL("libcuda.so.1")
+        cuda = ctypes.CDLL(os.environ.get("KILN_CUDA_DRIVER") or "libcuda.so.1")
     except OSError:
         return False
     count = ctypes.c_int(0)
@@ -79,7 +81,19 @@ def main():
     ap.add_argument("--compile", action="store_true",
                     help="compile with `kiln compile --target T` and run the .kiln artifact instead of the model")
     ap.add_argument("--target", default="cpu", help="with --compile: the target (cpu, cuda[:sm_XX,...])")
+    ap.add_argument("--emulate", nargs=2, metavar=("KERNELS_TOOL", "DRIVER"),
+                    help="run a CUDA artifact on the CPU emulation: kiln-emulation-kernels builds the model's kernels, "
+                         "DRIVER (libkiln_emulated_cuda.so) stands in for libcuda")
     args = ap.parse_args()
+    if args.emulate:
+        tool, driver = args.emulate
+        emu_dir = os.path.join(args.work or os.getcwd(), "emulation")
+        built = subprocess.run([tool, args.model, emu_dir], capture_output=True, text=True)
+        if built.returncode != 0:
+            print(f"kiln-emulation-kernels failed:\n{built.stderr}")
+            sys.exit(1)
+        os.environ["KILN_CUDA_DRIVER"] = driver
+        os.environ["KILN_EMULATED_KERNELS"] = built.stdout.strip().splitlines()[-1]
     if args.target.startswith("cuda") and not has_cuda_device():
         print("skipped: no CUDA device on this machine")
         sys.exit(77)

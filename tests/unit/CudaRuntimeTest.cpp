@@ -9,6 +9,10 @@
 // loaded and run, from two threads at once, against the interpreter; the
 // runtime must free everything it took; an artifact without code for the
 // device's architecture, a corrupt one and wrong inputs get clear errors.
+// Kernel steps replay as CUDA graphs (the emulated driver runs a graph's
+// nodes in another valid order than they were added in, so a missing
+// dependency edge shows as a wrong result); without graphs the results are
+// bitwise the same; a model too big for the device is KE5007.
 // The NVRTC cache hits on a recompile and survives damaged entries.
 //
 //===----------------------------------------------------------------------===//
@@ -19,6 +23,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -35,6 +40,7 @@
 #include "kiln/passes/PassRegistry.h"
 #include "kiln/runtime/Artifact.h"
 #include "kiln/runtime/Interpreter.h"
+#include "kiln/runtime/StepDependencies.h"
 #include "kiln/support/File.h"
 
 using namespace kiln;
@@ -48,6 +54,17 @@ int liveDriverObjects() {
   auto live = reinterpret_cast<int (*)()>(dlsym(driver, "kiln_emulated_live_objects"));
   REQUIRE(live);
   int n = live();
+  dlclose(driver);
+  return n;
+}
+
+/// CUDA graph launches the emulated driver has run so far.
+unsigned long long graphLaunches() {
+  void* driver = dlopen(KILN_EMULATED_DRIVER, RTLD_NOW | RTLD_NOLOAD);
+  REQUIRE(driver);
+  auto launches = reinterpret_cast<unsigned long long (*)()>(dlsym(driver, "kiln_emulated_graph_launches"));
+  REQUIRE(launches);
+  unsigned long long n = launches();
   dlclose(driver);
   return n;
 }
@@ -162,8 +179,10 @@ TEST_CASE("CUDA artifacts load and run through the runtime on the emulated drive
                                        testing::randomInputs(compiled.module->graph(), 4)};
       Expected<std::vector<Tensor>> got[2] = {Error(ErrorCode::Internal, "not run"), Error(ErrorCode::Internal, "not run")};
       std::thread second([&] { got[1] = (*model)->run(inputs[1]); });
+      const unsigned long long launchesBefore = graphLaunches();
       got[0] = (*model)->run(inputs[0]);
       second.join();
+      CHECK(graphLaunches() > launchesBefore);
       for (int i = 0; i < 2; ++i) {
         INFO("seed " << 3 + i << ": " << (got[i].isOk() ? std::string() : got[i].error().str()));
         REQUIRE(got[i].isOk());
@@ -221,6 +240,61 @@ TEST_CASE("a CUDA artifact without code for the device, or corrupt, gets a clear
   bad = *exe;
   bad.cudaKernels.pop_back();
   CHECK(!bad.validate().isOk());
+}
+
+TEST_CASE("kernel steps replay as CUDA graphs with concurrent branches; without graphs the results are the same") {
+  CompiledModel compiled = compile("ssdlite_tiny-raw.onnx");
+  auto exe = runtime::loadArtifact(compiled.artifact);
+  REQUIRE(exe.isOk());
+  // The detector's heads are independent branches: a step that does not wait for the step before it
+  // (edges are transitively reduced, so no path joins them) can run beside it.
+  size_t concurrent = 0, steps = 0;
+  for (const runtime::KernelSegment& segment : runtime::kernelSegments(*exe)) {
+    auto deps = runtime::kernelStepDependencies(*exe, segment);
+    for (uint32_t s = segment.begin + 1; s < segment.end; ++s, ++steps) {
+      const auto& d = deps[s - segment.begin];
+      concurrent += std::find(d.begin(), d.end(), s - 1) == d.end();
+    }
+  }
+  INFO(concurrent << " of " << steps << " steps are independent of the step before them");
+  CHECK(concurrent > 0);
+  CHECK(concurrent < steps);
+
+  std::vector<Tensor> inputs = testing::randomInputs(compiled.module->graph(), 7);
+  auto runOnce = [&](bool graphs) {
+    if (graphs) ::unsetenv("KILN_CUDA_GRAPHS");
+    else ::setenv("KILN_CUDA_GRAPHS", "0", 1);
+    auto model = Model::load(compiled.artifact);
+    ::unsetenv("KILN_CUDA_GRAPHS");
+    INFO((model.isOk() ? std::string() : model.error().str()));
+    REQUIRE(model.isOk());
+    const unsigned long long before = graphLaunches();
+    auto out = (*model)->run(inputs);
+    INFO((out.isOk() ? std::string() : out.error().str()));
+    REQUIRE(out.isOk());
+    CHECK((graphLaunches() > before) == graphs);
+    return *out;
+  };
+  std::vector<Tensor> withGraphs = runOnce(true), stepByStep = runOnce(false);
+  REQUIRE(withGraphs.size() == stepByStep.size());
+  for (size_t o = 0; o < withGraphs.size(); ++o) {
+    REQUIRE(withGraphs[o].byteSize() == stepByStep[o].byteSize());
+    CHECK(std::memcmp(withGraphs[o].rawData(), stepByStep[o].rawData(), withGraphs[o].byteSize()) == 0);
+  }
+  CHECK(liveDriverObjects() == 0);
+}
+
+TEST_CASE("a model whose device memory does not fit is KE5007 with both sizes") {
+  CompiledModel compiled = compile("mobilenet_tiny-raw.onnx");
+  ::setenv("KILN_EMULATED_MEMORY_LIMIT", "4096", 1);
+  auto model = Model::load(compiled.artifact);
+  ::unsetenv("KILN_EMULATED_MEMORY_LIMIT");
+  REQUIRE(!model.isOk());
+  CHECK(model.error().code() == ErrorCode::DeviceOutOfMemory);
+  CHECK(model.error().message().find("out of device memory allocating") != std::string::npos);
+  CHECK(model.error().message().find("the model needs") != std::string::npos);
+  CHECK(model.error().message().find("were free before kiln's allocations") != std::string::npos);
+  CHECK(liveDriverObjects() == 0);  // what was allocated before the failure is released
 }
 
 TEST_CASE("NVRTC outputs are cached by source hash; a damaged entry is compiled again") {

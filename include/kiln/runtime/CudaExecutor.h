@@ -8,7 +8,9 @@
 // steps (reference kernels) on copies of their operands, and copies outputs
 // out. Runs of one executor are serialized (one device arena). No driver or
 // no device is KE5005; an architecture the artifact has no code for is
-// KE5004; a failing driver call KE5006.
+// KE5004; device memory the model does not fit in KE5007; a failing
+// driver call KE5006. Kernel steps replay as CUDA graphs (see
+// CudaExecutor.cpp; KILN_CUDA_GRAPHS=0 turns them off).
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -29,6 +31,11 @@ class CudaExecutor {
   Expected<std::vector<Tensor>> run(const std::vector<Tensor>& inputs) const;
   /// "NVIDIA H100 80GB HBM3 (sm_90)".
   const std::string& device() const;
+  /// Device memory the loaded model holds (arena, weights, inputs, outputs).
+  uint64_t deviceBytes() const;
+  /// The SM number (90 for sm_90) of the device a CUDA executor would use
+  /// (KILN_CUDA_DEVICE); KE5005 without a driver or device.
+  static Expected<uint32_t> deviceArchitecture();
 
  private:
   CudaExecutor();

@@ -45,7 +45,8 @@ enum class ErrorCode : uint16_t {
   ArtifactCorrupt = 5003,    ///< a .kiln artifact is truncated or fails its checksum
   ArtifactVersion = 5004,    ///< a .kiln artifact from another format version or target
   DeviceUnavailable = 5005,  ///< no CUDA driver or no CUDA device on this machine
-  DeviceFailure = 5006,      ///< a CUDA driver call failed (out of memory, launch failure, ...)
+  DeviceFailure = 5006,      ///< a CUDA driver call failed (launch failure, ...)
+  DeviceOutOfMemory = 5007,  ///< the model's device memory does not fit on the GPU
   Internal = 9001,
 };
 

@@ -62,6 +62,17 @@ Loaded load() {
   need("cuStreamDestroy_v2", d.streamDestroy);
   need("cuStreamSynchronize", d.streamSynchronize);
   need("cuLaunchKernel", d.launchKernel);
+  need("cuMemGetInfo_v2", d.memGetInfo);
+  need("cuMemAllocHost_v2", d.memAllocHost);
+  need("cuMemFreeHost", d.memFreeHost);
+  need("cuMemcpyHtoDAsync_v2", d.memcpyHtoDAsync);
+  need("cuMemcpyDtoHAsync_v2", d.memcpyDtoHAsync);
+  need("cuGraphCreate", d.graphCreate);
+  need("cuGraphAddKernelNode_v2", d.graphAddKernelNode);
+  need("cuGraphInstantiateWithFlags", d.graphInstantiate);
+  need("cuGraphLaunch", d.graphLaunch);
+  need("cuGraphExecDestroy", d.graphExecDestroy);
+  need("cuGraphDestroy", d.graphDestroy);
   need("cuGetErrorName", d.getErrorName);
   need("cuGetErrorString", d.getErrorString);
   if (missing) {

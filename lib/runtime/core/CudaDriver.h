@@ -40,6 +40,17 @@ struct CudaDriver {
   decltype(&::cuStreamDestroy) streamDestroy = nullptr;
   decltype(&::cuStreamSynchronize) streamSynchronize = nullptr;
   decltype(&::cuLaunchKernel) launchKernel = nullptr;
+  decltype(&::cuMemGetInfo) memGetInfo = nullptr;
+  decltype(&::cuMemAllocHost) memAllocHost = nullptr;
+  decltype(&::cuMemFreeHost) memFreeHost = nullptr;
+  decltype(&::cuMemcpyHtoDAsync) memcpyHtoDAsync = nullptr;
+  decltype(&::cuMemcpyDtoHAsync) memcpyDtoHAsync = nullptr;
+  decltype(&::cuGraphCreate) graphCreate = nullptr;
+  decltype(&::cuGraphAddKernelNode) graphAddKernelNode = nullptr;
+  decltype(&::cuGraphInstantiate) graphInstantiate = nullptr;
+  decltype(&::cuGraphLaunch) graphLaunch = nullptr;
+  decltype(&::cuGraphExecDestroy) graphExecDestroy = nullptr;
+  decltype(&::cuGraphDestroy) graphDestroy = nullptr;
   decltype(&::cuGetErrorName) getErrorName = nullptr;
   decltype(&::cuGetErrorString) getErrorString = nullptr;
 

@@ -3,19 +3,28 @@
 // See CudaExecutor.h. Device memory: one allocation per input, output and
 // weight buffer and one arena for the intermediates (offsets from the memory
 // plan); dynamic values (host steps' data-dependent results) stay on the
-// host. The primary context of the device is pushed around every driver
-// call sequence, so the executor works from any thread. The stream is a
-// blocking one: the synchronous copies (legacy default stream) order with
-// its kernels.
+// host. Inputs and outputs pass through one pinned host staging block with
+// asynchronous copies, so a run is enqueued whole and waited for once (or
+// once per host step). Each run of kernel steps between host steps is a
+// CUDA graph built at load time from the steps' data dependencies
+// (StepDependencies.h): replayed with one launch, its independent branches
+// run concurrently; KILN_CUDA_GRAPHS=0 launches the steps one by one on the
+// stream instead. The primary context of the device is pushed around every
+// driver call sequence, so the executor works from any thread. The stream is
+// a blocking one: the synchronous copies of host steps (legacy default
+// stream) order with its work.
 //
 //===----------------------------------------------------------------------===//
 #include "kiln/runtime/CudaExecutor.h"
 
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 
 #include "CudaDriver.h"
 #include "HostProgram.h"
+#include "kiln/runtime/StepDependencies.h"
 
 namespace kiln::runtime {
 
@@ -31,7 +40,24 @@ struct CudaExecutor::Impl {
   std::vector<CUdeviceptr> pointers;  ///< per buffer id (0: none, dynamic or empty)
   std::vector<CUdeviceptr> owned;     ///< allocations to free
   std::vector<std::unique_ptr<HostProgram>> hostPrograms;
+  std::vector<KernelSegment> segments;
+  std::vector<CUgraphExec> graphs;  ///< one per segment; empty with KILN_CUDA_GRAPHS=0
+  uint8_t* staging = nullptr;       ///< pinned host memory for inputs and outputs
+  std::vector<uint64_t> inputStaging, outputStaging;  ///< offsets in staging
+  uint64_t deviceBytesNeeded = 0, allocatedBytes = 0;
   std::mutex runMutex;
+
+  /// The buffer an output's data comes from (itself, or what it aliases).
+  uint32_t outputSource(uint32_t id) const {
+    const BufferSpec& b = exe->buffers[id];
+    return b.aliasOf >= 0 ? uint32_t(b.aliasOf) : id;
+  }
+
+  /// Whether an output's data is copied back from the device.
+  bool onDevice(uint32_t source) const {
+    const BufferSpec& b = exe->buffers[source];
+    return !b.dynamic && b.bytes() && (b.kind == BufferKind::Intermediate || b.kind == BufferKind::Output);
+  }
 
   /// Makes the device's context current for a scope.
   struct Current {
@@ -43,19 +69,94 @@ struct CudaExecutor::Impl {
     }
   };
 
-  Expected<CUdeviceptr> allocate(uint64_t bytes) {
+  Expected<CUdeviceptr> allocate(uint64_t bytes, const std::string& what) {
     if (!bytes) return CUdeviceptr(0);
     CUdeviceptr p = 0;
-    KILN_TRY(cu->check(cu->memAlloc(&p, bytes), "cuMemAlloc of " + std::to_string(bytes) + " bytes"));
+    CUresult r = cu->memAlloc(&p, bytes);
+    if (r == CUDA_ERROR_OUT_OF_MEMORY) {
+      size_t freeBytes = 0, totalBytes = 0;
+      cu->memGetInfo(&freeBytes, &totalBytes);
+      freeBytes += allocatedBytes;
+      return makeError(ErrorCode::DeviceOutOfMemory, "out of device memory allocating ", what, " (", mib(bytes),
+                       "): the model needs ", mib(deviceBytesNeeded), " on ", deviceName, " (arena ", mib(exe->arenaBytes),
+                       " + weights, inputs and outputs); ", mib(freeBytes), " of ", mib(totalBytes),
+                       " were free before kiln's allocations");
+    }
+    KILN_TRY(cu->check(r, "cuMemAlloc of " + std::to_string(bytes) + " bytes for " + what));
     owned.push_back(p);
+    allocatedBytes += bytes;
     return p;
+  }
+
+  static std::string mib(uint64_t bytes) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.1f MiB", double(bytes) / (1 << 20));
+    return text;
+  }
+
+  /// Builds and instantiates one CUDA graph per kernel segment.
+  Status buildGraphs() {
+    std::vector<CUdeviceptr> args;
+    std::vector<void*> params;
+    for (const KernelSegment& segment : segments) {
+      CUgraph graph = nullptr;
+      KILN_TRY(cu->check(cu->graphCreate(&graph, 0), "cuGraphCreate"));
+      std::vector<CUgraphNode> nodes;
+      Status built = Status::ok();
+      std::vector<std::vector<uint32_t>> deps = kernelStepDependencies(*exe, segment);
+      for (uint32_t s = segment.begin; s < segment.end && built.isOk(); ++s) {
+        const KernelStep& step = exe->steps[s];
+        const CudaKernelCode& c = exe->cudaKernels[step.kernel];
+        args.clear();
+        params.clear();
+        for (uint32_t a : step.args) args.push_back(pointers[a]);
+        for (CUdeviceptr& p : args) params.push_back(&p);
+        CUDA_KERNEL_NODE_PARAMS node{};
+        node.func = functions[step.kernel];
+        node.gridDimX = c.grid[0], node.gridDimY = c.grid[1], node.gridDimZ = c.grid[2];
+        node.blockDimX = c.block[0], node.blockDimY = c.block[1], node.blockDimZ = c.block[2];
+        node.kernelParams = params.data();
+        std::vector<CUgraphNode> before;
+        for (uint32_t d : deps[s - segment.begin]) before.push_back(nodes[d - segment.begin]);
+        CUgraphNode added = nullptr;
+        built = cu->check(cu->graphAddKernelNode(&added, graph, before.data(), before.size(), &node),
+                          "cuGraphAddKernelNode " + exe->kernelNames[step.kernel]);
+        nodes.push_back(added);
+      }
+      CUgraphExec instance = nullptr;
+      if (built.isOk()) built = cu->check(cu->graphInstantiate(&instance, graph, 0), "cuGraphInstantiate");
+      cu->graphDestroy(graph);
+      KILN_TRY(built);
+      graphs.push_back(instance);
+    }
+    return Status::ok();
+  }
+
+  /// Enqueues a segment's kernels one by one (no CUDA graphs).
+  Status launchSegment(const KernelSegment& segment) const {
+    std::vector<CUdeviceptr> args;
+    std::vector<void*> params;
+    for (uint32_t s = segment.begin; s < segment.end; ++s) {
+      const KernelStep& step = exe->steps[s];
+      const CudaKernelCode& c = exe->cudaKernels[step.kernel];
+      args.clear();
+      params.clear();
+      for (uint32_t a : step.args) args.push_back(pointers[a]);
+      for (CUdeviceptr& p : args) params.push_back(&p);
+      KILN_TRY(cu->check(cu->launchKernel(functions[step.kernel], c.grid[0], c.grid[1], c.grid[2], c.block[0], c.block[1],
+                                          c.block[2], 0, stream, params.data(), nullptr),
+                         "launching " + exe->kernelNames[step.kernel]));
+    }
+    return Status::ok();
   }
 
   ~Impl() {
     if (!cu || !context) return;
     {
       Current current(*this);
+      for (CUgraphExec g : graphs) cu->graphExecDestroy(g);
       for (CUdeviceptr p : owned) cu->memFree(p);
+      if (staging) cu->memFreeHost(staging);
       for (CUmodule m : modules) cu->moduleUnload(m);
       if (stream) cu->streamDestroy(stream);
     }
@@ -63,9 +164,37 @@ struct CudaExecutor::Impl {
   }
 };
 
+namespace {
+
+/// The device KILN_CUDA_DEVICE names (default 0) and its SM number.
+Expected<std::pair<CUdevice, uint32_t>> selectDevice(const CudaDriver& cu) {
+  int count = 0;
+  KILN_TRY(cu.check(cu.deviceGetCount(&count), "cuDeviceGetCount"));
+  int ordinal = 0;
+  if (const char* env = std::getenv("KILN_CUDA_DEVICE")) ordinal = std::atoi(env);
+  if (count == 0) return makeError(ErrorCode::DeviceUnavailable, "no CUDA device on this machine");
+  if (ordinal < 0 || ordinal >= count)
+    return makeError(ErrorCode::DeviceUnavailable, "KILN_CUDA_DEVICE=", ordinal, " but this machine has ", count, " CUDA devices");
+  CUdevice device = 0;
+  KILN_TRY(cu.check(cu.deviceGet(&device, ordinal), "cuDeviceGet"));
+  int major = 0, minor = 0;
+  KILN_TRY(cu.check(cu.deviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device), "cuDeviceGetAttribute"));
+  KILN_TRY(cu.check(cu.deviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device), "cuDeviceGetAttribute"));
+  return std::make_pair(device, uint32_t(major * 10 + minor));
+}
+
+}  // namespace
+
 CudaExecutor::CudaExecutor() : impl_(std::make_unique<Impl>()) {}
 CudaExecutor::~CudaExecutor() = default;
 const std::string& CudaExecutor::device() const { return impl_->deviceName; }
+uint64_t CudaExecutor::deviceBytes() const { return impl_->allocatedBytes; }
+
+Expected<uint32_t> CudaExecutor::deviceArchitecture() {
+  KILN_ASSIGN(const CudaDriver* cu, CudaDriver::get());
+  KILN_ASSIGN(auto selected, selectDevice(*cu));
+  return selected.second;
+}
 
 Expected<std::unique_ptr<CudaExecutor>> CudaExecutor::create(std::shared_ptr<const Executable> exe) {
   KILN_TRY(exe->validate());
@@ -79,18 +208,9 @@ Expected<std::unique_ptr<CudaExecutor>> CudaExecutor::create(std::shared_ptr<con
   Impl& m = *e->impl_;
   m.cu = cu;
   m.exe = exe;
-  int count = 0;
-  KILN_TRY(cu->check(cu->deviceGetCount(&count), "cuDeviceGetCount"));
-  int ordinal = 0;
-  if (const char* env = std::getenv("KILN_CUDA_DEVICE")) ordinal = std::atoi(env);
-  if (count == 0) return makeError(ErrorCode::DeviceUnavailable, "no CUDA device on this machine");
-  if (ordinal < 0 || ordinal >= count)
-    return makeError(ErrorCode::DeviceUnavailable, "KILN_CUDA_DEVICE=", ordinal, " but this machine has ", count, " CUDA devices");
-  KILN_TRY(cu->check(cu->deviceGet(&m.device, ordinal), "cuDeviceGet"));
-  int major = 0, minor = 0;
-  KILN_TRY(cu->check(cu->deviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, m.device), "cuDeviceGetAttribute"));
-  KILN_TRY(cu->check(cu->deviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, m.device), "cuDeviceGetAttribute"));
-  const uint32_t sm = uint32_t(major * 10 + minor);
+  KILN_ASSIGN(auto selected, selectDevice(*cu));
+  m.device = selected.first;
+  const uint32_t sm = selected.second;
   char name[256] = {0};
   cu->deviceGetName(name, sizeof name - 1, m.device);
   m.deviceName = std::string(name) + " (sm_" + std::to_string(sm) + ")";
@@ -116,7 +236,10 @@ Expected<std::unique_ptr<CudaExecutor>> CudaExecutor::create(std::shared_ptr<con
     m.functions.push_back(fn);
   }
   // Memory: the arena, then a buffer per input, output and weight (weights uploaded now).
-  KILN_ASSIGN(CUdeviceptr arena, m.allocate(exe->arenaBytes));
+  m.deviceBytesNeeded = exe->arenaBytes;
+  for (const BufferSpec& b : exe->buffers)
+    if (!b.dynamic && b.kind != BufferKind::Intermediate) m.deviceBytesNeeded += b.bytes();
+  KILN_ASSIGN(CUdeviceptr arena, m.allocate(exe->arenaBytes, "the arena"));
   m.pointers.assign(exe->buffers.size(), 0);
   for (size_t id = 0; id < exe->buffers.size(); ++id) {
     const BufferSpec& b = exe->buffers[id];
@@ -125,15 +248,32 @@ Expected<std::unique_ptr<CudaExecutor>> CudaExecutor::create(std::shared_ptr<con
       m.pointers[id] = arena + b.offset;
       continue;
     }
-    KILN_ASSIGN(m.pointers[id], m.allocate(b.bytes()));
+    KILN_ASSIGN(m.pointers[id], m.allocate(b.bytes(), b.name));
     if (b.kind == BufferKind::Weight)
       KILN_TRY(cu->check(cu->memcpyHtoD(m.pointers[id], exe->weights[b.index].rawData(), b.bytes()),
                          "uploading weight " + b.name));
+  }
+  // Pinned staging: each input, then each output computed on the device, 256-byte aligned.
+  uint64_t stagingBytes = 0;
+  auto reserve = [&](uint64_t bytes) {
+    uint64_t at = stagingBytes;
+    stagingBytes += (bytes + 255) / 256 * 256;
+    return at;
+  };
+  for (uint32_t id : exe->inputs) m.inputStaging.push_back(reserve(exe->buffers[id].bytes()));
+  for (uint32_t id : exe->outputs) m.outputStaging.push_back(reserve(exe->buffers[m.outputSource(id)].bytes()));
+  if (stagingBytes) {
+    void* pinned = nullptr;
+    KILN_TRY(cu->check(cu->memAllocHost(&pinned, stagingBytes), "cuMemAllocHost of " + Impl::mib(stagingBytes) + " staging"));
+    m.staging = static_cast<uint8_t*>(pinned);
   }
   for (const HostGraph& h : exe->hostGraphs) {
     KILN_ASSIGN(std::unique_ptr<HostProgram> program, HostProgram::create(h));
     m.hostPrograms.push_back(std::move(program));
   }
+  m.segments = kernelSegments(*exe);
+  const char* graphs = std::getenv("KILN_CUDA_GRAPHS");
+  if (!(graphs && std::string(graphs) == "0")) KILN_TRY(m.buildGraphs());
   return e;
 }
 
@@ -146,8 +286,10 @@ Expected<std::vector<Tensor>> CudaExecutor::run(const std::vector<Tensor>& input
   Impl::Current current(m);
   for (size_t i = 0; i < inputs.size(); ++i) {
     const BufferSpec& b = exe.buffers[exe.inputs[i]];
-    if (b.bytes())
-      KILN_TRY(cu.check(cu.memcpyHtoD(m.pointers[exe.inputs[i]], inputs[i].rawData(), b.bytes()), "copying input " + b.name));
+    if (!b.bytes()) continue;
+    uint8_t* staged = m.staging + m.inputStaging[i];
+    std::memcpy(staged, inputs[i].rawData(), b.bytes());
+    KILN_TRY(cu.check(cu.memcpyHtoDAsync(m.pointers[exe.inputs[i]], staged, b.bytes(), m.stream), "copying input " + b.name));
   }
   std::vector<Tensor> dynamicValues(exe.buffers.size());
   // A host step's operand, copied from the device (or a dynamic value).
@@ -163,20 +305,19 @@ Expected<std::vector<Tensor>> CudaExecutor::run(const std::vector<Tensor>& input
     if (b.bytes()) KILN_TRY(cu.check(cu.memcpyDtoH(t.mutableRawData(), m.pointers[id], b.bytes()), "copying " + b.name + " to the host"));
     return t;
   };
-  std::vector<CUdeviceptr> args;
-  std::vector<void*> params;
-  for (const KernelStep& step : exe.steps) {
+  size_t segment = 0;
+  for (size_t s = 0; s < exe.steps.size();) {
+    const KernelStep& step = exe.steps[s];
     if (step.kind == StepKind::Kernel) {
-      const CudaKernelCode& c = exe.cudaKernels[step.kernel];
-      args.clear();
-      params.clear();
-      for (uint32_t a : step.args) args.push_back(m.pointers[a]);
-      for (CUdeviceptr& p : args) params.push_back(&p);
-      KILN_TRY(cu.check(cu.launchKernel(m.functions[step.kernel], c.grid[0], c.grid[1], c.grid[2], c.block[0], c.block[1],
-                                        c.block[2], 0, m.stream, params.data(), nullptr),
-                        "launching " + exe.kernelNames[step.kernel]));
+      const KernelSegment& seg = m.segments[segment];
+      if (m.graphs.empty()) KILN_TRY(m.launchSegment(seg));
+      else KILN_TRY(cu.check(cu.graphLaunch(m.graphs[segment], m.stream), "launching the CUDA graph of steps " +
+                                                                             std::to_string(seg.begin) + ".." + std::to_string(seg.end - 1)));
+      ++segment;
+      s = seg.end;
       continue;
     }
+    ++s;
     KILN_TRY(cu.check(cu.streamSynchronize(m.stream), "kernels before host step"));
     const HostGraph& h = exe.hostGraphs[step.kernel];
     std::vector<Tensor> operands;
@@ -196,22 +337,31 @@ Expected<std::vector<Tensor>> CudaExecutor::run(const std::vector<Tensor>& input
         KILN_TRY(cu.check(cu.memcpyHtoD(m.pointers[id], results[i].rawData(), b.bytes()), "copying " + b.name + " to the device"));
     }
   }
+  // Outputs the device computed come back through the staging block, all before one wait.
+  for (size_t o = 0; o < exe.outputs.size(); ++o) {
+    uint32_t source = m.outputSource(exe.outputs[o]);
+    if (!m.onDevice(source)) continue;
+    const BufferSpec& from = exe.buffers[source];
+    KILN_TRY(cu.check(cu.memcpyDtoHAsync(m.staging + m.outputStaging[o], m.pointers[source], from.bytes(), m.stream),
+                      "copying output " + from.name));
+  }
   KILN_TRY(cu.check(cu.streamSynchronize(m.stream), "running the kernels"));
   std::vector<Tensor> outputs(exe.outputs.size());
   for (size_t o = 0; o < exe.outputs.size(); ++o) {
-    uint32_t id = exe.outputs[o];
-    const BufferSpec& b = exe.buffers[id];
-    uint32_t source = b.aliasOf >= 0 ? uint32_t(b.aliasOf) : id;
-    if (b.dynamic) {
+    const BufferSpec& b = exe.buffers[exe.outputs[o]];
+    uint32_t source = m.outputSource(exe.outputs[o]);
+    const BufferSpec& from = exe.buffers[source];
+    if (from.dynamic) {
       if (!dynamicValues[source].buffer()) return makeError(ErrorCode::Internal, "output ", b.name, " was never computed");
       outputs[o] = dynamicValues[source];
-      continue;
-    }
-    const BufferSpec& from = exe.buffers[source];
-    if (from.kind == BufferKind::Input) outputs[o] = inputs[from.index].clone();
-    else if (from.kind == BufferKind::Weight) outputs[o] = exe.weights[from.index].clone();
-    else {
-      KILN_ASSIGN(outputs[o], toHost(source));
+    } else if (from.kind == BufferKind::Input) {
+      outputs[o] = inputs[from.index].clone();
+    } else if (from.kind == BufferKind::Weight) {
+      outputs[o] = exe.weights[from.index].clone();
+    } else {
+      Tensor t(from.dtype, from.dims, Buffer::allocate(from.bytes()));
+      if (from.bytes()) std::memcpy(t.mutableRawData(), m.staging + m.outputStaging[o], from.bytes());
+      outputs[o] = std::move(t);
     }
   }
   return outputs;

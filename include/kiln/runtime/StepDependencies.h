@@ -1,0 +1,36 @@
+//===- kiln/runtime/StepDependencies.h - Which kernel steps may overlap -*- C++ -*-===//
+//
+// The CUDA runtime replays each run of consecutive kernel steps as one CUDA
+// graph whose edges are the steps' data dependencies, so independent
+// branches (an SSD head's per-scale convolutions, parallel attention
+// projections) run concurrently on the GPU. A step must wait for an earlier
+// one when they touch overlapping device bytes and either writes them:
+// read-after-write on a value, and write-after-read / write-after-write where
+// the memory plan reuses arena space. A step writes the intermediate and
+// output buffers it is the first step to name (the lowering creates every
+// result buffer for its producer); weights and inputs are only read.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "kiln/runtime/Executable.h"
+
+namespace kiln::runtime {
+
+/// A run of consecutive kernel steps, [begin, end) in Executable::steps.
+struct KernelSegment {
+  uint32_t begin = 0, end = 0;
+};
+
+/// The maximal runs of kernel steps between host steps, in order.
+std::vector<KernelSegment> kernelSegments(const Executable& exe);
+
+/// For each step of `segment`, the steps of the same segment it must wait
+/// for: absolute step indices, ascending, transitively reduced (an edge
+/// implied by a path through other steps is left out).
+std::vector<std::vector<uint32_t>> kernelStepDependencies(const Executable& exe, KernelSegment segment);
+
+}  // namespace kiln::runtime

@@ -1,0 +1,78 @@
+//===- tests/unit/StepDependenciesTest.cpp - Kernel step dependency graph -===//
+//
+// The edges the CUDA runtime builds its graphs from: independent steps get
+// none, a value's readers wait for its producer, a step reusing arena space
+// waits for the space's earlier readers and writers, redundant edges are
+// dropped, and host steps split the steps into segments.
+//
+//===----------------------------------------------------------------------===//
+#include <catch2/catch.hpp>
+
+#include "kiln/runtime/StepDependencies.h"
+
+using namespace kiln;
+using namespace kiln::runtime;
+
+namespace {
+
+uint32_t addBuffer(Executable& exe, const char* name, BufferKind kind, uint64_t offset = 0) {
+  BufferSpec b;
+  b.name = name;
+  b.dtype = DType::F32;
+  b.dims = {4};  // 16 bytes
+  b.kind = kind;
+  b.offset = offset;
+  exe.buffers.push_back(b);
+  return uint32_t(exe.buffers.size() - 1);
+}
+
+void addStep(Executable& exe, StepKind kind, std::vector<uint32_t> args) {
+  KernelStep s;
+  s.kind = kind;
+  s.args = std::move(args);
+  exe.steps.push_back(std::move(s));
+}
+
+}  // namespace
+
+TEST_CASE("kernel steps depend on producers and on earlier users of reused arena space, nothing more") {
+  Executable exe;
+  exe.target = "cuda";
+  uint32_t x = addBuffer(exe, "x", BufferKind::Input), w = addBuffer(exe, "w", BufferKind::Weight);
+  uint32_t a = addBuffer(exe, "a", BufferKind::Intermediate, 0), b = addBuffer(exe, "b", BufferKind::Intermediate, 16);
+  uint32_t c = addBuffer(exe, "c", BufferKind::Intermediate, 0);  // a's space, once a is dead
+  uint32_t y = addBuffer(exe, "y", BufferKind::Output), z = addBuffer(exe, "z", BufferKind::Output);
+  uint32_t h = addBuffer(exe, "h", BufferKind::Intermediate, 32);
+  addStep(exe, StepKind::Kernel, {a, x, w});  // 0: a = f(x, w)
+  addStep(exe, StepKind::Kernel, {b, x});     // 1: b = g(x), independent of 0 (both only read x)
+  addStep(exe, StepKind::Kernel, {y, a, b});  // 2: y = f(a, b)
+  addStep(exe, StepKind::Kernel, {c, b});     // 3: c = g(b), overwrites a's bytes: after 2 (and so after 0 and 1)
+  addStep(exe, StepKind::Host, {c, h});       // 4: host step h = H(c)
+  addStep(exe, StepKind::Kernel, {z, h, w});  // 5: z = f(h, w)
+
+  std::vector<KernelSegment> segments = kernelSegments(exe);
+  REQUIRE(segments.size() == 2);
+  CHECK(segments[0].begin == 0);
+  CHECK(segments[0].end == 4);
+  CHECK(segments[1].begin == 5);
+  CHECK(segments[1].end == 6);
+
+  auto deps = kernelStepDependencies(exe, segments[0]);
+  REQUIRE(deps.size() == 4);
+  CHECK(deps[0].empty());
+  CHECK(deps[1].empty());
+  CHECK(deps[2] == std::vector<uint32_t>{0, 1});
+  CHECK(deps[3] == std::vector<uint32_t>{2});  // 0 and 1 are implied through 2
+
+  // Without the reader in between, the reuse waits on the old value's producer and on b's producer.
+  Executable direct = exe;
+  direct.steps[2].args = {y, b};
+  auto deps2 = kernelStepDependencies(direct, segments[0]);
+  CHECK(deps2[2] == std::vector<uint32_t>{1});
+  CHECK(deps2[3] == std::vector<uint32_t>{0, 1});
+
+  // The second segment's first step reads the host step's result; nothing in its segment precedes it.
+  auto deps3 = kernelStepDependencies(exe, segments[1]);
+  REQUIRE(deps3.size() == 1);
+  CHECK(deps3[0].empty());
+}
