@@ -13,6 +13,21 @@
 
 namespace kiln::bench {
 
+Expected<std::vector<Tensor>> tensorInputs(const std::vector<RuntimeValue>& inputs, const std::string& backend) {
+  std::vector<Tensor> tensors;
+  for (const RuntimeValue& v : inputs) {
+    if (!v.isTensor()) return Error(ErrorCode::ExecInput, backend + " backend takes tensor inputs only");
+    tensors.push_back(v.tensor());
+  }
+  return tensors;
+}
+
+std::vector<RuntimeValue> tensorValues(std::vector<Tensor> tensors) {
+  std::vector<RuntimeValue> values;
+  for (Tensor& t : tensors) values.emplace_back(std::move(t));
+  return values;
+}
+
 std::vector<std::string> backendNames() { return {"interpreter", "cpu", "cuda"}; }
 
 Expected<std::unique_ptr<Backend>> createBackend(const std::string& name, const BackendOptions& options) {

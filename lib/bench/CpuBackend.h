@@ -31,15 +31,9 @@ class CpuCodegenBackend final : public Backend {
   }
   Expected<std::vector<RuntimeValue>> run(const std::vector<RuntimeValue>& inputs) override {
     if (!model_.executor) return Error(ErrorCode::Internal, "cpu backend: run() before prepare()");
-    std::vector<Tensor> tensors;
-    for (const RuntimeValue& v : inputs) {
-      if (!v.isTensor()) return Error(ErrorCode::ExecInput, "cpu backend takes tensor inputs only");
-      tensors.push_back(v.tensor());
-    }
+    KILN_ASSIGN(std::vector<Tensor> tensors, tensorInputs(inputs, "cpu"));
     KILN_ASSIGN(std::vector<Tensor> outs, model_.executor->run(tensors));
-    std::vector<RuntimeValue> values;
-    for (Tensor& t : outs) values.emplace_back(std::move(t));
-    return values;
+    return tensorValues(std::move(outs));
   }
 
  private:

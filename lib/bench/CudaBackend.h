@@ -40,15 +40,9 @@ class CudaCodegenBackend final : public Backend {
   }
   Expected<std::vector<RuntimeValue>> run(const std::vector<RuntimeValue>& inputs) override {
     if (!executor_) return Error(ErrorCode::Internal, "cuda backend: run() before prepare()");
-    std::vector<Tensor> tensors;
-    for (const RuntimeValue& v : inputs) {
-      if (!v.isTensor()) return Error(ErrorCode::ExecInput, "cuda backend takes tensor inputs only");
-      tensors.push_back(v.tensor());
-    }
+    KILN_ASSIGN(std::vector<Tensor> tensors, tensorInputs(inputs, "cuda"));
     KILN_ASSIGN(std::vector<Tensor> outs, executor_->run(tensors));
-    std::vector<RuntimeValue> values;
-    for (Tensor& t : outs) values.emplace_back(std::move(t));
-    return values;
+    return tensorValues(std::move(outs));
   }
   std::optional<uint64_t> peakDeviceBytes() const override {
     if (!executor_) return std::nullopt;

@@ -51,6 +51,11 @@ class Backend {
   virtual std::optional<uint64_t> peakDeviceBytes() const { return std::nullopt; }
 };
 
+/// The tensors of `inputs`, for backends that take tensors only (KE3001 otherwise).
+Expected<std::vector<Tensor>> tensorInputs(const std::vector<RuntimeValue>& inputs, const std::string& backend);
+/// Results as runtime values.
+std::vector<RuntimeValue> tensorValues(std::vector<Tensor> tensors);
+
 /// Names createBackend() accepts.
 std::vector<std::string> backendNames();
 

@@ -94,6 +94,14 @@ struct CudaExecutor::Impl {
     return text;
   }
 
+  /// A kernel step's parameter array: `params[i]` points at `args[i]`, the device pointer of its i-th buffer.
+  void kernelParams(const KernelStep& step, std::vector<CUdeviceptr>& args, std::vector<void*>& params) const {
+    args.clear();
+    params.clear();
+    for (uint32_t a : step.args) args.push_back(pointers[a]);
+    for (CUdeviceptr& p : args) params.push_back(&p);
+  }
+
   /// Builds and instantiates one CUDA graph per kernel segment.
   Status buildGraphs() {
     std::vector<CUdeviceptr> args;
@@ -107,10 +115,7 @@ struct CudaExecutor::Impl {
       for (uint32_t s = segment.begin; s < segment.end && built.isOk(); ++s) {
         const KernelStep& step = exe->steps[s];
         const CudaKernelCode& c = exe->cudaKernels[step.kernel];
-        args.clear();
-        params.clear();
-        for (uint32_t a : step.args) args.push_back(pointers[a]);
-        for (CUdeviceptr& p : args) params.push_back(&p);
+        kernelParams(step, args, params);
         CUDA_KERNEL_NODE_PARAMS node{};
         node.func = functions[step.kernel];
         node.gridDimX = c.grid[0], node.gridDimY = c.grid[1], node.gridDimZ = c.grid[2];
@@ -139,10 +144,7 @@ struct CudaExecutor::Impl {
     for (uint32_t s = segment.begin; s < segment.end; ++s) {
       const KernelStep& step = exe->steps[s];
       const CudaKernelCode& c = exe->cudaKernels[step.kernel];
-      args.clear();
-      params.clear();
-      for (uint32_t a : step.args) args.push_back(pointers[a]);
-      for (CUdeviceptr& p : args) params.push_back(&p);
+      kernelParams(step, args, params);
       KILN_TRY(cu->check(cu->launchKernel(functions[step.kernel], c.grid[0], c.grid[1], c.grid[2], c.block[0], c.block[1],
                                           c.block[2], 0, stream, params.data(), nullptr),
                          "launching " + exe->kernelNames[step.kernel]));
