@@ -212,6 +212,7 @@ export KILN_CACHE_DIR=$WORK/cache  # the NVRTC cache, here rather than in ~/.cac
 "$KILN" compile "$MOBILE" --target cuda:sm_80,sm_90 --emit-cuda cuda_out -o mobile_emit.kiln --quiet > compile_cuda.txt
 expect_in "for cuda (sm_80,sm_90) -> mobile_emit.kiln" compile_cuda.txt
 expect_in "distinct kernels" compile_cuda.txt
+expect_in "steps may run beside the step before them" compile_cuda.txt
 expect_in ", 0 from the cache in $WORK/cache/nvrtc" compile_cuda.txt
 # The same model again: every cubin and PTX comes from the cache, byte for byte the same artifact.
 "$KILN" compile "$MOBILE" --target cuda:sm_80,sm_90 -o mobile_cached.kiln --quiet > compile_cached.txt

@@ -71,6 +71,12 @@ TEST_CASE("kernel steps depend on producers and on earlier users of reused arena
   CHECK(deps2[2] == std::vector<uint32_t>{1});
   CHECK(deps2[3] == std::vector<uint32_t>{0, 1});
 
+  // Step 1 need not wait for step 0; 2 and 3 wait for their predecessors; 5 starts a segment.
+  const StepOverlap overlap = stepOverlap(exe);
+  CHECK(overlap.segments == 2);
+  CHECK(overlap.steps == 3);
+  CHECK(overlap.independent == 1);
+
   // The second segment's first step reads the host step's result; nothing in its segment precedes it.
   auto deps3 = kernelStepDependencies(exe, segments[1]);
   REQUIRE(deps3.size() == 1);

@@ -26,6 +26,7 @@
 #include "kiln/codegen/CudaCompiler.h"
 #include "kiln/codegen/NvrtcCache.h"
 #include "kiln/runtime/Artifact.h"
+#include "kiln/runtime/StepDependencies.h"
 #include "kiln/support/File.h"
 #include "kiln/support/Stopwatch.h"
 
@@ -107,6 +108,10 @@ int compileCuda(const CompileOptions& o, const std::vector<int>& archs, ir::Modu
     return reportError(s.error());
   const codegen::CompileStats& st = model->stats;
   std::cout << "  weights        " << size(st.weightBytes) << "\n";
+  // What the runtime's CUDA graphs can overlap: steps that need not wait for the step before them.
+  const runtime::StepOverlap overlap = runtime::stepOverlap(*model->executable);
+  std::cout << "  cuda graphs    " << overlap.segments << " (kernel runs between host steps); " << overlap.independent
+            << " of " << overlap.steps << " steps may run beside the step before them\n";
   std::cout << "  time ms        import " << importMs << ", passes " << passesMs << ", plan " << st.planMs << ", lower "
             << st.lowerMs << ", emit " << st.emitMs << ", nvrtc " << st.nvrtcMs << "\n";
   std::cout << "  nvrtc          " << st.nvrtcCompiled << " compiled, " << st.nvrtcCached << " from the cache"

@@ -33,4 +33,12 @@ std::vector<KernelSegment> kernelSegments(const Executable& exe);
 /// implied by a path through other steps is left out).
 std::vector<std::vector<uint32_t>> kernelStepDependencies(const Executable& exe, KernelSegment segment);
 
+/// How much a CUDA graph replay can overlap, for reports: over all segments,
+/// the steps after a segment's first, and those among them that need not wait
+/// for the step before them (no path joins the two, the edges being reduced).
+struct StepOverlap {
+  size_t segments = 0, steps = 0, independent = 0;
+};
+StepOverlap stepOverlap(const Executable& exe);
+
 }  // namespace kiln::runtime

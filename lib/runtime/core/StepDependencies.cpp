@@ -89,4 +89,17 @@ std::vector<std::vector<uint32_t>> kernelStepDependencies(const Executable& exe,
   return result;
 }
 
+StepOverlap stepOverlap(const Executable& exe) {
+  StepOverlap o;
+  for (const KernelSegment& segment : kernelSegments(exe)) {
+    ++o.segments;
+    std::vector<std::vector<uint32_t>> deps = kernelStepDependencies(exe, segment);
+    for (uint32_t s = segment.begin + 1; s < segment.end; ++s, ++o.steps) {
+      const std::vector<uint32_t>& d = deps[s - segment.begin];
+      o.independent += std::find(d.begin(), d.end(), s - 1) == d.end();
+    }
+  }
+  return o;
+}
+
 }  // namespace kiln::runtime
