@@ -2,7 +2,7 @@
 
 Reads the zoo manifest (models/zoo.json), makes seeded inputs for a model
 (from its zoo spec, or from the ONNX file's declared inputs), runs ONNX
-Runtime through scripts/ort_reference.js and kiln through its CLI, and loads
+Runtime through scripts/ort_reference.js and kiln (run, bench) through its CLI, and loads
 the .npy outputs both write. Imported, not run.
 """
 import json
@@ -142,6 +142,16 @@ def run_ort(model, paths, output_dir=None, extra=()):
     result = subprocess.run(cmd, capture_output=True, text=True)
     if result.returncode != 0:
         raise SystemExit(f"ONNX Runtime failed on {model}:\n{result.stderr}")
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def run_kiln_bench(kiln, model, paths, backend, extra=(), env=None):
+    """Runs `kiln bench MODEL --backend B --format json` on the input files;
+    returns its kiln-bench/1 record."""
+    cmd = [kiln, "bench", model, "--backend", backend, "--format", "json", "--quiet"] + list(extra) + input_args(paths)
+    result = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if result.returncode != 0:
+        raise RuntimeError(f"kiln bench failed on {model}:\n{result.stderr.strip()}")
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 

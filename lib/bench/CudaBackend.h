@@ -22,7 +22,7 @@ namespace kiln::bench {
 
 class CudaCodegenBackend final : public Backend {
  public:
-  explicit CudaCodegenBackend(const BackendOptions& options) : options_(options) {}
+  explicit CudaCodegenBackend(const BackendOptions&) {}  // threads and seed do not apply
   std::string name() const override { return "cuda"; }
   int threads() const override { return 1; }
   bool usesGpu() const override { return true; }
@@ -50,7 +50,6 @@ class CudaCodegenBackend final : public Backend {
   }
 
  private:
-  BackendOptions options_;
   std::unique_ptr<ir::Module> module_;
   std::unique_ptr<runtime::CudaExecutor> executor_;
 };

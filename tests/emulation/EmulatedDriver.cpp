@@ -77,6 +77,13 @@ State& state() {
   return s;
 }
 
+/// Adds `delta` to one of the live-object counts (or the launch count) under the lock.
+template <class T>
+void count(T State::*field, int delta) {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  state().*field += T(delta);
+}
+
 int emulatedSm() {
   const char* env = std::getenv("KILN_EMULATED_SM");
   return env ? std::atoi(env) : 90;
@@ -168,8 +175,7 @@ CUresult CUDAAPI cuDeviceGetName(char* name, int length, CUdevice) {
 CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext* context, CUdevice) {
   static int primary;
   *context = reinterpret_cast<CUcontext>(&primary);
-  std::lock_guard<std::mutex> lock(state().mutex);
-  ++state().contexts;
+  count(&State::contexts, +1);
   return CUDA_SUCCESS;
 }
 
@@ -197,8 +203,7 @@ CUresult CUDAAPI cuModuleLoadData(CUmodule* module, const void* image) {
     return CUDA_ERROR_FILE_NOT_FOUND;
   }
   *module = reinterpret_cast<CUmodule>(m);
-  std::lock_guard<std::mutex> lock(state().mutex);
-  ++state().modules;
+  count(&State::modules, +1);
   return CUDA_SUCCESS;
 }
 
@@ -206,8 +211,7 @@ CUresult CUDAAPI cuModuleUnload(CUmodule module) {
   auto* m = reinterpret_cast<Module*>(module);
   dlclose(m->library);
   delete m;
-  std::lock_guard<std::mutex> lock(state().mutex);
-  --state().modules;
+  count(&State::modules, -1);
   return CUDA_SUCCESS;
 }
 
@@ -260,15 +264,13 @@ CUresult CUDAAPI cuMemAllocHost(void** ptr, size_t bytes) {
   if (!bytes) return CUDA_ERROR_INVALID_VALUE;
   *ptr = std::malloc(bytes);
   if (!*ptr) return CUDA_ERROR_OUT_OF_MEMORY;
-  std::lock_guard<std::mutex> lock(state().mutex);
-  ++state().pinned;
+  count(&State::pinned, +1);
   return CUDA_SUCCESS;
 }
 
 CUresult CUDAAPI cuMemFreeHost(void* ptr) {
   std::free(ptr);
-  std::lock_guard<std::mutex> lock(state().mutex);
-  --state().pinned;
+  count(&State::pinned, -1);
   return CUDA_SUCCESS;
 }
 
@@ -298,14 +300,12 @@ CUresult CUDAAPI cuMemcpyDtoD(CUdeviceptr to, CUdeviceptr from, size_t bytes) {
 CUresult CUDAAPI cuStreamCreate(CUstream* stream, unsigned int) {
   static int streamObject;
   *stream = reinterpret_cast<CUstream>(&streamObject);
-  std::lock_guard<std::mutex> lock(state().mutex);
-  ++state().streams;
+  count(&State::streams, +1);
   return CUDA_SUCCESS;
 }
 
 CUresult CUDAAPI cuStreamDestroy(CUstream) {
-  std::lock_guard<std::mutex> lock(state().mutex);
-  --state().streams;
+  count(&State::streams, -1);
   return CUDA_SUCCESS;
 }
 
@@ -327,15 +327,13 @@ CUresult CUDAAPI cuLaunchKernel(CUfunction function, unsigned gx, unsigned gy, u
 CUresult CUDAAPI cuGraphCreate(CUgraph* graph, unsigned int flags) {
   if (flags) return CUDA_ERROR_INVALID_VALUE;
   *graph = reinterpret_cast<CUgraph>(new Graph);
-  std::lock_guard<std::mutex> lock(state().mutex);
-  ++state().graphs;
+  count(&State::graphs, +1);
   return CUDA_SUCCESS;
 }
 
 CUresult CUDAAPI cuGraphDestroy(CUgraph graph) {
   delete reinterpret_cast<Graph*>(graph);
-  std::lock_guard<std::mutex> lock(state().mutex);
-  --state().graphs;
+  count(&State::graphs, -1);
   return CUDA_SUCCESS;
 }
 
@@ -361,24 +359,19 @@ CUresult CUDAAPI cuGraphAddKernelNode(CUgraphNode* node, CUgraph graph, const CU
 CUresult CUDAAPI cuGraphInstantiate(CUgraphExec* instance, CUgraph graph, unsigned long long flags) {
   if (flags) return CUDA_ERROR_INVALID_VALUE;
   *instance = reinterpret_cast<CUgraphExec>(new Graph(*reinterpret_cast<Graph*>(graph)));
-  std::lock_guard<std::mutex> lock(state().mutex);
-  ++state().graphs;
+  count(&State::graphs, +1);
   return CUDA_SUCCESS;
 }
 
 CUresult CUDAAPI cuGraphExecDestroy(CUgraphExec instance) {
   delete reinterpret_cast<Graph*>(instance);
-  std::lock_guard<std::mutex> lock(state().mutex);
-  --state().graphs;
+  count(&State::graphs, -1);
   return CUDA_SUCCESS;
 }
 
 CUresult CUDAAPI cuGraphLaunch(CUgraphExec instance, CUstream) {
   const Graph& g = *reinterpret_cast<const Graph*>(instance);
-  {
-    std::lock_guard<std::mutex> lock(state().mutex);
-    ++state().graphLaunches;
-  }
+  count(&State::graphLaunches, +1);
   // Of the nodes whose dependencies are done, run the one added last.
   std::vector<bool> done(g.nodes.size(), false);
   for (size_t finished = 0; finished < g.nodes.size(); ++finished) {

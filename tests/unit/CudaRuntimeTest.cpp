@@ -47,26 +47,30 @@ using namespace kiln;
 
 namespace {
 
-/// Objects the emulated driver still holds (allocations, modules, streams, contexts).
-int liveDriverObjects() {
+/// Calls one of the emulated driver's counters (the runtime has loaded the driver).
+template <class R>
+R driverCounter(const char* symbol) {
   void* driver = dlopen(KILN_EMULATED_DRIVER, RTLD_NOW | RTLD_NOLOAD);
   REQUIRE(driver);
-  auto live = reinterpret_cast<int (*)()>(dlsym(driver, "kiln_emulated_live_objects"));
-  REQUIRE(live);
-  int n = live();
+  auto counter = reinterpret_cast<R (*)()>(dlsym(driver, symbol));
+  REQUIRE(counter);
+  R n = counter();
   dlclose(driver);
   return n;
 }
 
+/// Objects the emulated driver still holds (allocations, modules, streams, graphs, pinned blocks, contexts).
+int liveDriverObjects() { return driverCounter<int>("kiln_emulated_live_objects"); }
+
 /// CUDA graph launches the emulated driver has run so far.
-unsigned long long graphLaunches() {
-  void* driver = dlopen(KILN_EMULATED_DRIVER, RTLD_NOW | RTLD_NOLOAD);
-  REQUIRE(driver);
-  auto launches = reinterpret_cast<unsigned long long (*)()>(dlsym(driver, "kiln_emulated_graph_launches"));
-  REQUIRE(launches);
-  unsigned long long n = launches();
-  dlclose(driver);
-  return n;
+unsigned long long graphLaunches() { return driverCounter<unsigned long long>("kiln_emulated_graph_launches"); }
+
+/// Loads `artifact` with the environment variable `name` set to `value` (unset again afterwards).
+Expected<std::unique_ptr<Model>> loadWithEnv(const std::string& artifact, const char* name, const char* value) {
+  ::setenv(name, value, 1);
+  auto model = Model::load(artifact);
+  ::unsetenv(name);
+  return model;
 }
 
 /// Row order of detections (boxes [N,4], scores [N], labels [N]) by label,
@@ -202,16 +206,12 @@ TEST_CASE("CUDA artifacts load and run through the runtime on the emulated drive
 TEST_CASE("a CUDA artifact without code for the device, or corrupt, gets a clear error") {
   CompiledModel compiled = compile("mobilenet_tiny-raw.onnx");
   // An sm_75 device can run neither the sm_80 cubin nor compute_80 PTX.
-  ::setenv("KILN_EMULATED_SM", "75", 1);
-  auto old = Model::load(compiled.artifact);
-  ::unsetenv("KILN_EMULATED_SM");
+  auto old = loadWithEnv(compiled.artifact, "KILN_EMULATED_SM", "75");
   REQUIRE(!old.isOk());
   CHECK(old.error().code() == ErrorCode::ArtifactVersion);
   CHECK(old.error().message().find("recompile with --target cuda:sm_75") != std::string::npos);
   // A newer device without a cubin JIT-compiles the PTX (the emulated driver accepts the image).
-  ::setenv("KILN_EMULATED_SM", "100", 1);
-  auto newer = Model::load(compiled.artifact);
-  ::unsetenv("KILN_EMULATED_SM");
+  auto newer = loadWithEnv(compiled.artifact, "KILN_EMULATED_SM", "100");
   INFO((newer.isOk() ? std::string() : newer.error().str()));
   CHECK(newer.isOk());
 
@@ -256,10 +256,7 @@ TEST_CASE("kernel steps replay as CUDA graphs with concurrent branches, and with
 
   std::vector<Tensor> inputs = testing::randomInputs(compiled.module->graph(), 7);
   auto runOnce = [&](bool graphs) {
-    if (graphs) ::unsetenv("KILN_CUDA_GRAPHS");
-    else ::setenv("KILN_CUDA_GRAPHS", "0", 1);
-    auto model = Model::load(compiled.artifact);
-    ::unsetenv("KILN_CUDA_GRAPHS");
+    auto model = graphs ? Model::load(compiled.artifact) : loadWithEnv(compiled.artifact, "KILN_CUDA_GRAPHS", "0");
     INFO((model.isOk() ? std::string() : model.error().str()));
     REQUIRE(model.isOk());
     const unsigned long long before = graphLaunches();
@@ -280,9 +277,7 @@ TEST_CASE("kernel steps replay as CUDA graphs with concurrent branches, and with
 
 TEST_CASE("a model whose device memory does not fit is KE5007 with both sizes") {
   CompiledModel compiled = compile("mobilenet_tiny-raw.onnx");
-  ::setenv("KILN_EMULATED_MEMORY_LIMIT", "4096", 1);
-  auto model = Model::load(compiled.artifact);
-  ::unsetenv("KILN_EMULATED_MEMORY_LIMIT");
+  auto model = loadWithEnv(compiled.artifact, "KILN_EMULATED_MEMORY_LIMIT", "4096");
   REQUIRE(!model.isOk());
   CHECK(model.error().code() == ErrorCode::DeviceOutOfMemory);
   CHECK(model.error().message().find("out of device memory allocating") != std::string::npos);
