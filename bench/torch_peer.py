@@ -6,12 +6,14 @@ records (docs/benchmarking.md) so bench/gpu-run can set them beside `kiln
 bench --backend cuda`.
 
   bench/torch_peer.py MODEL_NAME [--batch N] [--mode eager|compile] [--device cuda|cpu]
-                      [--warmup 100] [--runs 1000] [--max-seconds S] [--json FILE]
+                      [--precision f32|f16|bf16] [--warmup 100] [--runs 1000] [--max-seconds S] [--json FILE]
 
 A timed run does what a kiln run does: copies the inputs from host memory to
 the device, runs the model, copies the outputs back, and waits
 (torch.cuda.synchronize). Weights are random (seeded, as in the export);
-inputs come from the zoo spec at the requested batch. Statistics: outliers
+inputs come from the zoo spec at the requested batch. --precision f16 / bf16
+converts the module and its float inputs to that type (model.half(), the
+peer of `kiln bench --precision f16`). Statistics: outliers
 beyond 3 sigma dropped, nearest-rank percentiles, as kiln bench does.
 """
 import argparse
@@ -64,15 +66,16 @@ def to_host(value):
     return value.cpu()
 
 
-def measure(name, batch=0, mode="eager", device="cuda", warmup=100, runs=1000, max_seconds=0.0):
+def measure(name, batch=0, mode="eager", device="cuda", warmup=100, runs=1000, max_seconds=0.0, precision="f32"):
     """A kiln-bench/1 record for the zoo model `name` under PyTorch."""
     import torch
     import export_models
     import zoo
     spec = zoo.load_zoo()[name]
     started = time.time()
-    model = export_models.build(name).eval().to(device)
-    inputs = host_inputs(spec, batch)
+    dtype = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}[precision]
+    model = export_models.build(name).eval().to(device=device, dtype=dtype)
+    inputs = [x.to(dtype) if x.is_floating_point() else x for x in host_inputs(spec, batch)]
     compile_ms = None
     if mode == "compile":
         if not hasattr(torch, "compile"):
@@ -111,7 +114,7 @@ def measure(name, batch=0, mode="eager", device="cuda", warmup=100, runs=1000, m
         "machine": {"host": platform.node(), "cpu": platform.processor() or platform.machine(),
                     "cores": os.cpu_count(), "os": platform.platform(), "gpu": gpu},
         "config": {"warmup": warmup, "runs": runs, "threads": torch.get_num_threads(), "batch": b, "sigmas": 3,
-                   "seed": 0, "options": mode, "inputs": {k: [b] + v["shape"][1:] for k, v in spec["inputs"].items()}},
+                   "seed": 0, "options": mode + ("" if precision == "f32" else f" {precision}"), "inputs": {k: [b] + v["shape"][1:] for k, v in spec["inputs"].items()}},
         "runs_completed": len(samples), "samples": len(samples) - outliers, "outliers": outliers, "latency_ms": latency,
         "throughput_per_s": b * 1000.0 / latency["mean"],
         "compile_ms": {"import": None, "passes": None, "codegen": compile_ms, "total": compile_ms or 0.0},
@@ -127,12 +130,14 @@ def main():
     ap.add_argument("--batch", type=int, default=0, help="batch size (default: the zoo spec's)")
     ap.add_argument("--mode", choices=["eager", "compile"], default="eager")
     ap.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
+    ap.add_argument("--precision", choices=["f32", "f16", "bf16"], default="f32")
     ap.add_argument("--warmup", type=int, default=100)
     ap.add_argument("--runs", type=int, default=1000)
     ap.add_argument("--max-seconds", type=float, default=0, help="stop the timed runs after this long (0: all)")
     ap.add_argument("--json", help="append the record to this file")
     args = ap.parse_args()
-    record = measure(args.model, args.batch, args.mode, args.device, args.warmup, args.runs, args.max_seconds)
+    record = measure(args.model, args.batch, args.mode, args.device, args.warmup, args.runs, args.max_seconds,
+                     args.precision)
     line = json.dumps(record)
     print(line)
     if args.json:

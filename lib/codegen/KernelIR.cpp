@@ -293,6 +293,12 @@ Expr cast(ScalarType t, Expr a) {
   return make(std::move(n));
 }
 
+Expr shuffleXor(Expr a, int64_t laneMask) {
+  ExprNode n = exprNode(ExprKind::ShuffleXor, a->type);
+  n.operands = {std::move(a), intImm(laneMask)};
+  return make(std::move(n));
+}
+
 Expr constantOf(ScalarType t, double v) {
   if (isFloatType(t)) return floatImm(v, computeType(t));
   if (t == ScalarType::Bool) return boolImm(v != 0);
@@ -336,6 +342,60 @@ bool isNonNegative(const Expr& e) {
 }
 
 bool isConstant(const Expr& e) { return e->kind == ExprKind::IntImm || e->kind == ExprKind::FloatImm; }
+
+bool usesVar(const Expr& e, const Var& v) {
+  if (e->kind == ExprKind::VarRef) return e->var == v;
+  for (const Expr& o : e->operands)
+    if (usesVar(o, v)) return true;
+  return false;
+}
+
+Expr substituteVar(const Expr& e, const Var& v, const Expr& value) {
+  if (!usesVar(e, v)) return e;
+  if (e->kind == ExprKind::VarRef) return value;
+  std::vector<Expr> ops;
+  for (const Expr& o : e->operands) ops.push_back(substituteVar(o, v, value));
+  switch (e->kind) {
+    case ExprKind::Load: return load(e->buffer, ops[0]);
+    case ExprKind::Binary: return binary(e->binaryOp, ops[0], ops[1]);
+    case ExprKind::Unary: return unary(e->unaryOp, ops[0]);
+    case ExprKind::Select: return select(ops[0], ops[1], ops[2]);
+    case ExprKind::Cast: return cast(e->type, ops[0]);
+    case ExprKind::ShuffleXor: return shuffleXor(ops[0], ops[1]->intValue);
+    default: return e;
+  }
+}
+
+std::optional<int64_t> strideIn(const Expr& e, const Var& v) {
+  if (!usesVar(e, v)) return 0;
+  if (e->kind == ExprKind::VarRef) return 1;
+  if (e->kind != ExprKind::Binary || isFloatType(e->type)) return std::nullopt;
+  std::optional<int64_t> a = strideIn(e->operands[0], v), b = strideIn(e->operands[1], v);
+  if (!a || !b) return std::nullopt;
+  int64_t c = 0;
+  switch (e->binaryOp) {
+    case BinaryOp::Add: return *a + *b;
+    case BinaryOp::Sub: return *a - *b;
+    case BinaryOp::Mul:
+      if (*b == 0 && isIntConstant(e->operands[1], &c)) return *a * c;
+      if (*a == 0 && isIntConstant(e->operands[0], &c)) return *b * c;
+      return std::nullopt;
+    default: return std::nullopt;
+  }
+}
+
+bool isMultipleOf(const Expr& e, int64_t d) {
+  int64_t c = 0;
+  if (isIntConstant(e, &c)) return c % d == 0;
+  if (e->kind != ExprKind::Binary || isFloatType(e->type)) return false;
+  const Expr &a = e->operands[0], &b = e->operands[1];
+  switch (e->binaryOp) {
+    case BinaryOp::Add: case BinaryOp::Sub: return isMultipleOf(a, d) && isMultipleOf(b, d);
+    case BinaryOp::Mul: return isMultipleOf(a, d) || isMultipleOf(b, d);
+    case BinaryOp::FloorMod: return isMultipleOf(a, d) && isIntConstant(b, &c) && c % d == 0;
+    default: return false;
+  }
+}
 
 namespace {
 Stmt makeStmt(StmtNode n) { return std::make_shared<const StmtNode>(std::move(n)); }
@@ -389,5 +449,48 @@ Stmt seq(std::vector<Stmt> stmts) {
 }
 
 Stmt barrier() { return makeStmt(stmtNode(StmtKind::Barrier)); }
+
+Stmt mmaSync(MmaKind kind, const Buffer& acc, Expr accAt, const Buffer& a, Expr aAt, const Buffer& b, Expr bAt) {
+  StmtNode n = stmtNode(StmtKind::Mma);
+  n.mma = kind;
+  n.buffer = acc;
+  n.index = std::move(accAt);
+  n.operands = {a, b};
+  n.offsets = {std::move(aAt), std::move(bAt)};
+  return makeStmt(std::move(n));
+}
+
+const char* mmaKindName(MmaKind k) {
+  switch (k) {
+    case MmaKind::F16_M16N8K16: return "m16n8k16.f16";
+    case MmaKind::BF16_M16N8K16: return "m16n8k16.bf16";
+    case MmaKind::TF32_M16N8K8: return "m16n8k8.tf32";
+  }
+  return "?";
+}
+
+MmaShape mmaShape(MmaKind k) {
+  if (k == MmaKind::TF32_M16N8K8) return {16, 8, 8, 4, 2, 4};
+  return {16, 8, 16, 8, 4, 4};
+}
+
+// The per-lane layouts of PTX's "Matrix Fragments for mma.m16n8k16 / m16n8k8"
+// (group = lane / 4, member = lane % 4).
+std::pair<int64_t, int64_t> mmaFragmentA(MmaKind k, int64_t lane, int64_t i) {
+  const int64_t group = lane / 4, member = lane % 4;
+  if (k == MmaKind::TF32_M16N8K8) return {group + (i % 2) * 8, member + (i / 2) * 4};
+  return {group + (i / 2 % 2) * 8, member * 2 + i % 2 + (i / 4) * 8};
+}
+
+std::pair<int64_t, int64_t> mmaFragmentB(MmaKind k, int64_t lane, int64_t i) {
+  const int64_t group = lane / 4, member = lane % 4;
+  if (k == MmaKind::TF32_M16N8K8) return {member + i * 4, group};
+  return {member * 2 + i % 2 + (i / 2) * 8, group};
+}
+
+std::pair<int64_t, int64_t> mmaFragmentC(MmaKind, int64_t lane, int64_t i) {
+  const int64_t group = lane / 4, member = lane % 4;
+  return {group + (i / 2) * 8, member * 2 + i % 2};
+}
 
 }  // namespace kiln::codegen

@@ -88,6 +88,11 @@ void printExprTo(std::ostream& os, const Expr& e) {
       printExprTo(os, e->operands[0]);
       os << ")";
       return;
+    case ExprKind::ShuffleXor:
+      os << "shfl_xor(";
+      printExprTo(os, e->operands[0]);
+      os << ", " << e->operands[1]->intValue << ")";
+      return;
   }
 }
 
@@ -134,6 +139,15 @@ void printStmtTo(std::ostream& os, const Stmt& s, int indent) {
       for (const Stmt& c : s->body) printStmtTo(os, c, indent);
       return;
     case StmtKind::Barrier: os << pad << "barrier\n"; return;
+    case StmtKind::Mma:
+      os << pad << "mma." << mmaKindName(s->mma) << " %" << s->buffer->name << "[";
+      printExprTo(os, s->index);
+      os << "] += %" << s->operands[0]->name << "[";
+      printExprTo(os, s->offsets[0]);
+      os << "] x %" << s->operands[1]->name << "[";
+      printExprTo(os, s->offsets[1]);
+      os << "]\n";
+      return;
   }
 }
 

@@ -11,7 +11,11 @@
 //   - vectorized and unrolled loops have constant extents;
 //   - CPU kernels: no block/thread bindings or barriers, and a parallel loop
 //     only as the outermost statement (the CPU backend outlines its body);
-//   - GPU kernels: no parallel loops; barriers only inside thread-bound loops.
+//   - GPU kernels: no parallel loops; barriers only inside thread-bound loops;
+//     warp shuffles (GPU only) of non-bool values by a constant lane mask;
+//     an mma (GPU only, inside thread-bound loops) reads local f32 fragments
+//     and accumulates into one (a constant offset leaves room for the
+//     shape's fragment).
 //
 //===----------------------------------------------------------------------===//
 #include <set>
@@ -64,6 +68,14 @@ class Verifier {
         if (e->operands[0]->type != ScalarType::Bool) return fail("select condition is not bool: " + printExpr(e));
         if (e->operands[1]->type != e->operands[2]->type) return fail("select arms differ in type: " + printExpr(e));
         break;
+      case ExprKind::ShuffleXor: {
+        int64_t mask = 0;
+        if (kernel_.target != KernelTarget::Gpu) return fail("warp shuffle in a CPU kernel: " + printExpr(e));
+        if (!isIntConstant(e->operands[1], &mask) || mask <= 0 || mask >= 32)
+          return fail("warp shuffle lane mask is not a constant in 1..31: " + printExpr(e));
+        if (e->operands[0]->type == ScalarType::Bool) return fail("warp shuffle of a bool: " + printExpr(e));
+        break;
+      }
       default: break;
     }
     return Status::ok();
@@ -142,6 +154,25 @@ class Verifier {
         if (kernel_.target != KernelTarget::Gpu) return fail("barrier in a CPU kernel");
         if (threadDepth == 0) return fail("barrier outside thread-bound loops");
         return Status::ok();
+      case StmtKind::Mma: {
+        if (kernel_.target != KernelTarget::Gpu) return fail("mma in a CPU kernel");
+        if (threadDepth == 0) return fail("mma outside thread-bound loops");
+        const MmaShape shape = mmaShape(s->mma);
+        const Buffer* fragments[] = {&s->operands[0], &s->operands[1], &s->buffer};
+        const Expr* offsets[] = {&s->offsets[0], &s->offsets[1], &s->index};
+        const int64_t sizes[] = {shape.aElements, shape.bElements, shape.cElements};
+        for (int f = 0; f < 3; ++f) {
+          const Buffer& b = *fragments[f];
+          KILN_TRY(expr(*offsets[f]));
+          KILN_TRY(access(b, *offsets[f]));
+          if (b->scope != MemoryScope::Local || b->type != ScalarType::F32)
+            return fail("mma fragment %" + b->name + " is not a local f32 buffer");
+          int64_t at = 0;
+          if (isIntConstant(*offsets[f], &at) && at + sizes[f] > b->size)
+            return fail("mma fragment at " + std::to_string(at) + " overruns %" + b->name);
+        }
+        return Status::ok();
+      }
     }
     return Status::ok();
   }

@@ -254,6 +254,24 @@ KILN_CUDA_DRIVER=$EMULATED_DRIVER KILN_EMULATED_KERNELS=$EMU_LIB "$KILN" bench "
   --format json --quiet > bench_cuda.json
 /usr/bin/python3 -c "import json; r=json.loads(open('bench_cuda.json').read().splitlines()[-1]); assert r['backend']=='cuda' and r['runs_completed']==3 and r['memory']['peak_device_bytes']>0, r" \
   || fail "kiln bench --backend cuda record"
+# --precision f16: the interpreter runs the mixed-precision graph, the cuda backend its f16 kernels
+# (tensor-core convs) on the emulated driver; the two agree to f16 rounding, and both stay near f32.
+EMU_LIB16=$("$EMULATION_KERNELS" "$MOBILE" emulation16 f16 | tail -1)
+"$KILN" run "$MOBILE" --backend interpreter --precision f16 --output-dir mobile_ref16 > /dev/null
+KILN_CUDA_DRIVER=$EMULATED_DRIVER KILN_EMULATED_KERNELS=$EMU_LIB16 "$KILN" run "$MOBILE" --backend cuda --precision f16 \
+  --output-dir mobile_gpu16 > /dev/null
+/usr/bin/python3 - <<'PY' || fail "--precision f16 on the emulated driver"
+import glob, os, numpy as np
+for ref in sorted(glob.glob("mobile_ref16/*.npy")):
+    want, f32 = np.load(ref), np.load(os.path.join("mobile_ref", os.path.basename(ref)))
+    got = np.load(os.path.join("mobile_gpu16", os.path.basename(ref)))
+    scale = max(np.abs(f32).max(), 1e-30)
+    assert got.shape == want.shape and float(np.abs(got - want).max() / scale) < 1e-2, ref
+    assert float(np.abs(want - f32).max() / scale) < 5e-2, ref
+PY
+"$KILN" compile "$MOBILE" --precision f16 --target cuda:sm_80 --emit-cuda cuda_f16 -o mobile_f16.kiln --quiet > /dev/null
+grep -lq "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32" cuda_f16/*.cu || fail "--precision f16 emitted no tensor-core kernel"
+expect_fail "--precision: f64 not in" "$KILN" bench "$MOBILE" --precision f64
 expect_fail "does not apply" "$KILN" bench "$MOBILE" --backend cuda --threads 4
 expect_fail "bad CUDA architecture 'sm_9x'" "$KILN" compile "$MOBILE" --target cuda:sm_9x --emit-cuda cuda_bad
 expect_fail "--emit-cuda needs --target cuda" "$KILN" compile "$MOBILE" --emit-cuda cuda_bad

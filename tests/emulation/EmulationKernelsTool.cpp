@@ -1,11 +1,11 @@
 //===- tests/emulation/EmulationKernelsTool.cpp - kiln-emulation-kernels ---===//
 //
-//   kiln-emulation-kernels MODEL.onnx WORK_DIR
+//   kiln-emulation-kernels MODEL.onnx WORK_DIR [f32|f16|bf16]
 //
 // Builds the CPU emulation library of every CUDA kernel kiln generates for a
 // model at the default optimization level (the kernels `kiln compile
-// --target cuda` and `kiln bench --backend cuda` produce), and prints its
-// path. With KILN_CUDA_DRIVER naming the emulated driver and
+// --target cuda` and `kiln bench --backend cuda` produce; with f16 or bf16,
+// those of `--precision f16` / `bf16`), and prints its path. With KILN_CUDA_DRIVER naming the emulated driver and
 // KILN_EMULATED_KERNELS this library, the kiln CLI runs the model's CUDA
 // code on a machine without a GPU: how the CLI tests and bench/gpu-run's
 // self-test drive the CUDA backend.
@@ -20,15 +20,20 @@
 #include "kiln/passes/OptLevels.h"
 #include "kiln/passes/PassManager.h"
 #include "kiln/passes/PassRegistry.h"
+#include "kiln/passes/Pipeline.h"
 
 using namespace kiln;
 
 namespace {
 
-Expected<std::string> build(const std::string& modelPath, const std::string& workDir) {
+Expected<std::string> build(const std::string& modelPath, const std::string& workDir, const std::string& precision) {
   passes::registerAllPasses();
   KILN_ASSIGN(auto module, onnx::importOnnxFile(modelPath));
   KILN_ASSIGN(auto pipeline, passes::optLevelPipeline(passes::kDefaultOptLevel));
+  if (precision != "f32") {  // as the CLI's --precision does
+    KILN_ASSIGN(auto mixed, passes::parsePipeline("to-mixed-precision{dtype=" + precision + "}"));
+    pipeline.insert(pipeline.end(), mixed.begin(), mixed.end());
+  }
   KILN_TRY(passes::runPipeline(module->graph(), pipeline, {}));
   KILN_ASSIGN(codegen::LoweredModel lowered, codegen::lowerModel(module->graph(), codegen::KernelTarget::Gpu, {}));
   std::vector<codegen::CudaKernel> sources;
@@ -44,12 +49,12 @@ Expected<std::string> build(const std::string& modelPath, const std::string& wor
 
 int main(int argc, char** argv) {
   const bool help = argc == 2 && std::string(argv[1]) == "--help";
-  if (argc != 3) {
-    (help ? std::cout : std::cerr) << "usage: kiln-emulation-kernels MODEL.onnx WORK_DIR\n"
+  if (argc != 3 && argc != 4) {
+    (help ? std::cout : std::cerr) << "usage: kiln-emulation-kernels MODEL.onnx WORK_DIR [f32|f16|bf16]\n"
                                       "Builds the CPU emulation library of the model's CUDA kernels and prints its path.\n";
     return help ? 0 : 2;
   }
-  auto library = build(argv[1], argv[2]);
+  auto library = build(argv[1], argv[2], argc == 4 ? argv[3] : "f32");
   if (!library) {
     std::cerr << "kiln-emulation-kernels: " << library.error().str() << "\n";
     return 1;

@@ -7,7 +7,7 @@
 // (a function-local static here) is per block. `__syncthreads()` parks the
 // fiber until every thread of the block reached a barrier; warp shuffles and
 // `__syncwarp()` park it until every lane of its warp (32 consecutive
-// threads) did. A thread that finishes while others wait at a barrier, or a
+// threads) did; so do tensor-core mma instructions (kiln_mma_* below). A thread that finishes while others wait at a barrier, or a
 // barrier no fiber can pass, is reported as an error instead of hanging.
 //
 // A launch: kiln_emulation::launch(grid, block, [&] { kernel(args...); }).
@@ -30,6 +30,13 @@
 struct dim3 {
   unsigned x = 1, y = 1, z = 1;
 };
+// CUDA's 16-byte vector types (kernels read and write them whole).
+struct alignas(16) float4 {
+  float x, y, z, w;
+};
+struct alignas(16) int4 {
+  int x, y, z, w;
+};
 
 #define __global__
 #define __device__
@@ -45,6 +52,16 @@ inline float __int_as_float(int bits) {
   float f;
   std::memcpy(&f, &bits, sizeof f);
   return f;
+}
+inline float __uint_as_float(unsigned bits) {
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+inline unsigned __float_as_uint(float f) {
+  unsigned bits;
+  std::memcpy(&bits, &f, sizeof bits);
+  return bits;
 }
 inline double __longlong_as_double(long long bits) {
   double d;
@@ -65,12 +82,20 @@ struct Fiber {
   unsigned linear = 0;  ///< x + y * bx + z * bx * by
 };
 
+/// Where one lane's fragments of a tensor-core mma are.
+struct MmaFragments {
+  float* c;
+  const float* a;
+  const float* b;
+};
+
 struct Launch {
   ucontext_t scheduler;
   std::vector<Fiber> fibers;
   size_t current = 0;
   const std::function<void()>* body = nullptr;
   std::vector<std::vector<uint64_t>> warpSlots;  ///< per warp, per lane: the value a shuffle publishes
+  std::vector<std::vector<MmaFragments>> mmaSlots;  ///< per warp, per lane: an mma's fragments
 };
 
 inline Launch* active = nullptr;
@@ -188,7 +213,80 @@ T exchange(T v, unsigned source) {
 
 inline unsigned laneId() { return active->fibers[active->current].linear % kWarpSize; }
 
+// --- tensor cores --------------------------------------------------------
+// PTX mma.sync.m16n8k16 (f16, bf16) and m16n8k8 (tf32) with f32 accumulate,
+// from the per-lane fragment tables in the PTX ISA ("Matrix Fragments for
+// mma.m16n8k16 / mma.m16n8k8"), written out here independently of kiln's
+// own layout functions: each lane publishes where its fragments are, the
+// warp meets, every lane rebuilds A and B from all 32 lanes' fragments and
+// computes its four C elements, and the warp meets again before any lane
+// may overwrite a fragment.
+enum class MmaInput { F16, BF16, TF32 };
+
+inline float roundToInput(float x, MmaInput in) {
+  uint32_t bits;
+  std::memcpy(&bits, &x, sizeof bits);
+  if (in == MmaInput::F16) return float(_Float16(x));
+  if ((bits & 0x7fffffffu) >= 0x7f800000u) return x;
+  if (in == MmaInput::BF16) bits = (bits + 0x7fffu + ((bits >> 16) & 1u)) & 0xffff0000u;
+  else bits = (bits + 0x1000u) & 0xffffe000u;  // tf32: 10 mantissa bits, nearest, ties away
+  std::memcpy(&x, &bits, sizeof x);
+  return x;
+}
+
+inline void mmaSync(MmaInput in, float* c, const float* a, const float* b) {
+  Launch& l = *active;
+  const unsigned linear = l.fibers[l.current].linear, lane = linear % kWarpSize, warp = linear / kWarpSize;
+  if (l.mmaSlots.size() <= warp) l.mmaSlots.resize(warp + 1, std::vector<MmaFragments>(kWarpSize));
+  l.mmaSlots[warp][lane] = {c, a, b};
+  park(FiberState::AtWarpBarrier);
+  const bool k16 = in != MmaInput::TF32;
+  const int kDepth = k16 ? 16 : 8;
+  float A[16][16] = {}, B[16][8] = {};
+  for (int t = 0; t < 32; ++t) {
+    const MmaFragments& f = l.mmaSlots[warp][size_t(t)];
+    const int group = t >> 2, member = t & 3;
+    if (k16) {
+      // A: a0..a7; rows group (a0,a1,a4,a5) / group+8 (a2,a3,a6,a7); cols member*2+(i&1) (+8 for a4..a7).
+      for (int i = 0; i < 8; ++i) {
+        const int row = (i < 2 || (i >= 4 && i < 6)) ? group : group + 8;
+        const int col = member * 2 + (i & 1) + (i >= 4 ? 8 : 0);
+        A[row][col] = roundToInput(f.a[i], in);
+      }
+      // B: b0..b3; rows member*2+(i&1) (+8 for b2,b3); col group.
+      for (int i = 0; i < 4; ++i) B[member * 2 + (i & 1) + (i >= 2 ? 8 : 0)][group] = roundToInput(f.b[i], in);
+    } else {
+      // A: a0..a3; rows group (a0,a2) / group+8 (a1,a3); cols member (a0,a1) / member+4 (a2,a3).
+      for (int i = 0; i < 4; ++i) A[(i == 0 || i == 2) ? group : group + 8][i < 2 ? member : member + 4] = roundToInput(f.a[i], in);
+      // B: b0, b1; rows member / member+4; col group.
+      for (int i = 0; i < 2; ++i) B[member + 4 * i][group] = roundToInput(f.b[i], in);
+    }
+  }
+  // C: c0..c3; rows group (c0,c1) / group+8 (c2,c3); cols member*2+(i&1).
+  const int group = int(lane >> 2), member = int(lane & 3);
+  float d[4];
+  for (int i = 0; i < 4; ++i) {
+    const int row = i < 2 ? group : group + 8, col = member * 2 + (i & 1);
+    float sum = c[i];
+    for (int k = 0; k < kDepth; ++k) sum += A[row][k] * B[k][col];
+    d[i] = sum;
+  }
+  park(FiberState::AtWarpBarrier);  // every lane has read every fragment
+  for (int i = 0; i < 4; ++i) c[i] = d[i];
+}
+
 }  // namespace kiln_emulation
+
+#define KILN_EMULATED_MMA
+inline void kiln_mma_m16n8k16_f16(float* c, const float* a, const float* b) {
+  kiln_emulation::mmaSync(kiln_emulation::MmaInput::F16, c, a, b);
+}
+inline void kiln_mma_m16n8k16_bf16(float* c, const float* a, const float* b) {
+  kiln_emulation::mmaSync(kiln_emulation::MmaInput::BF16, c, a, b);
+}
+inline void kiln_mma_m16n8k8_tf32(float* c, const float* a, const float* b) {
+  kiln_emulation::mmaSync(kiln_emulation::MmaInput::TF32, c, a, b);
+}
 
 #define threadIdx (kiln_emulation::threadIdx_)
 #define blockIdx (kiln_emulation::blockIdx_)

@@ -41,4 +41,17 @@ assert sorted(r["config"]["batch"] for r in torch) == [1, 2], torch
 assert all(r["latency_ms"]["p50"] > 0 and r["runs_completed"] == 2 for r in kiln + torch)
 assert kiln[1]["config"]["inputs"]["input"][0] == 2 or kiln[0]["config"]["inputs"]["input"][0] == 2
 PY
+# 16-bit: kiln bench --precision bf16 (tensor-core kernels, emulated) against the bf16
+# module (bf16, as PyTorch on the CPU here has no f16 convolution).
+/usr/bin/python3 "$SRC/bench/gpu-run" run --bundle bundle.tar.xz --out results-bf16 --models '' \
+  --bench-models resnet_tiny --batches 1 --warmup 1 --runs 2 --precision bf16 --emulate "$TOOL" "$DRIVER" > run-bf16.txt 2>&1 \
+  || { cat run-bf16.txt; fail "gpu-run run --precision bf16"; }
+expect_in "Latency: kiln vs PyTorch (bf16)" results-bf16/gpu-run.md
+expect_in "| resnet_tiny | 1 |" results-bf16/gpu-run.md
+/usr/bin/python3 - <<'PY' || fail "gpu-run.jsonl bf16 records"
+import json
+records = [json.loads(l) for l in open("results-bf16/gpu-run.jsonl")]
+assert [r["config"]["options"] for r in records if r["backend"] == "cuda"] == ["-O3 --precision bf16"], records
+assert [r["config"]["options"] for r in records if r["backend"] == "torch-eager"] == ["eager bf16"], records
+PY
 echo "gpu-run tests passed"

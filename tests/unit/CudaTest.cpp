@@ -6,8 +6,10 @@
 // memory, barriers and warp shuffles (and reports a divergent barrier);
 // every schedule template's GPU schedule, under every configuration of its
 // GPU knob space, runs its exact CUDA source under emulation and matches the
-// interpreter kernel by kernel; and every tiny zoo model lowers for the GPU
-// with all its kernels compiling and matching.
+// interpreter kernel by kernel (f16 and bf16 matrix products also on their
+// tensor-core schedules, whose PTX mma the harness emulates lane by lane);
+// and every tiny zoo model lowers for the GPU with all its kernels compiling
+// and matching.
 //
 //===----------------------------------------------------------------------===//
 #include <catch2/catch.hpp>
@@ -21,6 +23,7 @@
 #include "kiln/frontend/onnx/OnnxImporter.h"
 #include "kiln/passes/OptLevels.h"
 #include "kiln/passes/PassManager.h"
+#include "kiln/passes/Pipeline.h"
 #include "kiln/passes/PassRegistry.h"
 
 using namespace kiln;
@@ -171,47 +174,235 @@ TEST_CASE("the emulation harness honours threads, shared memory, barriers and wa
   CHECK(st.error().message().find("divergence") != std::string::npos);
 }
 
-TEST_CASE("every template's GPU schedule matches the interpreter under emulation, in every configuration") {
-  for (const testing::TemplateCase& c : testing::templateCases()) {
-    INFO(c.family << " case anchored by " << c.anchorOp);
-    auto m = testing::parse(c.text);
-    ir::Graph& g = m->graph();
-    auto plan = FusionPlan::build(g);
-    REQUIRE(plan.isOk());
-    const KernelGroup* group = c.anchorOp == "injective" ? &plan->groups().front() : nullptr;
-    for (const KernelGroup& k : plan->groups())
-      if (k.anchor && k.anchor->opType() == c.anchorOp) group = &k;
-    REQUIRE(group != nullptr);
-    auto space = (*templateFor(*group))->knobSpace(*group, KernelTarget::Gpu);
-    INFO((space.isOk() ? std::string() : space.error().str()));
-    REQUIRE(space.isOk());
-    REQUIRE(space->size() >= 3);
-    // Every configuration lowered, emitted and compiled; one emulation library for all.
-    std::vector<LoweredModel> models;
-    std::vector<CudaKernel> kernels;
-    std::vector<size_t> first;
-    for (uint64_t i = 0; i < space->size(); ++i) {
-      CompileOptions options;
-      options.configs[group->name()] = space->configAt(i);
-      options.allowHostSteps = false;
-      auto model = lowerModel(g, KernelTarget::Gpu, options);
-      INFO(configToString(options.configs[group->name()]));
-      INFO((model.isOk() ? std::string() : model.error().str()));
-      REQUIRE(model.isOk());
-      std::vector<CudaKernel> emitted = emitAndCompile(*model, "_c" + std::to_string(i));
-      first.push_back(kernels.size());
-      kernels.insert(kernels.end(), emitted.begin(), emitted.end());
-      models.push_back(std::move(*model));
-    }
-    auto lib = emulation::EmulatedKernels::build(kernels, testing::scratchDir(c.family + "-" + c.anchorOp));
-    INFO((lib.isOk() ? std::string() : lib.error().str()));
-    REQUIRE(lib.isOk());
-    std::vector<Tensor> inputs = testing::randomInputs(g, 7);
-    for (size_t i = 0; i < models.size(); ++i) {
-      INFO("configuration " << configToString(space->configAt(i)));
-      checkUnderEmulation(g, models[i], kernels, **lib, first[i], inputs, 2e-5);
-    }
+namespace {
+
+/// Lowers the group anchored by `c.anchorOp` under every configuration of
+/// its GPU knob space, compiles each with NVRTC and checks it under
+/// emulation against the interpreter; returns the knob space.
+KnobSpace checkEveryConfiguration(const testing::TemplateCase& c, double tolerance) {
+  INFO(c.family << " case anchored by " << c.anchorOp);
+  auto m = testing::parse(c.text);
+  ir::Graph& g = m->graph();
+  auto plan = FusionPlan::build(g);
+  REQUIRE(plan.isOk());
+  const KernelGroup* group = c.anchorOp == "injective" ? &plan->groups().front() : nullptr;
+  for (const KernelGroup& k : plan->groups())
+    if (k.anchor && k.anchor->opType() == c.anchorOp) group = &k;
+  REQUIRE(group != nullptr);
+  auto space = (*templateFor(*group))->knobSpace(*group, KernelTarget::Gpu);
+  INFO((space.isOk() ? std::string() : space.error().str()));
+  REQUIRE(space.isOk());
+  REQUIRE(space->size() >= 3);
+  // Every configuration lowered, emitted and compiled; one emulation library for all.
+  std::vector<LoweredModel> models;
+  std::vector<CudaKernel> kernels;
+  std::vector<size_t> first;
+  for (uint64_t i = 0; i < space->size(); ++i) {
+    CompileOptions options;
+    options.configs[group->name()] = space->configAt(i);
+    options.allowHostSteps = false;
+    auto model = lowerModel(g, KernelTarget::Gpu, options);
+    INFO(configToString(options.configs[group->name()]));
+    INFO((model.isOk() ? std::string() : model.error().str()));
+    REQUIRE(model.isOk());
+    std::vector<CudaKernel> emitted = emitAndCompile(*model, "_c" + std::to_string(i));
+    first.push_back(kernels.size());
+    kernels.insert(kernels.end(), emitted.begin(), emitted.end());
+    models.push_back(std::move(*model));
   }
+  auto lib = emulation::EmulatedKernels::build(kernels, testing::scratchDir(c.family + "-" + c.anchorOp));
+  INFO((lib.isOk() ? std::string() : lib.error().str()));
+  REQUIRE(lib.isOk());
+  std::vector<Tensor> inputs = testing::randomInputs(g, 7);
+  for (size_t i = 0; i < models.size(); ++i) {
+    INFO("configuration " << configToString(space->configAt(i)));
+    checkUnderEmulation(g, models[i], kernels, **lib, first[i], inputs, tolerance);
+  }
+  return std::move(*space);
+}
+
+}  // namespace
+
+TEST_CASE("every template's GPU schedule matches the interpreter under emulation, in every configuration") {
+  for (const testing::TemplateCase& c : testing::templateCases()) checkEveryConfiguration(c, 2e-5);
+}
+
+TEST_CASE("vectorized GPU loops read and write aligned unit-stride f32 accesses as float4") {
+  // The injective case over [3, 8]: x and the broadcast bias are read as
+  // float4, the transposed operand lane by lane, the result written as float4.
+  testing::TemplateCase c = testing::templateCases("injective").back();
+  auto m = testing::parse(c.text);
+  auto plan = FusionPlan::build(m->graph());
+  REQUIRE(plan.isOk());
+  const KernelGroup& group = plan->groups().front();
+  auto space = (*templateFor(group))->knobSpace(group, KernelTarget::Gpu);
+  REQUIRE(space.isOk());
+  CHECK(space->defaultConfig().at("vector") == 4);
+  for (int64_t vector : {1, 4}) {
+    Config config = space->defaultConfig();
+    config["vector"] = vector;
+    auto lowered = lowerGroup(group, KernelTarget::Gpu, &config);
+    REQUIRE(lowered.isOk());
+    auto cuda = emitCuda(lowered->kernel);
+    REQUIRE(cuda.isOk());
+    INFO(cuda->source);
+    const std::string& src = cuda->source;
+    auto count = [&](const std::string& what) {
+      size_t n = 0;
+      for (size_t at = src.find(what); at != std::string::npos; at = src.find(what, at + 1)) ++n;
+      return n;
+    };
+    CHECK(count("reinterpret_cast<const float4*>") == (vector == 4 ? 2u : 0u));
+    CHECK(count("reinterpret_cast<float4*>") == (vector == 4 ? 1u : 0u));
+    CHECK(cuda->grid[0] * cuda->block[0] >= 24 / vector);
+  }
+}
+
+TEST_CASE("kiln's mma fragment layouts agree with the emulated PTX instruction for f16, bf16 and tf32") {
+  // One warp multiplies a 16 x k matrix by a k x 8 one: each lane loads its
+  // fragment elements at the positions kiln's layout functions give (index
+  // tables made here from mmaFragmentA/B/C), issues the mma, and stores its
+  // accumulator elements at their positions. The emulation's own reading of
+  // the PTX tables must produce the exact product (values are small
+  // multiples of 1/8, exact in every input type).
+  std::vector<CudaKernel> kernels;
+  const MmaKind kinds[] = {MmaKind::F16_M16N8K16, MmaKind::BF16_M16N8K16, MmaKind::TF32_M16N8K8};
+  for (MmaKind kind : kinds) {
+    const MmaShape shape = mmaShape(kind);
+    auto global = [](const char* name, ScalarType t, int64_t size) { return makeBuffer(name, t, MemoryScope::Global, size); };
+    codegen::Buffer a = global("a", ScalarType::F32, shape.m * shape.k), b = global("b", ScalarType::F32, shape.k * shape.n);
+    codegen::Buffer c = global("c", ScalarType::F32, shape.m * shape.n);
+    codegen::Buffer ai = global("ai", ScalarType::I64, 32 * shape.aElements), bi = global("bi", ScalarType::I64, 32 * shape.bElements);
+    codegen::Buffer ci = global("ci", ScalarType::I64, 32 * shape.cElements);
+    codegen::Buffer af = makeBuffer("af", ScalarType::F32, MemoryScope::Local, shape.aElements);
+    codegen::Buffer bf = makeBuffer("bf", ScalarType::F32, MemoryScope::Local, shape.bElements);
+    codegen::Buffer acc = makeBuffer("acc", ScalarType::F32, MemoryScope::Local, shape.cElements);
+    Var blk = makeVar("blk"), lane = makeVar("lane"), i = makeVar("i"), j = makeVar("j"), z = makeVar("z"), o = makeVar("o");
+    auto gather = [&](const codegen::Buffer& dst, const codegen::Buffer& src, const codegen::Buffer& table, const Var& v) {
+      return forLoop(v, intImm(dst->size), LoopKind::Unrolled,
+                     store(dst, varRef(v), load(src, load(table, varRef(lane) * dst->size + varRef(v)))));
+    };
+    Stmt body = seq({forLoop(z, intImm(shape.cElements), LoopKind::Unrolled, store(acc, varRef(z), floatImm(0))),
+                     gather(af, a, ai, i), gather(bf, b, bi, j), mmaSync(kind, acc, intImm(0), af, intImm(0), bf, intImm(0)),
+                     forLoop(o, intImm(shape.cElements), LoopKind::Unrolled,
+                             store(c, load(ci, varRef(lane) * shape.cElements + varRef(o)), load(acc, varRef(o))))});
+    Kernel k;
+    k.name = std::string("mma_layout_") + std::to_string(int(kind));
+    k.target = KernelTarget::Gpu;
+    k.params = {a, b, c, ai, bi, ci};
+    k.body = forLoop(blk, intImm(1), LoopKind::BlockX,
+                     forLoop(lane, intImm(32), LoopKind::ThreadX, allocate(af, allocate(bf, allocate(acc, body)))));
+    REQUIRE(verifyKernel(k).isOk());
+    CHECK_THAT(printKernel(k), Catch::Contains(std::string("mma.") + mmaKindName(kind)));
+    auto cuda = emitCuda(k);
+    REQUIRE(cuda.isOk());
+    auto cubin = compileCubin(cuda->source, k.name + ".cu", 80);
+    INFO((cubin.isOk() ? std::string() : cubin.error().str()));
+    REQUIRE(cubin.isOk());
+    kernels.push_back(*cuda);
+  }
+  auto lib = emulation::EmulatedKernels::build(kernels, testing::scratchDir("mma-layouts"));
+  INFO((lib.isOk() ? std::string() : lib.error().str()));
+  REQUIRE(lib.isOk());
+  for (size_t kindIndex = 0; kindIndex < 3; ++kindIndex) {
+    const MmaKind kind = kinds[kindIndex];
+    INFO(mmaKindName(kind));
+    const MmaShape shape = mmaShape(kind);
+    std::vector<float> a(size_t(shape.m * shape.k)), b(size_t(shape.k * shape.n)), c(size_t(shape.m * shape.n), -1);
+    for (size_t x = 0; x < a.size(); ++x) a[x] = float(int(x * 7 % 17) - 8) / 8;
+    for (size_t x = 0; x < b.size(); ++x) b[x] = float(int(x * 5 % 13) - 6) / 8;
+    std::vector<int64_t> ai, bi, ci;
+    for (int64_t l = 0; l < 32; ++l) {
+      for (int64_t e = 0; e < shape.aElements; ++e) {
+        auto [r, col] = mmaFragmentA(kind, l, e);
+        ai.push_back(r * shape.k + col);
+      }
+      for (int64_t e = 0; e < shape.bElements; ++e) {
+        auto [r, col] = mmaFragmentB(kind, l, e);
+        bi.push_back(r * shape.n + col);
+      }
+      for (int64_t e = 0; e < shape.cElements; ++e) {
+        auto [r, col] = mmaFragmentC(kind, l, e);
+        ci.push_back(r * shape.n + col);
+      }
+    }
+    void* args[] = {a.data(), b.data(), c.data(), ai.data(), bi.data(), ci.data()};
+    REQUIRE((*lib)->launch(kindIndex, args).isOk());
+    for (int64_t r = 0; r < shape.m; ++r)
+      for (int64_t col = 0; col < shape.n; ++col) {
+        double want = 0;
+        for (int64_t x = 0; x < shape.k; ++x) want += double(a[size_t(r * shape.k + x)]) * b[size_t(x * shape.n + col)];
+        INFO("C[" << r << "][" << col << "]");
+        CHECK(c[size_t(r * shape.n + col)] == Approx(want).margin(1e-6));
+      }
+  }
+}
+
+TEST_CASE("f16 and bf16 matrix products and convolutions run on tensor cores (mma.sync) and match under emulation") {
+  // Shapes that are not multiples of the warp tiles (masked rows, columns and
+  // k tail), a batched product with a fused bias + Relu epilogue, a bf16
+  // Gemm with transB and alpha, and one large enough for 2 x 2 warps of 2 x 4 fragments.
+  const std::vector<std::pair<testing::TemplateCase, double>> cases{
+      {{"mma-f16", R"(module @m {
+  graph @main(%x: f16[2,37,40], %w: f16[40,45], %b: f16[45]) {
+    %m = MatMul(%x, %w) : f16[2,37,45]
+    %a = Add(%m, %b) : f16[2,37,45]
+    %r = Relu(%a) : f16[2,37,45]
+    return %r
+  }
+})", "MatMul", 0},
+       2e-3},
+      {{"mma-bf16", R"(module @m {
+  graph @main(%x: bf16[20,24], %w: bf16[33,24]) {
+    %g = Gemm(%x, %w) {transB = 1, alpha = 0.5} : bf16[20,33]
+    return %g
+  }
+})", "Gemm", 0},
+       1e-2},
+      {{"mma-f16-large", R"(module @m {
+  graph @main(%x: f16[70,64], %w: f16[64,130]) {
+    %m = MatMul(%x, %w) : f16[70,130]
+    return %m
+  }
+})", "MatMul", 0},
+       2e-3},
+  };
+  for (const auto& [c, tolerance] : cases) {
+    KnobSpace space = checkEveryConfiguration(c, tolerance);
+    // The tensor-core knobs exist, and tensor cores are the default for these operand types.
+    CHECK(space.defaultConfig().at("mma") == 1);
+    CHECK(space.size() == 3 * 2 * 2 * 2);
+  }
+  // Convolutions as implicit GEMMs: padded, strided and dilated with bias and
+  // Relu (taps outside the image read zero), and a 1x1 conv with a residual add.
+  const std::vector<testing::TemplateCase> convs{
+      {"mma-conv", R"(module @m {
+  graph @main(%x: f16[2,5,9,11], %w: f16[12,5,3,3], %b: f16[12]) {
+    %c = Conv(%x, %w, %b) {strides = [2, 1], pads = [1, 1, 1, 1], dilations = [1, 2]} : f16[2,12,5,9]
+    %r = Relu(%c) : f16[2,12,5,9]
+    return %r
+  }
+})", "Conv", 0},
+      {"mma-conv-1x1", R"(module @m {
+  graph @main(%x: f16[1,40,6,7], %w: f16[36,40,1,1], %y: f16[1,36,6,7]) {
+    %c = Conv(%x, %w) : f16[1,36,6,7]
+    %a = Add(%c, %y) : f16[1,36,6,7]
+    return %a
+  }
+})", "Conv", 0},
+  };
+  for (const testing::TemplateCase& c : convs) {
+    KnobSpace space = checkEveryConfiguration(c, 2e-3);
+    CHECK(space.defaultConfig().at("mma") == 1);
+    CHECK(space.size() == 4 * 2 * 2 * 2);
+  }
+  // The emitted source issues the PTX instruction (sm_80+), and f32 products get no mma knob.
+  auto m = testing::parse(testing::templateCases("matmul").front().text);
+  auto plan = FusionPlan::build(m->graph());
+  REQUIRE(plan.isOk());
+  for (const KernelGroup& k : plan->groups())
+    if (k.anchor && k.anchor->opType() == "MatMul")
+      CHECK((*templateFor(k))->knobSpace(k, KernelTarget::Gpu)->defaultConfig().count("mma") == 0);
 }
 
 TEST_CASE("tiny zoo models lower for the GPU, every kernel compiles with NVRTC and matches under emulation") {
@@ -243,5 +434,33 @@ TEST_CASE("tiny zoo models lower for the GPU, every kernel compiles with NVRTC a
     INFO((lib.isOk() ? std::string() : lib.error().str()));
     REQUIRE(lib.isOk());
     checkUnderEmulation(g, *model, kernels, **lib, 0, testing::randomInputs(g, 11), 1e-4);
+  }
+}
+
+TEST_CASE("a mixed-precision (f16) model lowers for the GPU with tensor-core convs and matches under emulation") {
+  passes::registerAllPasses();
+  for (const char* file : {"resnet_tiny-raw.onnx", "bert_tiny-raw.onnx"}) {
+    INFO(file);
+    auto module = onnx::importOnnxFile(std::string(KILN_SOURCE_DIR) + "/models/tiny/" + file);
+    REQUIRE(module.isOk());
+    ir::Graph& g = (*module)->graph();
+    auto pipeline = passes::optLevelPipeline(3);
+    REQUIRE(pipeline.isOk());
+    auto mixed = passes::parsePipeline("to-mixed-precision");
+    REQUIRE(mixed.isOk());
+    pipeline->insert(pipeline->end(), mixed->begin(), mixed->end());
+    REQUIRE(passes::runPipeline(g, *pipeline, {}).isOk());
+    auto model = lowerModel(g, KernelTarget::Gpu, {});
+    INFO((model.isOk() ? std::string() : model.error().str()));
+    REQUIRE(model.isOk());
+    size_t tensorCoreKernels = 0;
+    for (const LoweredKernel& lk : model->kernels) tensorCoreKernels += lk.config.count("mma") && lk.config.at("mma") == 1;
+    CHECK(tensorCoreKernels > 0);
+    std::vector<CudaKernel> kernels = emitAndCompile(*model, "_f16");
+    auto lib = emulation::EmulatedKernels::build(kernels, testing::scratchDir(std::string(file) + "-f16"));
+    INFO((lib.isOk() ? std::string() : lib.error().str()));
+    REQUIRE(lib.isOk());
+    // Kernel by kernel on the same inputs: only f16 rounding of results differs.
+    checkUnderEmulation(g, *model, kernels, **lib, 0, testing::randomInputs(g, 11), 5e-3);
   }
 }

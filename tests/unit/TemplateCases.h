@@ -5,7 +5,8 @@
 // epilogue kind (padded, strided, grouped and depthwise convs, Gemm with
 // alpha/beta/bias, batched matmul, pools, reductions with prologues, softmax,
 // layernorm, an injective group of reshapes, slices, concat, pad, gather and
-// where), and the helpers that parse them and make deterministic inputs.
+// where, and one of broadcasts and a transpose over a last dim of 8; rows of
+// 40 and 60 elements, which the GPU's warp-per-row schedules split unevenly), and the helpers that parse them and make deterministic inputs.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -179,6 +180,24 @@ inline std::vector<TemplateCase> templateCases(const std::string& family = "") {
   }
 })",
        "LayerNormalization", 48},
+      {"rowwise", R"(module @m {
+  graph @main(%x: f32[5,40]) {
+    %s = Softmax(%x) {axis = -1} : f32[5,40]
+    %t = Constant() {value = tensor<f32[]: [3.0]>} : f32[]
+    %m = Mul(%s, %t) : f32[5,40]
+    return %m
+  }
+})",
+       "Softmax", 48},
+      {"rowwise", R"(module @m {
+  graph @main(%x: f32[3,3,20]) {
+    %g = Constant() {value = )" + literal({3, 20}, 12) + R"(} : f32[3,20]
+    %n = LayerNormalization(%x, %g) {axis = 1} : f32[3,3,20]
+    %r = Relu(%n) : f32[3,3,20]
+    return %r
+  }
+})",
+       "LayerNormalization", 48},
       {"injective", R"(module @m {
   graph @main(%x: f32[2,3,4], %y: f32[4], %i: i64[2,2]) {
     %a = Add(%x, %y) : f32[2,3,4]
@@ -198,6 +217,16 @@ inline std::vector<TemplateCase> templateCases(const std::string& family = "") {
     %e = Exp(%g) : f32[2,2,5]
     %w = Where(%cond, %g, %e) : f32[2,2,5]
     return %w, %c
+  }
+})",
+       "injective", 48},
+      {"injective", R"(module @m {
+  graph @main(%x: f32[3,8], %b: f32[8], %t: f32[8,3]) {
+    %a = Add(%x, %b) : f32[3,8]
+    %tt = Transpose(%t) {perm = [1, 0]} : f32[3,8]
+    %m = Mul(%a, %tt) : f32[3,8]
+    %r = Relu(%m) : f32[3,8]
+    return %r
   }
 })",
        "injective", 48},

@@ -45,6 +45,7 @@ int benchModel(const BenchCommandOptions& o) {
   record.model = std::filesystem::path(o.model.path).filename().string();
   record.seed = o.seed;
   record.options = o.model.pipeline.empty() ? "-O" + std::to_string(o.model.optLevel < 0 ? passes::kDefaultOptLevel : o.model.optLevel) : "--pipeline " + o.model.pipeline;
+  if (o.model.precision != "f32") record.options += " --precision " + o.model.precision;
   const ir::Graph& g = model->module->graph();
   for (size_t i = 0; i < g.inputs().size(); ++i)
     if (model->inputs[i].isTensor()) record.inputShapes.emplace_back(g.inputs()[i]->name(), model->inputs[i].tensor().dims());

@@ -2,7 +2,8 @@
 //
 // Format detection by extension, --shape parsing and binding (for text IR:
 // input types are rebound and the graph re-inferred), and the choice of
-// pipeline: --pipeline, or an -O level (default -O3).
+// pipeline: --pipeline, or an -O level (default -O3), then to-mixed-precision
+// when --precision asks for 16-bit floats.
 //
 //===----------------------------------------------------------------------===//
 #include "ModelLoader.h"
@@ -30,6 +31,10 @@ void addModelOptions(CLI::App& cmd, ModelOptions& o, bool withOptLevel) {
   cmd.add_option("--pipeline", o.pipeline,
                  "Passes to run after import instead of an -O level, e.g. fold-constant,dead-code-elimination");
   cmd.add_option("--disable-pass", o.disabledPasses, "Skip this pass wherever the pipeline names it (repeatable)");
+  cmd.add_option("--precision", o.precision,
+                 "f32 (default), or f16 / bf16: run the ops that tolerate it in 16-bit floats (the to-mixed-precision "
+                 "pass after the pipeline; on the GPU their matmuls and convs use tensor cores)")
+      ->check(CLI::IsMember({"f32", "f16", "bf16"}));
 }
 
 void addBackendOption(CLI::App& cmd, std::string& backend) {
@@ -75,8 +80,17 @@ Expected<std::vector<passes::PipelineEntry>> selectedPipeline(const ModelOptions
   for (const std::string& name : o.disabledPasses)
     if (!passes::findPass(name))
       return Error(ErrorCode::InvalidArgument, "--disable-pass: unknown pass '" + name + "' (see `kiln passes list`)");
-  if (!o.pipeline.empty()) return passes::parsePipeline(o.pipeline);
-  return passes::optLevelPipeline(o.optLevel >= 0 ? o.optLevel : passes::kDefaultOptLevel);
+  std::vector<passes::PipelineEntry> pipeline;
+  if (!o.pipeline.empty()) {
+    KILN_ASSIGN(pipeline, passes::parsePipeline(o.pipeline));
+  } else {
+    KILN_ASSIGN(pipeline, passes::optLevelPipeline(o.optLevel >= 0 ? o.optLevel : passes::kDefaultOptLevel));
+  }
+  if (o.precision != "f32") {
+    KILN_ASSIGN(auto mixed, passes::parsePipeline("to-mixed-precision{dtype=" + o.precision + "}"));
+    pipeline.insert(pipeline.end(), mixed.begin(), mixed.end());
+  }
+  return pipeline;
 }
 
 passes::PassContext selectedContext(const ModelOptions& o, bool verifyEach) {

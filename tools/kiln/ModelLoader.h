@@ -26,6 +26,7 @@ struct ModelOptions {
   int optLevel = -1;      ///< -O; -1 when not given (then -O3 unless --pipeline)
   std::string pipeline;  ///< --pipeline: passes to run after import, instead of -O
   std::vector<std::string> disabledPasses;  ///< --disable-pass
+  std::string precision = "f32";  ///< --precision: f16 / bf16 append to-mixed-precision to the pipeline
 };
 
 /// Adds the model path, --shape and (for commands that execute) -O and --pipeline.
@@ -39,7 +40,7 @@ Expected<std::unique_ptr<ir::Module>> loadModel(const ModelOptions& options,
                                                 const std::vector<std::string>& extraShapes = {});
 
 /// The pipeline the options ask for: --pipeline, else the -O level's (default
-/// -O3); giving both is an error.
+/// -O3), then to-mixed-precision for --precision f16 / bf16; giving both -O and --pipeline is an error.
 Expected<std::vector<passes::PipelineEntry>> selectedPipeline(const ModelOptions& options);
 /// The pass context the options ask for (--disable-pass), verify-each as given.
 passes::PassContext selectedContext(const ModelOptions& options, bool verifyEach);

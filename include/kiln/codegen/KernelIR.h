@@ -3,10 +3,10 @@
 // What schedule templates produce and what the targets consume: one kernel is
 // a list of global buffer parameters and a statement tree of loops (serial,
 // parallel, vectorized, unrolled, or bound to GPU blocks/threads), stores,
-// buffer allocations in local or shared memory, lets, conditionals and
-// barriers. Expressions are immutable trees over scalar types: constants,
+// buffer allocations in local or shared memory, lets, conditionals,
+// barriers and warp-wide tensor-core multiply-accumulates (mma). Expressions are immutable trees over scalar types: constants,
 // loop variables (always i64), loads (flat element index), arithmetic,
-// comparisons, math calls, select and cast. Buffers are flat arrays; templates
+// comparisons, math calls, select, cast and warp shuffles. Buffers are flat arrays; templates
 // compute the flat indices. Builders fold constants so printed kernels stay
 // readable. The printer's form is what FileCheck tests read; the verifier
 // (KernelVerifier.cpp) states the rules.
@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -56,7 +57,7 @@ struct VarDecl {
 using Var = std::shared_ptr<const VarDecl>;
 Var makeVar(std::string name);
 
-enum class ExprKind : uint8_t { IntImm, FloatImm, VarRef, Load, Binary, Unary, Select, Cast };
+enum class ExprKind : uint8_t { IntImm, FloatImm, VarRef, Load, Binary, Unary, Select, Cast, ShuffleXor };
 enum class BinaryOp : uint8_t { Add, Sub, Mul, Div, FloorDiv, FloorMod, Min, Max, Pow, Lt, Le, Gt, Ge, Eq, Ne, And, Or };
 enum class UnaryOp : uint8_t {
   Neg, Not, Abs, Exp, Log, Sqrt, Rsqrt, Tanh, Erf, Sigmoid, Floor, Ceil, Round, Sin, Cos, Reciprocal, IsNan
@@ -88,7 +89,7 @@ struct ExprNode {
   Buffer buffer;            ///< Load
   BinaryOp binaryOp = BinaryOp::Add;
   UnaryOp unaryOp = UnaryOp::Neg;
-  std::vector<Expr> operands;  ///< Load: index; Binary: a, b; Unary/Cast: a; Select: cond, a, b
+  std::vector<Expr> operands;  ///< Load: index; Binary: a, b; Unary/Cast: a; Select: cond, a, b; ShuffleXor: a, lane mask
 };
 
 // Builders (constant-folding where both sides are constants or identities apply).
@@ -101,6 +102,9 @@ Expr binary(BinaryOp op, Expr a, Expr b);
 Expr unary(UnaryOp op, Expr a);
 Expr select(Expr cond, Expr a, Expr b);
 Expr cast(ScalarType t, Expr a);
+/// GPU: `a` as computed by the lane whose index is this lane's xor `laneMask`
+/// (a warp shuffle; every lane of the warp must evaluate it).
+Expr shuffleXor(Expr a, int64_t laneMask);
 /// A constant of type t (int or float).
 Expr constantOf(ScalarType t, double v);
 /// The largest (or smallest) value of type t: +-inf for floats, the integer limits otherwise.
@@ -111,6 +115,17 @@ bool isIntConstant(const Expr& e, int64_t* value = nullptr);
 /// sums, products, min/max, floor divisions and modulos of such.
 bool isNonNegative(const Expr& e);
 bool isConstant(const Expr& e);
+/// `e` with every reference to `v` replaced by `value` (rebuilt with the folding builders).
+Expr substituteVar(const Expr& e, const Var& v, const Expr& value);
+/// Whether `e` refers to `v`.
+bool usesVar(const Expr& e, const Var& v);
+/// The coefficient c when the integer expression `e` is `base + c * v` with
+/// `base` free of `v` (sums, differences and constant multiples); nullopt otherwise.
+std::optional<int64_t> strideIn(const Expr& e, const Var& v);
+/// Whether the integer expression `e` is provably a multiple of `d` (> 0):
+/// constants, products with such a factor, sums and differences of such,
+/// and floor-modulos of such by a multiple of d.
+bool isMultipleOf(const Expr& e, int64_t d);
 
 inline Expr operator+(Expr a, Expr b) { return binary(BinaryOp::Add, std::move(a), std::move(b)); }
 inline Expr operator-(Expr a, Expr b) { return binary(BinaryOp::Sub, std::move(a), std::move(b)); }
@@ -124,7 +139,27 @@ inline Expr floorMod(Expr a, int64_t b) { return binary(BinaryOp::FloorMod, std:
 inline Expr minOf(Expr a, Expr b) { return binary(BinaryOp::Min, std::move(a), std::move(b)); }
 inline Expr maxOf(Expr a, Expr b) { return binary(BinaryOp::Max, std::move(a), std::move(b)); }
 
-enum class StmtKind : uint8_t { For, Store, Allocate, Let, If, Seq, Barrier };
+enum class StmtKind : uint8_t { For, Store, Allocate, Let, If, Seq, Barrier, Mma };
+
+/// A tensor-core instruction shape and input type (PTX mma.sync, sm_80+):
+/// each lane of a warp holds fragments of A (m x k, row-major), B (k x n,
+/// column-major) and the f32 accumulator C (m x n) in the per-lane layout
+/// PTX documents (mmaFragmentA/B/C give it as data).
+enum class MmaKind : uint8_t {
+  F16_M16N8K16,   ///< f16 inputs, 16x8x16
+  BF16_M16N8K16,  ///< bf16 inputs, 16x8x16
+  TF32_M16N8K8,   ///< tf32 inputs (f32 rounded to 10 mantissa bits), 16x8x8
+};
+const char* mmaKindName(MmaKind k);
+struct MmaShape {
+  int64_t m, n, k;
+  int64_t aElements, bElements, cElements;  ///< per lane
+};
+MmaShape mmaShape(MmaKind k);
+/// (row, column) of the i-th element lane `lane` holds of A, B or C.
+std::pair<int64_t, int64_t> mmaFragmentA(MmaKind k, int64_t lane, int64_t i);
+std::pair<int64_t, int64_t> mmaFragmentB(MmaKind k, int64_t lane, int64_t i);
+std::pair<int64_t, int64_t> mmaFragmentC(MmaKind k, int64_t lane, int64_t i);
 enum class LoopKind : uint8_t {
   Serial, Parallel, Vectorized, Unrolled, BlockX, BlockY, BlockZ, ThreadX, ThreadY, ThreadZ
 };
@@ -142,6 +177,11 @@ struct StmtNode {
   Buffer buffer;        ///< Store, Allocate
   LoopKind loop = LoopKind::Serial;
   std::vector<Stmt> body;  ///< For/Allocate/Let: {body}; If: {then} or {then, else}; Seq: the statements
+  /// Mma: buffer/index are the f32 accumulator fragment (local) and its first
+  /// element; operands holds A's and B's fragment buffers (local f32), offsets their first elements.
+  MmaKind mma = MmaKind::F16_M16N8K16;
+  std::vector<Buffer> operands;
+  std::vector<Expr> offsets;
 };
 
 Stmt forLoop(const Var& v, Expr extent, LoopKind kind, Stmt body);
@@ -151,6 +191,8 @@ Stmt let(const Var& v, Expr value, Stmt body);
 Stmt ifThen(Expr cond, Stmt then, Stmt otherwise = nullptr);
 Stmt seq(std::vector<Stmt> stmts);
 Stmt barrier();
+/// acc[accAt ..] += a[aAt ..] x b[bAt ..] across the warp (every lane runs it).
+Stmt mmaSync(MmaKind kind, const Buffer& acc, Expr accAt, const Buffer& a, Expr aAt, const Buffer& b, Expr bAt);
 
 /// Which kind of machine a kernel is scheduled for (what the verifier allows).
 enum class KernelTarget : uint8_t { Cpu, Gpu };

@@ -409,6 +409,9 @@ Value* FunctionEmitter::expr(const Expr& e) {
       v = b_.CreateSelect(c, a, b);
       break;
     }
+    case ExprKind::ShuffleXor:  // the verifier keeps shuffles out of CPU kernels
+      v = expr(e->operands[0]);
+      break;
     case ExprKind::Cast: {
       ScalarType from = computeType(e->operands[0]->type);
       v = castTo(from, computeType(e->type), expr(e->operands[0]));
@@ -548,6 +551,8 @@ Status FunctionEmitter::stmt(const Stmt& s) {
       return Status::ok();
     case StmtKind::Barrier:
       return makeError(ErrorCode::Internal, "barrier in CPU kernel @", kernel_.name);
+    case StmtKind::Mma:
+      return makeError(ErrorCode::Internal, "tensor-core mma in CPU kernel @", kernel_.name);
   }
   return Status::ok();
 }

@@ -6,8 +6,12 @@
 // buffers (read-only ones `const T* __restrict__`). Bound loops become
 // `const long long v = blockIdx.x;` / `threadIdx.x` (a thread loop shorter
 // than the block is guarded), serial loops C for loops, unrolled and
-// vectorized loops `#pragma unroll` loops, local buffers arrays, shared
-// buffers `__shared__` arrays, barriers `__syncthreads()`.
+// vectorized loops `#pragma unroll` loops (a vectorized loop of 4 lanes
+// reads and writes aligned unit-stride f32/i32 accesses as float4/int4:
+// one 16-byte load before the loop, one store after), local buffers arrays, shared
+// buffers `__shared__` arrays, barriers `__syncthreads()`. f16 and bf16
+// buffers hold their bits (unsigned short); loads widen to float and stores
+// round to nearest even through the prelude's converters.
 //
 // Expressions are printed inline; a subexpression used more than once in a
 // statement (the element DAGs of fused groups) is computed once into a
@@ -58,8 +62,80 @@ template <class T> __device__ __forceinline__ T kiln_fmax(T a, T b) {
 #define KILN_NAN_F __int_as_float(0x7fc00000)
 #define KILN_INF_D __longlong_as_double(0x7ff0000000000000LL)
 #define KILN_NAN_D __longlong_as_double(0x7ff8000000000000LL)
+// f16 / bf16 live in memory as their bits (unsigned short) and are computed
+// in f32: loads widen exactly, stores round to nearest even (as the CPU target).
+__device__ __forceinline__ float kiln_f16_to_f32(unsigned short h) {
+  const unsigned sign = (unsigned)(h & 0x8000u) << 16, exponent = (h >> 10) & 0x1fu, mantissa = h & 0x3ffu;
+  if (exponent == 0x1fu) return __uint_as_float(sign | 0x7f800000u | (mantissa << 13));
+  if (exponent != 0) return __uint_as_float(sign | ((exponent + 112u) << 23) | (mantissa << 13));
+  const float subnormal = (float)mantissa * 5.9604644775390625e-8f;  // mantissa * 2^-24
+  return sign ? -subnormal : subnormal;
+}
+__device__ __forceinline__ unsigned short kiln_f32_to_f16(float f) {
+  const unsigned bits = __float_as_uint(f), sign = (bits >> 16) & 0x8000u, magnitude = bits & 0x7fffffffu;
+  if (magnitude > 0x7f800000u) return (unsigned short)(sign | 0x7e00u);             // NaN
+  if (magnitude >= 0x477ff000u) return (unsigned short)(sign | 0x7c00u);            // rounds to infinity
+  if (magnitude < 0x38800000u)                                                      // subnormal or zero
+    return (unsigned short)(sign | (unsigned)rintf(__uint_as_float(magnitude) * 16777216.0f));
+  const unsigned rebased = magnitude - 0x38000000u;                                 // exponent 127 -> 15 bias
+  return (unsigned short)(sign | ((rebased + 0xfffu + ((rebased >> 13) & 1u)) >> 13));
+}
+__device__ __forceinline__ float kiln_bf16_to_f32(unsigned short h) { return __uint_as_float((unsigned)h << 16); }
+__device__ __forceinline__ unsigned short kiln_f32_to_bf16(float f) {
+  const unsigned bits = __float_as_uint(f);
+  if ((bits & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((bits >> 16) | 0x40u);  // quiet NaN
+  return (unsigned short)((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
+}
 #endif
 )";
+
+/// Tensor-core helpers, emitted only into kernels that use them: one PTX
+/// mma.sync per call, its operands packed from the fragments' floats
+/// (rounded to the input type). The emulation harness defines
+/// KILN_EMULATED_MMA and its own implementation of the same per-lane contract.
+constexpr const char* kMmaPrelude = R"(// kiln tensor-core helpers (sm_80 and newer)
+#ifndef KILN_MMA_HELPERS
+#define KILN_MMA_HELPERS
+#ifndef KILN_EMULATED_MMA
+__device__ __forceinline__ unsigned kiln_pack_f16x2(float lo, float hi) {
+  return (unsigned)kiln_f32_to_f16(lo) | ((unsigned)kiln_f32_to_f16(hi) << 16);
+}
+__device__ __forceinline__ unsigned kiln_pack_bf16x2(float lo, float hi) {
+  return (unsigned)kiln_f32_to_bf16(lo) | ((unsigned)kiln_f32_to_bf16(hi) << 16);
+}
+__device__ __forceinline__ unsigned kiln_to_tf32(float x) {
+  unsigned r;
+  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
+  return r;
+}
+__device__ __forceinline__ void kiln_mma_m16n8k16_f16(float* c, const float* a, const float* b) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+               : "r"(kiln_pack_f16x2(a[0], a[1])), "r"(kiln_pack_f16x2(a[2], a[3])), "r"(kiln_pack_f16x2(a[4], a[5])),
+                 "r"(kiln_pack_f16x2(a[6], a[7])), "r"(kiln_pack_f16x2(b[0], b[1])), "r"(kiln_pack_f16x2(b[2], b[3])));
+}
+__device__ __forceinline__ void kiln_mma_m16n8k16_bf16(float* c, const float* a, const float* b) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+               : "r"(kiln_pack_bf16x2(a[0], a[1])), "r"(kiln_pack_bf16x2(a[2], a[3])), "r"(kiln_pack_bf16x2(a[4], a[5])),
+                 "r"(kiln_pack_bf16x2(a[6], a[7])), "r"(kiln_pack_bf16x2(b[0], b[1])), "r"(kiln_pack_bf16x2(b[2], b[3])));
+}
+__device__ __forceinline__ void kiln_mma_m16n8k8_tf32(float* c, const float* a, const float* b) {
+  asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+               : "r"(kiln_to_tf32(a[0])), "r"(kiln_to_tf32(a[1])), "r"(kiln_to_tf32(a[2])), "r"(kiln_to_tf32(a[3])),
+                 "r"(kiln_to_tf32(b[0])), "r"(kiln_to_tf32(b[1])));
+}
+#endif
+#endif
+)";
+
+/// The prelude helper of an mma kind: kiln_mma_<shape>_<input type>.
+std::string mmaHelper(MmaKind k) {
+  std::string name = std::string("kiln_mma_") + mmaKindName(k);
+  std::replace(name.begin(), name.end(), '.', '_');
+  return name;
+}
 
 const std::set<std::string>& reservedWords() {
   static const std::set<std::string> words{
@@ -71,6 +147,7 @@ const std::set<std::string>& reservedWords() {
   return words;
 }
 
+/// The C type of a value of type t: f16 and bf16 values are computed in float.
 Expected<std::string> cType(ScalarType t) {
   switch (t) {
     case ScalarType::Bool: return std::string("bool");
@@ -80,10 +157,27 @@ Expected<std::string> cType(ScalarType t) {
     case ScalarType::I64: return std::string("long long");
     case ScalarType::F32: return std::string("float");
     case ScalarType::F64: return std::string("double");
-    case ScalarType::F16: case ScalarType::BF16: break;
+    case ScalarType::F16: case ScalarType::BF16: return std::string("float");
   }
-  return makeError(ErrorCode::CodegenUnsupported, "CUDA target: ", scalarTypeName(t),
-                   " buffers have no CUDA C emission yet");
+  return makeError(ErrorCode::CodegenUnsupported, "CUDA target: ", scalarTypeName(t), " has no CUDA C type");
+}
+
+bool isHalfType(ScalarType t) { return t == ScalarType::F16 || t == ScalarType::BF16; }
+
+/// The C type of a buffer element of type t: 16-bit floats are stored as their bits.
+Expected<std::string> memoryCType(ScalarType t) {
+  if (isHalfType(t)) return std::string("unsigned short");
+  return cType(t);
+}
+
+/// A value of type t read from memory as `text`, and a value stored to memory of type t.
+std::string widened(ScalarType t, const std::string& text) {
+  if (!isHalfType(t)) return text;
+  return std::string(t == ScalarType::F16 ? "kiln_f16_to_f32(" : "kiln_bf16_to_f32(") + text + ")";
+}
+std::string narrowed(ScalarType t, const std::string& text) {
+  if (!isHalfType(t)) return text;
+  return std::string(t == ScalarType::F16 ? "kiln_f32_to_f16(" : "kiln_f32_to_bf16(") + "(float)" + text + ")";
 }
 
 bool isThreadBinding(LoopKind k) { return k == LoopKind::ThreadX || k == LoopKind::ThreadY || k == LoopKind::ThreadZ; }
@@ -122,7 +216,7 @@ class CudaEmitter {
     std::ostringstream params;
     for (size_t i = 0; i < kernel_.params.size(); ++i) {
       const Buffer& b = kernel_.params[i];
-      KILN_ASSIGN(std::string t, cType(b->type));
+      KILN_ASSIGN(std::string t, memoryCType(b->type));
       std::string type = (written.count(b.get()) ? "" : "const ") + t + "*";
       bufferNames_[b.get()] = unique(b->name);
       out_.paramTypes.push_back(type);
@@ -135,7 +229,7 @@ class CudaEmitter {
     src << "// " << kernel_.name << (description.empty() ? "" : ": " + description) << "\n"
         << "// Generated by kiln from kernel IR. Launch: grid (" << out_.grid[0] << ", " << out_.grid[1] << ", "
         << out_.grid[2] << "), block (" << out_.block[0] << ", " << out_.block[1] << ", " << out_.block[2] << ").\n"
-        << kPrelude << "\n"
+        << kPrelude << (usesMma(kernel_.body) ? kMmaPrelude : "") << "\n"
         << "extern \"C\" __global__ void __launch_bounds__(" << threads << ") " << kernel_.name << "(\n    "
         << params.str() << ") {\n"
         << body.str() << "}\n";
@@ -212,6 +306,7 @@ class CudaEmitter {
 
   Expected<std::string> expr(std::ostream& os, const std::string& pad, const Expr& e) {
     if (auto it = temps_.find(e.get()); it != temps_.end()) return it->second;
+    if (auto it = vectorLoads_.find(e.get()); it != vectorLoads_.end()) return it->second;
     KILN_ASSIGN(std::string text, exprText(os, pad, e));
     bool trivial = e->kind == ExprKind::IntImm || e->kind == ExprKind::FloatImm || e->kind == ExprKind::VarRef;
     if (trivial || uses_[e.get()] < 2) return text;
@@ -263,10 +358,11 @@ class CudaEmitter {
         if (it == varNames_.end()) return fail("uses %" + e->var->name + " outside its loop");
         return it->second;
       }
-      case ExprKind::Load: return buffer(e->buffer) + "[" + a[0] + "]";
+      case ExprKind::Load: return widened(e->buffer->type, buffer(e->buffer) + "[" + a[0] + "]");
       case ExprKind::Binary: return binaryText(*e, a[0], a[1]);
       case ExprKind::Unary: return unaryText(*e, a[0]);
       case ExprKind::Select: return "(" + a[0] + " ? " + a[1] + " : " + a[2] + ")";
+      case ExprKind::ShuffleXor: return "__shfl_xor_sync(0xffffffffu, " + a[0] + ", " + a[1] + ")";
       case ExprKind::Cast: {
         if (e->type == ScalarType::Bool) return "(" + a[0] + " != 0)";
         KILN_ASSIGN(std::string t, cType(e->type));
@@ -382,6 +478,7 @@ class CudaEmitter {
           bool guarded = thread && extent < out_.block[size_t(ax)];
           if (guarded) {
             if (hasBarrier(s->body[0])) return fail("has a barrier inside thread loop %" + s->var->name + ", which not every thread runs");
+            if (usesMma(s->body[0])) return fail("has an mma inside thread loop %" + s->var->name + ", which not every lane runs");
             os << pad << "  if (" << name << " < " << extent << "LL) {\n";
             KILN_TRY(stmt(os, s->body[0], indent + 2));
             os << pad << "  }\n";
@@ -392,6 +489,10 @@ class CudaEmitter {
           return Status::ok();
         }
         if (s->loop == LoopKind::Parallel) return fail("has a parallel loop (a CPU schedule)");
+        if (s->loop == LoopKind::Vectorized) {
+          KILN_ASSIGN(bool done, vectorLoop(os, s, pad, indent, name));
+          if (done) return Status::ok();
+        }
         if (s->loop == LoopKind::Unrolled || s->loop == LoopKind::Vectorized) os << pad << "#pragma unroll\n";
         os << pad << "for (long long " << name << " = 0; " << name << " < " << e[0] << "; ++" << name << ") {\n";
         KILN_TRY(stmt(os, s->body[0], indent + 1));
@@ -399,13 +500,18 @@ class CudaEmitter {
         return Status::ok();
       }
       case StmtKind::Store: {
+        if (auto it = vectorStores_.find(s.get()); it != vectorStores_.end()) {
+          KILN_ASSIGN(std::vector<std::string> e, exprs(os, pad, {s->value}));
+          os << pad << it->second << " = " << e[0] << ";\n";
+          return Status::ok();
+        }
         KILN_ASSIGN(std::vector<std::string> e, exprs(os, pad, {s->index, s->value}));
-        os << pad << buffer(s->buffer) << "[" << e[0] << "] = " << e[1] << ";\n";
+        os << pad << buffer(s->buffer) << "[" << e[0] << "] = " << narrowed(s->buffer->type, e[1]) << ";\n";
         return Status::ok();
       }
       case StmtKind::Allocate: {
         const Buffer& b = s->buffer;
-        KILN_ASSIGN(std::string t, cType(b->type));
+        KILN_ASSIGN(std::string t, memoryCType(b->type));
         std::string name = b->name;
         if (reservedWords().count(name) || name.rfind("kiln_", 0) == 0 || name.rfind("__", 0) == 0) name += "_";
         while (reserved_.count(name) || varNamesUsed_.count(name)) name += "_";
@@ -442,17 +548,122 @@ class CudaEmitter {
         for (const Stmt& c : s->body) KILN_TRY(stmt(os, c, indent));
         return Status::ok();
       case StmtKind::Barrier: os << pad << "__syncthreads();\n"; return Status::ok();
+      case StmtKind::Mma: {
+        KILN_ASSIGN(std::vector<std::string> e, exprs(os, pad, {s->index, s->offsets[0], s->offsets[1]}));
+        os << pad << mmaHelper(s->mma) << "(&" << buffer(s->buffer) << "[" << e[0] << "], &" << buffer(s->operands[0])
+           << "[" << e[1] << "], &" << buffer(s->operands[1]) << "[" << e[2] << "]);\n";
+        return Status::ok();
+      }
     }
     return fail("has a statement the CUDA emitter does not know");
   }
 
-  static bool hasBarrier(const Stmt& s) {
-    if (!s) return false;
-    if (s->kind == StmtKind::Barrier) return true;
+  // --- vectorized loops: float4 / int4 loads and stores ----------------------
+
+  /// The 16-byte vector type of 4 elements of t, or null.
+  static const char* vector4Type(ScalarType t) {
+    return t == ScalarType::F32 ? "float4" : t == ScalarType::I32 ? "int4" : nullptr;
+  }
+
+  /// Whether buffer[index] over the loop's 4 lanes is one aligned 16-byte access.
+  static bool vectorAccess(const Buffer& b, const Expr& index, const Var& v) {
+    if (!vector4Type(b->type) || b->scope == MemoryScope::Local) return false;
+    std::optional<int64_t> stride = strideIn(index, v);
+    return stride && *stride == 1 && isMultipleOf(substituteVar(index, v, intImm(0)), 4);
+  }
+
+  static bool storesOnly(const Stmt& s, std::vector<const StmtNode*>& stores) {
+    if (s->kind == StmtKind::Store) {
+      stores.push_back(s.get());
+      return true;
+    }
+    if (s->kind != StmtKind::Seq) return false;
     for (const Stmt& c : s->body)
-      if (hasBarrier(c)) return true;
+      if (!storesOnly(c, stores)) return false;
+    return true;
+  }
+
+  static void collectLoads(const Expr& e, std::vector<const ExprNode*>& out, std::set<const ExprNode*>& seen) {
+    if (!seen.insert(e.get()).second) return;
+    if (e->kind == ExprKind::Load) out.push_back(e.get());
+    for (const Expr& o : e->operands) collectLoads(o, out, seen);
+  }
+
+  /// A vectorized loop of 4 lanes whose body is only stores, no buffer both
+  /// read and written: each aligned unit-stride load becomes one 16-byte load
+  /// before the loop (the lanes read from a register array) and each such
+  /// store one 16-byte store after it. False (nothing printed) when no access qualifies.
+  Expected<bool> vectorLoop(std::ostream& os, const Stmt& s, const std::string& pad, int indent, const std::string& name) {
+    int64_t lanes = 0;
+    std::vector<const StmtNode*> stores;
+    if (!isIntConstant(s->value, &lanes) || lanes != 4 || !storesOnly(s->body[0], stores)) return false;
+    std::set<const BufferDecl*> stored;
+    std::vector<const ExprNode*> loads;
+    std::set<const ExprNode*> seen;
+    for (const StmtNode* st : stores) {
+      stored.insert(st->buffer.get());
+      collectLoads(st->index, loads, seen);
+      collectLoads(st->value, loads, seen);
+    }
+    for (const ExprNode* l : loads)
+      if (stored.count(l->buffer.get())) return false;
+    std::vector<const ExprNode*> vLoads;
+    std::vector<const StmtNode*> vStores;
+    for (const ExprNode* l : loads)
+      if (vectorAccess(l->buffer, l->operands[0], s->var)) vLoads.push_back(l);
+    for (const StmtNode* st : stores)
+      if (vectorAccess(st->buffer, st->index, s->var)) vStores.push_back(st);
+    if (vLoads.empty() && vStores.empty()) return false;
+    const std::string inner = pad + "  ";
+    os << pad << "{  // vectorized loop %" << s->var->name << ": 16-byte loads and stores\n";
+    for (const ExprNode* l : vLoads) {
+      KILN_ASSIGN(std::vector<std::string> base, exprs(os, inner, {substituteVar(l->operands[0], s->var, intImm(0))}));
+      KILN_ASSIGN(std::string t, cType(l->buffer->type));
+      std::string lanesName = "kiln_v" + std::to_string(nextTemp_++);
+      os << inner << t << " " << lanesName << "[4];\n"
+         << inner << "{\n" << inner << "  const " << vector4Type(l->buffer->type) << " kiln_q = *reinterpret_cast<const "
+         << vector4Type(l->buffer->type) << "*>(&" << buffer(l->buffer) << "[" << base[0] << "]);\n"
+         << inner << "  " << lanesName << "[0] = kiln_q.x; " << lanesName << "[1] = kiln_q.y; " << lanesName
+         << "[2] = kiln_q.z; " << lanesName << "[3] = kiln_q.w;\n" << inner << "}\n";
+      vectorLoads_[l] = lanesName + "[" + name + "]";
+    }
+    std::vector<std::string> storeNames;
+    for (const StmtNode* st : vStores) {
+      KILN_ASSIGN(std::string t, cType(st->buffer->type));
+      storeNames.push_back("kiln_v" + std::to_string(nextTemp_++));
+      os << inner << t << " " << storeNames.back() << "[4];\n";
+      vectorStores_[st] = storeNames.back() + "[" + name + "]";
+    }
+    KILN_ASSIGN(std::vector<std::string> extent, exprs(os, inner, {s->value}));
+    os << inner << "#pragma unroll\n"
+       << inner << "for (long long " << name << " = 0; " << name << " < " << extent[0] << "; ++" << name << ") {\n";
+    KILN_TRY(stmt(os, s->body[0], indent + 2));
+    os << inner << "}\n";
+    for (size_t i = 0; i < vStores.size(); ++i) {
+      const StmtNode* st = vStores[i];
+      KILN_ASSIGN(std::vector<std::string> base, exprs(os, inner, {substituteVar(st->index, s->var, intImm(0))}));
+      const char* vt = vector4Type(st->buffer->type);
+      const std::string& n = storeNames[i];
+      os << inner << "{\n" << inner << "  " << vt << " kiln_q;\n" << inner << "  kiln_q.x = " << n << "[0]; kiln_q.y = " << n
+         << "[1]; kiln_q.z = " << n << "[2]; kiln_q.w = " << n << "[3];\n" << inner << "  *reinterpret_cast<" << vt << "*>(&"
+         << buffer(st->buffer) << "[" << base[0] << "]) = kiln_q;\n" << inner << "}\n";
+    }
+    os << pad << "}\n";
+    for (const ExprNode* l : vLoads) vectorLoads_.erase(l);
+    for (const StmtNode* st : vStores) vectorStores_.erase(st);
+    return true;
+  }
+
+  /// Whether `s` holds a statement of `kind` (a barrier, an mma).
+  static bool contains(const Stmt& s, StmtKind kind) {
+    if (!s) return false;
+    if (s->kind == kind) return true;
+    for (const Stmt& c : s->body)
+      if (contains(c, kind)) return true;
     return false;
   }
+  static bool usesMma(const Stmt& s) { return contains(s, StmtKind::Mma); }
+  static bool hasBarrier(const Stmt& s) { return contains(s, StmtKind::Barrier); }
 
   const Kernel& kernel_;
   CudaKernel out_;
@@ -463,6 +674,8 @@ class CudaEmitter {
   std::set<std::string> varNamesUsed_;  ///< variable names
   std::map<const ExprNode*, int> uses_;
   std::map<const ExprNode*, std::string> temps_;
+  std::map<const ExprNode*, std::string> vectorLoads_;  ///< loads of a vectorized loop: their lane in a register array
+  std::map<const StmtNode*, std::string> vectorStores_;  ///< stores of a vectorized loop: their lane
   int nextTemp_ = 0;
 };
 

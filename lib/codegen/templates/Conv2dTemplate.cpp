@@ -24,9 +24,14 @@
 //          pack {0,1} (im2col: col in panels of tw pixels, contiguous per k;
 //          1x1 convs copy too), parallel {0,1}
 //   GPU: one output element per thread (its taps serial, unrolled up to 27),
-//          knob threads per block
+//          knob threads per block; ungrouped f16 / bf16 convs also get
+//          mma {0,1} (1: an implicit GEMM on tensor cores, TensorCoreGemm.cpp:
+//          rows output channels, columns an image's pixels, k the taps),
+//          warps {1,4} and frags {1,2}
 //
 //===----------------------------------------------------------------------===//
+#include <array>
+
 #include "Templates.h"
 #include "kiln/ir/ShapeUtils.h"
 
@@ -65,7 +70,12 @@ class Conv2dTemplate final : public ScheduleTemplate {
 
   Expected<KnobSpace> knobSpace(const KernelGroup& g, KernelTarget target) const override {
     KILN_ASSIGN(ConvShape s, shapeOf(*g.anchor));
-    if (target == KernelTarget::Gpu) return threadPerItemSpace(product(s.y));
+    if (target == KernelTarget::Gpu) {
+      KnobSpace space = threadPerItemSpace(product(s.y));
+      KILN_ASSIGN(std::optional<MmaKind> mma, mmaKindOf(*g.anchor, s));
+      if (mma) addTensorCoreKnobs(space, s.y[1], s.y[2] * s.y[3]);
+      return space;
+    }
     const int64_t ow = s.y[3], pixels = s.y[2] * s.y[3];
     KnobSpace space;
     space.knobs.push_back(makeKnob("algo", {0, 1}, s.groups == 1 ? 1 : 0, "0 direct, 1 im2col + GEMM"));
@@ -100,6 +110,7 @@ class Conv2dTemplate final : public ScheduleTemplate {
     const ir::Node& node = *el.group().anchor;
     KILN_ASSIGN(ConvShape s, shapeOf(node));
     KILN_ASSIGN(const ScalarType ct, resultComputeType(node));
+    if (target == KernelTarget::Gpu && c.count("mma") && c.at("mma")) return instantiateTensorCores(el, c, s, ct);
     if (target == KernelTarget::Gpu) return instantiateGpu(el, c, s, ct);
     const int64_t toc = c.at("toc"), tw = c.at("tw"), ocTiles = s.ocg / toc;
     const bool im2col = c.at("algo") == 1;
@@ -237,6 +248,51 @@ class Conv2dTemplate final : public ScheduleTemplate {
   }
 
  private:
+  /// The tensor-core instruction for an ungrouped conv's operand types, if any.
+  static Expected<std::optional<MmaKind>> mmaKindOf(const ir::Node& node, const ConvShape& s) {
+    if (s.groups != 1) return std::optional<MmaKind>();
+    KILN_ASSIGN(ScalarType x, valueScalarType(node.input(0)));
+    KILN_ASSIGN(ScalarType w, valueScalarType(node.input(1)));
+    return mmaKindFor(w, x);
+  }
+
+  /// GPU on tensor cores: per image, out[oc, pixel] = sum over taps k of
+  /// weight[oc, k] * patch[k, pixel] (taps outside the image read zero).
+  static Expected<Stmt> instantiateTensorCores(ElementBuilder& el, const Config& c, const ConvShape& s, ScalarType ct) {
+    const ir::Node& node = *el.group().anchor;
+    KILN_ASSIGN(std::optional<MmaKind> kind, mmaKindOf(node, s));
+    if (!kind) return makeError(ErrorCode::CodegenUnsupported, "mma=1 needs an ungrouped conv over f16 or bf16");
+    const int64_t ow = s.y[3], window = s.kh * s.kw;
+    auto tap = [&](const Expr& k) {
+      return std::array<Expr, 3>{floorDiv(k, window), floorMod(floorDiv(k, s.kw), s.kh), floorMod(k, s.kw)};
+    };
+    TensorCoreGemm gemm;
+    gemm.kind = *kind;
+    gemm.batch = s.y[0], gemm.m = s.y[1], gemm.n = s.y[2] * ow, gemm.k = s.icg * window;
+    gemm.a = [&](const Expr&, const Expr& oc, const Expr& k) {
+      auto [ic, ky, kx] = tap(k);
+      return el.at(node.input(1), {oc, ic, ky, kx});
+    };
+    gemm.b = [&](const Expr& n, const Expr& k, const Expr& pixel) -> Expected<Expr> {
+      auto [ic, ky, kx] = tap(k);
+      Expr iy = floorDiv(pixel, ow) * s.geo.strides[0] - s.geo.padsBegin[0] + ky * s.geo.dilations[0];
+      Expr ix = floorMod(pixel, ow) * s.geo.strides[1] - s.geo.padsBegin[1] + kx * s.geo.dilations[1];
+      KILN_ASSIGN(Expr xv, el.at(node.input(0), {n, ic, clampIndex(iy, s.x[2]), clampIndex(ix, s.x[3])}));
+      if (!s.padded) return xv;
+      return select(binary(BinaryOp::And, inRange(iy, s.x[2]), inRange(ix, s.x[3])), xv, constantOf(computeType(xv->type), 0));
+    };
+    gemm.write = [&](const Expr& n, const Expr& oc, const Expr& pixel, const Expr& value) -> Expected<Stmt> {
+      Expr result = cast(ct, value);
+      if (node.numInputs() > 2 && node.hasInput(2)) {
+        KILN_ASSIGN(Expr bias, el.at(node.input(2), {oc}));
+        result = result + bias;
+      }
+      el.setSource(node.output(0), [result](const Index&) { return result; });
+      return storeEpilogue(el, {n, oc, floorDiv(pixel, ow), floorMod(pixel, ow)});
+    };
+    return tensorCoreGemm(gemm, c);
+  }
+
   /// GPU: one output element per thread, its taps (input channels of its
   /// group x window) in a serial loop; taps outside the image read zero.
   static Expected<Stmt> instantiateGpu(ElementBuilder& el, const Config& c, const ConvShape& s, ScalarType ct) {

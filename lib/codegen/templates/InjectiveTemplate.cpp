@@ -7,7 +7,10 @@
 // loop when it divides the dim.
 //
 //   knobs: vector {1,4,8,16} (must divide the last dim), parallel {0,1};
-//   GPU: one element per thread (of the largest output), threads per block
+//   GPU: one element per thread (of the largest output), threads per block;
+//        vector {1,4} when every output has one shape whose last dim is a
+//        multiple of 4: 4 consecutive elements per thread (a vectorized
+//        loop, 16-byte loads and stores where the accesses allow)
 //
 //===----------------------------------------------------------------------===//
 #include "Templates.h"
@@ -24,11 +27,17 @@ class InjectiveTemplate final : public ScheduleTemplate {
     KILN_ASSIGN(Dims dims, staticDims(g.outputs.front()));
     int64_t inner = dims.empty() ? 1 : dims.back(), total = product(dims);
     if (target == KernelTarget::Gpu) {
+      bool oneShape = true;
       for (const ir::Value* v : g.outputs) {
         KILN_ASSIGN(Dims d, staticDims(v));
         total = std::max(total, product(d));
+        oneShape &= d == dims;
       }
-      return threadPerItemSpace(total);
+      if (!oneShape || dims.empty() || inner % 4 != 0) return threadPerItemSpace(total);
+      KnobSpace s;
+      s.knobs.push_back(makeKnob("vector", {1, 4}, 4, "GPU: consecutive elements per thread (4: 16-byte accesses)"));
+      s.knobs.push_back(threadsKnob(total / 4));
+      return s;
     }
     KnobSpace s;
     s.knobs.push_back(makeKnob("vector", {1, 4, 8, 16}, 8, "vector width of the innermost loop",
@@ -83,6 +92,15 @@ class InjectiveTemplate final : public ScheduleTemplate {
     Var o = makeVar("o");
     int64_t items = 0;
     for (const auto& n : nests) items = std::max(items, product(n.first));
+    if (c.count("vector") && c.at("vector") == 4) {
+      // 4 consecutive elements per thread, along the last dim (a multiple of 4).
+      const auto& [dims, values] = nests.front();
+      Var v = makeVar("v");
+      Index idx = unflatten(varRef(o) * 4, dims);
+      idx.back() = idx.back() + varRef(v);
+      KILN_ASSIGN(std::vector<Stmt> stores, el.storeOutputs(values, idx));
+      return threadPerItem(o, items / 4, c.at("threads"), forLoop(v, intImm(4), LoopKind::Vectorized, seq(std::move(stores))));
+    }
     std::vector<Stmt> perShape;
     for (const auto& [dims, values] : nests) {
       KILN_ASSIGN(std::vector<Stmt> stores, el.storeOutputs(values, unflatten(varRef(o), dims)));

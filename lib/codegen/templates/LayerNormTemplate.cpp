@@ -5,7 +5,10 @@
 // the store of (x - mean) / sqrt(var + epsilon) * scale + bias through the
 // epilogue; the Mean and InvStdDev results, when used, once per row.
 //
-//   knobs: parallel {0,1}; GPU: one row per thread, threads per block
+//   knobs: parallel {0,1}; GPU: threads per block, warp {0,1}: one row per
+//   thread, or per warp (lanes take every 32nd element; the sum and the
+//   squared deviations are combined across the warp by xor shuffles, and
+//   lane 0 stores Mean and InvStdDev)
 //
 //===----------------------------------------------------------------------===//
 #include "Templates.h"
@@ -20,7 +23,9 @@ class LayerNormTemplate final : public ScheduleTemplate {
   bool matches(const KernelGroup& g) const override { return g.role == KernelRole::LayerNorm; }
 
   Expected<KnobSpace> knobSpace(const KernelGroup& g, KernelTarget target) const override {
-    return rowwiseKnobSpace(g, target);
+    KILN_ASSIGN(Dims x, staticDims(g.anchor->input(0)));
+    KILN_ASSIGN(int64_t axis, ir::normalizeAxis(g.anchor->getInt("axis"), int64_t(x.size())));
+    return rowwiseKnobSpace(g, target, product(x, size_t(axis)));
   }
 
   Expected<Stmt> instantiate(ElementBuilder& el, const Config& c, KernelTarget target) const override {
@@ -30,7 +35,8 @@ class LayerNormTemplate final : public ScheduleTemplate {
     KILN_ASSIGN(int64_t axis, ir::normalizeAxis(node.getInt("axis"), int64_t(x.size())));
     Dims rowDims(x.begin(), x.begin() + axis), normDims(x.begin() + axis, x.end());
     const int64_t rows = product(rowDims), len = product(normDims);
-    Var o = makeVar("o"), j = makeVar("j");
+    const bool warp = target == KernelTarget::Gpu && c.count("warp") && c.at("warp");
+    Var o = makeVar("o"), j = makeVar("j"), lane = makeVar("lane");
     Index idx = unflatten(varRef(o), rowDims), inner = unflatten(varRef(j), normDims);
     idx.insert(idx.end(), inner.begin(), inner.end());
     KILN_ASSIGN(Expr xv, el.at(node.input(0), idx));
@@ -45,8 +51,12 @@ class LayerNormTemplate final : public ScheduleTemplate {
     Buffer acc = makeBuffer("acc", ct, MemoryScope::Local, 2);  // [mean, variance]
     Expr mean = load(acc, intImm(0)), var = load(acc, intImm(1));
     Expr count = constantOf(ct, double(len));
-    Stmt sum = forLoop(j, intImm(len), LoopKind::Serial, store(acc, intImm(0), mean + xv));
-    Stmt sq = forLoop(j, intImm(len), LoopKind::Serial, store(acc, intImm(1), var + (xv - mean) * (xv - mean)));
+    Stmt sum = rowLoop(j, lane, len, warp, store(acc, intImm(0), mean + xv));
+    Stmt sq = rowLoop(j, lane, len, warp, store(acc, intImm(1), var + (xv - mean) * (xv - mean)));
+    if (warp) {
+      sum = seq({sum, warpAllReduce(acc, 0, BinaryOp::Add)});
+      sq = seq({sq, warpAllReduce(acc, 1, BinaryOp::Add)});
+    }
     Expr invStd = unary(UnaryOp::Rsqrt, var / count + constantOf(ct, node.getFloat("epsilon")));
     Expr result = (xv - mean) * invStd * scale;
     if (node.numInputs() > 2 && node.hasInput(2)) {
@@ -67,9 +77,11 @@ class LayerNormTemplate final : public ScheduleTemplate {
     KILN_ASSIGN(Stmt epilogue, storeEpilogue(el, idx, Expr(), perRow));
     std::vector<Stmt> steps{store(acc, intImm(0), constantOf(ct, 0)), store(acc, intImm(1), constantOf(ct, 0)),
                             sum, store(acc, intImm(0), mean / count), sq};
-    steps.insert(steps.end(), rowStores.begin(), rowStores.end());
-    steps.push_back(forLoop(j, intImm(len), LoopKind::Serial, epilogue));
+    if (!rowStores.empty())
+      steps.push_back(warp ? ifThen(binary(BinaryOp::Eq, varRef(lane), intImm(0)), seq(rowStores)) : seq(rowStores));
+    steps.push_back(rowLoop(j, lane, len, warp, epilogue));
     Stmt body = allocate(acc, seq(std::move(steps)));
+    if (warp) return warpPerItem(o, lane, rows, c.at("threads"), body);
     if (target == KernelTarget::Gpu) return threadPerItem(o, rows, c.at("threads"), body);
     return forLoop(o, intImm(rows), rows > 1 ? outerKind(c) : LoopKind::Serial, body);
   }

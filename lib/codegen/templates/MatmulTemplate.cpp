@@ -14,7 +14,9 @@
 //   knobs: tm {1,2,4,8} rows per tile, tn {4,8,16,32,64} columns per tile
 //          (at most the padded column count), order {0 row blocks outer,
 //          1 column blocks outer}, pack {0,1} (constant B only), parallel {0,1}
-//   GPU: tile {8,16,32}: shared-memory tiles of A and B, one output per thread
+//   GPU: tile {8,16,32}: shared-memory tiles of A and B, one output per thread;
+//        f16 x f16 and bf16 x bf16 products also get mma {0,1} (1: tensor
+//        cores, TensorCoreGemm.cpp), warps {1,4} and frags {1,2}
 //
 //===----------------------------------------------------------------------===//
 #include "Templates.h"
@@ -68,6 +70,8 @@ class MatmulTemplate final : public ScheduleTemplate {
     KnobSpace space;
     if (target == KernelTarget::Gpu) {
       space.knobs.push_back(makeKnob("tile", {8, 16, 32}, 16, "GPU: output tile (tile x tile threads) and k step staged in shared memory"));
+      KILN_ASSIGN(std::optional<MmaKind> mma, mmaKindOf(*g.anchor));
+      if (mma) addTensorCoreKnobs(space, s.m, s.n);
       return space;
     }
     space.knobs.push_back(makeKnob("tm", {1, 2, 4, 8}, 4, "rows per register tile",
@@ -84,6 +88,7 @@ class MatmulTemplate final : public ScheduleTemplate {
   }
 
   Expected<Stmt> instantiate(ElementBuilder& el, const Config& c, KernelTarget target) const override {
+    if (target == KernelTarget::Gpu && c.count("mma") && c.at("mma")) return instantiateTensorCores(el, c);
     if (target == KernelTarget::Gpu) return instantiateGpu(el, c);
     const ir::Node& node = *el.group().anchor;
     KILN_ASSIGN(MatmulShape s, shapeOf(node));
@@ -150,6 +155,45 @@ class MatmulTemplate final : public ScheduleTemplate {
   }
 
  private:
+  /// The tensor-core instruction for the anchor's operand types, if any.
+  static Expected<std::optional<MmaKind>> mmaKindOf(const ir::Node& node) {
+    KILN_ASSIGN(ScalarType a, valueScalarType(node.input(0)));
+    KILN_ASSIGN(ScalarType b, valueScalarType(node.input(1)));
+    return mmaKindFor(a, b);
+  }
+
+  /// GPU on tensor cores: the product as a TensorCoreGemm whose writes run
+  /// the anchor's result (alpha, beta * C) and the group's epilogue.
+  static Expected<Stmt> instantiateTensorCores(ElementBuilder& el, const Config& c) {
+    const ir::Node& node = *el.group().anchor;
+    KILN_ASSIGN(MatmulShape s, shapeOf(node));
+    KILN_ASSIGN(const ScalarType ct, resultComputeType(node));
+    KILN_ASSIGN(std::optional<MmaKind> kind, mmaKindOf(node));
+    if (!kind) return makeError(ErrorCode::CodegenUnsupported, "mma=1 needs f16 or bf16 operands");
+    const Dims batchDims(s.outDims.begin(), s.outDims.end() - 2);
+    auto batchIndex = [&](const Expr& batch) { return batchDims.empty() ? Index{} : unflatten(batch, batchDims); };
+    TensorCoreGemm gemm;
+    gemm.kind = *kind;
+    gemm.batch = s.batch, gemm.m = s.m, gemm.n = s.n, gemm.k = s.k;
+    gemm.a = [&](const Expr& batch, const Expr& row, const Expr& k) {
+      Index bi = batchIndex(batch);
+      return el.at(node.input(0), s.ta ? operandIndexOf(bi, s.a, k, row) : operandIndexOf(bi, s.a, row, k));
+    };
+    gemm.b = [&](const Expr& batch, const Expr& k, const Expr& col) {
+      Index bi = batchIndex(batch);
+      return el.at(node.input(1), s.tb ? operandIndexOf(bi, s.b, col, k) : operandIndexOf(bi, s.b, k, col));
+    };
+    gemm.write = [&](const Expr& batch, const Expr& row, const Expr& col, const Expr& value) -> Expected<Stmt> {
+      Index outIdx = batchIndex(batch);
+      outIdx.push_back(row);
+      outIdx.push_back(col);
+      KILN_ASSIGN(Expr result, resultOf(el, cast(ct, value), outIdx, ct));
+      el.setSource(node.output(0), [result](const Index&) { return result; });
+      return storeEpilogue(el, outIdx);
+    };
+    return tensorCoreGemm(gemm, c);
+  }
+
   /// The index of an operand of `dims` at (row, col) for output batch index
   /// `batchIdx` (numpy broadcasting: size-1 batch dims read 0).
   static Index operandIndexOf(const Index& batchIdx, const Dims& dims, Expr row, Expr col) {

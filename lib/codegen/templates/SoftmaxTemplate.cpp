@@ -5,7 +5,9 @@
 // passes: the maximum, the sum of exp(x - max), and the store of
 // exp(x - max) / sum (or x - max - log(sum)) through the epilogue.
 //
-//   knobs: parallel {0,1}; GPU: one row per thread, threads per block
+//   knobs: parallel {0,1}; GPU: threads per block, warp {0,1}: one row per
+//   thread, or per warp (lanes take every 32nd element; the max and the sum
+//   are combined across the warp by xor shuffles)
 //
 //===----------------------------------------------------------------------===//
 #include <limits>
@@ -22,7 +24,10 @@ class SoftmaxTemplate final : public ScheduleTemplate {
   bool matches(const KernelGroup& g) const override { return g.role == KernelRole::Softmax; }
 
   Expected<KnobSpace> knobSpace(const KernelGroup& g, KernelTarget target) const override {
-    return rowwiseKnobSpace(g, target);
+    KILN_ASSIGN(Dims x, staticDims(g.anchor->input(0)));
+    if (x.empty()) return makeError(ErrorCode::CodegenUnsupported, "softmax of a scalar");
+    KILN_ASSIGN(int64_t axis, ir::normalizeAxis(g.anchor->getInt("axis"), int64_t(x.size())));
+    return rowwiseKnobSpace(g, target, x[size_t(axis)]);
   }
 
   Expected<Stmt> instantiate(ElementBuilder& el, const Config& c, KernelTarget target) const override {
@@ -35,7 +40,8 @@ class SoftmaxTemplate final : public ScheduleTemplate {
     for (size_t d = 0; d < x.size(); ++d)
       if (int64_t(d) != axis) rowDims.push_back(x[d]);
     const int64_t len = x[size_t(axis)], rows = product(rowDims);
-    Var o = makeVar("o"), j = makeVar("j");
+    const bool warp = target == KernelTarget::Gpu && c.count("warp") && c.at("warp");
+    Var o = makeVar("o"), j = makeVar("j"), lane = makeVar("lane");
     Index row = unflatten(varRef(o), rowDims);
     Index idx = row;
     idx.insert(idx.begin() + axis, varRef(j));
@@ -43,15 +49,20 @@ class SoftmaxTemplate final : public ScheduleTemplate {
 
     Buffer acc = makeBuffer("acc", ct, MemoryScope::Local, 2);  // [max, sum]
     Expr mx = load(acc, intImm(0)), sum = load(acc, intImm(1));
-    Stmt findMax = forLoop(j, intImm(len), LoopKind::Serial, store(acc, intImm(0), maxOf(mx, xv)));
-    Stmt addExp = forLoop(j, intImm(len), LoopKind::Serial, store(acc, intImm(1), sum + unary(UnaryOp::Exp, xv - mx)));
+    Stmt findMax = rowLoop(j, lane, len, warp, store(acc, intImm(0), maxOf(mx, xv)));
+    Stmt addExp = rowLoop(j, lane, len, warp, store(acc, intImm(1), sum + unary(UnaryOp::Exp, xv - mx)));
+    if (warp) {
+      findMax = seq({findMax, warpAllReduce(acc, 0, BinaryOp::Max)});
+      addExp = seq({addExp, warpAllReduce(acc, 1, BinaryOp::Add)});
+    }
     Expr result = node.opType() == "LogSoftmax" ? xv - mx - unary(UnaryOp::Log, sum)
                                                 : unary(UnaryOp::Exp, xv - mx) / sum;
     el.setSource(node.output(0), [result](const Index&) { return result; });
     KILN_ASSIGN(Stmt epilogue, storeEpilogue(el, idx));
-    Stmt write = forLoop(j, intImm(len), LoopKind::Serial, epilogue);
+    Stmt write = rowLoop(j, lane, len, warp, epilogue);
     Stmt body = allocate(acc, seq({store(acc, intImm(0), constantOf(ct, -std::numeric_limits<double>::infinity())),
                                    store(acc, intImm(1), constantOf(ct, 0)), findMax, addExp, write}));
+    if (warp) return warpPerItem(o, lane, rows, c.at("threads"), body);
     if (target == KernelTarget::Gpu) return threadPerItem(o, rows, c.at("threads"), body);
     return forLoop(o, intImm(rows), rows > 1 ? outerKind(c) : LoopKind::Serial, body);
   }

@@ -47,6 +47,33 @@ Stmt threadPerItem(const Var& o, int64_t items, int64_t threads, Stmt body) {
                  forLoop(tx, intImm(threads), LoopKind::ThreadX, let(o, varRef(bx) * threads + varRef(tx), guarded)));
 }
 
+Stmt warpPerItem(const Var& o, const Var& lane, int64_t items, int64_t threads, Stmt body) {
+  const int64_t warps = std::max<int64_t>(1, std::min(threads / 32, items));
+  Var bx = makeVar("bx"), tx = makeVar("tx");
+  Expr item = varRef(bx) * warps + floorDiv(varRef(tx), 32);
+  Stmt guarded = items % warps ? ifThen(binary(BinaryOp::Lt, varRef(o), intImm(items)), body) : body;
+  return forLoop(bx, intImm(ceilDiv(items, warps)), LoopKind::BlockX,
+                 forLoop(tx, intImm(warps * 32), LoopKind::ThreadX,
+                         let(o, item, let(lane, floorMod(varRef(tx), 32), guarded))));
+}
+
+Stmt laneStrided(const Var& j, const Var& lane, int64_t len, Stmt body) {
+  Var t = makeVar(j->name + "t");
+  Stmt guarded = len % 32 ? ifThen(binary(BinaryOp::Lt, varRef(j), intImm(len)), body) : body;
+  return forLoop(t, intImm(ceilDiv(len, 32)), LoopKind::Serial, let(j, varRef(t) * 32 + varRef(lane), guarded));
+}
+
+Stmt warpAllReduce(const Buffer& acc, int64_t index, BinaryOp op) {
+  std::vector<Stmt> steps;
+  Expr value = load(acc, intImm(index));
+  for (int64_t mask : {16, 8, 4, 2, 1}) steps.push_back(store(acc, intImm(index), binary(op, value, shuffleXor(value, mask))));
+  return seq(std::move(steps));
+}
+
+Stmt rowLoop(const Var& j, const Var& lane, int64_t len, bool warp, Stmt body) {
+  return warp ? laneStrided(j, lane, len, body) : forLoop(j, intImm(len), LoopKind::Serial, body);
+}
+
 Knob threadsKnob(int64_t items) {
   // Enough blocks to fill a GPU (~132 SMs x 2) before making blocks large.
   int64_t preferred = 256;
@@ -70,11 +97,16 @@ Knob parallelKnob(int64_t work, int64_t outerIterations) {
                   [&](int64_t v) { return v == 0 || outerIterations > 1; });
 }
 
-Expected<KnobSpace> rowwiseKnobSpace(const KernelGroup& g, KernelTarget target) {
+Expected<KnobSpace> rowwiseKnobSpace(const KernelGroup& g, KernelTarget target, int64_t rowLength) {
   KILN_ASSIGN(Dims x, staticDims(g.anchor->input(0)));
   KnobSpace space;
-  int64_t rows = x.empty() ? 1 : product(x) / std::max<int64_t>(x.back(), 1);
-  if (target == KernelTarget::Gpu) return threadPerItemSpace(rows);
+  int64_t rows = x.empty() ? 1 : product(x) / std::max<int64_t>(rowLength, 1);
+  if (target == KernelTarget::Gpu) {
+    space = threadPerItemSpace(rows);
+    space.knobs.push_back(makeKnob("warp", {0, 1}, rowLength >= 32 ? 1 : 0,
+                                   "GPU: 0 one row per thread, 1 one row per warp (lanes share the row, shuffles reduce)"));
+    return space;
+  }
   space.knobs.push_back(parallelKnob(product(x) * 8, rows));
   return space;
 }

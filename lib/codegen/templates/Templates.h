@@ -7,6 +7,8 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include <optional>
+
 #include "../TensorExpr.h"
 #include "kiln/codegen/ScheduleTemplate.h"
 
@@ -82,10 +84,44 @@ Expected<Stmt> gemmBlock(const GemmBlock& g, Expr fullTile, const std::function<
 Stmt gemmTileLoops(const GemmBlock& g, Stmt body);
 
 /// The knob space of a row-by-row template (softmax, layernorm): `parallel`
-/// on the CPU, `threads` (one row per GPU thread) on the GPU.
-Expected<KnobSpace> rowwiseKnobSpace(const KernelGroup& g, KernelTarget target);
+/// on the CPU; on the GPU `threads` per block and `warp` {0,1}: 0 one row per
+/// thread, 1 one row per warp (default for rows of 32 or more elements).
+Expected<KnobSpace> rowwiseKnobSpace(const KernelGroup& g, KernelTarget target, int64_t rowLength);
+
+/// GPU schedules with one warp per work item: `body` runs on every lane of
+/// the warp for item o in [0, items), `lane` (0..31) its lane; blocks of
+/// threads / 32 warps. The item guard is the same for a whole warp, so the
+/// body may use warp shuffles.
+Stmt warpPerItem(const Var& o, const Var& lane, int64_t items, int64_t threads, Stmt body);
+/// A loop over [0, len) shared by a warp's lanes: j = t * 32 + lane for
+/// t in [0, ceil(len / 32)), guarded by j < len (consecutive lanes read consecutive elements).
+Stmt laneStrided(const Var& j, const Var& lane, int64_t len, Stmt body);
+/// acc[index] = op of acc[index] over the warp's 32 lanes, every lane
+/// receiving it (a butterfly of five xor shuffles).
+Stmt warpAllReduce(const Buffer& acc, int64_t index, BinaryOp op);
+/// A row loop `j in [0, len)` of a rowwise template as the GPU config asks:
+/// serial per thread, or strided over a warp's lanes (warp = 1).
+Stmt rowLoop(const Var& j, const Var& lane, int64_t len, bool warp, Stmt body);
 /// The type an anchor computes its (first) result in.
 Expected<ScalarType> resultComputeType(const ir::Node& anchor);
+
+/// A (batched) matrix product on tensor cores (TensorCoreGemm.cpp):
+/// out[b, row, col] = sum over k of a(b, row, k) * b(b, k, col). The operand
+/// callbacks get indices inside the matrices (the builder masks the rest
+/// with zeros); `write` stores one output element's accumulated value.
+struct TensorCoreGemm {
+  MmaKind kind = MmaKind::F16_M16N8K16;
+  int64_t batch = 1, m = 1, n = 1, k = 1;
+  std::function<Expected<Expr>(const Expr& batch, const Expr& row, const Expr& k)> a;
+  std::function<Expected<Expr>(const Expr& batch, const Expr& k, const Expr& col)> b;
+  std::function<Expected<Stmt>(const Expr& batch, const Expr& row, const Expr& col, const Expr& value)> write;
+};
+/// The instruction for operands of these types (f16 x f16, bf16 x bf16), if any.
+std::optional<MmaKind> mmaKindFor(ScalarType a, ScalarType b);
+/// Adds the knobs "mma" {0,1}, "warps" {1,4} and "frags" {1,2} of a GPU GEMM over m x n outputs.
+void addTensorCoreKnobs(KnobSpace& space, int64_t m, int64_t n);
+/// The kernel body for `g` under a configuration holding those knobs (mma = 1).
+Expected<Stmt> tensorCoreGemm(const TensorCoreGemm& g, const Config& c);
 
 /// Stores every group output at `idx` (the anchor's result supplied with
 /// setSource beforehand), wrapped in `guard` when given; `exclude` names
