@@ -13,7 +13,9 @@ the device, runs the model, copies the outputs back, and waits
 (torch.cuda.synchronize). Weights are random (seeded, as in the export);
 inputs come from the zoo spec at the requested batch. --precision f16 / bf16
 converts the module and its float inputs to that type (model.half(), the
-peer of `kiln bench --precision f16`). Statistics: outliers
+peer of `kiln bench --precision f16`); --precision tf32 lets cuBLAS and cuDNN
+use TF32 (allow_tf32), the peer of `kiln bench --precision tf32`; f32 turns
+TF32 off in both. Statistics: outliers
 beyond 3 sigma dropped, nearest-rank percentiles, as kiln bench does.
 """
 import argparse
@@ -73,7 +75,10 @@ def measure(name, batch=0, mode="eager", device="cuda", warmup=100, runs=1000, m
     import zoo
     spec = zoo.load_zoo()[name]
     started = time.time()
-    dtype = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}[precision]
+    dtype = {"f32": torch.float32, "tf32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}[precision]
+    # TF32 tensor cores for f32 matmuls and convolutions only under --precision tf32 (PyTorch's matmul default is off).
+    torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"
+    torch.backends.cudnn.allow_tf32 = precision == "tf32"
     model = export_models.build(name).eval().to(device=device, dtype=dtype)
     inputs = [x.to(dtype) if x.is_floating_point() else x for x in host_inputs(spec, batch)]
     compile_ms = None
@@ -130,7 +135,7 @@ def main():
     ap.add_argument("--batch", type=int, default=0, help="batch size (default: the zoo spec's)")
     ap.add_argument("--mode", choices=["eager", "compile"], default="eager")
     ap.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
-    ap.add_argument("--precision", choices=["f32", "f16", "bf16"], default="f32")
+    ap.add_argument("--precision", choices=["f32", "tf32", "f16", "bf16"], default="f32")
     ap.add_argument("--warmup", type=int, default=100)
     ap.add_argument("--runs", type=int, default=1000)
     ap.add_argument("--max-seconds", type=float, default=0, help="stop the timed runs after this long (0: all)")

@@ -22,7 +22,7 @@ namespace kiln::bench {
 
 class CudaCodegenBackend final : public Backend {
  public:
-  explicit CudaCodegenBackend(const BackendOptions&) {}  // threads and seed do not apply
+  explicit CudaCodegenBackend(const BackendOptions& options) : allowTf32_(options.allowTf32) {}  // threads, seed do not apply
   std::string name() const override { return "cuda"; }
   int threads() const override { return 1; }
   bool usesGpu() const override { return true; }
@@ -33,7 +33,9 @@ class CudaCodegenBackend final : public Backend {
     codegen::CudaCompileOptions cuda;
     cuda.archs = {int(sm)};
     cuda.cacheDir = codegen::NvrtcCache::defaultDir();
-    KILN_ASSIGN(codegen::LoweredModel lowered, codegen::compileCudaArtifact(module_->graph(), {}, cuda));
+    codegen::CompileOptions options;
+    options.allowTf32 = allowTf32_;
+    KILN_ASSIGN(codegen::LoweredModel lowered, codegen::compileCudaArtifact(module_->graph(), options, cuda));
     KILN_ASSIGN(executor_, runtime::CudaExecutor::create(lowered.executable));
     phases.codegenMs = timer.elapsedMs();
     return Status::ok();
@@ -50,6 +52,7 @@ class CudaCodegenBackend final : public Backend {
   }
 
  private:
+  bool allowTf32_ = false;
   std::unique_ptr<ir::Module> module_;
   std::unique_ptr<runtime::CudaExecutor> executor_;
 };

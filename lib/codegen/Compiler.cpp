@@ -198,7 +198,22 @@ Expected<LoweredModel> lowerModel(ir::Graph& graph, KernelTarget target, const C
       continue;
     }
     const Config* config = nullptr;
-    if (auto it = options.configs.find(g->name()); it != options.configs.end()) config = &it->second;
+    Config approximate;
+    if (auto it = options.configs.find(g->name()); it != options.configs.end()) {
+      config = &it->second;
+    } else if (options.allowTf32 && target == KernelTarget::Gpu) {
+      // The user allowed the precision trade-off: approximate knobs take their
+      // opt-in value (a group without a knob space lowers, or not, as usual).
+      Expected<const ScheduleTemplate*> t = templateFor(*g);
+      Expected<KnobSpace> space = t ? (*t)->knobSpace(*g, target) : Expected<KnobSpace>(t.error());
+      if (space) {
+        approximate = space->defaultConfig();
+        bool any = false;
+        for (const Knob& k : space->knobs)
+          if (k.approximate) approximate[k.name] = k.values.back(), any = true;
+        if (any) config = &approximate;
+      }
+    }
     Expected<LoweredKernel> lowered = lowerGroup(*g, target, config);
     if (!lowered && lowered.error().code() == ErrorCode::CodegenUnsupported && !config) {
       KILN_TRY(addHostStep(*g, lowered.error().message()));

@@ -60,7 +60,7 @@ std::string KnobSpace::str() const {
   for (size_t i = 0; i < knobs.size(); ++i) {
     os << (i ? " " : "") << knobs[i].name << "={";
     for (size_t j = 0; j < knobs[i].values.size(); ++j) os << (j ? "," : "") << knobs[i].values[j];
-    os << "}";
+    os << "}" << (knobs[i].approximate ? "(approximate)" : "");
   }
   return os.str();
 }

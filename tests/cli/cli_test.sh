@@ -272,6 +272,20 @@ PY
 "$KILN" compile "$MOBILE" --precision f16 --target cuda:sm_80 --emit-cuda cuda_f16 -o mobile_f16.kiln --quiet > /dev/null
 grep -lq "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32" cuda_f16/*.cu || fail "--precision f16 emitted no tensor-core kernel"
 expect_fail "--precision: f64 not in" "$KILN" bench "$MOBILE" --precision f64
+# --precision tf32: the f32 convs on TF32 tensor cores (cuda only), within 1e-2 of the f32 interpreter.
+expect_fail "--precision tf32 is a GPU tensor-core mode" "$KILN" run "$MOBILE" --precision tf32
+expect_fail "--precision tf32 is a GPU tensor-core mode" "$KILN" compile "$MOBILE" --precision tf32 -o tf32_cpu.kiln
+EMU_LIB32=$("$EMULATION_KERNELS" "$MOBILE" emulation32 tf32 | tail -1)
+KILN_CUDA_DRIVER=$EMULATED_DRIVER KILN_EMULATED_KERNELS=$EMU_LIB32 "$KILN" run "$MOBILE" --backend cuda --precision tf32 \
+  --output-dir mobile_gpu32 > /dev/null
+/usr/bin/python3 - <<'PY' || fail "--precision tf32 on the emulated driver"
+import glob, os, numpy as np
+for ref in sorted(glob.glob("mobile_ref/*.npy")):
+    want, got = np.load(ref), np.load(os.path.join("mobile_gpu32", os.path.basename(ref)))
+    assert got.shape == want.shape and float(np.abs(got - want).max() / max(np.abs(want).max(), 1e-30)) < 1e-2, ref
+PY
+"$KILN" compile "$MOBILE" --precision tf32 --target cuda:sm_80 --emit-cuda cuda_tf32 -o mobile_tf32.kiln --quiet > /dev/null
+grep -lq "kiln_mma_m16n8k8_tf32(&" cuda_tf32/*.cu || fail "--precision tf32 emitted no TF32 kernel"
 expect_fail "does not apply" "$KILN" bench "$MOBILE" --backend cuda --threads 4
 expect_fail "bad CUDA architecture 'sm_9x'" "$KILN" compile "$MOBILE" --target cuda:sm_9x --emit-cuda cuda_bad
 expect_fail "--emit-cuda needs --target cuda" "$KILN" compile "$MOBILE" --emit-cuda cuda_bad

@@ -1,11 +1,11 @@
 //===- tests/emulation/EmulationKernelsTool.cpp - kiln-emulation-kernels ---===//
 //
-//   kiln-emulation-kernels MODEL.onnx WORK_DIR [f32|f16|bf16]
+//   kiln-emulation-kernels MODEL.onnx WORK_DIR [f32|tf32|f16|bf16]
 //
 // Builds the CPU emulation library of every CUDA kernel kiln generates for a
 // model at the default optimization level (the kernels `kiln compile
-// --target cuda` and `kiln bench --backend cuda` produce; with f16 or bf16,
-// those of `--precision f16` / `bf16`), and prints its path. With KILN_CUDA_DRIVER naming the emulated driver and
+// --target cuda` and `kiln bench --backend cuda` produce; with tf32, f16 or
+// bf16, those of `--precision tf32` / `f16` / `bf16`), and prints its path. With KILN_CUDA_DRIVER naming the emulated driver and
 // KILN_EMULATED_KERNELS this library, the kiln CLI runs the model's CUDA
 // code on a machine without a GPU: how the CLI tests and bench/gpu-run's
 // self-test drive the CUDA backend.
@@ -30,12 +30,14 @@ Expected<std::string> build(const std::string& modelPath, const std::string& wor
   passes::registerAllPasses();
   KILN_ASSIGN(auto module, onnx::importOnnxFile(modelPath));
   KILN_ASSIGN(auto pipeline, passes::optLevelPipeline(passes::kDefaultOptLevel));
-  if (precision != "f32") {  // as the CLI's --precision does
+  if (precision == "f16" || precision == "bf16") {  // as the CLI's --precision does
     KILN_ASSIGN(auto mixed, passes::parsePipeline("to-mixed-precision{dtype=" + precision + "}"));
     pipeline.insert(pipeline.end(), mixed.begin(), mixed.end());
   }
   KILN_TRY(passes::runPipeline(module->graph(), pipeline, {}));
-  KILN_ASSIGN(codegen::LoweredModel lowered, codegen::lowerModel(module->graph(), codegen::KernelTarget::Gpu, {}));
+  codegen::CompileOptions options;
+  options.allowTf32 = precision == "tf32";
+  KILN_ASSIGN(codegen::LoweredModel lowered, codegen::lowerModel(module->graph(), codegen::KernelTarget::Gpu, options));
   std::vector<codegen::CudaKernel> sources;
   for (const codegen::LoweredKernel& k : lowered.kernels) {
     KILN_ASSIGN(codegen::CudaKernel source, codegen::emitCuda(k.kernel, codegen::fusedOpsOf(*k.group)));
@@ -50,7 +52,7 @@ Expected<std::string> build(const std::string& modelPath, const std::string& wor
 int main(int argc, char** argv) {
   const bool help = argc == 2 && std::string(argv[1]) == "--help";
   if (argc != 3 && argc != 4) {
-    (help ? std::cout : std::cerr) << "usage: kiln-emulation-kernels MODEL.onnx WORK_DIR [f32|f16|bf16]\n"
+    (help ? std::cout : std::cerr) << "usage: kiln-emulation-kernels MODEL.onnx WORK_DIR [f32|tf32|f16|bf16]\n"
                                       "Builds the CPU emulation library of the model's CUDA kernels and prints its path.\n";
     return help ? 0 : 2;
   }

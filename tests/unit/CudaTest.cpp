@@ -216,7 +216,10 @@ KnobSpace checkEveryConfiguration(const testing::TemplateCase& c, double toleran
   std::vector<Tensor> inputs = testing::randomInputs(g, 7);
   for (size_t i = 0; i < models.size(); ++i) {
     INFO("configuration " << configToString(space->configAt(i)));
-    checkUnderEmulation(g, models[i], kernels, **lib, first[i], inputs, tolerance);
+    // An approximate knob away from its default (TF32) rounds f32 inputs to 10 mantissa bits.
+    bool approximate = false;
+    for (const Knob& k : space->knobs) approximate |= k.approximate && space->configAt(i).at(k.name) != k.defaultValue;
+    checkUnderEmulation(g, models[i], kernels, **lib, first[i], inputs, approximate ? std::max(tolerance, 1e-2) : tolerance);
   }
   return std::move(*space);
 }
@@ -396,13 +399,17 @@ TEST_CASE("f16 and bf16 matrix products and convolutions run on tensor cores (mm
     CHECK(space.defaultConfig().at("mma") == 1);
     CHECK(space.size() == 4 * 2 * 2 * 2);
   }
-  // The emitted source issues the PTX instruction (sm_80+), and f32 products get no mma knob.
+  // f32 products get the mma knob as an approximate one (TF32), off by default.
   auto m = testing::parse(testing::templateCases("matmul").front().text);
   auto plan = FusionPlan::build(m->graph());
   REQUIRE(plan.isOk());
   for (const KernelGroup& k : plan->groups())
-    if (k.anchor && k.anchor->opType() == "MatMul")
-      CHECK((*templateFor(k))->knobSpace(k, KernelTarget::Gpu)->defaultConfig().count("mma") == 0);
+    if (k.anchor && k.anchor->opType() == "MatMul") {
+      auto space = (*templateFor(k))->knobSpace(k, KernelTarget::Gpu);
+      REQUIRE(space.isOk());
+      CHECK(space->defaultConfig().at("mma") == 0);
+      for (const Knob& knob : space->knobs) CHECK(knob.approximate == (knob.name == "mma"));
+    }
 }
 
 TEST_CASE("tiny zoo models lower for the GPU, every kernel compiles with NVRTC and matches under emulation") {
@@ -437,10 +444,11 @@ TEST_CASE("tiny zoo models lower for the GPU, every kernel compiles with NVRTC a
   }
 }
 
-TEST_CASE("a mixed-precision (f16) model lowers for the GPU with tensor-core convs and matches under emulation") {
+TEST_CASE("a mixed-precision (f16) model, or f32 with TF32 allowed, lowers for the GPU with tensor cores and matches under emulation") {
   passes::registerAllPasses();
-  for (const char* file : {"resnet_tiny-raw.onnx", "bert_tiny-raw.onnx"}) {
-    INFO(file);
+  for (const char* file : {"resnet_tiny-raw.onnx", "bert_tiny-raw.onnx"})
+    for (const bool tf32 : {false, true}) {
+    INFO(file << (tf32 ? " f32, TF32 allowed" : " f16"));
     auto module = onnx::importOnnxFile(std::string(KILN_SOURCE_DIR) + "/models/tiny/" + file);
     REQUIRE(module.isOk());
     ir::Graph& g = (*module)->graph();
@@ -448,19 +456,22 @@ TEST_CASE("a mixed-precision (f16) model lowers for the GPU with tensor-core con
     REQUIRE(pipeline.isOk());
     auto mixed = passes::parsePipeline("to-mixed-precision");
     REQUIRE(mixed.isOk());
-    pipeline->insert(pipeline->end(), mixed->begin(), mixed->end());
+    if (!tf32) pipeline->insert(pipeline->end(), mixed->begin(), mixed->end());
     REQUIRE(passes::runPipeline(g, *pipeline, {}).isOk());
-    auto model = lowerModel(g, KernelTarget::Gpu, {});
+    CompileOptions options;
+    options.allowTf32 = tf32;
+    auto model = lowerModel(g, KernelTarget::Gpu, options);
     INFO((model.isOk() ? std::string() : model.error().str()));
     REQUIRE(model.isOk());
     size_t tensorCoreKernels = 0;
     for (const LoweredKernel& lk : model->kernels) tensorCoreKernels += lk.config.count("mma") && lk.config.at("mma") == 1;
     CHECK(tensorCoreKernels > 0);
-    std::vector<CudaKernel> kernels = emitAndCompile(*model, "_f16");
-    auto lib = emulation::EmulatedKernels::build(kernels, testing::scratchDir(std::string(file) + "-f16"));
+    const std::string variant = tf32 ? "_tf32" : "_f16";
+    std::vector<CudaKernel> kernels = emitAndCompile(*model, variant);
+    auto lib = emulation::EmulatedKernels::build(kernels, testing::scratchDir(std::string(file) + variant));
     INFO((lib.isOk() ? std::string() : lib.error().str()));
     REQUIRE(lib.isOk());
-    // Kernel by kernel on the same inputs: only f16 rounding of results differs.
-    checkUnderEmulation(g, *model, kernels, **lib, 0, testing::randomInputs(g, 11), 5e-3);
+    // Kernel by kernel on the same inputs: only f16 rounding of results (or TF32 rounding of inputs) differs.
+    checkUnderEmulation(g, *model, kernels, **lib, 0, testing::randomInputs(g, 11), tf32 ? 1e-2 : 5e-3);
   }
 }

@@ -36,7 +36,8 @@ int benchModel(const BenchCommandOptions& o) {
   std::ostream* progress = o.quiet ? nullptr : &std::cerr;
   auto model = loadModelWithInputs(o.model, o.inputs, o.seed);
   if (!model) return reportError(model.error());
-  auto backend = bench::createBackend(o.backend, {.threads = o.threads, .seed = o.seed});
+  if (Status s = checkPrecisionTarget(o.model, o.backend == "cuda"); !s.isOk()) return reportError(s.error());
+  auto backend = bench::createBackend(o.backend, {.threads = o.threads, .seed = o.seed, .allowTf32 = o.model.precision == "tf32"});
   if (!backend) return reportError(backend.error());
 
   bench::BenchRecord record;

@@ -131,6 +131,7 @@ int compileModel(const CompileOptions& o) {
   } else if (!o.emitCuda.empty()) {
     return reportError(Error(ErrorCode::InvalidArgument, "--emit-cuda needs --target cuda"));
   }
+  if (Status s = checkPrecisionTarget(o.model, cuda); !s.isOk()) return reportError(s.error());
   std::string output = o.output;
   if (output.empty()) {
     output = o.model.path.substr(0, o.model.path.rfind('.')) + ".kiln";
@@ -149,6 +150,7 @@ int compileModel(const CompileOptions& o) {
   double passesMs = timer.elapsedMs();
   codegen::CompileOptions options;
   options.allowHostSteps = !o.noHostSteps;
+  options.allowTf32 = o.model.precision == "tf32";
   if (!o.fusionPlan.empty()) {
     auto text = readFile(o.fusionPlan);
     if (!text) return reportError(text.error());

@@ -32,9 +32,10 @@ void addModelOptions(CLI::App& cmd, ModelOptions& o, bool withOptLevel) {
                  "Passes to run after import instead of an -O level, e.g. fold-constant,dead-code-elimination");
   cmd.add_option("--disable-pass", o.disabledPasses, "Skip this pass wherever the pipeline names it (repeatable)");
   cmd.add_option("--precision", o.precision,
-                 "f32 (default), or f16 / bf16: run the ops that tolerate it in 16-bit floats (the to-mixed-precision "
-                 "pass after the pipeline; on the GPU their matmuls and convs use tensor cores)")
-      ->check(CLI::IsMember({"f32", "f16", "bf16"}));
+                 "f32 (default); tf32: the GPU's f32 matmuls and convs on TF32 tensor cores (cuda only); f16 / bf16: "
+                 "run the ops that tolerate it in 16-bit floats (the to-mixed-precision pass after the pipeline; on "
+                 "the GPU their matmuls and convs use tensor cores)")
+      ->check(CLI::IsMember({"f32", "tf32", "f16", "bf16"}));
 }
 
 void addBackendOption(CLI::App& cmd, std::string& backend) {
@@ -86,7 +87,7 @@ Expected<std::vector<passes::PipelineEntry>> selectedPipeline(const ModelOptions
   } else {
     KILN_ASSIGN(pipeline, passes::optLevelPipeline(o.optLevel >= 0 ? o.optLevel : passes::kDefaultOptLevel));
   }
-  if (o.precision != "f32") {
+  if (o.precision == "f16" || o.precision == "bf16") {
     KILN_ASSIGN(auto mixed, passes::parsePipeline("to-mixed-precision{dtype=" + o.precision + "}"));
     pipeline.insert(pipeline.end(), mixed.begin(), mixed.end());
   }
@@ -106,6 +107,13 @@ Expected<passes::PassReport> applyPipeline(ir::Module& module, const ModelOption
   KILN_ASSIGN(passes::PassReport report, passes::runPipeline(module.graph(), pipeline, run));
   KILN_TRY(ir::verify(module.graph()));
   return report;
+}
+
+Status checkPrecisionTarget(const ModelOptions& o, bool cuda) {
+  if (o.precision == "tf32" && !cuda)
+    return Error(ErrorCode::InvalidArgument, "--precision tf32 is a GPU tensor-core mode: it needs --target cuda (compile) "
+                                             "or --backend cuda (run, bench)");
+  return Status::ok();
 }
 
 int reportError(const Error& e) {

@@ -26,7 +26,7 @@ struct ModelOptions {
   int optLevel = -1;      ///< -O; -1 when not given (then -O3 unless --pipeline)
   std::string pipeline;  ///< --pipeline: passes to run after import, instead of -O
   std::vector<std::string> disabledPasses;  ///< --disable-pass
-  std::string precision = "f32";  ///< --precision: f16 / bf16 append to-mixed-precision to the pipeline
+  std::string precision = "f32";  ///< --precision: f16 / bf16 append to-mixed-precision to the pipeline; tf32 allows TF32 (cuda)
 };
 
 /// Adds the model path, --shape and (for commands that execute) -O and --pipeline.
@@ -48,6 +48,9 @@ passes::PassContext selectedContext(const ModelOptions& options, bool verifyEach
 /// Runs the selected pipeline on the module and verifies the result; the
 /// report says what each pass did.
 Expected<passes::PassReport> applyPipeline(ir::Module& module, const ModelOptions& options);
+
+/// KE4003 unless --precision tf32 goes with a CUDA target or backend (`cuda` says whether it does).
+Status checkPrecisionTarget(const ModelOptions& options, bool cuda);
 
 /// Prints an error to stderr and returns the exit code for it.
 int reportError(const Error& e);

@@ -108,9 +108,10 @@ int runArtifact(const RunOptions& o) {
 
 int runModel(const RunOptions& o) {
   if (o.model.path.ends_with(".kiln")) return runArtifact(o);
+  if (Status s = checkPrecisionTarget(o.model, o.backend == "cuda"); !s.isOk()) return reportError(s.error());
   auto model = loadModelWithInputs(o.model, o.inputs, o.seed);
   if (!model) return reportError(model.error());
-  auto backend = bench::createBackend(o.backend, {.seed = o.seed});
+  auto backend = bench::createBackend(o.backend, {.seed = o.seed, .allowTf32 = o.model.precision == "tf32"});
   if (!backend) return reportError(backend.error());
   std::vector<ir::Value*> graphOutputs = model->module->graph().outputs();
   std::vector<std::string> outputNames;

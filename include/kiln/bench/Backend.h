@@ -32,6 +32,7 @@ struct CompilePhases {
 struct BackendOptions {
   int threads = 0;    ///< 0: the backend's default
   uint64_t seed = 0;  ///< for random ops
+  bool allowTf32 = false;  ///< cuda: f32 matmuls and convs on TF32 tensor cores
 };
 
 class Backend {

@@ -27,6 +27,10 @@ struct CompileOptions {
   std::string fusionPlanText;          ///< decisions to apply (FusionPlan::print form); empty: defaults
   std::map<std::string, Config> configs;  ///< per kernel group name (k3_conv1): knob values
   bool allowHostSteps = true;             ///< false: a group no template lowers is an error
+  /// GPU: f32 matmuls and ungrouped convs run on TF32 tensor cores (inputs
+  /// rounded to 10 mantissa bits, f32 accumulation): their approximate `mma`
+  /// knob is set to 1 unless a config is given.
+  bool allowTf32 = false;
 };
 
 /// A group that runs as a host step, and why.

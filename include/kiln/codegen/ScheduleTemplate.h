@@ -29,6 +29,10 @@ struct Knob {
   std::vector<int64_t> values;  ///< candidates, in increasing order
   int64_t defaultValue = 0;
   std::string doc;
+  /// Values other than the default change results (a precision trade-off,
+  /// e.g. TF32 tensor cores for f32): used only when the user allows it
+  /// (CompileOptions::allowTf32), never picked by search on its own.
+  bool approximate = false;
 };
 
 struct KnobSpace {

@@ -27,7 +27,7 @@
 //          knob threads per block; ungrouped f16 / bf16 convs also get
 //          mma {0,1} (1: an implicit GEMM on tensor cores, TensorCoreGemm.cpp:
 //          rows output channels, columns an image's pixels, k the taps),
-//          warps {1,4} and frags {1,2}
+//          warps {1,4} and frags {1,2} (f32: TF32, mma default 0, opt-in)
 //
 //===----------------------------------------------------------------------===//
 #include <array>
@@ -73,7 +73,7 @@ class Conv2dTemplate final : public ScheduleTemplate {
     if (target == KernelTarget::Gpu) {
       KnobSpace space = threadPerItemSpace(product(s.y));
       KILN_ASSIGN(std::optional<MmaKind> mma, mmaKindOf(*g.anchor, s));
-      if (mma) addTensorCoreKnobs(space, s.y[1], s.y[2] * s.y[3]);
+      if (mma) addTensorCoreKnobs(space, s.y[1], s.y[2] * s.y[3], *mma);
       return space;
     }
     const int64_t ow = s.y[3], pixels = s.y[2] * s.y[3];
@@ -261,7 +261,7 @@ class Conv2dTemplate final : public ScheduleTemplate {
   static Expected<Stmt> instantiateTensorCores(ElementBuilder& el, const Config& c, const ConvShape& s, ScalarType ct) {
     const ir::Node& node = *el.group().anchor;
     KILN_ASSIGN(std::optional<MmaKind> kind, mmaKindOf(node, s));
-    if (!kind) return makeError(ErrorCode::CodegenUnsupported, "mma=1 needs an ungrouped conv over f16 or bf16");
+    if (!kind) return makeError(ErrorCode::CodegenUnsupported, "mma=1 needs an ungrouped conv over f16, bf16 or f32");
     const int64_t ow = s.y[3], window = s.kh * s.kw;
     auto tap = [&](const Expr& k) {
       return std::array<Expr, 3>{floorDiv(k, window), floorMod(floorDiv(k, s.kw), s.kh), floorMod(k, s.kw)};

@@ -16,7 +16,8 @@
 //          1 column blocks outer}, pack {0,1} (constant B only), parallel {0,1}
 //   GPU: tile {8,16,32}: shared-memory tiles of A and B, one output per thread;
 //        f16 x f16 and bf16 x bf16 products also get mma {0,1} (1: tensor
-//        cores, TensorCoreGemm.cpp), warps {1,4} and frags {1,2}
+//        cores, TensorCoreGemm.cpp), warps {1,4} and frags {1,2}; f32 ones
+//        the same knobs with mma default 0 and approximate (TF32, opt-in)
 //
 //===----------------------------------------------------------------------===//
 #include "Templates.h"
@@ -71,7 +72,7 @@ class MatmulTemplate final : public ScheduleTemplate {
     if (target == KernelTarget::Gpu) {
       space.knobs.push_back(makeKnob("tile", {8, 16, 32}, 16, "GPU: output tile (tile x tile threads) and k step staged in shared memory"));
       KILN_ASSIGN(std::optional<MmaKind> mma, mmaKindOf(*g.anchor));
-      if (mma) addTensorCoreKnobs(space, s.m, s.n);
+      if (mma) addTensorCoreKnobs(space, s.m, s.n, *mma);
       return space;
     }
     space.knobs.push_back(makeKnob("tm", {1, 2, 4, 8}, 4, "rows per register tile",
@@ -169,7 +170,7 @@ class MatmulTemplate final : public ScheduleTemplate {
     KILN_ASSIGN(MatmulShape s, shapeOf(node));
     KILN_ASSIGN(const ScalarType ct, resultComputeType(node));
     KILN_ASSIGN(std::optional<MmaKind> kind, mmaKindOf(node));
-    if (!kind) return makeError(ErrorCode::CodegenUnsupported, "mma=1 needs f16 or bf16 operands");
+    if (!kind) return makeError(ErrorCode::CodegenUnsupported, "mma=1 needs f16, bf16 or f32 operands of one type");
     const Dims batchDims(s.outDims.begin(), s.outDims.end() - 2);
     auto batchIndex = [&](const Expr& batch) { return batchDims.empty() ? Index{} : unflatten(batch, batchDims); };
     TensorCoreGemm gemm;

@@ -116,10 +116,12 @@ struct TensorCoreGemm {
   std::function<Expected<Expr>(const Expr& batch, const Expr& k, const Expr& col)> b;
   std::function<Expected<Stmt>(const Expr& batch, const Expr& row, const Expr& col, const Expr& value)> write;
 };
-/// The instruction for operands of these types (f16 x f16, bf16 x bf16), if any.
+/// The instruction for operands of these types (f16 x f16, bf16 x bf16,
+/// f32 x f32 as TF32), if any.
 std::optional<MmaKind> mmaKindFor(ScalarType a, ScalarType b);
-/// Adds the knobs "mma" {0,1}, "warps" {1,4} and "frags" {1,2} of a GPU GEMM over m x n outputs.
-void addTensorCoreKnobs(KnobSpace& space, int64_t m, int64_t n);
+/// Adds the knobs "mma" {0,1}, "warps" {1,4} and "frags" {1,2} of a GPU GEMM
+/// over m x n outputs; for TF32, mma defaults to 0 and is approximate (opt-in).
+void addTensorCoreKnobs(KnobSpace& space, int64_t m, int64_t n, MmaKind kind);
 /// The kernel body for `g` under a configuration holding those knobs (mma = 1).
 Expected<Stmt> tensorCoreGemm(const TensorCoreGemm& g, const Config& c);
 

@@ -47,11 +47,18 @@ Expr both(Expr a, Expr b) { return binary(BinaryOp::And, std::move(a), std::move
 std::optional<MmaKind> mmaKindFor(ScalarType a, ScalarType b) {
   if (a == ScalarType::F16 && b == ScalarType::F16) return MmaKind::F16_M16N8K16;
   if (a == ScalarType::BF16 && b == ScalarType::BF16) return MmaKind::BF16_M16N8K16;
+  if (a == ScalarType::F32 && b == ScalarType::F32) return MmaKind::TF32_M16N8K8;
   return std::nullopt;
 }
 
-void addTensorCoreKnobs(KnobSpace& space, int64_t m, int64_t n) {
-  space.knobs.push_back(makeKnob("mma", {0, 1}, 1, "GPU: 1 tensor-core mma instructions (warp tiles), 0 one output per thread"));
+void addTensorCoreKnobs(KnobSpace& space, int64_t m, int64_t n, MmaKind kind) {
+  if (kind == MmaKind::TF32_M16N8K8) {  // f32 results change: opt-in only
+    Knob mma = makeKnob("mma", {0, 1}, 0, "GPU: 1 TF32 tensor cores (f32 inputs rounded to 10 mantissa bits; opt-in), 0 f32 units");
+    mma.approximate = true;
+    space.knobs.push_back(mma);
+  } else {
+    space.knobs.push_back(makeKnob("mma", {0, 1}, 1, "GPU: 1 tensor-core mma instructions (warp tiles), 0 one output per thread"));
+  }
   space.knobs.push_back(makeKnob("warps", {1, 4}, m >= 32 && n >= 32 ? 4 : 1, "mma: warps per block (1, or 2 x 2)"));
   space.knobs.push_back(makeKnob("frags", {1, 2}, m >= 64 && n >= 64 ? 2 : 1,
                                  "mma: per warp, fragment rows (x16) and column pairs (x16)"));
