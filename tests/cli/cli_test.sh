@@ -286,6 +286,7 @@ for ref in sorted(glob.glob("mobile_ref/*.npy")):
 PY
 "$KILN" compile "$MOBILE" --precision tf32 --target cuda:sm_80 --emit-cuda cuda_tf32 -o mobile_tf32.kiln --quiet > /dev/null
 grep -lq "kiln_mma_m16n8k8_tf32(&" cuda_tf32/*.cu || fail "--precision tf32 emitted no TF32 kernel"
+expect_fail "an artifact runs as it was compiled" "$KILN" run mobile_tf32.kiln --precision tf32
 expect_fail "does not apply" "$KILN" bench "$MOBILE" --backend cuda --threads 4
 expect_fail "bad CUDA architecture 'sm_9x'" "$KILN" compile "$MOBILE" --target cuda:sm_9x --emit-cuda cuda_bad
 expect_fail "--emit-cuda needs --target cuda" "$KILN" compile "$MOBILE" --emit-cuda cuda_bad

@@ -81,6 +81,9 @@ Status writeOutputs(const std::string& dir, const std::vector<std::string>& name
 int runArtifact(const RunOptions& o) {
   if (o.backend != "interpreter" && o.backend != "cpu")
     return reportError(Error(ErrorCode::InvalidArgument, "an artifact runs on the target it was compiled for; drop --backend"));
+  if (o.model.precision != "f32" || o.model.optLevel >= 0 || !o.model.pipeline.empty())
+    return reportError(Error(ErrorCode::InvalidArgument, "an artifact runs as it was compiled; give -O, --pipeline and "
+                                                         "--precision to kiln compile instead"));
   Stopwatch timer;
   auto model = Model::load(o.model.path);
   if (!model) return reportError(model.error());

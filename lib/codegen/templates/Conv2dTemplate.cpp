@@ -24,10 +24,11 @@
 //          pack {0,1} (im2col: col in panels of tw pixels, contiguous per k;
 //          1x1 convs copy too), parallel {0,1}
 //   GPU: one output element per thread (its taps serial, unrolled up to 27),
-//          knob threads per block; ungrouped f16 / bf16 convs also get
-//          mma {0,1} (1: an implicit GEMM on tensor cores, TensorCoreGemm.cpp:
-//          rows output channels, columns an image's pixels, k the taps),
-//          warps {1,4} and frags {1,2} (f32: TF32, mma default 0, opt-in)
+//          knob threads per block; ungrouped convs run as an implicit GEMM
+//          (GpuGemm.cpp: rows output channels, columns an image's pixels, k
+//          the taps) with gemm {0,1} (1, the default: shared-memory tiles,
+//          register tiles) and tile {32,64}; f16 / bf16 ones also get
+//          mma {0,1} (1: tensor cores), warps {1,4} and frags {1,2} (f32: TF32, mma default 0, opt-in)
 //
 //===----------------------------------------------------------------------===//
 #include <array>
@@ -72,6 +73,7 @@ class Conv2dTemplate final : public ScheduleTemplate {
     KILN_ASSIGN(ConvShape s, shapeOf(*g.anchor));
     if (target == KernelTarget::Gpu) {
       KnobSpace space = threadPerItemSpace(product(s.y));
+      if (s.groups == 1) addSimtGemmKnobs(space, s.y[1], s.y[2] * s.y[3]);
       KILN_ASSIGN(std::optional<MmaKind> mma, mmaKindOf(*g.anchor, s));
       if (mma) addTensorCoreKnobs(space, s.y[1], s.y[2] * s.y[3], *mma);
       return space;
@@ -110,7 +112,8 @@ class Conv2dTemplate final : public ScheduleTemplate {
     const ir::Node& node = *el.group().anchor;
     KILN_ASSIGN(ConvShape s, shapeOf(node));
     KILN_ASSIGN(const ScalarType ct, resultComputeType(node));
-    if (target == KernelTarget::Gpu && c.count("mma") && c.at("mma")) return instantiateTensorCores(el, c, s, ct);
+    if (target == KernelTarget::Gpu && ((c.count("mma") && c.at("mma")) || (c.count("gemm") && c.at("gemm"))))
+      return instantiateGemm(el, c, s, ct);
     if (target == KernelTarget::Gpu) return instantiateGpu(el, c, s, ct);
     const int64_t toc = c.at("toc"), tw = c.at("tw"), ocTiles = s.ocg / toc;
     const bool im2col = c.at("algo") == 1;
@@ -256,18 +259,21 @@ class Conv2dTemplate final : public ScheduleTemplate {
     return mmaKindFor(w, x);
   }
 
-  /// GPU on tensor cores: per image, out[oc, pixel] = sum over taps k of
-  /// weight[oc, k] * patch[k, pixel] (taps outside the image read zero).
-  static Expected<Stmt> instantiateTensorCores(ElementBuilder& el, const Config& c, const ConvShape& s, ScalarType ct) {
+  /// GPU as an implicit GEMM (tensor cores with mma = 1, else SIMT tiles):
+  /// per image, out[oc, pixel] = sum over taps k of weight[oc, k] *
+  /// patch[k, pixel] (taps outside the image read zero).
+  static Expected<Stmt> instantiateGemm(ElementBuilder& el, const Config& c, const ConvShape& s, ScalarType ct) {
     const ir::Node& node = *el.group().anchor;
+    if (s.groups != 1) return makeError(ErrorCode::CodegenUnsupported, "the GPU implicit GEMM needs an ungrouped conv");
+    const bool tensorCores = c.count("mma") && c.at("mma");
     KILN_ASSIGN(std::optional<MmaKind> kind, mmaKindOf(node, s));
-    if (!kind) return makeError(ErrorCode::CodegenUnsupported, "mma=1 needs an ungrouped conv over f16, bf16 or f32");
+    if (tensorCores && !kind) return makeError(ErrorCode::CodegenUnsupported, "mma=1 needs a conv over f16, bf16 or f32");
     const int64_t ow = s.y[3], window = s.kh * s.kw;
     auto tap = [&](const Expr& k) {
       return std::array<Expr, 3>{floorDiv(k, window), floorMod(floorDiv(k, s.kw), s.kh), floorMod(k, s.kw)};
     };
-    TensorCoreGemm gemm;
-    gemm.kind = *kind;
+    GpuGemm gemm;
+    if (kind) gemm.kind = *kind;
     gemm.batch = s.y[0], gemm.m = s.y[1], gemm.n = s.y[2] * ow, gemm.k = s.icg * window;
     gemm.a = [&](const Expr&, const Expr& oc, const Expr& k) {
       auto [ic, ky, kx] = tap(k);
@@ -290,7 +296,7 @@ class Conv2dTemplate final : public ScheduleTemplate {
       el.setSource(node.output(0), [result](const Index&) { return result; });
       return storeEpilogue(el, {n, oc, floorDiv(pixel, ow), floorMod(pixel, ow)});
     };
-    return tensorCoreGemm(gemm, c);
+    return tensorCores ? tensorCoreGemm(gemm, c) : simtGemm(gemm, c);
   }
 
   /// GPU: one output element per thread, its taps (input channels of its

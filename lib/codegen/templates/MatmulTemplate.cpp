@@ -16,7 +16,7 @@
 //          1 column blocks outer}, pack {0,1} (constant B only), parallel {0,1}
 //   GPU: tile {8,16,32}: shared-memory tiles of A and B, one output per thread;
 //        f16 x f16 and bf16 x bf16 products also get mma {0,1} (1: tensor
-//        cores, TensorCoreGemm.cpp), warps {1,4} and frags {1,2}; f32 ones
+//        cores, GpuGemm.cpp), warps {1,4} and frags {1,2}; f32 ones
 //        the same knobs with mma default 0 and approximate (TF32, opt-in)
 //
 //===----------------------------------------------------------------------===//
@@ -163,7 +163,7 @@ class MatmulTemplate final : public ScheduleTemplate {
     return mmaKindFor(a, b);
   }
 
-  /// GPU on tensor cores: the product as a TensorCoreGemm whose writes run
+  /// GPU on tensor cores: the product as a GpuGemm whose writes run
   /// the anchor's result (alpha, beta * C) and the group's epilogue.
   static Expected<Stmt> instantiateTensorCores(ElementBuilder& el, const Config& c) {
     const ir::Node& node = *el.group().anchor;
@@ -173,7 +173,7 @@ class MatmulTemplate final : public ScheduleTemplate {
     if (!kind) return makeError(ErrorCode::CodegenUnsupported, "mma=1 needs f16, bf16 or f32 operands of one type");
     const Dims batchDims(s.outDims.begin(), s.outDims.end() - 2);
     auto batchIndex = [&](const Expr& batch) { return batchDims.empty() ? Index{} : unflatten(batch, batchDims); };
-    TensorCoreGemm gemm;
+    GpuGemm gemm;
     gemm.kind = *kind;
     gemm.batch = s.batch, gemm.m = s.m, gemm.n = s.n, gemm.k = s.k;
     gemm.a = [&](const Expr& batch, const Expr& row, const Expr& k) {

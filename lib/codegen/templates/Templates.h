@@ -105,11 +105,11 @@ Stmt rowLoop(const Var& j, const Var& lane, int64_t len, bool warp, Stmt body);
 /// The type an anchor computes its (first) result in.
 Expected<ScalarType> resultComputeType(const ir::Node& anchor);
 
-/// A (batched) matrix product on tensor cores (TensorCoreGemm.cpp):
+/// A (batched) matrix product on the GPU (GpuGemm.cpp: tensor cores or SIMT tiles):
 /// out[b, row, col] = sum over k of a(b, row, k) * b(b, k, col). The operand
 /// callbacks get indices inside the matrices (the builder masks the rest
 /// with zeros); `write` stores one output element's accumulated value.
-struct TensorCoreGemm {
+struct GpuGemm {
   MmaKind kind = MmaKind::F16_M16N8K16;
   int64_t batch = 1, m = 1, n = 1, k = 1;
   std::function<Expected<Expr>(const Expr& batch, const Expr& row, const Expr& k)> a;
@@ -123,7 +123,12 @@ std::optional<MmaKind> mmaKindFor(ScalarType a, ScalarType b);
 /// over m x n outputs; for TF32, mma defaults to 0 and is approximate (opt-in).
 void addTensorCoreKnobs(KnobSpace& space, int64_t m, int64_t n, MmaKind kind);
 /// The kernel body for `g` under a configuration holding those knobs (mma = 1).
-Expected<Stmt> tensorCoreGemm(const TensorCoreGemm& g, const Config& c);
+Expected<Stmt> tensorCoreGemm(const GpuGemm& g, const Config& c);
+/// Adds the knobs "gemm" {0,1} and "tile" {32,64} of a SIMT GPU GEMM over m x n outputs.
+void addSimtGemmKnobs(KnobSpace& space, int64_t m, int64_t n);
+/// The kernel body for `g` as a SIMT tiled GEMM (gemm = 1): f32 accumulation,
+/// `kind` unused.
+Expected<Stmt> simtGemm(const GpuGemm& g, const Config& c);
 
 /// Stores every group output at `idx` (the anchor's result supplied with
 /// setSource beforehand), wrapped in `guard` when given; `exclude` names
