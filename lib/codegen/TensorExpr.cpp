@@ -8,6 +8,7 @@
 #include "TensorExpr.h"
 
 #include <algorithm>
+#include <set>
 
 #include "kiln/ir/Node.h"
 
@@ -69,6 +70,25 @@ std::string identifierOf(const std::string& name) {
   return s.size() > 40 ? s.substr(0, 40) : s;
 }
 
+/// The names templates give kernel-local buffers (acc, shared tiles,
+/// fragments, register tiles, argmax state): parameters never take them.
+const std::set<std::string>& localBufferNames() {
+  static const std::set<std::string> names{"acc", "As", "Bs", "af", "bf", "regA", "regB", "best", "at"};
+  return names;
+}
+
+std::string ElementBuilder::uniqueParamName(std::string name) const {
+  auto taken = [&](const std::string& n) {
+    if (localBufferNames().count(n)) return true;
+    for (const Buffer& b : params_)
+      if (b->name == n) return true;
+    return false;
+  };
+  const std::string base = name;
+  for (size_t i = params_.size(); taken(name); ++i) name = base + "_" + std::to_string(i);
+  return name;
+}
+
 bool ElementBuilder::inGroup(const ir::Node* n) const {
   return n && std::find(group_.nodes.begin(), group_.nodes.end(), n) != group_.nodes.end();
 }
@@ -79,10 +99,7 @@ Expected<Buffer> ElementBuilder::bufferFor(const ir::Value* v) {
   KILN_ASSIGN(ScalarType type, valueScalarType(v));
   int64_t size = 1;
   for (int64_t d : dims) size *= d;
-  std::string name = identifierOf(v->name());
-  for (const Buffer& b : params_)
-    if (b->name == name) name += "_" + std::to_string(params_.size());
-  Buffer b = makeBuffer(name, type, MemoryScope::Global, std::max<int64_t>(size, 1));
+  Buffer b = makeBuffer(uniqueParamName(identifierOf(v->name())), type, MemoryScope::Global, std::max<int64_t>(size, 1));
   buffers_[v] = b;
   params_.push_back(b);
   paramValues_.push_back(v);
@@ -91,7 +108,7 @@ Expected<Buffer> ElementBuilder::bufferFor(const ir::Value* v) {
 
 Expected<Buffer> ElementBuilder::packedBuffer(const ir::Value* v, const PackSpec& pack, int64_t size) {
   KILN_ASSIGN(ScalarType type, valueScalarType(v));
-  Buffer b = makeBuffer(identifierOf(v->name()) + "_packed", type, MemoryScope::Global, size);
+  Buffer b = makeBuffer(uniqueParamName(identifierOf(v->name()) + "_packed"), type, MemoryScope::Global, size);
   params_.push_back(b);
   paramValues_.push_back(v);
   packs_.resize(params_.size());
@@ -100,7 +117,8 @@ Expected<Buffer> ElementBuilder::packedBuffer(const ir::Value* v, const PackSpec
 }
 
 Buffer ElementBuilder::tableBuffer(const std::string& name, Tensor data) {
-  Buffer b = makeBuffer(name, *scalarTypeOf(data.dtype()), MemoryScope::Global, std::max<int64_t>(data.numElements(), 1));
+  Buffer b = makeBuffer(uniqueParamName(name), *scalarTypeOf(data.dtype()), MemoryScope::Global,
+                        std::max<int64_t>(data.numElements(), 1));
   params_.push_back(b);
   paramValues_.push_back(nullptr);
   packs_.resize(params_.size());
@@ -110,7 +128,7 @@ Buffer ElementBuilder::tableBuffer(const std::string& name, Tensor data) {
 }
 
 Buffer ElementBuilder::workspace(const std::string& name, ScalarType type, int64_t size) {
-  Buffer b = makeBuffer(name, type, MemoryScope::Global, std::max<int64_t>(size, 1));
+  Buffer b = makeBuffer(uniqueParamName(name), type, MemoryScope::Global, std::max<int64_t>(size, 1));
   params_.push_back(b);
   paramValues_.push_back(nullptr);
   return b;

@@ -75,6 +75,8 @@ class ElementBuilder {
   const KernelGroup& group() const { return group_; }
 
  private:
+  /// `name`, suffixed when a parameter or a kernel-local buffer (acc, As, ...) already has it.
+  std::string uniqueParamName(std::string name) const;
   bool inGroup(const ir::Node* n) const;
   Expected<Expr> compute(const ir::Node& n, size_t result, const Index& idx);
   Expected<Expr> resizeAt(const ir::Node& n, const Index& idx, const Dims& inDims, const Dims& outDims, ScalarType ct);

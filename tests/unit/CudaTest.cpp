@@ -14,6 +14,9 @@
 //===----------------------------------------------------------------------===//
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <set>
+
 #include "CudaEmulator.h"
 #include "ScratchDir.h"
 #include "TemplateCases.h"
@@ -233,6 +236,29 @@ KnobSpace checkEveryConfiguration(const testing::TemplateCase& c, double toleran
 
 TEST_CASE("every template's GPU schedule matches the interpreter under emulation across its knob space") {
   for (const testing::TemplateCase& c : testing::templateCases()) checkEveryConfiguration(c, 2e-5);
+}
+
+TEST_CASE("graph values named like kernel-local buffers or workspaces get parameter names of their own") {
+  // A conv whose input, weights and bias are named acc, As and col: the
+  // names of the GEMM's accumulator, shared tile and the CPU's im2col workspace.
+  const testing::TemplateCase c{"names", R"(module @m {
+  graph @main(%acc: f32[1,3,8,8], %As: f32[8,3,3,3], %col: f32[8]) {
+    %c = Conv(%acc, %As, %col) {pads = [1, 1, 1, 1]} : f32[1,8,8,8]
+    return %c
+  }
+})", "Conv", 12};
+  checkEveryConfiguration(c, 2e-5);
+  auto m = testing::parse(c.text);
+  CompileOptions options;
+  options.allowHostSteps = false;
+  auto cpu = lowerModel(m->graph(), KernelTarget::Cpu, options);
+  INFO((cpu.isOk() ? std::string() : cpu.error().str()));
+  REQUIRE(cpu.isOk());
+  std::vector<std::string> names;
+  for (const codegen::Buffer& b : cpu->kernels.front().kernel.params) names.push_back(b->name);
+  CHECK(std::find(names.begin(), names.end(), "acc") == names.end());
+  CHECK(std::set<std::string>(names.begin(), names.end()).size() == names.size());  // the graph's col and the workspace
+  CHECK(names.size() == 5);
 }
 
 TEST_CASE("vectorized GPU loops read and write aligned unit-stride f32 accesses as float4") {

@@ -6,7 +6,10 @@
 // accumulating into a local scalar; injective producers fused as a prologue
 // are inlined into the read, and the epilogue runs at the store.
 //
-//   knobs: parallel {0,1}; GPU: one kept element per thread, threads per block
+//   knobs: parallel {0,1}; GPU: threads per block, and for value reductions
+//   warp {0,1}: one kept element per thread, or per warp (lanes take every
+//   32nd reduced element, combined by xor shuffles; lane 0 stores; the
+//   default when the innermost dim is reduced and there are >= 32 elements)
 //
 //===----------------------------------------------------------------------===//
 #include <limits>
@@ -53,7 +56,13 @@ class ReduceTemplate final : public ScheduleTemplate {
 
   Expected<KnobSpace> knobSpace(const KernelGroup& g, KernelTarget target) const override {
     KILN_ASSIGN(ReduceShape s, shapeOf(*g.anchor));
-    if (target == KernelTarget::Gpu) return threadPerItemSpace(s.kept);
+    if (target == KernelTarget::Gpu) {
+      KnobSpace space = threadPerItemSpace(s.kept);
+      if (g.anchor->opType().rfind("Arg", 0) != 0)
+        space.knobs.push_back(makeKnob("warp", {0, 1}, s.count >= 32 && !s.reduced.empty() && s.reduced.back() ? 1 : 0,
+                                       "GPU: 0 one kept element per thread, 1 one per warp (shuffles combine the lanes)"));
+      return space;
+    }
     KnobSpace space;
     space.knobs.push_back(parallelKnob(s.kept * s.count, s.kept));
     return space;
@@ -94,9 +103,10 @@ class ReduceTemplate final : public ScheduleTemplate {
     Expr a = load(acc, intImm(0));
     Expr init = constantOf(ct, 0);
     Expr update;
-    if (op == "Max") init = extremeOf(ct, false), update = maxOf(a, x);
-    else if (op == "Min") init = extremeOf(ct, true), update = minOf(a, x);
-    else if (op == "Prod") init = constantOf(ct, 1), update = a * x;
+    BinaryOp combine = BinaryOp::Add;  // how two partial results merge
+    if (op == "Max") init = extremeOf(ct, false), update = maxOf(a, x), combine = BinaryOp::Max;
+    else if (op == "Min") init = extremeOf(ct, true), update = minOf(a, x), combine = BinaryOp::Min;
+    else if (op == "Prod") init = constantOf(ct, 1), update = a * x, combine = BinaryOp::Mul;
     else if (op == "L1") update = a + unary(UnaryOp::Abs, x);
     else if (op == "L2" || op == "SumSquare") update = a + x * x;
     else if (op == "LogSumExp") update = a + unary(UnaryOp::Exp, x);
@@ -108,9 +118,15 @@ class ReduceTemplate final : public ScheduleTemplate {
     if (op == "LogSumExp" || op == "LogSum") result = unary(UnaryOp::Log, a);
     el.setSource(node.output(0), [result](const Index&) { return result; });
     KILN_ASSIGN(Stmt epilogue, storeEpilogue(el, unflatten(varRef(o), outDims)));
-    Stmt body = allocate(acc, seq({store(acc, intImm(0), init),
-                                   forLoop(r, intImm(s.count), LoopKind::Serial, store(acc, intImm(0), update)),
-                                   epilogue}));
+    const bool warp = target == KernelTarget::Gpu && c.count("warp") && c.at("warp");
+    Var lane = makeVar("lane");
+    Stmt accumulate = rowLoop(r, lane, s.count, warp, store(acc, intImm(0), update));
+    if (warp) {
+      accumulate = seq({accumulate, warpAllReduce(acc, 0, combine)});
+      epilogue = ifThen(binary(BinaryOp::Eq, varRef(lane), intImm(0)), epilogue);
+    }
+    Stmt body = allocate(acc, seq({store(acc, intImm(0), init), accumulate, epilogue}));
+    if (warp) return warpPerItem(o, lane, s.kept, c.at("threads"), body);
     if (target == KernelTarget::Gpu) return threadPerItem(o, s.kept, c.at("threads"), body);
     return forLoop(o, intImm(s.kept), s.kept > 1 ? outerKind(c) : LoopKind::Serial, body);
   }
