@@ -213,6 +213,7 @@ export KILN_CACHE_DIR=$WORK/cache  # the NVRTC cache, here rather than in ~/.cac
 expect_in "for cuda (sm_80,sm_90) -> mobile_emit.kiln" compile_cuda.txt
 expect_in "distinct kernels" compile_cuda.txt
 expect_in "steps may run beside the step before them" compile_cuda.txt
+expect_in "tiled GEMM" compile_cuda.txt
 expect_in ", 0 from the cache in $WORK/cache/nvrtc" compile_cuda.txt
 # The same model again: every cubin and PTX comes from the cache, byte for byte the same artifact.
 "$KILN" compile "$MOBILE" --target cuda:sm_80,sm_90 -o mobile_cached.kiln --quiet > compile_cached.txt
@@ -284,7 +285,8 @@ for ref in sorted(glob.glob("mobile_ref/*.npy")):
     want, got = np.load(ref), np.load(os.path.join("mobile_gpu32", os.path.basename(ref)))
     assert got.shape == want.shape and float(np.abs(got - want).max() / max(np.abs(want).max(), 1e-30)) < 1e-2, ref
 PY
-"$KILN" compile "$MOBILE" --precision tf32 --target cuda:sm_80 --emit-cuda cuda_tf32 -o mobile_tf32.kiln --quiet > /dev/null
+"$KILN" compile "$MOBILE" --precision tf32 --target cuda:sm_80 --emit-cuda cuda_tf32 -o mobile_tf32.kiln --quiet > compile_tf32.txt
+expect_in "tensor-core GEMM" compile_tf32.txt
 grep -lq "kiln_mma_m16n8k8_tf32(&" cuda_tf32/*.cu || fail "--precision tf32 emitted no TF32 kernel"
 expect_fail "an artifact runs as it was compiled" "$KILN" run mobile_tf32.kiln --precision tf32
 expect_fail "does not apply" "$KILN" bench "$MOBILE" --backend cuda --threads 4

@@ -90,6 +90,30 @@ Status saveAndReport(const CompileOptions& o, const codegen::LoweredModel& model
 
 /// --target cuda: cubins and PTX for every kernel, into the artifact (and
 /// with --emit-cuda, the CUDA C, cubins and PTX into a directory).
+/// How the GPU kernels are scheduled, e.g. "3 tensor-core GEMM, 2 tiled GEMM,
+/// 4 warp per row, 6 float4 elementwise, 12 one thread per output or row".
+std::string gpuScheduleSummary(const std::vector<codegen::LoweredKernel>& kernels) {
+  auto on = [](const codegen::Config& c, const char* knob, int64_t value) { return c.count(knob) && c.at(knob) == value; };
+  size_t mma = 0, gemm = 0, warp = 0, vector = 0, simple = 0;
+  for (const codegen::LoweredKernel& k : kernels) {
+    if (on(k.config, "mma", 1)) ++mma;
+    else if (on(k.config, "gemm", 1)) ++gemm;
+    else if (on(k.config, "warp", 1)) ++warp;
+    else if (on(k.config, "vector", 4)) ++vector;
+    else ++simple;
+  }
+  std::string out;
+  auto add = [&](size_t n, const char* what) {
+    if (n) out += (out.empty() ? "" : ", ") + std::to_string(n) + " " + what;
+  };
+  add(mma, "tensor-core GEMM");
+  add(gemm, "tiled GEMM");
+  add(warp, "warp per row");
+  add(vector, "float4 elementwise");
+  add(simple, "one thread per output or row (or shared-tile matmul)");
+  return out;
+}
+
 int compileCuda(const CompileOptions& o, const std::vector<int>& archs, ir::Module& module,
                 const codegen::CompileOptions& options, const std::string& output, double importMs, double passesMs) {
   if (!o.quiet)
@@ -108,6 +132,7 @@ int compileCuda(const CompileOptions& o, const std::vector<int>& archs, ir::Modu
     return reportError(s.error());
   const codegen::CompileStats& st = model->stats;
   std::cout << "  weights        " << size(st.weightBytes) << "\n";
+  std::cout << "  schedules      " << gpuScheduleSummary(model->kernels) << "\n";
   // What the runtime's CUDA graphs can overlap: steps that need not wait for the step before them.
   const runtime::StepOverlap overlap = runtime::stepOverlap(*model->executable);
   std::cout << "  cuda graphs    " << overlap.segments << " (kernel runs between host steps); " << overlap.independent
