@@ -76,8 +76,17 @@ void checkUnderEmulation(ir::Graph& g, const LoweredModel& model, const std::vec
 }  // namespace
 
 TEST_CASE("GPU kernels print as CUDA C that NVRTC compiles for sm_80 and sm_90, with PTX") {
+  // The matmul's shared-tile schedule (gemm = 0): a 2-D thread block.
   auto m = testing::parse(testing::templateCases("matmul").front().text);
-  auto model = lowerModel(m->graph(), KernelTarget::Gpu, {});
+  auto plan = FusionPlan::build(m->graph());
+  REQUIRE(plan.isOk());
+  const KernelGroup& group = plan->groups().front();
+  auto space = (*templateFor(group))->knobSpace(group, KernelTarget::Gpu);
+  REQUIRE(space.isOk());
+  CompileOptions options;
+  options.configs[group.name()] = space->defaultConfig();
+  options.configs[group.name()]["gemm"] = 0;
+  auto model = lowerModel(m->graph(), KernelTarget::Gpu, options);
   INFO((model.isOk() ? std::string() : model.error().str()));
   REQUIRE(model.isOk());
   REQUIRE(model->kernels.size() == 1);
@@ -384,28 +393,28 @@ TEST_CASE("f16 and bf16 matrix products and convolutions run on tensor cores (mm
     %r = Relu(%a) : f16[2,37,45]
     return %r
   }
-})", "MatMul", 0},
+})", "MatMul", 24},
        2e-3},
       {{"mma-bf16", R"(module @m {
   graph @main(%x: bf16[20,24], %w: bf16[33,24]) {
     %g = Gemm(%x, %w) {transB = 1, alpha = 0.5} : bf16[20,33]
     return %g
   }
-})", "Gemm", 0},
+})", "Gemm", 24},
        1e-2},
       {{"mma-f16-large", R"(module @m {
   graph @main(%x: f16[70,64], %w: f16[64,130]) {
     %m = MatMul(%x, %w) : f16[70,130]
     return %m
   }
-})", "MatMul", 0},
+})", "MatMul", 24},
        2e-3},
   };
   for (const auto& [c, tolerance] : cases) {
     KnobSpace space = checkEveryConfiguration(c, tolerance);
     // The tensor-core knobs exist, and tensor cores are the default for these operand types.
     CHECK(space.defaultConfig().at("mma") == 1);
-    CHECK(space.size() == 3 * 2 * 2 * 2);
+    CHECK(space.size() == 3 * 2 * 2 * 2 * 2 * 2);  // tile, gemm, block, mma, warps, frags
   }
   // Convolutions as implicit GEMMs: padded, strided and dilated with bias and
   // Relu (taps outside the image read zero), and a 1x1 conv with a residual add.

@@ -27,7 +27,7 @@
 //          knob threads per block; ungrouped convs run as an implicit GEMM
 //          (GpuGemm.cpp: rows output channels, columns an image's pixels, k
 //          the taps) with gemm {0,1} (1, the default: shared-memory tiles,
-//          register tiles) and tile {32,64}; f16 / bf16 ones also get
+//          register tiles) and block {32,64}; f16 / bf16 ones also get
 //          mma {0,1} (1: tensor cores), warps {1,4} and frags {1,2} (f32: TF32, mma default 0, opt-in)
 //
 //===----------------------------------------------------------------------===//

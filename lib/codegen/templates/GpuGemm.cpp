@@ -204,12 +204,12 @@ Expected<Stmt> tensorCoreGemm(const GpuGemm& g, const Config& c) {
 
 void addSimtGemmKnobs(KnobSpace& space, int64_t m, int64_t n) {
   space.knobs.push_back(makeKnob("gemm", {0, 1}, 1, "GPU: 1 shared-memory tiled GEMM with register tiles, 0 one output per thread"));
-  space.knobs.push_back(makeKnob("tile", {32, 64}, m >= 64 && n >= 64 ? 64 : 32,
-                                 "gemm: block tile (tile x tile outputs, 16 x 16 threads)"));
+  space.knobs.push_back(makeKnob("block", {32, 64}, m >= 64 && n >= 64 ? 64 : 32,
+                                 "gemm: block x block outputs per 16 x 16 threads"));
 }
 
 Expected<Stmt> simtGemm(const GpuGemm& g, const Config& c) {
-  const int64_t tile = c.at("tile"), per = tile / 16;
+  const int64_t tile = c.at("block"), per = tile / 16;
   BlockTiles t(256, tile, tile, 16, 0, 0);
   KILN_ASSIGN(Stmt stage, stageTiles(g, t));
   Var kk = makeVar("kk"), i = makeVar("i"), j = makeVar("j"), i2 = makeVar("i2"), j2 = makeVar("j2");

@@ -14,7 +14,9 @@
 //   knobs: tm {1,2,4,8} rows per tile, tn {4,8,16,32,64} columns per tile
 //          (at most the padded column count), order {0 row blocks outer,
 //          1 column blocks outer}, pack {0,1} (constant B only), parallel {0,1}
-//   GPU: tile {8,16,32}: shared-memory tiles of A and B, one output per thread;
+//   GPU: gemm {0,1} (1, the default: SIMT register tiles, GpuGemm.cpp) and
+//        block {32,64}; with gemm = 0, tile {8,16,32}: shared-memory tiles of
+//        A and B, one output per thread;
 //        f16 x f16 and bf16 x bf16 products also get mma {0,1} (1: tensor
 //        cores, GpuGemm.cpp), warps {1,4} and frags {1,2}; f32 ones
 //        the same knobs with mma default 0 and approximate (TF32, opt-in)
@@ -70,7 +72,8 @@ class MatmulTemplate final : public ScheduleTemplate {
     KILN_ASSIGN(MatmulShape s, shapeOf(*g.anchor));
     KnobSpace space;
     if (target == KernelTarget::Gpu) {
-      space.knobs.push_back(makeKnob("tile", {8, 16, 32}, 16, "GPU: output tile (tile x tile threads) and k step staged in shared memory"));
+      space.knobs.push_back(makeKnob("tile", {8, 16, 32}, 16, "GPU (gemm = 0): output tile (tile x tile threads) and k step staged in shared memory"));
+      addSimtGemmKnobs(space, s.m, s.n);
       KILN_ASSIGN(std::optional<MmaKind> mma, mmaKindOf(*g.anchor));
       if (mma) addTensorCoreKnobs(space, s.m, s.n, *mma);
       return space;
@@ -89,7 +92,8 @@ class MatmulTemplate final : public ScheduleTemplate {
   }
 
   Expected<Stmt> instantiate(ElementBuilder& el, const Config& c, KernelTarget target) const override {
-    if (target == KernelTarget::Gpu && c.count("mma") && c.at("mma")) return instantiateTensorCores(el, c);
+    if (target == KernelTarget::Gpu && ((c.count("mma") && c.at("mma")) || (c.count("gemm") && c.at("gemm"))))
+      return instantiateGemm(el, c);
     if (target == KernelTarget::Gpu) return instantiateGpu(el, c);
     const ir::Node& node = *el.group().anchor;
     KILN_ASSIGN(MatmulShape s, shapeOf(node));
@@ -163,18 +167,19 @@ class MatmulTemplate final : public ScheduleTemplate {
     return mmaKindFor(a, b);
   }
 
-  /// GPU on tensor cores: the product as a GpuGemm whose writes run
-  /// the anchor's result (alpha, beta * C) and the group's epilogue.
-  static Expected<Stmt> instantiateTensorCores(ElementBuilder& el, const Config& c) {
+  /// GPU as a GpuGemm (tensor cores with mma = 1, else SIMT tiles) whose
+  /// writes run the anchor's result (alpha, beta * C) and the group's epilogue.
+  static Expected<Stmt> instantiateGemm(ElementBuilder& el, const Config& c) {
     const ir::Node& node = *el.group().anchor;
     KILN_ASSIGN(MatmulShape s, shapeOf(node));
     KILN_ASSIGN(const ScalarType ct, resultComputeType(node));
+    const bool tensorCores = c.count("mma") && c.at("mma");
     KILN_ASSIGN(std::optional<MmaKind> kind, mmaKindOf(node));
-    if (!kind) return makeError(ErrorCode::CodegenUnsupported, "mma=1 needs f16, bf16 or f32 operands of one type");
+    if (tensorCores && !kind) return makeError(ErrorCode::CodegenUnsupported, "mma=1 needs f16, bf16 or f32 operands of one type");
     const Dims batchDims(s.outDims.begin(), s.outDims.end() - 2);
     auto batchIndex = [&](const Expr& batch) { return batchDims.empty() ? Index{} : unflatten(batch, batchDims); };
     GpuGemm gemm;
-    gemm.kind = *kind;
+    if (kind) gemm.kind = *kind;
     gemm.batch = s.batch, gemm.m = s.m, gemm.n = s.n, gemm.k = s.k;
     gemm.a = [&](const Expr& batch, const Expr& row, const Expr& k) {
       Index bi = batchIndex(batch);
@@ -192,7 +197,7 @@ class MatmulTemplate final : public ScheduleTemplate {
       el.setSource(node.output(0), [result](const Index&) { return result; });
       return storeEpilogue(el, outIdx);
     };
-    return tensorCoreGemm(gemm, c);
+    return tensorCores ? tensorCoreGemm(gemm, c) : simtGemm(gemm, c);
   }
 
   /// The index of an operand of `dims` at (row, col) for output batch index

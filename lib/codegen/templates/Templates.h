@@ -124,7 +124,7 @@ std::optional<MmaKind> mmaKindFor(ScalarType a, ScalarType b);
 void addTensorCoreKnobs(KnobSpace& space, int64_t m, int64_t n, MmaKind kind);
 /// The kernel body for `g` under a configuration holding those knobs (mma = 1).
 Expected<Stmt> tensorCoreGemm(const GpuGemm& g, const Config& c);
-/// Adds the knobs "gemm" {0,1} and "tile" {32,64} of a SIMT GPU GEMM over m x n outputs.
+/// Adds the knobs "gemm" {0,1} and "block" {32,64} of a SIMT GPU GEMM over m x n outputs.
 void addSimtGemmKnobs(KnobSpace& space, int64_t m, int64_t n);
 /// The kernel body for `g` as a SIMT tiled GEMM (gemm = 1): f32 accumulation,
 /// `kind` unused.
