@@ -593,6 +593,9 @@ class CudaEmitter {
   /// read and written: each aligned unit-stride load becomes one 16-byte load
   /// before the loop (the lanes read from a register array) and each such
   /// store one 16-byte store after it. False (nothing printed) when no access qualifies.
+  /// Hoisting a load out of a select arm is safe because element formulas keep
+  /// every load in bounds whether or not its value is used (they clamp indices,
+  /// e.g. Concat's and Pad's), so the 4 lanes' elements all exist.
   Expected<bool> vectorLoop(std::ostream& os, const Stmt& s, const std::string& pad, int indent, const std::string& name) {
     int64_t lanes = 0;
     std::vector<const StmtNode*> stores;
