@@ -131,6 +131,12 @@ class PipelineParser {
 
 Expected<std::vector<PipelineEntry>> parsePipeline(std::string_view text) { return PipelineParser(text).parse(); }
 
+Expected<std::vector<PipelineEntry>> precisionPasses(const std::string& precision) {
+  if (precision == "f32" || precision == "tf32") return std::vector<PipelineEntry>{};
+  if (precision == "f16" || precision == "bf16") return parsePipeline("to-mixed-precision{dtype=" + precision + "}");
+  return Error(ErrorCode::InvalidArgument, "unknown precision '" + precision + "' (f32, tf32, f16, bf16)");
+}
+
 std::string printPipeline(const std::vector<PipelineEntry>& pipeline) {
   std::string out;
   for (const PipelineEntry& e : pipeline) {

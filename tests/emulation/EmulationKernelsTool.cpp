@@ -30,10 +30,8 @@ Expected<std::string> build(const std::string& modelPath, const std::string& wor
   passes::registerAllPasses();
   KILN_ASSIGN(auto module, onnx::importOnnxFile(modelPath));
   KILN_ASSIGN(auto pipeline, passes::optLevelPipeline(passes::kDefaultOptLevel));
-  if (precision == "f16" || precision == "bf16") {  // as the CLI's --precision does
-    KILN_ASSIGN(auto mixed, passes::parsePipeline("to-mixed-precision{dtype=" + precision + "}"));
-    pipeline.insert(pipeline.end(), mixed.begin(), mixed.end());
-  }
+  KILN_ASSIGN(auto mixed, passes::precisionPasses(precision));  // as the CLI's --precision does
+  pipeline.insert(pipeline.end(), mixed.begin(), mixed.end());
   KILN_TRY(passes::runPipeline(module->graph(), pipeline, {}));
   codegen::CompileOptions options;
   options.allowTf32 = precision == "tf32";

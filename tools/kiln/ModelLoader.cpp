@@ -87,10 +87,8 @@ Expected<std::vector<passes::PipelineEntry>> selectedPipeline(const ModelOptions
   } else {
     KILN_ASSIGN(pipeline, passes::optLevelPipeline(o.optLevel >= 0 ? o.optLevel : passes::kDefaultOptLevel));
   }
-  if (o.precision == "f16" || o.precision == "bf16") {
-    KILN_ASSIGN(auto mixed, passes::parsePipeline("to-mixed-precision{dtype=" + o.precision + "}"));
-    pipeline.insert(pipeline.end(), mixed.begin(), mixed.end());
-  }
+  KILN_ASSIGN(auto mixed, passes::precisionPasses(o.precision));
+  pipeline.insert(pipeline.end(), mixed.begin(), mixed.end());
   return pipeline;
 }
 

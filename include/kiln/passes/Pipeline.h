@@ -26,6 +26,11 @@ struct PipelineEntry {
 /// offending position for syntax errors, unknown passes or bad options.
 Expected<std::vector<PipelineEntry>> parsePipeline(std::string_view text);
 
+/// The passes a precision adds after a pipeline (the CLI's --precision):
+/// to-mixed-precision for "f16" and "bf16", none for "f32" and "tf32" (a code
+/// generation option); KE4003 for any other name.
+Expected<std::vector<PipelineEntry>> precisionPasses(const std::string& precision);
+
 /// The canonical text of a pipeline (options that differ from their defaults only).
 std::string printPipeline(const std::vector<PipelineEntry>& pipeline);
 

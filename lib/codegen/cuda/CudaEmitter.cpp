@@ -489,14 +489,16 @@ class CudaEmitter {
           return Status::ok();
         }
         if (s->loop == LoopKind::Parallel) return fail("has a parallel loop (a CPU schedule)");
+        VectorAccesses vector;
         if (s->loop == LoopKind::Vectorized) {
-          KILN_ASSIGN(bool done, vectorLoop(os, s, pad, indent, name));
-          if (done) return Status::ok();
+          KILN_ASSIGN(vector, beginVectorLoop(os, s, pad, name));
         }
-        if (s->loop == LoopKind::Unrolled || s->loop == LoopKind::Vectorized) os << pad << "#pragma unroll\n";
-        os << pad << "for (long long " << name << " = 0; " << name << " < " << e[0] << "; ++" << name << ") {\n";
-        KILN_TRY(stmt(os, s->body[0], indent + 1));
-        os << pad << "}\n";
+        const std::string loopPad = vector.open ? pad + "  " : pad;
+        if (s->loop == LoopKind::Unrolled || s->loop == LoopKind::Vectorized) os << loopPad << "#pragma unroll\n";
+        os << loopPad << "for (long long " << name << " = 0; " << name << " < " << e[0] << "; ++" << name << ") {\n";
+        KILN_TRY(stmt(os, s->body[0], indent + (vector.open ? 2 : 1)));
+        os << loopPad << "}\n";
+        if (vector.open) KILN_TRY(endVectorLoop(os, s, pad, vector));
         return Status::ok();
       }
       case StmtKind::Store: {
@@ -589,17 +591,27 @@ class CudaEmitter {
     for (const Expr& o : e->operands) collectLoads(o, out, seen);
   }
 
-  /// A vectorized loop of 4 lanes whose body is only stores, no buffer both
-  /// read and written: each aligned unit-stride load becomes one 16-byte load
-  /// before the loop (the lanes read from a register array) and each such
-  /// store one 16-byte store after it. False (nothing printed) when no access qualifies.
-  /// Hoisting a load out of a select arm is safe because element formulas keep
-  /// every load in bounds whether or not its value is used (they clamp indices,
-  /// e.g. Concat's and Pad's), so the 4 lanes' elements all exist.
-  Expected<bool> vectorLoop(std::ostream& os, const Stmt& s, const std::string& pad, int indent, const std::string& name) {
+  /// A vectorized loop's 16-byte accesses (open: its block was printed).
+  struct VectorAccesses {
+    bool open = false;
+    std::vector<const ExprNode*> loads;
+    std::vector<std::pair<const StmtNode*, std::string>> stores;  ///< with their lane arrays
+  };
+
+  /// For a vectorized loop of 4 lanes whose body is only stores, no buffer
+  /// both read and written, opens a block before the loop and loads each
+  /// aligned unit-stride operand there with one 16-byte load (the lanes read a
+  /// register array); each such store writes a lane array that
+  /// endVectorLoop stores with one 16-byte store. Nothing printed (open =
+  /// false) when no access qualifies. Hoisting a load out of a select arm is
+  /// safe because element formulas keep every load in bounds whether or not
+  /// its value is used (they clamp indices, e.g. Concat's and Pad's), so the
+  /// 4 lanes' elements all exist.
+  Expected<VectorAccesses> beginVectorLoop(std::ostream& os, const Stmt& s, const std::string& pad, const std::string& name) {
+    VectorAccesses out;
     int64_t lanes = 0;
     std::vector<const StmtNode*> stores;
-    if (!isIntConstant(s->value, &lanes) || lanes != 4 || !storesOnly(s->body[0], stores)) return false;
+    if (!isIntConstant(s->value, &lanes) || lanes != 4 || !storesOnly(s->body[0], stores)) return out;
     std::set<const BufferDecl*> stored;
     std::vector<const ExprNode*> loads;
     std::set<const ExprNode*> seen;
@@ -609,52 +621,52 @@ class CudaEmitter {
       collectLoads(st->value, loads, seen);
     }
     for (const ExprNode* l : loads)
-      if (stored.count(l->buffer.get())) return false;
-    std::vector<const ExprNode*> vLoads;
-    std::vector<const StmtNode*> vStores;
+      if (stored.count(l->buffer.get())) return out;
     for (const ExprNode* l : loads)
-      if (vectorAccess(l->buffer, l->operands[0], s->var)) vLoads.push_back(l);
+      if (vectorAccess(l->buffer, l->operands[0], s->var)) out.loads.push_back(l);
+    std::vector<const StmtNode*> vStores;
     for (const StmtNode* st : stores)
       if (vectorAccess(st->buffer, st->index, s->var)) vStores.push_back(st);
-    if (vLoads.empty() && vStores.empty()) return false;
+    if (out.loads.empty() && vStores.empty()) return out;
+    out.open = true;
     const std::string inner = pad + "  ";
     os << pad << "{  // vectorized loop %" << s->var->name << ": 16-byte loads and stores\n";
-    for (const ExprNode* l : vLoads) {
+    for (const ExprNode* l : out.loads) {
       KILN_ASSIGN(std::vector<std::string> base, exprs(os, inner, {substituteVar(l->operands[0], s->var, intImm(0))}));
       KILN_ASSIGN(std::string t, cType(l->buffer->type));
+      const char* vt = vector4Type(l->buffer->type);
       std::string lanesName = "kiln_v" + std::to_string(nextTemp_++);
       os << inner << t << " " << lanesName << "[4];\n"
-         << inner << "{\n" << inner << "  const " << vector4Type(l->buffer->type) << " kiln_q = *reinterpret_cast<const "
-         << vector4Type(l->buffer->type) << "*>(&" << buffer(l->buffer) << "[" << base[0] << "]);\n"
+         << inner << "{\n" << inner << "  const " << vt << " kiln_q = *reinterpret_cast<const " << vt << "*>(&"
+         << buffer(l->buffer) << "[" << base[0] << "]);\n"
          << inner << "  " << lanesName << "[0] = kiln_q.x; " << lanesName << "[1] = kiln_q.y; " << lanesName
          << "[2] = kiln_q.z; " << lanesName << "[3] = kiln_q.w;\n" << inner << "}\n";
       vectorLoads_[l] = lanesName + "[" + name + "]";
     }
-    std::vector<std::string> storeNames;
     for (const StmtNode* st : vStores) {
       KILN_ASSIGN(std::string t, cType(st->buffer->type));
-      storeNames.push_back("kiln_v" + std::to_string(nextTemp_++));
-      os << inner << t << " " << storeNames.back() << "[4];\n";
-      vectorStores_[st] = storeNames.back() + "[" + name + "]";
+      std::string lanesName = "kiln_v" + std::to_string(nextTemp_++);
+      os << inner << t << " " << lanesName << "[4];\n";
+      vectorStores_[st] = lanesName + "[" + name + "]";
+      out.stores.emplace_back(st, lanesName);
     }
-    KILN_ASSIGN(std::vector<std::string> extent, exprs(os, inner, {s->value}));
-    os << inner << "#pragma unroll\n"
-       << inner << "for (long long " << name << " = 0; " << name << " < " << extent[0] << "; ++" << name << ") {\n";
-    KILN_TRY(stmt(os, s->body[0], indent + 2));
-    os << inner << "}\n";
-    for (size_t i = 0; i < vStores.size(); ++i) {
-      const StmtNode* st = vStores[i];
+    return out;
+  }
+
+  /// After the loop begun by beginVectorLoop: the 16-byte stores, and the block closed.
+  Status endVectorLoop(std::ostream& os, const Stmt& s, const std::string& pad, const VectorAccesses& v) {
+    const std::string inner = pad + "  ";
+    for (const auto& [st, n] : v.stores) {
       KILN_ASSIGN(std::vector<std::string> base, exprs(os, inner, {substituteVar(st->index, s->var, intImm(0))}));
       const char* vt = vector4Type(st->buffer->type);
-      const std::string& n = storeNames[i];
       os << inner << "{\n" << inner << "  " << vt << " kiln_q;\n" << inner << "  kiln_q.x = " << n << "[0]; kiln_q.y = " << n
          << "[1]; kiln_q.z = " << n << "[2]; kiln_q.w = " << n << "[3];\n" << inner << "  *reinterpret_cast<" << vt << "*>(&"
          << buffer(st->buffer) << "[" << base[0] << "]) = kiln_q;\n" << inner << "}\n";
+      vectorStores_.erase(st);
     }
     os << pad << "}\n";
-    for (const ExprNode* l : vLoads) vectorLoads_.erase(l);
-    for (const StmtNode* st : vStores) vectorStores_.erase(st);
-    return true;
+    for (const ExprNode* l : v.loads) vectorLoads_.erase(l);
+    return Status::ok();
   }
 
   /// Whether `s` holds a statement of `kind` (a barrier, an mma).

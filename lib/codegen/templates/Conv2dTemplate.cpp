@@ -112,8 +112,7 @@ class Conv2dTemplate final : public ScheduleTemplate {
     const ir::Node& node = *el.group().anchor;
     KILN_ASSIGN(ConvShape s, shapeOf(node));
     KILN_ASSIGN(const ScalarType ct, resultComputeType(node));
-    if (target == KernelTarget::Gpu && ((c.count("mma") && c.at("mma")) || (c.count("gemm") && c.at("gemm"))))
-      return instantiateGemm(el, c, s, ct);
+    if (target == KernelTarget::Gpu && usesGpuGemm(c)) return instantiateGemm(el, c, s, ct);
     if (target == KernelTarget::Gpu) return instantiateGpu(el, c, s, ct);
     const int64_t toc = c.at("toc"), tw = c.at("tw"), ocTiles = s.ocg / toc;
     const bool im2col = c.at("algo") == 1;
@@ -131,7 +130,7 @@ class Conv2dTemplate final : public ScheduleTemplate {
     Expr row, col;  // output pixel of block lane (i, j)
     std::function<Expected<Expr>(bool)> pixelValue;
     int64_t tilesPerRow, rows;
-    const bool panelsLayout = im2col && c.count("pack") && c.at("pack") == 1;
+    const bool panelsLayout = im2col && knobIs(c, "pack");
     if (im2col) {
       // col[((n * groups + g) * K + k) * P + p], or with pack=1 in panels of tw
       // pixels: col[(((n * groups + g) * panels + p / tw) * K + k) * tw + p % tw],
@@ -265,15 +264,12 @@ class Conv2dTemplate final : public ScheduleTemplate {
   static Expected<Stmt> instantiateGemm(ElementBuilder& el, const Config& c, const ConvShape& s, ScalarType ct) {
     const ir::Node& node = *el.group().anchor;
     if (s.groups != 1) return makeError(ErrorCode::CodegenUnsupported, "the GPU implicit GEMM needs an ungrouped conv");
-    const bool tensorCores = c.count("mma") && c.at("mma");
     KILN_ASSIGN(std::optional<MmaKind> kind, mmaKindOf(node, s));
-    if (tensorCores && !kind) return makeError(ErrorCode::CodegenUnsupported, "mma=1 needs a conv over f16, bf16 or f32");
     const int64_t ow = s.y[3], window = s.kh * s.kw;
     auto tap = [&](const Expr& k) {
       return std::array<Expr, 3>{floorDiv(k, window), floorMod(floorDiv(k, s.kw), s.kh), floorMod(k, s.kw)};
     };
     GpuGemm gemm;
-    if (kind) gemm.kind = *kind;
     gemm.batch = s.y[0], gemm.m = s.y[1], gemm.n = s.y[2] * ow, gemm.k = s.icg * window;
     gemm.a = [&](const Expr&, const Expr& oc, const Expr& k) {
       auto [ic, ky, kx] = tap(k);
@@ -296,7 +292,7 @@ class Conv2dTemplate final : public ScheduleTemplate {
       el.setSource(node.output(0), [result](const Index&) { return result; });
       return storeEpilogue(el, {n, oc, floorDiv(pixel, ow), floorMod(pixel, ow)});
     };
-    return tensorCores ? tensorCoreGemm(gemm, c) : simtGemm(gemm, c);
+    return gpuGemm(std::move(gemm), kind, c);
   }
 
   /// GPU: one output element per thread, its taps (input channels of its

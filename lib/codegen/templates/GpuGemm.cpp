@@ -71,6 +71,12 @@ void addTensorCoreKnobs(KnobSpace& space, int64_t m, int64_t n, MmaKind kind) {
                                  "mma: per warp, fragment rows (x16) and column pairs (x16)"));
 }
 
+void addSimtGemmKnobs(KnobSpace& space, int64_t m, int64_t n) {
+  space.knobs.push_back(makeKnob("gemm", {0, 1}, 1, "GPU: 1 shared-memory tiled GEMM with register tiles, 0 one output per thread"));
+  space.knobs.push_back(makeKnob("block", {32, 64}, m >= 64 && n >= 64 ? 64 : 32,
+                                 "gemm: block x block outputs per 16 x 16 threads"));
+}
+
 namespace {
 
 /// A block's shared tiles and loop variables, common to both schedules.
@@ -148,8 +154,6 @@ Stmt gemmKernel(const GpuGemm& g, const BlockTiles& t, Stmt stage, const Buffer&
                          forLoop(t.bx, intImm(ceilDiv(g.n, t.tileN)), LoopKind::BlockX, block)));
 }
 
-}  // namespace
-
 Expected<Stmt> tensorCoreGemm(const GpuGemm& g, const Config& c) {
   const MmaShape shape = mmaShape(g.kind);
   const int64_t warpsM = c.at("warps") == 4 ? 2 : 1, warpsN = warpsM, fragsM = c.at("frags"), fragsN = 2 * fragsM;
@@ -202,12 +206,6 @@ Expected<Stmt> tensorCoreGemm(const GpuGemm& g, const Config& c) {
   return gemmKernel(g, t, stage, acc, {af, bf}, step, epilogue);
 }
 
-void addSimtGemmKnobs(KnobSpace& space, int64_t m, int64_t n) {
-  space.knobs.push_back(makeKnob("gemm", {0, 1}, 1, "GPU: 1 shared-memory tiled GEMM with register tiles, 0 one output per thread"));
-  space.knobs.push_back(makeKnob("block", {32, 64}, m >= 64 && n >= 64 ? 64 : 32,
-                                 "gemm: block x block outputs per 16 x 16 threads"));
-}
-
 Expected<Stmt> simtGemm(const GpuGemm& g, const Config& c) {
   const int64_t tile = c.at("block"), per = tile / 16;
   BlockTiles t(256, tile, tile, 16, 0, 0);
@@ -229,6 +227,17 @@ Expected<Stmt> simtGemm(const GpuGemm& g, const Config& c) {
                                        load(acc, varRef(ei) * per + varRef(ej))));
   Stmt epilogue = forLoop(ei, intImm(per), LoopKind::Unrolled, forLoop(ej, intImm(per), LoopKind::Unrolled, write));
   return gemmKernel(g, t, stage, acc, {a, b}, step, epilogue);
+}
+
+}  // namespace
+
+bool usesGpuGemm(const Config& c) { return knobIs(c, "mma") || knobIs(c, "gemm"); }
+
+Expected<Stmt> gpuGemm(GpuGemm g, std::optional<MmaKind> kind, const Config& c) {
+  if (!knobIs(c, "mma")) return simtGemm(g, c);
+  if (!kind) return makeError(ErrorCode::CodegenUnsupported, "mma=1 needs operands of one type among f16, bf16 and f32");
+  g.kind = *kind;
+  return tensorCoreGemm(g, c);
 }
 
 }  // namespace kiln::codegen

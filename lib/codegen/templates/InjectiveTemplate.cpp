@@ -92,7 +92,7 @@ class InjectiveTemplate final : public ScheduleTemplate {
     Var o = makeVar("o");
     int64_t items = 0;
     for (const auto& n : nests) items = std::max(items, product(n.first));
-    if (c.count("vector") && c.at("vector") == 4) {
+    if (knobIs(c, "vector", 4)) {
       // 4 consecutive elements per thread, along the last dim (a multiple of 4).
       const auto& [dims, values] = nests.front();
       Var v = makeVar("v");

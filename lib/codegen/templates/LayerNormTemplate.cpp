@@ -35,7 +35,7 @@ class LayerNormTemplate final : public ScheduleTemplate {
     KILN_ASSIGN(int64_t axis, ir::normalizeAxis(node.getInt("axis"), int64_t(x.size())));
     Dims rowDims(x.begin(), x.begin() + axis), normDims(x.begin() + axis, x.end());
     const int64_t rows = product(rowDims), len = product(normDims);
-    const bool warp = target == KernelTarget::Gpu && c.count("warp") && c.at("warp");
+    const bool warp = target == KernelTarget::Gpu && knobIs(c, "warp");
     Var o = makeVar("o"), j = makeVar("j"), lane = makeVar("lane");
     Index idx = unflatten(varRef(o), rowDims), inner = unflatten(varRef(j), normDims);
     idx.insert(idx.end(), inner.begin(), inner.end());

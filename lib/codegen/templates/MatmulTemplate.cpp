@@ -92,8 +92,7 @@ class MatmulTemplate final : public ScheduleTemplate {
   }
 
   Expected<Stmt> instantiate(ElementBuilder& el, const Config& c, KernelTarget target) const override {
-    if (target == KernelTarget::Gpu && ((c.count("mma") && c.at("mma")) || (c.count("gemm") && c.at("gemm"))))
-      return instantiateGemm(el, c);
+    if (target == KernelTarget::Gpu && usesGpuGemm(c)) return instantiateGemm(el, c);
     if (target == KernelTarget::Gpu) return instantiateGpu(el, c);
     const ir::Node& node = *el.group().anchor;
     KILN_ASSIGN(MatmulShape s, shapeOf(node));
@@ -108,7 +107,7 @@ class MatmulTemplate final : public ScheduleTemplate {
     Expr batchFlat = floorDiv(varRef(bm), mTiles);
     // Packed B: panels are zero-padded to tn columns, so the last column block
     // stays in place and masks its stores.
-    const bool packed = c.count("pack") && c.at("pack") == 1;
+    const bool packed = knobIs(c, "pack");
     Expr m0 = blockOrigin(floorMod(varRef(bm), mTiles), tm, s.m);
     Expr n0 = packed ? varRef(nt) * tn : blockOrigin(varRef(nt), tn, s.n);
     Buffer panels;
@@ -173,13 +172,10 @@ class MatmulTemplate final : public ScheduleTemplate {
     const ir::Node& node = *el.group().anchor;
     KILN_ASSIGN(MatmulShape s, shapeOf(node));
     KILN_ASSIGN(const ScalarType ct, resultComputeType(node));
-    const bool tensorCores = c.count("mma") && c.at("mma");
     KILN_ASSIGN(std::optional<MmaKind> kind, mmaKindOf(node));
-    if (tensorCores && !kind) return makeError(ErrorCode::CodegenUnsupported, "mma=1 needs f16, bf16 or f32 operands of one type");
     const Dims batchDims(s.outDims.begin(), s.outDims.end() - 2);
     auto batchIndex = [&](const Expr& batch) { return batchDims.empty() ? Index{} : unflatten(batch, batchDims); };
     GpuGemm gemm;
-    if (kind) gemm.kind = *kind;
     gemm.batch = s.batch, gemm.m = s.m, gemm.n = s.n, gemm.k = s.k;
     gemm.a = [&](const Expr& batch, const Expr& row, const Expr& k) {
       Index bi = batchIndex(batch);
@@ -197,7 +193,7 @@ class MatmulTemplate final : public ScheduleTemplate {
       el.setSource(node.output(0), [result](const Index&) { return result; });
       return storeEpilogue(el, outIdx);
     };
-    return tensorCores ? tensorCoreGemm(gemm, c) : simtGemm(gemm, c);
+    return gpuGemm(std::move(gemm), kind, c);
   }
 
   /// The index of an operand of `dims` at (row, col) for output batch index

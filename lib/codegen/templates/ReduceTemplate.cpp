@@ -118,7 +118,7 @@ class ReduceTemplate final : public ScheduleTemplate {
     if (op == "LogSumExp" || op == "LogSum") result = unary(UnaryOp::Log, a);
     el.setSource(node.output(0), [result](const Index&) { return result; });
     KILN_ASSIGN(Stmt epilogue, storeEpilogue(el, unflatten(varRef(o), outDims)));
-    const bool warp = target == KernelTarget::Gpu && c.count("warp") && c.at("warp");
+    const bool warp = target == KernelTarget::Gpu && knobIs(c, "warp");
     Var lane = makeVar("lane");
     Stmt accumulate = rowLoop(r, lane, s.count, warp, store(acc, intImm(0), update));
     if (warp) {

@@ -40,7 +40,7 @@ class SoftmaxTemplate final : public ScheduleTemplate {
     for (size_t d = 0; d < x.size(); ++d)
       if (int64_t(d) != axis) rowDims.push_back(x[d]);
     const int64_t len = x[size_t(axis)], rows = product(rowDims);
-    const bool warp = target == KernelTarget::Gpu && c.count("warp") && c.at("warp");
+    const bool warp = target == KernelTarget::Gpu && knobIs(c, "warp");
     Var o = makeVar("o"), j = makeVar("j"), lane = makeVar("lane");
     Index row = unflatten(varRef(o), rowDims);
     Index idx = row;

@@ -60,8 +60,14 @@ Knob threadsKnob(int64_t items);
 /// The knob space of a thread-per-item GPU schedule over `items`.
 KnobSpace threadPerItemSpace(int64_t items);
 
+/// Whether configuration `c` has knob `name` set to `value` (absent knobs are not).
+inline bool knobIs(const Config& c, const std::string& name, int64_t value = 1) {
+  auto it = c.find(name);
+  return it != c.end() && it->second == value;
+}
+
 /// The outer loop kind for a kernel: parallel when the knob asks for it.
-inline LoopKind outerKind(const Config& c) { return c.count("parallel") && c.at("parallel") ? LoopKind::Parallel : LoopKind::Serial; }
+inline LoopKind outerKind(const Config& c) { return knobIs(c, "parallel") ? LoopKind::Parallel : LoopKind::Serial; }
 
 /// A knob "parallel" {0,1}, on by default when the kernel does at least
 /// `work` operations and has more than one outer iteration.
@@ -122,13 +128,13 @@ std::optional<MmaKind> mmaKindFor(ScalarType a, ScalarType b);
 /// Adds the knobs "mma" {0,1}, "warps" {1,4} and "frags" {1,2} of a GPU GEMM
 /// over m x n outputs; for TF32, mma defaults to 0 and is approximate (opt-in).
 void addTensorCoreKnobs(KnobSpace& space, int64_t m, int64_t n, MmaKind kind);
-/// The kernel body for `g` under a configuration holding those knobs (mma = 1).
-Expected<Stmt> tensorCoreGemm(const GpuGemm& g, const Config& c);
 /// Adds the knobs "gemm" {0,1} and "block" {32,64} of a SIMT GPU GEMM over m x n outputs.
 void addSimtGemmKnobs(KnobSpace& space, int64_t m, int64_t n);
-/// The kernel body for `g` as a SIMT tiled GEMM (gemm = 1): f32 accumulation,
-/// `kind` unused.
-Expected<Stmt> simtGemm(const GpuGemm& g, const Config& c);
+/// Whether configuration `c` asks for a GpuGemm schedule (mma = 1 or gemm = 1).
+bool usesGpuGemm(const Config& c);
+/// The kernel body for `g` as `c` asks: tensor cores of `kind` (mma = 1; an
+/// error when the operand types have none), else SIMT tiles (gemm = 1).
+Expected<Stmt> gpuGemm(GpuGemm g, std::optional<MmaKind> kind, const Config& c);
 
 /// Stores every group output at `idx` (the anchor's result supplied with
 /// setSource beforehand), wrapped in `guard` when given; `exclude` names
