@@ -85,7 +85,7 @@ class BertEncoder(torch.nn.Module):
 
     def forward(self, input_ids, attention_mask):
         n = input_ids.shape[1]
-        positions = torch.arange(n, dtype=torch.long).unsqueeze(0)
+        positions = torch.arange(n, dtype=torch.long, device=input_ids.device).unsqueeze(0)
         x = self.norm(self.words(input_ids) + self.positions(positions) + self.segments(torch.zeros_like(input_ids)))
         bias = (1.0 - attention_mask[:, None, None, :].to(x.dtype)) * -10000.0
         for layer in self.layers:

@@ -12,6 +12,8 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include <map>
+
 #include "kiln/bench/Backend.h"
 #include "kiln/codegen/CudaCompiler.h"
 #include "kiln/codegen/NvrtcCache.h"
@@ -36,6 +38,8 @@ class CudaCodegenBackend final : public Backend {
     codegen::CompileOptions options;
     options.allowTf32 = allowTf32_;
     KILN_ASSIGN(codegen::LoweredModel lowered, codegen::compileCudaArtifact(module_->graph(), options, cuda));
+    for (const codegen::LoweredKernel& k : lowered.kernels)
+      schedules_[k.kernel.name] = k.templateName + " " + codegen::configToString(k.config);
     KILN_ASSIGN(executor_, runtime::CudaExecutor::create(lowered.executable));
     phases.codegenMs = timer.elapsedMs();
     return Status::ok();
@@ -50,11 +54,23 @@ class CudaCodegenBackend final : public Backend {
     if (!executor_) return std::nullopt;
     return executor_->deviceBytes();
   }
+  Expected<std::vector<KernelTime>> profileKernels(const std::vector<RuntimeValue>& inputs, int runs) override {
+    if (!executor_) return Error(ErrorCode::Internal, "cuda backend: profileKernels() before prepare()");
+    KILN_ASSIGN(std::vector<Tensor> tensors, tensorInputs(inputs, "cuda"));
+    KILN_ASSIGN(std::vector<runtime::KernelStepTime> steps, executor_->profile(tensors, runs));
+    std::vector<KernelTime> times;
+    for (const runtime::KernelStepTime& s : steps) {
+      auto it = schedules_.find(s.kernel);
+      times.push_back({s.kernel, it == schedules_.end() ? std::string() : it->second, s.grid, s.block, 1, s.meanMs});
+    }
+    return sumPerKernel(std::move(times));
+  }
 
  private:
   bool allowTf32_ = false;
   std::unique_ptr<ir::Module> module_;
   std::unique_ptr<runtime::CudaExecutor> executor_;
+  std::map<std::string, std::string> schedules_;  ///< kernel entry point -> "template configuration"
 };
 
 }  // namespace kiln::bench

@@ -255,6 +255,30 @@ KILN_CUDA_DRIVER=$EMULATED_DRIVER KILN_EMULATED_KERNELS=$EMU_LIB "$KILN" bench "
   --format json --quiet > bench_cuda.json
 /usr/bin/python3 -c "import json; r=json.loads(open('bench_cuda.json').read().splitlines()[-1]); assert r['backend']=='cuda' and r['runs_completed']==3 and r['memory']['peak_device_bytes']>0, r" \
   || fail "kiln bench --backend cuda record"
+# --profile: every kernel timed (events) on the device, summed per kernel, slowest first;
+# with --format json the table goes to stderr and stdout stays one record.
+KILN_CUDA_DRIVER=$EMULATED_DRIVER KILN_EMULATED_KERNELS=$EMU_LIB "$KILN" bench "$MOBILE" --backend cuda --warmup 1 --runs 2 \
+  --profile 2 --quiet > bench_profile.txt
+expect_in "kernel profile: " bench_profile.txt
+expect_in "(mean of 2 runs, each launch timed by CUDA events" bench_profile.txt
+/usr/bin/python3 - <<'PY' || fail "kiln bench --profile table"
+import re
+text = open("bench_profile.txt").read()
+head = re.search(r"kernel profile: (\d+) kernels, (\d+) launches per run, ([0-9.]+) ms", text)
+kernels, launches = int(head.group(1)), int(head.group(2))
+rows = [l for l in text.splitlines() if re.match(r"\s+[0-9.]+\s+[0-9.]+%\s+\d+%\s+\d+\s+\d+,\d+,\d+ x \d+\s+k\w+", l)]
+assert kernels > 0 and launches >= kernels, (kernels, launches)
+assert len(rows) == min(kernels, 25), (len(rows), kernels)
+ms = [float(l.split()[0]) for l in rows]
+assert ms == sorted(ms, reverse=True), ms
+assert all("[" in l and "]" in l for l in rows), "every kernel names its schedule"
+assert sum(int(l.split()[3]) for l in rows) <= launches
+PY
+KILN_CUDA_DRIVER=$EMULATED_DRIVER KILN_EMULATED_KERNELS=$EMU_LIB "$KILN" bench "$MOBILE" --backend cuda --warmup 1 --runs 2 \
+  --profile 1 --format json --quiet > bench_profile.json 2> bench_profile_err.txt
+[ "$(wc -l < bench_profile.json)" = 1 ] || fail "--profile with --format json: stdout is not one record"
+expect_in "kernel profile: " bench_profile_err.txt
+expect_fail "--profile times GPU kernels: backend 'interpreter' has none" "$KILN" bench "$MOBILE" --backend interpreter --profile 2
 # --precision f16: the interpreter runs the mixed-precision graph, the cuda backend its f16 kernels
 # (tensor-core convs) on the emulated driver; the two agree to f16 rounding, and both stay near f32.
 EMU_LIB16=$("$EMULATION_KERNELS" "$MOBILE" emulation16 f16 | tail -1)

@@ -29,6 +29,7 @@
 #include <cuda.h>
 #include <dlfcn.h>
 
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -67,7 +68,7 @@ struct State {
   std::mutex mutex;
   std::map<uintptr_t, size_t> allocations;  ///< base -> bytes
   size_t allocatedBytes = 0;
-  int modules = 0, streams = 0, contexts = 0, graphs = 0, pinned = 0;
+  int modules = 0, streams = 0, contexts = 0, graphs = 0, pinned = 0, events = 0;
   uint64_t graphLaunches = 0;
   std::string lastError;  ///< the last failed launch's message (for cuGetErrorString)
 };
@@ -137,7 +138,7 @@ extern "C" {
 int kiln_emulated_live_objects() {
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
-  return int(s.allocations.size()) + s.modules + s.streams + s.contexts + s.graphs + s.pinned;
+  return int(s.allocations.size()) + s.modules + s.streams + s.contexts + s.graphs + s.pinned + s.events;
 }
 
 /// How many CUDA graph launches this process made.
@@ -322,6 +323,44 @@ CUresult CUDAAPI cuLaunchKernel(CUfunction function, unsigned gx, unsigned gy, u
   for (CUdeviceptr p : values) args.push_back(reinterpret_cast<void*>(uintptr_t(p)));
   const unsigned grid[3] = {gx, gy, gz}, block[3] = {bx, by, bz};
   return run(f, grid, block, args.data());
+}
+
+// Events hold the host time they were recorded at: launches run synchronously,
+// so the time between two events is the time of the work between them.
+struct Event {
+  std::chrono::steady_clock::time_point at;
+  bool recorded = false;
+};
+
+CUresult CUDAAPI cuEventCreate(CUevent* event, unsigned int) {
+  *event = reinterpret_cast<CUevent>(new Event);
+  count(&State::events, +1);
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuEventDestroy(CUevent event) {
+  delete reinterpret_cast<Event*>(event);
+  count(&State::events, -1);
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuEventRecord(CUevent event, CUstream) {
+  auto* e = reinterpret_cast<Event*>(event);
+  e->at = std::chrono::steady_clock::now();
+  e->recorded = true;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuEventSynchronize(CUevent event) {
+  return reinterpret_cast<Event*>(event)->recorded ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
+CUresult CUDAAPI cuEventElapsedTime(float* ms, CUevent start, CUevent end) {
+  const auto* a = reinterpret_cast<Event*>(start);
+  const auto* b = reinterpret_cast<Event*>(end);
+  if (!a->recorded || !b->recorded) return CUDA_ERROR_INVALID_HANDLE;
+  *ms = std::chrono::duration<float, std::milli>(b->at - a->at).count();
+  return CUDA_SUCCESS;
 }
 
 CUresult CUDAAPI cuGraphCreate(CUgraph* graph, unsigned int flags) {

@@ -39,6 +39,7 @@
 #include "kiln/passes/PassManager.h"
 #include "kiln/passes/PassRegistry.h"
 #include "kiln/runtime/Artifact.h"
+#include "kiln/runtime/CudaExecutor.h"
 #include "kiln/runtime/Interpreter.h"
 #include "kiln/runtime/StepDependencies.h"
 #include "kiln/support/File.h"
@@ -335,4 +336,43 @@ TEST_CASE("NVRTC outputs are cached by source hash and a damaged entry is compil
   CHECK(cache.pathOf(codegen::NvrtcCache::keyOf(source->source, "sm_90")) != cubinEntry);
   CHECK(!cache.load("never stored").has_value());
   CHECK(!codegen::NvrtcCache("").load(codegen::NvrtcCache::keyOf(source->source, "sm_80")).has_value());
+}
+
+TEST_CASE("profile() times every kernel step with events and releases them") {
+  CompiledModel compiled = compile("ssdlite_tiny-raw.onnx");  // kernel steps between host steps
+  auto exe = runtime::loadArtifact(compiled.artifact);
+  REQUIRE(exe.isOk());
+  const auto shared = std::make_shared<const runtime::Executable>(std::move(*exe));
+  size_t kernelSteps = 0;
+  for (const runtime::KernelStep& s : shared->steps) kernelSteps += s.kind == runtime::StepKind::Kernel;
+  REQUIRE(kernelSteps < shared->steps.size());
+  {
+    auto executor = runtime::CudaExecutor::create(shared);
+    REQUIRE(executor.isOk());
+    std::vector<Tensor> inputs = testing::randomInputs(compiled.module->graph(), 5);
+    auto steps = (*executor)->profile(inputs, 2);
+    INFO((steps.isOk() ? std::string() : steps.error().str()));
+    REQUIRE(steps.isOk());
+    REQUIRE(steps->size() == kernelSteps);
+    uint32_t previous = 0;
+    for (size_t i = 0; i < steps->size(); ++i) {
+      const runtime::KernelStepTime& t = (*steps)[i];
+      CHECK((i == 0 || t.step > previous));
+      previous = t.step;
+      REQUIRE(t.step < shared->steps.size());
+      const runtime::KernelStep& step = shared->steps[t.step];
+      CHECK(step.kind == runtime::StepKind::Kernel);
+      CHECK(t.kernel == shared->kernelNames[step.kernel]);
+      CHECK(t.grid == shared->cudaKernels[step.kernel].grid);
+      CHECK(t.block == shared->cudaKernels[step.kernel].block);
+      CHECK(t.meanMs >= 0);
+    }
+    // Profiling leaves the executor as it was: a run after it is still right.
+    auto out = (*executor)->run(inputs);
+    REQUIRE(out.isOk());
+    auto bad = (*executor)->profile(inputs, 0);
+    REQUIRE(!bad.isOk());
+    CHECK(bad.error().code() == ErrorCode::InvalidArgument);
+  }
+  CHECK(liveDriverObjects() == 0);  // the events too
 }

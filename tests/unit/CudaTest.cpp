@@ -515,3 +515,30 @@ TEST_CASE("a mixed-precision (f16) model, or f32 with TF32 allowed, lowers for t
     checkUnderEmulation(g, *model, kernels, **lib, 0, testing::randomInputs(g, 11), tf32 ? 1e-2 : 5e-3);
   }
 }
+
+TEST_CASE("GEMM tiles default to the large tile only where it leaves enough blocks to fill the GPU") {
+  // BERT-base's projections: 128 x 768 outputs are 24 blocks of 64 x 64 at
+  // batch 1 (most of an H100's 132 SMs idle) and 768 blocks at batch 32.
+  auto defaults = [](int batch) {
+    const std::string b = std::to_string(batch);
+    auto m = testing::parse(R"(module @m {
+  graph @main(%x: f16[)" + b + R"(,128,768], %w: f16[768,768]) {
+    %y = MatMul(%x, %w) : f16[)" + b + R"(,128,768]
+    return %y
+  }
+})");
+    auto plan = FusionPlan::build(m->graph());
+    REQUIRE(plan.isOk());
+    const KernelGroup& group = plan->groups().front();
+    auto space = (*templateFor(group))->knobSpace(group, KernelTarget::Gpu);
+    REQUIRE(space.isOk());
+    return space->defaultConfig();
+  };
+  Config one = defaults(1), many = defaults(32);
+  CHECK(one["block"] == 32);
+  CHECK(one["frags"] == 1);
+  CHECK(many["block"] == 64);
+  CHECK(many["frags"] == 2);
+  CHECK(one["mma"] == 1);  // f16 on tensor cores either way
+  CHECK(many["mma"] == 1);
+}

@@ -5,6 +5,9 @@
 // kiln/bench/BenchRunner.h (defaults: 100 warm-up and 1000 timed runs, as in
 // the pass-selection research). Prints a table, or the kiln-bench/1 JSON
 // record with --format json; --json FILE appends the record as one line.
+// --profile N then times every kernel on the device over N more runs and
+// prints where the time goes (kiln/bench/KernelProfile.h; on stderr with
+// --format json, so stdout stays one record).
 //
 //===----------------------------------------------------------------------===//
 #include <filesystem>
@@ -30,6 +33,7 @@ struct BenchCommandOptions {
   std::string format = "table";
   std::string jsonFile;
   bool quiet = false;
+  int profileRuns = 0;
 };
 
 int benchModel(const BenchCommandOptions& o) {
@@ -39,6 +43,9 @@ int benchModel(const BenchCommandOptions& o) {
   if (Status s = checkPrecisionTarget(o.model, o.backend == "cuda"); !s.isOk()) return reportError(s.error());
   auto backend = bench::createBackend(o.backend, {.threads = o.threads, .seed = o.seed, .allowTf32 = o.model.precision == "tf32"});
   if (!backend) return reportError(backend.error());
+  if (o.profileRuns > 0 && !(*backend)->usesGpu())
+    return reportError(Error(ErrorCode::InvalidArgument, "--profile times GPU kernels: backend '" + o.backend +
+                                                             "' has none (use --backend cuda)"));
 
   bench::BenchRecord record;
   record.runtimeVersion = KILN_VERSION;
@@ -63,6 +70,12 @@ int benchModel(const BenchCommandOptions& o) {
   std::string line = bench::toJsonLine(record);
   if (o.format == "json") std::cout << line << "\n";
   else bench::printTable(std::cout, record);
+  if (o.profileRuns > 0) {
+    if (progress) *progress << "kiln bench: profiling every kernel over " << o.profileRuns << " runs\n" << std::flush;
+    auto profile = (*backend)->profileKernels(model->inputs, o.profileRuns);
+    if (!profile) return reportError(profile.error());
+    bench::printKernelProfile(o.format == "json" ? std::cerr : std::cout, *profile, o.profileRuns);
+  }
   if (!o.jsonFile.empty()) {
     std::ofstream out(o.jsonFile, std::ios::app);
     out << line << "\n";
@@ -96,6 +109,10 @@ void addBenchCommand(CLI::App& app, int& exitCode) {
       ->check(CLI::IsMember({"table", "json"}));
   cmd->add_option("--json", o->jsonFile, "Append the record to this .jsonl file");
   cmd->add_flag("--quiet", o->quiet, "No progress on stderr");
+  cmd->add_option("--profile", o->profileRuns,
+                  "After measuring, time every kernel on the device over this many runs and print the slowest "
+                  "(cuda backend; on stderr with --format json)")
+      ->check(CLI::NonNegativeNumber);
   cmd->callback([=, &exitCode] { exitCode = benchModel(*o); });
 }
 

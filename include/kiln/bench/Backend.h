@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "kiln/bench/KernelProfile.h"
 #include "kiln/ir/Module.h"
 #include "kiln/support/RuntimeValue.h"
 #include "kiln/support/Status.h"
@@ -50,6 +51,12 @@ class Backend {
   virtual Expected<std::vector<RuntimeValue>> run(const std::vector<RuntimeValue>& inputs) = 0;
   /// Peak device memory of the runs so far, for device backends.
   virtual std::optional<uint64_t> peakDeviceBytes() const { return std::nullopt; }
+  /// Each kernel step's device time, the mean of `runs` runs (kiln bench
+  /// --profile); KE4003 for a backend without device kernels to time.
+  virtual Expected<std::vector<KernelTime>> profileKernels(const std::vector<RuntimeValue>& inputs, int runs) {
+    (void)inputs, (void)runs;
+    return Error(ErrorCode::InvalidArgument, "--profile times GPU kernels: backend '" + name() + "' has none (use --backend cuda)");
+  }
 };
 
 /// The tensors of `inputs`, for backends that take tensors only (KE3001 otherwise).

@@ -10,11 +10,15 @@
 // no device is KE5005; an architecture the artifact has no code for is
 // KE5004; device memory the model does not fit in KE5007; a failing
 // driver call KE5006. Kernel steps replay as CUDA graphs (see
-// CudaExecutor.cpp; KILN_CUDA_GRAPHS=0 turns them off).
+// CudaExecutor.cpp; KILN_CUDA_GRAPHS=0 turns them off). profile() times
+// every kernel step on the device with CUDA events around its launch (kiln
+// bench --profile): launched one by one, not as graphs, so the per-step
+// times add up to more than a graph replay takes.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include <array>
 #include <memory>
 #include <string>
 #include <vector>
@@ -23,12 +27,22 @@
 
 namespace kiln::runtime {
 
+/// One kernel step's mean device time over the runs of CudaExecutor::profile.
+struct KernelStepTime {
+  uint32_t step = 0;   ///< index in Executable::steps
+  std::string kernel;  ///< entry point (kernelNames)
+  std::array<uint32_t, 3> grid{1, 1, 1}, block{1, 1, 1};
+  double meanMs = 0;
+};
+
 class CudaExecutor {
  public:
   ~CudaExecutor();
   static Expected<std::unique_ptr<CudaExecutor>> create(std::shared_ptr<const Executable> exe);
   /// Runs once; inputs in model order. Thread-safe (runs are serialized).
   Expected<std::vector<Tensor>> run(const std::vector<Tensor>& inputs) const;
+  /// Runs `runs` times (>= 1) with each kernel step timed; one entry per kernel step, in step order.
+  Expected<std::vector<KernelStepTime>> profile(const std::vector<Tensor>& inputs, int runs) const;
   /// "NVIDIA H100 80GB HBM3 (sm_90)".
   const std::string& device() const;
   /// Device memory the loaded model holds (arena, weights, inputs, outputs).

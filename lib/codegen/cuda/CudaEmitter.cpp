@@ -19,7 +19,10 @@
 // Arithmetic follows the CPU emitter: floor division by a positive constant
 // of a non-negative value is plain `/` and `%`, float min/max propagate NaN,
 // Round is round-half-even (rint). Only the C subset that the emulation
-// harness (tests/emulation) also compiles is used.
+// harness (tests/emulation) also compiles is used; the exceptions sit behind
+// __CUDA_ARCH__ (f16/bf16 conversions: one PTX cvt each on the GPU, the same
+// round-to-nearest-even in plain C where the harness compiles the source)
+// or KILN_EMULATED_MMA (the tensor-core helpers).
 //
 //===----------------------------------------------------------------------===//
 #include <algorithm>
@@ -65,13 +68,24 @@ template <class T> __device__ __forceinline__ T kiln_fmax(T a, T b) {
 // f16 / bf16 live in memory as their bits (unsigned short) and are computed
 // in f32: loads widen exactly, stores round to nearest even (as the CPU target).
 __device__ __forceinline__ float kiln_f16_to_f32(unsigned short h) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800  // one instruction on the GPU, the same bits
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+  return f;
+#else
   const unsigned sign = (unsigned)(h & 0x8000u) << 16, exponent = (h >> 10) & 0x1fu, mantissa = h & 0x3ffu;
   if (exponent == 0x1fu) return __uint_as_float(sign | 0x7f800000u | (mantissa << 13));
   if (exponent != 0) return __uint_as_float(sign | ((exponent + 112u) << 23) | (mantissa << 13));
   const float subnormal = (float)mantissa * 5.9604644775390625e-8f;  // mantissa * 2^-24
   return sign ? -subnormal : subnormal;
+#endif
 }
 __device__ __forceinline__ unsigned short kiln_f32_to_f16(float f) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  unsigned short h;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  return h;
+#else
   const unsigned bits = __float_as_uint(f), sign = (bits >> 16) & 0x8000u, magnitude = bits & 0x7fffffffu;
   if (magnitude > 0x7f800000u) return (unsigned short)(sign | 0x7e00u);             // NaN
   if (magnitude >= 0x477ff000u) return (unsigned short)(sign | 0x7c00u);            // rounds to infinity
@@ -79,12 +93,19 @@ __device__ __forceinline__ unsigned short kiln_f32_to_f16(float f) {
     return (unsigned short)(sign | (unsigned)rintf(__uint_as_float(magnitude) * 16777216.0f));
   const unsigned rebased = magnitude - 0x38000000u;                                 // exponent 127 -> 15 bias
   return (unsigned short)(sign | ((rebased + 0xfffu + ((rebased >> 13) & 1u)) >> 13));
+#endif
 }
 __device__ __forceinline__ float kiln_bf16_to_f32(unsigned short h) { return __uint_as_float((unsigned)h << 16); }
 __device__ __forceinline__ unsigned short kiln_f32_to_bf16(float f) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  unsigned short h;
+  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  return h;
+#else
   const unsigned bits = __float_as_uint(f);
   if ((bits & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((bits >> 16) | 0x40u);  // quiet NaN
   return (unsigned short)((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
+#endif
 }
 #endif
 )";
@@ -97,11 +118,15 @@ constexpr const char* kMmaPrelude = R"(// kiln tensor-core helpers (sm_80 and ne
 #ifndef KILN_MMA_HELPERS
 #define KILN_MMA_HELPERS
 #ifndef KILN_EMULATED_MMA
-__device__ __forceinline__ unsigned kiln_pack_f16x2(float lo, float hi) {
-  return (unsigned)kiln_f32_to_f16(lo) | ((unsigned)kiln_f32_to_f16(hi) << 16);
+__device__ __forceinline__ unsigned kiln_pack_f16x2(float lo, float hi) {  // hi in the upper half
+  unsigned r;
+  asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
 }
 __device__ __forceinline__ unsigned kiln_pack_bf16x2(float lo, float hi) {
-  return (unsigned)kiln_f32_to_bf16(lo) | ((unsigned)kiln_f32_to_bf16(hi) << 16);
+  unsigned r;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
 }
 __device__ __forceinline__ unsigned kiln_to_tf32(float x) {
   unsigned r;

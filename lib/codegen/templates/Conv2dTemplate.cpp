@@ -73,9 +73,9 @@ class Conv2dTemplate final : public ScheduleTemplate {
     KILN_ASSIGN(ConvShape s, shapeOf(*g.anchor));
     if (target == KernelTarget::Gpu) {
       KnobSpace space = threadPerItemSpace(product(s.y));
-      if (s.groups == 1) addSimtGemmKnobs(space, s.y[1], s.y[2] * s.y[3]);
+      if (s.groups == 1) addSimtGemmKnobs(space, s.y[0], s.y[1], s.y[2] * s.y[3]);
       KILN_ASSIGN(std::optional<MmaKind> mma, mmaKindOf(*g.anchor, s));
-      if (mma) addTensorCoreKnobs(space, s.y[1], s.y[2] * s.y[3], *mma);
+      if (mma) addTensorCoreKnobs(space, s.y[0], s.y[1], s.y[2] * s.y[3], *mma);
       return space;
     }
     const int64_t ow = s.y[3], pixels = s.y[2] * s.y[3];

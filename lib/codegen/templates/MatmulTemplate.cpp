@@ -73,9 +73,9 @@ class MatmulTemplate final : public ScheduleTemplate {
     KnobSpace space;
     if (target == KernelTarget::Gpu) {
       space.knobs.push_back(makeKnob("tile", {8, 16, 32}, 16, "GPU (gemm = 0): output tile (tile x tile threads) and k step staged in shared memory"));
-      addSimtGemmKnobs(space, s.m, s.n);
+      addSimtGemmKnobs(space, s.batch, s.m, s.n);
       KILN_ASSIGN(std::optional<MmaKind> mma, mmaKindOf(*g.anchor));
-      if (mma) addTensorCoreKnobs(space, s.m, s.n, *mma);
+      if (mma) addTensorCoreKnobs(space, s.batch, s.m, s.n, *mma);
       return space;
     }
     space.knobs.push_back(makeKnob("tm", {1, 2, 4, 8}, 4, "rows per register tile",

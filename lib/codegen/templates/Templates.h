@@ -126,10 +126,12 @@ struct GpuGemm {
 /// f32 x f32 as TF32), if any.
 std::optional<MmaKind> mmaKindFor(ScalarType a, ScalarType b);
 /// Adds the knobs "mma" {0,1}, "warps" {1,4} and "frags" {1,2} of a GPU GEMM
-/// over m x n outputs; for TF32, mma defaults to 0 and is approximate (opt-in).
-void addTensorCoreKnobs(KnobSpace& space, int64_t m, int64_t n, MmaKind kind);
-/// Adds the knobs "gemm" {0,1} and "block" {32,64} of a SIMT GPU GEMM over m x n outputs.
-void addSimtGemmKnobs(KnobSpace& space, int64_t m, int64_t n);
+/// over `batch` m x n outputs; for TF32, mma defaults to 0 and is approximate
+/// (opt-in). The large tile is the default only where it leaves enough blocks.
+void addTensorCoreKnobs(KnobSpace& space, int64_t batch, int64_t m, int64_t n, MmaKind kind);
+/// Adds the knobs "gemm" {0,1} and "block" {32,64} of a SIMT GPU GEMM over
+/// `batch` m x n outputs (block 64 the default only where it leaves enough blocks).
+void addSimtGemmKnobs(KnobSpace& space, int64_t batch, int64_t m, int64_t n);
 /// Whether configuration `c` asks for a GpuGemm schedule (mma = 1 or gemm = 1).
 bool usesGpuGemm(const Config& c);
 /// The kernel body for `g` as `c` asks: tensor cores of `kind` (mma = 1; an

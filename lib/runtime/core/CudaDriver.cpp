@@ -73,6 +73,11 @@ Loaded load() {
   need("cuGraphLaunch", d.graphLaunch);
   need("cuGraphExecDestroy", d.graphExecDestroy);
   need("cuGraphDestroy", d.graphDestroy);
+  need("cuEventCreate", d.eventCreate);
+  need("cuEventDestroy_v2", d.eventDestroy);
+  need("cuEventRecord", d.eventRecord);
+  need("cuEventSynchronize", d.eventSynchronize);
+  need("cuEventElapsedTime_v2", d.eventElapsedTime);
   need("cuGetErrorName", d.getErrorName);
   need("cuGetErrorString", d.getErrorString);
   if (missing) {

@@ -51,6 +51,11 @@ struct CudaDriver {
   decltype(&::cuGraphLaunch) graphLaunch = nullptr;
   decltype(&::cuGraphExecDestroy) graphExecDestroy = nullptr;
   decltype(&::cuGraphDestroy) graphDestroy = nullptr;
+  decltype(&::cuEventCreate) eventCreate = nullptr;
+  decltype(&::cuEventDestroy) eventDestroy = nullptr;
+  decltype(&::cuEventRecord) eventRecord = nullptr;
+  decltype(&::cuEventSynchronize) eventSynchronize = nullptr;
+  decltype(&::cuEventElapsedTime) eventElapsedTime = nullptr;
   decltype(&::cuGetErrorName) getErrorName = nullptr;
   decltype(&::cuGetErrorString) getErrorString = nullptr;
 

@@ -28,6 +28,23 @@
 
 namespace kiln::runtime {
 
+namespace {
+
+/// Two events per kernel step (recorded around its launch) while profiling.
+struct StepTimer {
+  const CudaDriver& cu;
+  std::vector<CUevent> before, after;  ///< per step; null for host steps
+  StepTimer(const CudaDriver& driver, size_t steps) : cu(driver), before(steps, nullptr), after(steps, nullptr) {}
+  ~StepTimer() {
+    for (CUevent e : before)
+      if (e) cu.eventDestroy(e);
+    for (CUevent e : after)
+      if (e) cu.eventDestroy(e);
+  }
+};
+
+}  // namespace
+
 struct CudaExecutor::Impl {
   const CudaDriver* cu = nullptr;
   std::shared_ptr<const Executable> exe;
@@ -137,20 +154,25 @@ struct CudaExecutor::Impl {
     return Status::ok();
   }
 
-  /// Enqueues a segment's kernels one by one (no CUDA graphs).
-  Status launchSegment(const KernelSegment& segment) const {
+  /// Enqueues a segment's kernels one by one (no CUDA graphs); with `timer`,
+  /// each launch between two of its events.
+  Status launchSegment(const KernelSegment& segment, StepTimer* timer) const {
     std::vector<CUdeviceptr> args;
     std::vector<void*> params;
     for (uint32_t s = segment.begin; s < segment.end; ++s) {
       const KernelStep& step = exe->steps[s];
       const CudaKernelCode& c = exe->cudaKernels[step.kernel];
       kernelParams(step, args, params);
+      if (timer) KILN_TRY(cu->check(cu->eventRecord(timer->before[s], stream), "cuEventRecord"));
       KILN_TRY(cu->check(cu->launchKernel(functions[step.kernel], c.grid[0], c.grid[1], c.grid[2], c.block[0], c.block[1],
                                           c.block[2], 0, stream, params.data(), nullptr),
                          "launching " + exe->kernelNames[step.kernel]));
+      if (timer) KILN_TRY(cu->check(cu->eventRecord(timer->after[s], stream), "cuEventRecord"));
     }
     return Status::ok();
   }
+
+  Expected<std::vector<Tensor>> runOnce(const std::vector<Tensor>& inputs, StepTimer* timer) const;
 
   ~Impl() {
     if (!cu || !context) return;
@@ -280,12 +302,49 @@ Expected<std::unique_ptr<CudaExecutor>> CudaExecutor::create(std::shared_ptr<con
 }
 
 Expected<std::vector<Tensor>> CudaExecutor::run(const std::vector<Tensor>& inputs) const {
-  Impl& m = *impl_;
+  KILN_TRY(impl_->exe->checkInputs(inputs));
+  std::lock_guard<std::mutex> lock(impl_->runMutex);
+  Impl::Current current(*impl_);
+  return impl_->runOnce(inputs, nullptr);
+}
+
+Expected<std::vector<KernelStepTime>> CudaExecutor::profile(const std::vector<Tensor>& inputs, int runs) const {
+  const Impl& m = *impl_;
+  const Executable& exe = *m.exe;
+  KILN_TRY(exe.checkInputs(inputs));
+  if (runs < 1) return makeError(ErrorCode::InvalidArgument, "profiling needs at least one run, not ", runs);
+  std::lock_guard<std::mutex> lock(impl_->runMutex);
+  Impl::Current current(m);
+  StepTimer timer(*m.cu, exe.steps.size());
+  for (size_t s = 0; s < exe.steps.size(); ++s) {
+    if (exe.steps[s].kind != StepKind::Kernel) continue;
+    KILN_TRY(m.cu->check(m.cu->eventCreate(&timer.before[s], CU_EVENT_DEFAULT), "cuEventCreate"));
+    KILN_TRY(m.cu->check(m.cu->eventCreate(&timer.after[s], CU_EVENT_DEFAULT), "cuEventCreate"));
+  }
+  std::vector<KernelStepTime> times;
+  for (size_t s = 0; s < exe.steps.size(); ++s) {
+    const KernelStep& step = exe.steps[s];
+    if (step.kind != StepKind::Kernel) continue;
+    const CudaKernelCode& c = exe.cudaKernels[step.kernel];
+    times.push_back({uint32_t(s), exe.kernelNames[step.kernel], c.grid, c.block, 0.0});
+  }
+  for (int r = 0; r < runs; ++r) {
+    KILN_TRY(m.runOnce(inputs, &timer).status());  // waits for the device: every event has completed
+    size_t i = 0;
+    for (size_t s = 0; s < exe.steps.size(); ++s) {
+      if (!timer.before[s]) continue;
+      float ms = 0;
+      KILN_TRY(m.cu->check(m.cu->eventElapsedTime(&ms, timer.before[s], timer.after[s]), "cuEventElapsedTime"));
+      times[i++].meanMs += double(ms) / runs;
+    }
+  }
+  return times;
+}
+
+Expected<std::vector<Tensor>> CudaExecutor::Impl::runOnce(const std::vector<Tensor>& inputs, StepTimer* timer) const {
+  const Impl& m = *this;
   const Executable& exe = *m.exe;
   const CudaDriver& cu = *m.cu;
-  KILN_TRY(exe.checkInputs(inputs));
-  std::lock_guard<std::mutex> lock(m.runMutex);
-  Impl::Current current(m);
   for (size_t i = 0; i < inputs.size(); ++i) {
     const BufferSpec& b = exe.buffers[exe.inputs[i]];
     if (!b.bytes()) continue;
@@ -312,7 +371,7 @@ Expected<std::vector<Tensor>> CudaExecutor::run(const std::vector<Tensor>& input
     const KernelStep& step = exe.steps[s];
     if (step.kind == StepKind::Kernel) {
       const KernelSegment& seg = m.segments[segment];
-      if (m.graphs.empty()) KILN_TRY(m.launchSegment(seg));
+      if (m.graphs.empty() || timer) KILN_TRY(m.launchSegment(seg, timer));
       else KILN_TRY(cu.check(cu.graphLaunch(m.graphs[segment], m.stream), "launching the CUDA graph of steps " +
                                                                              std::to_string(seg.begin) + ".." + std::to_string(seg.end - 1)));
       ++segment;
