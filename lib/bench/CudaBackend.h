@@ -24,7 +24,8 @@ namespace kiln::bench {
 
 class CudaCodegenBackend final : public Backend {
  public:
-  explicit CudaCodegenBackend(const BackendOptions& options) : allowTf32_(options.allowTf32) {}  // threads, seed do not apply
+  explicit CudaCodegenBackend(const BackendOptions& options)
+      : allowTf32_(options.allowTf32), libraryTactics_(options.libraryTactics) {}  // threads, seed do not apply
   std::string name() const override { return "cuda"; }
   int threads() const override { return 1; }
   bool usesGpu() const override { return true; }
@@ -37,9 +38,14 @@ class CudaCodegenBackend final : public Backend {
     cuda.cacheDir = codegen::NvrtcCache::defaultDir();
     codegen::CompileOptions options;
     options.allowTf32 = allowTf32_;
+    KILN_ASSIGN(options.libraryTactics, codegen::parseLibraryTactics(libraryTactics_));
     KILN_ASSIGN(codegen::LoweredModel lowered, codegen::compileCudaArtifact(module_->graph(), options, cuda));
     for (const codegen::LoweredKernel& k : lowered.kernels)
       schedules_[k.kernel.name] = k.templateName + " " + codegen::configToString(k.config);
+    for (const runtime::LibraryCall& c : lowered.executable->libraryCalls)
+      schedules_[c.name] = "cuBLASLt " + std::string(dtypeName(c.dtype)) + " " + std::to_string(c.batch) + "x" +
+                           std::to_string(c.m) + "x" + std::to_string(c.n) + "x" + std::to_string(c.k) + " " +
+                           runtime::libraryEpilogueName(c.epilogue);
     KILN_ASSIGN(executor_, runtime::CudaExecutor::create(lowered.executable));
     phases.codegenMs = timer.elapsedMs();
     return Status::ok();
@@ -68,6 +74,7 @@ class CudaCodegenBackend final : public Backend {
 
  private:
   bool allowTf32_ = false;
+  std::string libraryTactics_;
   std::unique_ptr<ir::Module> module_;
   std::unique_ptr<runtime::CudaExecutor> executor_;
   std::map<std::string, std::string> schedules_;  ///< kernel entry point -> "template configuration"

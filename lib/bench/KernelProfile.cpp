@@ -45,7 +45,8 @@ void printKernelProfile(std::ostream& os, const std::vector<KernelTime>& kernels
     const KernelTime& k = kernels[i];
     cumulative += k.msPerRun;
     std::ostringstream launch;
-    launch << k.grid[0] << "," << k.grid[1] << "," << k.grid[2] << " x " << k.block[0] * k.block[1] * k.block[2];
+    if (k.block[0] * k.block[1] * k.block[2] == 0) launch << "(library)";
+    else launch << k.grid[0] << "," << k.grid[1] << "," << k.grid[2] << " x " << k.block[0] * k.block[1] * k.block[2];
     os << std::setw(8) << std::setprecision(3) << k.msPerRun << "  " << std::setw(5) << std::setprecision(1)
        << share(k.msPerRun) << "%  " << std::setw(4) << std::setprecision(0) << share(cumulative) << "%  "
        << std::setw(8) << k.launches << "  " << std::left << std::setw(18) << launch.str() << std::right << "  "

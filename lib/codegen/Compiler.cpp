@@ -8,6 +8,8 @@
 // extern (or fails to lower with CodegenUnsupported) becomes a host step: its
 // nodes, with small constants inlined, are extracted into a graph printed as
 // text IR; its results with data-dependent shapes become dynamic buffers.
+// On the GPU, a group that options.libraryTactics gives to a library
+// becomes a library step (LibraryTactics.h) instead of a kernel.
 //
 //===----------------------------------------------------------------------===//
 #include "kiln/codegen/Compiler.h"
@@ -177,6 +179,26 @@ Expected<LoweredModel> lowerModel(ir::Graph& graph, KernelTarget target, const C
     return Status::ok();
   };
 
+  // A group a vendor library runs (LibraryTactics.h).
+  auto addLibraryStep = [&](const LibraryMatch& match) -> Status {
+    runtime::KernelStep step;
+    step.kind = runtime::StepKind::Library;
+    KILN_TRY(resultBuffer(match.operands.back()).status());
+    for (const ir::Value* v : match.operands) {
+      if (!bufferOf.count(v)) {
+        const Tensor* t = constantTensor(v);
+        if (!t) return makeError(ErrorCode::Internal, "library call ", match.call.name, " reads ", v->name(), " before it exists");
+        KILN_TRY(constantBuffer(v, *t).status());
+      }
+      step.args.push_back(bufferOf[v]);
+    }
+    step.kernel = uint32_t(exe->libraryCalls.size());
+    exe->libraryCalls.push_back(match.call);
+    exe->steps.push_back(std::move(step));
+    ++out.stats.librarySteps;
+    return Status::ok();
+  };
+
   std::map<std::string, uint32_t> kernelByBody;
   std::map<std::string, uint32_t> packedWeights;  ///< constant + pack -> weight buffer
   std::vector<const KernelGroup*> order = topologicalGroups(*out.plan);
@@ -197,6 +219,12 @@ Expected<LoweredModel> lowerModel(ir::Graph& graph, KernelTarget target, const C
       for (ir::Value* v : g->outputs) KILN_TRY(resultBuffer(v).status());
       continue;
     }
+    if (target == KernelTarget::Gpu && options.libraryTactics != LibraryTactics::Off && !options.configs.count(g->name()))
+      if (std::optional<LibraryMatch> match = cublasLtCallFor(*g, options.allowTf32);
+          match && useLibrary(options.libraryTactics, *match)) {
+        KILN_TRY(addLibraryStep(*match));
+        continue;
+      }
     const Config* config = nullptr;
     Config approximate;
     if (auto it = options.configs.find(g->name()); it != options.configs.end()) {

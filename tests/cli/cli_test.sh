@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # tests/cli/cli_test.sh - drives the kiln CLI as a user would and checks what
 # it prints, writes and returns. Usage:
-#   cli_test.sh <kiln> <source dir> <work dir> <kiln-emulation-kernels> <emulated libcuda>
-# (the last two run CUDA artifacts and the cuda backend on the CPU emulation).
+#   cli_test.sh <kiln> <source dir> <work dir> <kiln-emulation-kernels> <emulated libcuda> <emulated libcublasLt>
+# (the last three run CUDA artifacts and the cuda backend on the CPU emulation).
 set -euo pipefail
 KILN=$1
 SRC=$2
 WORK=$3
 EMULATION_KERNELS=$4
 EMULATED_DRIVER=$5
+EMULATED_CUBLASLT=$6
 rm -rf "$WORK" && mkdir -p "$WORK" && cd "$WORK"
 TINY=$SRC/models/tiny/tiny_cnn.onnx
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -279,6 +280,28 @@ KILN_CUDA_DRIVER=$EMULATED_DRIVER KILN_EMULATED_KERNELS=$EMU_LIB "$KILN" bench "
 [ "$(wc -l < bench_profile.json)" = 1 ] || fail "--profile with --format json: stdout is not one record"
 expect_in "kernel profile: " bench_profile_err.txt
 expect_fail "--profile times GPU kernels: backend 'interpreter' has none" "$KILN" bench "$MOBILE" --backend interpreter --profile 2
+# --library-tactics all: the classifier's Gemm as a cuBLASLt library step (the emulated cuBLASLt here), same
+# outputs as the interpreter; profiled as a library step; no cuBLASLt is a clear error; CPU targets refuse it.
+EMU_LIBT=$("$EMULATION_KERNELS" "$MOBILE" emulation_lib f32 all | tail -1)
+"$KILN" compile "$MOBILE" --target cuda:sm_90 --library-tactics all -o mobile_lib.kiln --quiet > compile_lib.txt
+expect_in "library steps  1 (cuBLASLt matmuls, --library-tactics)" compile_lib.txt
+KILN_CUDA_DRIVER=$EMULATED_DRIVER KILN_EMULATED_KERNELS=$EMU_LIBT KILN_CUBLASLT=$EMULATED_CUBLASLT \
+  "$KILN" run mobile_lib.kiln --output-dir mobile_lib > /dev/null
+/usr/bin/python3 - <<'PY2' || fail "--library-tactics all on the emulated driver and cuBLASLt differs from the interpreter"
+import numpy as np, glob, os
+for ref in glob.glob("mobile_ref/*.npy"):
+    want, got = np.load(ref), np.load(os.path.join("mobile_lib", os.path.basename(ref)))
+    assert got.shape == want.shape and float(np.abs(got - want).max() / max(np.abs(want).max(), 1e-30)) < 1e-4, ref
+PY2
+KILN_CUDA_DRIVER=$EMULATED_DRIVER KILN_EMULATED_KERNELS=$EMU_LIBT KILN_CUBLASLT=$EMULATED_CUBLASLT \
+  "$KILN" bench "$MOBILE" --backend cuda --library-tactics all --warmup 1 --runs 1 --profile 1 --quiet > bench_lib.txt
+expect_in "(library)" bench_lib.txt
+expect_in "[cuBLASLt f32 1x1x10x" bench_lib.txt
+KILN_CUDA_DRIVER=$EMULATED_DRIVER KILN_EMULATED_KERNELS=$EMU_LIBT KILN_CUBLASLT=/nonexistent/libcublasLt.so.13 \
+  expect_fail "cuBLASLt (/nonexistent/libcublasLt.so.13) not found: the artifact has library steps" "$KILN" run mobile_lib.kiln
+expect_fail "--library-tactics chooses cuBLASLt for GPU matmuls: it needs --target cuda" \
+  "$KILN" compile "$MOBILE" --library-tactics auto -o never.kiln
+expect_fail "an artifact runs as it was compiled" "$KILN" run mobile_lib.kiln --library-tactics all
 # --precision f16: the interpreter runs the mixed-precision graph, the cuda backend its f16 kernels
 # (tensor-core convs) on the emulated driver; the two agree to f16 rounding, and both stay near f32.
 EMU_LIB16=$("$EMULATION_KERNELS" "$MOBILE" emulation16 f16 | tail -1)

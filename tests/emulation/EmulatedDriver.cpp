@@ -23,7 +23,8 @@
 //
 // kiln_emulated_live_objects() reports what is still allocated (memory,
 // modules, streams, graphs, pinned blocks, retained contexts) so tests can check the runtime
-// releases everything it takes.
+// releases everything it takes; kiln_emulated_in_device_memory() lets the
+// emulated cuBLASLt check the operands it is given.
 //
 //===----------------------------------------------------------------------===//
 #include <cuda.h>
@@ -145,6 +146,11 @@ int kiln_emulated_live_objects() {
 unsigned long long kiln_emulated_graph_launches() {
   std::lock_guard<std::mutex> lock(state().mutex);
   return state().graphLaunches;
+}
+
+/// Whether [ptr, ptr + bytes) lies in one device allocation (for the emulated cuBLASLt's checks).
+int kiln_emulated_in_device_memory(const void* ptr, unsigned long long bytes) {
+  return inDeviceMemory(CUdeviceptr(uintptr_t(ptr)), size_t(bytes)) ? 1 : 0;
 }
 
 CUresult CUDAAPI cuInit(unsigned int) { return CUDA_SUCCESS; }

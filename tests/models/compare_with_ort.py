@@ -3,7 +3,7 @@
 and compares every output.
 
     compare_with_ort.py --kiln KILN --model M.onnx [--shape name:dims] [--tolerance T]
-                        [--work DIR] [--kiln-arg ARG ...]
+                        [--work DIR] [--kiln-arg ARG ...] [--compile-arg ARG ...]
 
 Zoo models (<name>-<form>.onnx, see models/zoo.json) take their inputs,
 tolerance and detection rule from the manifest; other models get inputs from
@@ -78,6 +78,7 @@ def main():
     ap.add_argument("--work", default=None, help="directory for inputs and outputs")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--kiln-arg", action="append", default=[], help="extra argument for `kiln run` (repeatable)")
+    ap.add_argument("--compile-arg", action="append", default=[], help="with --compile: extra argument for `kiln compile` (repeatable)")
     ap.add_argument("--compile", action="store_true",
                     help="compile with `kiln compile --target T` and run the .kiln artifact instead of the model")
     ap.add_argument("--target", default="cpu", help="with --compile: the target (cpu, cuda[:sm_XX,...])")
@@ -109,7 +110,8 @@ def main():
         os.makedirs(work, exist_ok=True)
         target = os.path.join(work, name + ".kiln")
         shape_args = [a for s in args.shape for a in ("--shape", s)]
-        built = subprocess.run([args.kiln, "compile", args.model, "--target", args.target, "-o", target, "--quiet"] + shape_args,
+        built = subprocess.run([args.kiln, "compile", args.model, "--target", args.target, "-o", target, "--quiet"] + shape_args +
+                               args.compile_arg,
                                capture_output=True, text=True)
         if built.returncode != 0:
             print(f"{name}: kiln compile failed:\n{built.stderr}")

@@ -26,12 +26,14 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <thread>
 
 #include "CudaEmulator.h"
 #include "ScratchDir.h"
 #include "TemplateCases.h"
 #include "kiln/codegen/CudaCompiler.h"
+#include "kiln/codegen/LibraryTactics.h"
 #include "kiln/codegen/NvrtcCache.h"
 #include "kiln/frontend/onnx/OnnxImporter.h"
 #include "kiln/kiln.h"
@@ -126,22 +128,21 @@ struct CompiledModel {
   std::unique_ptr<emulation::EmulatedKernels> kernels;
 };
 
-CompiledModel compile(const std::string& file) {
+/// `module`, optimized and compiled with `options` (scratch directory `name`).
+CompiledModel compileModule(std::unique_ptr<ir::Module> module, const std::string& name,
+                            const codegen::CompileOptions& options = {}) {
   passes::registerAllPasses();
   CompiledModel out;
-  auto module = onnx::importOnnxFile(std::string(KILN_SOURCE_DIR) + "/models/tiny/" + file);
-  INFO((module.isOk() ? std::string() : module.error().str()));
-  REQUIRE(module.isOk());
-  out.module = std::move(*module);
+  out.module = std::move(module);
   ir::Graph& g = out.module->graph();
   auto pipeline = passes::optLevelPipeline(3);
   REQUIRE(pipeline.isOk());
   REQUIRE(passes::runPipeline(g, *pipeline, {}).isOk());
-  const std::string dir = testing::scratchDir(file);
+  const std::string dir = testing::scratchDir(name);
   codegen::CudaCompileOptions cuda;
   cuda.archs = {80};
   cuda.emitDir = dir + "/cuda";
-  auto model = codegen::compileCudaArtifact(g, {}, cuda);
+  auto model = codegen::compileCudaArtifact(g, options, cuda);
   INFO((model.isOk() ? std::string() : model.error().str()));
   REQUIRE(model.isOk());
   // The emulation runs the sources the cubins were compiled from, as written to the emit directory.
@@ -164,6 +165,14 @@ CompiledModel compile(const std::string& file) {
   ::setenv("KILN_EMULATED_KERNELS", out.kernels->libraryPath().c_str(), 1);
   ::unsetenv("KILN_EMULATED_SM");
   return out;
+}
+
+/// A tiny zoo model file, compiled as compileModule does.
+CompiledModel compile(const std::string& file, const codegen::CompileOptions& options = {}) {
+  auto module = onnx::importOnnxFile(std::string(KILN_SOURCE_DIR) + "/models/tiny/" + file);
+  INFO((module.isOk() ? std::string() : module.error().str()));
+  REQUIRE(module.isOk());
+  return compileModule(std::move(*module), file + (options.libraryTactics == codegen::LibraryTactics::Off ? "" : "-lib"), options);
 }
 
 }  // namespace
@@ -375,4 +384,157 @@ TEST_CASE("profile() times every kernel step with events and releases them") {
     CHECK(bad.error().code() == ErrorCode::InvalidArgument);
   }
   CHECK(liveDriverObjects() == 0);  // the events too
+}
+
+namespace {
+
+/// Objects the emulated cuBLASLt still holds, and the matmuls it has run.
+int liveCublasLtObjects() {
+  void* lib = dlopen(KILN_EMULATED_CUBLASLT, RTLD_NOW | RTLD_NOLOAD);
+  REQUIRE(lib);
+  int n = reinterpret_cast<int (*)()>(dlsym(lib, "kiln_emulated_cublaslt_live_objects"))();
+  dlclose(lib);
+  return n;
+}
+unsigned long long cublasLtMatmuls() {
+  void* lib = dlopen(KILN_EMULATED_CUBLASLT, RTLD_NOW | RTLD_NOLOAD);
+  if (!lib) return 0;  // not loaded yet: nothing has run
+  unsigned long long n = reinterpret_cast<unsigned long long (*)()>(dlsym(lib, "kiln_emulated_cublaslt_matmuls"))();
+  dlclose(lib);
+  return n;
+}
+
+/// Loads and runs `compiled`'s artifact on the emulated driver and cuBLASLt
+/// and checks it against the interpreter; returns the library steps it has.
+size_t runWithLibrarySteps(CompiledModel& compiled, double tolerance) {
+  ::setenv("KILN_CUBLASLT", KILN_EMULATED_CUBLASLT, 1);
+  auto exe = runtime::loadArtifact(compiled.artifact);  // the library calls survive the artifact file
+  REQUIRE(exe.isOk());
+  size_t librarySteps = 0;
+  for (const runtime::KernelStep& s : exe->steps) librarySteps += s.kind == runtime::StepKind::Library;
+  {
+    auto model = Model::load(compiled.artifact);
+    INFO((model.isOk() ? std::string() : model.error().str()));
+    REQUIRE(model.isOk());
+    std::vector<Tensor> inputs = testing::randomInputs(compiled.module->graph(), 11);
+    const unsigned long long before = cublasLtMatmuls();
+    auto got = (*model)->run(inputs);
+    INFO((got.isOk() ? std::string() : got.error().str()));
+    REQUIRE(got.isOk());
+    CHECK(cublasLtMatmuls() - before == librarySteps);  // every library step ran in the library
+    runtime::Interpreter reference(compiled.module->graph());
+    auto want = reference.run(std::vector<RuntimeValue>(inputs.begin(), inputs.end()));
+    REQUIRE(want.isOk());
+    requireClose(*got, *want, tolerance, false);
+  }
+  CHECK(liveDriverObjects() == 0);
+  CHECK(liveCublasLtObjects() == 0);  // descriptors and the handle released
+  return librarySteps;
+}
+
+}  // namespace
+
+TEST_CASE("matmuls run as cuBLASLt library steps (bias, ReLU, transposes, strided batches) and match the interpreter") {
+  for (const char* type : {"f32", "f16", "bf16"}) {
+    INFO(type);
+    std::string text = R"(module @m {
+  graph @main(%x: T[2,6,12], %w: T[12,9], %b: T[9], %z: T[2,9,3], %y: T[5,7], %v: T[4,5], %c: T[4], %p: T[3,5]) {
+    %m = MatMul(%x, %w) : T[2,6,9]
+    %a = Add(%m, %b) : T[2,6,9]
+    %r = Relu(%a) : T[2,6,9]
+    %s = Softmax(%r) {axis = -1} : T[2,6,9]
+    %q = MatMul(%s, %z) : T[2,6,3]
+    %g = Gemm(%y, %v, %c) {transA = 1, transB = 1, alpha = 0.5} : T[7,4]
+    %h = Relu(%g) : T[7,4]
+    %u = MatMul(%q, %p) : T[2,6,5]
+    %n = Relu(%u) : T[2,6,5]
+    return %n, %h
+  }
+})";
+    for (size_t at = text.find("T["); at != std::string::npos; at = text.find("T[", at)) text.replace(at, 1, type);
+    codegen::CompileOptions options;
+    options.libraryTactics = codegen::LibraryTactics::All;
+    CompiledModel compiled = compileModule(testing::parse(text), std::string("library-") + type, options);
+    auto exe = runtime::loadArtifact(compiled.artifact);
+    REQUIRE(exe.isOk());
+    // What each call is: the batch folded into rows, a strided batch, Gemm's transposes and alpha, each epilogue.
+    std::multiset<std::string> calls;
+    for (const runtime::LibraryCall& c : exe->libraryCalls)
+      calls.insert(std::to_string(c.batch) + "x" + std::to_string(c.m) + "x" + std::to_string(c.n) + "x" +
+                   std::to_string(c.k) + (c.transA ? " tA" : "") + (c.transB ? " tB" : "") + (c.batchB ? "" : " B2d") +
+                   " a=" + std::to_string(c.alpha).substr(0, 3) + " " + runtime::libraryEpilogueName(c.epilogue));
+    CHECK(calls == std::multiset<std::string>{"1x12x9x12 B2d a=1.0 bias+relu", "2x6x3x9 a=1.0 none",
+                                               "1x7x4x5 tA tB a=0.5 bias+relu", "1x12x5x3 B2d a=1.0 relu"});
+    CHECK(runWithLibrarySteps(compiled, std::string(type) == "f32" ? 1e-5 : 2e-2) == 4);
+  }
+}
+
+TEST_CASE("tiny zoo models with every matmul in cuBLASLt match the interpreter") {
+  for (const char* file : {"bert_tiny-raw.onnx", "mobilenet_tiny-raw.onnx"}) {
+    INFO(file);
+    codegen::CompileOptions options;
+    options.libraryTactics = codegen::LibraryTactics::All;
+    CompiledModel compiled = compile(file, options);
+    CHECK(runWithLibrarySteps(compiled, 1e-4) > 0);
+  }
+}
+
+TEST_CASE("library tactics: what cuBLASLt cannot fuse stays generated, auto keeps small products generated") {
+  auto groupsOf = [](const std::string& text) {
+    auto m = testing::parse(text);
+    auto plan = codegen::FusionPlan::build(m->graph());
+    REQUIRE(plan.isOk());
+    std::vector<std::optional<codegen::LibraryMatch>> matches;
+    for (const codegen::KernelGroup& g : plan->groups())
+      if (g.role == codegen::KernelRole::Matmul) matches.push_back(codegen::cublasLtCallFor(g, false));
+    return std::make_pair(std::move(m), std::move(matches));
+  };
+  // A bias per row (not per column), a broadcast batch of A, a Sigmoid epilogue, an integer product: no library call.
+  auto [m1, none] = groupsOf(R"(module @m {
+  graph @main(%x: f32[6,12], %w: f32[12,9], %r: f32[6,1], %a: f32[12,9], %b: f32[3,9,4], %s: f32[4,5], %t: f32[5,3], %i: i32[4,5], %j: i32[5,3]) {
+    %m = MatMul(%x, %w) : f32[6,9]
+    %y = Add(%m, %r) : f32[6,9]
+    %q = MatMul(%a, %b) : f32[3,12,4]
+    %g = MatMul(%s, %t) : f32[4,3]
+    %e = Sigmoid(%g) : f32[4,3]
+    %k = MatMul(%i, %j) : i32[4,3]
+    return %y, %q, %e, %k
+  }
+})");
+  REQUIRE(none.size() == 4);
+  for (const auto& match : none) CHECK(!match.has_value());
+  // BERT-base's projection (128 x 768 x 768) is worth a library call under auto; a 4 x 4 x 4 product is not.
+  auto [m2, two] = groupsOf(R"(module @m {
+  graph @main(%x: f16[128,768], %w: f16[768,768], %s: f16[4,4], %t: f16[4,4]) {
+    %m = MatMul(%x, %w) : f16[128,768]
+    %g = MatMul(%s, %t) : f16[4,4]
+    return %m, %g
+  }
+})");
+  REQUIRE(two.size() == 2);
+  REQUIRE(two[0].has_value());
+  REQUIRE(two[1].has_value());
+  CHECK(codegen::useLibrary(codegen::LibraryTactics::Auto, *two[0]));
+  CHECK(!codegen::useLibrary(codegen::LibraryTactics::Auto, *two[1]));
+  CHECK(codegen::useLibrary(codegen::LibraryTactics::All, *two[1]));
+  CHECK(!codegen::useLibrary(codegen::LibraryTactics::Off, *two[0]));
+  CHECK(!codegen::parseLibraryTactics("sometimes").isOk());
+}
+
+TEST_CASE("a library step whose operands do not fit its call is a corrupt executable") {
+  CompiledModel compiled = compile("mobilenet_tiny-raw.onnx", {.libraryTactics = codegen::LibraryTactics::All});
+  auto exe = runtime::loadArtifact(compiled.artifact);
+  REQUIRE(exe.isOk());
+  REQUIRE(!exe->libraryCalls.empty());
+  runtime::Executable wrongShape = *exe;
+  wrongShape.libraryCalls[0].k += 1;
+  Status s = wrongShape.validate();
+  REQUIRE(!s.isOk());
+  CHECK(s.error().code() == ErrorCode::ArtifactCorrupt);
+  CHECK(s.error().message().find("library call " + exe->libraryCalls[0].name + " takes") != std::string::npos);
+  runtime::Executable onCpu = *exe;
+  onCpu.target = "cpu";
+  onCpu.cudaKernels.clear();
+  REQUIRE(!onCpu.validate().isOk());
+  CHECK(onCpu.validate().error().message().find("a library step in a cpu executable") != std::string::npos);
 }

@@ -41,7 +41,8 @@ int benchModel(const BenchCommandOptions& o) {
   auto model = loadModelWithInputs(o.model, o.inputs, o.seed);
   if (!model) return reportError(model.error());
   if (Status s = checkPrecisionTarget(o.model, o.backend == "cuda"); !s.isOk()) return reportError(s.error());
-  auto backend = bench::createBackend(o.backend, {.threads = o.threads, .seed = o.seed, .allowTf32 = o.model.precision == "tf32"});
+  auto backend = bench::createBackend(o.backend, {.threads = o.threads, .seed = o.seed, .allowTf32 = o.model.precision == "tf32",
+                                                       .libraryTactics = o.model.libraryTactics});
   if (!backend) return reportError(backend.error());
   if (o.profileRuns > 0 && !(*backend)->usesGpu())
     return reportError(Error(ErrorCode::InvalidArgument, "--profile times GPU kernels: backend '" + o.backend +
@@ -54,6 +55,7 @@ int benchModel(const BenchCommandOptions& o) {
   record.seed = o.seed;
   record.options = o.model.pipeline.empty() ? "-O" + std::to_string(o.model.optLevel < 0 ? passes::kDefaultOptLevel : o.model.optLevel) : "--pipeline " + o.model.pipeline;
   if (o.model.precision != "f32") record.options += " --precision " + o.model.precision;
+  if (o.model.libraryTactics != "off") record.options += " --library-tactics " + o.model.libraryTactics;
   const ir::Graph& g = model->module->graph();
   for (size_t i = 0; i < g.inputs().size(); ++i)
     if (model->inputs[i].isTensor()) record.inputShapes.emplace_back(g.inputs()[i]->name(), model->inputs[i].tensor().dims());

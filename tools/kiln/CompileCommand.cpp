@@ -78,8 +78,9 @@ Status saveAndReport(const CompileOptions& o, const codegen::LoweredModel& model
   const runtime::Executable& exe = *model.executable;
   std::cout << std::fixed << std::setprecision(1);
   std::cout << "compiled " << o.model.path << " for " << exe.target << " (" << exe.cpu << ") -> " << output << "\n";
-  std::cout << "  kernels        " << exe.steps.size() - st.hostSteps.size() << " launches, " << st.kernels
+  std::cout << "  kernels        " << exe.steps.size() - st.hostSteps.size() - st.librarySteps << " launches, " << st.kernels
             << " distinct kernels" << kernelsNote << "\n";
+  if (st.librarySteps) std::cout << "  library steps  " << st.librarySteps << " (cuBLASLt matmuls, --library-tactics)\n";
   if (!o.emitCuda.empty()) std::cout << "  sources        CUDA C, cubins and PTX in " << o.emitCuda << "\n";
   if (!st.hostSteps.empty())
     std::cout << "  host steps     " << st.hostSteps.size() << " (reference kernels): " << st.hostOpSummary() << "\n";
@@ -135,7 +136,7 @@ int compileCuda(const CompileOptions& o, const std::vector<int>& archs, ir::Modu
   std::cout << "  schedules      " << gpuScheduleSummary(model->kernels) << "\n";
   // What the runtime's CUDA graphs can overlap: steps that need not wait for the step before them.
   const runtime::StepOverlap overlap = runtime::stepOverlap(*model->executable);
-  std::cout << "  cuda graphs    " << overlap.segments << " (kernel runs between host steps); " << overlap.independent
+  std::cout << "  cuda graphs    " << overlap.segments << " (kernel runs between host and library steps); " << overlap.independent
             << " of " << overlap.steps << " steps may run beside the step before them\n";
   std::cout << "  time ms        import " << importMs << ", passes " << passesMs << ", plan " << st.planMs << ", lower "
             << st.lowerMs << ", emit " << st.emitMs << ", nvrtc " << st.nvrtcMs << "\n";
@@ -176,6 +177,7 @@ int compileModel(const CompileOptions& o) {
   codegen::CompileOptions options;
   options.allowHostSteps = !o.noHostSteps;
   options.allowTf32 = o.model.precision == "tf32";
+  options.libraryTactics = *codegen::parseLibraryTactics(o.model.libraryTactics);  // checked by CLI::IsMember
   if (!o.fusionPlan.empty()) {
     auto text = readFile(o.fusionPlan);
     if (!text) return reportError(text.error());

@@ -36,6 +36,10 @@ void addModelOptions(CLI::App& cmd, ModelOptions& o, bool withOptLevel) {
                  "run the ops that tolerate it in 16-bit floats (the to-mixed-precision pass after the pipeline; on "
                  "the GPU their matmuls and convs use tensor cores)")
       ->check(CLI::IsMember({"f32", "tf32", "f16", "bf16"}));
+  cmd.add_option("--library-tactics", o.libraryTactics,
+                 "GPU: which matmuls run as cuBLASLt calls (bias/ReLU epilogues fused) instead of generated kernels: "
+                 "off (default), auto (products of at least 16 MFLOP), all (every one cuBLASLt can express)")
+      ->check(CLI::IsMember({"off", "auto", "all"}));
 }
 
 void addBackendOption(CLI::App& cmd, std::string& backend) {
@@ -111,6 +115,9 @@ Status checkPrecisionTarget(const ModelOptions& o, bool cuda) {
   if (o.precision == "tf32" && !cuda)
     return Error(ErrorCode::InvalidArgument, "--precision tf32 is a GPU tensor-core mode: it needs --target cuda (compile) "
                                              "or --backend cuda (run, bench)");
+  if (o.libraryTactics != "off" && !cuda)
+    return Error(ErrorCode::InvalidArgument, "--library-tactics chooses cuBLASLt for GPU matmuls: it needs --target cuda "
+                                             "(compile) or --backend cuda (run, bench)");
   return Status::ok();
 }
 

@@ -27,6 +27,7 @@ struct ModelOptions {
   std::string pipeline;  ///< --pipeline: passes to run after import, instead of -O
   std::vector<std::string> disabledPasses;  ///< --disable-pass
   std::string precision = "f32";  ///< --precision: f16 / bf16 append to-mixed-precision to the pipeline; tf32 allows TF32 (cuda)
+  std::string libraryTactics = "off";  ///< --library-tactics (cuda): off | auto | all (codegen/LibraryTactics.h)
 };
 
 /// Adds the model path, --shape and (for commands that execute) -O and --pipeline.
@@ -49,7 +50,8 @@ passes::PassContext selectedContext(const ModelOptions& options, bool verifyEach
 /// report says what each pass did.
 Expected<passes::PassReport> applyPipeline(ir::Module& module, const ModelOptions& options);
 
-/// KE4003 unless --precision tf32 goes with a CUDA target or backend (`cuda` says whether it does).
+/// KE4003 unless --precision tf32 and --library-tactics other than off go
+/// with a CUDA target or backend (`cuda` says whether it does).
 Status checkPrecisionTarget(const ModelOptions& options, bool cuda);
 
 /// Prints an error to stderr and returns the exit code for it.

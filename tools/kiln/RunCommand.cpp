@@ -81,9 +81,9 @@ Status writeOutputs(const std::string& dir, const std::vector<std::string>& name
 int runArtifact(const RunOptions& o) {
   if (o.backend != "interpreter" && o.backend != "cpu")
     return reportError(Error(ErrorCode::InvalidArgument, "an artifact runs on the target it was compiled for; drop --backend"));
-  if (o.model.precision != "f32" || o.model.optLevel >= 0 || !o.model.pipeline.empty())
-    return reportError(Error(ErrorCode::InvalidArgument, "an artifact runs as it was compiled; give -O, --pipeline and "
-                                                         "--precision to kiln compile instead"));
+  if (o.model.precision != "f32" || o.model.optLevel >= 0 || !o.model.pipeline.empty() || o.model.libraryTactics != "off")
+    return reportError(Error(ErrorCode::InvalidArgument, "an artifact runs as it was compiled; give -O, --pipeline, "
+                                                         "--precision and --library-tactics to kiln compile instead"));
   Stopwatch timer;
   auto model = Model::load(o.model.path);
   if (!model) return reportError(model.error());
@@ -114,7 +114,7 @@ int runModel(const RunOptions& o) {
   if (Status s = checkPrecisionTarget(o.model, o.backend == "cuda"); !s.isOk()) return reportError(s.error());
   auto model = loadModelWithInputs(o.model, o.inputs, o.seed);
   if (!model) return reportError(model.error());
-  auto backend = bench::createBackend(o.backend, {.seed = o.seed, .allowTf32 = o.model.precision == "tf32"});
+  auto backend = bench::createBackend(o.backend, {.seed = o.seed, .allowTf32 = o.model.precision == "tf32", .libraryTactics = o.model.libraryTactics});
   if (!backend) return reportError(backend.error());
   std::vector<ir::Value*> graphOutputs = model->module->graph().outputs();
   std::vector<std::string> outputNames;

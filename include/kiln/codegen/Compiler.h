@@ -17,6 +17,7 @@
 
 #include "kiln/codegen/CpuBackend.h"
 #include "kiln/codegen/FusionPlan.h"
+#include "kiln/codegen/LibraryTactics.h"
 #include "kiln/codegen/ScheduleTemplate.h"
 #include "kiln/runtime/CpuExecutor.h"
 #include "kiln/runtime/Executable.h"
@@ -31,6 +32,8 @@ struct CompileOptions {
   /// rounded to 10 mantissa bits, f32 accumulation): their approximate `mma`
   /// knob is set to 1 unless a config is given.
   bool allowTf32 = false;
+  /// GPU: which groups run as library steps (LibraryTactics.h); a config given for a group keeps it generated.
+  LibraryTactics libraryTactics = LibraryTactics::Off;
 };
 
 /// A group that runs as a host step, and why.
@@ -46,6 +49,7 @@ struct CompileStats {
   size_t nvrtcCompiled = 0, nvrtcCached = 0;  ///< CUDA: cubins and PTX compiled now / taken from the NVRTC cache
   uint64_t arenaBytes = 0, unsharedBytes = 0, weightBytes = 0;
   std::vector<HostStepInfo> hostSteps;
+  size_t librarySteps = 0;  ///< CUDA: groups run by a library (cuBLASLt)
   /// "NonZero x90, TopK x90" (ops in host steps, most frequent first); "" when none.
   std::string hostOpSummary() const;
 };

@@ -27,11 +27,11 @@
 
 namespace kiln::runtime {
 
-/// One kernel step's mean device time over the runs of CudaExecutor::profile.
+/// One kernel (or library) step's mean device time over the runs of CudaExecutor::profile.
 struct KernelStepTime {
   uint32_t step = 0;   ///< index in Executable::steps
-  std::string kernel;  ///< entry point (kernelNames)
-  std::array<uint32_t, 3> grid{1, 1, 1}, block{1, 1, 1};
+  std::string kernel;  ///< entry point (kernelNames), or the library call's name
+  std::array<uint32_t, 3> grid{1, 1, 1}, block{1, 1, 1};  ///< zeros for a library step (the library chooses)
   double meanMs = 0;
 };
 
@@ -41,7 +41,7 @@ class CudaExecutor {
   static Expected<std::unique_ptr<CudaExecutor>> create(std::shared_ptr<const Executable> exe);
   /// Runs once; inputs in model order. Thread-safe (runs are serialized).
   Expected<std::vector<Tensor>> run(const std::vector<Tensor>& inputs) const;
-  /// Runs `runs` times (>= 1) with each kernel step timed; one entry per kernel step, in step order.
+  /// Runs `runs` times (>= 1) with each kernel and library step timed; one entry per such step, in step order.
   Expected<std::vector<KernelStepTime>> profile(const std::vector<Tensor>& inputs, int runs) const;
   /// "NVIDIA H100 80GB HBM3 (sm_90)".
   const std::string& device() const;

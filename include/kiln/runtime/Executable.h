@@ -7,8 +7,10 @@
 // relocatable object holding every entry point). Ops no template compiles,
 // and everything with a data-dependent shape, run as host steps: a small
 // graph in kiln's text IR that the runtime executes with the reference
-// kernels; their dynamic results live outside the arena. The artifact file
-// format (Artifact.h) stores exactly this.
+// kernels; their dynamic results live outside the arena. CUDA only: a
+// library step runs a vendor library's routine instead of generated code
+// (cuBLASLt matmul with a fused bias/ReLU epilogue; a library tactic). The
+// artifact file format (Artifact.h) stores exactly this.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -40,12 +42,32 @@ struct BufferSpec {
   bool accepts(const Tensor& t) const;
 };
 
-enum class StepKind : uint8_t { Kernel, Host };
+enum class StepKind : uint8_t { Kernel, Host, Library };
 
 struct KernelStep {
   StepKind kind = StepKind::Kernel;
-  uint32_t kernel = 0;             ///< index into Executable::kernelNames, or hostGraphs for a host step
-  std::vector<uint32_t> args;      ///< buffer ids: one per kernel parameter; host: its inputs, then its outputs
+  uint32_t kernel = 0;             ///< index into Executable::kernelNames, hostGraphs (host) or libraryCalls (library)
+  std::vector<uint32_t> args;      ///< buffer ids: one per kernel parameter; host: its inputs, then its outputs;
+                                   ///< library: its operands (LibraryCall)
+};
+
+/// Epilogues a library routine applies to its result.
+enum class LibraryEpilogue : uint8_t { None, Bias, Relu, BiasRelu };
+const char* libraryEpilogueName(LibraryEpilogue e);
+
+/// A library step: D[batch][m][n] = epilogue(alpha * op(A) x op(B) (+ bias[n]))
+/// with cuBLASLt, all row-major. Operands (step args): A, B, bias (with a
+/// Bias epilogue), D. A is [batch][m][k] (transA: [k][m]); B is [k][n]
+/// (transB: [n][k]), one per batch or, with batchB = false, one for all.
+struct LibraryCall {
+  std::string name;  ///< l<group id>_<ops>, for reports and profiles
+  DType dtype = DType::F32;  ///< of A, B, bias and D (accumulation in f32)
+  int64_t batch = 1, m = 1, n = 1, k = 1;
+  bool transA = false, transB = false, batchB = true;
+  float alpha = 1.0f;
+  LibraryEpilogue epilogue = LibraryEpilogue::None;
+  bool allowTf32 = false;  ///< f32 products on TF32 tensor cores
+  size_t numOperands() const { return epilogue == LibraryEpilogue::Bias || epilogue == LibraryEpilogue::BiasRelu ? 4 : 3; }
 };
 
 /// A piece of the model the runtime runs with its reference kernels.
@@ -81,6 +103,7 @@ struct Executable {
   uint64_t arenaBytes = 0;                 ///< peak intermediate memory (the memory plan)
   std::vector<uint8_t> objectCode;         ///< CPU: ELF relocatable object with the entry points
   std::vector<CudaKernelCode> cudaKernels; ///< CUDA: per kernelNames entry
+  std::vector<LibraryCall> libraryCalls;   ///< CUDA: what library steps run
 
   /// Checks internal consistency (ids in range, arena bounds, weights match); the
   /// error says what is wrong (ArtifactCorrupt).

@@ -158,6 +158,15 @@ std::vector<uint8_t> serializeExecutable(const Executable& exe) {
     w.pod<uint32_t>(c.ptxArch);
     w.str(c.ptx);
   }
+  w.pod<uint64_t>(exe.libraryCalls.size());
+  for (const LibraryCall& c : exe.libraryCalls) {
+    w.str(c.name);
+    w.pod<uint8_t>(uint8_t(c.dtype));
+    for (int64_t v : {c.batch, c.m, c.n, c.k}) w.pod<int64_t>(v);
+    w.pod<uint8_t>(uint8_t(c.transA | c.transB << 1 | c.batchB << 2 | c.allowTf32 << 3));
+    w.pod<float>(c.alpha);
+    w.pod<uint8_t>(uint8_t(c.epilogue));
+  }
   w.pod<uint64_t>(exe.weights.size());
   for (const Tensor& t : exe.weights) {
     w.pod<uint8_t>(uint8_t(t.dtype()));
@@ -248,7 +257,7 @@ Expected<Executable> deserializeExecutable(const uint8_t* data, size_t size) {
   for (uint64_t i = 0; i < steps; ++i) {
     KernelStep s;
     KILN_ASSIGN(uint8_t kind, r.pod<uint8_t>());
-    if (kind > uint8_t(StepKind::Host)) return Error(ErrorCode::ArtifactCorrupt, "artifact: bad step kind");
+    if (kind > uint8_t(StepKind::Library)) return Error(ErrorCode::ArtifactCorrupt, "artifact: bad step kind");
     s.kind = StepKind(kind);
     KILN_ASSIGN(s.kernel, r.pod<uint32_t>());
     KILN_ASSIGN(uint64_t args, r.count(4));
@@ -287,6 +296,23 @@ Expected<Executable> deserializeExecutable(const uint8_t* data, size_t size) {
     KILN_ASSIGN(c.ptxArch, r.pod<uint32_t>());
     KILN_ASSIGN(c.ptx, r.str());
     exe.cudaKernels.push_back(std::move(c));
+  }
+  KILN_ASSIGN(uint64_t libraryCalls, r.count(51));
+  for (uint64_t i = 0; i < libraryCalls; ++i) {
+    LibraryCall c;
+    KILN_ASSIGN(c.name, r.str());
+    KILN_ASSIGN(c.dtype, readDType(r));
+    for (int64_t* v : {&c.batch, &c.m, &c.n, &c.k}) {
+      KILN_ASSIGN(*v, r.pod<int64_t>());
+    }
+    KILN_ASSIGN(uint8_t flags, r.pod<uint8_t>());
+    if (flags > 15) return Error(ErrorCode::ArtifactCorrupt, "artifact: bad library call flags");
+    c.transA = flags & 1, c.transB = flags & 2, c.batchB = flags & 4, c.allowTf32 = flags & 8;
+    KILN_ASSIGN(c.alpha, r.pod<float>());
+    KILN_ASSIGN(uint8_t epilogue, r.pod<uint8_t>());
+    if (epilogue > uint8_t(LibraryEpilogue::BiasRelu)) return Error(ErrorCode::ArtifactCorrupt, "artifact: bad library epilogue");
+    c.epilogue = LibraryEpilogue(epilogue);
+    exe.libraryCalls.push_back(std::move(c));
   }
   KILN_ASSIGN(uint64_t weights, r.count(17));
   for (uint64_t i = 0; i < weights; ++i) {

@@ -12,7 +12,9 @@
 // stream instead. The primary context of the device is pushed around every
 // driver call sequence, so the executor works from any thread. The stream is
 // a blocking one: the synchronous copies of host steps (legacy default
-// stream) order with its work.
+// stream) order with its work. Library steps (cuBLASLt matmuls, CublasLt.h)
+// are planned at load time and enqueued on the stream between the graphs of
+// the kernel steps around them (they are not captured into the graphs yet).
 //
 //===----------------------------------------------------------------------===//
 #include "kiln/runtime/CudaExecutor.h"
@@ -20,8 +22,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <mutex>
 
+#include "CublasLt.h"
 #include "CudaDriver.h"
 #include "HostProgram.h"
 #include "kiln/runtime/StepDependencies.h"
@@ -30,7 +34,7 @@ namespace kiln::runtime {
 
 namespace {
 
-/// Two events per kernel step (recorded around its launch) while profiling.
+/// Two events per kernel or library step (recorded around it) while profiling.
 struct StepTimer {
   const CudaDriver& cu;
   std::vector<CUevent> before, after;  ///< per step; null for host steps
@@ -57,6 +61,10 @@ struct CudaExecutor::Impl {
   std::vector<CUdeviceptr> pointers;  ///< per buffer id (0: none, dynamic or empty)
   std::vector<CUdeviceptr> owned;     ///< allocations to free
   std::vector<std::unique_ptr<HostProgram>> hostPrograms;
+  const CublasLt* cublasLt = nullptr;    ///< loaded when there are library steps
+  cublasLtHandle_t cublasLtHandle = nullptr;
+  CUdeviceptr cublasLtWorkspace = 0;
+  std::map<size_t, CublasLtMatmul> libraryPlans;  ///< per library step
   std::vector<KernelSegment> segments;
   std::vector<CUgraphExec> graphs;  ///< one per segment; empty with KILN_CUDA_GRAPHS=0
   uint8_t* staging = nullptr;       ///< pinned host memory for inputs and outputs
@@ -172,12 +180,41 @@ struct CudaExecutor::Impl {
     return Status::ok();
   }
 
+  /// Enqueues library step `s` on the stream (between two of `timer`'s events when profiling).
+  Status enqueueLibraryStep(size_t s, StepTimer* timer) const {
+    if (timer) KILN_TRY(cu->check(cu->eventRecord(timer->before[s], stream), "cuEventRecord"));
+    KILN_TRY(libraryPlans.at(s).enqueue(cublasLtWorkspace, stream));
+    if (timer) KILN_TRY(cu->check(cu->eventRecord(timer->after[s], stream), "cuEventRecord"));
+    return Status::ok();
+  }
+
+  /// Loads cuBLASLt and plans every library step (once the buffers have device memory).
+  Status planLibrarySteps() {
+    for (size_t s = 0; s < exe->steps.size(); ++s) {
+      const KernelStep& step = exe->steps[s];
+      if (step.kind != StepKind::Library) continue;
+      if (!cublasLt) {
+        KILN_ASSIGN(cublasLt, CublasLt::get());
+        KILN_TRY(cublasLt->check(cublasLt->create(&cublasLtHandle), "cublasLtCreate"));
+        KILN_ASSIGN(cublasLtWorkspace, allocate(kCublasLtWorkspaceBytes, "the cuBLASLt workspace"));
+      }
+      std::vector<CUdeviceptr> operands;
+      for (uint32_t a : step.args) operands.push_back(pointers[a]);
+      KILN_ASSIGN(CublasLtMatmul plan, CublasLtMatmul::create(*cublasLt, cublasLtHandle, exe->libraryCalls[step.kernel],
+                                                              std::move(operands)));
+      libraryPlans.emplace(s, std::move(plan));
+    }
+    return Status::ok();
+  }
+
   Expected<std::vector<Tensor>> runOnce(const std::vector<Tensor>& inputs, StepTimer* timer) const;
 
   ~Impl() {
     if (!cu || !context) return;
     {
       Current current(*this);
+      libraryPlans.clear();
+      if (cublasLtHandle) cublasLt->destroy(cublasLtHandle);
       for (CUgraphExec g : graphs) cu->graphExecDestroy(g);
       for (CUdeviceptr p : owned) cu->memFree(p);
       if (staging) cu->memFreeHost(staging);
@@ -260,7 +297,7 @@ Expected<std::unique_ptr<CudaExecutor>> CudaExecutor::create(std::shared_ptr<con
     m.functions.push_back(fn);
   }
   // Memory: the arena, then a buffer per input, output and weight (weights uploaded now).
-  m.deviceBytesNeeded = exe->arenaBytes;
+  m.deviceBytesNeeded = exe->arenaBytes + (exe->libraryCalls.empty() ? 0 : kCublasLtWorkspaceBytes);
   for (const BufferSpec& b : exe->buffers)
     if (!b.dynamic && b.kind != BufferKind::Intermediate) m.deviceBytesNeeded += b.bytes();
   KILN_ASSIGN(CUdeviceptr arena, m.allocate(exe->arenaBytes, "the arena"));
@@ -295,6 +332,7 @@ Expected<std::unique_ptr<CudaExecutor>> CudaExecutor::create(std::shared_ptr<con
     KILN_ASSIGN(std::unique_ptr<HostProgram> program, HostProgram::create(h));
     m.hostPrograms.push_back(std::move(program));
   }
+  KILN_TRY(m.planLibrarySteps());
   m.segments = kernelSegments(*exe);
   const char* graphs = std::getenv("KILN_CUDA_GRAPHS");
   if (!(graphs && std::string(graphs) == "0")) KILN_TRY(m.buildGraphs());
@@ -317,13 +355,14 @@ Expected<std::vector<KernelStepTime>> CudaExecutor::profile(const std::vector<Te
   Impl::Current current(m);
   StepTimer timer(*m.cu, exe.steps.size());
   for (size_t s = 0; s < exe.steps.size(); ++s) {
-    if (exe.steps[s].kind != StepKind::Kernel) continue;
+    if (exe.steps[s].kind == StepKind::Host) continue;
     KILN_TRY(m.cu->check(m.cu->eventCreate(&timer.before[s], CU_EVENT_DEFAULT), "cuEventCreate"));
     KILN_TRY(m.cu->check(m.cu->eventCreate(&timer.after[s], CU_EVENT_DEFAULT), "cuEventCreate"));
   }
   std::vector<KernelStepTime> times;
   for (size_t s = 0; s < exe.steps.size(); ++s) {
     const KernelStep& step = exe.steps[s];
+    if (step.kind == StepKind::Library) times.push_back({uint32_t(s), exe.libraryCalls[step.kernel].name, {0, 0, 0}, {0, 0, 0}, 0.0});
     if (step.kind != StepKind::Kernel) continue;
     const CudaKernelCode& c = exe.cudaKernels[step.kernel];
     times.push_back({uint32_t(s), exe.kernelNames[step.kernel], c.grid, c.block, 0.0});
@@ -376,6 +415,10 @@ Expected<std::vector<Tensor>> CudaExecutor::Impl::runOnce(const std::vector<Tens
                                                                              std::to_string(seg.begin) + ".." + std::to_string(seg.end - 1)));
       ++segment;
       s = seg.end;
+      continue;
+    }
+    if (step.kind == StepKind::Library) {
+      KILN_TRY(m.enqueueLibraryStep(s++, timer));
       continue;
     }
     ++s;

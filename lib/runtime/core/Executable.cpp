@@ -5,7 +5,8 @@
 // weight the size its buffer says, every input and output listed once, and
 // every step giving its kernel as many buffers as it has parameters, each at
 // least as large as the kernel addresses (and never a dynamic one), every host
-// step as many as its graph's inputs and outputs.
+// step as many as its graph's inputs and outputs, every library step operands
+// of its call's type and exact sizes (the library trusts them).
 //
 //===----------------------------------------------------------------------===//
 #include "kiln/runtime/Executable.h"
@@ -16,6 +17,44 @@ const char* bufferKindName(BufferKind k) {
   static const char* names[] = {"input", "output", "weight", "intermediate"};
   return names[size_t(k)];
 }
+
+const char* libraryEpilogueName(LibraryEpilogue e) {
+  static const char* names[] = {"none", "bias", "relu", "bias+relu"};
+  return size_t(e) < 4 ? names[size_t(e)] : "unknown";
+}
+
+namespace {
+
+/// A library step's operands: CUDA only, in range, static, of the call's
+/// type and exactly the sizes its shape implies; D written only to the arena or an output.
+Status validateLibraryStep(const Executable& exe, const KernelStep& s) {
+  auto bad = [](auto&&... parts) { return makeError(ErrorCode::ArtifactCorrupt, "executable: ", parts...); };
+  if (exe.target != "cuda") return bad("a library step in a ", exe.target, " executable");
+  if (s.kernel >= exe.libraryCalls.size()) return bad("step names library call ", s.kernel, " of ", exe.libraryCalls.size());
+  const LibraryCall& c = exe.libraryCalls[s.kernel];
+  if (c.batch < 1 || c.m < 1 || c.n < 1 || c.k < 1 || uint8_t(c.epilogue) > uint8_t(LibraryEpilogue::BiasRelu))
+    return bad("library call ", c.name, " has a bad shape or epilogue");
+  if (c.dtype != DType::F32 && c.dtype != DType::F16 && c.dtype != DType::BF16)
+    return bad("library call ", c.name, " is of type ", dtypeName(c.dtype));
+  if (s.args.size() != c.numOperands())
+    return bad("library call ", c.name, " takes ", c.numOperands(), " buffers, a step gives ", s.args.size());
+  std::vector<uint64_t> elements{uint64_t(c.batch * c.m * c.k), uint64_t((c.batchB ? c.batch : 1) * c.k * c.n)};
+  if (c.numOperands() == 4) elements.push_back(uint64_t(c.n));
+  elements.push_back(uint64_t(c.batch * c.m * c.n));
+  for (size_t i = 0; i < s.args.size(); ++i) {
+    if (s.args[i] >= exe.buffers.size()) return bad("library call ", c.name, " takes buffer ", s.args[i], " of ", exe.buffers.size());
+    const BufferSpec& b = exe.buffers[s.args[i]];
+    if (b.dynamic || b.dtype != c.dtype || b.bytes() != elements[i] * dtypeSize(c.dtype))
+      return bad("library call ", c.name, " takes ", elements[i], " ", dtypeName(c.dtype), " elements as operand ", i,
+                 "; buffer ", b.name, " is ", dtypeName(b.dtype), " ", dimsToString(b.dims));
+  }
+  BufferKind out = exe.buffers[s.args.back()].kind;
+  if (out != BufferKind::Intermediate && out != BufferKind::Output)
+    return bad("library call ", c.name, " writes ", bufferKindName(out), " buffer ", exe.buffers[s.args.back()].name);
+  return Status::ok();
+}
+
+}  // namespace
 
 uint64_t BufferSpec::bytes() const {
   if (dynamic) return 0;
@@ -103,6 +142,10 @@ Status Executable::validate() const {
         if (i >= h.numInputs && k != BufferKind::Intermediate && k != BufferKind::Output)
           return bad("host graph ", h.name, " writes ", bufferKindName(k), " buffer ", buffers[s.args[i]].name);
       }
+      continue;
+    }
+    if (s.kind == StepKind::Library) {
+      KILN_TRY(validateLibraryStep(*this, s));
       continue;
     }
     if (s.kind != StepKind::Kernel) return bad("step of unknown kind ", int(s.kind));

@@ -1,0 +1,167 @@
+//===- lib/runtime/core/CublasLt.cpp - cuBLASLt, loaded lazily; matmul plans ===//
+//
+// See CublasLt.h.
+//
+//===----------------------------------------------------------------------===//
+#include "CublasLt.h"
+
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <utility>
+
+namespace kiln::runtime {
+namespace {
+
+struct Loaded {
+  CublasLt lib;
+  Status status = Status::ok();
+};
+
+Loaded load() {
+  Loaded l;
+  const char* override = std::getenv("KILN_CUBLASLT");
+  std::string path = override && *override ? override : "libcublasLt.so.13";
+  void* library = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!library && !(override && *override)) library = dlopen((path = "libcublasLt.so").c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!library) {
+    l.status = Error(ErrorCode::DeviceUnavailable,
+                     "cuBLASLt (" + path + ") not found: the artifact has library steps (compiled with --library-tactics); "
+                     "put the CUDA toolkit's lib64 on LD_LIBRARY_PATH, set KILN_CUBLASLT, or recompile without library tactics");
+    return l;
+  }
+  CublasLt& c = l.lib;
+  const char* missing = nullptr;
+  auto need = [&](const char* symbol, auto& fn) {
+    using F = std::remove_reference_t<decltype(fn)>;
+    fn = reinterpret_cast<F>(dlsym(library, symbol));
+    if (!fn && !missing) missing = symbol;
+  };
+  need("cublasLtCreate", c.create);
+  need("cublasLtDestroy", c.destroy);
+  need("cublasLtGetStatusName", c.statusName);
+  need("cublasLtMatmulDescCreate", c.matmulDescCreate);
+  need("cublasLtMatmulDescDestroy", c.matmulDescDestroy);
+  need("cublasLtMatmulDescSetAttribute", c.matmulDescSetAttribute);
+  need("cublasLtMatrixLayoutCreate", c.layoutCreate);
+  need("cublasLtMatrixLayoutDestroy", c.layoutDestroy);
+  need("cublasLtMatrixLayoutSetAttribute", c.layoutSetAttribute);
+  need("cublasLtMatmulPreferenceCreate", c.preferenceCreate);
+  need("cublasLtMatmulPreferenceDestroy", c.preferenceDestroy);
+  need("cublasLtMatmulPreferenceSetAttribute", c.preferenceSetAttribute);
+  need("cublasLtMatmulAlgoGetHeuristic", c.algoGetHeuristic);
+  need("cublasLtMatmul", c.matmul);
+  if (missing) l.status = Error(ErrorCode::DeviceUnavailable, path + " lacks " + missing + " (cuBLASLt too old)");
+  return l;
+}
+
+cudaDataType_t dataTypeOf(DType t) {
+  return t == DType::F16 ? CUDA_R_16F : t == DType::BF16 ? CUDA_R_16BF : CUDA_R_32F;
+}
+
+template <class T>
+cublasStatus_t setDesc(const CublasLt& lib, cublasLtMatmulDesc_t desc, cublasLtMatmulDescAttributes_t attr, T value) {
+  return lib.matmulDescSetAttribute(desc, attr, &value, sizeof value);
+}
+
+template <class T>
+cublasStatus_t setLayout(const CublasLt& lib, cublasLtMatrixLayout_t layout, cublasLtMatrixLayoutAttribute_t attr, T value) {
+  return lib.layoutSetAttribute(layout, attr, &value, sizeof value);
+}
+
+}  // namespace
+
+Expected<const CublasLt*> CublasLt::get() {
+  static const Loaded loaded = load();
+  if (!loaded.status.isOk()) return loaded.status.error();
+  return &loaded.lib;
+}
+
+Status CublasLt::check(cublasStatus_t status, const std::string& what) const {
+  if (status == CUBLAS_STATUS_SUCCESS) return Status::ok();
+  const char* name = statusName ? statusName(status) : nullptr;
+  return Error(ErrorCode::DeviceFailure, what + " failed: " + (name ? name : "cuBLAS status " + std::to_string(int(status))));
+}
+
+CublasLtMatmul::CublasLtMatmul(CublasLtMatmul&& o) noexcept
+    : lib_(o.lib_), handle_(o.handle_), call_(o.call_), operands_(std::move(o.operands_)), desc_(std::exchange(o.desc_, nullptr)),
+      a_(std::exchange(o.a_, nullptr)), b_(std::exchange(o.b_, nullptr)), d_(std::exchange(o.d_, nullptr)), algo_(o.algo_) {}
+
+CublasLtMatmul::~CublasLtMatmul() {
+  if (!lib_) return;
+  for (cublasLtMatrixLayout_t l : {a_, b_, d_})
+    if (l) lib_->layoutDestroy(l);
+  if (desc_) lib_->matmulDescDestroy(desc_);
+}
+
+Expected<CublasLtMatmul> CublasLtMatmul::create(const CublasLt& lib, cublasLtHandle_t handle, const LibraryCall& call,
+                                                std::vector<CUdeviceptr> operands) {
+  if (operands.size() != call.numOperands())
+    return makeError(ErrorCode::Internal, "library call ", call.name, " given ", operands.size(), " operands");
+  CublasLtMatmul mm;
+  mm.lib_ = &lib;
+  mm.handle_ = handle;
+  mm.call_ = &call;
+  mm.operands_ = std::move(operands);
+  const std::string what = "cuBLASLt setup of " + call.name;
+  auto check = [&](cublasStatus_t s) { return lib.check(s, what); };
+  const cublasComputeType_t compute =
+      call.dtype == DType::F32 && call.allowTf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  KILN_TRY(check(lib.matmulDescCreate(&mm.desc_, compute, CUDA_R_32F)));
+  // Column-major D^T [n x m] = op(B)^T [n x k] x op(A)^T [k x m]: cuBLASLt's A is kiln's B, its B kiln's A.
+  KILN_TRY(check(setDesc<int32_t>(lib, mm.desc_, CUBLASLT_MATMUL_DESC_TRANSA, call.transB ? CUBLAS_OP_T : CUBLAS_OP_N)));
+  KILN_TRY(check(setDesc<int32_t>(lib, mm.desc_, CUBLASLT_MATMUL_DESC_TRANSB, call.transA ? CUBLAS_OP_T : CUBLAS_OP_N)));
+  uint32_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
+  if (call.epilogue == LibraryEpilogue::Bias) epilogue = CUBLASLT_EPILOGUE_BIAS;
+  if (call.epilogue == LibraryEpilogue::Relu) epilogue = CUBLASLT_EPILOGUE_RELU;
+  if (call.epilogue == LibraryEpilogue::BiasRelu) epilogue = CUBLASLT_EPILOGUE_RELU_BIAS;
+  KILN_TRY(check(setDesc<uint32_t>(lib, mm.desc_, CUBLASLT_MATMUL_DESC_EPILOGUE, epilogue)));
+  if (call.numOperands() == 4) {
+    KILN_TRY(check(setDesc<const void*>(lib, mm.desc_, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                                        reinterpret_cast<const void*>(mm.operands_[2]))));
+    KILN_TRY(check(setDesc<int64_t>(lib, mm.desc_, CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE, 0)));
+  }
+  const cudaDataType_t type = dataTypeOf(call.dtype);
+  // Stored row-major, kiln's B is [k][n] (transB: [n][k]) and A [m][k] (transA: [k][m]): column-major, their transposes.
+  KILN_TRY(check(call.transB ? lib.layoutCreate(&mm.a_, type, uint64_t(call.k), uint64_t(call.n), call.k)
+                             : lib.layoutCreate(&mm.a_, type, uint64_t(call.n), uint64_t(call.k), call.n)));
+  KILN_TRY(check(call.transA ? lib.layoutCreate(&mm.b_, type, uint64_t(call.m), uint64_t(call.k), call.m)
+                             : lib.layoutCreate(&mm.b_, type, uint64_t(call.k), uint64_t(call.m), call.k)));
+  KILN_TRY(check(lib.layoutCreate(&mm.d_, type, uint64_t(call.n), uint64_t(call.m), call.n)));
+  if (call.batch > 1) {
+    const std::pair<cublasLtMatrixLayout_t, int64_t> strides[] = {
+        {mm.a_, call.batchB ? call.k * call.n : 0}, {mm.b_, call.m * call.k}, {mm.d_, call.m * call.n}};
+    for (auto [layout, stride] : strides) {
+      KILN_TRY(check(setLayout<int32_t>(lib, layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, int32_t(call.batch))));
+      KILN_TRY(check(setLayout<int64_t>(lib, layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, stride)));
+    }
+  }
+  cublasLtMatmulPreference_t preference = nullptr;
+  KILN_TRY(check(lib.preferenceCreate(&preference)));
+  cublasStatus_t status = lib.preferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                     &kCublasLtWorkspaceBytes, sizeof kCublasLtWorkspaceBytes);
+  cublasLtMatmulHeuristicResult_t result{};
+  int found = 0;
+  if (status == CUBLAS_STATUS_SUCCESS)
+    status = lib.algoGetHeuristic(handle, mm.desc_, mm.a_, mm.b_, mm.d_, mm.d_, preference, 1, &result, &found);
+  lib.preferenceDestroy(preference);
+  KILN_TRY(lib.check(status, "cuBLASLt algorithm choice for " + call.name));
+  if (found < 1)
+    return makeError(ErrorCode::DeviceFailure, "cuBLASLt has no algorithm for ", call.name, " (", dtypeName(call.dtype), " ",
+                     call.batch, " x ", call.m, "x", call.n, "x", call.k, ", epilogue ", libraryEpilogueName(call.epilogue),
+                     "); recompile without --library-tactics");
+  mm.algo_ = result.algo;
+  return mm;
+}
+
+Status CublasLtMatmul::enqueue(CUdeviceptr workspace, CUstream stream) const {
+  const float alpha = call_->alpha, beta = 0.0f;
+  auto* d = reinterpret_cast<void*>(operands_.back());
+  return lib_->check(lib_->matmul(handle_, desc_, &alpha, reinterpret_cast<const void*>(operands_[1]), a_,
+                                  reinterpret_cast<const void*>(operands_[0]), b_, &beta, d, d_, d, d_, &algo_,
+                                  reinterpret_cast<void*>(workspace), kCublasLtWorkspaceBytes,
+                                  reinterpret_cast<cudaStream_t>(stream)),
+                     "cublasLtMatmul " + call_->name);
+}
+
+}  // namespace kiln::runtime
