@@ -43,9 +43,7 @@ class CudaCodegenBackend final : public Backend {
     for (const codegen::LoweredKernel& k : lowered.kernels)
       schedules_[k.kernel.name] = k.templateName + " " + codegen::configToString(k.config);
     for (const runtime::LibraryCall& c : lowered.executable->libraryCalls)
-      schedules_[c.name] = "cuBLASLt " + std::string(dtypeName(c.dtype)) + " " + std::to_string(c.batch) + "x" +
-                           std::to_string(c.m) + "x" + std::to_string(c.n) + "x" + std::to_string(c.k) + " " +
-                           runtime::libraryEpilogueName(c.epilogue);
+      schedules_[c.name] = "cuBLASLt " + c.describe();
     KILN_ASSIGN(executor_, runtime::CudaExecutor::create(lowered.executable));
     phases.codegenMs = timer.elapsedMs();
     return Status::ok();

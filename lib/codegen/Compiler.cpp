@@ -179,18 +179,21 @@ Expected<LoweredModel> lowerModel(ir::Graph& graph, KernelTarget target, const C
     return Status::ok();
   };
 
+  // The buffer of a value step `reader` reads: computed earlier, or a constant's weight buffer.
+  auto readBuffer = [&](const ir::Value* v, const std::string& reader) -> Expected<uint32_t> {
+    if (auto it = bufferOf.find(v); it != bufferOf.end()) return it->second;
+    const Tensor* t = constantTensor(v);
+    if (!t) return makeError(ErrorCode::Internal, reader, " reads ", v->name(), " before it exists");
+    return constantBuffer(v, *t);
+  };
   // A group a vendor library runs (LibraryTactics.h).
   auto addLibraryStep = [&](const LibraryMatch& match) -> Status {
     runtime::KernelStep step;
     step.kind = runtime::StepKind::Library;
     KILN_TRY(resultBuffer(match.operands.back()).status());
     for (const ir::Value* v : match.operands) {
-      if (!bufferOf.count(v)) {
-        const Tensor* t = constantTensor(v);
-        if (!t) return makeError(ErrorCode::Internal, "library call ", match.call.name, " reads ", v->name(), " before it exists");
-        KILN_TRY(constantBuffer(v, *t).status());
-      }
-      step.args.push_back(bufferOf[v]);
+      KILN_ASSIGN(uint32_t id, readBuffer(v, "library call " + match.call.name));
+      step.args.push_back(id);
     }
     step.kernel = uint32_t(exe->libraryCalls.size());
     exe->libraryCalls.push_back(match.call);
@@ -299,12 +302,8 @@ Expected<LoweredModel> lowerModel(ir::Graph& graph, KernelTarget target, const C
         step.args.push_back(it->second);
         continue;
       }
-      if (!bufferOf.count(v)) {
-        const Tensor* t = constantTensor(v);
-        if (!t) return makeError(ErrorCode::Internal, "kernel ", lk.kernel.name, " reads ", v->name(), " before it exists");
-        KILN_TRY(constantBuffer(v, *t).status());
-      }
-      step.args.push_back(bufferOf[v]);
+      KILN_ASSIGN(uint32_t id, readBuffer(v, "kernel " + lk.kernel.name));
+      step.args.push_back(id);
     }
     // Identical kernels (same IR up to parameter names) share code.
     std::string body = printKernel(lk.kernel);

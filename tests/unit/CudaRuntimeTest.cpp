@@ -522,7 +522,9 @@ TEST_CASE("library tactics: what cuBLASLt cannot fuse stays generated, auto keep
 }
 
 TEST_CASE("a library step whose operands do not fit its call is a corrupt executable") {
-  CompiledModel compiled = compile("mobilenet_tiny-raw.onnx", {.libraryTactics = codegen::LibraryTactics::All});
+  codegen::CompileOptions options;
+  options.libraryTactics = codegen::LibraryTactics::All;
+  CompiledModel compiled = compile("mobilenet_tiny-raw.onnx", options);
   auto exe = runtime::loadArtifact(compiled.artifact);
   REQUIRE(exe.isOk());
   REQUIRE(!exe->libraryCalls.empty());

@@ -44,9 +44,7 @@ int benchModel(const BenchCommandOptions& o) {
   auto backend = bench::createBackend(o.backend, {.threads = o.threads, .seed = o.seed, .allowTf32 = o.model.precision == "tf32",
                                                        .libraryTactics = o.model.libraryTactics});
   if (!backend) return reportError(backend.error());
-  if (o.profileRuns > 0 && !(*backend)->usesGpu())
-    return reportError(Error(ErrorCode::InvalidArgument, "--profile times GPU kernels: backend '" + o.backend +
-                                                             "' has none (use --backend cuda)"));
+  if (o.profileRuns > 0 && !(*backend)->usesGpu()) return reportError(bench::Backend::noKernelsToProfile(o.backend));
 
   bench::BenchRecord record;
   record.runtimeVersion = KILN_VERSION;

@@ -56,7 +56,11 @@ class Backend {
   /// --profile); KE4003 for a backend without device kernels to time.
   virtual Expected<std::vector<KernelTime>> profileKernels(const std::vector<RuntimeValue>& inputs, int runs) {
     (void)inputs, (void)runs;
-    return Error(ErrorCode::InvalidArgument, "--profile times GPU kernels: backend '" + name() + "' has none (use --backend cuda)");
+    return noKernelsToProfile(name());
+  }
+  /// KE4003: `backend` runs no device kernels for --profile to time.
+  static Error noKernelsToProfile(const std::string& backend) {
+    return Error(ErrorCode::InvalidArgument, "--profile times GPU kernels: backend '" + backend + "' has none (use --backend cuda)");
   }
 };
 

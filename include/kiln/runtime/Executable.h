@@ -68,6 +68,8 @@ struct LibraryCall {
   LibraryEpilogue epilogue = LibraryEpilogue::None;
   bool allowTf32 = false;  ///< f32 products on TF32 tensor cores
   size_t numOperands() const { return epilogue == LibraryEpilogue::Bias || epilogue == LibraryEpilogue::BiasRelu ? 4 : 3; }
+  /// "f16 32x128x768x768 bias" (type, batch x m x n x k, epilogue).
+  std::string describe() const;
 };
 
 /// A piece of the model the runtime runs with its reference kernels.

@@ -147,8 +147,7 @@ Expected<CublasLtMatmul> CublasLtMatmul::create(const CublasLt& lib, cublasLtHan
   lib.preferenceDestroy(preference);
   KILN_TRY(lib.check(status, "cuBLASLt algorithm choice for " + call.name));
   if (found < 1)
-    return makeError(ErrorCode::DeviceFailure, "cuBLASLt has no algorithm for ", call.name, " (", dtypeName(call.dtype), " ",
-                     call.batch, " x ", call.m, "x", call.n, "x", call.k, ", epilogue ", libraryEpilogueName(call.epilogue),
+    return makeError(ErrorCode::DeviceFailure, "cuBLASLt has no algorithm for ", call.name, " (", call.describe(),
                      "); recompile without --library-tactics");
   mm.algo_ = result.algo;
   return mm;

@@ -39,6 +39,11 @@ struct StepTimer {
   const CudaDriver& cu;
   std::vector<CUevent> before, after;  ///< per step; null for host steps
   StepTimer(const CudaDriver& driver, size_t steps) : cu(driver), before(steps, nullptr), after(steps, nullptr) {}
+  /// Records step `s`'s first (`start`) or second event on `stream`; nothing without a timer.
+  static Status record(StepTimer* timer, size_t s, bool start, CUstream stream) {
+    if (!timer) return Status::ok();
+    return timer->cu.check(timer->cu.eventRecord(start ? timer->before[s] : timer->after[s], stream), "cuEventRecord");
+  }
   ~StepTimer() {
     for (CUevent e : before)
       if (e) cu.eventDestroy(e);
@@ -171,21 +176,20 @@ struct CudaExecutor::Impl {
       const KernelStep& step = exe->steps[s];
       const CudaKernelCode& c = exe->cudaKernels[step.kernel];
       kernelParams(step, args, params);
-      if (timer) KILN_TRY(cu->check(cu->eventRecord(timer->before[s], stream), "cuEventRecord"));
+      KILN_TRY(StepTimer::record(timer, s, true, stream));
       KILN_TRY(cu->check(cu->launchKernel(functions[step.kernel], c.grid[0], c.grid[1], c.grid[2], c.block[0], c.block[1],
                                           c.block[2], 0, stream, params.data(), nullptr),
                          "launching " + exe->kernelNames[step.kernel]));
-      if (timer) KILN_TRY(cu->check(cu->eventRecord(timer->after[s], stream), "cuEventRecord"));
+      KILN_TRY(StepTimer::record(timer, s, false, stream));
     }
     return Status::ok();
   }
 
   /// Enqueues library step `s` on the stream (between two of `timer`'s events when profiling).
   Status enqueueLibraryStep(size_t s, StepTimer* timer) const {
-    if (timer) KILN_TRY(cu->check(cu->eventRecord(timer->before[s], stream), "cuEventRecord"));
+    KILN_TRY(StepTimer::record(timer, s, true, stream));
     KILN_TRY(libraryPlans.at(s).enqueue(cublasLtWorkspace, stream));
-    if (timer) KILN_TRY(cu->check(cu->eventRecord(timer->after[s], stream), "cuEventRecord"));
-    return Status::ok();
+    return StepTimer::record(timer, s, false, stream);
   }
 
   /// Loads cuBLASLt and plans every library step (once the buffers have device memory).
@@ -353,12 +357,6 @@ Expected<std::vector<KernelStepTime>> CudaExecutor::profile(const std::vector<Te
   if (runs < 1) return makeError(ErrorCode::InvalidArgument, "profiling needs at least one run, not ", runs);
   std::lock_guard<std::mutex> lock(impl_->runMutex);
   Impl::Current current(m);
-  StepTimer timer(*m.cu, exe.steps.size());
-  for (size_t s = 0; s < exe.steps.size(); ++s) {
-    if (exe.steps[s].kind == StepKind::Host) continue;
-    KILN_TRY(m.cu->check(m.cu->eventCreate(&timer.before[s], CU_EVENT_DEFAULT), "cuEventCreate"));
-    KILN_TRY(m.cu->check(m.cu->eventCreate(&timer.after[s], CU_EVENT_DEFAULT), "cuEventCreate"));
-  }
   std::vector<KernelStepTime> times;
   for (size_t s = 0; s < exe.steps.size(); ++s) {
     const KernelStep& step = exe.steps[s];
@@ -367,14 +365,17 @@ Expected<std::vector<KernelStepTime>> CudaExecutor::profile(const std::vector<Te
     const CudaKernelCode& c = exe.cudaKernels[step.kernel];
     times.push_back({uint32_t(s), exe.kernelNames[step.kernel], c.grid, c.block, 0.0});
   }
+  StepTimer timer(*m.cu, exe.steps.size());  // events for the timed steps only
+  for (const KernelStepTime& t : times) {
+    KILN_TRY(m.cu->check(m.cu->eventCreate(&timer.before[t.step], CU_EVENT_DEFAULT), "cuEventCreate"));
+    KILN_TRY(m.cu->check(m.cu->eventCreate(&timer.after[t.step], CU_EVENT_DEFAULT), "cuEventCreate"));
+  }
   for (int r = 0; r < runs; ++r) {
     KILN_TRY(m.runOnce(inputs, &timer).status());  // waits for the device: every event has completed
-    size_t i = 0;
-    for (size_t s = 0; s < exe.steps.size(); ++s) {
-      if (!timer.before[s]) continue;
+    for (KernelStepTime& t : times) {
       float ms = 0;
-      KILN_TRY(m.cu->check(m.cu->eventElapsedTime(&ms, timer.before[s], timer.after[s]), "cuEventElapsedTime"));
-      times[i++].meanMs += double(ms) / runs;
+      KILN_TRY(m.cu->check(m.cu->eventElapsedTime(&ms, timer.before[t.step], timer.after[t.step]), "cuEventElapsedTime"));
+      t.meanMs += double(ms) / runs;
     }
   }
   return times;

@@ -23,6 +23,11 @@ const char* libraryEpilogueName(LibraryEpilogue e) {
   return size_t(e) < 4 ? names[size_t(e)] : "unknown";
 }
 
+std::string LibraryCall::describe() const {
+  return std::string(dtypeName(dtype)) + " " + std::to_string(batch) + "x" + std::to_string(m) + "x" + std::to_string(n) +
+         "x" + std::to_string(k) + " " + libraryEpilogueName(epilogue);
+}
+
 namespace {
 
 /// A library step's operands: CUDA only, in range, static, of the call's
