@@ -43,7 +43,7 @@ class CudaCodegenBackend final : public Backend {
     for (const codegen::LoweredKernel& k : lowered.kernels)
       schedules_[k.kernel.name] = k.templateName + " " + codegen::configToString(k.config);
     for (const runtime::LibraryCall& c : lowered.executable->libraryCalls)
-      schedules_[c.name] = "cuBLASLt " + c.describe();
+      schedules_[c.name] = std::string(runtime::libraryName(c.routine)) + " " + c.describe();
     KILN_ASSIGN(executor_, runtime::CudaExecutor::create(lowered.executable));
     phases.codegenMs = timer.elapsedMs();
     return Status::ok();

@@ -223,7 +223,7 @@ Expected<LoweredModel> lowerModel(ir::Graph& graph, KernelTarget target, const C
       continue;
     }
     if (target == KernelTarget::Gpu && options.libraryTactics != LibraryTactics::Off && !options.configs.count(g->name()))
-      if (std::optional<LibraryMatch> match = cublasLtCallFor(*g, options.allowTf32);
+      if (std::optional<LibraryMatch> match = libraryCallFor(*g, options.allowTf32);
           match && useLibrary(options.libraryTactics, *match)) {
         KILN_TRY(addLibraryStep(*match));
         continue;

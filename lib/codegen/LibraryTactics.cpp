@@ -1,19 +1,23 @@
 //===- lib/codegen/LibraryTactics.cpp - Kernel groups as library calls ----===//
 //
 // See kiln/codegen/LibraryTactics.h. A group matches when its ops, Constant
-// producers aside, are the anchor, then at most an Add of a bias (one value
-// per output column, read from outside the group), then at most a Relu, and
-// the last of them is the group's one output. A MatMul's batch dims either
-// fold into its rows (B is a matrix) or match B's exactly (strided batch);
-// Gemm takes transA/transB, alpha, and C as the bias when it is a row vector
-// added with beta 1.
+// producers aside, are the anchor, then Adds of a bias (read from outside
+// the group: one value per output column for a matmul, per channel for a
+// convolution) and, for a convolution, of a residual (the result's shape,
+// from outside the group), then at most a Relu, and the last of them is the
+// group's one output. A MatMul's batch dims either fold into its rows (B is
+// a matrix) or match B's exactly (strided batch); Gemm takes transA/transB,
+// alpha, and C as the bias when it is a row vector added with beta 1; Conv
+// takes its own bias input as the bias.
 //
 //===----------------------------------------------------------------------===//
 #include "kiln/codegen/LibraryTactics.h"
 
 #include <algorithm>
+#include <functional>
 
 #include "TensorExpr.h"
+#include "kiln/ir/ShapeUtils.h"
 
 namespace kiln::codegen {
 namespace {
@@ -31,10 +35,73 @@ bool isColumnVector(const ir::Value* v, int64_t n) {
   return std::all_of(dims->begin(), dims->end() - 1, [](int64_t d) { return d == 1; });
 }
 
+/// Whether `v` holds one value per channel of an NCHW result with `c` channels: [c, 1, 1] or [1, c, 1, 1].
+bool isChannelVector(const ir::Value* v, int64_t c) {
+  Expected<Dims> dims = staticDims(v);
+  return dims && (*dims == Dims{c, 1, 1} || *dims == Dims{1, c, 1, 1});
+}
+
 bool libraryType(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
 
+/// Whether every tensor the anchor reads is of type `dtype`.
+bool inputsOfType(const ir::Node& anchor, DType dtype) {
+  for (size_t i = 0; i < anchor.numInputs(); ++i) {
+    const ir::Value* v = anchor.input(i);
+    if (v && (!v->type().isTensor() || v->tensorType().dtype() != dtype)) return false;
+  }
+  return true;
+}
+
+/// What follows the anchor in a group: Adds of a bias and (if allowed) a residual, then at most a Relu.
+struct Epilogue {
+  const ir::Value* bias = nullptr;
+  const ir::Value* residual = nullptr;
+  bool relu = false;
+  runtime::LibraryEpilogue kind() const {
+    return bias ? (relu ? runtime::LibraryEpilogue::BiasRelu : runtime::LibraryEpilogue::Bias)
+                : (relu ? runtime::LibraryEpilogue::Relu : runtime::LibraryEpilogue::None);
+  }
+};
+
+/// The group's epilogue after `anchor` (whose own bias, if any, is `bias`),
+/// when it is one a library fuses and ends at the group's one output.
+std::optional<Epilogue> epilogueOf(const KernelGroup& group, DType dtype, const ir::Value* bias,
+                                   const std::function<bool(const ir::Value*)>& isBias, bool allowResidual) {
+  const ir::Node* anchor = group.anchor;
+  Epilogue e;
+  e.bias = bias;
+  Expected<Dims> resultDims = staticDims(anchor->output(0));
+  const ir::Value* last = anchor->output(0);
+  for (const ir::Node* n : group.nodes) {
+    if (n == anchor || n->opType() == "Constant") continue;
+    if (!n->domain().empty() || e.relu || n->numOutputs() != 1) return std::nullopt;
+    if (n->opType() == "Relu" && n->input(0) == last) {
+      e.relu = true;
+    } else if (n->opType() == "Add" && n->numInputs() == 2 && (n->input(0) == last || n->input(1) == last)) {
+      const ir::Value* other = n->input(0) == last ? n->input(1) : n->input(0);
+      const ir::Node* producer = other->producer();
+      bool inside = producer && producer->opType() != "Constant" &&
+                    std::find(group.nodes.begin(), group.nodes.end(), producer) != group.nodes.end();
+      if (inside || other == last || !other->type().isTensor() || other->tensorType().dtype() != dtype) return std::nullopt;
+      Expected<Dims> otherDims = staticDims(other);
+      if (!e.bias && isBias(other)) {
+        e.bias = other;
+      } else if (allowResidual && !e.residual && resultDims && otherDims && *otherDims == *resultDims) {
+        e.residual = other;
+      } else {
+        return std::nullopt;
+      }
+    } else {
+      return std::nullopt;
+    }
+    last = n->output(0);
+  }
+  if (group.outputs.size() != 1 || group.outputs[0] != last) return std::nullopt;
+  return e;
+}
+
 /// Fills the call's shape from the anchor's operands; false when cuBLASLt's strided batch cannot express it.
-bool shapeCall(const ir::Node& anchor, runtime::LibraryCall& call) {
+bool shapeMatmul(const ir::Node& anchor, runtime::LibraryCall& call) {
   Expected<Dims> a = staticDims(anchor.input(0)), b = staticDims(anchor.input(1));
   if (!a || !b || a->size() < 2 || b->size() < 2) return false;
   if (anchor.opType() == "Gemm") {
@@ -60,6 +127,34 @@ bool shapeCall(const ir::Node& anchor, runtime::LibraryCall& call) {
   return true;
 }
 
+/// Fills the call's convolution geometry; false unless it is a 2-D NCHW one with symmetric padding.
+bool shapeConv(const ir::Node& anchor, runtime::LibraryCall& call) {
+  Expected<Dims> x = staticDims(anchor.input(0)), w = staticDims(anchor.input(1)), y = staticDims(anchor.output(0));
+  if (!x || !w || !y || x->size() != 4 || w->size() != 4 || y->size() != 4) return false;
+  Expected<ir::WindowGeometry> geo = ir::computeWindowGeometry(anchor, {(*x)[2], (*x)[3]}, {(*w)[2], (*w)[3]}, false);
+  if (!geo || geo->padsBegin != geo->padsEnd) return false;  // cuDNN pads both sides alike
+  runtime::ConvGeometry& g = call.conv;
+  call.batch = (*x)[0];
+  g.channels = (*x)[1], g.height = (*x)[2], g.width = (*x)[3];
+  g.outChannels = (*w)[0], g.kernelH = (*w)[2], g.kernelW = (*w)[3];
+  g.padH = geo->padsBegin[0], g.padW = geo->padsBegin[1];
+  g.strideH = geo->strides[0], g.strideW = geo->strides[1];
+  g.dilationH = geo->dilations[0], g.dilationW = geo->dilations[1];
+  g.groups = anchor.hasAttr("group") ? anchor.getInt("group") : 1;
+  return g.groups >= 1 && g.channels % g.groups == 0 && (*w)[1] * g.groups == g.channels &&
+         *y == Dims{call.batch, g.outChannels, g.outHeight(), g.outWidth()};
+}
+
+/// The anchor if `group` is a one-output group anchored by `op` in f32, f16 or bf16.
+const ir::Node* libraryAnchor(const KernelGroup& group, KernelRole role, std::initializer_list<const char*> ops) {
+  const ir::Node* anchor = group.anchor;
+  if (group.role != role || !anchor || !anchor->domain().empty() || group.outputs.size() != 1) return nullptr;
+  if (std::none_of(ops.begin(), ops.end(), [&](const char* op) { return anchor->opType() == op; })) return nullptr;
+  if (!anchor->output(0)->type().isTensor()) return nullptr;
+  DType dtype = anchor->output(0)->tensorType().dtype();
+  return libraryType(dtype) && inputsOfType(*anchor, dtype) ? anchor : nullptr;
+}
+
 }  // namespace
 
 Expected<LibraryTactics> parseLibraryTactics(const std::string& text) {
@@ -70,62 +165,78 @@ Expected<LibraryTactics> parseLibraryTactics(const std::string& text) {
 }
 
 std::optional<LibraryMatch> cublasLtCallFor(const KernelGroup& group, bool allowTf32) {
-  const ir::Node* anchor = group.anchor;
-  if (group.role != KernelRole::Matmul || !anchor || !anchor->domain().empty()) return std::nullopt;
-  if (anchor->opType() != "MatMul" && anchor->opType() != "Gemm") return std::nullopt;
-  if (group.outputs.size() != 1 || !anchor->output(0)->type().isTensor()) return std::nullopt;
+  const ir::Node* anchor = libraryAnchor(group, KernelRole::Matmul, {"MatMul", "Gemm"});
+  if (!anchor) return std::nullopt;
   LibraryMatch match;
   runtime::LibraryCall& call = match.call;
   call.dtype = anchor->output(0)->tensorType().dtype();
   call.allowTf32 = allowTf32;
-  for (size_t i = 0; i < anchor->numInputs(); ++i) {
-    const ir::Value* v = anchor->input(i);
-    if (v && (!v->type().isTensor() || v->tensorType().dtype() != call.dtype)) return std::nullopt;
-  }
-  if (!libraryType(call.dtype) || !shapeCall(*anchor, call)) return std::nullopt;
-  const ir::Value* bias = nullptr;
+  if (!shapeMatmul(*anchor, call)) return std::nullopt;
+  const ir::Value* gemmBias = nullptr;
   if (anchor->opType() == "Gemm" && anchor->numInputs() > 2 && anchor->input(2)) {
     float beta = anchor->hasAttr("beta") ? anchor->getFloat("beta") : 1.0f;
     if (beta != 1.0f || !isColumnVector(anchor->input(2), call.n)) return std::nullopt;
-    bias = anchor->input(2);
+    gemmBias = anchor->input(2);
   }
-  // The epilogue: the nodes after the anchor, Constants aside, as a chain.
-  const ir::Value* last = anchor->output(0);
-  bool relu = false;
-  for (const ir::Node* n : group.nodes) {
-    if (n == anchor || n->opType() == "Constant") continue;
-    if (!n->domain().empty() || relu || n->numOutputs() != 1) return std::nullopt;
-    if (n->opType() == "Relu" && n->input(0) == last) {
-      relu = true;
-    } else if (n->opType() == "Add" && !bias && n->numInputs() == 2 && (n->input(0) == last || n->input(1) == last)) {
-      const ir::Value* other = n->input(0) == last ? n->input(1) : n->input(0);
-      const ir::Node* producer = other->producer();
-      bool inside = producer && producer->opType() != "Constant" &&
-                    std::find(group.nodes.begin(), group.nodes.end(), producer) != group.nodes.end();
-      if (inside || !other->type().isTensor() || other->tensorType().dtype() != call.dtype || !isColumnVector(other, call.n))
-        return std::nullopt;
-      bias = other;
-    } else {
-      return std::nullopt;
-    }
-    last = n->output(0);
-  }
-  if (group.outputs[0] != last) return std::nullopt;
-  Expected<Dims> out = staticDims(last);
+  std::optional<Epilogue> e =
+      epilogueOf(group, call.dtype, gemmBias, [&](const ir::Value* v) { return isColumnVector(v, call.n); }, false);
+  if (!e) return std::nullopt;
+  Expected<Dims> out = staticDims(group.outputs[0]);
   if (!out || productOf(*out, 0, out->size()) != call.batch * call.m * call.n) return std::nullopt;
-  call.epilogue = bias ? (relu ? runtime::LibraryEpilogue::BiasRelu : runtime::LibraryEpilogue::Bias)
-                       : (relu ? runtime::LibraryEpilogue::Relu : runtime::LibraryEpilogue::None);
+  call.epilogue = e->kind();
   call.name = "l" + group.name().substr(1);
   match.operands = {anchor->input(0), anchor->input(1)};
-  if (bias) match.operands.push_back(bias);
-  match.operands.push_back(last);
+  if (e->bias) match.operands.push_back(e->bias);
+  match.operands.push_back(group.outputs[0]);
   return match;
+}
+
+std::optional<LibraryMatch> cudnnConvCallFor(const KernelGroup& group, bool allowTf32) {
+  const ir::Node* anchor = libraryAnchor(group, KernelRole::Conv, {"Conv"});
+  if (!anchor) return std::nullopt;
+  LibraryMatch match;
+  runtime::LibraryCall& call = match.call;
+  call.routine = runtime::LibraryRoutine::CudnnConv;
+  call.dtype = anchor->output(0)->tensorType().dtype();
+  call.allowTf32 = allowTf32;
+  if (!shapeConv(*anchor, call)) return std::nullopt;
+  const ir::Value* convBias = anchor->numInputs() > 2 ? anchor->input(2) : nullptr;
+  if (convBias) {
+    Expected<Dims> b = staticDims(convBias);
+    if (!b || *b != Dims{call.conv.outChannels}) return std::nullopt;
+  }
+  std::optional<Epilogue> e = epilogueOf(
+      group, call.dtype, convBias, [&](const ir::Value* v) { return isChannelVector(v, call.conv.outChannels); }, true);
+  if (!e) return std::nullopt;
+  call.epilogue = e->kind();
+  call.residual = e->residual != nullptr;
+  call.name = "l" + group.name().substr(1);
+  match.operands = {anchor->input(0), anchor->input(1)};
+  if (e->bias) match.operands.push_back(e->bias);
+  if (e->residual) match.operands.push_back(e->residual);
+  match.operands.push_back(group.outputs[0]);
+  return match;
+}
+
+std::optional<LibraryMatch> libraryCallFor(const KernelGroup& group, bool allowTf32) {
+  if (group.role == KernelRole::Matmul) return cublasLtCallFor(group, allowTf32);
+  if (group.role == KernelRole::Conv) return cudnnConvCallFor(group, allowTf32);
+  return std::nullopt;
+}
+
+double libraryCallFlops(const runtime::LibraryCall& c) {
+  if (c.routine == runtime::LibraryRoutine::CublasLtMatmul) return 2.0 * double(c.batch) * double(c.m) * double(c.n) * double(c.k);
+  const runtime::ConvGeometry& g = c.conv;
+  return 2.0 * double(c.batch) * double(g.outChannels) * double(g.outHeight()) * double(g.outWidth()) *
+         double(g.channels / g.groups) * double(g.kernelH) * double(g.kernelW);
 }
 
 bool useLibrary(LibraryTactics tactics, const LibraryMatch& match) {
   const runtime::LibraryCall& c = match.call;
   if (tactics == LibraryTactics::All) return true;
-  return tactics == LibraryTactics::Auto && 2.0 * double(c.batch) * double(c.m) * double(c.n) * double(c.k) >= kLibraryMinFlops;
+  if (tactics != LibraryTactics::Auto) return false;
+  if (c.routine == runtime::LibraryRoutine::CudnnConv && c.conv.groups != 1) return false;
+  return libraryCallFlops(c) >= kLibraryMinFlops;
 }
 
 }  // namespace kiln::codegen

@@ -2,6 +2,7 @@
 # tests/cli/cli_test.sh - drives the kiln CLI as a user would and checks what
 # it prints, writes and returns. Usage:
 #   cli_test.sh <kiln> <source dir> <work dir> <kiln-emulation-kernels> <emulated libcuda> <emulated libcublasLt>
+#               <emulated libcudnn>
 # (the last three run CUDA artifacts and the cuda backend on the CPU emulation).
 set -euo pipefail
 KILN=$1
@@ -10,6 +11,7 @@ WORK=$3
 EMULATION_KERNELS=$4
 EMULATED_DRIVER=$5
 EMULATED_CUBLASLT=$6
+EMULATED_CUDNN=$7
 rm -rf "$WORK" && mkdir -p "$WORK" && cd "$WORK"
 TINY=$SRC/models/tiny/tiny_cnn.onnx
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -280,12 +282,14 @@ KILN_CUDA_DRIVER=$EMULATED_DRIVER KILN_EMULATED_KERNELS=$EMU_LIB "$KILN" bench "
 [ "$(wc -l < bench_profile.json)" = 1 ] || fail "--profile with --format json: stdout is not one record"
 expect_in "kernel profile: " bench_profile_err.txt
 expect_fail "--profile times GPU kernels: backend 'interpreter' has none" "$KILN" bench "$MOBILE" --backend interpreter --profile 2
-# --library-tactics all: the classifier's Gemm as a cuBLASLt library step (the emulated cuBLASLt here), same
-# outputs as the interpreter; profiled as a library step; no cuBLASLt is a clear error; CPU targets refuse it.
+# --library-tactics all: the classifier's Gemm as a cuBLASLt library step and every convolution as a cuDNN one
+# (the emulated libraries here), same outputs as the interpreter; profiled as library steps; no cuBLASLt or
+# no cuDNN is a clear error; CPU targets refuse it.
 EMU_LIBT=$("$EMULATION_KERNELS" "$MOBILE" emulation_lib f32 all | tail -1)
 "$KILN" compile "$MOBILE" --target cuda:sm_90 --library-tactics all -o mobile_lib.kiln --quiet > compile_lib.txt
-expect_in "library steps  1 (cuBLASLt matmuls, --library-tactics)" compile_lib.txt
-KILN_CUDA_DRIVER=$EMULATED_DRIVER KILN_EMULATED_KERNELS=$EMU_LIBT KILN_CUBLASLT=$EMULATED_CUBLASLT \
+grep -qE "library steps  [0-9]+ \(1 cuBLASLt matmuls, [1-9][0-9]* cuDNN convolutions; --library-tactics\)" compile_lib.txt \
+  || { cat compile_lib.txt; fail "compile --library-tactics all does not report its cuBLASLt and cuDNN steps"; }
+KILN_CUDA_DRIVER=$EMULATED_DRIVER KILN_EMULATED_KERNELS=$EMU_LIBT KILN_CUBLASLT=$EMULATED_CUBLASLT KILN_CUDNN=$EMULATED_CUDNN \
   "$KILN" run mobile_lib.kiln --output-dir mobile_lib > /dev/null
 /usr/bin/python3 - <<'PY2' || fail "--library-tactics all on the emulated driver and cuBLASLt differs from the interpreter"
 import numpy as np, glob, os
@@ -293,13 +297,18 @@ for ref in glob.glob("mobile_ref/*.npy"):
     want, got = np.load(ref), np.load(os.path.join("mobile_lib", os.path.basename(ref)))
     assert got.shape == want.shape and float(np.abs(got - want).max() / max(np.abs(want).max(), 1e-30)) < 1e-4, ref
 PY2
-KILN_CUDA_DRIVER=$EMULATED_DRIVER KILN_EMULATED_KERNELS=$EMU_LIBT KILN_CUBLASLT=$EMULATED_CUBLASLT \
+KILN_CUDA_DRIVER=$EMULATED_DRIVER KILN_EMULATED_KERNELS=$EMU_LIBT KILN_CUBLASLT=$EMULATED_CUBLASLT KILN_CUDNN=$EMULATED_CUDNN \
   "$KILN" bench "$MOBILE" --backend cuda --library-tactics all --warmup 1 --runs 1 --profile 1 --quiet > bench_lib.txt
 expect_in "(library)" bench_lib.txt
 expect_in "[cuBLASLt f32 1x1x10x" bench_lib.txt
+expect_in "[cuDNN f32 conv 1x" bench_lib.txt
 KILN_CUDA_DRIVER=$EMULATED_DRIVER KILN_EMULATED_KERNELS=$EMU_LIBT KILN_CUBLASLT=/nonexistent/libcublasLt.so.13 \
+  KILN_CUDNN=$EMULATED_CUDNN \
   expect_fail "cuBLASLt (/nonexistent/libcublasLt.so.13) not found: the artifact has library steps" "$KILN" run mobile_lib.kiln
-expect_fail "--library-tactics chooses cuBLASLt for GPU matmuls: it needs --target cuda" \
+KILN_CUDA_DRIVER=$EMULATED_DRIVER KILN_EMULATED_KERNELS=$EMU_LIBT KILN_CUBLASLT=$EMULATED_CUBLASLT \
+  KILN_CUDNN=/nonexistent/libcudnn.so.9 \
+  expect_fail "cuDNN (/nonexistent/libcudnn.so.9) not found: the artifact has cuDNN convolution steps" "$KILN" run mobile_lib.kiln
+expect_fail "--library-tactics chooses cuBLASLt/cuDNN for GPU matmuls and convolutions: it needs --target cuda" \
   "$KILN" compile "$MOBILE" --library-tactics auto -o never.kiln
 expect_fail "an artifact runs as it was compiled" "$KILN" run mobile_lib.kiln --library-tactics all
 # --precision f16: the interpreter runs the mixed-precision graph, the cuda backend its f16 kernels

@@ -23,15 +23,13 @@
 //
 //===----------------------------------------------------------------------===//
 #include <cublasLt.h>
-#include <dlfcn.h>
 
 #include <atomic>
 #include <cmath>
 #include <cstdint>
-#include <cstdlib>
 #include <cstring>
 
-#include "kiln/support/Float16.h"
+#include "EmulatedElements.h"
 
 namespace {
 
@@ -61,45 +59,15 @@ struct Handle {
   int unused = 0;
 };
 
-size_t sizeOf(cudaDataType_t t) { return t == CUDA_R_32F ? 4 : 2; }
+using kiln::emulation::Element;
+using kiln::emulation::inDeviceMemory;
+using kiln::emulation::toTf32;
+
+Element elementOf(cudaDataType_t t) { return t == CUDA_R_32F ? Element::F32 : t == CUDA_R_16F ? Element::F16 : Element::BF16; }
+size_t sizeOf(cudaDataType_t t) { return kiln::emulation::elementBytes(elementOf(t)); }
 bool supported(cudaDataType_t t) { return t == CUDA_R_32F || t == CUDA_R_16F || t == CUDA_R_16BF; }
-
-double load(const void* base, int64_t index, cudaDataType_t t) {
-  if (t == CUDA_R_32F) return static_cast<const float*>(base)[index];
-  uint16_t bits;
-  std::memcpy(&bits, static_cast<const char*>(base) + index * 2, 2);
-  return t == CUDA_R_16F ? float(kiln::Half::fromBits(bits)) : float(kiln::BFloat16::fromBits(bits));
-}
-
-void store(void* base, int64_t index, cudaDataType_t t, double v) {
-  if (t == CUDA_R_32F) {
-    static_cast<float*>(base)[index] = float(v);
-    return;
-  }
-  uint16_t bits = t == CUDA_R_16F ? kiln::Half(float(v)).bits : kiln::BFloat16(float(v)).bits;
-  std::memcpy(static_cast<char*>(base) + index * 2, &bits, 2);
-}
-
-/// f32 rounded to TF32 (10 mantissa bits, to nearest even), as TF32 tensor cores read it.
-double toTf32(double v) {
-  float f = float(v);
-  uint32_t bits;
-  std::memcpy(&bits, &f, 4);
-  bits = (bits + 0xfffu + ((bits >> 13) & 1u)) & ~0x1fffu;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
-
-/// Whether [ptr, ptr + bytes) lies in one allocation of the emulated driver.
-bool inDeviceMemory(const void* ptr, uint64_t bytes) {
-  static auto check = [] {
-    const char* path = std::getenv("KILN_CUDA_DRIVER");
-    void* driver = path ? dlopen(path, RTLD_NOW | RTLD_NOLOAD) : nullptr;
-    return driver ? reinterpret_cast<int (*)(const void*, unsigned long long)>(dlsym(driver, "kiln_emulated_in_device_memory"))
-                  : nullptr;
-  }();
-  return check && check(ptr, bytes);
-}
+double load(const void* base, int64_t index, cudaDataType_t t) { return kiln::emulation::loadElement(base, index, elementOf(t)); }
+void store(void* base, int64_t index, cudaDataType_t t, double v) { kiln::emulation::storeElement(base, index, elementOf(t), v); }
 
 /// The bytes a layout spans: its last batch's last column's last row.
 uint64_t spanBytes(const Layout& l) {

@@ -26,6 +26,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <set>
 #include <thread>
 
@@ -388,26 +389,29 @@ TEST_CASE("profile() times every kernel step with events and releases them") {
 
 namespace {
 
-/// Objects the emulated cuBLASLt still holds, and the matmuls it has run.
-int liveCublasLtObjects() {
-  void* lib = dlopen(KILN_EMULATED_CUBLASLT, RTLD_NOW | RTLD_NOLOAD);
-  REQUIRE(lib);
-  int n = reinterpret_cast<int (*)()>(dlsym(lib, "kiln_emulated_cublaslt_live_objects"))();
-  dlclose(lib);
-  return n;
-}
-unsigned long long cublasLtMatmuls() {
-  void* lib = dlopen(KILN_EMULATED_CUBLASLT, RTLD_NOW | RTLD_NOLOAD);
-  if (!lib) return 0;  // not loaded yet: nothing has run
-  unsigned long long n = reinterpret_cast<unsigned long long (*)()>(dlsym(lib, "kiln_emulated_cublaslt_matmuls"))();
+/// A counter of one of the emulated libraries (0 if it is not loaded yet: nothing has run).
+template <class R>
+R libraryCounter(const char* library, const char* symbol) {
+  void* lib = dlopen(library, RTLD_NOW | RTLD_NOLOAD);
+  if (!lib) return 0;
+  auto counter = reinterpret_cast<R (*)()>(dlsym(lib, symbol));
+  REQUIRE(counter);
+  R n = counter();
   dlclose(lib);
   return n;
 }
 
-/// Loads and runs `compiled`'s artifact on the emulated driver and cuBLASLt
-/// and checks it against the interpreter; returns the library steps it has.
+/// Library calls the emulated cuBLASLt and cuDNN have run so far.
+unsigned long long libraryCallsRun() {
+  return libraryCounter<unsigned long long>(KILN_EMULATED_CUBLASLT, "kiln_emulated_cublaslt_matmuls") +
+         libraryCounter<unsigned long long>(KILN_EMULATED_CUDNN, "kiln_emulated_cudnn_convolutions");
+}
+
+/// Loads and runs `compiled`'s artifact on the emulated driver, cuBLASLt and
+/// cuDNN and checks it against the interpreter; returns the library steps it has.
 size_t runWithLibrarySteps(CompiledModel& compiled, double tolerance) {
   ::setenv("KILN_CUBLASLT", KILN_EMULATED_CUBLASLT, 1);
+  ::setenv("KILN_CUDNN", KILN_EMULATED_CUDNN, 1);
   auto exe = runtime::loadArtifact(compiled.artifact);  // the library calls survive the artifact file
   REQUIRE(exe.isOk());
   size_t librarySteps = 0;
@@ -417,19 +421,29 @@ size_t runWithLibrarySteps(CompiledModel& compiled, double tolerance) {
     INFO((model.isOk() ? std::string() : model.error().str()));
     REQUIRE(model.isOk());
     std::vector<Tensor> inputs = testing::randomInputs(compiled.module->graph(), 11);
-    const unsigned long long before = cublasLtMatmuls();
+    const unsigned long long before = libraryCallsRun();
     auto got = (*model)->run(inputs);
     INFO((got.isOk() ? std::string() : got.error().str()));
     REQUIRE(got.isOk());
-    CHECK(cublasLtMatmuls() - before == librarySteps);  // every library step ran in the library
+    CHECK(libraryCallsRun() - before == librarySteps);  // every library step ran in its library
     runtime::Interpreter reference(compiled.module->graph());
     auto want = reference.run(std::vector<RuntimeValue>(inputs.begin(), inputs.end()));
     REQUIRE(want.isOk());
     requireClose(*got, *want, tolerance, false);
   }
   CHECK(liveDriverObjects() == 0);
-  CHECK(liveCublasLtObjects() == 0);  // descriptors and the handle released
+  // Descriptors and handles released.
+  CHECK(libraryCounter<int>(KILN_EMULATED_CUBLASLT, "kiln_emulated_cublaslt_live_objects") == 0);
+  CHECK(libraryCounter<int>(KILN_EMULATED_CUDNN, "kiln_emulated_cudnn_live_objects") == 0);
   return librarySteps;
+}
+
+/// `text` with every "T[" made `type`[, compiled with every library tactic the groups allow.
+CompiledModel compileWithLibraries(std::string text, const std::string& type, const std::string& name) {
+  for (size_t at = text.find("T["); at != std::string::npos; at = text.find("T[", at)) text.replace(at, 1, type);
+  codegen::CompileOptions options;
+  options.libraryTactics = codegen::LibraryTactics::All;
+  return compileModule(testing::parse(text), name + "-" + type, options);
 }
 
 }  // namespace
@@ -451,10 +465,7 @@ TEST_CASE("matmuls run as cuBLASLt library steps (bias, ReLU, transposes, stride
     return %n, %h
   }
 })";
-    for (size_t at = text.find("T["); at != std::string::npos; at = text.find("T[", at)) text.replace(at, 1, type);
-    codegen::CompileOptions options;
-    options.libraryTactics = codegen::LibraryTactics::All;
-    CompiledModel compiled = compileModule(testing::parse(text), std::string("library-") + type, options);
+    CompiledModel compiled = compileWithLibraries(text, type, "library");
     auto exe = runtime::loadArtifact(compiled.artifact);
     REQUIRE(exe.isOk());
     // What each call is: the batch folded into rows, a strided batch, Gemm's transposes and alpha, each epilogue.
@@ -469,8 +480,50 @@ TEST_CASE("matmuls run as cuBLASLt library steps (bias, ReLU, transposes, stride
   }
 }
 
-TEST_CASE("tiny zoo models with every matmul in cuBLASLt match the interpreter") {
-  for (const char* file : {"bert_tiny-raw.onnx", "mobilenet_tiny-raw.onnx"}) {
+TEST_CASE("convolutions run as cuDNN library steps (bias, residual, ReLU, groups, strides, dilations) and match the interpreter") {
+  for (const char* type : {"f32", "f16", "bf16"}) {
+    INFO(type);
+    // Each epilogue path: fused bias+relu, bias+residual+relu (z), bias alone and relu alone (separate calls),
+    // a channel-vector Add as the bias plus a residual without ReLU; depthwise stride 2, strides 2x1, dilations 2x1, groups 2.
+    std::string text = R"(module @m {
+  graph @main(%x: T[2,4,9,9], %w: T[8,4,3,3], %b: T[8], %v: T[8,1,3,3], %c: T[1,8,1,1], %u: T[6,4,3,3], %p: T[6,3,3,3], %q: T[6], %s: T[8,8,3,3], %t: T[8,4,3,3]) {
+    %a = Conv(%x, %w, %b) {pads = [1, 1, 1, 1]} : T[2,8,9,9]
+    %r = Relu(%a) : T[2,8,9,9]
+    %d = Conv(%r, %v, %b) {group = 8, strides = [2, 2], pads = [1, 1, 1, 1]} : T[2,8,5,5]
+    %e = Conv(%x, %t, %b) {pads = [1, 1, 1, 1]} : T[2,8,9,9]
+    %f = Add(%e, %r) : T[2,8,9,9]
+    %g = Relu(%f) : T[2,8,9,9]
+    %h = Conv(%x, %w) {strides = [2, 1]} : T[2,8,4,7]
+    %i = Relu(%h) : T[2,8,4,7]
+    %j = Conv(%g, %s) {pads = [1, 1, 1, 1]} : T[2,8,9,9]
+    %k = Add(%j, %c) : T[2,8,9,9]
+    %l = Add(%k, %r) : T[2,8,9,9]
+    %m = Conv(%x, %u) {dilations = [2, 1], pads = [2, 1, 2, 1]} : T[2,6,9,9]
+    %n = Conv(%m, %p, %q) {group = 2} : T[2,6,7,7]
+    return %d, %i, %l, %n
+  }
+})";
+    CompiledModel compiled = compileWithLibraries(text, type, "cudnn");
+    auto exe = runtime::loadArtifact(compiled.artifact);
+    REQUIRE(exe.isOk());
+    std::multiset<std::string> calls;
+    for (const runtime::LibraryCall& c : exe->libraryCalls) {
+      CHECK(c.routine == runtime::LibraryRoutine::CudnnConv);
+      calls.insert(c.describe().substr(c.describe().find(" conv ") + 6));
+    }
+    CHECK(calls == std::multiset<std::string>{
+                       "2x4x9x9 -> 8 3x3 s1x1 p1x1 d1x1 g1 bias+relu", "2x8x9x9 -> 8 3x3 s2x2 p1x1 d1x1 g8 bias",
+                       "2x4x9x9 -> 8 3x3 s1x1 p1x1 d1x1 g1 bias+relu+residual", "2x4x9x9 -> 8 3x3 s2x1 p0x0 d1x1 g1 relu",
+                       "2x8x9x9 -> 8 3x3 s1x1 p1x1 d1x1 g1 bias+residual", "2x4x9x9 -> 6 3x3 s1x1 p2x1 d2x1 g1 none",
+                       "2x6x9x9 -> 6 3x3 s1x1 p0x0 d1x1 g2 bias"});
+    // bf16 keeps 8 bits: three chained convs of 36-72 products differ from the interpreter's roundings by a few ulps.
+    const double tolerance = std::string(type) == "f32" ? 1e-5 : std::string(type) == "f16" ? 3e-2 : 1e-1;
+    CHECK(runWithLibrarySteps(compiled, tolerance) == 7);
+  }
+}
+
+TEST_CASE("tiny zoo models with every matmul and convolution in a library match the interpreter") {
+  for (const char* file : {"bert_tiny-raw.onnx", "mobilenet_tiny-raw.onnx", "resnet_tiny-raw.onnx"}) {
     INFO(file);
     codegen::CompileOptions options;
     options.libraryTactics = codegen::LibraryTactics::All;
@@ -479,7 +532,7 @@ TEST_CASE("tiny zoo models with every matmul in cuBLASLt match the interpreter")
   }
 }
 
-TEST_CASE("library tactics: what cuBLASLt cannot fuse stays generated, auto keeps small products generated") {
+TEST_CASE("library tactics: what cuBLASLt or cuDNN cannot fuse stays generated, auto keeps small products and depthwise convs generated") {
   auto groupsOf = [](const std::string& text) {
     auto m = testing::parse(text);
     auto plan = codegen::FusionPlan::build(m->graph());
@@ -519,6 +572,48 @@ TEST_CASE("library tactics: what cuBLASLt cannot fuse stays generated, auto keep
   CHECK(codegen::useLibrary(codegen::LibraryTactics::All, *two[1]));
   CHECK(!codegen::useLibrary(codegen::LibraryTactics::Off, *two[0]));
   CHECK(!codegen::parseLibraryTactics("sometimes").isOk());
+  // Convolutions: asymmetric padding, a Sigmoid epilogue, a 1-D conv, a bias per row, a residual after the ReLU: generated.
+  auto plan3 = testing::parse(R"(module @m {
+  graph @main(%x: f32[1,4,8,8], %w: f32[4,4,3,3], %b: f32[1,1,1,8], %z: f32[1,4,8,8], %s: f32[1,4,8], %v: f32[4,4,3]) {
+    %a = Conv(%x, %w) {pads = [0, 0, 2, 2]} : f32[1,4,8,8]
+    %c = Conv(%x, %w) {pads = [1, 1, 1, 1]} : f32[1,4,8,8]
+    %d = Sigmoid(%c) : f32[1,4,8,8]
+    %e = Conv(%s, %v) {pads = [1, 1]} : f32[1,4,8]
+    %f = Conv(%x, %w) {pads = [1, 1, 1, 1]} : f32[1,4,8,8]
+    %g = Add(%f, %b) : f32[1,4,8,8]
+    %h = Conv(%x, %w) {pads = [1, 1, 1, 1]} : f32[1,4,8,8]
+    %i = Relu(%h) : f32[1,4,8,8]
+    %j = Add(%i, %z) : f32[1,4,8,8]
+    return %a, %d, %e, %g, %j
+  }
+})");
+  auto convPlan = codegen::FusionPlan::build(plan3->graph());
+  REQUIRE(convPlan.isOk());
+  size_t convGroups = 0;
+  for (const codegen::KernelGroup& g : convPlan->groups()) {
+    if (g.role != codegen::KernelRole::Conv) continue;
+    ++convGroups;
+    INFO(g.name());
+    CHECK(!codegen::libraryCallFor(g, false).has_value());
+  }
+  CHECK(convGroups == 5);
+  // Under auto: a ResNet-sized convolution goes to cuDNN, a depthwise one of the same size stays generated.
+  auto plan4 = testing::parse(R"(module @m {
+  graph @main(%x: f16[1,64,56,56], %w: f16[64,64,3,3], %v: f16[64,1,3,3]) {
+    %a = Conv(%x, %w) {pads = [1, 1, 1, 1]} : f16[1,64,56,56]
+    %b = Conv(%x, %v) {group = 64, pads = [1, 1, 1, 1]} : f16[1,64,56,56]
+    return %a, %b
+  }
+})");
+  auto autoPlan = codegen::FusionPlan::build(plan4->graph());
+  REQUIRE(autoPlan.isOk());
+  std::vector<bool> chosen;
+  for (const codegen::KernelGroup& g : autoPlan->groups()) {
+    std::optional<codegen::LibraryMatch> match = codegen::libraryCallFor(g, false);
+    REQUIRE(match.has_value());
+    chosen.push_back(codegen::useLibrary(codegen::LibraryTactics::Auto, *match));
+  }
+  CHECK(chosen == std::vector<bool>{true, false});
 }
 
 TEST_CASE("a library step whose operands do not fit its call is a corrupt executable") {
@@ -527,13 +622,36 @@ TEST_CASE("a library step whose operands do not fit its call is a corrupt execut
   CompiledModel compiled = compile("mobilenet_tiny-raw.onnx", options);
   auto exe = runtime::loadArtifact(compiled.artifact);
   REQUIRE(exe.isOk());
-  REQUIRE(!exe->libraryCalls.empty());
-  runtime::Executable wrongShape = *exe;
-  wrongShape.libraryCalls[0].k += 1;
-  Status s = wrongShape.validate();
-  REQUIRE(!s.isOk());
-  CHECK(s.error().code() == ErrorCode::ArtifactCorrupt);
-  CHECK(s.error().message().find("library call " + exe->libraryCalls[0].name + " takes") != std::string::npos);
+  REQUIRE(exe->validate().isOk());
+  // One cuBLASLt and one cuDNN call, each with a shape its operands do not have.
+  auto firstOf = [&](runtime::LibraryRoutine r) {
+    auto it = std::find_if(exe->libraryCalls.begin(), exe->libraryCalls.end(),
+                           [&](const runtime::LibraryCall& c) { return c.routine == r; });
+    REQUIRE(it != exe->libraryCalls.end());
+    return size_t(it - exe->libraryCalls.begin());
+  };
+  const size_t matmul = firstOf(runtime::LibraryRoutine::CublasLtMatmul), conv = firstOf(runtime::LibraryRoutine::CudnnConv);
+  for (auto [call, change] : std::vector<std::pair<size_t, std::function<void(runtime::LibraryCall&)>>>{
+           {matmul, [](runtime::LibraryCall& c) { c.k += 1; }},
+           {conv, [](runtime::LibraryCall& c) { c.conv.kernelW += 1; }},
+           {conv, [](runtime::LibraryCall& c) { c.residual = !c.residual; }}}) {
+    runtime::Executable wrongShape = *exe;
+    change(wrongShape.libraryCalls[call]);
+    Status s = wrongShape.validate();
+    REQUIRE(!s.isOk());
+    CHECK(s.error().code() == ErrorCode::ArtifactCorrupt);
+    CHECK(s.error().message().find("library call " + exe->libraryCalls[call].name + " takes") != std::string::npos);
+  }
+  // A convolution whose window does not fit, or whose groups do not divide its channels, is malformed.
+  for (auto change : std::vector<std::function<void(runtime::ConvGeometry&)>>{
+           [](runtime::ConvGeometry& g) { g.kernelH = g.height + 2 * g.padH + 1; },
+           [](runtime::ConvGeometry& g) { g.groups = g.channels + 1; }, [](runtime::ConvGeometry& g) { g.strideW = 0; }}) {
+    runtime::Executable malformed = *exe;
+    change(malformed.libraryCalls[conv].conv);
+    Status s = malformed.validate();
+    REQUIRE(!s.isOk());
+    CHECK(s.error().message().find("has a bad shape or epilogue") != std::string::npos);
+  }
   runtime::Executable onCpu = *exe;
   onCpu.target = "cpu";
   onCpu.cudaKernels.clear();

@@ -80,7 +80,12 @@ Status saveAndReport(const CompileOptions& o, const codegen::LoweredModel& model
   std::cout << "compiled " << o.model.path << " for " << exe.target << " (" << exe.cpu << ") -> " << output << "\n";
   std::cout << "  kernels        " << exe.steps.size() - st.hostSteps.size() - st.librarySteps << " launches, " << st.kernels
             << " distinct kernels" << kernelsNote << "\n";
-  if (st.librarySteps) std::cout << "  library steps  " << st.librarySteps << " (cuBLASLt matmuls, --library-tactics)\n";
+  if (st.librarySteps) {
+    size_t convs = 0;
+    for (const runtime::LibraryCall& c : exe.libraryCalls) convs += c.routine == runtime::LibraryRoutine::CudnnConv;
+    std::cout << "  library steps  " << st.librarySteps << " (" << st.librarySteps - convs << " cuBLASLt matmuls, " << convs
+              << " cuDNN convolutions; --library-tactics)\n";
+  }
   if (!o.emitCuda.empty()) std::cout << "  sources        CUDA C, cubins and PTX in " << o.emitCuda << "\n";
   if (!st.hostSteps.empty())
     std::cout << "  host steps     " << st.hostSteps.size() << " (reference kernels): " << st.hostOpSummary() << "\n";

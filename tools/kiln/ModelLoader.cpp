@@ -37,8 +37,9 @@ void addModelOptions(CLI::App& cmd, ModelOptions& o, bool withOptLevel) {
                  "the GPU their matmuls and convs use tensor cores)")
       ->check(CLI::IsMember({"f32", "tf32", "f16", "bf16"}));
   cmd.add_option("--library-tactics", o.libraryTactics,
-                 "GPU: which matmuls run as cuBLASLt calls (bias/ReLU epilogues fused) instead of generated kernels: "
-                 "off (default), auto (products of at least 16 MFLOP), all (every one cuBLASLt can express)")
+                 "GPU: which matmuls run as cuBLASLt calls and convolutions as cuDNN calls (bias/residual/ReLU epilogues "
+                 "fused) instead of generated kernels: off (default), auto (products of at least 16 MFLOP; ungrouped "
+                 "convolutions only), all (every one the libraries can express)")
       ->check(CLI::IsMember({"off", "auto", "all"}));
 }
 
@@ -116,7 +117,7 @@ Status checkPrecisionTarget(const ModelOptions& o, bool cuda) {
     return Error(ErrorCode::InvalidArgument, "--precision tf32 is a GPU tensor-core mode: it needs --target cuda (compile) "
                                              "or --backend cuda (run, bench)");
   if (o.libraryTactics != "off" && !cuda)
-    return Error(ErrorCode::InvalidArgument, "--library-tactics chooses cuBLASLt for GPU matmuls: it needs --target cuda "
+    return Error(ErrorCode::InvalidArgument, "--library-tactics chooses cuBLASLt/cuDNN for GPU matmuls and convolutions: it needs --target cuda "
                                              "(compile) or --backend cuda (run, bench)");
   return Status::ok();
 }

@@ -49,7 +49,7 @@ struct CompileStats {
   size_t nvrtcCompiled = 0, nvrtcCached = 0;  ///< CUDA: cubins and PTX compiled now / taken from the NVRTC cache
   uint64_t arenaBytes = 0, unsharedBytes = 0, weightBytes = 0;
   std::vector<HostStepInfo> hostSteps;
-  size_t librarySteps = 0;  ///< CUDA: groups run by a library (cuBLASLt)
+  size_t librarySteps = 0;  ///< CUDA: groups run by a library (cuBLASLt, cuDNN)
   /// "NonZero x90, TopK x90" (ops in host steps, most frequent first); "" when none.
   std::string hostOpSummary() const;
 };

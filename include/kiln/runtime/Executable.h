@@ -9,8 +9,8 @@
 // graph in kiln's text IR that the runtime executes with the reference
 // kernels; their dynamic results live outside the arena. CUDA only: a
 // library step runs a vendor library's routine instead of generated code
-// (cuBLASLt matmul with a fused bias/ReLU epilogue; a library tactic). The
-// artifact file format (Artifact.h) stores exactly this.
+// (a cuBLASLt matmul or a cuDNN convolution with a fused epilogue; a
+// library tactic). The artifact file format (Artifact.h) stores exactly this.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -55,20 +55,48 @@ struct KernelStep {
 enum class LibraryEpilogue : uint8_t { None, Bias, Relu, BiasRelu };
 const char* libraryEpilogueName(LibraryEpilogue e);
 
-/// A library step: D[batch][m][n] = epilogue(alpha * op(A) x op(B) (+ bias[n]))
-/// with cuBLASLt, all row-major. Operands (step args): A, B, bias (with a
-/// Bias epilogue), D. A is [batch][m][k] (transA: [k][m]); B is [k][n]
-/// (transB: [n][k]), one per batch or, with batchB = false, one for all.
+/// The vendor routine a library step calls.
+enum class LibraryRoutine : uint8_t { CublasLtMatmul, CudnnConv };
+/// "cuBLASLt" or "cuDNN".
+const char* libraryName(LibraryRoutine r);
+
+/// A 2-D convolution's shape (NCHW data, KCRS weights, symmetric padding);
+/// the batch is LibraryCall::batch.
+struct ConvGeometry {
+  int64_t channels = 1, height = 1, width = 1;  ///< input C, H, W
+  int64_t outChannels = 1, kernelH = 1, kernelW = 1;
+  int64_t padH = 0, padW = 0, strideH = 1, strideW = 1, dilationH = 1, dilationW = 1, groups = 1;
+  /// The result's spatial size (< 1 for a window that does not fit).
+  int64_t outHeight() const { return (height + 2 * padH - dilationH * (kernelH - 1) - 1) / strideH + 1; }
+  int64_t outWidth() const { return (width + 2 * padW - dilationW * (kernelW - 1) - 1) / strideW + 1; }
+};
+
+/// A library step, all tensors row-major, accumulation in f32.
+///  - CublasLtMatmul: D[batch][m][n] = epilogue(alpha * op(A) x op(B) (+ bias[n]))
+///    with cuBLASLt. Operands (step args): A, B, bias (with a Bias
+///    epilogue), D. A is [batch][m][k] (transA: [k][m]); B is [k][n]
+///    (transB: [n][k]), one per batch or, with batchB = false, one for all.
+///  - CudnnConv: Y = epilogue(conv(X, W) (+ bias[c]) (+ Z)) with cuDNN, the
+///    ReLU last. Operands: X [batch][C][H][W], W [K][C/groups][R][S], bias [K]
+///    (with a Bias epilogue), Z (residual: Y's shape), Y [batch][K][P][Q].
 struct LibraryCall {
   std::string name;  ///< l<group id>_<ops>, for reports and profiles
-  DType dtype = DType::F32;  ///< of A, B, bias and D (accumulation in f32)
+  LibraryRoutine routine = LibraryRoutine::CublasLtMatmul;
+  DType dtype = DType::F32;  ///< of every operand
   int64_t batch = 1, m = 1, n = 1, k = 1;
   bool transA = false, transB = false, batchB = true;
   float alpha = 1.0f;
+  ConvGeometry conv;  ///< CudnnConv only
   LibraryEpilogue epilogue = LibraryEpilogue::None;
+  bool residual = false;   ///< CudnnConv: Z is added before the ReLU
   bool allowTf32 = false;  ///< f32 products on TF32 tensor cores
-  size_t numOperands() const { return epilogue == LibraryEpilogue::Bias || epilogue == LibraryEpilogue::BiasRelu ? 4 : 3; }
-  /// "f16 32x128x768x768 bias" (type, batch x m x n x k, epilogue).
+  bool hasBias() const { return epilogue == LibraryEpilogue::Bias || epilogue == LibraryEpilogue::BiasRelu; }
+  bool hasRelu() const { return epilogue == LibraryEpilogue::Relu || epilogue == LibraryEpilogue::BiasRelu; }
+  size_t numOperands() const { return 3 + hasBias() + residual; }
+  /// Elements of each operand, in the step's order.
+  std::vector<uint64_t> operandElements() const;
+  /// "f16 32x128x768x768 bias" (type, batch x m x n x k, epilogue), or for a
+  /// convolution "f32 conv 1x64x56x56 -> 64 3x3 s1x1 p1x1 d1x1 g1 bias+relu+residual".
   std::string describe() const;
 };
 

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 #include "kiln/runtime/Artifact.h"
 
+#include <array>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -19,6 +20,13 @@ namespace {
 
 constexpr char kMagic[8] = {'K', 'I', 'L', 'N', 'A', 'R', 'T', '\0'};
 constexpr size_t kHeaderBytes = 8 + 4 + 4 + 8 + 8;  // magic, version, reserved, payload size, checksum
+
+/// A convolution's shape fields, in the order the file stores them.
+template <class Geometry>
+auto convFields(Geometry& g) {
+  return std::array{&g.channels, &g.height,  &g.width,   &g.outChannels, &g.kernelH,   &g.kernelW, &g.padH,
+                    &g.padW,     &g.strideH, &g.strideW, &g.dilationH,   &g.dilationW, &g.groups};
+}
 
 class Writer {
  public:
@@ -161,9 +169,11 @@ std::vector<uint8_t> serializeExecutable(const Executable& exe) {
   w.pod<uint64_t>(exe.libraryCalls.size());
   for (const LibraryCall& c : exe.libraryCalls) {
     w.str(c.name);
+    w.pod<uint8_t>(uint8_t(c.routine));
     w.pod<uint8_t>(uint8_t(c.dtype));
     for (int64_t v : {c.batch, c.m, c.n, c.k}) w.pod<int64_t>(v);
-    w.pod<uint8_t>(uint8_t(c.transA | c.transB << 1 | c.batchB << 2 | c.allowTf32 << 3));
+    for (const int64_t* v : convFields(c.conv)) w.pod<int64_t>(*v);
+    w.pod<uint8_t>(uint8_t(c.transA | c.transB << 1 | c.batchB << 2 | c.allowTf32 << 3 | c.residual << 4));
     w.pod<float>(c.alpha);
     w.pod<uint8_t>(uint8_t(c.epilogue));
   }
@@ -297,17 +307,23 @@ Expected<Executable> deserializeExecutable(const uint8_t* data, size_t size) {
     KILN_ASSIGN(c.ptx, r.str());
     exe.cudaKernels.push_back(std::move(c));
   }
-  KILN_ASSIGN(uint64_t libraryCalls, r.count(51));
+  KILN_ASSIGN(uint64_t libraryCalls, r.count(152));
   for (uint64_t i = 0; i < libraryCalls; ++i) {
     LibraryCall c;
     KILN_ASSIGN(c.name, r.str());
+    KILN_ASSIGN(uint8_t routine, r.pod<uint8_t>());
+    if (routine > uint8_t(LibraryRoutine::CudnnConv)) return Error(ErrorCode::ArtifactCorrupt, "artifact: bad library routine");
+    c.routine = LibraryRoutine(routine);
     KILN_ASSIGN(c.dtype, readDType(r));
     for (int64_t* v : {&c.batch, &c.m, &c.n, &c.k}) {
       KILN_ASSIGN(*v, r.pod<int64_t>());
     }
+    for (int64_t* field : convFields(c.conv)) {
+      KILN_ASSIGN(*field, r.pod<int64_t>());
+    }
     KILN_ASSIGN(uint8_t flags, r.pod<uint8_t>());
-    if (flags > 15) return Error(ErrorCode::ArtifactCorrupt, "artifact: bad library call flags");
-    c.transA = flags & 1, c.transB = flags & 2, c.batchB = flags & 4, c.allowTf32 = flags & 8;
+    if (flags > 31) return Error(ErrorCode::ArtifactCorrupt, "artifact: bad library call flags");
+    c.transA = flags & 1, c.transB = flags & 2, c.batchB = flags & 4, c.allowTf32 = flags & 8, c.residual = flags & 16;
     KILN_ASSIGN(c.alpha, r.pod<float>());
     KILN_ASSIGN(uint8_t epilogue, r.pod<uint8_t>());
     if (epilogue > uint8_t(LibraryEpilogue::BiasRelu)) return Error(ErrorCode::ArtifactCorrupt, "artifact: bad library epilogue");

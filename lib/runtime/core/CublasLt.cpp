@@ -5,10 +5,9 @@
 //===----------------------------------------------------------------------===//
 #include "CublasLt.h"
 
-#include <dlfcn.h>
-
-#include <cstdlib>
 #include <utility>
+
+#include "SharedLibrary.h"
 
 namespace kiln::runtime {
 namespace {
@@ -20,23 +19,15 @@ struct Loaded {
 
 Loaded load() {
   Loaded l;
-  const char* override = std::getenv("KILN_CUBLASLT");
-  std::string path = override && *override ? override : "libcublasLt.so.13";
-  void* library = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!library && !(override && *override)) library = dlopen((path = "libcublasLt.so").c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!library) {
+  SharedLibrary library = openSharedLibrary("KILN_CUBLASLT", {"libcublasLt.so.13", "libcublasLt.so"});
+  if (!library.handle) {
     l.status = Error(ErrorCode::DeviceUnavailable,
-                     "cuBLASLt (" + path + ") not found: the artifact has library steps (compiled with --library-tactics); "
+                     "cuBLASLt (" + library.path + ") not found: the artifact has library steps (compiled with --library-tactics); "
                      "put the CUDA toolkit's lib64 on LD_LIBRARY_PATH, set KILN_CUBLASLT, or recompile without library tactics");
     return l;
   }
   CublasLt& c = l.lib;
-  const char* missing = nullptr;
-  auto need = [&](const char* symbol, auto& fn) {
-    using F = std::remove_reference_t<decltype(fn)>;
-    fn = reinterpret_cast<F>(dlsym(library, symbol));
-    if (!fn && !missing) missing = symbol;
-  };
+  auto need = [&](const char* symbol, auto& fn) { library.need(symbol, fn); };
   need("cublasLtCreate", c.create);
   need("cublasLtDestroy", c.destroy);
   need("cublasLtGetStatusName", c.statusName);
@@ -51,7 +42,8 @@ Loaded load() {
   need("cublasLtMatmulPreferenceSetAttribute", c.preferenceSetAttribute);
   need("cublasLtMatmulAlgoGetHeuristic", c.algoGetHeuristic);
   need("cublasLtMatmul", c.matmul);
-  if (missing) l.status = Error(ErrorCode::DeviceUnavailable, path + " lacks " + missing + " (cuBLASLt too old)");
+  if (library.missing)
+    l.status = Error(ErrorCode::DeviceUnavailable, library.path + " lacks " + library.missing + " (cuBLASLt too old)");
   return l;
 }
 
@@ -83,10 +75,6 @@ Status CublasLt::check(cublasStatus_t status, const std::string& what) const {
   return Error(ErrorCode::DeviceFailure, what + " failed: " + (name ? name : "cuBLAS status " + std::to_string(int(status))));
 }
 
-CublasLtMatmul::CublasLtMatmul(CublasLtMatmul&& o) noexcept
-    : lib_(o.lib_), handle_(o.handle_), call_(o.call_), operands_(std::move(o.operands_)), desc_(std::exchange(o.desc_, nullptr)),
-      a_(std::exchange(o.a_, nullptr)), b_(std::exchange(o.b_, nullptr)), d_(std::exchange(o.d_, nullptr)), algo_(o.algo_) {}
-
 CublasLtMatmul::~CublasLtMatmul() {
   if (!lib_) return;
   for (cublasLtMatrixLayout_t l : {a_, b_, d_})
@@ -94,11 +82,12 @@ CublasLtMatmul::~CublasLtMatmul() {
   if (desc_) lib_->matmulDescDestroy(desc_);
 }
 
-Expected<CublasLtMatmul> CublasLtMatmul::create(const CublasLt& lib, cublasLtHandle_t handle, const LibraryCall& call,
-                                                std::vector<CUdeviceptr> operands) {
-  if (operands.size() != call.numOperands())
-    return makeError(ErrorCode::Internal, "library call ", call.name, " given ", operands.size(), " operands");
-  CublasLtMatmul mm;
+Expected<std::unique_ptr<CublasLtMatmul>> CublasLtMatmul::create(const CublasLt& lib, cublasLtHandle_t handle,
+                                                                 const LibraryCall& call, std::vector<CUdeviceptr> operands) {
+  if (operands.size() != call.numOperands() || call.routine != LibraryRoutine::CublasLtMatmul)
+    return makeError(ErrorCode::Internal, "library call ", call.name, " is not a cuBLASLt matmul of ", operands.size(), " operands");
+  std::unique_ptr<CublasLtMatmul> plan(new CublasLtMatmul);
+  CublasLtMatmul& mm = *plan;
   mm.lib_ = &lib;
   mm.handle_ = handle;
   mm.call_ = &call;
@@ -116,7 +105,7 @@ Expected<CublasLtMatmul> CublasLtMatmul::create(const CublasLt& lib, cublasLtHan
   if (call.epilogue == LibraryEpilogue::Relu) epilogue = CUBLASLT_EPILOGUE_RELU;
   if (call.epilogue == LibraryEpilogue::BiasRelu) epilogue = CUBLASLT_EPILOGUE_RELU_BIAS;
   KILN_TRY(check(setDesc<uint32_t>(lib, mm.desc_, CUBLASLT_MATMUL_DESC_EPILOGUE, epilogue)));
-  if (call.numOperands() == 4) {
+  if (call.hasBias()) {
     KILN_TRY(check(setDesc<const void*>(lib, mm.desc_, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
                                         reinterpret_cast<const void*>(mm.operands_[2]))));
     KILN_TRY(check(setDesc<int64_t>(lib, mm.desc_, CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE, 0)));
@@ -139,7 +128,7 @@ Expected<CublasLtMatmul> CublasLtMatmul::create(const CublasLt& lib, cublasLtHan
   cublasLtMatmulPreference_t preference = nullptr;
   KILN_TRY(check(lib.preferenceCreate(&preference)));
   cublasStatus_t status = lib.preferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                                     &kCublasLtWorkspaceBytes, sizeof kCublasLtWorkspaceBytes);
+                                                     &kLibraryWorkspaceBytes, sizeof kLibraryWorkspaceBytes);
   cublasLtMatmulHeuristicResult_t result{};
   int found = 0;
   if (status == CUBLAS_STATUS_SUCCESS)
@@ -150,7 +139,7 @@ Expected<CublasLtMatmul> CublasLtMatmul::create(const CublasLt& lib, cublasLtHan
     return makeError(ErrorCode::DeviceFailure, "cuBLASLt has no algorithm for ", call.name, " (", call.describe(),
                      "); recompile without --library-tactics");
   mm.algo_ = result.algo;
-  return mm;
+  return plan;
 }
 
 Status CublasLtMatmul::enqueue(CUdeviceptr workspace, CUstream stream) const {
@@ -158,7 +147,7 @@ Status CublasLtMatmul::enqueue(CUdeviceptr workspace, CUstream stream) const {
   auto* d = reinterpret_cast<void*>(operands_.back());
   return lib_->check(lib_->matmul(handle_, desc_, &alpha, reinterpret_cast<const void*>(operands_[1]), a_,
                                   reinterpret_cast<const void*>(operands_[0]), b_, &beta, d, d_, d, d_, &algo_,
-                                  reinterpret_cast<void*>(workspace), kCublasLtWorkspaceBytes,
+                                  reinterpret_cast<void*>(workspace), kLibraryWorkspaceBytes,
                                   reinterpret_cast<cudaStream_t>(stream)),
                      "cublasLtMatmul " + call_->name);
 }

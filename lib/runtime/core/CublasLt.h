@@ -17,11 +17,12 @@
 #include <cublasLt.h>
 #include <cuda.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "LibraryStepPlan.h"
 #include "kiln/runtime/Executable.h"
-#include "kiln/support/Status.h"
 
 namespace kiln::runtime {
 
@@ -47,23 +48,19 @@ struct CublasLt {
   Status check(cublasStatus_t status, const std::string& what) const;
 };
 
-/// Bytes of device workspace each matmul may use (cuBLASLt's advice for Hopper).
-inline constexpr uint64_t kCublasLtWorkspaceBytes = uint64_t(32) << 20;
-
-/// One library call, ready to enqueue.
-class CublasLtMatmul {
+/// One cuBLASLt matmul step, ready to enqueue.
+class CublasLtMatmul final : public LibraryStepPlan {
  public:
   CublasLtMatmul(const CublasLtMatmul&) = delete;
   CublasLtMatmul& operator=(const CublasLtMatmul&) = delete;
-  CublasLtMatmul(CublasLtMatmul&& other) noexcept;
-  ~CublasLtMatmul();
+  ~CublasLtMatmul() override;
   /// Descriptors for `call` over `operands` (device pointers in the call's
   /// order: A, B, [bias], D; fixed for the executor's life) and cuBLASLt's
   /// first choice of algorithm for them.
-  static Expected<CublasLtMatmul> create(const CublasLt& lib, cublasLtHandle_t handle, const LibraryCall& call,
-                                         std::vector<CUdeviceptr> operands);
+  static Expected<std::unique_ptr<CublasLtMatmul>> create(const CublasLt& lib, cublasLtHandle_t handle, const LibraryCall& call,
+                                                          std::vector<CUdeviceptr> operands);
   /// Enqueues D = epilogue(alpha op(A) op(B) + bias) on `stream`.
-  Status enqueue(CUdeviceptr workspace, CUstream stream) const;
+  Status enqueue(CUdeviceptr workspace, CUstream stream) const override;
 
  private:
   CublasLtMatmul() = default;

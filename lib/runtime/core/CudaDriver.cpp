@@ -8,9 +8,7 @@
 //===----------------------------------------------------------------------===//
 #include "CudaDriver.h"
 
-#include <dlfcn.h>
-
-#include <cstdlib>
+#include "SharedLibrary.h"
 
 namespace kiln::runtime {
 namespace {
@@ -20,27 +18,17 @@ struct Loaded {
   Status status = Status::ok();
 };
 
-template <class F>
-bool resolve(void* library, const char* symbol, F& out) {
-  out = reinterpret_cast<F>(dlsym(library, symbol));
-  return out != nullptr;
-}
-
 Loaded load() {
   Loaded l;
-  const char* override = std::getenv("KILN_CUDA_DRIVER");
-  const std::string path = override && *override ? override : "libcuda.so.1";
-  void* library = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!library) {
+  SharedLibrary library = openSharedLibrary("KILN_CUDA_DRIVER", {"libcuda.so.1"});
+  const std::string& path = library.path;
+  if (!library.handle) {
     l.status = Error(ErrorCode::DeviceUnavailable, "no NVIDIA driver on this machine (" + path +
                                                        " not found); CUDA artifacts need a GPU");
     return l;
   }
   CudaDriver& d = l.driver;
-  const char* missing = nullptr;
-  auto need = [&](const char* symbol, auto& fn) {
-    if (!missing && !resolve(library, symbol, fn)) missing = symbol;
-  };
+  auto need = [&](const char* symbol, auto& fn) { library.need(symbol, fn); };
   need("cuInit", d.init);
   need("cuDeviceGetCount", d.deviceGetCount);
   need("cuDeviceGet", d.deviceGet);
@@ -80,8 +68,8 @@ Loaded load() {
   need("cuEventElapsedTime_v2", d.eventElapsedTime);
   need("cuGetErrorName", d.getErrorName);
   need("cuGetErrorString", d.getErrorString);
-  if (missing) {
-    l.status = Error(ErrorCode::DeviceUnavailable, std::string("the NVIDIA driver's " + path + " lacks ") + missing +
+  if (library.missing) {
+    l.status = Error(ErrorCode::DeviceUnavailable, std::string("the NVIDIA driver's " + path + " lacks ") + library.missing +
                                                        " (driver too old for this runtime)");
     return l;
   }

@@ -12,9 +12,10 @@
 // stream instead. The primary context of the device is pushed around every
 // driver call sequence, so the executor works from any thread. The stream is
 // a blocking one: the synchronous copies of host steps (legacy default
-// stream) order with its work. Library steps (cuBLASLt matmuls, CublasLt.h)
-// are planned at load time and enqueued on the stream between the graphs of
-// the kernel steps around them (they are not captured into the graphs yet).
+// stream) order with its work. Library steps (cuBLASLt matmuls and cuDNN
+// convolutions, LibrarySteps.h) are planned at load time and enqueued on the
+// stream between the graphs of the kernel steps around them (they are not
+// captured into the graphs yet).
 //
 //===----------------------------------------------------------------------===//
 #include "kiln/runtime/CudaExecutor.h"
@@ -22,12 +23,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <map>
 #include <mutex>
 
-#include "CublasLt.h"
 #include "CudaDriver.h"
 #include "HostProgram.h"
+#include "LibrarySteps.h"
 #include "kiln/runtime/StepDependencies.h"
 
 namespace kiln::runtime {
@@ -66,10 +66,8 @@ struct CudaExecutor::Impl {
   std::vector<CUdeviceptr> pointers;  ///< per buffer id (0: none, dynamic or empty)
   std::vector<CUdeviceptr> owned;     ///< allocations to free
   std::vector<std::unique_ptr<HostProgram>> hostPrograms;
-  const CublasLt* cublasLt = nullptr;    ///< loaded when there are library steps
-  cublasLtHandle_t cublasLtHandle = nullptr;
-  CUdeviceptr cublasLtWorkspace = 0;
-  std::map<size_t, CublasLtMatmul> libraryPlans;  ///< per library step
+  std::unique_ptr<LibrarySteps> librarySteps;  ///< planned when there are library steps
+  CUdeviceptr libraryWorkspace = 0;
   std::vector<KernelSegment> segments;
   std::vector<CUgraphExec> graphs;  ///< one per segment; empty with KILN_CUDA_GRAPHS=0
   uint8_t* staging = nullptr;       ///< pinned host memory for inputs and outputs
@@ -188,26 +186,15 @@ struct CudaExecutor::Impl {
   /// Enqueues library step `s` on the stream (between two of `timer`'s events when profiling).
   Status enqueueLibraryStep(size_t s, StepTimer* timer) const {
     KILN_TRY(StepTimer::record(timer, s, true, stream));
-    KILN_TRY(libraryPlans.at(s).enqueue(cublasLtWorkspace, stream));
+    KILN_TRY(librarySteps->enqueue(s, libraryWorkspace, stream));
     return StepTimer::record(timer, s, false, stream);
   }
 
-  /// Loads cuBLASLt and plans every library step (once the buffers have device memory).
+  /// Plans every library step (once the buffers have device memory), with their shared workspace.
   Status planLibrarySteps() {
-    for (size_t s = 0; s < exe->steps.size(); ++s) {
-      const KernelStep& step = exe->steps[s];
-      if (step.kind != StepKind::Library) continue;
-      if (!cublasLt) {
-        KILN_ASSIGN(cublasLt, CublasLt::get());
-        KILN_TRY(cublasLt->check(cublasLt->create(&cublasLtHandle), "cublasLtCreate"));
-        KILN_ASSIGN(cublasLtWorkspace, allocate(kCublasLtWorkspaceBytes, "the cuBLASLt workspace"));
-      }
-      std::vector<CUdeviceptr> operands;
-      for (uint32_t a : step.args) operands.push_back(pointers[a]);
-      KILN_ASSIGN(CublasLtMatmul plan, CublasLtMatmul::create(*cublasLt, cublasLtHandle, exe->libraryCalls[step.kernel],
-                                                              std::move(operands)));
-      libraryPlans.emplace(s, std::move(plan));
-    }
+    if (exe->libraryCalls.empty()) return Status::ok();
+    KILN_ASSIGN(libraryWorkspace, allocate(kLibraryWorkspaceBytes, "the library steps' workspace"));
+    KILN_ASSIGN(librarySteps, LibrarySteps::plan(*exe, pointers, stream));
     return Status::ok();
   }
 
@@ -217,8 +204,7 @@ struct CudaExecutor::Impl {
     if (!cu || !context) return;
     {
       Current current(*this);
-      libraryPlans.clear();
-      if (cublasLtHandle) cublasLt->destroy(cublasLtHandle);
+      librarySteps.reset();
       for (CUgraphExec g : graphs) cu->graphExecDestroy(g);
       for (CUdeviceptr p : owned) cu->memFree(p);
       if (staging) cu->memFreeHost(staging);
@@ -301,7 +287,7 @@ Expected<std::unique_ptr<CudaExecutor>> CudaExecutor::create(std::shared_ptr<con
     m.functions.push_back(fn);
   }
   // Memory: the arena, then a buffer per input, output and weight (weights uploaded now).
-  m.deviceBytesNeeded = exe->arenaBytes + (exe->libraryCalls.empty() ? 0 : kCublasLtWorkspaceBytes);
+  m.deviceBytesNeeded = exe->arenaBytes + (exe->libraryCalls.empty() ? 0 : kLibraryWorkspaceBytes);
   for (const BufferSpec& b : exe->buffers)
     if (!b.dynamic && b.kind != BufferKind::Intermediate) m.deviceBytesNeeded += b.bytes();
   KILN_ASSIGN(CUdeviceptr arena, m.allocate(exe->arenaBytes, "the arena"));

@@ -23,29 +23,67 @@ const char* libraryEpilogueName(LibraryEpilogue e) {
   return size_t(e) < 4 ? names[size_t(e)] : "unknown";
 }
 
+const char* libraryName(LibraryRoutine r) { return r == LibraryRoutine::CudnnConv ? "cuDNN" : "cuBLASLt"; }
+
+std::vector<uint64_t> LibraryCall::operandElements() const {
+  std::vector<uint64_t> elements;
+  if (routine == LibraryRoutine::CudnnConv) {
+    const ConvGeometry& g = conv;
+    const uint64_t out = uint64_t(batch * g.outChannels * g.outHeight() * g.outWidth());
+    elements = {uint64_t(batch * g.channels * g.height * g.width),
+                uint64_t(g.outChannels * (g.channels / g.groups) * g.kernelH * g.kernelW)};
+    if (hasBias()) elements.push_back(uint64_t(g.outChannels));
+    if (residual) elements.push_back(out);
+    elements.push_back(out);
+    return elements;
+  }
+  elements = {uint64_t(batch * m * k), uint64_t((batchB ? batch : 1) * k * n)};
+  if (hasBias()) elements.push_back(uint64_t(n));
+  elements.push_back(uint64_t(batch * m * n));
+  return elements;
+}
+
 std::string LibraryCall::describe() const {
-  return std::string(dtypeName(dtype)) + " " + std::to_string(batch) + "x" + std::to_string(m) + "x" + std::to_string(n) +
-         "x" + std::to_string(k) + " " + libraryEpilogueName(epilogue);
+  auto pair = [](int64_t a, int64_t b) { return std::to_string(a) + "x" + std::to_string(b); };
+  std::string epilogueText = libraryEpilogueName(epilogue);
+  if (residual) epilogueText = (epilogue == LibraryEpilogue::None ? "" : epilogueText + "+") + "residual";
+  if (routine == LibraryRoutine::CudnnConv)
+    return std::string(dtypeName(dtype)) + " conv " + std::to_string(batch) + "x" + std::to_string(conv.channels) + "x" +
+           pair(conv.height, conv.width) + " -> " + std::to_string(conv.outChannels) + " " + pair(conv.kernelH, conv.kernelW) +
+           " s" + pair(conv.strideH, conv.strideW) + " p" + pair(conv.padH, conv.padW) + " d" +
+           pair(conv.dilationH, conv.dilationW) + " g" + std::to_string(conv.groups) + " " + epilogueText;
+  return std::string(dtypeName(dtype)) + " " + std::to_string(batch) + "x" + pair(m, n) + "x" + std::to_string(k) + " " +
+         epilogueText;
 }
 
 namespace {
 
+/// Whether a call's shape is one its routine can run (sizes positive, the convolution's window fitting).
+bool wellFormed(const LibraryCall& c) {
+  if (uint8_t(c.epilogue) > uint8_t(LibraryEpilogue::BiasRelu) || uint8_t(c.routine) > uint8_t(LibraryRoutine::CudnnConv))
+    return false;
+  if (c.routine == LibraryRoutine::CublasLtMatmul) return c.batch >= 1 && c.m >= 1 && c.n >= 1 && c.k >= 1 && !c.residual;
+  const ConvGeometry& g = c.conv;
+  for (int64_t v : {c.batch, g.channels, g.height, g.width, g.outChannels, g.kernelH, g.kernelW, g.strideH, g.strideW,
+                    g.dilationH, g.dilationW, g.groups})
+    if (v < 1 || v > (int64_t(1) << 31)) return false;
+  return g.padH >= 0 && g.padW >= 0 && g.padH < (int64_t(1) << 31) && g.padW < (int64_t(1) << 31) &&
+         g.channels % g.groups == 0 && g.outChannels % g.groups == 0 && g.outHeight() >= 1 && g.outWidth() >= 1;
+}
+
 /// A library step's operands: CUDA only, in range, static, of the call's
-/// type and exactly the sizes its shape implies; D written only to the arena or an output.
+/// type and exactly the sizes its shape implies; the result written only to the arena or an output.
 Status validateLibraryStep(const Executable& exe, const KernelStep& s) {
   auto bad = [](auto&&... parts) { return makeError(ErrorCode::ArtifactCorrupt, "executable: ", parts...); };
   if (exe.target != "cuda") return bad("a library step in a ", exe.target, " executable");
   if (s.kernel >= exe.libraryCalls.size()) return bad("step names library call ", s.kernel, " of ", exe.libraryCalls.size());
   const LibraryCall& c = exe.libraryCalls[s.kernel];
-  if (c.batch < 1 || c.m < 1 || c.n < 1 || c.k < 1 || uint8_t(c.epilogue) > uint8_t(LibraryEpilogue::BiasRelu))
-    return bad("library call ", c.name, " has a bad shape or epilogue");
+  if (!wellFormed(c)) return bad("library call ", c.name, " has a bad shape or epilogue");
   if (c.dtype != DType::F32 && c.dtype != DType::F16 && c.dtype != DType::BF16)
     return bad("library call ", c.name, " is of type ", dtypeName(c.dtype));
   if (s.args.size() != c.numOperands())
     return bad("library call ", c.name, " takes ", c.numOperands(), " buffers, a step gives ", s.args.size());
-  std::vector<uint64_t> elements{uint64_t(c.batch * c.m * c.k), uint64_t((c.batchB ? c.batch : 1) * c.k * c.n)};
-  if (c.numOperands() == 4) elements.push_back(uint64_t(c.n));
-  elements.push_back(uint64_t(c.batch * c.m * c.n));
+  std::vector<uint64_t> elements = c.operandElements();
   for (size_t i = 0; i < s.args.size(); ++i) {
     if (s.args[i] >= exe.buffers.size()) return bad("library call ", c.name, " takes buffer ", s.args[i], " of ", exe.buffers.size());
     const BufferSpec& b = exe.buffers[s.args[i]];

@@ -1,0 +1,49 @@
+//===- lib/runtime/core/LibrarySteps.h - An executor's library steps -*- C++ -*-===//
+//
+// The CUDA executor's library steps (Executable.h: LibraryCall): the
+// libraries' handles (cuBLASLt and cuDNN, each loaded and created only when
+// a step uses it, cuDNN's bound to the executor's stream) and a
+// LibraryStepPlan per step, made when the artifact loads so that a run only
+// enqueues. Library steps run on the executor's stream between the CUDA
+// graphs of the kernel steps around them.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <cublasLt.h>
+#include <cudnn.h>
+
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "LibraryStepPlan.h"
+#include "kiln/runtime/Executable.h"
+
+namespace kiln::runtime {
+
+struct CublasLt;
+struct Cudnn;
+
+class LibrarySteps {
+ public:
+  LibrarySteps(const LibrarySteps&) = delete;
+  LibrarySteps& operator=(const LibrarySteps&) = delete;
+  ~LibrarySteps();
+  /// Plans every library step of `exe`, whose buffers live at `pointers`
+  /// (per buffer id); the executor's context must be current.
+  static Expected<std::unique_ptr<LibrarySteps>> plan(const Executable& exe, const std::vector<CUdeviceptr>& pointers,
+                                                      CUstream stream);
+  /// Enqueues library step `step` (an index into the executable's steps).
+  Status enqueue(size_t step, CUdeviceptr workspace, CUstream stream) const;
+
+ private:
+  LibrarySteps() = default;
+  const CublasLt* cublasLt_ = nullptr;
+  cublasLtHandle_t cublasLtHandle_ = nullptr;
+  const Cudnn* cudnn_ = nullptr;
+  cudnnHandle_t cudnnHandle_ = nullptr;
+  std::map<size_t, std::unique_ptr<LibraryStepPlan>> plans_;
+};
+
+}  // namespace kiln::runtime
