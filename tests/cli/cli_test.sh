@@ -122,6 +122,17 @@ grep -q "Exp" dead_opt.kir && fail "dead-code-elimination left Exp"
 "$KILN" passes run dead.kir --pipeline dead-code-elimination --json | /usr/bin/python3 -c "
 import json, sys; r = json.load(sys.stdin); p = r['passes'][0]
 assert r['schema'] == 'kiln-pass-report/1' and p['changed'] and p['nodes_after'] == 1, r"
+# passes classify: features and classes with reasons; --json lists the classes by score.
+"$KILN" passes classify "$SRC/models/tiny/ssdlite_tiny-raw.onnx" > classify.txt
+expect_in "ssdlite_tiny-raw.onnx: SSD,MN" classify.txt
+expect_in "NMS ops (detection post-processing)" classify.txt
+"$KILN" passes classify "$SRC/models/tiny/bert_tiny-default.onnx" --json | /usr/bin/python3 -c "
+import json, sys; r = json.load(sys.stdin)
+assert r['schema'] == 'kiln-classify/1' and r['classes'] == ['BR'], r['classes']
+assert [s['score'] for s in r['scores']] == sorted((s['score'] for s in r['scores']), reverse=True)
+assert r['features']['attention_blocks'] == 2 and r['features']['convolutions'] == 0, r['features']"
+if "$KILN" passes classify "$SRC/tests/errors/op_unknown.onnx" > /dev/null 2> classify_err.txt; then fail "classify of a bad model succeeded"; fi
+expect_in "error KE1003 (unsupported-op): node 'frob'" classify_err.txt
 
 # run --pipeline / -O: outputs are unchanged by the passes (interpreter against
 # interpreter) on a model with dead code and on every committed zoo model:

@@ -4,7 +4,9 @@
 // opt level, summary; --json for tools, --markdown for docs/passes.md). `kiln passes run MODEL --pipeline P`
 // imports a model, runs the pipeline with the IR verified after each pass and
 // prints the per-pass report (table, or kiln-pass-report/1 JSON); -o writes
-// the result as .kir or .onnx.
+// the result as .kir or .onnx. `kiln passes classify MODEL` prints the
+// model's architecture features and classes with the reasons (--json: a
+// kiln-classify/1 record whose `classes` lists the applicable classes by score).
 //
 //===----------------------------------------------------------------------===//
 #include <iomanip>
@@ -17,6 +19,7 @@
 #include "kiln/ir/Printer.h"
 #include "kiln/passes/OptLevels.h"
 #include "kiln/passes/PassRegistry.h"
+#include "kiln/select/ArchitectureClasses.h"
 #include "kiln/support/File.h"
 
 namespace kiln::cli {
@@ -107,10 +110,65 @@ int runPasses(const PassRunOptions& o) {
   return s.isOk() ? 0 : reportError(s.error());
 }
 
+nlohmann::ordered_json featuresToJson(const select::ArchitectureFeatures& f) {
+  return {{"nodes", f.nodes},
+          {"layers", f.layers()},
+          {"parameters", f.parameters},
+          {"parameter_bytes", f.parameterBytes},
+          {"convolutions", f.convs},
+          {"depthwise_convolutions", f.depthwiseConvs},
+          {"grouped_convolutions", f.groupedConvs},
+          {"pointwise_convolutions", f.pointwiseConvs},
+          {"dense_matmuls", f.denseMatmuls},
+          {"depthwise_share", f.depthwiseShare()},
+          {"conv_share", f.convShare()},
+          {"residual_adds", f.residualAdds},
+          {"feature_map_residual_adds", f.featureMapResidualAdds},
+          {"attention_blocks", f.attentionBlocks},
+          {"layer_norms", f.layerNorms},
+          {"mobile_activations", f.mobileActivations},
+          {"nms_ops", f.nmsOps},
+          {"multi_scale_heads", f.multiScaleHeads},
+          {"op_histogram", f.opHistogram}};
+}
+
+int classifyModel(const ModelOptions& options, bool asJson) {
+  auto module = loadModel(options);
+  if (!module) return reportError(module.error());
+  const select::ArchitectureFeatures f = select::computeFeatures((*module)->graph());
+  const std::vector<select::ClassScore> scores = select::classify(f);
+  const std::vector<std::string> classes = select::classesOf(scores);
+  if (asJson) {
+    nlohmann::ordered_json j{{"schema", "kiln-classify/1"}, {"model", options.path}, {"classes", classes},
+                             {"threshold", select::kClassThreshold}, {"features", featuresToJson(f)}};
+    nlohmann::ordered_json all = nlohmann::ordered_json::array();
+    for (const select::ClassScore& s : scores) all.push_back({{"name", s.name}, {"score", s.score}, {"reasons", s.reasons}});
+    j["scores"] = all;
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  std::cout << options.path << ": " << (classes.empty() ? "no class (generic passes only)" : joined(classes)) << "\n";
+  std::cout << "features:\n  nodes " << f.nodes << ", layers " << f.layers() << " (" << f.convs << " convolutions, "
+            << f.denseMatmuls << " dense matmuls), " << f.parameters << " parameters (" << f.parameterBytes << " bytes)\n"
+            << "  convolutions: " << f.depthwiseConvs << " depthwise, " << f.groupedConvs << " other grouped, "
+            << f.pointwiseConvs << " pointwise\n"
+            << "  residual adds " << f.residualAdds << " (" << f.featureMapResidualAdds << " between feature maps), attention blocks "
+            << f.attentionBlocks << ", layer norms " << f.layerNorms << ", ReLU6/hard-swish " << f.mobileActivations << "\n"
+            << "  NMS ops " << f.nmsOps << ", multi-scale heads " << f.multiScaleHeads << "\n";
+  std::cout << "classes (score, why; a class applies at " << select::kClassThreshold << "):\n" << std::fixed
+            << std::setprecision(2);
+  for (const select::ClassScore& s : scores) {
+    std::cout << "  " << std::left << std::setw(4) << s.name << s.score << "  ";
+    for (size_t i = 0; i < s.reasons.size(); ++i) std::cout << (i ? "; " : "") << s.reasons[i];
+    std::cout << "\n";
+  }
+  return 0;
+}
+
 }  // namespace
 
 void addPassesCommand(CLI::App& app, int& exitCode) {
-  auto* cmd = app.add_subcommand("passes", "List the graph passes, or run a pipeline on a model and report each pass");
+  auto* cmd = app.add_subcommand("passes", "List the graph passes, run a pipeline on a model and report each pass, or classify a model's architecture");
   cmd->require_subcommand(1);
   auto* list = cmd->add_subcommand("list", "Print the pass catalogue: name, architecture classes, opt level, summary");
   auto listJson = std::make_shared<bool>(false), listMarkdown = std::make_shared<bool>(false);
@@ -125,6 +183,13 @@ void addPassesCommand(CLI::App& app, int& exitCode) {
   run->add_flag("--print-after-change", o->printAfterChange, "Print the IR to stderr after each pass that changed it");
   run->add_option("-o,--output", o->output, "Write the optimised model (.kir or .onnx)");
   run->callback([o, &exitCode] { exitCode = runPasses(*o); });
+
+  auto* classify = cmd->add_subcommand("classify", "Print a model's architecture features and classes (RN, MN, SSD, BR) with the reasons");
+  auto c = std::make_shared<ModelOptions>();
+  auto classifyJson = std::make_shared<bool>(false);
+  addModelOptions(*classify, *c, false);
+  classify->add_flag("--json", *classifyJson, "Print a kiln-classify/1 JSON record (classes ordered by score, features, every score)");
+  classify->callback([c, classifyJson, &exitCode] { exitCode = classifyModel(*c, *classifyJson); });
 }
 
 }  // namespace kiln::cli

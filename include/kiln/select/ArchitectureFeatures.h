@@ -1,0 +1,54 @@
+//===- kiln/select/ArchitectureFeatures.h - What a model's graph is made of -*- C++ -*-===//
+//
+// The first half of architecture-aware pass selection (issue 7, the research
+// in shared/seeds/001): features computed from the graph alone, before any
+// pass runs, that tell the architecture classes apart. Counts cover the main
+// graph and its subgraphs; constants are parameters, not nodes.
+//
+//  - convolutions: dense (group 1), depthwise (group = input channels > 1),
+//    other grouped, pointwise (1x1 kernels, group 1);
+//  - residual adds: Adds of two computed tensors of the same static shape
+//    (a skip connection joining its branch), those of rank 4 between feature maps;
+//  - attention blocks: a Softmax fed by a MatMul of two computed operands
+//    (through scaling, masking and casts) and feeding another such MatMul,
+//    or an already fused attention op;
+//  - layer norms: LayerNormalization ops or the ReduceMean pairs of an
+//    unfused one; mobile activations: Clip (ReLU6), HardSwish, HardSigmoid;
+//  - detection post-processing: NonMaxSuppression (or a fused NMS op);
+//    multi-scale heads: a Concat of three or more reshaped per-scale outputs;
+//  - layers (convolutions + MatMul/Gemm with a constant operand) and parameter bytes.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "kiln/ir/Graph.h"
+
+namespace kiln::select {
+
+struct ArchitectureFeatures {
+  std::map<std::string, int64_t> opHistogram;  ///< qualified op type -> nodes (Constants excluded)
+  int64_t nodes = 0;
+  int64_t parameters = 0, parameterBytes = 0;  ///< elements and bytes of every constant
+  int64_t convs = 0, depthwiseConvs = 0, groupedConvs = 0, pointwiseConvs = 0;
+  int64_t denseMatmuls = 0;     ///< MatMul/Gemm with a constant operand (fully connected layers)
+  int64_t residualAdds = 0, featureMapResidualAdds = 0;
+  int64_t attentionBlocks = 0;
+  int64_t layerNorms = 0;
+  int64_t mobileActivations = 0;
+  int64_t nmsOps = 0;
+  int64_t multiScaleHeads = 0;
+
+  int64_t layers() const { return convs + denseMatmuls; }
+  /// Depthwise convolutions as a share of all convolutions (0 without convolutions).
+  double depthwiseShare() const { return convs ? double(depthwiseConvs) / double(convs) : 0.0; }
+  /// Convolutions as a share of the layers.
+  double convShare() const { return layers() ? double(convs) / double(layers()) : 0.0; }
+};
+
+ArchitectureFeatures computeFeatures(const ir::Graph& graph);
+
+}  // namespace kiln::select

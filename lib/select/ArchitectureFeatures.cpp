@@ -1,0 +1,124 @@
+//===- lib/select/ArchitectureFeatures.cpp - What a model's graph is made of ===//
+//
+// See kiln/select/ArchitectureFeatures.h. Patterns are followed through the
+// ops that only scale, mask, cast or reshape (kPassThrough), a few nodes
+// deep, so that the same block is recognised as exported by different
+// frameworks and before or after simplification passes.
+//
+//===----------------------------------------------------------------------===//
+#include "kiln/select/ArchitectureFeatures.h"
+
+#include <algorithm>
+#include <set>
+
+#include "kiln/ir/Node.h"
+
+namespace kiln::select {
+namespace {
+
+bool isOp(const ir::Node* n, const char* op) { return n && n->opType() == op; }
+
+bool isConstant(const ir::Value* v) { return v && v->producer() && isOp(v->producer(), "Constant"); }
+
+/// A computed (non-constant, non-input-free) tensor value.
+bool isComputed(const ir::Value* v) { return v && !isConstant(v) && v->type().isTensor(); }
+
+/// Ops that only scale, mask, cast or reshape a value on the way between the ops of a pattern.
+bool passesThrough(const ir::Node* n) {
+  static const std::set<std::string> ops{"Div", "Mul", "Add", "Sub", "Where", "Cast", "Dropout", "Reshape",
+                                         "Transpose", "Identity", "Squeeze", "Unsqueeze"};
+  return n && n->domain().empty() && ops.count(n->opType());
+}
+
+/// Whether a MatMul of two computed operands produces `v`, looking back through up to `depth` pass-through ops.
+bool fromActivationProduct(const ir::Value* v, int depth) {
+  const ir::Node* p = v ? v->producer() : nullptr;
+  if (!p) return false;
+  if (isOp(p, "MatMul")) return isComputed(p->input(0)) && isComputed(p->input(1));
+  if (depth == 0 || !passesThrough(p)) return false;
+  return std::any_of(p->inputs().begin(), p->inputs().end(),
+                     [&](const ir::Value* in) { return isComputed(in) && fromActivationProduct(in, depth - 1); });
+}
+
+/// Whether `v` reaches a MatMul whose other operand is computed, through up to `depth` pass-through ops.
+bool intoActivationProduct(const ir::Value* v, int depth) {
+  for (const ir::Use& use : v->uses()) {
+    const ir::Node* user = use.user;
+    if (!user) continue;
+    if (isOp(user, "MatMul")) {
+      const ir::Value* other = user->input(0) == v ? user->input(1) : user->input(0);
+      if (isComputed(other)) return true;
+    } else if (depth > 0 && passesThrough(user) && user->numOutputs() == 1 && intoActivationProduct(user->output(0), depth - 1)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+/// Whether `n` is a Concat of three or more per-scale outputs (each reshaped or flattened first).
+bool isMultiScaleConcat(const ir::Node* n) {
+  if (!isOp(n, "Concat") || n->numInputs() < 3) return false;
+  return std::all_of(n->inputs().begin(), n->inputs().end(), [](const ir::Value* v) {
+    const ir::Node* p = v ? v->producer() : nullptr;
+    return p && (isOp(p, "Reshape") || isOp(p, "Flatten")) && isComputed(p->input(0));
+  });
+}
+
+void addConv(const ir::Node* n, ArchitectureFeatures& f) {
+  ++f.convs;
+  const int64_t group = n->hasAttr("group") ? n->getInt("group") : 1;
+  const ir::Value* x = n->input(0);
+  const ir::Value* w = n->input(1);
+  int64_t channels = -1;
+  if (x && x->type().isTensor() && x->tensorType().rank() >= 2) channels = x->tensorType().dims()[1];
+  if (group > 1 && group == channels) ++f.depthwiseConvs;
+  else if (group > 1) ++f.groupedConvs;
+  if (group == 1 && w && w->type().isTensor() && w->tensorType().rank() >= 3) {
+    const auto& dims = w->tensorType().dims();
+    if (std::all_of(dims.begin() + 2, dims.end(), [](int64_t d) { return d == 1; })) ++f.pointwiseConvs;
+  }
+}
+
+void collect(const ir::Graph& g, ArchitectureFeatures& f) {
+  for (const ir::Node* n : g.nodes()) {
+    if (isOp(n, "Constant") && n->domain().empty()) {
+      if (n->hasAttr("value")) {
+        const Tensor& t = n->getTensor("value");
+        f.parameters += t.numElements();
+        f.parameterBytes += int64_t(t.byteSize());
+      }
+      continue;
+    }
+    ++f.nodes;
+    ++f.opHistogram[n->qualifiedOpType()];
+    for (ir::Graph* sub : n->subgraphs()) collect(*sub, f);
+    const std::string& op = n->opType();
+    const bool onnx = n->domain().empty();
+    if (onnx && op == "Conv") addConv(n, f);
+    if (onnx && (op == "MatMul" || op == "Gemm") && (isConstant(n->input(0)) || isConstant(n->input(1)))) ++f.denseMatmuls;
+    if (onnx && op == "Add" && isComputed(n->input(0)) && isComputed(n->input(1)) &&
+        n->input(0)->type() == n->input(1)->type() && n->input(0)->tensorType().rank() >= 2) {
+      ++f.residualAdds;
+      f.featureMapResidualAdds += n->input(0)->tensorType().rank() == 4;
+    }
+    if (onnx && op == "Softmax" && fromActivationProduct(n->input(0), 4) && intoActivationProduct(n->output(0), 2))
+      ++f.attentionBlocks;
+    if (!onnx && (op == "Attention" || op == "MultiHeadAttention")) ++f.attentionBlocks;
+    if (op == "LayerNormalization" || op == "SkipLayerNormalization") ++f.layerNorms;
+    if (onnx && (op == "Clip" || op == "HardSwish" || op == "HardSigmoid")) ++f.mobileActivations;
+    if (op == "NonMaxSuppression" || op == "BatchedNMS" || op == "EfficientNMS_TRT") ++f.nmsOps;
+    if (isMultiScaleConcat(n)) ++f.multiScaleHeads;
+  }
+}
+
+}  // namespace
+
+ArchitectureFeatures computeFeatures(const ir::Graph& graph) {
+  ArchitectureFeatures f;
+  collect(graph, f);
+  // An unfused layer norm: ReduceMean of x, then ReduceMean of the squared deviation.
+  if (!f.layerNorms) f.layerNorms = f.opHistogram.count("ReduceMean") ? f.opHistogram["ReduceMean"] / 2 : 0;
+  return f;
+}
+
+}  // namespace kiln::select
