@@ -82,6 +82,7 @@ void addConv(const ir::Node* n, ArchitectureFeatures& f) {
 void collect(const ir::Graph& g, ArchitectureFeatures& f) {
   for (const ir::Node* n : g.nodes()) {
     if (isOp(n, "Constant") && n->domain().empty()) {
+      ++f.constants;
       if (n->hasAttr("value")) {
         const Tensor& t = n->getTensor("value");
         f.parameters += t.numElements();

@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <iomanip>
 #include <iostream>
-#include <map>
 #include <nlohmann/json.hpp>
 
 #include "Commands.h"
@@ -16,29 +15,10 @@
 #include "kiln/ir/OpSchema.h"
 #include "kiln/ir/Printer.h"
 #include "kiln/ir/StructuralHash.h"
+#include "kiln/select/ArchitectureFeatures.h"
 
 namespace kiln::cli {
 namespace {
-
-struct Summary {
-  std::map<std::string, int64_t> histogram;
-  int64_t nodes = 0, parameters = 0, parameterBytes = 0, constants = 0;
-};
-
-void summarize(const ir::Graph& g, Summary& s) {
-  for (ir::Node* n : g.nodes()) {
-    if (n->opType() == "Constant" && n->domain().empty()) {
-      const Tensor& t = n->getTensor("value");
-      ++s.constants;
-      s.parameters += t.numElements();
-      s.parameterBytes += int64_t(t.byteSize());
-      continue;
-    }
-    ++s.nodes;
-    ++s.histogram[n->qualifiedOpType()];
-    for (ir::Graph* sub : n->subgraphs()) summarize(*sub, s);
-  }
-}
 
 std::string humanBytes(int64_t b) {
   std::ostringstream os;
@@ -54,9 +34,8 @@ int runInspect(const ModelOptions& options, bool printIr, bool asJson) {
   if (!module) return reportError(module.error());
   const ir::Module& m = **module;
   const ir::Graph& g = m.graph();
-  Summary s;
-  summarize(g, s);
-  std::vector<std::pair<std::string, int64_t>> ops(s.histogram.begin(), s.histogram.end());
+  const select::ArchitectureFeatures s = select::computeFeatures(g);  // counts nodes, constants, parameters, ops
+  std::vector<std::pair<std::string, int64_t>> ops(s.opHistogram.begin(), s.opHistogram.end());
   std::stable_sort(ops.begin(), ops.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
   if (asJson) {
     nlohmann::json j;

@@ -31,7 +31,7 @@ namespace kiln::select {
 
 struct ArchitectureFeatures {
   std::map<std::string, int64_t> opHistogram;  ///< qualified op type -> nodes (Constants excluded)
-  int64_t nodes = 0;
+  int64_t nodes = 0, constants = 0;
   int64_t parameters = 0, parameterBytes = 0;  ///< elements and bytes of every constant
   int64_t convs = 0, depthwiseConvs = 0, groupedConvs = 0, pointwiseConvs = 0;
   int64_t denseMatmuls = 0;     ///< MatMul/Gemm with a constant operand (fully connected layers)

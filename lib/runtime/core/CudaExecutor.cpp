@@ -194,7 +194,7 @@ struct CudaExecutor::Impl {
   Status planLibrarySteps() {
     if (exe->libraryCalls.empty()) return Status::ok();
     KILN_ASSIGN(libraryWorkspace, allocate(kLibraryWorkspaceBytes, "the library steps' workspace"));
-    KILN_ASSIGN(librarySteps, LibrarySteps::plan(*exe, pointers, stream));
+    KILN_ASSIGN(librarySteps, LibrarySteps::plan(*exe, pointers));
     return Status::ok();
   }
 

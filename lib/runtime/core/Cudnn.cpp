@@ -144,8 +144,9 @@ Expected<std::unique_ptr<CudnnConvolution>> CudnnConvolution::create(const Cudnn
                    kLibraryWorkspaceBytes >> 20, " MiB of workspace; recompile without --library-tactics");
 }
 
-Status CudnnConvolution::enqueue(CUdeviceptr workspace, CUstream) const {
+Status CudnnConvolution::enqueue(CUdeviceptr workspace, CUstream stream) const {
   const LibraryCall& c = *call_;
+  KILN_TRY(lib_->check(lib_->setStream(handle_, reinterpret_cast<cudaStream_t>(stream)), "cudnnSetStream"));
   const float one = 1.0f, zero = 0.0f;
   const void* x = pointer(operands_[0]);
   const void* w = pointer(operands_[1]);

@@ -68,7 +68,7 @@ class CudnnConvolution final : public LibraryStepPlan {
   ~CudnnConvolution() override;
   /// Descriptors for `call` over `operands` (device pointers in the call's
   /// order: X, W, [bias], [Z], Y; fixed for the executor's life) and the
-  /// algorithm, for `handle` (whose stream is the executor's).
+  /// algorithm, for `handle`.
   static Expected<std::unique_ptr<CudnnConvolution>> create(const Cudnn& lib, cudnnHandle_t handle, const LibraryCall& call,
                                                             std::vector<CUdeviceptr> operands);
   Status enqueue(CUdeviceptr workspace, CUstream stream) const override;

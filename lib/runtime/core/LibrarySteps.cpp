@@ -16,8 +16,7 @@ LibrarySteps::~LibrarySteps() {
   if (cudnnHandle_) cudnn_->destroy(cudnnHandle_);
 }
 
-Expected<std::unique_ptr<LibrarySteps>> LibrarySteps::plan(const Executable& exe, const std::vector<CUdeviceptr>& pointers,
-                                                           CUstream stream) {
+Expected<std::unique_ptr<LibrarySteps>> LibrarySteps::plan(const Executable& exe, const std::vector<CUdeviceptr>& pointers) {
   std::unique_ptr<LibrarySteps> steps(new LibrarySteps);
   LibrarySteps& l = *steps;
   for (size_t s = 0; s < exe.steps.size(); ++s) {
@@ -30,7 +29,6 @@ Expected<std::unique_ptr<LibrarySteps>> LibrarySteps::plan(const Executable& exe
       if (!l.cudnn_) {
         KILN_ASSIGN(l.cudnn_, Cudnn::get());
         KILN_TRY(l.cudnn_->check(l.cudnn_->create(&l.cudnnHandle_), "cudnnCreate"));
-        KILN_TRY(l.cudnn_->check(l.cudnn_->setStream(l.cudnnHandle_, reinterpret_cast<cudaStream_t>(stream)), "cudnnSetStream"));
       }
       KILN_ASSIGN(l.plans_[s], CudnnConvolution::create(*l.cudnn_, l.cudnnHandle_, call, std::move(operands)));
       continue;

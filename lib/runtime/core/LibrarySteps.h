@@ -2,7 +2,7 @@
 //
 // The CUDA executor's library steps (Executable.h: LibraryCall): the
 // libraries' handles (cuBLASLt and cuDNN, each loaded and created only when
-// a step uses it, cuDNN's bound to the executor's stream) and a
+// a step uses it; every call is given its stream when enqueued) and a
 // LibraryStepPlan per step, made when the artifact loads so that a run only
 // enqueues. Library steps run on the executor's stream between the CUDA
 // graphs of the kernel steps around them.
@@ -32,8 +32,7 @@ class LibrarySteps {
   ~LibrarySteps();
   /// Plans every library step of `exe`, whose buffers live at `pointers`
   /// (per buffer id); the executor's context must be current.
-  static Expected<std::unique_ptr<LibrarySteps>> plan(const Executable& exe, const std::vector<CUdeviceptr>& pointers,
-                                                      CUstream stream);
+  static Expected<std::unique_ptr<LibrarySteps>> plan(const Executable& exe, const std::vector<CUdeviceptr>& pointers);
   /// Enqueues library step `step` (an index into the executable's steps).
   Status enqueue(size_t step, CUdeviceptr workspace, CUstream stream) const;
 
