@@ -16,7 +16,6 @@ import argparse
 import datetime
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -24,18 +23,6 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
 import zoo  # noqa: E402
-
-
-def machine():
-    cpu = "unknown CPU"
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return f"{cpu}, {os.cpu_count()} cores, {platform.system()} {platform.release()}"
 
 
 def kiln_o3(kiln, model, repeats):
@@ -99,7 +86,7 @@ def main():
         "generation), so the two do different amounts of work. Where the optimiser's share of session",
         "creation is below 5% it cannot be told from noise and is shown as such.",
         "",
-        f"Machine: {machine()}; {datetime.date.today().isoformat()}.",
+        f"Machine: {zoo.describe_machine()}; {datetime.date.today().isoformat()}.",
         "",
         "| model | form | nodes | kiln -O3 ms | ORT optimise ms | ratio | passes that changed the IR |",
         "|---|---|---|---:|---:|---:|---|",

@@ -20,6 +20,20 @@ ONNX_TO_NUMPY = {1: "float32", 11: "float64", 7: "int64", 6: "int32", 9: "bool",
                  10: "float16", 4: "uint16", 5: "int16", 12: "uint32", 13: "uint64"}
 
 
+def describe_machine():
+    """'CPU model, N cores, OS release' for the headers of recorded results."""
+    import platform
+    cpu = "unknown CPU"
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{cpu}, {os.cpu_count()} cores, {platform.system()} {platform.release()}"
+
+
 def load_zoo():
     with open(ZOO_JSON) as f:
         return {m["name"]: m for m in json.load(f)["models"]}

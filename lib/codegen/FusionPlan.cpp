@@ -87,6 +87,8 @@ KernelRole roleOf(const ir::Node& n) {
     if (v && !isStaticTensor(v)) return KernelRole::Extern;
   for (const ir::Value* v : n.outputs())
     if (!isStaticTensor(v)) return KernelRole::Extern;
+  // fast-math's softmax: code generation computes Exp and kiln::FastExp alike.
+  if (n.domain() == "kiln" && n.opType() == "FastSoftmax") return KernelRole::Softmax;
   if (!n.domain().empty()) return hasElementExpr(n) ? KernelRole::Injective : KernelRole::Extern;
   const std::string& op = n.opType();
   if (isOneOf(op, {"MatMul", "Gemm"})) return KernelRole::Matmul;

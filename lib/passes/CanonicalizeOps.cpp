@@ -108,7 +108,11 @@ PassInfo canonicalizeOpsPass() {
       "Sub and Div by float constants into Add and Mul (negated or reciprocal constant), and Pow(x, 2) into "
       "Mul(x, x), so dense layers and scalings have one form for fusion and folding. Within 1e-6 relative "
       "(two roundings instead of one; 1/c rounded).";
-  p.classes = {"BL"};  // Table 4: CanonicalizeOps is BL; in -O3
+  // Table 4: CanonicalizeOps is BL; in -O3. kiln adds RN, MN, SSD, so a
+  // CNN's classifier reaches code generation as -O3 gives it (MatMul + Add,
+  // whose Add the matmul templates fuse) instead of a Gemm with transposed
+  // weights (ResNet-50: about 1% in one measurement, within the noise).
+  p.classes = {"BL", "RN", "MN", "SSD"};
   p.tolerance = 1e-6;
   p.optLevel = 3;
   p.applicable = [](const ir::Graph& g) { return anyNode(g, [](const ir::Node& n) { return ruleFor(n) != 0; }); };

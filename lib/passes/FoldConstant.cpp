@@ -24,7 +24,11 @@ PassInfo foldConstantPass() {
       "replaces it by Constant nodes, in graph order so chains fold at once; recurses into subgraphs. "
       "Results over 64 KiB fold only when no larger than the operands. Exact: folded values are what running "
       "the node gives.";
-  p.classes = {"BL", "RN", "MN", "SSD"};  // Table 4: FoldConstant is RN; MN; SSD
+  // Table 4: FoldConstant is RN; MN; SSD. kiln adds BR: exported transformers
+  // compute their attention scale and mask arithmetic from constants in the
+  // graph (TVM's importer folds those, kiln's does not), and fuse-attention
+  // matches only once they are folded.
+  p.classes = {"BL", "RN", "MN", "SSD", "BR"};
   p.optLevel = 1;
   p.applicable = [](const ir::Graph& g) { return anyNode(g, isFoldable); };
   p.run = [](ir::Graph& g, const PassOptions&, const PassContext&) -> Expected<bool> { return foldConstants(g); };

@@ -77,8 +77,7 @@ class PipelineParser {
   }
 
   Expected<PassOptions> validate(const PassInfo& pass, const std::map<std::string, std::string>& given, size_t at) {
-    std::map<std::string, std::string> values;
-    for (const PassOptionSpec& spec : pass.options) values[spec.name] = spec.defaultValue;
+    std::map<std::string, std::string> values = withDefaultOptions(pass).options.values();
     for (const auto& [key, value] : given) {
       const PassOptionSpec* spec = nullptr;
       for (const PassOptionSpec& s : pass.options)
@@ -135,6 +134,18 @@ Expected<std::vector<PipelineEntry>> precisionPasses(const std::string& precisio
   if (precision == "f32" || precision == "tf32") return std::vector<PipelineEntry>{};
   if (precision == "f16" || precision == "bf16") return parsePipeline("to-mixed-precision{dtype=" + precision + "}");
   return Error(ErrorCode::InvalidArgument, "unknown precision '" + precision + "' (f32, tf32, f16, bf16)");
+}
+
+PipelineEntry withDefaultOptions(const PassInfo& pass) {
+  std::map<std::string, std::string> values;
+  for (const PassOptionSpec& spec : pass.options) values[spec.name] = spec.defaultValue;
+  return PipelineEntry{&pass, PassOptions(std::move(values))};
+}
+
+std::vector<PipelineEntry> pipelineOf(const std::vector<const PassInfo*>& passes) {
+  std::vector<PipelineEntry> pipeline;
+  for (const PassInfo* p : passes) pipeline.push_back(withDefaultOptions(*p));
+  return pipeline;
 }
 
 std::string printPipeline(const std::vector<PipelineEntry>& pipeline) {

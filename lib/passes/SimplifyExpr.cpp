@@ -167,7 +167,9 @@ PassInfo simplifyExprPass() {
       "Drops Identity, x+0, x-0, x*1, x/1, x^1 and shape-preserving Reshape/Flatten/Squeeze/Unsqueeze/Expand/"
       "Slice/Concat; composes Transpose pairs (removing identity permutations) and collapses chains of "
       "reshape-like ops into one Reshape to the static shape. Exact except that x+0 maps -0 to +0.";
-  p.classes = {"BL", "RN", "MN", "SSD"};  // Table 4: SimplifyExpr is RN; MN; SSD; in kiln's -O3 (BL)
+  // Table 4: SimplifyExpr is RN; MN; SSD; in kiln's -O3 (BL). kiln adds BR:
+  // the reshape chains left by folding a transformer's constants.
+  p.classes = {"BL", "RN", "MN", "SSD", "BR"};
   p.optLevel = 1;
   p.applicable = [](const ir::Graph& g) { return hasSimplifiable(g); };
   p.run = [](ir::Graph& g, const PassOptions&, const PassContext&) -> Expected<bool> { return simplify(g); };

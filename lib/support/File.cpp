@@ -35,6 +35,19 @@ Status writeFile(const std::string& path, const std::string& contents) {
   return Status::ok();
 }
 
+Status appendLine(const std::string& path, const std::string& line) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) return makeError(ErrorCode::IoError, "cannot open '", path, "' to append: ", std::strerror(errno));
+  std::string text = line + "\n";
+  ssize_t written = ::write(fd, text.data(), text.size());
+  int writeErrno = errno;
+  ::close(fd);
+  if (written != ssize_t(text.size()))
+    return makeError(ErrorCode::IoError, "cannot append to '", path, "': ",
+                     written < 0 ? std::strerror(writeErrno) : "short write");
+  return Status::ok();
+}
+
 Expected<std::shared_ptr<MappedFile>> MappedFile::open(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return makeError(ErrorCode::IoError, "cannot open '", path, "': ", std::strerror(errno));

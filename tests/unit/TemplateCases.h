@@ -190,6 +190,13 @@ inline std::vector<TemplateCase> templateCases(const std::string& family = "") {
 })",
        "Softmax", 48},
       {"rowwise", R"(module @m {
+  graph @main(%x: f32[4,24]) {
+    %s = kiln::FastSoftmax(%x) {axis = -1} : f32[4,24]
+    return %s
+  }
+})",
+       "FastSoftmax", 16},
+      {"rowwise", R"(module @m {
   graph @main(%x: f32[3,3,20]) {
     %g = Constant() {value = )" + literal({3, 20}, 12) + R"(} : f32[3,20]
     %n = LayerNormalization(%x, %g) {axis = 1} : f32[3,3,20]

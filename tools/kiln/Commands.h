@@ -17,6 +17,8 @@ void addConvertCommand(CLI::App& app, int& exitCode);
 void addOpsCommand(CLI::App& app, int& exitCode);
 void addBenchCommand(CLI::App& app, int& exitCode);
 void addPassesCommand(CLI::App& app, int& exitCode);
+/// `kiln passes space` and `kiln passes compare` under the `passes` command.
+void addPassSelectionCommands(CLI::App& passes, int& exitCode);
 void addCompileCommand(CLI::App& app, int& exitCode);
 
 }  // namespace kiln::cli

@@ -43,11 +43,11 @@ void addModelOptions(CLI::App& cmd, ModelOptions& o, bool withOptLevel) {
       ->check(CLI::IsMember({"off", "auto", "all"}));
 }
 
-void addBackendOption(CLI::App& cmd, std::string& backend) {
+void addBackendOption(CLI::App& cmd, std::string& backend, const std::string& defaultBackend) {
   std::string names;
   for (const auto& n : bench::backendNames()) names += (names.empty() ? "" : ", ") + n;
   cmd.add_option("--backend", backend, "What to run the model on: " + names)
-      ->default_val("interpreter")
+      ->default_val(defaultBackend)
       ->check(CLI::IsMember(bench::backendNames()));
 }
 

@@ -33,8 +33,8 @@ struct ModelOptions {
 /// Adds the model path, --shape and (for commands that execute) -O and --pipeline.
 void addModelOptions(CLI::App& cmd, ModelOptions& options, bool withOptLevel);
 
-/// Adds --backend (default "interpreter", checked against the registry).
-void addBackendOption(CLI::App& cmd, std::string& backend);
+/// Adds --backend (default "interpreter" unless given, checked against the registry).
+void addBackendOption(CLI::App& cmd, std::string& backend, const std::string& defaultBackend = "interpreter");
 
 /// Loads the model; `extraShapes` are bindings derived by the command (from input files).
 Expected<std::unique_ptr<ir::Module>> loadModel(const ModelOptions& options,

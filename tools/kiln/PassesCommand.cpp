@@ -20,6 +20,7 @@
 #include "kiln/passes/OptLevels.h"
 #include "kiln/passes/PassRegistry.h"
 #include "kiln/select/ArchitectureClasses.h"
+#include "kiln/select/ExperimentDatabase.h"
 #include "kiln/support/File.h"
 
 namespace kiln::cli {
@@ -110,28 +111,6 @@ int runPasses(const PassRunOptions& o) {
   return s.isOk() ? 0 : reportError(s.error());
 }
 
-nlohmann::ordered_json featuresToJson(const select::ArchitectureFeatures& f) {
-  return {{"nodes", f.nodes},
-          {"layers", f.layers()},
-          {"parameters", f.parameters},
-          {"parameter_bytes", f.parameterBytes},
-          {"convolutions", f.convs},
-          {"depthwise_convolutions", f.depthwiseConvs},
-          {"grouped_convolutions", f.groupedConvs},
-          {"pointwise_convolutions", f.pointwiseConvs},
-          {"dense_matmuls", f.denseMatmuls},
-          {"depthwise_share", f.depthwiseShare()},
-          {"conv_share", f.convShare()},
-          {"residual_adds", f.residualAdds},
-          {"feature_map_residual_adds", f.featureMapResidualAdds},
-          {"attention_blocks", f.attentionBlocks},
-          {"layer_norms", f.layerNorms},
-          {"mobile_activations", f.mobileActivations},
-          {"nms_ops", f.nmsOps},
-          {"multi_scale_heads", f.multiScaleHeads},
-          {"op_histogram", f.opHistogram}};
-}
-
 int classifyModel(const ModelOptions& options, bool asJson) {
   auto module = loadModel(options);
   if (!module) return reportError(module.error());
@@ -140,7 +119,7 @@ int classifyModel(const ModelOptions& options, bool asJson) {
   const std::vector<std::string> classes = select::classesOf(scores);
   if (asJson) {
     nlohmann::ordered_json j{{"schema", "kiln-classify/1"}, {"model", options.path}, {"classes", classes},
-                             {"threshold", select::kClassThreshold}, {"features", featuresToJson(f)}};
+                             {"threshold", select::kClassThreshold}, {"features", nlohmann::ordered_json::parse(select::featuresToJson(f))}};
     nlohmann::ordered_json all = nlohmann::ordered_json::array();
     for (const select::ClassScore& s : scores) all.push_back({{"name", s.name}, {"score", s.score}, {"reasons", s.reasons}});
     j["scores"] = all;
@@ -168,7 +147,7 @@ int classifyModel(const ModelOptions& options, bool asJson) {
 }  // namespace
 
 void addPassesCommand(CLI::App& app, int& exitCode) {
-  auto* cmd = app.add_subcommand("passes", "List the graph passes, run a pipeline on a model and report each pass, or classify a model's architecture");
+  auto* cmd = app.add_subcommand("passes", "List the graph passes, run a pipeline on a model, classify a model's architecture, show its pruned pass space, or compare pass selection strategies on it");
   cmd->require_subcommand(1);
   auto* list = cmd->add_subcommand("list", "Print the pass catalogue: name, architecture classes, opt level, summary");
   auto listJson = std::make_shared<bool>(false), listMarkdown = std::make_shared<bool>(false);
@@ -190,6 +169,7 @@ void addPassesCommand(CLI::App& app, int& exitCode) {
   addModelOptions(*classify, *c, false);
   classify->add_flag("--json", *classifyJson, "Print a kiln-classify/1 JSON record (classes ordered by score, features, every score)");
   classify->callback([c, classifyJson, &exitCode] { exitCode = classifyModel(*c, *classifyJson); });
+  addPassSelectionCommands(*cmd, exitCode);
 }
 
 }  // namespace kiln::cli

@@ -31,6 +31,11 @@ Expected<std::vector<PipelineEntry>> parsePipeline(std::string_view text);
 /// generation option); KE4003 for any other name.
 Expected<std::vector<PipelineEntry>> precisionPasses(const std::string& precision);
 
+/// The pass with every option at its default.
+PipelineEntry withDefaultOptions(const PassInfo& pass);
+/// The passes in order, each with its default options.
+std::vector<PipelineEntry> pipelineOf(const std::vector<const PassInfo*>& passes);
+
 /// The canonical text of a pipeline (options that differ from their defaults only).
 std::string printPipeline(const std::vector<PipelineEntry>& pipeline);
 

@@ -16,6 +16,9 @@ namespace kiln {
 
 Expected<std::string> readFile(const std::string& path);
 Status writeFile(const std::string& path, const std::string& contents);
+/// Appends `line` and a newline with one write() on an O_APPEND descriptor
+/// (creating the file), so lines of concurrent writers never interleave.
+Status appendLine(const std::string& path, const std::string& line);
 
 /// A read-only mapping of a whole file.
 class MappedFile {

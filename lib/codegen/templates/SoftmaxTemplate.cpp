@@ -1,7 +1,8 @@
 //===- lib/codegen/templates/SoftmaxTemplate.cpp - Softmax, LogSoftmax ----===//
 //
-// Softmax and LogSoftmax along one axis (opset-13 semantics). The outer loop
-// runs over the rows (every index except the axis); each row takes three
+// Softmax and LogSoftmax along one axis (opset-13 semantics); fast-math's
+// kiln::FastSoftmax too (code generation computes Exp and kiln::FastExp
+// alike). The outer loop runs over the rows (every index except the axis); each row takes three
 // passes: the maximum, the sum of exp(x - max), and the store of
 // exp(x - max) / sum (or x - max - log(sum)) through the epilogue.
 //

@@ -1,0 +1,160 @@
+#!/usr/bin/python3
+"""The pass-selection study of issue 7 on kiln's zoo: runs
+`kiln passes compare MODEL --strategies O3,arch,random:8` for every model and
+form, copies the charts to docs/pass-selection/ and rewrites the study tables
+of docs/pass-selection.md (between the study markers).
+
+    bench/pass_study.py [--kiln build/tools/kiln/kiln] [--zoo build/models]
+                        [--out build/pass-study] [--skip-run] [--doc docs/pass-selection.md]
+
+--zoo holds the full models as <model>-<form>.onnx (export them with
+models/export_models.py --size full or `ctest --preset long`); the tiny ones
+come from models/tiny. --skip-run re-renders from the JSON already in --out.
+"""
+import argparse
+import datetime
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+import zoo  # noqa: E402
+
+FULL = ["resnet50", "mobilenet_v2", "ssdlite320", "bert_base"]
+TINY = ["resnet_tiny", "mobilenet_tiny", "ssdlite_tiny", "bert_tiny"]
+FORMS = ["raw", "default"]
+CLASS = {"resnet50": "RN", "mobilenet_v2": "MN", "ssdlite320": "SSD", "bert_base": "BR"}
+BEGIN, END = "<!-- study:begin (bench/pass_study.py) -->", "<!-- study:end -->"
+
+
+def run(kiln, path, out, tiny):
+    runs = ["--runs", "1000", "--warmup", "100", "--compile-repeats", "9"] if tiny else \
+           ["--runs", "100", "--warmup", "5", "--compile-repeats", "5"]
+    cmd = [kiln, "passes", "compare", path, "--strategies", "O3,arch,random:8", "--out", out,
+           "--max-seconds", "15", "--rounds", "4", "--quiet"] + runs
+    print("bench/pass_study.py:", " ".join(cmd), file=sys.stderr, flush=True)
+    subprocess.run(cmd, check=False, stdout=subprocess.DEVNULL)
+
+
+def spread(record):
+    """(max - min) / median of the interleaved rounds 2..R: the run-to-run noise."""
+    rounds = record["latency_ms"]["rounds"][1:] or record["latency_ms"]["rounds"]
+    return (max(rounds) - min(rounds)) / record["latency_ms"]["median"]
+
+
+def row(study):
+    recs = {r["label"]: r for r in study["records"]}
+    o3, arch = recs["O3"], recs["arch"]
+    randoms = [r for r in study["records"] if r["strategy"].startswith("random") and r["error"] is None]
+    failed = [r["label"] for r in study["records"] if r["error"] is not None]
+
+    def compile_ms(r):
+        return r["compile_ms"]["passes"] + r["compile_ms"]["codegen"]
+
+    best = min(randoms, key=lambda r: r["latency_ms"]["median"]) if randoms else None
+    return {
+        "o3": o3, "arch": arch, "best": best, "failed": failed,
+        "lat": arch["latency_ms"]["median"] / o3["latency_ms"]["median"],
+        "opt": arch["compile_ms"]["passes"] / o3["compile_ms"]["passes"],
+        "comp": compile_ms(arch) / compile_ms(o3),
+        "best_lat": best["latency_ms"]["median"] / o3["latency_ms"]["median"] if best else None,
+        "irs": len({r["ir_hash"] for r in study["records"] if r["ir_hash"]}),
+        "noise": max(spread(o3), spread(arch)),
+        "same": arch["ir_hash"] == o3["ir_hash"],
+    }
+
+
+def table(studies, names):
+    lines = ["| model | form | classes | passes kept | orderings before -> after | O3 latency ms | arch / O3 latency | "
+             "round spread | best random:8 / O3 | O3 optimise ms | arch / O3 optimise | O3 compile ms | arch / O3 compile | "
+             "distinct IR of 10 |",
+             "|---|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for name in names:
+        for form in FORMS:
+            s = studies.get((name, form))
+            if not s:
+                continue
+            r = row(s)
+            sp = s["space"]
+            lines.append("| %s | %s | %s | %d of %d | %.2g -> %.3g | %.3f | %.3f%s | %.1f%% | %s | %.2f | %.2f | %.0f | %.2f | %d%s |" % (
+                name, form, ",".join(s["classes"]), len(sp["passes"]), sp["catalogue"], sp["sequences_before"],
+                sp["sequences_after"], r["o3"]["latency_ms"]["median"], r["lat"], " (same IR)" if r["same"] else "",
+                r["noise"] * 100,
+                "%.3f" % r["best_lat"] if r["best_lat"] else "-", r["o3"]["compile_ms"]["passes"], r["opt"],
+                r["o3"]["compile_ms"]["passes"] + r["o3"]["compile_ms"]["codegen"], r["comp"], r["irs"],
+                (" (failed: %s)" % ", ".join(r["failed"])) if r["failed"] else ""))
+    return lines
+
+
+def by_class(studies):
+    lines = ["| class | models (raw and default forms) | arch vs O3 optimise time | arch vs O3 compile time | arch vs O3 throughput | research (AS vs BL) |",
+             "|---|---|---:|---:|---:|---|"]
+    research = {"RN": "compile -15%, throughput +24..32%", "MN": "compile -45%, throughput about +5%",
+                "SSD": "compile -54%, throughput about +5%", "BR": "compile -92%, throughput unchanged"}
+    for name in FULL:
+        cls = CLASS[name]
+        rows = [row(studies[(name, f)]) for f in FORMS if (name, f) in studies]
+        if not rows:
+            continue
+        opt = sum(r["opt"] for r in rows) / len(rows)
+        comp = sum(r["comp"] for r in rows) / len(rows)
+        thr = sum(1 / r["lat"] for r in rows) / len(rows)
+        lines.append("| %s | %s | %+.0f%% | %+.0f%% | %+.1f%% | %s |" % (cls, name, (opt - 1) * 100, (comp - 1) * 100,
+                                                                    (thr - 1) * 100, research[cls]))
+    return lines
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--kiln", default=os.path.join(ROOT, "build/tools/kiln/kiln"))
+    ap.add_argument("--zoo", default=os.path.join(ROOT, "build/models"))
+    ap.add_argument("--out", default=os.path.join(ROOT, "build/pass-study"))
+    ap.add_argument("--doc", default=os.path.join(ROOT, "docs/pass-selection.md"))
+    ap.add_argument("--skip-run", action="store_true")
+    a = ap.parse_args()
+    studies = {}
+    for names, folder, tiny in ((FULL, a.zoo, False), (TINY, os.path.join(ROOT, "models/tiny"), True)):
+        for name in names:
+            for form in FORMS:
+                path = os.path.join(folder, "%s-%s.onnx" % (name, form))
+                result = os.path.join(a.out, "%s-%s.json" % (name, form))
+                if not a.skip_run and os.path.exists(path):
+                    run(a.kiln, path, a.out, tiny)
+                if os.path.exists(result):
+                    studies[(name, form)] = json.load(open(result))
+    if not studies:
+        sys.exit("bench/pass_study.py: no studies (export the zoo into --zoo first)")
+    charts = os.path.join(os.path.dirname(a.doc), "pass-selection")
+    os.makedirs(charts, exist_ok=True)
+    for name in FULL:
+        svg = os.path.join(a.out, "%s-raw.svg" % name)
+        if os.path.exists(svg):
+            shutil.copy(svg, os.path.join(charts, "%s-raw.svg" % name))
+    any_study = next(iter(studies.values()))
+    text = [BEGIN, "",
+            "Measured %s on %s with kiln's cpu backend (%s threads), `kiln passes compare MODEL "
+            "--strategies O3,arch,random:8 --rounds 4` per model (full models: 100 timed runs per distinct IR in each of 3 interleaved rounds after a first, pass pipelines "
+            "timed 5 times; tiny models: 1000 runs, 9 times; medians). Ratios below 1 favour arch. *optimise* is the "
+            "pass pipeline alone (the research's compile time); *compile* adds code generation." % (
+                datetime.date.today().isoformat(), zoo.describe_machine(), any_study["records"][0].get("threads")),
+            "", "### Full models", ""] + table(studies, FULL) + \
+        (["", "### Tiny models (CI's zoo)", ""] + table(studies, TINY) if any(k[0] in TINY for k in studies) else []) + \
+        ["", "### By class, next to the research", ""] + by_class(studies) + \
+        ["", "Charts (raw forms; latency with p90 whisker, compile time split into passes and code generation, "
+             "identical IR lettered):", ""] + \
+        ["![%s](pass-selection/%s-raw.svg)" % (n, n) for n in FULL if os.path.exists(os.path.join(charts, n + "-raw.svg"))] + \
+        ["", END]
+    doc = open(a.doc).read()
+    if BEGIN in doc and END in doc:
+        doc = doc[:doc.index(BEGIN)] + "\n".join(text) + doc[doc.index(END) + len(END):]
+    else:
+        doc = doc.rstrip("\n") + "\n\n" + "\n".join(text) + "\n"
+    open(a.doc, "w").write(doc)
+    print("bench/pass_study.py: wrote %s and %s/" % (a.doc, charts), file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

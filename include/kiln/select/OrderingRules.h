@@ -1,0 +1,36 @@
+//===- kiln/select/OrderingRules.h - Where each pass goes in a pipeline -*- C++ -*-===//
+//
+// The documented ordering rules of the `arch` strategy: every pass has a rank
+// (lower runs earlier) and the reason for it, e.g. layout before fusion, or
+// BatchNorm simplification before constant folding. A pass without a rule is
+// ranked mid-pipeline (kUnruledRank); a unit test keeps every registered pass
+// ruled. docs/pass-selection.md lists the table.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "kiln/passes/PassInfo.h"
+
+namespace kiln::select {
+
+struct OrderingRule {
+  std::string pass;
+  int rank = 0;
+  std::string reason;
+};
+
+inline constexpr int kUnruledRank = 50;
+
+/// Every rule, by rank.
+const std::vector<OrderingRule>& orderingRules();
+/// The rank of `pass` (kUnruledRank when it has no rule).
+int orderingRank(const std::string& pass);
+/// True when `pass` has a rule.
+bool hasOrderingRule(const std::string& pass);
+/// `passes` sorted by rank; passes of one rank keep their order.
+std::vector<const passes::PassInfo*> orderByRules(std::vector<const passes::PassInfo*> passes);
+
+}  // namespace kiln::select

@@ -1,0 +1,63 @@
+//===- lib/select/OrderingRules.cpp - The arch strategy's ordering rules ---===//
+//
+// One table: pass, rank, why. The ranks follow the constraints already stated
+// in lib/passes/OptLevels.cpp and add those of the passes no opt level runs
+// (recognition before canonicalisation, layout before fusion, fusion last).
+//
+//===----------------------------------------------------------------------===//
+#include "kiln/select/OrderingRules.h"
+
+#include <algorithm>
+
+namespace kiln::select {
+
+const std::vector<OrderingRule>& orderingRules() {
+  static const std::vector<OrderingRule> rules = {
+      {"defuse-ops", 0, "groups of a model saved after fusion are inlined first, so every later pass sees plain ops"},
+      {"simplify-inference", 10, "BatchNorm statistics become weights before folding, so folds see plain Conv/Gemm weights"},
+      {"fold-constant", 20, "constants next, so the algebraic rules see folded operands"},
+      {"dynamic-to-static", 25, "shape arithmetic is constant only once fold-constant made the weights final"},
+      {"simplify-expr", 30, "x*1, x+0 and reshape chains on folded operands"},
+      {"eliminate-common-subexpr", 35, "identical constants and the ops over them merge after folding"},
+      {"fold-explicit-padding", 40, "Pad must merge into convolutions before scale folding looks at their operands"},
+      {"forward-fold-scale-axis", 45, "folds a Gemm's scaling into its bias, which must happen before canonicalize-ops turns Gemm into MatMul"},
+      {"recognize-layer-norm", 50, "matched on the exported ops, before canonicalize-ops rewrites constant Sub/Div forms"},
+      {"recognize-gelu", 51, "matched on the exported ops, next to layer norms (both are elementwise epilogues for matmuls)"},
+      {"fuse-attention", 52, "after layer norm and GELU recognition, so the attention block between them is plain"},
+      {"simplify-fc-transpose", 60, "dense-layer transposes fold into weights before parallel dense layers are combined"},
+      {"combine-parallel-dense", 62, "parallel dense layers (Q/K/V) combine after their weights are final"},
+      {"combine-parallel-conv2d", 63, "parallel convolutions combine after BatchNorm and scale folding"},
+      {"batching-ops", 64, "batches what the combine passes left"},
+      {"canonicalize-ops", 70, "Gemm/Sub/Div become MatMul+Add/Add/Mul after every pass that matches the exported forms"},
+      {"canonicalize-cast", 72, "cast cleanup after the rewrites that remove identities between casts"},
+      {"fast-math", 75, "approximations replace the ops the rewrites above have settled"},
+      {"convert-layout", 80, "layout before fusion (the research: FuseOps after AlterOpLayout fuses better)"},
+      {"alter-op-layout", 82, "weight pre-transformation after the layout is chosen"},
+      {"to-mixed-precision", 85, "precision last among rewrites: every pass above works on f32"},
+      {"fuse-ops", 90, "fusion sees the final ops and layout"},
+      {"merge-composite", 92, "composites are merged from what fusion left"},
+      {"dead-code-elimination", 100, "last: any rewrite may orphan nodes"},
+  };
+  return rules;
+}
+
+bool hasOrderingRule(const std::string& pass) {
+  for (const OrderingRule& r : orderingRules())
+    if (r.pass == pass) return true;
+  return false;
+}
+
+int orderingRank(const std::string& pass) {
+  for (const OrderingRule& r : orderingRules())
+    if (r.pass == pass) return r.rank;
+  return kUnruledRank;
+}
+
+std::vector<const passes::PassInfo*> orderByRules(std::vector<const passes::PassInfo*> passes) {
+  std::stable_sort(passes.begin(), passes.end(), [](const passes::PassInfo* a, const passes::PassInfo* b) {
+    return orderingRank(a->name) < orderingRank(b->name);
+  });
+  return passes;
+}
+
+}  // namespace kiln::select

@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# tests/cli/pass_selection_test.sh - `kiln passes space` and `kiln passes
+# compare` driven as a user would (issue 7): the pruned space and its counts,
+# a study with O3, arch, random, exhaustive and evolve on tiny models on the
+# cpu backend (table, kiln-pass-study/1 JSON, SVG chart, experiment
+# database), `learned` from that database on another model, and the errors.
+# Usage: pass_selection_test.sh <kiln> <source dir> <work dir>
+set -euo pipefail
+KILN=$1
+SRC=$2
+WORK=$3
+rm -rf "$WORK" && mkdir -p "$WORK" && cd "$WORK"
+TINY=$SRC/models/tiny
+fail() { echo "FAIL: $*" >&2; exit 1; }
+expect_in() { grep -qF -- "$1" "$2" || { echo "--- $2:"; cat "$2"; fail "expected '$1' in $2"; }; }
+expect_fail() {  # expect_fail <substring> <command...>
+  local want=$1; shift
+  if "$@" > err.out 2> err.txt; then fail "expected failure: $*"; fi
+  expect_in "$want" err.txt
+}
+for cmd in space compare; do
+  "$KILN" passes "$cmd" --help > "help_$cmd.txt"
+  expect_in "Usage:" "help_$cmd.txt"
+done
+
+# space: classes, kept passes in rule order, dropped ones with the reason, counts.
+"$KILN" passes space "$TINY/resnet_tiny-raw.onnx" > space.txt
+expect_in "classes RN; 3 of 24 passes kept for the cpu backend" space.txt
+expect_in "before pruning, 16 after" space.txt
+expect_in "alter-op-layout             the cpu backend has no kernel template for kiln::ConvNCHWc" space.txt
+expect_in "recognize-gelu              class" space.txt
+expect_in "fuse-ops                    the cpu backend plans its own fusion" space.txt
+"$KILN" passes space "$TINY/bert_tiny-raw.onnx" --backend interpreter --json | /usr/bin/python3 -c "
+import json, sys; r = json.load(sys.stdin)
+assert r['schema'] == 'kiln-space/1' and r['classes'] == ['BR'], r
+assert 'fuse-attention' in r['passes'] and 'fuse-ops' in r['passes'], r['passes']  # the interpreter runs groups
+assert r['sequences_after'] < r['sequences_before'] / 1e9, r
+assert all(d['reason'] for d in r['dropped']), r['dropped']
+assert len(r['passes']) + len(r['dropped']) == r['catalogue']"
+
+# compare: a study on the cpu backend, files and database.
+"$KILN" passes compare "$TINY/mobilenet_tiny-raw.onnx" --strategies O3,arch,random:3,exhaustive:2 --runs 5 --warmup 1 \
+  --compile-repeats 1 --out study --seed 4 > compare.txt 2> compare_err.txt
+expect_in "mobilenet_tiny-raw.onnx on cpu: classes MN; pruned space" compare.txt
+expect_in "kiln passes compare: arch" compare_err.txt
+for label in O3 arch random-1 random-3 exhaustive-1 exhaustive-2; do grep -q "^$label " compare.txt || fail "no row $label"; done
+expect_in "x lat, x optimise: relative to O3" compare.txt
+expect_in "wrote study/mobilenet_tiny-raw.json and study/mobilenet_tiny-raw.svg; 7 records appended to study/experiments.jsonl" compare.txt
+/usr/bin/python3 - <<'PY' || fail "study JSON, records or chart wrong"
+import json
+import xml.etree.ElementTree as ET
+s = json.load(open("study/mobilenet_tiny-raw.json"))
+assert s["schema"] == "kiln-pass-study/1" and s["backend"] == "cpu" and s["classes"] == ["MN"], s["classes"]
+labels = [r["label"] for r in s["records"]]
+assert labels == ["O3", "arch", "random-1", "random-2", "random-3", "exhaustive-1", "exhaustive-2"], labels
+for r in s["records"]:
+    assert r["error"] is None, r
+    assert r["latency_ms"]["median"] > 0 and r["compile_ms"]["codegen"] > 0 and r["compile_ms"]["passes"] >= 0, r
+    assert r["max_rel_error"] <= 1e-3 and r["selection_agreement"] == 1, r
+    rounds = r["latency_ms"]["rounds"]  # four rounds by default; the latency is the median of rounds 2..4
+    assert len(rounds) == 4 and r["latency_ms"]["median"] == sorted(rounds[1:])[1], r
+    assert [p["pass"] for p in r["passes"]] == r["pipeline"].split(",") if r["pipeline"] else [], r
+# Identical IR shares a letter and the measurement of the first pipeline that produced it.
+first = {}
+for r in s["records"]:
+    if r["ir_hash"] in first:
+        f = first[r["ir_hash"]]
+        assert r["ir"] == f["ir"] and r["measured_as"] == f["label"] and r["latency_ms"] == f["latency_ms"], r
+    else:
+        first[r["ir_hash"]] = r
+        assert r["measured_as"] == r["label"], r
+assert len({r["ir"] for r in s["records"]}) == len(first)
+db = [json.loads(l) for l in open("study/experiments.jsonl")]
+assert len(db) == 7 and all(d["schema"] == "kiln-experiment/1" for d in db)
+assert db[0]["model"]["hash"] and len(db[0]["feature_vector"]) == 15 and db[0]["features"]["depthwise_convolutions"] > 0
+svg = ET.parse("study/mobilenet_tiny-raw.svg").getroot()
+texts = "".join(svg.itertext())
+assert "exhaustive-2 [" in texts and "random:3" in texts and "latency, ms" in texts, texts[:300]
+PY
+# The same seed proposes the same random pipelines.
+"$KILN" passes compare "$TINY/mobilenet_tiny-raw.onnx" --strategies random:3 --runs 2 --warmup 0 --compile-repeats 1 \
+  --out again --seed 4 --quiet > again.txt
+/usr/bin/python3 -c "
+import json
+a = [r['pipeline'] for r in json.load(open('study/mobilenet_tiny-raw.json'))['records'] if r['strategy'] == 'random:3']
+b = [r['pipeline'] for r in json.load(open('again/mobilenet_tiny-raw.json'))['records']]
+assert a == b, (a, b)" || fail "random:3 with one seed proposed different pipelines"
+
+# evolve reports its Pareto front; learned takes the nearest other model's best pipeline.
+"$KILN" passes compare "$TINY/resnet_tiny-raw.onnx" --strategies evolve:3x2,learned:1 --runs 3 --warmup 0 \
+  --compile-repeats 1 --rounds 1 --out study --quiet > evolve.txt
+expect_in "evolve:3x2: " evolve.txt
+expect_in "Pareto" evolve.txt
+expect_in "learned:1: learned-1 from mobilenet_tiny-raw.onnx" evolve.txt
+/usr/bin/python3 -c "
+import json
+s = json.load(open('study/resnet_tiny-raw.json'))
+front = [r for r in s['records'] if r['pareto']]
+assert front and all(r['strategy'] == 'evolve:3x2' for r in front)
+assert [r['label'] for r in front] == s['strategies'][0]['pareto_front']
+def point(r): return (r['latency_ms']['median'], r['compile_ms']['passes'] + r['compile_ms']['codegen'])
+for p in front:  # the front is non-dominated within itself
+    for q in front:
+        (lp, cp), (lq, cq) = point(p), point(q)
+        assert not (lq <= lp and cq <= cp and (lq < lp or cq < cp)), (p['label'], q['label'])
+learned = [r for r in s['records'] if r['strategy'] == 'learned:1'][0]
+assert learned['note'].startswith('from mobilenet_tiny-raw.onnx'), learned['note']" || fail "evolve/learned records wrong"
+
+# Errors: bad strategies, learned without a database, a corrupt database line.
+expect_fail "strategy 'random:0': random needs a count of pipelines" "$KILN" passes compare "$TINY/resnet_tiny-raw.onnx" --strategies random:0
+expect_fail "strategy 'learned' needs successful records of other models" \
+  "$KILN" passes compare "$TINY/bert_tiny-raw.onnx" --strategies learned --out empty --quiet
+# A pipeline whose outputs leave the tolerance is reported as wrong, and the study fails.
+if "$KILN" passes compare "$TINY/bert_tiny-raw.onnx" --strategies O3 --runs 2 --warmup 0 --compile-repeats 1 --no-db \
+  --out strict --tolerance 1e-12 --quiet > strict.txt; then fail "outputs beyond --tolerance were accepted"; fi
+expect_in "failed: wrong outputs: output 0 differs from the reference by" strict.txt
+# Detection outputs behind NMS are compared by agreement, so SSDLite's pipelines pass.
+"$KILN" passes compare "$TINY/ssdlite_tiny-raw.onnx" --strategies O3,arch --runs 2 --warmup 0 --compile-repeats 1 \
+  --no-db --out ssd --quiet > ssd.txt || { cat ssd.txt; fail "ssdlite_tiny study failed"; }
+echo "{torn line" >> study/experiments.jsonl
+"$KILN" passes compare "$TINY/bert_tiny-raw.onnx" --strategies O1 --runs 2 --warmup 0 --compile-repeats 1 --out study \
+  --quiet > corrupt.txt 2> corrupt_err.txt
+expect_in "warning: study/experiments.jsonl:" corrupt_err.txt
+expect_in "not a JSON object (skipped)" corrupt_err.txt
+echo "pass selection CLI: all checks passed"
