@@ -10,6 +10,7 @@
 #include "CudaBackend.h"
 #include "InterpreterBackend.h"
 #include "kiln/bench/Backend.h"
+#include "kiln/support/Strings.h"
 
 namespace kiln::bench {
 
@@ -45,9 +46,8 @@ Expected<std::unique_ptr<Backend>> createBackend(const std::string& name, const 
                                                    " does not apply");
     return std::unique_ptr<Backend>(new CudaCodegenBackend(options));
   }
-  std::string known;
-  for (const auto& n : backendNames()) known += (known.empty() ? "" : ", ") + n;
-  return Error(ErrorCode::InvalidArgument, "unknown backend '" + name + "' (known: " + known + ")");
+  return Error(ErrorCode::InvalidArgument,
+               "unknown backend '" + name + "' (known: " + joinStrings(backendNames(), ", ") + ")");
 }
 
 }  // namespace kiln::bench

@@ -14,9 +14,17 @@
 #include "kiln/ir/StructuralHash.h"
 #include "kiln/ir/Verifier.h"
 #include "kiln/support/ProcessInfo.h"
+#include "kiln/support/Strings.h"
 
 namespace kiln::bench {
 namespace {
+
+/// The upper median of `items` by `key` (the middle one of an odd count); items non-empty.
+template <typename T, typename Key>
+T medianBy(std::vector<T> items, Key key) {
+  std::sort(items.begin(), items.end(), [&](const T& a, const T& b) { return key(a) < key(b); });
+  return std::move(items[items.size() / 2]);
+}
 
 std::unique_ptr<ir::Module> copyModule(const ir::Module& m) {
   auto copy = std::make_unique<ir::Module>(ir::cloneGraph(m.graph()));
@@ -107,12 +115,6 @@ OutputComparison compareOutputs(const std::vector<RuntimeValue>& out, const std:
   return c;
 }
 
-std::string joinedClasses(const std::vector<std::string>& classes) {
-  std::string text;
-  for (const std::string& c : classes) text += (text.empty() ? "" : ",") + c;
-  return text;
-}
-
 class StudyRunner {
  public:
   StudyRunner(PassStudy& study, const ir::Module& module, const std::vector<RuntimeValue>& inputs)
@@ -163,10 +165,9 @@ class StudyRunner {
       }
       runs.emplace_back(report->totalMs, std::move(report->passes));
     }
-    std::sort(runs.begin(), runs.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-    const auto& median = runs[runs.size() / 2];
+    auto median = medianBy(std::move(runs), [](const auto& run) { return run.first; });
     e.passesMs = median.first;
-    e.passRecords = median.second;
+    e.passRecords = std::move(median.second);
     e.compile.passesMs = e.passesMs;
     if (Status s = ir::verify(result->graph()); !s.isOk()) {
       e.error = "invalid IR: " + s.error().str();
@@ -206,10 +207,7 @@ class StudyRunner {
       }
       if (phases.codegenMs) codegenMs.push_back(*phases.codegenMs);
     }
-    if (!codegenMs.empty()) {
-      std::sort(codegenMs.begin(), codegenMs.end());
-      e.compile.codegenMs = codegenMs[codegenMs.size() / 2];
-    }
+    if (!codegenMs.empty()) e.compile.codegenMs = medianBy(std::move(codegenMs), [](double ms) { return ms; });
     auto outputs = (*backend)->run(inputs_);
     if (!outputs) {
       e.error = "run: " + outputs.error().str();
@@ -252,21 +250,17 @@ class StudyRunner {
                            << std::flush;
       for (auto& [hash, backend] : backends_) {
         StudyEntry& first = study_.entries[measuredByHash_.at(hash)];
-        if (rounds[hash].empty()) rounds[hash].push_back(*first.bench);
         BenchRecord record = *first.bench;
         KILN_TRY(runBenchmark(*backend, inputs_, options_.bench, record, nullptr));
         first.roundMedians.push_back(record.latencyMs.p50);
         rounds[hash].push_back(std::move(record));
       }
     }
-    for (auto& [hash, records] : rounds) {
-      // Round 1 ran while the strategies proposed pipelines, at a different
-      // time for each IR; the later rounds ran back to back for all of them.
-      records.erase(records.begin());
-      std::sort(records.begin(), records.end(),
-                [](const BenchRecord& a, const BenchRecord& b) { return a.latencyMs.p50 < b.latencyMs.p50; });
-      study_.entries[measuredByHash_.at(hash)].bench = records[records.size() / 2];
-    }
+    // Round 1 ran while the strategies proposed pipelines, at a different
+    // time for each IR; only the later rounds, back to back for all, count.
+    for (auto& [hash, records] : rounds)
+      study_.entries[measuredByHash_.at(hash)].bench =
+          medianBy(std::move(records), [](const BenchRecord& r) { return r.latencyMs.p50; });
     backends_.clear();
     for (StudyEntry& e : study_.entries)
       if (e.ok() && e.measuredAs != e.candidate.label) {
@@ -345,21 +339,12 @@ Expected<PassStudy> runPassStudy(const ir::Module& module, const std::vector<Run
   in.backend = options.backend;
   in.database = options.database;
   in.seed = options.seed;
-  for (const select::StrategySpec& s : strategies)
-    if (s.kind == "learned") {
-      bool usable = options.database && std::any_of(options.database->records().begin(), options.database->records().end(),
-                                                     [&](const select::ExperimentSummary& r) { return r.ok && r.modelHash != study.modelHash; });
-      if (!usable)
-        return Error(ErrorCode::InvalidArgument,
-                     "strategy '" + s.text + "' needs successful records of other models in the experiment database" +
-                         (options.database ? " '" + options.database->path() + "'" : "") +
-                         " (run kiln passes compare with O3,arch,random:N on other models first)");
-    }
+  for (const select::StrategySpec& s : strategies) KILN_TRY(select::checkStrategyInputs(s, in));
 
   StudyRunner runner(study, module, inputs);
   if (options.progress)
     *options.progress << "kiln passes compare: " << study.modelName << ": classes "
-                      << (study.classes.empty() ? std::string("none") : joinedClasses(study.classes))
+                      << (study.classes.empty() ? std::string("none") : joinStrings(study.classes))
                       << ", " << study.space.passes.size() << " of " << study.space.catalogueSize
                       << " passes in the pruned space; reference run on the interpreter\n"
                       << std::flush;

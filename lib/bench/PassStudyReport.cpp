@@ -14,6 +14,7 @@
 
 #include "kiln/bench/PassStudy.h"
 #include "kiln/select/ExperimentDatabase.h"
+#include "kiln/support/Strings.h"
 
 namespace kiln::bench {
 namespace {
@@ -152,8 +153,7 @@ std::string studyToJson(const PassStudy& s) {
 }
 
 void printStudyTable(std::ostream& os, const PassStudy& s) {
-  std::string classes;
-  for (const std::string& c : s.classes) classes += (classes.empty() ? "" : ",") + c;
+  const std::string classes = joinStrings(s.classes);
   std::ostringstream counts;
   counts << std::setprecision(3) << s.space.sequencesBefore() << " -> " << s.space.sequencesAfter();
   os << s.modelName << " on " << s.backend << ": classes " << (classes.empty() ? "none" : classes) << "; pruned space "

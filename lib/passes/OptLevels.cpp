@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "kiln/passes/OptLevels.h"
+#include "kiln/support/Strings.h"
 
 #include <string>
 
@@ -60,9 +61,7 @@ Expected<std::vector<PipelineEntry>> optLevelPipeline(int level) {
     // Last: every pass above may orphan nodes.
     p.push_back("dead-code-elimination");
   }
-  std::string text;
-  for (const std::string& name : p) text += (text.empty() ? "" : ",") + name;
-  return parsePipeline(text);
+  return parsePipeline(joinStrings(p));
 }
 
 }  // namespace kiln::passes

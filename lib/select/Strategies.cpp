@@ -139,10 +139,7 @@ std::pair<std::vector<Candidate>, std::string> exhaustiveCandidates(const Strate
 
 Expected<std::pair<std::vector<Candidate>, std::string>> learnedCandidates(const StrategySpec& spec,
                                                                            const StrategyInputs& in) {
-  if (!in.database || in.database->records().empty())
-    return Error(ErrorCode::InvalidArgument,
-                 "strategy 'learned' needs an experiment database with other models' records (--db; run a study with "
-                 "O3,arch,random:N on other models first)");
+  KILN_TRY(checkStrategyInputs(spec, in));
   // Each other model's best record, preferring this backend's records.
   std::map<std::string, const ExperimentSummary*> best;
   for (const ExperimentSummary& r : in.database->records()) {
@@ -151,9 +148,6 @@ Expected<std::pair<std::vector<Candidate>, std::string>> learnedCandidates(const
     auto key = [&](const ExperimentSummary* s) { return std::make_pair(s->backend != in.backend, s->latencyMs); };
     if (!b || key(&r) < key(b)) b = &r;
   }
-  if (best.empty())
-    return Error(ErrorCode::InvalidArgument, "strategy 'learned': the experiment database '" + in.database->path() +
-                                                 "' has no successful records of other models");
   std::vector<std::pair<double, const ExperimentSummary*>> nearest;
   for (const auto& [hash, r] : best) nearest.push_back({featureDistance(in.features, r->features), r});
   std::sort(nearest.begin(), nearest.end(), [](const auto& a, const auto& b) {
@@ -213,6 +207,17 @@ std::vector<const passes::PassInfo*> archPasses(const SearchSpace& space) {
     if (p->name != kCleanup) out.push_back(p);
   if (const passes::PassInfo* cleanup = cleanupPass(space)) out.push_back(cleanup);
   return out;
+}
+
+Status checkStrategyInputs(const StrategySpec& spec, const StrategyInputs& in) {
+  if (spec.kind != "learned") return Status::ok();
+  const bool usable = in.database && std::any_of(in.database->records().begin(), in.database->records().end(),
+                                                 [&](const ExperimentSummary& r) { return r.ok && r.modelHash != in.modelHash; });
+  if (usable) return Status::ok();
+  return Error(ErrorCode::InvalidArgument,
+               "strategy '" + spec.text + "' needs successful records of other models in the experiment database" +
+                   (in.database ? " '" + in.database->path() + "'" : "") +
+                   " (run kiln passes compare with O3,arch,random:N on other models first)");
 }
 
 Expected<StrategyResult> runStrategy(const StrategySpec& spec, const StrategyInputs& in, const Evaluate& evaluate) {

@@ -18,6 +18,7 @@
 #include "kiln/passes/OptLevels.h"
 #include "kiln/passes/PassRegistry.h"
 #include "kiln/support/File.h"
+#include "kiln/support/Strings.h"
 
 namespace kiln::cli {
 
@@ -44,9 +45,7 @@ void addModelOptions(CLI::App& cmd, ModelOptions& o, bool withOptLevel) {
 }
 
 void addBackendOption(CLI::App& cmd, std::string& backend, const std::string& defaultBackend) {
-  std::string names;
-  for (const auto& n : bench::backendNames()) names += (names.empty() ? "" : ", ") + n;
-  cmd.add_option("--backend", backend, "What to run the model on: " + names)
+  cmd.add_option("--backend", backend, "What to run the model on: " + joinStrings(bench::backendNames(), ", "))
       ->default_val(defaultBackend)
       ->check(CLI::IsMember(bench::backendNames()));
 }

@@ -22,6 +22,7 @@
 #include "kiln/bench/PassStudy.h"
 #include "kiln/select/OrderingRules.h"
 #include "kiln/support/File.h"
+#include "kiln/support/Strings.h"
 
 namespace kiln::cli {
 namespace {
@@ -56,8 +57,7 @@ int printSpace(const SpaceOptions& o) {
     std::cout << j.dump(2) << "\n";
     return 0;
   }
-  std::string joined;
-  for (const std::string& c : classes) joined += (joined.empty() ? "" : ",") + c;
+  const std::string joined = joinStrings(classes);
   std::cout << o.model.path << ": classes " << (joined.empty() ? "none (generic passes only)" : joined) << "; "
             << space.passes.size() << " of " << space.catalogueSize << " passes kept for the " << o.backend
             << " backend\n"

@@ -22,15 +22,10 @@
 #include "kiln/select/ArchitectureClasses.h"
 #include "kiln/select/ExperimentDatabase.h"
 #include "kiln/support/File.h"
+#include "kiln/support/Strings.h"
 
 namespace kiln::cli {
 namespace {
-
-std::string joined(const std::vector<std::string>& items) {
-  std::string out;
-  for (const auto& s : items) out += (out.empty() ? "" : ",") + s;
-  return out;
-}
 
 /// docs/passes.md: the catalogue as Markdown, generated from PassInfo.
 void printMarkdown() {
@@ -44,7 +39,7 @@ void printMarkdown() {
                "or `kiln-opt -p`.\n\n"
                "| pass | classes | opt level | tolerance | summary |\n|---|---|---:|---:|---|\n";
   for (const passes::PassInfo& p : passes::allPasses())
-    std::cout << "| [" << p.name << "](#" << p.name << ") | " << joined(p.classes) << " | " << p.optLevel << " | "
+    std::cout << "| [" << p.name << "](#" << p.name << ") | " << joinStrings(p.classes) << " | " << p.optLevel << " | "
               << p.tolerance << " | " << p.summary << " |\n";
   std::cout << "\n## Opt levels\n\n`-O0`..`-O3` run these pipelines (`-O3` is the default of `kiln run`; the ordering\n"
                "constraints are commented in lib/passes/OptLevels.cpp):\n\n";
@@ -54,9 +49,9 @@ void printMarkdown() {
     std::cout << "- `-O" << level << "`: " << (text.empty() ? "(no passes)" : "`" + text + "`") << "\n";
   }
   for (const passes::PassInfo& p : passes::allPasses()) {
-    std::cout << "\n## " << p.name << "\n\n" << p.description << "\n\n- classes: " << joined(p.classes)
+    std::cout << "\n## " << p.name << "\n\n" << p.description << "\n\n- classes: " << joinStrings(p.classes)
               << "\n- opt level: " << p.optLevel << "\n- tolerance: " << p.tolerance << "\n- requires: "
-              << (p.requiredPasses.empty() ? "nothing" : joined(p.requiredPasses)) << "\n- options: ";
+              << (p.requiredPasses.empty() ? "nothing" : joinStrings(p.requiredPasses)) << "\n- options: ";
     if (p.options.empty()) std::cout << "none\n";
     for (const auto& o : p.options) std::cout << "\n  - `" << o.name << "` (default " << o.defaultValue << "): " << o.help;
     if (!p.options.empty()) std::cout << "\n";
@@ -81,7 +76,7 @@ int listPasses(bool asJson, bool asMarkdown) {
   }
   std::cout << std::left << std::setw(32) << "pass" << std::setw(16) << "classes" << std::setw(4) << "O" << "summary\n";
   for (const passes::PassInfo& p : passes::allPasses())
-    std::cout << std::left << std::setw(32) << p.name << std::setw(16) << joined(p.classes) << std::setw(4)
+    std::cout << std::left << std::setw(32) << p.name << std::setw(16) << joinStrings(p.classes) << std::setw(4)
               << p.optLevel << p.summary << "\n";
   return 0;
 }
@@ -126,7 +121,7 @@ int classifyModel(const ModelOptions& options, bool asJson) {
     std::cout << j.dump(2) << "\n";
     return 0;
   }
-  std::cout << options.path << ": " << (classes.empty() ? "no class (generic passes only)" : joined(classes)) << "\n";
+  std::cout << options.path << ": " << (classes.empty() ? "no class (generic passes only)" : joinStrings(classes)) << "\n";
   std::cout << "features:\n  nodes " << f.nodes << ", layers " << f.layers() << " (" << f.convs << " convolutions, "
             << f.denseMatmuls << " dense matmuls), " << f.parameters << " parameters (" << f.parameterBytes << " bytes)\n"
             << "  convolutions: " << f.depthwiseConvs << " depthwise, " << f.groupedConvs << " other grouped, "

@@ -76,6 +76,10 @@ struct StrategyResult {
   std::string note;  ///< what the strategy decided (exhaustive's set, learned's neighbours)
 };
 
+/// KE4003 when the spec cannot run on these inputs (learned without
+/// successful records of other models), so a study fails before measuring.
+Status checkStrategyInputs(const StrategySpec& spec, const StrategyInputs& inputs);
+
 /// Proposes the spec's pipelines and evaluates each through `evaluate`
 /// (evolve evaluates generation by generation). An error from `evaluate`
 /// aborts; a candidate that fails to compile or run is an Evaluation with ok false.
