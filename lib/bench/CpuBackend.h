@@ -3,7 +3,8 @@
 // Compiles the (already optimized) graph with the CPU target: fusion plan,
 // schedule templates with default knobs, LLVM JIT; then runs the executable
 // with runtime::CpuExecutor on the process thread pool (--threads sets its
-// size). prepare() fills the codegen phase.
+// size). prepare() fills the codegen phase. With a tuning database
+// (BackendOptions::tuningDb) the kernels take its schedules (kiln tune).
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -12,6 +13,7 @@
 #include "kiln/codegen/Compiler.h"
 #include "kiln/support/Stopwatch.h"
 #include "kiln/support/ThreadPool.h"
+#include "kiln/tune/TuningDatabase.h"
 
 namespace kiln::bench {
 
@@ -22,10 +24,20 @@ class CpuCodegenBackend final : public Backend {
   }
   std::string name() const override { return "cpu"; }
   int threads() const override { return ThreadPool::global().threads(); }
+  std::string tuningSummary() const override { return tuningSummary_; }
   Status prepare(std::unique_ptr<ir::Module> module, CompilePhases& phases) override {
     module_ = std::move(module);
     Stopwatch timer;
-    KILN_ASSIGN(model_, codegen::compileForCpu(module_->graph()));
+    codegen::CompileOptions options;
+    if (!options_.tuningDb.empty()) {  // the schedules `kiln tune` measured on this CPU
+      KILN_ASSIGN(tune::TuningDatabase db, tune::TuningDatabase::open(options_.tuningDb, true));
+      KILN_ASSIGN(tune::TaskSet tasks, tune::extractTasks(module_->graph(), codegen::KernelTarget::Cpu));
+      tune::TuningApplication applied =
+          tune::applyTuningDatabase(tasks, db, "cpu", tune::cpuDeviceName(), tune::cpuToolkitName());
+      options.configs = applied.configs;
+      tuningSummary_ = applied.summary();
+    }
+    KILN_ASSIGN(model_, codegen::compileForCpu(module_->graph(), options));
     phases.codegenMs = timer.elapsedMs();
     return Status::ok();
   }
@@ -38,6 +50,7 @@ class CpuCodegenBackend final : public Backend {
 
  private:
   BackendOptions options_;
+  std::string tuningSummary_;
   std::unique_ptr<ir::Module> module_;
   codegen::CpuModel model_;
 };

@@ -306,14 +306,7 @@ Expected<LoweredModel> lowerModel(ir::Graph& graph, KernelTarget target, const C
       step.args.push_back(id);
     }
     // Identical kernels (same IR up to parameter names) share code.
-    std::string body = printKernel(lk.kernel);
-    body = body.substr(body.find('('));
-    for (size_t p = 0; p < lk.kernel.params.size(); ++p) {
-      std::string from = "%" + lk.kernel.params[p]->name + "[", to = "%p" + std::to_string(p) + "[";
-      for (size_t at = body.find(from); at != std::string::npos; at = body.find(from, at + to.size()))
-        body.replace(at, from.size(), to);
-    }
-    auto [it, fresh] = kernelByBody.try_emplace(body, uint32_t(out.kernels.size()));
+    auto [it, fresh] = kernelByBody.try_emplace(kernelBodyKey(lk.kernel), uint32_t(out.kernels.size()));
     if (fresh) {
       exe->kernelNames.push_back(lk.kernel.name);
       std::vector<uint64_t> paramBytes;

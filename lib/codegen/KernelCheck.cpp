@@ -51,8 +51,7 @@ Expected<std::vector<KernelCheckResult>> checkKernels(ir::Graph& graph, const Cp
   });
 }
 
-Expected<std::vector<KernelCheckResult>> checkKernels(ir::Graph& graph, const LoweredModel& model,
-                                                      const std::vector<Tensor>& inputs, const KernelRunner& run) {
+Expected<std::map<std::string, Tensor>> referenceValues(ir::Graph& graph, const std::vector<Tensor>& inputs) {
   std::map<std::string, Tensor> values;
   for (size_t i = 0; i < graph.inputs().size() && i < inputs.size(); ++i) values[graph.inputs()[i]->name()] = inputs[i];
   for (ir::Node* n : graph.nodes()) {
@@ -78,6 +77,12 @@ Expected<std::vector<KernelCheckResult>> checkKernels(ir::Graph& graph, const Lo
     for (size_t r = 0; r < results.size() && r < n->numOutputs(); ++r)
       if (results[r].isTensor()) values[n->output(r)->name()] = results[r].tensor();
   }
+  return values;
+}
+
+Expected<std::vector<KernelCheckResult>> checkKernels(ir::Graph& graph, const LoweredModel& model,
+                                                      const std::vector<Tensor>& inputs, const KernelRunner& run) {
+  KILN_ASSIGN(auto values, referenceValues(graph, inputs));
   const runtime::Executable& exe = *model.executable;
   std::vector<KernelCheckResult> out;
   std::set<uint32_t> touched;

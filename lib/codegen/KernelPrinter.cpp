@@ -173,4 +173,14 @@ std::string printKernel(const Kernel& k) {
   return os.str();
 }
 
+std::string kernelBodyKey(const Kernel& k) {
+  std::string body = printKernel(k);
+  body = body.substr(body.find('('));
+  for (size_t p = 0; p < k.params.size(); ++p) {
+    std::string from = "%" + k.params[p]->name + "[", to = "%p" + std::to_string(p) + "[";
+    for (size_t at = body.find(from); at != std::string::npos; at = body.find(from, at + to.size())) body.replace(at, from.size(), to);
+  }
+  return body;
+}
+
 }  // namespace kiln::codegen

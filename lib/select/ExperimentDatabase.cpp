@@ -102,11 +102,8 @@ Expected<ExperimentSummary> parseExperimentRecord(const std::string& line) {
 Expected<ExperimentDatabase> ExperimentDatabase::open(const std::string& path) {
   ExperimentDatabase db;
   db.path_ = path;
-  if (!std::filesystem::exists(path)) return db;
-  KILN_ASSIGN(std::string text, readFile(path));
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) {
+  KILN_ASSIGN(std::vector<std::string> lines, readLinesIfExists(path));
+  for (const std::string& line : lines) {
     ++db.lines_;
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     auto record = parseExperimentRecord(line);

@@ -173,13 +173,6 @@ Expected<std::pair<std::vector<Candidate>, std::string>> learnedCandidates(const
 
 }  // namespace
 
-uint64_t StrategyRandom::next() {
-  uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-
 Expected<std::vector<StrategySpec>> parseStrategies(std::string_view text) {
   std::vector<StrategySpec> specs;
   size_t start = 0;

@@ -5,6 +5,8 @@
 //===----------------------------------------------------------------------===//
 #include "kiln/support/File.h"
 
+#include <filesystem>
+
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -33,6 +35,15 @@ Status writeFile(const std::string& path, const std::string& contents) {
   out.close();
   if (!out) return makeError(ErrorCode::IoError, "cannot write '", path, "'");
   return Status::ok();
+}
+
+Expected<std::vector<std::string>> readLinesIfExists(const std::string& path) {
+  std::vector<std::string> lines;
+  if (!std::filesystem::exists(path)) return lines;
+  KILN_ASSIGN(std::string text, readFile(path));
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(std::move(line));
+  return lines;
 }
 
 Status appendLine(const std::string& path, const std::string& line) {

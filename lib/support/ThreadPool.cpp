@@ -12,6 +12,9 @@
 #include <condition_variable>
 #include <mutex>
 #include <thread>
+
+#include <pthread.h>
+#include <sched.h>
 #include <vector>
 
 namespace kiln {
@@ -84,6 +87,42 @@ void ThreadPool::setThreads(int threads) {
   std::lock_guard<std::mutex> call(impl_->callMutex);
   impl_->shutdown();
   impl_->start(std::max(threads, 1));
+}
+
+namespace {
+/// Restricts a thread to one logical CPU, or (cpu < 0) to all of them.
+bool setAffinity(pthread_t thread, int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  const int cpus = int(std::max(1u, std::thread::hardware_concurrency()));
+  if (cpu >= 0) CPU_SET(cpu % cpus, &set);
+  else
+    for (int c = 0; c < cpus; ++c) CPU_SET(c, &set);
+  return pthread_setaffinity_np(thread, sizeof set, &set) == 0;
+}
+}  // namespace
+
+bool ThreadPool::pinWorkers(bool pinned) {
+  std::lock_guard<std::mutex> call(impl_->callMutex);
+  bool ok = true;
+  for (size_t w = 0; w < impl_->workers.size(); ++w) ok &= setAffinity(impl_->workers[w].native_handle(), pinned ? int(w) : -1);
+  return ok;
+}
+
+PinnedThreads::PinnedThreads() {
+  cpu_set_t* saved = new cpu_set_t;
+  if (pthread_getaffinity_np(pthread_self(), sizeof *saved, saved) != 0) CPU_ZERO(saved);
+  saved_ = saved;
+  ThreadPool& pool = ThreadPool::global();
+  pinned_ = pool.pinWorkers(true) && setAffinity(pthread_self(), pool.threads() - 1);
+}
+
+PinnedThreads::~PinnedThreads() {
+  ThreadPool::global().pinWorkers(false);
+  cpu_set_t* saved = static_cast<cpu_set_t*>(saved_);
+  if (CPU_COUNT(saved) > 0) pthread_setaffinity_np(pthread_self(), sizeof *saved, saved);
+  else setAffinity(pthread_self(), -1);
+  delete saved;
 }
 
 void ThreadPool::parallelFor(int64_t n, const std::function<void(int64_t, int64_t)>& fn) {

@@ -34,6 +34,7 @@ struct BenchCommandOptions {
   std::string jsonFile;
   bool quiet = false;
   int profileRuns = 0;
+  std::string tuningDb;
 };
 
 int benchModel(const BenchCommandOptions& o) {
@@ -42,8 +43,10 @@ int benchModel(const BenchCommandOptions& o) {
   if (!model) return reportError(model.error());
   if (Status s = checkPrecisionTarget(o.model, o.backend == "cuda"); !s.isOk()) return reportError(s.error());
   auto backend = bench::createBackend(o.backend, {.threads = o.threads, .seed = o.seed, .allowTf32 = o.model.precision == "tf32",
-                                                       .libraryTactics = o.model.libraryTactics});
+                                                       .libraryTactics = o.model.libraryTactics, .tuningDb = o.tuningDb});
   if (!backend) return reportError(backend.error());
+  if (!o.tuningDb.empty() && o.backend != "cpu")
+    return reportError(Error(ErrorCode::InvalidArgument, "--tuning-db applies to the cpu backend only (kiln tune --target cpu)"));
   if (o.profileRuns > 0 && !(*backend)->usesGpu()) return reportError(bench::Backend::noKernelsToProfile(o.backend));
 
   bench::BenchRecord record;
@@ -62,6 +65,10 @@ int benchModel(const BenchCommandOptions& o) {
   if (progress) *progress << "kiln bench: preparing " << record.model << " for " << o.backend << "\n";
   Status prepared = (*backend)->prepare(std::move(model->module), record.compileMs);
   if (!prepared.isOk()) return reportError(prepared.error());
+  if (!o.tuningDb.empty()) {
+    record.options += " --tuning-db " + o.tuningDb;
+    if (progress) *progress << "kiln bench: " << (*backend)->tuningSummary() << "\n";
+  }
   if (progress)
     *progress << "kiln bench: " << o.bench.warmup << " warm-up and " << o.bench.runs << " timed runs\n" << std::flush;
   Status measured = bench::runBenchmark(**backend, model->inputs, o.bench, record, progress);
@@ -108,6 +115,7 @@ void addBenchCommand(CLI::App& app, int& exitCode) {
       ->default_val("table")
       ->check(CLI::IsMember({"table", "json"}));
   cmd->add_option("--json", o->jsonFile, "Append the record to this .jsonl file");
+  cmd->add_option("--tuning-db", o->tuningDb, "cpu backend: use the schedules of this tuning database (kiln tune)");
   cmd->add_flag("--quiet", o->quiet, "No progress on stderr");
   cmd->add_option("--profile", o->profileRuns,
                   "After measuring, time every kernel on the device over this many runs and print the slowest "

@@ -20,5 +20,6 @@ void addPassesCommand(CLI::App& app, int& exitCode);
 /// `kiln passes space` and `kiln passes compare` under the `passes` command.
 void addPassSelectionCommands(CLI::App& passes, int& exitCode);
 void addCompileCommand(CLI::App& app, int& exitCode);
+void addTuneCommand(CLI::App& app, int& exitCode);
 
 }  // namespace kiln::cli

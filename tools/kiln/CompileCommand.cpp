@@ -13,6 +13,7 @@
 // architecture and PTX for the oldest, all stored in the artifact; with
 // --emit-cuda DIR the sources, cubins and PTX are also written there.
 // NVRTC's outputs are cached by source hash (--cache-dir, --no-cache).
+// --tuning-db applies the schedules `kiln tune` measured (cpu target).
 //
 //===----------------------------------------------------------------------===//
 #include <algorithm>
@@ -29,6 +30,7 @@
 #include "kiln/runtime/StepDependencies.h"
 #include "kiln/support/File.h"
 #include "kiln/support/Stopwatch.h"
+#include "kiln/tune/TuningDatabase.h"
 
 namespace kiln::cli {
 namespace {
@@ -39,6 +41,8 @@ struct CompileOptions {
   std::string output;
   std::string fusionPlan, saveFusionPlan;
   std::string emitCuda;
+  std::string tuningDb;
+  bool showTuning = false;
   std::string cacheDir = codegen::NvrtcCache::defaultDir();
   bool noCache = false;
   bool quiet = false;
@@ -150,6 +154,26 @@ int compileCuda(const CompileOptions& o, const std::vector<int>& archs, ir::Modu
   return 0;
 }
 
+/// --tuning-db: the configurations the database gives this machine's CPU;
+/// corrupt lines and (with --show-tuning) every kernel's status on stderr.
+Expected<tune::TuningApplication> applyTuning(const CompileOptions& o, ir::Graph& graph, const codegen::CompileOptions& options) {
+  KILN_ASSIGN(tune::TuningDatabase db, tune::TuningDatabase::open(o.tuningDb, true));
+  for (const std::string& p : db.problems()) std::cerr << "kiln: warning: " << p << "\n";
+  KILN_ASSIGN(tune::TaskSet tasks, tune::extractTasks(graph, codegen::KernelTarget::Cpu, options.fusionPlanText));
+  tune::TuningApplication applied =
+      tune::applyTuningDatabase(tasks, db, "cpu", tune::cpuDeviceName(), tune::cpuToolkitName());
+  if (o.showTuning)
+    for (const tune::KernelApplication& k : applied.kernels) {
+      std::cerr << "kiln: tuning " << k.group << " [" << k.description << "]: " << tune::applyStatusName(k.status);
+      if (k.status == tune::ApplyStatus::Applied) std::cerr << " " << codegen::configToString(k.config);
+      if (k.tunedMs > 0 && k.defaultMs > 0)
+        std::cerr << " (tuned " << k.tunedMs << " ms, default " << k.defaultMs << " ms)";
+      if (!k.why.empty()) std::cerr << " (" << k.why << ")";
+      std::cerr << "\n";
+    }
+  return applied;
+}
+
 int compileModel(const CompileOptions& o) {
   std::vector<int> archs;
   const bool cuda = o.target == "cuda" || o.target.rfind("cuda:", 0) == 0;
@@ -188,6 +212,16 @@ int compileModel(const CompileOptions& o) {
     if (!text) return reportError(text.error());
     options.fusionPlanText = *text;
   }
+  std::string tuningSummary;
+  if (!o.tuningDb.empty()) {
+    if (cuda)
+      return reportError(Error(ErrorCode::InvalidArgument,
+                               "--tuning-db: tuning records exist only for the cpu target so far (kiln tune --target cpu)"));
+    auto applied = applyTuning(o, (*module)->graph(), options);
+    if (!applied) return reportError(applied.error());
+    options.configs = applied->configs;
+    tuningSummary = applied->summary();
+  }
   if (cuda) return compileCuda(o, archs, **module, options, output, importMs, passesMs);
   progress("generating kernels and object code for this CPU");
   auto model = codegen::compileCpuArtifact((*module)->graph(), options);
@@ -196,6 +230,7 @@ int compileModel(const CompileOptions& o) {
   const codegen::CompileStats& st = model->stats;
   const runtime::Executable& exe = *model->executable;
   std::cout << "  weights        " << size(st.weightBytes) << ", object code " << size(exe.objectCode.size()) << "\n";
+  if (!tuningSummary.empty()) std::cout << "  " << tuningSummary << "\n";
   std::cout << "  time ms        import " << importMs << ", passes " << passesMs << ", plan " << st.planMs << ", lower "
             << st.lowerMs << ", llvm " << st.llvmMs << "\n";
   return 0;
@@ -224,6 +259,10 @@ void addCompileCommand(CLI::App& app, int& exitCode) {
   cmd->add_flag("--no-host-steps", o->noHostSteps,
                 "Fail instead of running ops that no kernel template compiles (extern ops, data-dependent shapes) "
                 "as host steps on the runtime's reference kernels");
+  cmd->add_option("--tuning-db", o->tuningDb,
+                  "Apply the fastest measured schedules from this tuning database (kiln tune); kernels without a record, "
+                  "or whose tuned schedule was not faster than the default, keep the default");
+  cmd->add_flag("--show-tuning", o->showTuning, "With --tuning-db: print each kernel's status (applied, kept-default, missing, stale)");
   cmd->add_flag("--quiet", o->quiet, "No progress on stderr");
   cmd->callback([=, &exitCode] { exitCode = compileModel(*o); });
 }

@@ -1,7 +1,7 @@
 //===- tools/kiln/main.cpp - The kiln command-line tool --------------------===//
 //
 // One CLI for kiln's jobs: inspect a model, compile it to an artifact, run it
-// once (a model or an artifact), benchmark it, list and run graph passes,
+// once (a model or an artifact), tune its kernels, benchmark it, list and run graph passes,
 // convert between ONNX and text IR, list supported ops.
 //
 //===----------------------------------------------------------------------===//
@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
   int exitCode = 0;
   kiln::cli::addInspectCommand(app, exitCode);
   kiln::cli::addCompileCommand(app, exitCode);
+  kiln::cli::addTuneCommand(app, exitCode);
   kiln::cli::addRunCommand(app, exitCode);
   kiln::cli::addBenchCommand(app, exitCode);
   kiln::cli::addPassesCommand(app, exitCode);

@@ -35,6 +35,7 @@ struct BackendOptions {
   uint64_t seed = 0;  ///< for random ops
   bool allowTf32 = false;  ///< cuda: f32 matmuls and convs on TF32 tensor cores
   std::string libraryTactics = "off";  ///< cuda: off | auto | all (codegen/LibraryTactics.h)
+  std::string tuningDb;  ///< cpu: apply the schedules of this tuning database (kiln tune)
 };
 
 class Backend {
@@ -44,6 +45,8 @@ class Backend {
   virtual std::string name() const = 0;
   /// Threads a run uses.
   virtual int threads() const = 0;
+  /// After prepare() with a tuning database: what it applied (TuningApplication::summary); "" otherwise.
+  virtual std::string tuningSummary() const { return ""; }
   /// True when runs execute on a GPU (the harness then samples NVML).
   virtual bool usesGpu() const { return false; }
   /// Takes the module and prepares to run it; fills the phases it has.

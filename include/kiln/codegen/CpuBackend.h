@@ -42,6 +42,9 @@ struct CpuObject {
 };
 Expected<CpuObject> compileToObject(const std::vector<const Kernel*>& kernels);
 
+/// The LLVM version kiln's CPU code generator links ("19.1.7").
+std::string llvmVersion();
+
 /// LLVM IR of the kernels, after O3 for the host when `optimize`.
 Expected<std::string> emitLlvmText(const std::vector<const Kernel*>& kernels, bool optimize);
 

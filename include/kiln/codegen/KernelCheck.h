@@ -10,6 +10,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,10 @@ struct KernelCheckResult {
   double maxAbsError = 0;
   double maxRelError = 0;   ///< |a-b| / max(1, |b|)
 };
+
+/// Every tensor value of `graph` (by value name) computed node by node with
+/// the reference interpreter's kernels from `inputs` (graph input order).
+Expected<std::map<std::string, Tensor>> referenceValues(ir::Graph& graph, const std::vector<Tensor>& inputs);
 
 /// Runs distinct kernel `kernel` (executable.kernelNames order) on `args`.
 using KernelRunner = std::function<Status(size_t kernel, void* const* args)>;

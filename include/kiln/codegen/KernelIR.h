@@ -210,6 +210,10 @@ struct Kernel {
 ///     parallel for %i in 16 { %out[%i] = max(%a[%i], 0.0f) }
 ///   }
 std::string printKernel(const Kernel& k);
+/// printKernel's text without the kernel's name and with its parameters
+/// renamed p0, p1, ...: equal for kernels that compute the same thing (the
+/// compiler shares their code; the tuner's kernel signatures hash it).
+std::string kernelBodyKey(const Kernel& k);
 std::string printExpr(const Expr& e);
 
 /// Checks the rules in KernelVerifier.cpp; the error names the kernel.

@@ -31,6 +31,7 @@
 #include "kiln/passes/Pipeline.h"
 #include "kiln/select/ExperimentDatabase.h"
 #include "kiln/select/SearchSpace.h"
+#include "kiln/support/Random.h"
 
 namespace kiln::select {
 
@@ -88,23 +89,8 @@ Expected<StrategyResult> runStrategy(const StrategySpec& spec, const StrategyInp
 /// The arch pipeline of a space (see above).
 std::vector<const passes::PassInfo*> archPasses(const SearchSpace& space);
 
-/// Deterministic random numbers for the strategies (splitmix64: the same
-/// sequence on every platform, unlike std's distributions).
-class StrategyRandom {
- public:
-  explicit StrategyRandom(uint64_t seed) : state_(seed) {}
-  uint64_t next();
-  /// Uniform in [0, n); n > 0.
-  size_t below(size_t n) { return size_t(next() % n); }
-  double unit() { return double(next() >> 11) * 0x1.0p-53; }
-  template <typename T>
-  void shuffle(std::vector<T>& v) {
-    for (size_t i = v.size(); i > 1; --i) std::swap(v[i - 1], v[below(i)]);
-  }
-
- private:
-  uint64_t state_;
-};
+/// Deterministic random numbers for the strategies (support/Random.h).
+using StrategyRandom = SplitMix64;
 
 /// NSGA-II (evolve); in its own file.
 Expected<StrategyResult> runEvolve(const StrategySpec& spec, const StrategyInputs& inputs, const Evaluate& evaluate);

@@ -8,6 +8,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "kiln/support/Status.h"
 #include "kiln/support/Tensor.h"
@@ -16,6 +17,8 @@ namespace kiln {
 
 Expected<std::string> readFile(const std::string& path);
 Status writeFile(const std::string& path, const std::string& contents);
+/// The lines of a text file (without newlines); a missing file has none.
+Expected<std::vector<std::string>> readLinesIfExists(const std::string& path);
 /// Appends `line` and a newline with one write() on an O_APPEND descriptor
 /// (creating the file), so lines of concurrent writers never interleave.
 Status appendLine(const std::string& path, const std::string& line);

@@ -26,12 +26,33 @@ class ThreadPool {
   int threads() const;
   /// Resizes the pool (>= 1; 1 runs everything on the caller).
   void setThreads(int threads);
+  /// Pins worker w to logical CPU w (or, false, lets them run anywhere);
+  /// false when the operating system refused.
+  bool pinWorkers(bool pinned);
   /// Runs fn(begin, end) over chunks covering [0, n).
   void parallelFor(int64_t n, const std::function<void(int64_t, int64_t)>& fn);
 
  private:
   struct Impl;
   Impl* impl_;
+};
+
+/// While it lives, the global pool's workers are pinned to CPUs 0..n-2 and
+/// the constructing thread (which runs the last chunk) to CPU n-1, so timed
+/// kernels do not migrate between cores; the destructor restores the
+/// thread's affinity and unpins the workers. Threads the pinned thread
+/// starts inherit its affinity: start them before or after, not during.
+class PinnedThreads {
+ public:
+  PinnedThreads();
+  ~PinnedThreads();
+  PinnedThreads(const PinnedThreads&) = delete;
+  PinnedThreads& operator=(const PinnedThreads&) = delete;
+  bool pinned() const { return pinned_; }
+
+ private:
+  void* saved_ = nullptr;  ///< the thread's cpu_set_t before pinning
+  bool pinned_ = false;
 };
 
 }  // namespace kiln

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 #include <mutex>
 
+#include <llvm/Config/llvm-config.h>
 #include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
@@ -118,6 +119,8 @@ Expected<std::unique_ptr<CpuJit>> CpuJit::create() {
   if (auto e = lib.define(llvm::orc::absoluteSymbols(std::move(runtime)))) return llvmError(std::move(e), "defining runtime symbols");
   return jit;
 }
+
+std::string llvmVersion() { return LLVM_VERSION_STRING; }
 
 std::string CpuJit::hostCpu() const { return impl_->tm->getTargetCPU().str(); }
 

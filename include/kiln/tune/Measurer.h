@@ -1,0 +1,64 @@
+//===- kiln/tune/Measurer.h - Timing candidate schedules ----------*- C++ -*-===//
+//
+// A measurer builds a task's candidate configurations (in parallel), checks
+// each one's outputs against the reference interpreter on the model's real
+// intermediate values, and times the valid ones: warm-up runs, then
+// `repeats` samples, each long enough to be timed reliably (the kernel runs
+// several times per sample when it is short), and the median per run. A
+// candidate that does not lower, does not compile or computes a wrong
+// result is reported with its status and costs no timing. The CPU measurer
+// times in this process with the kernel thread pool pinned to cores.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kiln/ir/Graph.h"
+#include "kiln/support/Tensor.h"
+#include "kiln/tune/TuningTask.h"
+
+namespace kiln::tune {
+
+struct MeasureOptions {
+  int warmup = 1;            ///< untimed runs after the correctness check
+  int repeats = 5;           ///< timed samples; the median is the result
+  double minSampleMs = 1.0;  ///< a sample runs the kernel until this much time passed
+  double tolerance = 1e-3;   ///< |got - want| / max(1, |want|, rms(want)) allowed vs the interpreter
+  int buildThreads = 0;      ///< parallel builds (0: one per core)
+  bool pinThreads = true;    ///< pin the kernel thread pool while timing
+};
+
+enum class MeasureStatus : uint8_t { Ok, LowerError, CompileError, WrongOutput, RunError };
+const char* measureStatusName(MeasureStatus s);
+
+struct MeasureResult {
+  codegen::Config config;
+  MeasureStatus status = MeasureStatus::Ok;
+  double ms = 0;         ///< median time of one run (Ok only)
+  double buildMs = 0;    ///< lowering + code generation
+  double maxError = 0;   ///< worst relative error vs the reference
+  std::string error;     ///< why it is not Ok
+  bool ok() const { return status == MeasureStatus::Ok; }
+};
+
+class Measurer {
+ public:
+  virtual ~Measurer() = default;
+  /// What the timings are valid for, part of the tuning database key:
+  /// target ("cpu"), device (CPU model or GPU name) and toolkit (kiln, LLVM / CUDA versions).
+  virtual std::string target() const = 0;
+  virtual std::string device() const = 0;
+  virtual std::string toolkit() const = 0;
+  /// Measures `configs` of `task` (results in the same order).
+  virtual Expected<std::vector<MeasureResult>> measure(const TuningTask& task, const std::vector<codegen::Config>& configs) = 0;
+};
+
+/// The CPU measurer for kernels of `graph`; `reference` holds every value of
+/// the graph (codegen::referenceValues) on the inputs the tuner chose.
+Expected<std::unique_ptr<Measurer>> createCpuMeasurer(std::map<std::string, Tensor> reference, MeasureOptions options);
+
+}  // namespace kiln::tune

@@ -1,0 +1,73 @@
+//===- kiln/tune/Tuner.h - Tuning a model's kernels ---------------*- C++ -*-===//
+//
+// The tuning loop: measure every task's default schedule (the baseline, and
+// each task's weight = groups sharing it x default time), then hand out the
+// trial budget batch by batch to the task where it promises the largest
+// end-to-end gain: priority = weight now (groups x best time) x (relative
+// improvement its last batch made + 0.05), so untried tasks go first,
+// heaviest first, and tasks that stopped improving yield to the others (the
+// gradient rule of Ansor's task scheduler, simplified). Each task has its
+// own strategy instance; every measurement is appended to the tuning
+// database as it happens. Invalid candidates do not count as trials.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "kiln/tune/Measurer.h"
+#include "kiln/tune/SearchStrategy.h"
+#include "kiln/tune/TuningDatabase.h"
+#include "kiln/tune/TuningTask.h"
+
+namespace kiln::tune {
+
+struct TuneProgress {
+  size_t task = 0, tasks = 0;   ///< the task just measured (0-based), of how many
+  std::string description;
+  size_t trials = 0, budget = 0;  ///< valid measurements so far, of the budget
+  size_t taskTrials = 0;
+  double bestGflops = 0;        ///< the task's best so far
+  double taskSpeedup = 1;       ///< the task's default time / best time
+  double elapsedS = 0, etaS = 0;
+};
+
+struct TuneOptions {
+  std::string strategy = "sa";
+  size_t trials = 64;   ///< valid measured candidates, over all tasks (default baselines not counted)
+  size_t batch = 8;     ///< candidates per measurement round
+  size_t maxTasks = 0;  ///< tune only the heaviest N tasks (0: all)
+  StrategyOptions search;  ///< search.seed seeds everything
+  bool transfer = true;    ///< train model-guided strategies on the database's records of similar kernels too
+  std::function<void(const TuneProgress&)> progress;
+};
+
+struct TaskOutcome {
+  std::string signature, description, templateName;
+  size_t groups = 0;
+  double flops = 0;
+  double defaultMs = 0, bestMs = 0;  ///< bestMs: the faster of default and tuned
+  codegen::Config bestConfig;
+  bool keptDefault = true;           ///< no candidate beat the default
+  size_t trials = 0, invalid = 0;
+  std::vector<double> curve;         ///< best time after each valid trial (the default before the first)
+  double seconds = 0;
+  std::string skipped;               ///< why the task was not tuned ("" when it was)
+  size_t transferRows = 0;           ///< other kernels' records the cost model also learned from
+};
+
+struct TuneReport {
+  std::string strategy, target, device;
+  std::vector<TaskOutcome> tasks;
+  size_t trials = 0, invalid = 0;
+  double seconds = 0;
+  /// Sum over tasks of groups x time: an estimate of the kernels' share of end-to-end latency.
+  double defaultKernelMs = 0, tunedKernelMs = 0;
+};
+
+Expected<TuneReport> tuneTasks(const TaskSet& tasks, Measurer& measurer, const TuneOptions& options,
+                               TuningDatabase* database);
+
+}  // namespace kiln::tune

@@ -1,0 +1,97 @@
+//===- kiln/tune/TuningDatabase.h - Measured schedules on disk ----*- C++ -*-===//
+//
+// The tuning database is a JSON-lines file (schema kiln-tune/1), one record
+// per measured configuration, appended atomically (support appendLine) so a
+// crash or several tuners never leave half a line. A record is keyed by
+// (target, device, toolkit), the kernel signature and the knob space
+// version; it holds the configuration, its status and median time, and
+// whether it is the template's default. Lines that are not records are
+// reported with their line number and skipped.
+//
+// Applying (kiln compile --tuning-db): for each kernel group of a model the
+// configuration with the lowest mean time over the valid records of its key
+// is used, unless the default's mean on the same key is at least as low (the
+// default is kept: tuned code is never slower than untuned); a group whose signature has records only for another
+// knob space version or toolkit is stale, one with none is missing (default
+// schedule). The summary counts each kind once per compilation.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "kiln/tune/Measurer.h"
+#include "kiln/tune/TuningTask.h"
+
+namespace kiln::tune {
+
+struct TuningRecord {
+  std::string target, device, toolkit;
+  std::string signature, spaceVersion, templateName, description;
+  codegen::Config config;
+  MeasureStatus status = MeasureStatus::Ok;
+  double ms = 0;            ///< median per run (ok records)
+  double flops = 0;
+  bool isDefault = false;   ///< the template's default configuration
+  std::string strategy;     ///< what proposed it ("default": the baseline; "confirm": the final side-by-side re-measurement)
+  uint64_t seed = 0;
+  std::string time;         ///< UTC
+  std::vector<float> features;  ///< the cost model's features of the configuration (transfer learning)
+  size_t line = 0;          ///< where it was read
+};
+std::string tuningRecordJson(const TuningRecord& r);
+Expected<TuningRecord> parseTuningRecord(const std::string& line);
+
+class TuningDatabase {
+ public:
+  /// Reads `path` (missing: empty, unless `mustExist`).
+  static Expected<TuningDatabase> open(const std::string& path, bool mustExist = false);
+  Status append(TuningRecord record);
+  const std::string& path() const { return path_; }
+  const std::vector<TuningRecord>& records() const { return records_; }
+  const std::vector<std::string>& problems() const { return problems_; }
+
+ private:
+  std::string path_;
+  size_t lines_ = 0;
+  std::vector<TuningRecord> records_;
+  std::vector<std::string> problems_;
+};
+
+enum class ApplyStatus : uint8_t { Applied, KeptDefault, Missing, Stale };
+const char* applyStatusName(ApplyStatus s);
+
+struct KernelApplication {
+  std::string group, signature, description;
+  ApplyStatus status = ApplyStatus::Missing;
+  codegen::Config config;   ///< applied (Applied)
+  double tunedMs = 0, defaultMs = 0;  ///< from the records (0: none)
+  std::string why;          ///< stale: what differs
+};
+
+struct TuningApplication {
+  std::map<std::string, codegen::Config> configs;  ///< for CompileOptions::configs
+  std::vector<KernelApplication> kernels;          ///< per tunable group
+  size_t count(ApplyStatus s) const;
+  /// "tuning db: 12 applied, 3 kept default (tuned not faster), 20 missing (default schedule), 1 stale (knob space changed)"
+  std::string summary() const;
+};
+
+/// What the database gives `tasks` (from extractTasks) on (target, device, toolkit).
+TuningApplication applyTuningDatabase(const TaskSet& tasks, const TuningDatabase& db, const std::string& target,
+                                      const std::string& device, const std::string& toolkit);
+
+/// Rows for transfer learning (SearchStrategy.h): ok records of other
+/// kernels of `task`'s template on (target, device, toolkit) whose features
+/// have `width` entries, scored within their kernel; at most `maxRows`, newest first.
+struct TransferData;
+TransferData transferDataFor(const TuningTask& task, const TuningDatabase& db, const std::string& target,
+                             const std::string& device, const std::string& toolkit, size_t width, size_t maxRows = 2000);
+
+/// The device and toolkit strings of this machine's CPU (what the CPU measurer records).
+std::string cpuDeviceName();
+std::string cpuToolkitName();
+
+}  // namespace kiln::tune

@@ -1,0 +1,201 @@
+//===- lib/tune/ModelGuidedStrategy.cpp - Cost-model-guided search ---------===//
+//
+// The strategies sa, rl, sa-as and rl-as (kiln/tune/SearchStrategy.h): the
+// first batch is random (nothing to learn from); afterwards the XGBoost
+// model, refitted on every measured configuration (score = best time /
+// time, 0 for an invalid one), ranks what an explorer proposes, and a
+// sampler picks the batch: the top of the list with an epsilon share of
+// random configurations (AutoTVM), or adaptive sampling (CHAMELEON), which
+// may measure fewer than asked when the candidates form few clusters.
+// With transfer data (other kernels' measurements) the model is trained on
+// it from the start, so the first batch is already guided.
+//
+//===----------------------------------------------------------------------===//
+#include <algorithm>
+#include <limits>
+#include <set>
+
+#include "Exploration.h"
+
+namespace kiln::tune {
+
+using namespace codegen;
+
+Expected<std::vector<double>> predictScores(TaskSpace& space, const CostModel& model, const std::vector<uint64_t>& indices) {
+  std::vector<std::vector<float>> rows;
+  std::vector<size_t> rowOf(indices.size(), SIZE_MAX);
+  for (size_t i = 0; i < indices.size(); ++i)
+    if (const std::vector<float>* f = space.features(indices[i])) {
+      rowOf[i] = rows.size();
+      rows.push_back(*f);
+    }
+  KILN_ASSIGN(std::vector<float> predicted, model.predict(rows));
+  std::vector<double> scores(indices.size(), -std::numeric_limits<double>::infinity());
+  for (size_t i = 0; i < indices.size(); ++i)
+    if (rowOf[i] != SIZE_MAX) scores[i] = predicted[rowOf[i]];
+  return scores;
+}
+
+namespace {
+
+class ModelGuidedStrategy final : public SearchStrategy {
+ public:
+  ModelGuidedStrategy(std::string name, const TuningTask& task, const StrategyOptions& options,
+                      std::unique_ptr<Explorer> explorer, bool adaptive)
+      : name_(std::move(name)), space_(task), options_(options), rng_(options.seed ^ 0x5eed5a11ULL),
+        model_(options.model), explorer_(std::move(explorer)), adaptive_(adaptive) {
+    if (!options_.transfer.empty()) transferStatus_ = model_.fit(options_.transfer.x, options_.transfer.y, options_.transfer.groups);
+  }
+
+  std::string name() const override { return name_; }
+
+  Expected<std::vector<Config>> next(size_t count) override {
+    KILN_TRY(transferStatus_);
+    std::vector<uint64_t> picked;
+    if (!model_.trained()) {
+      picked = randomUnvisited(count);
+    } else {
+      KILN_ASSIGN(std::vector<uint64_t> candidates,
+                  explorer_->explore(space_, model_, visited_, std::max(options_.planSize, count)));
+      if (adaptive_) {
+        picked = adaptiveSample(space_, candidates, visited_, count, rng_);
+      } else {
+        size_t greedy = count - size_t(double(count) * options_.epsilon);
+        for (uint64_t c : candidates)
+          if (picked.size() < greedy && !visited_.count(c)) picked.push_back(c);
+      }
+      for (uint64_t c : picked) visited_.insert(c);
+      if (picked.size() < count && !adaptive_) {
+        std::vector<uint64_t> more = randomUnvisited(count - picked.size());
+        picked.insert(picked.end(), more.begin(), more.end());
+      }
+      if (picked.empty()) picked = randomUnvisited(count);  // the explorer found nothing new
+    }
+    std::vector<Config> out;
+    for (uint64_t i : picked) {
+      visited_.insert(i);
+      out.push_back(space_.config(i));
+    }
+    return out;
+  }
+
+  Status update(const std::vector<MeasureResult>& results) override {
+    for (const MeasureResult& r : results) {
+      uint64_t index = space_.indexOf(r.config);
+      visited_.insert(index);
+      measured_.emplace_back(index, r.ok() ? r.ms : 0.0);
+      if (r.ok()) best_ = std::min(best_, r.ms);
+    }
+    std::vector<std::vector<float>> x;
+    std::vector<float> y;
+    for (const auto& [index, ms] : measured_) {
+      const std::vector<float>* f = space_.features(index);
+      if (!f) continue;
+      x.push_back(*f);
+      y.push_back(ms > 0 ? float(best_ / ms) : 0.0f);
+      if (ms > 0) explorer_->observe(index, best_ / ms);
+    }
+    if (x.empty() || (x.size() < 2 && options_.transfer.empty())) return Status::ok();
+    std::vector<unsigned> groups{unsigned(x.size())};
+    const TransferData& t = options_.transfer;
+    if (!t.empty() && t.x.front().size() == x.front().size()) {  // this kernel's rows, then the other kernels'
+      x.insert(x.end(), t.x.begin(), t.x.end());
+      y.insert(y.end(), t.y.begin(), t.y.end());
+      groups.insert(groups.end(), t.groups.begin(), t.groups.end());
+    }
+    return model_.fit(x, y, groups);
+  }
+
+ private:
+  std::vector<uint64_t> randomUnvisited(size_t count) {
+    std::vector<uint64_t> out;
+    const uint64_t n = space_.size();
+    if (n <= 4096) {  // small: draw from what is left
+      std::vector<uint64_t> left;
+      for (uint64_t i = 0; i < n; ++i)
+        if (!visited_.count(i)) left.push_back(i);
+      rng_.shuffle(left);
+      left.resize(std::min(left.size(), count));
+      for (uint64_t i : left) visited_.insert(i);
+      return left;
+    }
+    for (int tries = 0; out.size() < count && tries < 64 * int(count); ++tries) {
+      uint64_t i = rng_.next() % n;
+      if (visited_.insert(i).second) out.push_back(i);
+    }
+    return out;
+  }
+
+  std::string name_;
+  TaskSpace space_;
+  StrategyOptions options_;
+  SplitMix64 rng_;
+  CostModel model_;
+  std::unique_ptr<Explorer> explorer_;
+  bool adaptive_;
+  std::set<uint64_t> visited_;
+  std::vector<std::pair<uint64_t, double>> measured_;  ///< index, ms (0: invalid)
+  double best_ = std::numeric_limits<double>::infinity();
+  Status transferStatus_ = Status::ok();
+};
+
+/// random: uniform without repetition; grid: index order.
+class EnumerationStrategy final : public SearchStrategy {
+ public:
+  EnumerationStrategy(bool random, const TuningTask& task, uint64_t seed)
+      : random_(random), size_(task.space.size()), space_(task), rng_(seed) {}
+  std::string name() const override { return random_ ? "random" : "grid"; }
+
+  Expected<std::vector<Config>> next(size_t count) override {
+    std::vector<Config> out;
+    if (!random_) {
+      for (; out.size() < count && cursor_ < size_; ++cursor_) out.push_back(space_.config(cursor_));
+      return out;
+    }
+    if (size_ <= 4096 && order_.empty() && cursor_ == 0) {  // a shuffled list of the whole space
+      for (uint64_t i = 0; i < size_; ++i) order_.push_back(i);
+      rng_.shuffle(order_);
+    }
+    if (!order_.empty() || size_ <= 4096) {
+      for (; out.size() < count && cursor_ < order_.size(); ++cursor_) out.push_back(space_.config(order_[cursor_]));
+      return out;
+    }
+    for (int tries = 0; out.size() < count && tries < 64 * int(count); ++tries) {
+      uint64_t i = rng_.next() % size_;
+      if (seen_.insert(i).second) out.push_back(space_.config(i));
+    }
+    return out;
+  }
+  Status update(const std::vector<MeasureResult>&) override { return Status::ok(); }
+
+ private:
+  bool random_;
+  uint64_t size_, cursor_ = 0;
+  TaskSpace space_;
+  SplitMix64 rng_;
+  std::vector<uint64_t> order_;
+  std::set<uint64_t> seen_;
+};
+
+}  // namespace
+
+const std::vector<std::string>& strategyNames() {
+  static const std::vector<std::string> names{"random", "grid", "sa", "rl", "sa-as", "rl-as"};
+  return names;
+}
+
+Expected<std::unique_ptr<SearchStrategy>> makeStrategy(const std::string& name, const TuningTask& task,
+                                                       const StrategyOptions& options) {
+  if (name == "random" || name == "grid")
+    return std::unique_ptr<SearchStrategy>(new EnumerationStrategy(name == "random", task, options.seed));
+  bool rl = name == "rl" || name == "rl-as", adaptive = name == "sa-as" || name == "rl-as";
+  if (name != "sa" && !rl && !adaptive) {
+    std::string known;
+    for (const std::string& n : strategyNames()) known += (known.empty() ? "" : ", ") + n;
+    return makeError(ErrorCode::InvalidArgument, "unknown tuning strategy '", name, "' (strategies: ", known, ")");
+  }
+  std::unique_ptr<Explorer> explorer = rl ? makeRlExplorer(options) : makeAnnealingExplorer(options);
+  return std::unique_ptr<SearchStrategy>(new ModelGuidedStrategy(name, task, options, std::move(explorer), adaptive));
+}
+
+}  // namespace kiln::tune

@@ -1,0 +1,208 @@
+//===- lib/tune/Tuner.cpp - Tuning a model's kernels -----------------------===//
+//
+// See kiln/tune/Tuner.h.
+//
+//===----------------------------------------------------------------------===//
+#include "kiln/tune/Tuner.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "kiln/support/Hash.h"
+#include "kiln/support/ProcessInfo.h"
+#include "kiln/support/Stopwatch.h"
+#include "kiln/tune/ScheduleFeatures.h"
+
+namespace kiln::tune {
+
+using namespace codegen;
+
+namespace {
+
+struct TaskState {
+  const TuningTask* task = nullptr;
+  std::unique_ptr<TaskSpace> space;  ///< features for the records
+  std::unique_ptr<SearchStrategy> strategy;
+  TaskOutcome outcome;
+  double lastGain = 1.0;   ///< relative improvement of the last batch (1 before any)
+  bool exhausted = false;
+  size_t attempts = 0;     ///< candidates measured, valid or not
+  size_t transferRows = 0;
+};
+
+class TuningRun {
+ public:
+  TuningRun(Measurer& measurer, const TuneOptions& options, TuningDatabase* db)
+      : measurer_(measurer), options_(options), db_(db) {}
+
+  Status record(const TuningTask& task, TaskSpace* space, const MeasureResult& r, bool isDefault, bool confirmation = false) {
+    if (!db_) return Status::ok();
+    TuningRecord rec;
+    rec.target = measurer_.target();
+    rec.device = measurer_.device();
+    rec.toolkit = measurer_.toolkit();
+    rec.signature = task.signature;
+    rec.spaceVersion = task.spaceVersion;
+    rec.templateName = task.templateName;
+    rec.description = task.description;
+    rec.config = r.config;
+    rec.status = r.status;
+    rec.ms = r.ms;
+    rec.flops = task.flops;
+    rec.isDefault = isDefault;
+    rec.strategy = confirmation ? "confirm" : isDefault ? "default" : options_.strategy;
+    rec.seed = options_.search.seed;
+    rec.time = utcTimestamp();
+    if (space)
+      if (const std::vector<float>* f = space->features(space->indexOf(r.config)); f && task.space.check(r.config).isOk())
+        rec.features = *f;
+    return db_->append(std::move(rec));
+  }
+
+  Measurer& measurer_;
+  const TuneOptions& options_;
+  TuningDatabase* db_;
+};
+
+}  // namespace
+
+Expected<TuneReport> tuneTasks(const TaskSet& tasks, Measurer& measurer, const TuneOptions& options,
+                               TuningDatabase* database) {
+  Stopwatch clock;
+  TuningRun run(measurer, options, database);
+  TuneReport report;
+  report.strategy = options.strategy;
+  report.target = measurer.target();
+  report.device = measurer.device();
+  std::vector<TaskState> states;
+  for (const TuningTask& task : tasks.tasks) {
+    TaskState s;
+    s.task = &task;
+    s.space = std::make_unique<TaskSpace>(task);
+    StrategyOptions so = options.search;
+    so.seed = hashCombine(options.search.seed, hashString(task.signature));
+    if (options.transfer && database)
+      so.transfer = transferDataFor(task, *database, measurer.target(), measurer.device(), measurer.toolkit(),
+                                    task.space.knobs.size() + kernelFeatureCount());
+    s.transferRows = so.transfer.x.size();
+    KILN_ASSIGN(s.strategy, makeStrategy(options.strategy, task, so));
+    s.outcome.signature = task.signature;
+    s.outcome.description = task.description;
+    s.outcome.templateName = task.templateName;
+    s.outcome.groups = task.groups.size();
+    s.outcome.flops = task.flops;
+    s.outcome.transferRows = s.transferRows;
+    states.push_back(std::move(s));
+  }
+  // Baselines: each task's default schedule.
+  for (TaskState& s : states) {
+    KILN_ASSIGN(std::vector<MeasureResult> r, measurer.measure(*s.task, {s.task->space.defaultConfig()}));
+    KILN_TRY(run.record(*s.task, s.space.get(), r.front(), true));
+    if (!r.front().ok()) {  // nothing to compare candidates with: not tuned, and said so
+      s.exhausted = true;
+      s.outcome.skipped = std::string("default schedule ") + measureStatusName(r.front().status) + ": " + r.front().error;
+      continue;
+    }
+    KILN_TRY(s.strategy->update(r));
+    s.outcome.defaultMs = s.outcome.bestMs = r.front().ms;
+    s.outcome.bestConfig = r.front().config;
+    s.outcome.curve.push_back(r.front().ms);
+  }
+  // Only the heaviest tasks, when asked.
+  std::vector<TaskState*> active;
+  for (TaskState& s : states)
+    if (!s.exhausted) active.push_back(&s);
+  std::stable_sort(active.begin(), active.end(), [](TaskState* a, TaskState* b) {
+    return double(a->outcome.groups) * a->outcome.defaultMs > double(b->outcome.groups) * b->outcome.defaultMs;
+  });
+  if (options.maxTasks && active.size() > options.maxTasks) {
+    for (size_t i = options.maxTasks; i < active.size(); ++i) active[i]->exhausted = true;
+    active.resize(options.maxTasks);
+  }
+  const size_t batch = std::max<size_t>(options.batch, 1);
+  while (report.trials < options.trials) {
+    TaskState* pick = nullptr;
+    double priority = -1;
+    for (TaskState* s : active) {
+      if (s->exhausted) continue;
+      double p = double(s->outcome.groups) * s->outcome.bestMs * (s->lastGain + 0.05);
+      if (p > priority) priority = p, pick = s;
+    }
+    if (!pick) break;  // every space exhausted
+    size_t want = std::min(batch, options.trials - report.trials);
+    KILN_ASSIGN(std::vector<Config> configs, pick->strategy->next(want));
+    if (configs.empty() || pick->attempts > 4 * options.trials + 64) {
+      pick->exhausted = true;
+      continue;
+    }
+    Stopwatch taskClock;
+    KILN_ASSIGN(std::vector<MeasureResult> results, measurer.measure(*pick->task, configs));
+    KILN_TRY(pick->strategy->update(results));
+    const double before = pick->outcome.bestMs;
+    TaskOutcome& o = pick->outcome;
+    for (const MeasureResult& r : results) {
+      ++pick->attempts;
+      KILN_TRY(run.record(*pick->task, pick->space.get(), r, false));
+      if (!r.ok()) {
+        ++o.invalid, ++report.invalid;
+        continue;
+      }
+      ++o.trials, ++report.trials;
+      if (r.ms < o.bestMs) {
+        o.bestMs = r.ms;
+        o.bestConfig = r.config;
+        o.keptDefault = false;
+      }
+      o.curve.push_back(o.bestMs);
+    }
+    o.seconds += taskClock.elapsedMs() / 1000.0;
+    pick->lastGain = (before - o.bestMs) / before;
+    if (options.progress) {
+      TuneProgress p;
+      p.task = size_t(std::find_if(states.begin(), states.end(), [&](const TaskState& s) { return &s == pick; }) - states.begin());
+      p.tasks = states.size();
+      p.description = pick->task->description;
+      p.trials = report.trials;
+      p.budget = options.trials;
+      p.taskTrials = o.trials;
+      p.bestGflops = o.flops / (o.bestMs * 1e6);
+      p.taskSpeedup = o.defaultMs / o.bestMs;
+      p.elapsedS = clock.elapsedMs() / 1000.0;
+      p.etaS = report.trials ? p.elapsedS / double(report.trials) * double(options.trials - report.trials) : 0;
+      options.progress(p);
+    }
+  }
+  // Confirmation: the winner and the default measured again side by side;
+  // the winner stays only if it is faster in this round too (noise and the
+  // winner's curse otherwise make "tuned" kernels that are not faster).
+  for (TaskState& s : states) {
+    TaskOutcome& o = s.outcome;
+    if (!o.skipped.empty() || o.keptDefault) continue;
+    KILN_ASSIGN(std::vector<MeasureResult> again,
+                measurer.measure(*s.task, {s.task->space.defaultConfig(), o.bestConfig}));
+    KILN_TRY(run.record(*s.task, s.space.get(), again[0], true, true));
+    KILN_TRY(run.record(*s.task, s.space.get(), again[1], false, true));
+    if (!again[0].ok() || !again[1].ok() || !(again[1].ms < again[0].ms)) {
+      o.keptDefault = true;
+      o.bestMs = o.defaultMs;
+      o.bestConfig = s.task->space.defaultConfig();
+      continue;
+    }
+    o.defaultMs = again[0].ms;  // the pair measured together is the fairest comparison
+    o.bestMs = again[1].ms;
+  }
+  for (TaskState& s : states) {
+    if (!s.outcome.skipped.empty()) {
+      report.tasks.push_back(std::move(s.outcome));
+      continue;
+    }
+    report.defaultKernelMs += double(s.outcome.groups) * s.outcome.defaultMs;
+    report.tunedKernelMs += double(s.outcome.groups) * s.outcome.bestMs;
+    report.tasks.push_back(std::move(s.outcome));
+  }
+  report.seconds = clock.elapsedMs() / 1000.0;
+  return report;
+}
+
+}  // namespace kiln::tune

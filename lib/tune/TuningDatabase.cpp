@@ -1,0 +1,223 @@
+//===- lib/tune/TuningDatabase.cpp - Measured schedules on disk ------------===//
+//
+// See kiln/tune/TuningDatabase.h.
+//
+//===----------------------------------------------------------------------===//
+#include "kiln/tune/TuningDatabase.h"
+
+#include <cmath>
+#include <limits>
+
+#include <nlohmann/json.hpp>
+
+#include "kiln/support/File.h"
+#include "kiln/tune/SearchStrategy.h"
+
+namespace kiln::tune {
+
+using namespace codegen;
+
+namespace {
+
+constexpr const char* kSchema = "kiln-tune/1";
+
+Expected<MeasureStatus> parseStatus(const std::string& s) {
+  for (MeasureStatus m : {MeasureStatus::Ok, MeasureStatus::LowerError, MeasureStatus::CompileError,
+                          MeasureStatus::WrongOutput, MeasureStatus::RunError})
+    if (s == measureStatusName(m)) return m;
+  return makeError(ErrorCode::InvalidArgument, "unknown status '", s, "'");
+}
+
+}  // namespace
+
+std::string tuningRecordJson(const TuningRecord& r) {
+  nlohmann::ordered_json config = nlohmann::ordered_json::object();
+  for (const auto& [k, v] : r.config) config[k] = v;
+  nlohmann::ordered_json j{{"schema", kSchema},
+                           {"target", r.target},
+                           {"device", r.device},
+                           {"toolkit", r.toolkit},
+                           {"signature", r.signature},
+                           {"space_version", r.spaceVersion},
+                           {"template", r.templateName},
+                           {"description", r.description},
+                           {"config", config},
+                           {"status", measureStatusName(r.status)},
+                           {"ms", r.ms},
+                           {"flops", r.flops},
+                           {"default", r.isDefault},
+                           {"strategy", r.strategy},
+                           {"seed", r.seed},
+                           {"time", r.time}};
+  if (!r.features.empty()) j["features"] = r.features;
+  return j.dump();
+}
+
+Expected<TuningRecord> parseTuningRecord(const std::string& line) {
+  nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) return makeError(ErrorCode::FileFormat, "not a JSON object");
+  try {
+    if (j.value("schema", "") != kSchema)
+      return makeError(ErrorCode::FileFormat, "schema is '", j.value("schema", ""), "', expected ", kSchema);
+    TuningRecord r;
+    r.target = j.at("target").get<std::string>();
+    r.device = j.at("device").get<std::string>();
+    r.toolkit = j.at("toolkit").get<std::string>();
+    r.signature = j.at("signature").get<std::string>();
+    r.spaceVersion = j.at("space_version").get<std::string>();
+    r.templateName = j.value("template", "");
+    r.description = j.value("description", "");
+    for (const auto& [k, v] : j.at("config").items()) r.config[k] = v.get<int64_t>();
+    KILN_ASSIGN(r.status, parseStatus(j.at("status").get<std::string>()));
+    r.ms = j.at("ms").get<double>();
+    r.flops = j.value("flops", 0.0);
+    r.isDefault = j.value("default", false);
+    r.strategy = j.value("strategy", "");
+    r.seed = j.value("seed", uint64_t(0));
+    r.time = j.value("time", "");
+    if (j.contains("features")) r.features = j.at("features").get<std::vector<float>>();
+    if (r.status == MeasureStatus::Ok && !(r.ms > 0 && std::isfinite(r.ms)))
+      return makeError(ErrorCode::FileFormat, "time ", r.ms, " ms of an ok record is not positive");
+    return r;
+  } catch (const nlohmann::json::exception& e) {
+    return makeError(ErrorCode::FileFormat, "missing or mistyped field: ", e.what());
+  }
+}
+
+Expected<TuningDatabase> TuningDatabase::open(const std::string& path, bool mustExist) {
+  TuningDatabase db;
+  db.path_ = path;
+  KILN_ASSIGN(std::vector<std::string> lines, readLinesIfExists(path));
+  if (mustExist && lines.empty() && !readFile(path))
+    return makeError(ErrorCode::IoError, "tuning database ", path, " does not exist (make one with kiln tune)");
+  for (const std::string& line : lines) {
+    ++db.lines_;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    Expected<TuningRecord> r = parseTuningRecord(line);
+    if (!r) {
+      db.problems_.push_back(path + ":" + std::to_string(db.lines_) + ": " + r.error().message() + " (skipped)");
+      continue;
+    }
+    r->line = db.lines_;
+    db.records_.push_back(std::move(*r));
+  }
+  return db;
+}
+
+Status TuningDatabase::append(TuningRecord record) {
+  KILN_TRY(appendLine(path_, tuningRecordJson(record)));
+  record.line = ++lines_;
+  records_.push_back(std::move(record));
+  return Status::ok();
+}
+
+const char* applyStatusName(ApplyStatus s) {
+  switch (s) {
+    case ApplyStatus::Applied: return "applied";
+    case ApplyStatus::KeptDefault: return "kept-default";
+    case ApplyStatus::Missing: return "missing";
+    case ApplyStatus::Stale: return "stale";
+  }
+  return "?";
+}
+
+size_t TuningApplication::count(ApplyStatus s) const {
+  size_t n = 0;
+  for (const KernelApplication& k : kernels) n += k.status == s;
+  return n;
+}
+
+std::string TuningApplication::summary() const {
+  return "tuning db: " + std::to_string(count(ApplyStatus::Applied)) + " kernels applied, " +
+         std::to_string(count(ApplyStatus::KeptDefault)) + " kept the default (tuned not faster), " +
+         std::to_string(count(ApplyStatus::Missing)) + " missing (default schedule), " +
+         std::to_string(count(ApplyStatus::Stale)) + " stale (default schedule)";
+}
+
+TuningApplication applyTuningDatabase(const TaskSet& tasks, const TuningDatabase& db, const std::string& target,
+                                      const std::string& device, const std::string& toolkit) {
+  TuningApplication out;
+  for (const TuningTask& task : tasks.tasks) {
+    // Mean time per configuration over its valid records of this key.
+    std::map<Config, std::pair<double, int>> times;
+    std::string staleWhy;
+    for (const TuningRecord& r : db.records()) {
+      if (r.signature != task.signature || r.target != target || r.device != device) continue;
+      if (r.toolkit != toolkit) {
+        staleWhy = "measured with " + r.toolkit + ", this is " + toolkit;
+        continue;
+      }
+      if (r.spaceVersion != task.spaceVersion) {
+        staleWhy = "knob space changed since it was measured (version " + r.spaceVersion + ", now " + task.spaceVersion + ")";
+        continue;
+      }
+      if (r.status != MeasureStatus::Ok) continue;
+      if (!task.space.check(r.config).isOk()) {
+        staleWhy = "its configuration is not in the current knob space";
+        continue;
+      }
+      auto& [sum, n] = times[r.config];
+      sum += r.ms;
+      ++n;
+    }
+    const Config defaultConfig = task.space.defaultConfig();
+    const Config* best = nullptr;
+    double bestMs = std::numeric_limits<double>::infinity(), defaultMs = bestMs;
+    for (const auto& [config, t] : times) {
+      double mean = t.first / t.second;
+      if (config == defaultConfig) defaultMs = mean;
+      if (mean < bestMs) bestMs = mean, best = &config;
+    }
+    for (const KernelGroup* g : task.groups) {
+      KernelApplication k;
+      k.group = g->name();
+      k.signature = task.signature;
+      k.description = task.description;
+      if (best) {
+        k.tunedMs = bestMs;
+        k.defaultMs = std::isfinite(defaultMs) ? defaultMs : 0;
+        if (std::isfinite(defaultMs) && !(bestMs < defaultMs)) {
+          k.status = ApplyStatus::KeptDefault;
+        } else {
+          k.status = ApplyStatus::Applied;
+          k.config = *best;
+          out.configs[k.group] = *best;
+        }
+      } else {
+        k.status = staleWhy.empty() ? ApplyStatus::Missing : ApplyStatus::Stale;
+        k.why = staleWhy;
+      }
+      out.kernels.push_back(std::move(k));
+    }
+  }
+  return out;
+}
+
+TransferData transferDataFor(const TuningTask& task, const TuningDatabase& db, const std::string& target,
+                             const std::string& device, const std::string& toolkit, size_t width, size_t maxRows) {
+  std::map<std::string, std::vector<const TuningRecord*>> bySignature;
+  size_t rows = 0;
+  const auto& records = db.records();
+  for (auto it = records.rbegin(); it != records.rend() && rows < maxRows; ++it) {
+    const TuningRecord& r = *it;
+    if (r.templateName != task.templateName || r.signature == task.signature || r.target != target ||
+        r.device != device || r.toolkit != toolkit || r.status != MeasureStatus::Ok || r.features.size() != width)
+      continue;
+    bySignature[r.signature].push_back(&r);
+    ++rows;
+  }
+  TransferData t;
+  for (const auto& [signature, list] : bySignature) {
+    if (list.size() < 2) continue;  // nothing to rank
+    double best = std::numeric_limits<double>::infinity();
+    for (const TuningRecord* r : list) best = std::min(best, r->ms);
+    for (const TuningRecord* r : list) {
+      t.x.push_back(r->features);
+      t.y.push_back(float(best / r->ms));
+    }
+    t.groups.push_back(unsigned(list.size()));
+  }
+  return t;
+}
+
+}  // namespace kiln::tune

@@ -1,0 +1,403 @@
+//===- tests/unit/TuningTest.cpp - Tasks, features, model, strategies, db ---===//
+//
+// The autotuner's parts on a small graph with two identical convolution
+// blocks: tasks deduplicate by signature; features follow the schedule; the
+// XGBoost model ranks a known function; every strategy proposes distinct
+// configurations of the space, reproducibly per seed; adaptive sampling
+// clusters and synthesizes; the CPU measurer times valid candidates and
+// rejects wrong ones; the tuning database round-trips, skips corrupt lines
+// and applies best / keeps the default / reports missing and stale; the
+// tuning loop keeps its budget and its curve falls monotonically.
+//
+//===----------------------------------------------------------------------===//
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <set>
+
+#include "ScratchDir.h"
+#include "kiln/codegen/KernelCheck.h"
+#include "kiln/ir/Parser.h"
+#include "kiln/support/File.h"
+#include "kiln/tune/CostModel.h"
+#include "kiln/tune/ScheduleFeatures.h"
+#include "kiln/tune/Tuner.h"
+#include "../../lib/tune/Exploration.h"
+
+using namespace kiln;
+using namespace kiln::tune;
+
+namespace {
+
+/// Two convolution blocks with the same shapes (one task), and a matmul.
+const char* kTwoBlocks = R"(module @m {
+  graph @main(%x: f32[1,4,8,8]) {
+    %w1 = Constant() {value = tensor<f32[4,4,1,1]: [0.5, -0.25, 0.125, 1.0, -1.0, 0.75, 0.5, 0.25, 0.3, 0.2, -0.1, 0.4, 0.9, -0.6, 0.7, 0.05]>} : f32[4,4,1,1]
+    %w2 = Constant() {value = tensor<f32[4,4,1,1]: [0.1, 0.2, 0.3, 0.4, -0.5, 0.6, -0.7, 0.8, 0.25, -0.5, 0.75, -1.0, 0.6, 0.4, 0.2, -0.3]>} : f32[4,4,1,1]
+    %c1 = Conv(%x, %w1) : f32[1,4,8,8]
+    %r1 = Relu(%c1) : f32[1,4,8,8]
+    %c2 = Conv(%r1, %w2) : f32[1,4,8,8]
+    %r2 = Relu(%c2) : f32[1,4,8,8]
+    return %r2
+  }
+})";
+
+struct Fixture {
+  std::unique_ptr<ir::Module> module;
+  TaskSet tasks;
+  std::map<std::string, Tensor> reference;
+  Fixture() {
+    auto m = ir::parseModule(kTwoBlocks, "tune.kir");
+    REQUIRE(m.isOk());
+    module = std::move(*m);
+    auto t = extractTasks(module->graph(), codegen::KernelTarget::Cpu);
+    REQUIRE(t.isOk());
+    tasks = std::move(*t);
+    std::vector<float> x(4 * 8 * 8);
+    for (size_t i = 0; i < x.size(); ++i) x[i] = float(int(i * 37 % 17) - 8) / 8.0f;
+    auto values = codegen::referenceValues(module->graph(), {Tensor::fromVector<float>({1, 4, 8, 8}, x)});
+    REQUIRE(values.isOk());
+    reference = std::move(*values);
+  }
+  const TuningTask& conv() const {
+    for (const TuningTask& t : tasks.tasks)
+      if (t.templateName == "conv2d") return t;
+    FAIL("no conv task");
+    return tasks.tasks.front();
+  }
+};
+
+double spearman(const std::vector<float>& a, const std::vector<float>& b) {
+  auto ranks = [](const std::vector<float>& v) {
+    std::vector<size_t> order(v.size());
+    for (size_t i = 0; i < v.size(); ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [&](size_t x, size_t y) { return v[x] < v[y]; });
+    std::vector<double> r(v.size());
+    for (size_t i = 0; i < order.size(); ++i) r[order[i]] = double(i);
+    return r;
+  };
+  std::vector<double> ra = ranks(a), rb = ranks(b);
+  double n = double(a.size()), d2 = 0;
+  for (size_t i = 0; i < a.size(); ++i) d2 += (ra[i] - rb[i]) * (ra[i] - rb[i]);
+  return 1 - 6 * d2 / (n * (n * n - 1));
+}
+
+MeasureResult fakeResult(const codegen::Config& c, double ms) {
+  MeasureResult r;
+  r.config = c;
+  r.ms = ms;
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("tuning tasks: identical kernels share one task and a stable signature") {
+  Fixture f;
+  REQUIRE(f.tasks.tasks.size() == 1);
+  const TuningTask& t = f.conv();
+  CHECK(t.groups.size() == 2);  // both conv blocks
+  CHECK(t.signature.rfind("conv2d-cpu-", 0) == 0);
+  CHECK(t.space.size() > 8);
+  CHECK(t.flops > 0);
+  CHECK(t.description.find("Conv 1x4x8x8 -> 1x4x8x8+Relu") == 0);
+  // Same graph again (other value names): same signature and space version.
+  std::string renamed = kTwoBlocks;
+  for (size_t at; (at = renamed.find("%c1")) != std::string::npos;) renamed.replace(at, 3, "%zz");
+  auto m = ir::parseModule(renamed, "renamed.kir");
+  REQUIRE(m.isOk());
+  auto again = extractTasks((*m)->graph(), codegen::KernelTarget::Cpu);
+  REQUIRE(again.isOk());
+  CHECK(again->tasks.front().signature == t.signature);
+  CHECK(again->tasks.front().spaceVersion == t.spaceVersion);
+  // A GPU lowering is another task.
+  auto gpu = extractTasks((*m)->graph(), codegen::KernelTarget::Gpu);
+  REQUIRE(gpu.isOk());
+  CHECK(gpu->tasks.front().signature != t.signature);
+}
+
+TEST_CASE("schedule features follow the configuration") {
+  Fixture f;
+  const TuningTask& t = f.conv();
+  TaskSpace space(t);
+  std::set<std::vector<float>> distinct;
+  size_t width = 0;
+  for (uint64_t i = 0; i < space.size(); ++i) {
+    const std::vector<float>* v = space.features(i);
+    if (!v) continue;
+    width = v->size();
+    distinct.insert(*v);
+  }
+  CHECK(width == t.space.knobs.size() + kernelFeatureCount());
+  CHECK(scheduleFeatureNames(t.space).size() == width);
+  CHECK(distinct.size() > space.size() / 2);  // configurations are told apart
+  // The parallel knob shows in the parallel extent statistic.
+  codegen::Config serial = t.space.defaultConfig(), parallel = serial;
+  serial["parallel"] = 0;
+  parallel["parallel"] = 1;
+  auto a = codegen::lowerGroup(*t.groups.front(), codegen::KernelTarget::Cpu, &serial);
+  auto b = codegen::lowerGroup(*t.groups.front(), codegen::KernelTarget::Cpu, &parallel);
+  REQUIRE(a.isOk());
+  REQUIRE(b.isOk());
+  CHECK(kernelStats(a->kernel).parallelExtent == 1);
+  CHECK(kernelStats(b->kernel).parallelExtent > 1);
+  CHECK(kernelStats(a->kernel).flops == Approx(kernelStats(b->kernel).flops).epsilon(0.5));
+}
+
+TEST_CASE("the XGBoost cost model ranks a function it was trained on") {
+  SplitMix64 rng(7);
+  auto f = [](const std::vector<float>& x) { return float(-std::pow(x[0] - 3, 2) - 0.5 * std::fabs(x[1] - 1) + x[2]); };
+  std::vector<std::vector<float>> train, test;
+  std::vector<float> y, truth;
+  for (int i = 0; i < 300; ++i) {
+    std::vector<float> x{float(rng.below(8)), float(rng.below(4)), float(rng.unit())};
+    (i < 200 ? train : test).push_back(x);
+    (i < 200 ? y : truth).push_back(f(x));
+  }
+  CostModel model({40, 6, 0.3, 1});
+  CHECK_FALSE(model.trained());
+  REQUIRE(model.fit(train, y).isOk());
+  auto predicted = model.predict(test);
+  REQUIRE(predicted.isOk());
+  CHECK(spearman(*predicted, truth) > 0.8);
+  // Rows of the wrong width are an error, not a crash.
+  CHECK_FALSE(model.predict({{1.0f}}).isOk());
+}
+
+TEST_CASE("strategies propose distinct configurations of the space, reproducibly") {
+  Fixture f;
+  const TuningTask& t = f.conv();
+  for (const std::string& name : strategyNames()) {
+    INFO(name);
+    auto run = [&](uint64_t seed) {
+      StrategyOptions o;
+      o.seed = seed;
+      o.chains = 8;
+      o.annealSteps = 10;
+      auto s = makeStrategy(name, t, o);
+      REQUIRE(s.isOk());
+      std::vector<codegen::Config> all;
+      for (int round = 0; round < 4; ++round) {
+        auto batch = (*s)->next(4);
+        REQUIRE(batch.isOk());
+        CHECK(batch->size() <= 4);
+        std::vector<MeasureResult> results;
+        for (const codegen::Config& c : *batch) {
+          CHECK(t.space.check(c).isOk());
+          all.push_back(c);
+          // A synthetic time: larger tw is faster, serial is slower.
+          results.push_back(fakeResult(c, 1.0 / double(c.at("tw")) + (c.at("parallel") ? 0.0 : 0.5)));
+        }
+        REQUIRE((*s)->update(results).isOk());
+      }
+      return all;
+    };
+    std::vector<codegen::Config> a = run(1), b = run(1);
+    CHECK(a == b);
+    std::set<codegen::Config> distinct(a.begin(), a.end());
+    CHECK(distinct.size() == a.size());
+    CHECK(a.size() >= 4);
+    if (name == "grid") CHECK(a.front() == t.space.configAt(0));
+  }
+  CHECK_FALSE(makeStrategy("annealing", t, {}).isOk());
+  // A small space is exhausted exactly.
+  auto grid = makeStrategy("grid", t, {});
+  size_t total = 0;
+  for (;;) {
+    auto batch = (*grid)->next(64);
+    REQUIRE(batch.isOk());
+    if (batch->empty()) break;
+    total += batch->size();
+  }
+  CHECK(total == t.space.size());
+}
+
+TEST_CASE("transfer data guides the first batch of a model-guided strategy") {
+  Fixture f;
+  const TuningTask& t = f.conv();
+  TaskSpace space(t);
+  // Another kernel's log in which wide, parallel, im2col schedules were fastest.
+  auto score = [&](const codegen::Config& c) { return double(c.at("tw")) / 64.0 + double(c.at("parallel")) + double(c.at("algo")); };
+  TransferData transfer;
+  for (uint64_t i = 0; i < space.size(); i += 2)
+    if (const std::vector<float>* x = space.features(i)) {
+      transfer.x.push_back(*x);
+      transfer.y.push_back(float(score(space.config(i)) / 3.0));
+    }
+  transfer.groups = {unsigned(transfer.x.size())};
+  auto meanScore = [&](const std::string& name, const TransferData& data) {
+    StrategyOptions o;
+    o.seed = 5;
+    o.transfer = data;
+    auto s = makeStrategy(name, t, o);
+    REQUIRE(s.isOk());
+    auto batch = (*s)->next(8);
+    REQUIRE(batch.isOk());
+    REQUIRE(batch->size() == 8);
+    double sum = 0;
+    for (const codegen::Config& c : *batch) sum += score(c);
+    return sum / 8;
+  };
+  double guided = meanScore("sa", transfer), unguided = meanScore("sa", {});
+  CHECK(guided > unguided);
+  CHECK(guided > 2.0);  // near the top of the 0..3 scale
+}
+
+TEST_CASE("adaptive sampling measures one configuration per cluster and synthesizes") {
+  Fixture f;
+  TaskSpace space(f.conv());
+  SplitMix64 rng(3);
+  // Two tight clusters of candidates: far apart in every knob.
+  std::vector<size_t> low(space.task().space.knobs.size(), 0), high = low;
+  for (size_t k = 0; k < high.size(); ++k) high[k] = space.task().space.knobs[k].values.size() - 1;
+  std::vector<uint64_t> candidates;
+  for (size_t k = 0; k < low.size(); ++k) {
+    std::vector<size_t> a = low, b = high;
+    if (space.task().space.knobs[k].values.size() > 2) a[k] = 1, b[k] = b[k] - 1;
+    candidates.push_back(space.fromDigits(a));
+    candidates.push_back(space.fromDigits(b));
+  }
+  candidates.push_back(space.fromDigits(low));
+  candidates.push_back(space.fromDigits(high));
+  std::vector<uint64_t> picked = adaptiveSample(space, candidates, {}, 8, rng);
+  CHECK(picked.size() >= 2);
+  CHECK(picked.size() < candidates.size());  // fewer than the candidates: one per cluster
+  // With every candidate measured, synthesis still yields unmeasured configurations or nothing.
+  std::set<uint64_t> visited(candidates.begin(), candidates.end());
+  for (uint64_t p : adaptiveSample(space, candidates, visited, 8, rng)) CHECK_FALSE(visited.count(p));
+}
+
+TEST_CASE("the CPU measurer times valid candidates and rejects wrong ones") {
+  Fixture f;
+  const TuningTask& t = f.conv();
+  MeasureOptions o;
+  o.repeats = 2;
+  o.minSampleMs = 0.05;
+  auto measurer = createCpuMeasurer(f.reference, o);
+  REQUIRE(measurer.isOk());
+  codegen::Config bad = t.space.defaultConfig();
+  bad["tw"] = 3;  // not a candidate
+  auto results = (*measurer)->measure(t, {t.space.defaultConfig(), t.space.configAt(1), bad});
+  REQUIRE(results.isOk());
+  REQUIRE(results->size() == 3);
+  CHECK((*results)[0].ok());
+  CHECK((*results)[0].ms > 0);
+  CHECK((*results)[0].maxError < 1e-5);
+  CHECK((*results)[1].ok());
+  CHECK((*results)[2].status == MeasureStatus::LowerError);
+  // A reference that disagrees makes every candidate wrong.
+  auto wrongRef = f.reference;
+  for (auto& [name, value] : wrongRef)
+    if (name == "r1") {
+      std::vector<float> v(value.numElements(), 42.0f);
+      value = Tensor::fromVector<float>(value.dims(), v);
+    }
+  auto wrong = createCpuMeasurer(wrongRef, o);
+  REQUIRE(wrong.isOk());
+  auto w = (*wrong)->measure(t, {t.space.defaultConfig()});
+  REQUIRE(w.isOk());
+  CHECK(w->front().status == MeasureStatus::WrongOutput);
+  CHECK(w->front().error.find("tolerance") != std::string::npos);
+}
+
+TEST_CASE("the tuning database round-trips, skips corrupt lines and applies what is faster") {
+  Fixture f;
+  const TuningTask& t = f.conv();
+  std::string dir = testing::scratchDir("tuning-db");
+  std::filesystem::create_directories(dir);
+  std::string path = dir + "/db.jsonl";
+  auto db = TuningDatabase::open(path);
+  REQUIRE(db.isOk());
+  CHECK(db->records().empty());
+  CHECK_FALSE(TuningDatabase::open(dir + "/none.jsonl", true).isOk());
+  auto rec = [&](const codegen::Config& c, double ms, bool isDefault) {
+    TuningRecord r;
+    r.target = "cpu";
+    r.device = "dev";
+    r.toolkit = "tk";
+    r.signature = t.signature;
+    r.spaceVersion = t.spaceVersion;
+    r.config = c;
+    r.ms = ms;
+    r.isDefault = isDefault;
+    return r;
+  };
+  codegen::Config tuned = t.space.configAt(1);
+  REQUIRE(db->append(rec(t.space.defaultConfig(), 2.0, true)).isOk());
+  REQUIRE(db->append(rec(tuned, 1.0, false)).isOk());
+  REQUIRE(appendLine(path, "{not json").isOk());
+  REQUIRE(appendLine(path, R"({"schema":"kiln-tune/1","target":"cpu"})").isOk());
+  auto back = TuningDatabase::open(path);
+  REQUIRE(back.isOk());
+  REQUIRE(back->records().size() == 2);
+  CHECK(back->records()[1].config == tuned);
+  REQUIRE(back->problems().size() == 2);
+  CHECK(back->problems()[0].find("db.jsonl:3:") != std::string::npos);
+  CHECK(back->problems()[1].find("db.jsonl:4:") != std::string::npos);
+
+  TuningApplication a = applyTuningDatabase(f.tasks, *back, "cpu", "dev", "tk");
+  REQUIRE(a.kernels.size() == 2);
+  CHECK(a.count(ApplyStatus::Applied) == 2);
+  CHECK(a.configs.at(t.groups[0]->name()) == tuned);
+  CHECK(a.summary().find("2 kernels applied") != std::string::npos);
+  // Another device: missing; another toolkit: stale.
+  CHECK(applyTuningDatabase(f.tasks, *back, "cpu", "other", "tk").count(ApplyStatus::Missing) == 2);
+  TuningApplication stale = applyTuningDatabase(f.tasks, *back, "cpu", "dev", "tk2");
+  CHECK(stale.count(ApplyStatus::Stale) == 2);
+  CHECK(stale.configs.empty());
+  CHECK(stale.kernels[0].why.find("tk") != std::string::npos);
+  // Newer, faster default measurements: by the mean, the tuned config is no longer faster.
+  REQUIRE(back->append(rec(t.space.defaultConfig(), 0.2, true)).isOk());  // default mean (2 + 0.2 + 0.2) / 3 < 1
+  REQUIRE(back->append(rec(t.space.defaultConfig(), 0.2, true)).isOk());
+  TuningApplication kept = applyTuningDatabase(f.tasks, *back, "cpu", "dev", "tk");
+  CHECK(kept.count(ApplyStatus::KeptDefault) == 2);
+  CHECK(kept.configs.empty());
+  // A record from another knob space version is stale.
+  TuningRecord old = rec(tuned, 0.1, false);
+  old.spaceVersion = "0000000000000000";
+  TuningDatabase other = *TuningDatabase::open(dir + "/other.jsonl");
+  REQUIRE(other.append(old).isOk());
+  TuningApplication s2 = applyTuningDatabase(f.tasks, other, "cpu", "dev", "tk");
+  CHECK(s2.count(ApplyStatus::Stale) == 2);
+  CHECK(s2.kernels[0].why.find("knob space") != std::string::npos);
+}
+
+TEST_CASE("the tuning loop keeps its budget and records every measurement") {
+  Fixture f;
+  MeasureOptions mo;
+  mo.repeats = 2;
+  mo.minSampleMs = 0.05;
+  auto measurer = createCpuMeasurer(f.reference, mo);
+  REQUIRE(measurer.isOk());
+  std::string dir = testing::scratchDir("tuning-loop");
+  std::filesystem::create_directories(dir);
+  auto db = TuningDatabase::open(dir + "/db.jsonl");
+  REQUIRE(db.isOk());
+  TuneOptions o;
+  o.strategy = "sa-as";
+  o.trials = 10;
+  o.batch = 4;
+  size_t progressCalls = 0;
+  o.progress = [&](const TuneProgress& p) {
+    ++progressCalls;
+    CHECK(p.trials <= p.budget);
+  };
+  auto report = tuneTasks(f.tasks, **measurer, o, &*db);
+  REQUIRE(report.isOk());
+  CHECK(report->trials == 10);
+  CHECK(progressCalls >= 3);
+  const TaskOutcome& t = report->tasks.front();
+  CHECK(t.curve.size() == t.trials + 1);
+  for (size_t i = 1; i < t.curve.size(); ++i) CHECK(t.curve[i] <= t.curve[i - 1]);
+  CHECK(t.bestMs <= t.defaultMs);
+  // Every measurement is a record; a winner is confirmed beside the default once more.
+  size_t defaults = 0;
+  for (const TuningRecord& r : db->records()) defaults += r.isDefault;
+  CHECK((defaults == 1 || defaults == 2));
+  CHECK(db->records().size() == report->trials + report->invalid + 2 * defaults - 1);
+  // What the loop wrote applies to the model, and the compiled model still computes the same.
+  TuningApplication a = applyTuningDatabase(f.tasks, *db, "cpu", (*measurer)->device(), (*measurer)->toolkit());
+  CHECK(a.count(ApplyStatus::Missing) == 0);
+  CHECK(a.count(ApplyStatus::Applied) + a.count(ApplyStatus::KeptDefault) == 2);
+}

@@ -1,0 +1,191 @@
+//===- tools/kiln/TuneCommand.cpp - `kiln tune` ----------------------------===//
+//
+// Tunes the schedules of a model's kernels on this machine: import and -O
+// pipeline as `kiln compile` does, extract the distinct kernels (tasks),
+// compute every value of the model once with the reference interpreter (the
+// measurer's inputs and expected outputs), then run the tuning loop
+// (lib/tune/Tuner) with the chosen strategy and budget, appending every
+// measurement to the tuning database. A live status line on a terminal,
+// one log line per measurement round otherwise; a per-task table at the end.
+// `kiln compile --tuning-db DB` applies the result.
+//
+//===----------------------------------------------------------------------===//
+#include <unistd.h>
+
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "Commands.h"
+#include "ModelInputs.h"
+#include "kiln/codegen/KernelCheck.h"
+#include "kiln/support/Stopwatch.h"
+#include "kiln/support/ThreadPool.h"
+#include "kiln/tune/Tuner.h"
+
+namespace kiln::cli {
+namespace {
+
+struct TuneCommandOptions {
+  ModelOptions model;
+  std::vector<std::string> inputs;
+  std::string target = "cpu";
+  std::string database;
+  std::string jsonFile;
+  std::vector<std::string> kernels;  ///< --kernel filters
+  tune::TuneOptions tune;
+  tune::MeasureOptions measure;
+  int threads = 0;
+  bool quiet = false;
+};
+
+std::string clockText(double seconds) {
+  long s = long(seconds + 0.5);
+  std::ostringstream os;
+  os << std::setfill('0') << std::setw(2) << s / 60 << ":" << std::setw(2) << s % 60;
+  return os.str();
+}
+
+void printReport(const tune::TuneReport& r) {
+  std::cout << std::fixed;
+  std::cout << "tuned " << r.tasks.size() << " kernels with " << r.strategy << ": " << r.trials << " trials ("
+            << r.invalid << " invalid candidates rejected) in " << std::setprecision(1) << r.seconds << " s on " << r.device
+            << "\n";
+  std::cout << "  default ms   tuned ms  speedup  trials  uses  kernel\n";
+  for (const tune::TaskOutcome& t : r.tasks)
+    if (!t.skipped.empty()) std::cout << "   (not tuned: " << t.skipped << ")  " << t.description << "\n";
+    else std::cout << std::setprecision(4) << std::setw(11) << t.defaultMs << std::setw(11) << t.bestMs << std::setprecision(2)
+              << std::setw(8) << t.defaultMs / t.bestMs << "x" << std::setw(8) << t.trials << std::setw(6) << t.groups
+              << "  " << t.description << (t.keptDefault ? "  (default kept)" : "")
+              << (t.transferRows ? "  (+" + std::to_string(t.transferRows) + " transfer rows)" : "") << "\n";
+  std::cout << std::setprecision(3) << "kernel time (sum of uses x time): default " << r.defaultKernelMs << " ms, tuned "
+            << r.tunedKernelMs << " ms (" << std::setprecision(2) << r.defaultKernelMs / std::max(r.tunedKernelMs, 1e-12)
+            << "x)\n";
+}
+
+std::string reportJson(const tune::TuneReport& r, const std::string& model) {
+  nlohmann::ordered_json tasks = nlohmann::ordered_json::array();
+  for (const tune::TaskOutcome& t : r.tasks) {
+    nlohmann::ordered_json config = nlohmann::ordered_json::object();
+    for (const auto& [k, v] : t.bestConfig) config[k] = v;
+    tasks.push_back({{"signature", t.signature}, {"description", t.description}, {"template", t.templateName},
+                     {"uses", t.groups}, {"flops", t.flops}, {"default_ms", t.defaultMs}, {"best_ms", t.bestMs},
+                     {"best_config", config}, {"kept_default", t.keptDefault}, {"trials", t.trials},
+                     {"invalid", t.invalid}, {"seconds", t.seconds}, {"curve_ms", t.curve}, {"skipped", t.skipped}, {"transfer_rows", t.transferRows}});
+  }
+  nlohmann::ordered_json j{{"schema", "kiln-tune-report/1"}, {"model", model},       {"strategy", r.strategy},
+                           {"target", r.target},             {"device", r.device},    {"trials", r.trials},
+                           {"invalid", r.invalid},           {"seconds", r.seconds},  {"default_kernel_ms", r.defaultKernelMs},
+                           {"tuned_kernel_ms", r.tunedKernelMs}, {"tasks", tasks}};
+  return j.dump(1);
+}
+
+int tuneModel(TuneCommandOptions o) {
+  if (o.target != "cpu")
+    return reportError(Error(ErrorCode::InvalidArgument,
+                             "kiln tune --target " + o.target +
+                                 ": only the cpu target has a measurer so far (CUDA tuning needs a GPU; not implemented yet)"));
+  if (o.database.empty()) o.database = o.model.path.substr(0, o.model.path.rfind('.')) + ".tune.jsonl";
+  std::ostream* log = o.quiet ? nullptr : &std::cerr;
+  if (o.threads > 0) ThreadPool::global().setThreads(o.threads);
+  auto model = loadModelWithInputs(o.model, o.inputs, o.tune.search.seed);
+  if (!model) return reportError(model.error());
+  ir::Graph& graph = model->module->graph();
+  auto tasks = tune::extractTasks(graph, codegen::KernelTarget::Cpu);
+  if (!tasks) return reportError(tasks.error());
+  if (!o.kernels.empty()) {  // --kernel: only tasks whose description or signature contains one of the strings
+    std::vector<tune::TuningTask> kept;
+    for (tune::TuningTask& t : tasks->tasks)
+      for (const std::string& k : o.kernels)
+        if (t.description.find(k) != std::string::npos || t.signature.find(k) != std::string::npos) {
+          kept.push_back(std::move(t));
+          break;
+        }
+    if (kept.empty())
+      return reportError(Error(ErrorCode::InvalidArgument, "--kernel matches none of the model's " +
+                                                               std::to_string(tasks->tasks.size()) + " tunable kernels"));
+    tasks->tasks = std::move(kept);
+  }
+  if (log)
+    *log << "kiln tune: " << tasks->tasks.size() << " distinct tunable kernels in " << tasks->groups << " kernel groups ("
+         << tasks->untunableGroups << " host steps or single-schedule groups)\n";
+  auto db = tune::TuningDatabase::open(o.database);
+  if (!db) return reportError(db.error());
+  for (const std::string& p : db->problems()) std::cerr << "kiln tune: warning: " << p << "\n";
+  std::vector<Tensor> inputs;
+  for (const RuntimeValue& v : model->inputs) inputs.push_back(v.isTensor() ? v.tensor() : Tensor());
+  if (log) *log << "kiln tune: computing reference values with the interpreter\n";
+  Stopwatch refTimer;
+  auto reference = codegen::referenceValues(graph, inputs);
+  if (!reference) return reportError(reference.error());
+  if (log) *log << "kiln tune: reference values in " << std::fixed << std::setprecision(1) << refTimer.elapsedMs() / 1000 << " s\n";
+  auto measurer = tune::createCpuMeasurer(std::move(*reference), o.measure);
+  if (!measurer) return reportError(measurer.error());
+  const bool live = log && isatty(STDERR_FILENO);
+  if (log) {
+    *log << "kiln tune: measuring the default schedules, then " << o.tune.trials << " trials with " << o.tune.strategy
+         << " (batches of " << o.tune.batch << "), database " << o.database << "\n";
+    o.tune.progress = [&](const tune::TuneProgress& p) {
+      std::ostringstream line;
+      line << std::fixed << "[task " << p.task + 1 << "/" << p.tasks << "] trials " << p.trials << "/" << p.budget << ", best "
+           << std::setprecision(2) << p.bestGflops << " GFLOP/s (" << p.taskSpeedup << "x), elapsed " << clockText(p.elapsedS)
+           << ", ETA " << clockText(p.etaS) << "  " << p.description;
+      std::string text = line.str();
+      if (live) *log << "\r\033[K" << text.substr(0, 150) << std::flush;
+      else *log << "kiln tune: " << text << "\n";
+    };
+  }
+  auto report = tune::tuneTasks(*tasks, **measurer, o.tune, &*db);
+  if (live) *log << "\n";
+  if (!report) return reportError(report.error());
+  printReport(*report);
+  if (!o.jsonFile.empty()) {
+    std::ofstream out(o.jsonFile);
+    out << reportJson(*report, o.model.path) << "\n";
+    if (!out) return reportError(Error(ErrorCode::IoError, "cannot write " + o.jsonFile));
+  }
+  std::cout << "tuning database: " << o.database << " (apply with kiln compile --tuning-db " << o.database << ")\n";
+  return 0;
+}
+
+}  // namespace
+
+void addTuneCommand(CLI::App& app, int& exitCode) {
+  auto* cmd = app.add_subcommand("tune", "Tune the schedules of a model's kernels on this machine (autotuning)");
+  auto o = std::make_shared<TuneCommandOptions>();
+  addModelOptions(*cmd, o->model, true);
+  cmd->add_option("--target", o->target, "Target whose kernels are tuned: cpu (this machine)")->default_val("cpu");
+  cmd->add_option("--trials", o->tune.trials, "Valid candidate measurements over all kernels (the budget)")
+      ->default_val(64)
+      ->check(CLI::Range(1, 1000000));
+  std::string names;
+  for (const std::string& n : tune::strategyNames()) names += (names.empty() ? "" : ", ") + n;
+  cmd->add_option("--strategy", o->tune.strategy, "Search strategy: " + names)
+      ->default_val("sa")
+      ->check(CLI::IsMember(tune::strategyNames()));
+  cmd->add_option("--batch", o->tune.batch, "Candidates per measurement round")->default_val(8)->check(CLI::Range(1, 1024));
+  cmd->add_option("--tasks", o->tune.maxTasks, "Tune only the N kernels with the most default time (0: all)")->default_val(0);
+  cmd->add_option("--kernel", o->kernels,
+                  "Tune only kernels whose description (e.g. 'Conv 1x64x56x56 -> 1x64x56x56') or signature contains "
+                  "this text (repeatable)");
+  cmd->add_option("--seed", o->tune.search.seed, "Seed of the strategies and the random inputs")->default_val(0);
+  cmd->add_option("--db", o->database, "Tuning database to append to (default: the model's name with .tune.jsonl)");
+  cmd->add_option("--json", o->jsonFile, "Also write the report (per kernel: times, best config, best-so-far curve) to FILE");
+  cmd->add_option("--input", o->inputs, "An input as name=file.npy or name=file.pb (repeatable); others are random");
+  cmd->add_option("--repeats", o->measure.repeats, "Timed samples per candidate (median)")->default_val(5)->check(CLI::Range(1, 1000));
+  cmd->add_option("--min-sample-ms", o->measure.minSampleMs, "Each sample repeats the kernel for at least this long")
+      ->default_val(1.0);
+  cmd->add_option("--tolerance", o->measure.tolerance, "Relative error vs the interpreter above which a candidate is wrong")
+      ->default_val(1e-3);
+  cmd->add_option("--threads", o->threads, "Kernel threads (0: one per core)")->default_val(0);
+  cmd->add_option("--build-threads", o->measure.buildThreads, "Parallel candidate builds (0: one per core)")->default_val(0);
+  cmd->add_flag("--no-transfer", [o](int64_t) { o->tune.transfer = false; },
+                "Do not train the cost model on the database's records of similar kernels (other shapes of the same template)");
+  cmd->add_flag("--quiet", o->quiet, "No progress on stderr");
+  cmd->callback([=, &exitCode] { exitCode = tuneModel(*o); });
+}
+
+}  // namespace kiln::cli
