@@ -34,6 +34,15 @@ def describe_machine():
     return f"{cpu}, {os.cpu_count()} cores, {platform.system()} {platform.release()}"
 
 
+def replace_section(path, begin, end, lines):
+    """Rewrites a generated part of a doc: from the `begin` marker through the
+    `end` marker, with `lines` (which repeat both markers)."""
+    text = open(path).read()
+    start, stop = text.index(begin), text.index(end) + len(end)
+    with open(path, "w") as f:
+        f.write(text[:start] + "\n".join(lines) + text[stop:])
+
+
 def load_zoo():
     with open(ZOO_JSON) as f:
         return {m["name"]: m for m in json.load(f)["models"]}

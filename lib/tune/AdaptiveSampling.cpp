@@ -5,7 +5,9 @@
 // clusters them (k-means on each knob's normalized value position, k-means++
 // seeding, for k = 1..maxSamples), takes the k at the knee of the loss curve
 // (the point farthest below the chord from the first to the last k, curve
-// and chord normalized), and measures the candidate nearest each centroid.
+// and chord normalized), and measures one candidate per cluster: its
+// best-predicted member (candidates come best first; CHAMELEON takes the
+// member nearest the centroid, which measured worse here: bench/tuning.py).
 // Sample synthesis: when that candidate was measured already, the cluster is
 // represented by a configuration made of each knob's most common value
 // among its members, or else by its first unmeasured member.
@@ -138,10 +140,8 @@ std::vector<uint64_t> adaptiveSample(TaskSpace& space, const std::vector<uint64_
     for (size_t i = 0; i < points.size(); ++i)
       if (chosen.assignment[i] == m) members.push_back(i);
     if (members.empty()) continue;
-    size_t nearest = members.front();
-    for (size_t i : members)
-      if (distance2(points[i], chosen.centroids[m]) < distance2(points[nearest], chosen.centroids[m])) nearest = i;
-    if (take(candidates[nearest])) continue;
+    // The cluster's best-predicted member (candidates come best first).
+    if (take(candidates[members.front()])) continue;
     // Synthesis: each knob's most common value among the members.
     std::vector<size_t> mode(knobs.size());
     for (size_t k = 0; k < knobs.size(); ++k) {

@@ -12,6 +12,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstring>
+#include <optional>
 #include <thread>
 
 #include "kiln/codegen/CpuBackend.h"
@@ -44,18 +45,6 @@ struct Candidate {
   CpuKernelFn fn = nullptr;
 };
 
-/// The arguments of one kernel run and which of them it must write.
-struct BoundArgs {
-  std::vector<Tensor> tensors;
-  std::vector<void*> pointers;
-  std::vector<std::pair<size_t, const Tensor*>> expected;  ///< argument index, reference value
-};
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
-}
-
 class CpuMeasurer final : public Measurer {
  public:
   CpuMeasurer(std::map<std::string, Tensor> reference, MeasureOptions options)
@@ -86,7 +75,8 @@ class CpuMeasurer final : public Measurer {
       results[i].buildMs = timer.elapsedMs();
     }
     compileAll(built, results);
-    PinnedThreads pin;  // builds are done: nothing else runs while timing
+    std::optional<PinnedThreads> pin;  // builds are done: nothing else runs while timing
+    if (options_.pinThreads) pin.emplace();
     for (size_t i = 0; i < configs.size(); ++i)
       if (results[i].ok()) KILN_TRY(run(group, built[i], results[i]));
     return results;
@@ -124,69 +114,18 @@ class CpuMeasurer final : public Measurer {
     for (std::thread& t : pool) t.join();
   }
 
-  const Tensor* valueOf(const ir::Value* v) const {
-    auto it = reference_.find(v->name());
-    return it == reference_.end() ? nullptr : &it->second;
-  }
-
-  Expected<BoundArgs> bind(const KernelGroup& group, const LoweredKernel& lk) const {
-    BoundArgs b;
-    for (size_t a = 0; a < lk.kernel.params.size(); ++a) {
-      const codegen::Buffer& param = lk.kernel.params[a];
-      const ir::Value* v = lk.args[a];
-      const PackSpec* pack = a < lk.packs.size() && !lk.packs[a].kind.empty() ? &lk.packs[a] : nullptr;
-      Tensor t;
-      if (pack && pack->kind == "table") {
-        t = pack->table.clone();
-      } else if (!v) {  // a workspace
-        t = Tensor::zeros(dtypeOfScalar(param->type), {param->size});
-      } else {
-        const Tensor* ref = valueOf(v);
-        if (!ref) return makeError(ErrorCode::Internal, "tuning ", group.name(), ": no reference value for ", v->name());
-        bool output = std::find(group.outputs.begin(), group.outputs.end(), v) != group.outputs.end();
-        if (pack) {
-          KILN_ASSIGN(t, packConstant(*ref, *pack));
-        } else if (output) {
-          t = Tensor::zeros(ref->dtype(), ref->dims());
-          std::memset(t.mutableRawData(), 0xff, t.byteSize());  // NaN bits: a missed store cannot pass
-          b.expected.emplace_back(a, ref);
-        } else {
-          t = ref->clone();
-        }
-      }
-      if (t.numElements() < param->size && t.byteSize() != 0)
-        return makeError(ErrorCode::Internal, "tuning ", group.name(), ": argument ", param->name, " holds ",
-                         t.numElements(), " elements, the kernel reads ", param->size);
-      b.tensors.push_back(std::move(t));
-    }
-    for (Tensor& t : b.tensors) b.pointers.push_back(t.mutableRawData());
-    return b;
-  }
-
-  /// Largest relative error of the written outputs (infinite when NaN-ness
-  /// differs): |got - want| / max(1, |want|, rms(want)), so long reductions
-  /// in another order are not mistaken for wrong code where values are large.
-  static double maxError(const BoundArgs& b) {
+  /// Largest relative error of the written outputs.
+  static double maxError(const KernelArguments& b) {
     double worst = 0;
-    for (const auto& [a, want] : b.expected) {
-      std::vector<double> got = b.tensors[a].toDoubles(), ref = want->toDoubles();
-      double squares = 0;
-      for (double v : ref) squares += std::isfinite(v) ? v * v : 0;
-      const double rms = ref.empty() ? 0 : std::sqrt(squares / double(ref.size()));
-      for (size_t i = 0; i < ref.size(); ++i) {
-        double err = std::fabs(got[i] - ref[i]);
-        if (std::isnan(got[i]) != std::isnan(ref[i])) err = INFINITY;
-        if (std::isnan(err)) err = 0;
-        worst = std::max(worst, err / std::max({1.0, std::fabs(ref[i]), rms}));
-      }
-    }
+    for (const auto& [a, want] : b.expected) worst = std::max(worst, maxRelativeError(b.tensors[a], *want));
     return worst;
   }
 
   Status run(const KernelGroup& group, Candidate& c, MeasureResult& r) const {
-    Expected<BoundArgs> bound = bind(group, c.lowered);
+    Expected<KernelArguments> bound = bindKernelArguments(group, c.lowered, reference_);
     if (!bound) return std::move(bound).error();  // the measurer's bug, not the candidate's
-    void* const* args = bound->pointers.data();
+    std::vector<void*> pointers = bound->pointers();
+    void* const* args = pointers.data();
     c.fn(args);
     r.maxError = maxError(*bound);
     if (!(r.maxError <= options_.tolerance)) {
@@ -194,18 +133,7 @@ class CpuMeasurer final : public Measurer {
            "largest relative error " + std::to_string(r.maxError) + " > tolerance " + std::to_string(options_.tolerance));
       return Status::ok();
     }
-    for (int w = 0; w < options_.warmup; ++w) c.fn(args);
-    Stopwatch once;
-    c.fn(args);
-    double single = std::max(once.elapsedMs(), 1e-6);
-    const int inner = int(std::clamp(std::ceil(options_.minSampleMs / single), 1.0, 1e6));
-    std::vector<double> samples;
-    for (int s = 0; s < std::max(options_.repeats, 1); ++s) {
-      Stopwatch timer;
-      for (int k = 0; k < inner; ++k) c.fn(args);
-      samples.push_back(timer.elapsedMs() / inner);
-    }
-    r.ms = median(samples);
+    r.ms = timeKernel([&] { c.fn(args); }, options_);
     return Status::ok();
   }
 
@@ -216,9 +144,46 @@ class CpuMeasurer final : public Measurer {
 
 }  // namespace
 
-std::string cpuDeviceName() {
-  Expected<std::unique_ptr<CpuJit>> jit = CpuJit::create();
-  return describeMachine().cpu + " (" + (jit ? (*jit)->hostCpu() : std::string("unknown")) + ")";
+
+std::vector<void*> KernelArguments::pointers() {
+  std::vector<void*> out;
+  for (Tensor& t : tensors) out.push_back(t.mutableRawData());
+  return out;
+}
+
+Expected<KernelArguments> bindKernelArguments(const KernelGroup& group, const LoweredKernel& lk,
+                                              const std::map<std::string, Tensor>& reference) {
+  KernelArguments b;
+  for (size_t a = 0; a < lk.kernel.params.size(); ++a) {
+    const codegen::Buffer& param = lk.kernel.params[a];
+    const ir::Value* v = lk.args[a];
+    const PackSpec* pack = a < lk.packs.size() && !lk.packs[a].kind.empty() ? &lk.packs[a] : nullptr;
+    Tensor t;
+    if (pack && pack->kind == "table") {
+      t = pack->table.clone();
+    } else if (!v) {  // a workspace
+      t = Tensor::zeros(dtypeOfScalar(param->type), {param->size});
+    } else {
+      auto it = reference.find(v->name());
+      if (it == reference.end()) return makeError(ErrorCode::Internal, "tuning ", group.name(), ": no reference value for ", v->name());
+      const Tensor& ref = it->second;
+      bool output = std::find(group.outputs.begin(), group.outputs.end(), v) != group.outputs.end();
+      if (pack) {
+        KILN_ASSIGN(t, packConstant(ref, *pack));
+      } else if (output) {
+        t = Tensor::zeros(ref.dtype(), ref.dims());
+        std::memset(t.mutableRawData(), 0xff, t.byteSize());  // NaN bits: a missed store cannot pass
+        b.expected.emplace_back(a, &ref);
+      } else {
+        t = ref.clone();
+      }
+    }
+    if (t.numElements() < param->size && t.byteSize() != 0)
+      return makeError(ErrorCode::Internal, "tuning ", group.name(), ": argument ", param->name, " holds ", t.numElements(),
+                       " elements, the kernel reads ", param->size);
+    b.tensors.push_back(std::move(t));
+  }
+  return b;
 }
 
 std::string cpuToolkitName() { return std::string("kiln ") + KILN_VERSION + ", LLVM " + llvmVersion(); }

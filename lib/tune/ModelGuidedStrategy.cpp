@@ -1,12 +1,16 @@
 //===- lib/tune/ModelGuidedStrategy.cpp - Cost-model-guided search ---------===//
 //
 // The strategies sa, rl, sa-as and rl-as (kiln/tune/SearchStrategy.h): the
-// first batch is random (nothing to learn from); afterwards the XGBoost
+// first batch is random (nothing to learn from, unless transfer data is
+// given); afterwards the XGBoost
 // model, refitted on every measured configuration (score = best time /
 // time, 0 for an invalid one), ranks what an explorer proposes, and a
 // sampler picks the batch: the top of the list with an epsilon share of
 // random configurations (AutoTVM), or adaptive sampling (CHAMELEON), which
-// may measure fewer than asked when the candidates form few clusters.
+// may measure fewer than asked when the candidates form few clusters. The
+// adaptive strategies cluster the explorer's top 2 x batch candidates, and
+// their first round too: one configuration per cluster of a random sample
+// instead of a whole random batch.
 // With transfer data (other kernels' measurements) the model is trained on
 // it from the start, so the first batch is already guided.
 //
@@ -52,11 +56,17 @@ class ModelGuidedStrategy final : public SearchStrategy {
   Expected<std::vector<Config>> next(size_t count) override {
     KILN_TRY(transferStatus_);
     std::vector<uint64_t> picked;
-    if (!model_.trained()) {
+    if (!model_.trained() && adaptive_) {
+      // Nothing learned yet: cluster a random sample and measure one configuration per cluster.
+      std::vector<uint64_t> sample = randomUnvisited(std::max(options_.planSize, count));
+      for (uint64_t i : sample) visited_.erase(i);
+      picked = adaptiveSample(space_, sample, visited_, count, rng_);
+    } else if (!model_.trained()) {
       picked = randomUnvisited(count);
     } else {
       KILN_ASSIGN(std::vector<uint64_t> candidates,
                   explorer_->explore(space_, model_, visited_, std::max(options_.planSize, count)));
+      if (adaptive_ && candidates.size() > 2 * count) candidates.resize(2 * count);  // cluster the promising ones
       if (adaptive_) {
         picked = adaptiveSample(space_, candidates, visited_, count, rng_);
       } else {

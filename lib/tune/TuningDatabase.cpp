@@ -25,7 +25,7 @@ Expected<MeasureStatus> parseStatus(const std::string& s) {
   for (MeasureStatus m : {MeasureStatus::Ok, MeasureStatus::LowerError, MeasureStatus::CompileError,
                           MeasureStatus::WrongOutput, MeasureStatus::RunError})
     if (s == measureStatusName(m)) return m;
-  return makeError(ErrorCode::InvalidArgument, "unknown status '", s, "'");
+  return makeError(ErrorCode::FileFormat, "unknown status '", s, "'");
 }
 
 }  // namespace

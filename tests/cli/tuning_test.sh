@@ -4,11 +4,13 @@
 # each strategy on a tiny model, the report and its JSON, the database
 # applied at compile time (the tuned artifact computes what the interpreter
 # computes), corrupt lines warned about, stale records reported, and errors.
-# Usage: tuning_test.sh <kiln> <source dir> <work dir>
+# Batch mode: candidates exported, measured by kiln-measure, imported.
+# Usage: tuning_test.sh <kiln> <kiln-measure> <source dir> <work dir>
 set -euo pipefail
 KILN=$1
-SRC=$2
-WORK=$3
+MEASURE=$2
+SRC=$3
+WORK=$4
 rm -rf "$WORK" && mkdir -p "$WORK" && cd "$WORK"
 MODEL=$SRC/models/tiny/resnet_tiny-default.onnx
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -115,6 +117,37 @@ expect_in "knob space changed" stale.err
 sed 's/"device":"[^"]*"/"device":"another machine"/' db_sa.jsonl > other.jsonl
 "$KILN" compile "$MODEL" --tuning-db other.jsonl -o o.kiln > other.txt
 expect_in "21 missing" other.txt
+
+# Batch mode: export candidates, measure them with the lean tool, import the records, apply them.
+"$KILN" tune "$MODEL" --export-candidates batch --trials 12 --batch 4 --strategy sa --db batch.jsonl > export.txt
+expect_in "exported 12 candidates" export.txt
+/usr/bin/python3 -c "
+import json; m = json.load(open('batch/manifest.json'))
+assert m['schema'] == 'kiln-candidates/1' and len(m['candidates']) == 12
+assert sum(c['record']['default'] for c in m['candidates']) >= 1"
+"$MEASURE" batch --repeats 2 --min-sample-ms 0.1 > measure.txt 2> measure.err
+expect_in "measured 12 candidates (12 valid)" measure.txt
+expect_in "[12/12]" measure.err
+echo '{"schema":"kiln-tune/1"}' >> batch/results.jsonl
+"$KILN" tune "$MODEL" --import-results batch/results.jsonl --db batch.jsonl > import.txt 2> import.err
+expect_in "imported 12 records (1 skipped)" import.txt
+expect_in "results.jsonl:13:" import.err
+# A second round continues from the database: no candidate is proposed twice.
+"$KILN" tune "$MODEL" --export-candidates batch2 --trials 12 --batch 4 --strategy sa --db batch.jsonl > /dev/null
+/usr/bin/python3 -c "
+import json
+key = lambda c: (c['record']['signature'], json.dumps(c['record']['config'], sort_keys=True))
+a = {key(c) for c in json.load(open('batch/manifest.json'))['candidates']}
+b = [key(c) for c in json.load(open('batch2/manifest.json'))['candidates']]
+assert b and not (a & set(b)), 'round 2 repeats round 1'"
+"$KILN" compile "$MODEL" --tuning-db batch.jsonl -o batch.kiln > batch_compile.txt
+expect_in "tuning db: " batch_compile.txt
+echo 'not a manifest' > batch2/manifest.json
+expect_fail "not a kiln-candidates/1 manifest" "$MEASURE" batch2
+expect_fail "not a kernel of this model" "$KILN" tune "$SRC/models/tiny/mobilenet_tiny-default.onnx" \
+  --import-results batch/results.jsonl --db other_model.jsonl
+"$MEASURE" --help > measure_help.txt
+expect_in "kiln-measure" measure_help.txt
 
 # Errors.
 expect_fail "does not exist" "$KILN" compile "$MODEL" --tuning-db none.jsonl -o n.kiln

@@ -401,3 +401,44 @@ TEST_CASE("the tuning loop keeps its budget and records every measurement") {
   CHECK(a.count(ApplyStatus::Missing) == 0);
   CHECK(a.count(ApplyStatus::Applied) + a.count(ApplyStatus::KeptDefault) == 2);
 }
+
+TEST_CASE("tuning database lines: mutated records parse or fail cleanly") {
+  TuningRecord r;
+  r.target = "cpu";
+  r.device = "dev";
+  r.toolkit = "tk";
+  r.signature = "conv2d-cpu-0123456789abcdef";
+  r.spaceVersion = "fedcba9876543210";
+  r.config = {{"tw", 32}, {"toc", 4}};
+  r.ms = 1.5;
+  r.features = {1.0f, 2.5f};
+  const std::string valid = tuningRecordJson(r);
+  auto back = parseTuningRecord(valid);
+  REQUIRE(back.isOk());
+  CHECK(back->config == r.config);
+  CHECK(back->features == r.features);
+  SplitMix64 rng(11);
+  size_t parsed = 0, rejected = 0;
+  for (int i = 0; i < 5000; ++i) {
+    std::string line = valid;
+    for (int edits = 1 + int(rng.below(4)); edits > 0 && !line.empty(); --edits) {
+      size_t at = rng.below(line.size());
+      switch (rng.below(4)) {
+        case 0: line[at] = char(rng.below(256)); break;         // flip a byte
+        case 1: line.erase(at, 1 + rng.below(8)); break;        // drop a few
+        case 2: line.insert(at, 1, "{}[]\":,0-e9"[rng.below(11)]); break;
+        default: line.resize(at); break;                        // truncate
+      }
+    }
+    Expected<TuningRecord> m = parseTuningRecord(line);
+    if (m) {
+      ++parsed;
+      CHECK((m->status != MeasureStatus::Ok || (m->ms > 0 && std::isfinite(m->ms))));
+    } else {
+      ++rejected;
+      CHECK(m.error().code() == ErrorCode::FileFormat);
+    }
+  }
+  CHECK(rejected > 4000);
+  CHECK(parsed + rejected == 5000);
+}

@@ -7,7 +7,9 @@
 // (lib/tune/Tuner) with the chosen strategy and budget, appending every
 // measurement to the tuning database. A live status line on a terminal,
 // one log line per measurement round otherwise; a per-task table at the end.
-// `kiln compile --tuning-db DB` applies the result.
+// `kiln compile --tuning-db DB` applies the result. Batch mode:
+// --export-candidates DIR writes candidates for kiln-measure instead of
+// measuring, --import-results FILE brings its records into the database.
 //
 //===----------------------------------------------------------------------===//
 #include <unistd.h>
@@ -24,6 +26,7 @@
 #include "kiln/codegen/KernelCheck.h"
 #include "kiln/support/Stopwatch.h"
 #include "kiln/support/ThreadPool.h"
+#include "kiln/tune/BatchMode.h"
 #include "kiln/tune/Tuner.h"
 
 namespace kiln::cli {
@@ -36,6 +39,7 @@ struct TuneCommandOptions {
   std::string database;
   std::string jsonFile;
   std::vector<std::string> kernels;  ///< --kernel filters
+  std::string exportDir, importFile;  ///< batch mode
   tune::TuneOptions tune;
   tune::MeasureOptions measure;
   int threads = 0;
@@ -115,6 +119,14 @@ int tuneModel(TuneCommandOptions o) {
   auto db = tune::TuningDatabase::open(o.database);
   if (!db) return reportError(db.error());
   for (const std::string& p : db->problems()) std::cerr << "kiln tune: warning: " << p << "\n";
+  if (!o.importFile.empty()) {  // batch mode, step 3: kiln-measure's records into the database
+    auto imported = tune::importResults(o.importFile, *tasks, *db);
+    if (!imported) return reportError(imported.error());
+    for (const std::string& p : imported->problems) std::cerr << "kiln tune: warning: " << p << "\n";
+    std::cout << "imported " << imported->imported << " records (" << imported->skipped << " skipped) from " << o.importFile
+              << " into " << o.database << "\n";
+    return imported->imported ? 0 : 1;
+  }
   std::vector<Tensor> inputs;
   for (const RuntimeValue& v : model->inputs) inputs.push_back(v.isTensor() ? v.tensor() : Tensor());
   if (log) *log << "kiln tune: computing reference values with the interpreter\n";
@@ -122,6 +134,22 @@ int tuneModel(TuneCommandOptions o) {
   auto reference = codegen::referenceValues(graph, inputs);
   if (!reference) return reportError(reference.error());
   if (log) *log << "kiln tune: reference values in " << std::fixed << std::setprecision(1) << refTimer.elapsedMs() / 1000 << " s\n";
+  if (!o.exportDir.empty()) {  // batch mode, step 1: candidates for kiln-measure
+    tune::ExportOptions e;
+    e.dir = o.exportDir;
+    e.strategy = o.tune.strategy;
+    e.candidates = o.tune.trials;
+    e.batch = o.tune.batch;
+    e.seed = o.tune.search.seed;
+    auto exported = tune::exportCandidates(*tasks, *reference, *db, e);
+    if (!exported) return reportError(exported.error());
+    std::cout << "exported " << exported->candidates << " candidates of " << exported->tasks << " kernels ("
+              << exported->tensorFiles << " tensor files, " << std::fixed << std::setprecision(1)
+              << double(exported->bytes) / (1 << 20) << " MiB) to " << o.exportDir << "\n"
+              << "measure them with: kiln-measure " << o.exportDir << "; then: kiln tune " << o.model.path
+              << " --import-results " << o.exportDir << "/results.jsonl --db " << o.database << "\n";
+    return 0;
+  }
   auto measurer = tune::createCpuMeasurer(std::move(*reference), o.measure);
   if (!measurer) return reportError(measurer.error());
   const bool live = log && isatty(STDERR_FILENO);
@@ -164,7 +192,7 @@ void addTuneCommand(CLI::App& app, int& exitCode) {
   std::string names;
   for (const std::string& n : tune::strategyNames()) names += (names.empty() ? "" : ", ") + n;
   cmd->add_option("--strategy", o->tune.strategy, "Search strategy: " + names)
-      ->default_val("sa")
+      ->default_val("sa-as")
       ->check(CLI::IsMember(tune::strategyNames()));
   cmd->add_option("--batch", o->tune.batch, "Candidates per measurement round")->default_val(8)->check(CLI::Range(1, 1024));
   cmd->add_option("--tasks", o->tune.maxTasks, "Tune only the N kernels with the most default time (0: all)")->default_val(0);
@@ -182,6 +210,11 @@ void addTuneCommand(CLI::App& app, int& exitCode) {
       ->default_val(1e-3);
   cmd->add_option("--threads", o->threads, "Kernel threads (0: one per core)")->default_val(0);
   cmd->add_option("--build-threads", o->measure.buildThreads, "Parallel candidate builds (0: one per core)")->default_val(0);
+  cmd->add_option("--export-candidates", o->exportDir,
+                  "Batch mode: write the next --trials candidates (object code, arguments, expected outputs) to DIR "
+                  "for kiln-measure instead of measuring here");
+  cmd->add_option("--import-results", o->importFile,
+                  "Batch mode: append kiln-measure's records (FILE) for this model's kernels to the database");
   cmd->add_flag("--no-transfer", [o](int64_t) { o->tune.transfer = false; },
                 "Do not train the cost model on the database's records of similar kernels (other shapes of the same template)");
   cmd->add_flag("--quiet", o->quiet, "No progress on stderr");

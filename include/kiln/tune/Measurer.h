@@ -19,18 +19,11 @@
 
 #include "kiln/ir/Graph.h"
 #include "kiln/support/Tensor.h"
+#include "kiln/tune/KernelTiming.h"
 #include "kiln/tune/TuningTask.h"
 
 namespace kiln::tune {
 
-struct MeasureOptions {
-  int warmup = 1;            ///< untimed runs after the correctness check
-  int repeats = 5;           ///< timed samples; the median is the result
-  double minSampleMs = 1.0;  ///< a sample runs the kernel until this much time passed
-  double tolerance = 1e-3;   ///< |got - want| / max(1, |want|, rms(want)) allowed vs the interpreter
-  int buildThreads = 0;      ///< parallel builds (0: one per core)
-  bool pinThreads = true;    ///< pin the kernel thread pool while timing
-};
 
 enum class MeasureStatus : uint8_t { Ok, LowerError, CompileError, WrongOutput, RunError };
 const char* measureStatusName(MeasureStatus s);
@@ -56,6 +49,18 @@ class Measurer {
   /// Measures `configs` of `task` (results in the same order).
   virtual Expected<std::vector<MeasureResult>> measure(const TuningTask& task, const std::vector<codegen::Config>& configs) = 0;
 };
+
+/// The arguments of one run of a lowered kernel of `group`: copies of the
+/// reference values it reads (packed constants packed, code generation's
+/// tables, zeroed workspaces) and NaN-filled outputs, each with the
+/// reference value it must end up holding.
+struct KernelArguments {
+  std::vector<Tensor> tensors;  ///< one per kernel parameter
+  std::vector<std::pair<size_t, const Tensor*>> expected;  ///< output argument, its reference value
+  std::vector<void*> pointers();
+};
+Expected<KernelArguments> bindKernelArguments(const codegen::KernelGroup& group, const codegen::LoweredKernel& lowered,
+                                              const std::map<std::string, Tensor>& reference);
 
 /// The CPU measurer for kernels of `graph`; `reference` holds every value of
 /// the graph (codegen::referenceValues) on the inputs the tuner chose.

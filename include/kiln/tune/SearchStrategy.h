@@ -15,10 +15,11 @@
 //              knobs up or down, trained by policy gradient on the cost
 //              model's predicted improvement, replaces annealing
 //   sa-as      annealing, then CHAMELEON's adaptive sampling: k-means over
-//              the candidates with the cluster count at the knee of the loss
-//              curve, one configuration per cluster, and sample synthesis
-//              (each knob's most common value in the cluster) for clusters
-//              whose representative was already measured
+//              the top candidates with the cluster count at the knee of the
+//              loss curve, one configuration per cluster (the first round:
+//              clusters of a random sample), and sample synthesis (each
+//              knob's most common value in the cluster) for clusters whose
+//              representative was already measured
 //   rl-as      CHAMELEON: adaptive exploration + adaptive sampling
 //
 //===----------------------------------------------------------------------===//

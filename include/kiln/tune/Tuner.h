@@ -35,7 +35,7 @@ struct TuneProgress {
 };
 
 struct TuneOptions {
-  std::string strategy = "sa";
+  std::string strategy = "sa-as";
   size_t trials = 64;   ///< valid measured candidates, over all tasks (default baselines not counted)
   size_t batch = 8;     ///< candidates per measurement round
   size_t maxTasks = 0;  ///< tune only the heaviest N tasks (0: all)

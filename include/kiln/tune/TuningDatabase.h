@@ -90,8 +90,8 @@ struct TransferData;
 TransferData transferDataFor(const TuningTask& task, const TuningDatabase& db, const std::string& target,
                              const std::string& device, const std::string& toolkit, size_t width, size_t maxRows = 2000);
 
-/// The device and toolkit strings of this machine's CPU (what the CPU measurer records).
-std::string cpuDeviceName();
+/// The toolkit string of CPU records: kiln's and LLVM's versions (the
+/// device string, cpuDeviceName, is in KernelTiming.h).
 std::string cpuToolkitName();
 
 }  // namespace kiln::tune

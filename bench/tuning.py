@@ -1,0 +1,232 @@
+#!/usr/bin/python3
+"""The tuning-strategy comparison of issue 8 (docs/tuning.md).
+
+For each benchmark kernel (two ResNet-50 convolutions, two BERT-base
+matmuls) it measures the whole knob space once with `kiln tune --strategy
+grid` (the reference table),
+then runs every strategy with the same budget and seeds (`kiln tune
+--kernel SIG --strategy S --trials N --seed K --no-transfer`). Each run's
+proposals, in order, are scored against the reference table, so all
+strategies are judged by one consistent measurement of every configuration
+(their own decisions used their own, noisier, measurements). Reported per
+kernel and strategy: best-so-far curves (mean over seeds, SVG), trials and
+wall time to reach 95% of the best known configuration (the table's best),
+and the speedup over the default schedule. Results go to --out as JSON and
+the tables/charts into docs/tuning.md between the markers.
+
+    bench/tuning.py [--kiln build/tools/kiln/kiln] [--zoo DIR] [--out build/tuning]
+                    [--trials 48] [--seeds 4] [--skip-run]
+"""
+import argparse
+import collections
+import datetime
+import json
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+import zoo  # noqa: E402
+
+# (model, description prefix, label): the heaviest task whose description starts with the prefix.
+KERNELS = [
+    ("resnet50", "Conv 1x64x56x56 -> 1x64x56x56+Relu", "ResNet-50 conv 3x3, 64 ch, 56x56"),
+    ("resnet50", "Conv 1x256x14x14 -> 1x256x14x14+Relu", "ResNet-50 conv 3x3, 256 ch, 14x14"),
+    ("bert_base", "MatMul 1x128x768 -> 1x128x3072", "BERT-base FFN up, 768->3072 (+GELU)"),
+    ("bert_base", "MatMul 1x128x3072 -> 1x128x768", "BERT-base FFN down, 3072->768 (+residual)"),
+]
+STRATEGIES = ["random", "grid", "sa", "rl", "sa-as", "rl-as"]
+COLORS = {"random": "#888888", "grid": "#bbbbbb", "sa": "#1f77b4", "rl": "#2ca02c", "sa-as": "#ff7f0e", "rl-as": "#d62728"}
+BEGIN, END = "<!-- tuning:begin (bench/tuning.py) -->", "<!-- tuning:end -->"
+MEASURE = ["--repeats", "3", "--min-sample-ms", "1", "--batch", "8", "--quiet", "--no-transfer"]
+
+
+def kiln_tune(kiln, model, args, db, report=None):
+    cmd = [kiln, "tune", model, "--db", db] + args + MEASURE + (["--json", report] if report else [])
+    print("bench/tuning.py:", " ".join(cmd), file=sys.stderr, flush=True)
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+
+
+def records(db):
+    return [json.loads(line) for line in open(db) if line.strip()]
+
+
+def key(config):
+    return json.dumps(config, sort_keys=True)
+
+
+def pick_task(kiln, model, prefix, work):
+    """The signature and description of the heaviest task matching prefix."""
+    report = os.path.join(work, "tasks.json")
+    kiln_tune(kiln, model, ["--trials", "1", "--kernel", prefix], os.path.join(work, "tasks.jsonl"), report)
+    tasks = [t for t in json.load(open(report))["tasks"] if t["description"].startswith(prefix)]
+    best = max(tasks, key=lambda t: t["uses"] * t["default_ms"])
+    return best["signature"], best["description"]
+
+
+def run_kernel(kiln, zoo_dir, out, index, trials, seeds):
+    model_name, prefix, label = KERNELS[index]
+    model = os.path.join(zoo_dir, model_name + "-default.onnx")
+    work = os.path.join(out, "k%d" % index)
+    os.makedirs(work, exist_ok=True)
+    signature, description = pick_task(kiln, model, prefix, work)
+    # Reference table: the whole space, measured once (plus the default's confirmations).
+    table_db = os.path.join(work, "table.jsonl")
+    if os.path.exists(table_db):
+        os.remove(table_db)
+    for seed in (0,):
+        kiln_tune(kiln, model, ["--strategy", "grid", "--trials", "100000", "--kernel", signature, "--seed", str(seed)], table_db)
+    runs = []
+    for strategy in STRATEGIES:
+        for seed in range(seeds):
+            db = os.path.join(work, "%s-%d.jsonl" % (strategy, seed))
+            report = os.path.join(work, "%s-%d.json" % (strategy, seed))
+            if os.path.exists(db):
+                os.remove(db)
+            kiln_tune(kiln, model, ["--strategy", strategy, "--trials", str(trials), "--kernel", signature,
+                                    "--seed", str(seed)], db, report)
+            task = [t for t in json.load(open(report))["tasks"] if t["signature"] == signature][0]
+            proposals = [key(r["config"]) for r in records(db)
+                         if r["signature"] == signature and not r["default"] and r["strategy"] != "confirm"]
+            runs.append({"strategy": strategy, "seed": seed, "proposals": proposals, "seconds": task["seconds"],
+                         "measured_best_ms": task["best_ms"], "measured_default_ms": task["default_ms"]})
+    table = collections.defaultdict(list)
+    default = None
+    for r in records(table_db):
+        if r["signature"] == signature and r["status"] == "ok":
+            table[key(r["config"])].append(r["ms"])
+            if r["default"]:
+                default = key(r["config"])
+    table = {k: sum(v) / len(v) for k, v in table.items()}
+    result = {"model": model_name, "label": label, "signature": signature, "description": description,
+              "space": len(table), "default_ms": table[default], "best_ms": min(table.values()),
+              "table": table, "runs": runs, "trials": trials}
+    with open(os.path.join(out, "kernel%d.json" % index), "w") as f:
+        json.dump(result, f)
+    return result
+
+
+def curve(result, run):
+    """Best-so-far reference time after each trial (index 0: the default)."""
+    best = result["default_ms"]
+    out = [best]
+    for p in run["proposals"][:result["trials"]]:
+        best = min(best, result["table"].get(p, best))
+        out.append(best)
+    return out
+
+
+def to_95(result, run):
+    target = result["best_ms"] / 0.95
+    for i, v in enumerate(curve(result, run)):
+        if v <= target:
+            return i
+    return None
+
+
+def summarize(result):
+    rows = []
+    for strategy in STRATEGIES:
+        runs = [r for r in result["runs"] if r["strategy"] == strategy]
+        reached = [to_95(result, r) for r in runs]
+        hits = [x for x in reached if x is not None]
+        finals = [curve(result, r)[-1] for r in runs]
+        secs = [r["seconds"] * (x / max(len(r["proposals"]), 1)) for r, x in zip(runs, reached) if x is not None]
+        rows.append({"strategy": strategy, "reached": len(hits), "runs": len(runs),
+                     "trials_to_95": sorted(hits)[len(hits) // 2] if len(hits) == len(runs) and hits else None,
+                     "mean_trials_to_95": sum(hits) / len(hits) if hits else None,
+                     "seconds_to_95": sum(secs) / len(secs) if secs else None,
+                     "final_ms": sum(finals) / len(finals), "seconds": sum(r["seconds"] for r in runs) / len(runs)})
+    return rows
+
+
+def chart(result, path):
+    W, H, L, B = 560, 300, 60, 40
+    curves = {}
+    for strategy in STRATEGIES:
+        runs = [curve(result, r) for r in result["runs"] if r["strategy"] == strategy]
+        n = min(len(c) for c in runs)
+        curves[strategy] = [sum(c[i] for c in runs) / len(runs) for i in range(n)]
+    top = max(max(c) for c in curves.values())
+    low = result["best_ms"] * 0.97
+    ys = lambda v: 15 + (H - B - 15) * (1 - (v - low) / max(top - low, 1e-12))
+    xs = lambda i: L + (W - L - 130) * i / max(result["trials"], 1)
+    out = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="11">' % (W, H),
+           '<rect width="100%" height="100%" fill="white"/>',
+           '<text x="%d" y="12">%s: best-so-far time (mean of seeds) vs trials</text>' % (L, result["label"])]
+    out.append('<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="black"/>' % (L, H - B, W - 130, H - B))
+    out.append('<line x1="%d" y1="15" x2="%d" y2="%d" stroke="black"/>' % (L, L, H - B))
+    for frac in (0, 0.25, 0.5, 0.75, 1):
+        v = low + (top - low) * frac
+        out.append('<text x="%d" y="%.1f" text-anchor="end">%.3f</text>' % (L - 4, ys(v) + 4, v))
+    for i in range(0, result["trials"] + 1, max(result["trials"] // 4, 1)):
+        out.append('<text x="%.1f" y="%d" text-anchor="middle">%d</text>' % (xs(i), H - B + 14, i))
+    out.append('<text x="%d" y="%d">trials</text>' % ((W - 130) // 2, H - 8))
+    out.append('<text x="4" y="%d">ms</text>' % (H // 2))
+    target = result["best_ms"] / 0.95
+    out.append('<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#999" stroke-dasharray="4 3"/>' % (L, ys(target), W - 130, ys(target)))
+    out.append('<text x="%d" y="%.1f" fill="#666">95%% of best</text>' % (W - 126, ys(target) + 4))
+    for n, (strategy, c) in enumerate(curves.items()):
+        pts = " ".join("%.1f,%.1f" % (xs(i), ys(v)) for i, v in enumerate(c))
+        out.append('<polyline fill="none" stroke="%s" stroke-width="1.6" points="%s"/>' % (COLORS[strategy], pts))
+        out.append('<text x="%d" y="%d" fill="%s">%s</text>' % (W - 100, 40 + 16 * n, COLORS[strategy], strategy))
+    out.append("</svg>")
+    with open(path, "w") as f:
+        f.write("\n".join(out) + "\n")
+
+
+def render(results, doc, charts_dir, trials, seeds):
+    lines = [BEGIN, "",
+             "Measured %s on %s; budget %d trials per run, %d seeds per strategy, batches of 8, "
+             "`--no-transfer`; curves and trials scored against the reference table (every configuration "
+             "of the space measured once by `grid`, median of 3 samples)." % (datetime.date.today().isoformat(), zoo.describe_machine(), trials, seeds), ""]
+    wins = 0
+    for i, r in enumerate(results):
+        name = "kernel%d.svg" % i
+        chart(r, os.path.join(charts_dir, name))
+        rows = summarize(r)
+        lines += ["### %s" % r["label"], "",
+                  "`%s` (`%s`), %d configurations; default %.3f ms, best known %.3f ms (%.2fx)." %
+                  (r["description"], r["signature"], r["space"], r["default_ms"], r["best_ms"], r["default_ms"] / r["best_ms"]), "",
+                  "![%s](tuning/%s)" % (r["label"], name), "",
+                  "| strategy | runs reaching 95% | mean trials to 95% | mean seconds to 95% | final best ms (mean) | seconds per run |",
+                  "|---|---|---|---|---|---|"]
+        fmt = lambda v, f: "-" if v is None else f % v
+        for row in rows:
+            lines.append("| %s | %d/%d | %s | %s | %.3f | %.1f |" % (
+                row["strategy"], row["reached"], row["runs"], fmt(row["mean_trials_to_95"], "%.1f"),
+                fmt(row["seconds_to_95"], "%.1f"), row["final_ms"], row["seconds"]))
+        by = {row["strategy"]: row for row in rows}
+        sa = by["sa"]["mean_trials_to_95"] if by["sa"]["reached"] == by["sa"]["runs"] else None
+        best_cham = min((by[s]["mean_trials_to_95"] for s in ("rl-as", "sa-as", "rl")
+                         if by[s]["reached"] == by[s]["runs"] and by[s]["mean_trials_to_95"] is not None), default=None)
+        ok = sa is not None and best_cham is not None and best_cham <= sa / 2
+        wins += ok
+        lines += ["", "Best CHAMELEON-style strategy vs sa (trials to 95%%): %s vs %s -> %s." % (
+            fmt(best_cham, "%.1f"), fmt(sa, "%.1f"), "at most half" if ok else "not at most half"), ""]
+    lines += ["Kernels where a CHAMELEON-style strategy needed at most half of sa's trials: %d of %d." % (wins, len(results)), "", END]
+    zoo.replace_section(doc, BEGIN, END, lines)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--kiln", default=os.path.join(ROOT, "build/tools/kiln/kiln"))
+    ap.add_argument("--zoo", default=os.path.join(ROOT, "build/models"))
+    ap.add_argument("--out", default=os.path.join(ROOT, "build/tuning"))
+    ap.add_argument("--trials", type=int, default=48)
+    ap.add_argument("--seeds", type=int, default=4)
+    ap.add_argument("--kernels", default="0,1,2,3", help="indices into the kernel list")
+    ap.add_argument("--skip-run", action="store_true", help="re-render from the JSON in --out")
+    ap.add_argument("--doc", default=os.path.join(ROOT, "docs/tuning.md"))
+    a = ap.parse_args()
+    os.makedirs(a.out, exist_ok=True)
+    results = []
+    for i in [int(x) for x in a.kernels.split(",")]:
+        path = os.path.join(a.out, "kernel%d.json" % i)
+        results.append(json.load(open(path)) if a.skip_run else run_kernel(a.kiln, a.zoo, a.out, i, a.trials, a.seeds))
+    render(results, a.doc, os.path.join(os.path.dirname(a.doc), "tuning"), a.trials, a.seeds)
+
+
+if __name__ == "__main__":
+    main()

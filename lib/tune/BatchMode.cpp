@@ -1,0 +1,181 @@
+//===- lib/tune/BatchMode.cpp - Measuring candidates elsewhere -------------===//
+//
+// See kiln/tune/BatchMode.h. Each candidate is lowered, compiled to a
+// relocatable object (the same code an artifact holds) and bound to its
+// arguments as the in-process measurer binds them.
+//
+//===----------------------------------------------------------------------===//
+#include "kiln/tune/BatchMode.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "kiln/codegen/CpuBackend.h"
+#include "kiln/support/File.h"
+#include "kiln/support/Hash.h"
+#include "kiln/support/Npy.h"
+#include "kiln/tune/Measurer.h"
+#include "kiln/tune/ScheduleFeatures.h"
+#include "kiln/tune/SearchStrategy.h"
+
+namespace kiln::tune {
+
+using namespace codegen;
+
+namespace {
+
+std::string tensorFileName(const Tensor& t) {
+  uint64_t h = hashBytes(t.rawData(), t.byteSize(), hashString(std::string(dtypeName(t.dtype())) + dimsToString(t.dims())));
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "t%016llx.npy", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+/// The task's earlier measurements on this toolkit and knob space, as results for its strategy.
+std::vector<MeasureResult> historyOf(const TuningTask& task, const TuningDatabase& db, const std::string& toolkit,
+                                     bool& hasDefault) {
+  std::vector<MeasureResult> out;
+  hasDefault = false;
+  for (const TuningRecord& r : db.records()) {
+    if (r.signature != task.signature || r.spaceVersion != task.spaceVersion || r.toolkit != toolkit || r.target != "cpu" ||
+        !task.space.check(r.config).isOk())
+      continue;
+    hasDefault |= r.isDefault;
+    MeasureResult m;
+    m.config = r.config;
+    m.status = r.status;
+    m.ms = r.ms;
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
+}  // namespace
+
+Expected<ExportSummary> exportCandidates(const TaskSet& tasks, const std::map<std::string, Tensor>& reference,
+                                         const TuningDatabase& history, const ExportOptions& options) {
+  std::error_code ec;
+  std::filesystem::create_directories(options.dir, ec);
+  if (ec) return makeError(ErrorCode::IoError, "cannot create ", options.dir, ": ", ec.message());
+  const std::string toolkit = cpuToolkitName();
+  std::vector<const TuningTask*> order;
+  for (const TuningTask& t : tasks.tasks) order.push_back(&t);
+  std::stable_sort(order.begin(), order.end(), [](const TuningTask* a, const TuningTask* b) {
+    return a->flops * double(a->groups.size()) > b->flops * double(b->groups.size());
+  });
+  struct Pending {
+    const TuningTask* task;
+    std::unique_ptr<SearchStrategy> strategy;
+    bool needsDefault;
+  };
+  std::vector<Pending> pending;
+  for (const TuningTask* t : order) {
+    StrategyOptions so;
+    so.seed = hashCombine(options.seed, hashString(t->signature));
+    KILN_ASSIGN(std::unique_ptr<SearchStrategy> strategy, makeStrategy(options.strategy, *t, so));
+    bool hasDefault = false;
+    std::vector<MeasureResult> done = historyOf(*t, history, toolkit, hasDefault);
+    if (!done.empty()) KILN_TRY(strategy->update(done));
+    pending.push_back({t, std::move(strategy), !hasDefault});
+  }
+  ExportSummary summary;
+  nlohmann::ordered_json candidates = nlohmann::ordered_json::array();
+  std::set<std::string> written;
+  auto add = [&](const TuningTask& task, const Config& config, bool isDefault) -> Status {
+    const std::string id = "c" + std::to_string(10000 + summary.candidates).substr(1);
+    KILN_ASSIGN(LoweredKernel lowered, lowerGroup(*task.groups.front(), KernelTarget::Cpu, &config));
+    lowered.kernel.name = id;
+    KILN_ASSIGN(KernelArguments args, bindKernelArguments(*task.groups.front(), lowered, reference));
+    KILN_ASSIGN(CpuObject object, compileToObject({&lowered.kernel}));
+    KILN_TRY(writeFile(options.dir + "/" + id + ".o", std::string(object.bytes.begin(), object.bytes.end())));
+    summary.bytes += object.bytes.size();
+    nlohmann::ordered_json argList = nlohmann::ordered_json::array();
+    for (size_t a = 0; a < args.tensors.size(); ++a) {
+      auto expected = std::find_if(args.expected.begin(), args.expected.end(), [&](auto& e) { return e.first == a; });
+      const Tensor& data = expected != args.expected.end() ? *expected->second : args.tensors[a];
+      std::string file = tensorFileName(data);
+      if (written.insert(file).second) {
+        KILN_TRY(writeNpy(options.dir + "/" + file, data));
+        summary.bytes += data.byteSize();
+        ++summary.tensorFiles;
+      }
+      argList.push_back({{"file", file}, {"output", expected != args.expected.end()}});
+    }
+    TuningRecord r;
+    r.target = "cpu";
+    r.toolkit = toolkit;
+    r.signature = task.signature;
+    r.spaceVersion = task.spaceVersion;
+    r.templateName = task.templateName;
+    r.description = task.description;
+    r.config = config;
+    r.flops = task.flops;
+    r.isDefault = isDefault;
+    r.strategy = isDefault ? "default" : options.strategy;
+    r.seed = options.seed;
+    r.features = scheduleFeatures(task.space, config, lowered.kernel);
+    candidates.push_back({{"id", id},
+                          {"object", id + ".o"},
+                          {"cpu_features", object.requiredFeatures},
+                          {"args", argList},
+                          {"record", nlohmann::ordered_json::parse(tuningRecordJson(r))}});
+    ++summary.candidates;
+    return Status::ok();
+  };
+  std::set<const TuningTask*> touched;
+  for (bool progress = true; progress && summary.candidates < options.candidates;) {
+    progress = false;
+    for (Pending& p : pending) {
+      if (summary.candidates >= options.candidates) break;
+      if (p.needsDefault) {
+        KILN_TRY(add(*p.task, p.task->space.defaultConfig(), true));
+        p.needsDefault = false;
+      }
+      size_t room = std::min(options.batch, options.candidates - summary.candidates);
+      if (!room) break;
+      KILN_ASSIGN(std::vector<Config> next, p.strategy->next(room));
+      for (const Config& c : next) KILN_TRY(add(*p.task, c, false));
+      progress |= !next.empty();
+      touched.insert(p.task);
+    }
+  }
+  summary.tasks = touched.size();
+  nlohmann::ordered_json manifest{{"schema", "kiln-candidates/1"}, {"target", "cpu"}, {"toolkit", toolkit},
+                                  {"strategy", options.strategy}, {"candidates", candidates}};
+  KILN_TRY(writeFile(options.dir + "/manifest.json", manifest.dump(1) + "\n"));
+  return summary;
+}
+
+Expected<ImportSummary> importResults(const std::string& path, const TaskSet& tasks, TuningDatabase& db) {
+  KILN_ASSIGN(std::vector<std::string> lines, readLinesIfExists(path));
+  if (lines.empty() && !readFile(path)) return makeError(ErrorCode::IoError, "results file ", path, " does not exist");
+  std::map<std::string, const TuningTask*> bySignature;
+  for (const TuningTask& t : tasks.tasks) bySignature[t.signature] = &t;
+  ImportSummary summary;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (lines[i].find_first_not_of(" \t\r") == std::string::npos) continue;
+    const std::string where = path + ":" + std::to_string(i + 1) + ": ";
+    Expected<TuningRecord> r = parseTuningRecord(lines[i]);
+    if (!r) {
+      summary.problems.push_back(where + r.error().message() + " (skipped)");
+      ++summary.skipped;
+      continue;
+    }
+    auto it = bySignature.find(r->signature);
+    if (it == bySignature.end() || it->second->spaceVersion != r->spaceVersion || !it->second->space.check(r->config).isOk()) {
+      summary.problems.push_back(where + "kernel " + r->signature + " (" + r->description +
+                                 ") is not a kernel of this model with this knob space (skipped)");
+      ++summary.skipped;
+      continue;
+    }
+    KILN_TRY(db.append(std::move(*r)));
+    ++summary.imported;
+  }
+  return summary;
+}
+
+}  // namespace kiln::tune

@@ -1,0 +1,55 @@
+//===- lib/tune/KernelTiming.cpp - How a candidate is judged ---------------===//
+//
+// See kiln/tune/KernelTiming.h.
+//
+//===----------------------------------------------------------------------===//
+#include "kiln/tune/KernelTiming.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "kiln/support/ProcessInfo.h"
+#include "kiln/support/Stopwatch.h"
+
+namespace kiln::tune {
+
+double maxRelativeError(const Tensor& got, const Tensor& want) {
+  std::vector<double> g = got.toDoubles(), w = want.toDoubles();
+  if (g.size() != w.size()) return INFINITY;
+  double squares = 0;
+  for (double v : w) squares += std::isfinite(v) ? v * v : 0;
+  const double rms = w.empty() ? 0 : std::sqrt(squares / double(w.size()));
+  double worst = 0;
+  for (size_t i = 0; i < w.size(); ++i) {
+    double err = std::fabs(g[i] - w[i]);
+    if (std::isnan(g[i]) != std::isnan(w[i])) err = INFINITY;
+    if (std::isnan(err)) err = 0;  // both NaN
+    worst = std::max(worst, err / std::max({1.0, std::fabs(w[i]), rms}));
+  }
+  return worst;
+}
+
+double timeKernel(const std::function<void()>& run, const MeasureOptions& options) {
+  for (int w = 0; w < options.warmup; ++w) run();
+  Stopwatch once;
+  run();
+  const double single = std::max(once.elapsedMs(), 1e-6);
+  const int inner = int(std::clamp(std::ceil(options.minSampleMs / single), 1.0, 1e6));
+  std::vector<double> samples;
+  for (int s = 0; s < std::max(options.repeats, 1); ++s) {
+    Stopwatch timer;
+    for (int k = 0; k < inner; ++k) run();
+    samples.push_back(timer.elapsedMs() / inner);
+  }
+  std::sort(samples.begin(), samples.end());
+  const size_t n = samples.size();
+  return n % 2 ? samples[n / 2] : 0.5 * (samples[n / 2 - 1] + samples[n / 2]);
+}
+
+std::string cpuDeviceName() {
+  MachineInfo m = describeMachine();
+  return m.cpu + ", " + std::to_string(m.cores) + " logical cores";
+}
+
+}  // namespace kiln::tune

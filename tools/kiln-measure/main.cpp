@@ -1,0 +1,150 @@
+//===- tools/kiln-measure/main.cpp - The lean batch measurer ---------------===//
+//
+// Measures a directory of candidates that `kiln tune --export-candidates`
+// wrote, on the machine it runs on, and writes one kiln-tune/1 record per
+// candidate (the manifest's record with status, time, device and date
+// filled in) for `kiln tune --import-results`. It links only kiln's runtime
+// (object-code loader, thread pool, .npy) and the shared timing rules, not
+// the compiler, LLVM or protobuf: what a measuring box or a cluster job
+// needs. Each candidate is run once and checked against its expected
+// outputs, then timed as the in-process measurer times (kiln/tune/KernelTiming.h).
+//
+//===----------------------------------------------------------------------===//
+#include <cstring>
+#include <iostream>
+#include <map>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "kiln/runtime/ObjectLoader.h"
+#include "kiln/support/File.h"
+#include "kiln/support/Npy.h"
+#include "kiln/support/ProcessInfo.h"
+#include "kiln/support/ThreadPool.h"
+#include "kiln/tune/KernelTiming.h"
+
+namespace {
+
+using namespace kiln;
+using KernelFn = void (*)(void* const* args);
+
+struct Options {
+  std::string dir, out;
+  tune::MeasureOptions measure;
+  int threads = 0;
+  bool quiet = false;
+};
+
+/// One candidate: status and time, or why it failed.
+struct Outcome {
+  std::string status = "ok";
+  double ms = 0;
+  std::string error;
+};
+
+Expected<Outcome> measureCandidate(const Options& o, const nlohmann::json& c, std::map<std::string, Tensor>& files) {
+  Outcome out;
+  for (const auto& f : c.at("cpu_features"))
+    if (!runtime::hostHasFeature(f.get<std::string>()))
+      return Outcome{"run-error", 0, "this CPU lacks " + f.get<std::string>() + " (export on a machine like this one)"};
+  KILN_ASSIGN(std::string code, readFile(o.dir + "/" + c.at("object").get<std::string>()));
+  KILN_ASSIGN(auto object, runtime::LoadedObject::load(reinterpret_cast<const uint8_t*>(code.data()), code.size()));
+  auto fn = reinterpret_cast<KernelFn>(object->symbol(c.at("id").get<std::string>()));
+  if (!fn) return makeError(ErrorCode::ArtifactCorrupt, "candidate ", c.at("id").get<std::string>(), ": no entry point");
+  std::vector<Tensor> args;
+  std::vector<std::pair<size_t, const Tensor*>> expected;
+  for (const auto& a : c.at("args")) {
+    const std::string file = a.at("file").get<std::string>();
+    auto it = files.find(file);
+    if (it == files.end()) {
+      KILN_ASSIGN(Tensor t, readNpy(o.dir + "/" + file));
+      it = files.emplace(file, std::move(t)).first;
+    }
+    if (a.at("output").get<bool>()) {
+      Tensor t = Tensor::zeros(it->second.dtype(), it->second.dims());
+      std::memset(t.mutableRawData(), 0xff, t.byteSize());  // NaN bits: a missed store cannot pass
+      expected.emplace_back(args.size(), &it->second);
+      args.push_back(std::move(t));
+    } else {
+      args.push_back(it->second.clone());
+    }
+  }
+  std::vector<void*> pointers;
+  for (Tensor& t : args) pointers.push_back(t.mutableRawData());
+  fn(pointers.data());
+  double worst = 0;
+  for (const auto& [a, want] : expected) worst = std::max(worst, tune::maxRelativeError(args[a], *want));
+  if (!(worst <= o.measure.tolerance))
+    return Outcome{"wrong-output", 0, "largest relative error " + std::to_string(worst) + " > tolerance"};
+  PinnedThreads pin;
+  out.ms = tune::timeKernel([&] { fn(pointers.data()); }, o.measure);
+  return out;
+}
+
+int run(const Options& o) {
+  auto text = readFile(o.dir + "/manifest.json");
+  if (!text) {
+    std::cerr << "kiln-measure: error: " << text.error().message() << "\n";
+    return 1;
+  }
+  nlohmann::json manifest = nlohmann::json::parse(*text, nullptr, false);
+  if (manifest.is_discarded() || manifest.value("schema", "") != "kiln-candidates/1" || !manifest.contains("candidates")) {
+    std::cerr << "kiln-measure: error KE4002: " << o.dir << "/manifest.json is not a kiln-candidates/1 manifest\n";
+    return 1;
+  }
+  if (o.threads > 0) ThreadPool::global().setThreads(o.threads);
+  const std::string out = o.out.empty() ? o.dir + "/results.jsonl" : o.out;
+  const std::string device = tune::cpuDeviceName();
+  std::map<std::string, Tensor> files;
+  size_t n = 0, ok = 0;
+  const size_t total = manifest["candidates"].size();
+  for (const auto& c : manifest["candidates"]) {
+    ++n;
+    Expected<Outcome> m = [&]() -> Expected<Outcome> {
+      try {
+        return measureCandidate(o, c, files);
+      } catch (const nlohmann::json::exception& e) {
+        return makeError(ErrorCode::FileFormat, "malformed candidate entry: ", e.what());
+      }
+    }();
+    if (!m) {
+      std::cerr << "kiln-measure: error: candidate " << n << " of " << total << ": " << m.error().message() << "\n";
+      return 1;
+    }
+    nlohmann::ordered_json record = c.at("record");
+    record["device"] = device;
+    record["status"] = m->status;
+    record["ms"] = m->ms;
+    record["time"] = utcTimestamp();
+    if (Status s = appendLine(out, record.dump()); !s.isOk()) {
+      std::cerr << "kiln-measure: error: " << s.error().message() << "\n";
+      return 1;
+    }
+    ok += m->status == "ok";
+    if (!o.quiet)
+      std::cerr << "kiln-measure: [" << n << "/" << total << "] " << c.at("id").get<std::string>() << " "
+                << record.value("description", "") << ": " << (m->status == "ok" ? std::to_string(m->ms) + " ms" : m->status + " (" + m->error + ")")
+                << "\n";
+  }
+  std::cout << "measured " << n << " candidates (" << ok << " valid) on " << device << " -> " << out << "\n";
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"kiln-measure: measures the candidates `kiln tune --export-candidates DIR` wrote, on this machine,\n"
+               "and writes kiln-tune/1 records for `kiln tune --import-results`."};
+  Options o;
+  app.add_option("dir", o.dir, "Candidate directory (holds manifest.json)")->required()->check(CLI::ExistingDirectory);
+  app.add_option("--out", o.out, "Records to append to (default: DIR/results.jsonl)");
+  app.add_option("--repeats", o.measure.repeats, "Timed samples per candidate (median)")->default_val(5)->check(CLI::Range(1, 1000));
+  app.add_option("--min-sample-ms", o.measure.minSampleMs, "Each sample repeats the kernel for at least this long")->default_val(1.0);
+  app.add_option("--tolerance", o.measure.tolerance, "Relative error vs the expected outputs above which a candidate is wrong")
+      ->default_val(1e-3);
+  app.add_option("--threads", o.threads, "Kernel threads (0: one per core)")->default_val(0);
+  app.add_flag("--quiet", o.quiet, "No progress on stderr");
+  CLI11_PARSE(app, argc, argv);
+  return run(o);
+}
