@@ -70,8 +70,9 @@ def per_task(f):  # signature -> proposed configurations in order (each task has
     return out
 for name, first in (('random', None), ('sa', 4)):
     a, b = per_task('once_%s.jsonl' % name), per_task('again_%s.jsonl' % name)
-    assert set(a) == set(b) and len(a) == 2, (name, a.keys(), b.keys())
-    for sig in a:
+    common = set(a) & set(b)  # which kernel gets later rounds follows measured gains
+    assert common, (name, a.keys(), b.keys())
+    for sig in common:
         n = min(len(a[sig]), len(b[sig]), first or 1 << 30)
         assert a[sig][:n] == b[sig][:n], (name, sig)"
 
@@ -146,6 +147,7 @@ echo 'not a manifest' > batch2/manifest.json
 expect_fail "not a kiln-candidates/1 manifest" "$MEASURE" batch2
 expect_fail "not a kernel of this model" "$KILN" tune "$SRC/models/tiny/mobilenet_tiny-default.onnx" \
   --import-results batch/results.jsonl --db other_model.jsonl
+expect_fail "excludes" "$KILN" tune "$MODEL" --export-candidates x --import-results batch/results.jsonl
 "$MEASURE" --help > measure_help.txt
 expect_in "kiln-measure" measure_help.txt
 

@@ -210,11 +210,12 @@ void addTuneCommand(CLI::App& app, int& exitCode) {
       ->default_val(1e-3);
   cmd->add_option("--threads", o->threads, "Kernel threads (0: one per core)")->default_val(0);
   cmd->add_option("--build-threads", o->measure.buildThreads, "Parallel candidate builds (0: one per core)")->default_val(0);
-  cmd->add_option("--export-candidates", o->exportDir,
+  auto* exportOption = cmd->add_option("--export-candidates", o->exportDir,
                   "Batch mode: write the next --trials candidates (object code, arguments, expected outputs) to DIR "
                   "for kiln-measure instead of measuring here");
   cmd->add_option("--import-results", o->importFile,
-                  "Batch mode: append kiln-measure's records (FILE) for this model's kernels to the database");
+                  "Batch mode: append kiln-measure's records (FILE) for this model's kernels to the database")
+      ->excludes(exportOption);
   cmd->add_flag("--no-transfer", [o](int64_t) { o->tune.transfer = false; },
                 "Do not train the cost model on the database's records of similar kernels (other shapes of the same template)");
   cmd->add_flag("--quiet", o->quiet, "No progress on stderr");
