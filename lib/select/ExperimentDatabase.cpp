@@ -102,18 +102,13 @@ Expected<ExperimentSummary> parseExperimentRecord(const std::string& line) {
 Expected<ExperimentDatabase> ExperimentDatabase::open(const std::string& path) {
   ExperimentDatabase db;
   db.path_ = path;
-  KILN_ASSIGN(std::vector<std::string> lines, readLinesIfExists(path));
-  for (const std::string& line : lines) {
-    ++db.lines_;
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    auto record = parseExperimentRecord(line);
-    if (!record) {
-      db.problems_.push_back(path + ":" + std::to_string(db.lines_) + ": " + record.error().message() + " (skipped)");
-      continue;
-    }
-    record->line = db.lines_;
-    db.records_.push_back(std::move(*record));
-  }
+  auto take = [&](const std::string& line, size_t number) -> Status {
+    KILN_ASSIGN(ExperimentSummary record, parseExperimentRecord(line));
+    record.line = number;
+    db.records_.push_back(std::move(record));
+    return Status::ok();
+  };
+  KILN_ASSIGN(db.lines_, readRecordLines(path, take, db.problems_));
   return db;
 }
 

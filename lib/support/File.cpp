@@ -37,13 +37,19 @@ Status writeFile(const std::string& path, const std::string& contents) {
   return Status::ok();
 }
 
-Expected<std::vector<std::string>> readLinesIfExists(const std::string& path) {
-  std::vector<std::string> lines;
-  if (!std::filesystem::exists(path)) return lines;
+Expected<size_t> readRecordLines(const std::string& path, const std::function<Status(const std::string&, size_t)>& take,
+                                 std::vector<std::string>& problems) {
+  if (!std::filesystem::exists(path)) return size_t(0);
   KILN_ASSIGN(std::string text, readFile(path));
   std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) lines.push_back(std::move(line));
-  return lines;
+  size_t number = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++number;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    if (Status s = take(line, number); !s.isOk())
+      problems.push_back(path + ":" + std::to_string(number) + ": " + s.error().message() + " (skipped)");
+  }
+  return number;
 }
 
 Status appendLine(const std::string& path, const std::string& line) {

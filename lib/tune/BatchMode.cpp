@@ -151,30 +151,25 @@ Expected<ExportSummary> exportCandidates(const TaskSet& tasks, const std::map<st
 }
 
 Expected<ImportSummary> importResults(const std::string& path, const TaskSet& tasks, TuningDatabase& db) {
-  KILN_ASSIGN(std::vector<std::string> lines, readLinesIfExists(path));
-  if (lines.empty() && !readFile(path)) return makeError(ErrorCode::IoError, "results file ", path, " does not exist");
+  if (!std::filesystem::exists(path)) return makeError(ErrorCode::IoError, "results file ", path, " does not exist");
   std::map<std::string, const TuningTask*> bySignature;
   for (const TuningTask& t : tasks.tasks) bySignature[t.signature] = &t;
   ImportSummary summary;
-  for (size_t i = 0; i < lines.size(); ++i) {
-    if (lines[i].find_first_not_of(" \t\r") == std::string::npos) continue;
-    const std::string where = path + ":" + std::to_string(i + 1) + ": ";
-    Expected<TuningRecord> r = parseTuningRecord(lines[i]);
-    if (!r) {
-      summary.problems.push_back(where + r.error().message() + " (skipped)");
-      ++summary.skipped;
-      continue;
-    }
-    auto it = bySignature.find(r->signature);
-    if (it == bySignature.end() || it->second->spaceVersion != r->spaceVersion || !it->second->space.check(r->config).isOk()) {
-      summary.problems.push_back(where + "kernel " + r->signature + " (" + r->description +
-                                 ") is not a kernel of this model with this knob space (skipped)");
-      ++summary.skipped;
-      continue;
-    }
-    KILN_TRY(db.append(std::move(*r)));
-    ++summary.imported;
-  }
+  Status appended = Status::ok();  // a failed write to the database ends the import
+  auto take = [&](const std::string& line, size_t) -> Status {
+    if (!appended.isOk()) return Status::ok();
+    KILN_ASSIGN(TuningRecord r, parseTuningRecord(line));
+    auto it = bySignature.find(r.signature);
+    if (it == bySignature.end() || it->second->spaceVersion != r.spaceVersion || !it->second->space.check(r.config).isOk())
+      return makeError(ErrorCode::InvalidArgument, "kernel ", r.signature, " (", r.description,
+                       ") is not a kernel of this model with this knob space");
+    appended = db.append(std::move(r));
+    summary.imported += appended.isOk();
+    return Status::ok();
+  };
+  KILN_TRY(readRecordLines(path, take, summary.problems).status());
+  KILN_TRY(appended);
+  summary.skipped = summary.problems.size();
   return summary;
 }
 

@@ -20,6 +20,7 @@
 #include <set>
 
 #include "Exploration.h"
+#include "kiln/support/Strings.h"
 
 namespace kiln::tune {
 
@@ -44,9 +45,9 @@ namespace {
 
 class ModelGuidedStrategy final : public SearchStrategy {
  public:
-  ModelGuidedStrategy(std::string name, const TuningTask& task, const StrategyOptions& options,
+  ModelGuidedStrategy(std::string name, std::shared_ptr<TaskSpace> space, const StrategyOptions& options,
                       std::unique_ptr<Explorer> explorer, bool adaptive)
-      : name_(std::move(name)), space_(task), options_(options), rng_(options.seed ^ 0x5eed5a11ULL),
+      : name_(std::move(name)), space_(std::move(space)), options_(options), rng_(options.seed ^ 0x5eed5a11ULL),
         model_(options.model), explorer_(std::move(explorer)), adaptive_(adaptive) {
     if (!options_.transfer.empty()) transferStatus_ = model_.fit(options_.transfer.x, options_.transfer.y, options_.transfer.groups);
   }
@@ -60,15 +61,15 @@ class ModelGuidedStrategy final : public SearchStrategy {
       // Nothing learned yet: cluster a random sample and measure one configuration per cluster.
       std::vector<uint64_t> sample = randomUnvisited(std::max(options_.planSize, count));
       for (uint64_t i : sample) visited_.erase(i);
-      picked = adaptiveSample(space_, sample, visited_, count, rng_);
+      picked = adaptiveSample(*space_, sample, visited_, count, rng_);
     } else if (!model_.trained()) {
       picked = randomUnvisited(count);
     } else {
       KILN_ASSIGN(std::vector<uint64_t> candidates,
-                  explorer_->explore(space_, model_, visited_, std::max(options_.planSize, count)));
+                  explorer_->explore(*space_, model_, visited_, std::max(options_.planSize, count)));
       if (adaptive_ && candidates.size() > 2 * count) candidates.resize(2 * count);  // cluster the promising ones
       if (adaptive_) {
-        picked = adaptiveSample(space_, candidates, visited_, count, rng_);
+        picked = adaptiveSample(*space_, candidates, visited_, count, rng_);
       } else {
         size_t greedy = count - size_t(double(count) * options_.epsilon);
         for (uint64_t c : candidates)
@@ -84,14 +85,14 @@ class ModelGuidedStrategy final : public SearchStrategy {
     std::vector<Config> out;
     for (uint64_t i : picked) {
       visited_.insert(i);
-      out.push_back(space_.config(i));
+      out.push_back(space_->config(i));
     }
     return out;
   }
 
   Status update(const std::vector<MeasureResult>& results) override {
     for (const MeasureResult& r : results) {
-      uint64_t index = space_.indexOf(r.config);
+      uint64_t index = space_->indexOf(r.config);
       visited_.insert(index);
       measured_.emplace_back(index, r.ok() ? r.ms : 0.0);
       if (r.ok()) best_ = std::min(best_, r.ms);
@@ -99,7 +100,7 @@ class ModelGuidedStrategy final : public SearchStrategy {
     std::vector<std::vector<float>> x;
     std::vector<float> y;
     for (const auto& [index, ms] : measured_) {
-      const std::vector<float>* f = space_.features(index);
+      const std::vector<float>* f = space_->features(index);
       if (!f) continue;
       x.push_back(*f);
       y.push_back(ms > 0 ? float(best_ / ms) : 0.0f);
@@ -119,7 +120,7 @@ class ModelGuidedStrategy final : public SearchStrategy {
  private:
   std::vector<uint64_t> randomUnvisited(size_t count) {
     std::vector<uint64_t> out;
-    const uint64_t n = space_.size();
+    const uint64_t n = space_->size();
     if (n <= 4096) {  // small: draw from what is left
       std::vector<uint64_t> left;
       for (uint64_t i = 0; i < n; ++i)
@@ -137,7 +138,7 @@ class ModelGuidedStrategy final : public SearchStrategy {
   }
 
   std::string name_;
-  TaskSpace space_;
+  std::shared_ptr<TaskSpace> space_;  ///< shared with the tuner, which records the same features
   StrategyOptions options_;
   SplitMix64 rng_;
   CostModel model_;
@@ -153,26 +154,26 @@ class ModelGuidedStrategy final : public SearchStrategy {
 class EnumerationStrategy final : public SearchStrategy {
  public:
   EnumerationStrategy(bool random, const TuningTask& task, uint64_t seed)
-      : random_(random), size_(task.space.size()), space_(task), rng_(seed) {}
+      : random_(random), space_(task.space), size_(space_.size()), rng_(seed) {}
   std::string name() const override { return random_ ? "random" : "grid"; }
 
   Expected<std::vector<Config>> next(size_t count) override {
     std::vector<Config> out;
     if (!random_) {
-      for (; out.size() < count && cursor_ < size_; ++cursor_) out.push_back(space_.config(cursor_));
+      for (; out.size() < count && cursor_ < size_; ++cursor_) out.push_back(space_.configAt(cursor_));
       return out;
     }
     if (size_ <= 4096 && order_.empty() && cursor_ == 0) {  // a shuffled list of the whole space
       for (uint64_t i = 0; i < size_; ++i) order_.push_back(i);
       rng_.shuffle(order_);
     }
-    if (!order_.empty() || size_ <= 4096) {
-      for (; out.size() < count && cursor_ < order_.size(); ++cursor_) out.push_back(space_.config(order_[cursor_]));
+    if (size_ <= 4096) {
+      for (; out.size() < count && cursor_ < order_.size(); ++cursor_) out.push_back(space_.configAt(order_[cursor_]));
       return out;
     }
     for (int tries = 0; out.size() < count && tries < 64 * int(count); ++tries) {
       uint64_t i = rng_.next() % size_;
-      if (seen_.insert(i).second) out.push_back(space_.config(i));
+      if (seen_.insert(i).second) out.push_back(space_.configAt(i));
     }
     return out;
   }
@@ -180,8 +181,8 @@ class EnumerationStrategy final : public SearchStrategy {
 
  private:
   bool random_;
+  const KnobSpace& space_;
   uint64_t size_, cursor_ = 0;
-  TaskSpace space_;
   SplitMix64 rng_;
   std::vector<uint64_t> order_;
   std::set<uint64_t> seen_;
@@ -194,18 +195,22 @@ const std::vector<std::string>& strategyNames() {
   return names;
 }
 
-Expected<std::unique_ptr<SearchStrategy>> makeStrategy(const std::string& name, const TuningTask& task,
+Expected<std::unique_ptr<SearchStrategy>> makeStrategy(const std::string& name, std::shared_ptr<TaskSpace> space,
                                                        const StrategyOptions& options) {
   if (name == "random" || name == "grid")
-    return std::unique_ptr<SearchStrategy>(new EnumerationStrategy(name == "random", task, options.seed));
+    return std::unique_ptr<SearchStrategy>(new EnumerationStrategy(name == "random", space->task(), options.seed));
   bool rl = name == "rl" || name == "rl-as", adaptive = name == "sa-as" || name == "rl-as";
-  if (name != "sa" && !rl && !adaptive) {
-    std::string known;
-    for (const std::string& n : strategyNames()) known += (known.empty() ? "" : ", ") + n;
-    return makeError(ErrorCode::InvalidArgument, "unknown tuning strategy '", name, "' (strategies: ", known, ")");
-  }
+  if (name != "sa" && !rl && !adaptive)
+    return makeError(ErrorCode::InvalidArgument, "unknown tuning strategy '", name,
+                     "' (strategies: ", joinStrings(strategyNames(), ", "), ")");
   std::unique_ptr<Explorer> explorer = rl ? makeRlExplorer(options) : makeAnnealingExplorer(options);
-  return std::unique_ptr<SearchStrategy>(new ModelGuidedStrategy(name, task, options, std::move(explorer), adaptive));
+  return std::unique_ptr<SearchStrategy>(
+      new ModelGuidedStrategy(name, std::move(space), options, std::move(explorer), adaptive));
+}
+
+Expected<std::unique_ptr<SearchStrategy>> makeStrategy(const std::string& name, const TuningTask& task,
+                                                       const StrategyOptions& options) {
+  return makeStrategy(name, std::make_shared<TaskSpace>(task), options);
 }
 
 }  // namespace kiln::tune

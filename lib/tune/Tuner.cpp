@@ -22,7 +22,7 @@ namespace {
 
 struct TaskState {
   const TuningTask* task = nullptr;
-  std::unique_ptr<TaskSpace> space;  ///< features for the records
+  std::shared_ptr<TaskSpace> space;  ///< features for the records, shared with the strategy
   std::unique_ptr<SearchStrategy> strategy;
   TaskOutcome outcome;
   double lastGain = 1.0;   ///< relative improvement of the last batch (1 before any)
@@ -54,9 +54,8 @@ class TuningRun {
     rec.strategy = confirmation ? "confirm" : isDefault ? "default" : options_.strategy;
     rec.seed = options_.search.seed;
     rec.time = utcTimestamp();
-    if (space)
-      if (const std::vector<float>* f = space->features(space->indexOf(r.config)); f && task.space.check(r.config).isOk())
-        rec.features = *f;
+    if (space && task.space.check(r.config).isOk())
+      if (const std::vector<float>* f = space->features(space->indexOf(r.config))) rec.features = *f;
     return db_->append(std::move(rec));
   }
 
@@ -79,14 +78,14 @@ Expected<TuneReport> tuneTasks(const TaskSet& tasks, Measurer& measurer, const T
   for (const TuningTask& task : tasks.tasks) {
     TaskState s;
     s.task = &task;
-    s.space = std::make_unique<TaskSpace>(task);
+    s.space = std::make_shared<TaskSpace>(task);
     StrategyOptions so = options.search;
     so.seed = hashCombine(options.search.seed, hashString(task.signature));
     if (options.transfer && database)
       so.transfer = transferDataFor(task, *database, measurer.target(), measurer.device(), measurer.toolkit(),
                                     task.space.knobs.size() + kernelFeatureCount());
     s.transferRows = so.transfer.x.size();
-    KILN_ASSIGN(s.strategy, makeStrategy(options.strategy, task, so));
+    KILN_ASSIGN(s.strategy, makeStrategy(options.strategy, s.space, so));
     s.outcome.signature = task.signature;
     s.outcome.description = task.description;
     s.outcome.templateName = task.templateName;

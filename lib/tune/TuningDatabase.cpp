@@ -6,6 +6,7 @@
 #include "kiln/tune/TuningDatabase.h"
 
 #include <cmath>
+#include <filesystem>
 #include <limits>
 
 #include <nlohmann/json.hpp>
@@ -87,20 +88,15 @@ Expected<TuningRecord> parseTuningRecord(const std::string& line) {
 Expected<TuningDatabase> TuningDatabase::open(const std::string& path, bool mustExist) {
   TuningDatabase db;
   db.path_ = path;
-  KILN_ASSIGN(std::vector<std::string> lines, readLinesIfExists(path));
-  if (mustExist && lines.empty() && !readFile(path))
+  if (mustExist && !std::filesystem::exists(path))
     return makeError(ErrorCode::IoError, "tuning database ", path, " does not exist (make one with kiln tune)");
-  for (const std::string& line : lines) {
-    ++db.lines_;
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    Expected<TuningRecord> r = parseTuningRecord(line);
-    if (!r) {
-      db.problems_.push_back(path + ":" + std::to_string(db.lines_) + ": " + r.error().message() + " (skipped)");
-      continue;
-    }
-    r->line = db.lines_;
-    db.records_.push_back(std::move(*r));
-  }
+  auto take = [&](const std::string& line, size_t number) -> Status {
+    KILN_ASSIGN(TuningRecord r, parseTuningRecord(line));
+    r.line = number;
+    db.records_.push_back(std::move(r));
+    return Status::ok();
+  };
+  KILN_ASSIGN(db.lines_, readRecordLines(path, take, db.problems_));
   return db;
 }
 

@@ -14,8 +14,7 @@ EMULATED_CUBLASLT=$6
 EMULATED_CUDNN=$7
 rm -rf "$WORK" && mkdir -p "$WORK" && cd "$WORK"
 TINY=$SRC/models/tiny/tiny_cnn.onnx
-fail() { echo "FAIL: $*" >&2; exit 1; }
-expect_in() { grep -qF -- "$1" "$2" || { echo "--- $2:"; cat "$2"; fail "expected '$1' in $2"; }; }
+source "$SRC/tests/cli/expect.sh"
 
 # Help on every command.
 "$KILN" --help > help.txt
@@ -190,11 +189,6 @@ expect_in "NonMaxSuppression" ops.txt
 [ "$(tail -1 ops.txt | cut -d' ' -f1)" -gt 170 ] || fail "too few ops listed"
 
 # Errors: exit status 1, the code and the node on stderr.
-expect_fail() {  # expect_fail <substring> <command...>
-  local want=$1; shift
-  if "$@" > err.out 2> err.txt; then fail "expected failure: $*"; fi
-  expect_in "$want" err.txt
-}
 expect_fail "error KE1003 (unsupported-op): node 'frob' (FrobnicateTensor, opset 13)" "$KILN" inspect "$SRC/tests/errors/op_unknown.onnx"
 expect_fail "give either -O2 or --pipeline, not both" "$KILN" run "$TINY" -O2 --pipeline fold-constant
 expect_fail "-O: Value 4 not in range" "$KILN" run "$TINY" -O4

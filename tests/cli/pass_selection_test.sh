@@ -11,13 +11,7 @@ SRC=$2
 WORK=$3
 rm -rf "$WORK" && mkdir -p "$WORK" && cd "$WORK"
 TINY=$SRC/models/tiny
-fail() { echo "FAIL: $*" >&2; exit 1; }
-expect_in() { grep -qF -- "$1" "$2" || { echo "--- $2:"; cat "$2"; fail "expected '$1' in $2"; }; }
-expect_fail() {  # expect_fail <substring> <command...>
-  local want=$1; shift
-  if "$@" > err.out 2> err.txt; then fail "expected failure: $*"; fi
-  expect_in "$want" err.txt
-}
+source "$SRC/tests/cli/expect.sh"
 for cmd in space compare; do
   "$KILN" passes "$cmd" --help > "help_$cmd.txt"
   expect_in "Usage:" "help_$cmd.txt"

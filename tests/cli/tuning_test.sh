@@ -13,13 +13,7 @@ SRC=$3
 WORK=$4
 rm -rf "$WORK" && mkdir -p "$WORK" && cd "$WORK"
 MODEL=$SRC/models/tiny/resnet_tiny-default.onnx
-fail() { echo "FAIL: $*" >&2; exit 1; }
-expect_in() { grep -qF -- "$1" "$2" || { echo "--- $2:"; cat "$2"; fail "expected '$1' in $2"; }; }
-expect_fail() {  # expect_fail <substring> <command...>
-  local want=$1; shift
-  if "$@" > err.out 2> err.txt; then fail "expected failure: $*"; fi
-  expect_in "$want" err.txt
-}
+source "$SRC/tests/cli/expect.sh"
 "$KILN" tune --help > help.txt
 expect_in "--strategy" help.txt
 expect_in "rl-as" help.txt

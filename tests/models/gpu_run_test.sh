@@ -7,8 +7,7 @@
 set -euo pipefail
 BUILD=$1; SRC=$2; WORK=$3; TOOL=$4; DRIVER=$5
 rm -rf "$WORK" && mkdir -p "$WORK" && cd "$WORK"
-fail() { echo "FAIL: $*" >&2; exit 1; }
-expect_in() { grep -qF -- "$1" "$2" || { echo "--- $2:"; cat "$2"; fail "expected '$1' in $2"; }; }
+source "$SRC/tests/cli/expect.sh"
 
 /usr/bin/python3 "$SRC/bench/gpu-run" --help > help.txt
 expect_in "bench/gpu-run bundle" help.txt

@@ -114,7 +114,11 @@ int runModel(const RunOptions& o) {
   if (Status s = checkPrecisionTarget(o.model, o.backend == "cuda"); !s.isOk()) return reportError(s.error());
   auto model = loadModelWithInputs(o.model, o.inputs, o.seed);
   if (!model) return reportError(model.error());
-  auto backend = bench::createBackend(o.backend, {.seed = o.seed, .allowTf32 = o.model.precision == "tf32", .libraryTactics = o.model.libraryTactics});
+  bench::BackendOptions backendOptions;
+  backendOptions.seed = o.seed;
+  backendOptions.allowTf32 = o.model.precision == "tf32";
+  backendOptions.libraryTactics = o.model.libraryTactics;
+  auto backend = bench::createBackend(o.backend, backendOptions);
   if (!backend) return reportError(backend.error());
   std::vector<ir::Value*> graphOutputs = model->module->graph().outputs();
   std::vector<std::string> outputNames;

@@ -14,7 +14,6 @@
 //===----------------------------------------------------------------------===//
 #include <unistd.h>
 
-#include <fstream>
 #include <iomanip>
 #include <iostream>
 #include <sstream>
@@ -24,7 +23,9 @@
 #include "Commands.h"
 #include "ModelInputs.h"
 #include "kiln/codegen/KernelCheck.h"
+#include "kiln/support/File.h"
 #include "kiln/support/Stopwatch.h"
+#include "kiln/support/Strings.h"
 #include "kiln/support/ThreadPool.h"
 #include "kiln/tune/BatchMode.h"
 #include "kiln/tune/Tuner.h"
@@ -170,11 +171,8 @@ int tuneModel(TuneCommandOptions o) {
   if (live) *log << "\n";
   if (!report) return reportError(report.error());
   printReport(*report);
-  if (!o.jsonFile.empty()) {
-    std::ofstream out(o.jsonFile);
-    out << reportJson(*report, o.model.path) << "\n";
-    if (!out) return reportError(Error(ErrorCode::IoError, "cannot write " + o.jsonFile));
-  }
+  if (!o.jsonFile.empty())
+    if (Status s = writeFile(o.jsonFile, reportJson(*report, o.model.path) + "\n"); !s.isOk()) return reportError(s.error());
   std::cout << "tuning database: " << o.database << " (apply with kiln compile --tuning-db " << o.database << ")\n";
   return 0;
 }
@@ -189,9 +187,7 @@ void addTuneCommand(CLI::App& app, int& exitCode) {
   cmd->add_option("--trials", o->tune.trials, "Valid candidate measurements over all kernels (the budget)")
       ->default_val(64)
       ->check(CLI::Range(1, 1000000));
-  std::string names;
-  for (const std::string& n : tune::strategyNames()) names += (names.empty() ? "" : ", ") + n;
-  cmd->add_option("--strategy", o->tune.strategy, "Search strategy: " + names)
+  cmd->add_option("--strategy", o->tune.strategy, "Search strategy: " + joinStrings(tune::strategyNames(), ", "))
       ->default_val("sa-as")
       ->check(CLI::IsMember(tune::strategyNames()));
   cmd->add_option("--batch", o->tune.batch, "Candidates per measurement round")->default_val(8)->check(CLI::Range(1, 1024));

@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -17,8 +18,12 @@ namespace kiln {
 
 Expected<std::string> readFile(const std::string& path);
 Status writeFile(const std::string& path, const std::string& contents);
-/// The lines of a text file (without newlines); a missing file has none.
-Expected<std::vector<std::string>> readLinesIfExists(const std::string& path);
+/// Reads a record-per-line file (kiln's JSON-lines databases): `take` gets
+/// each non-blank line and its 1-based number; a line it rejects is listed
+/// in `problems` as "path:N: why (skipped)". A missing file has no lines.
+/// Returns the number of lines read (blank ones included).
+Expected<size_t> readRecordLines(const std::string& path, const std::function<Status(const std::string&, size_t)>& take,
+                                 std::vector<std::string>& problems);
 /// Appends `line` and a newline with one write() on an O_APPEND descriptor
 /// (creating the file), so lines of concurrent writers never interleave.
 Status appendLine(const std::string& path, const std::string& line);

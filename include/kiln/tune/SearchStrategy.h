@@ -98,5 +98,8 @@ class SearchStrategy {
 const std::vector<std::string>& strategyNames();
 Expected<std::unique_ptr<SearchStrategy>> makeStrategy(const std::string& name, const TuningTask& task,
                                                        const StrategyOptions& options);
+/// The same on a space the caller shares (its feature cache serves both).
+Expected<std::unique_ptr<SearchStrategy>> makeStrategy(const std::string& name, std::shared_ptr<TaskSpace> space,
+                                                       const StrategyOptions& options);
 
 }  // namespace kiln::tune
