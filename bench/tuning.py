@@ -11,11 +11,14 @@ strategies are judged by one consistent measurement of every configuration
 (their own decisions used their own, noisier, measurements). Reported per
 kernel and strategy: best-so-far curves (mean over seeds, SVG), trials and
 wall time to reach 95% of the best known configuration (the table's best),
-and the speedup over the default schedule. Results go to --out as JSON and
+and the speedup over the default schedule. The library baseline: the same
+ops as a one-kernel ONNX model (same shapes, random weights), run by ONNX
+Runtime on the CPU (MLAS) and by `kiln bench` with and without the
+reference table as tuning database, each through its own runtime. Results go to --out as JSON and
 the tables/charts into docs/tuning.md between the markers.
 
     bench/tuning.py [--kiln build/tools/kiln/kiln] [--zoo DIR] [--out build/tuning]
-                    [--trials 48] [--seeds 4] [--skip-run]
+                    [--trials 48] [--seeds 4] [--skip-run] [--baseline-only]
 """
 import argparse
 import collections
@@ -29,12 +32,13 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
 import zoo  # noqa: E402
 
-# (model, description prefix, label): the heaviest task whose description starts with the prefix.
+# (model, description prefix, label, one-kernel baseline): the heaviest task whose
+# description starts with the prefix; the baseline spec names the same ops and shapes.
 KERNELS = [
-    ("resnet50", "Conv 1x64x56x56 -> 1x64x56x56+Relu", "ResNet-50 conv 3x3, 64 ch, 56x56"),
-    ("resnet50", "Conv 1x256x14x14 -> 1x256x14x14+Relu", "ResNet-50 conv 3x3, 256 ch, 14x14"),
-    ("bert_base", "MatMul 1x128x768 -> 1x128x3072", "BERT-base FFN up, 768->3072 (+GELU)"),
-    ("bert_base", "MatMul 1x128x3072 -> 1x128x768", "BERT-base FFN down, 3072->768 (+residual)"),
+    ("resnet50", "Conv 1x64x56x56 -> 1x64x56x56+Relu", "ResNet-50 conv 3x3, 64 ch, 56x56", ("conv_relu", 64, 56)),
+    ("resnet50", "Conv 1x256x14x14 -> 1x256x14x14+Relu", "ResNet-50 conv 3x3, 256 ch, 14x14", ("conv_relu", 256, 14)),
+    ("bert_base", "MatMul 1x128x768 -> 1x128x3072", "BERT-base FFN up, 768->3072 (+GELU)", ("matmul_gelu", 768, 3072)),
+    ("bert_base", "MatMul 1x128x3072 -> 1x128x768", "BERT-base FFN down, 3072->768 (+residual)", ("matmul_residual", 3072, 768)),
 ]
 STRATEGIES = ["random", "grid", "sa", "rl", "sa-as", "rl-as"]
 COLORS = {"random": "#888888", "grid": "#bbbbbb", "sa": "#1f77b4", "rl": "#2ca02c", "sa-as": "#ff7f0e", "rl-as": "#d62728"}
@@ -66,7 +70,7 @@ def pick_task(kiln, model, prefix, work):
 
 
 def run_kernel(kiln, zoo_dir, out, index, trials, seeds):
-    model_name, prefix, label = KERNELS[index]
+    model_name, prefix, label, _ = KERNELS[index]
     model = os.path.join(zoo_dir, model_name + "-default.onnx")
     work = os.path.join(out, "k%d" % index)
     os.makedirs(work, exist_ok=True)
@@ -102,6 +106,68 @@ def run_kernel(kiln, zoo_dir, out, index, trials, seeds):
     result = {"model": model_name, "label": label, "signature": signature, "description": description,
               "space": len(table), "default_ms": table[default], "best_ms": min(table.values()),
               "table": table, "runs": runs, "trials": trials}
+    with open(os.path.join(out, "kernel%d.json" % index), "w") as f:
+        json.dump(result, f)
+    return result
+
+
+def baseline_model(spec, path):
+    """A one-kernel ONNX model with the benchmark kernel's ops and shapes
+    (random weights), as exported by PyTorch."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    rng = np.random.default_rng(0)
+    kind, a, b = spec
+    const = lambda name, shape, scale: numpy_helper.from_array((rng.standard_normal(shape) * scale).astype(np.float32), name)
+    scalar = lambda name, v: numpy_helper.from_array(np.array(v, dtype=np.float32), name)
+    if kind == "conv_relu":
+        inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, a, b, b])]
+        inits = [const("w", [a, a, 3, 3], (9 * a) ** -0.5), const("bias", [a], 0.1)]
+        nodes = [helper.make_node("Conv", ["x", "w", "bias"], ["c"], pads=[1, 1, 1, 1], kernel_shape=[3, 3]),
+                 helper.make_node("Relu", ["c"], ["y"])]
+        out = [1, a, b, b]
+    else:
+        inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 128, a])]
+        inits = [const("w", [a, b], a ** -0.5), const("bias", [b], 0.1)]
+        nodes = [helper.make_node("MatMul", ["x", "w"], ["m"]), helper.make_node("Add", ["bias", "m"], ["h"])]
+        if kind == "matmul_gelu":  # h * (1 + erf(h / sqrt 2)) * 0.5
+            inits += [scalar("sqrt2", 1.4142135), scalar("one", 1.0), scalar("half", 0.5)]
+            nodes += [helper.make_node("Div", ["h", "sqrt2"], ["t"]), helper.make_node("Erf", ["t"], ["e"]),
+                      helper.make_node("Add", ["e", "one"], ["p"]), helper.make_node("Mul", ["h", "p"], ["q"]),
+                      helper.make_node("Mul", ["q", "half"], ["y"])]
+        else:  # residual + h
+            inputs.append(helper.make_tensor_value_info("r", TensorProto.FLOAT, [1, 128, b]))
+            nodes.append(helper.make_node("Add", ["r", "h"], ["y"]))
+        out = [1, 128, b]
+    graph = helper.make_graph(nodes, kind, inputs, [helper.make_tensor_value_info("y", TensorProto.FLOAT, out)], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    onnx.checker.check_model(model)
+    onnx.save(model, path)
+
+
+def measure_baseline(kiln, out, index, result, rounds=3):
+    """p50 latency of the kernel as a one-kernel model: ONNX Runtime (CPU,
+    2 threads like kiln on this VM), kiln untuned, kiln with the reference
+    table as tuning database (its best configuration applied)."""
+    work = os.path.join(out, "k%d" % index)
+    model = os.path.join(work, "baseline.onnx")
+    baseline_model(KERNELS[index][3], model)
+    paths = zoo.make_inputs(zoo.input_specs(model), os.path.join(work, "baseline-inputs"), 0)
+    runs = ["--warmup", "20", "--runs", "200"]
+    threads = str(os.cpu_count())
+    p50 = {"ort": [], "kiln": [], "kiln_tuned": []}
+    for r in range(rounds):
+        print("bench/tuning.py: baseline %d round %d/%d" % (index, r + 1, rounds), file=sys.stderr, flush=True)
+        p50["ort"].append(zoo.run_ort(model, paths, extra=runs + ["--threads", threads])["latency_ms"]["p50"])
+        p50["kiln"].append(zoo.run_kiln_bench(kiln, model, paths, "cpu", runs)["latency_ms"]["p50"])
+        tuned = zoo.run_kiln_bench(kiln, model, paths, "cpu", runs + ["--tuning-db", os.path.join(work, "table.jsonl")])
+        p50["kiln_tuned"].append(tuned["latency_ms"]["p50"])
+    median = lambda v: sorted(v)[len(v) // 2]
+    result["baseline"] = {k: median(v) for k, v in p50.items()}
+    compiled = subprocess.run([kiln, "compile", model, "--tuning-db", os.path.join(work, "table.jsonl"), "-o",
+                               os.path.join(work, "baseline.kiln"), "--quiet"], check=True, capture_output=True, text=True).stdout
+    result["baseline"]["tuning"] = [l.strip() for l in compiled.splitlines() if "tuning db:" in l][0]
     with open(os.path.join(out, "kernel%d.json" % index), "w") as f:
         json.dump(result, f)
     return result
@@ -205,7 +271,21 @@ def render(results, doc, charts_dir, trials, seeds):
         wins += ok
         lines += ["", "Best CHAMELEON-style strategy vs sa (trials to 95%%): %s vs %s -> %s." % (
             fmt(best_cham, "%.1f"), fmt(sa, "%.1f"), "at most half" if ok else "not at most half"), ""]
-    lines += ["Kernels where a CHAMELEON-style strategy needed at most half of sa's trials: %d of %d." % (wins, len(results)), "", END]
+    lines += ["Kernels where a CHAMELEON-style strategy needed at most half of sa's trials: %d of %d." % (wins, len(results)), ""]
+    lines += ["### Tuned kernels vs the library", "",
+              "Each kernel alone as a one-kernel ONNX model (same ops and shapes, random weights), p50 of 200 runs, "
+              "median of 3 rounds, each runtime with %d threads: ONNX Runtime (CPU execution provider, MLAS), kiln "
+              "with its default schedule, kiln with the reference table as tuning database (its best configuration "
+              "applied). Ratios above 1: kiln slower." % os.cpu_count(), "",
+              "| kernel | ONNX Runtime ms | kiln default ms | kiln tuned ms | default / ORT | tuned / ORT | tuning db |",
+              "|---|---:|---:|---:|---:|---:|---|"]
+    for r in results:
+        b = r.get("baseline")
+        if b:
+            lines.append("| %s | %.3f | %.3f | %.3f | %.2f | %.2f | %s |" % (
+                r["label"], b["ort"], b["kiln"], b["kiln_tuned"], b["kiln"] / b["ort"], b["kiln_tuned"] / b["ort"],
+                b["tuning"].replace("tuning db: ", "").split(",")[0]))
+    lines += ["", END]
     zoo.replace_section(doc, BEGIN, END, lines)
 
 
@@ -218,13 +298,19 @@ def main():
     ap.add_argument("--seeds", type=int, default=4)
     ap.add_argument("--kernels", default="0,1,2,3", help="indices into the kernel list")
     ap.add_argument("--skip-run", action="store_true", help="re-render from the JSON in --out")
+    ap.add_argument("--baseline-only", action="store_true",
+                    help="keep the strategy runs in --out, measure the library baseline again, re-render")
     ap.add_argument("--doc", default=os.path.join(ROOT, "docs/tuning.md"))
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     results = []
     for i in [int(x) for x in a.kernels.split(",")]:
         path = os.path.join(a.out, "kernel%d.json" % i)
-        results.append(json.load(open(path)) if a.skip_run else run_kernel(a.kiln, a.zoo, a.out, i, a.trials, a.seeds))
+        reuse = a.skip_run or a.baseline_only
+        result = json.load(open(path)) if reuse else run_kernel(a.kiln, a.zoo, a.out, i, a.trials, a.seeds)
+        if not a.skip_run:
+            result = measure_baseline(a.kiln, a.out, i, result)
+        results.append(result)
     render(results, a.doc, os.path.join(os.path.dirname(a.doc), "tuning"), a.trials, a.seeds)
 
 

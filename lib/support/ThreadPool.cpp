@@ -9,6 +9,7 @@
 #include "kiln/support/ThreadPool.h"
 
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
@@ -148,6 +149,19 @@ void ThreadPool::parallelFor(int64_t n, const std::function<void(int64_t, int64_
   insideWorker = wasInside;
   std::unique_lock<std::mutex> lock(impl_->mutex);
   impl_->done.wait(lock, [&] { return impl_->pending == 0; });
+}
+
+void runOnThreads(size_t n, int threads, const std::function<void(size_t)>& fn) {
+  if (threads <= 0) threads = int(std::max(1u, std::thread::hardware_concurrency()));
+  threads = int(std::min<size_t>(size_t(threads), n));
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    for (size_t i; (i = next++) < n;) fn(i);
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads; ++t) pool.emplace_back(worker);
+  worker();
+  for (std::thread& t : pool) t.join();
 }
 
 }  // namespace kiln

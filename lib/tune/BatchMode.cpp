@@ -1,8 +1,9 @@
 //===- lib/tune/BatchMode.cpp - Measuring candidates elsewhere -------------===//
 //
 // See kiln/tune/BatchMode.h. Each candidate is lowered, compiled to a
-// relocatable object (the same code an artifact holds) and bound to its
-// arguments as the in-process measurer binds them.
+// relocatable object (the same code an artifact holds) or, for CUDA, printed
+// as CUDA C and compiled by NVRTC to a cubin, and bound to its arguments as
+// the in-process measurers bind them.
 //
 //===----------------------------------------------------------------------===//
 #include "kiln/tune/BatchMode.h"
@@ -15,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kiln/codegen/CpuBackend.h"
+#include "kiln/codegen/CudaBackend.h"
 #include "kiln/support/File.h"
 #include "kiln/support/Hash.h"
 #include "kiln/support/Npy.h"
@@ -36,12 +38,12 @@ std::string tensorFileName(const Tensor& t) {
 }
 
 /// The task's earlier measurements on this toolkit and knob space, as results for its strategy.
-std::vector<MeasureResult> historyOf(const TuningTask& task, const TuningDatabase& db, const std::string& toolkit,
-                                     bool& hasDefault) {
+std::vector<MeasureResult> historyOf(const TuningTask& task, const TuningDatabase& db, const std::string& target,
+                                     const std::string& toolkit, bool& hasDefault) {
   std::vector<MeasureResult> out;
   hasDefault = false;
   for (const TuningRecord& r : db.records()) {
-    if (r.signature != task.signature || r.spaceVersion != task.spaceVersion || r.toolkit != toolkit || r.target != "cpu" ||
+    if (r.signature != task.signature || r.spaceVersion != task.spaceVersion || r.toolkit != toolkit || r.target != target ||
         !task.space.check(r.config).isOk())
       continue;
     hasDefault |= r.isDefault;
@@ -61,7 +63,9 @@ Expected<ExportSummary> exportCandidates(const TaskSet& tasks, const std::map<st
   std::error_code ec;
   std::filesystem::create_directories(options.dir, ec);
   if (ec) return makeError(ErrorCode::IoError, "cannot create ", options.dir, ": ", ec.message());
-  const std::string toolkit = cpuToolkitName();
+  const bool cuda = options.target == "cuda";
+  if (!cuda && options.target != "cpu") return makeError(ErrorCode::InvalidArgument, "unknown target '", options.target, "'");
+  const std::string toolkit = cuda ? cudaToolkitName() : cpuToolkitName();
   std::vector<const TuningTask*> order;
   for (const TuningTask& t : tasks.tasks) order.push_back(&t);
   std::stable_sort(order.begin(), order.end(), [](const TuningTask* a, const TuningTask* b) {
@@ -78,7 +82,7 @@ Expected<ExportSummary> exportCandidates(const TaskSet& tasks, const std::map<st
     so.seed = hashCombine(options.seed, hashString(t->signature));
     KILN_ASSIGN(std::unique_ptr<SearchStrategy> strategy, makeStrategy(options.strategy, *t, so));
     bool hasDefault = false;
-    std::vector<MeasureResult> done = historyOf(*t, history, toolkit, hasDefault);
+    std::vector<MeasureResult> done = historyOf(*t, history, options.target, toolkit, hasDefault);
     if (!done.empty()) KILN_TRY(strategy->update(done));
     pending.push_back({t, std::move(strategy), !hasDefault});
   }
@@ -87,12 +91,30 @@ Expected<ExportSummary> exportCandidates(const TaskSet& tasks, const std::map<st
   std::set<std::string> written;
   auto add = [&](const TuningTask& task, const Config& config, bool isDefault) -> Status {
     const std::string id = "c" + std::to_string(10000 + summary.candidates).substr(1);
-    KILN_ASSIGN(LoweredKernel lowered, lowerGroup(*task.groups.front(), KernelTarget::Cpu, &config));
-    lowered.kernel.name = id;
+    nlohmann::ordered_json entry{{"id", id}};
+    LoweredKernel lowered;
+    if (cuda) {
+      KILN_ASSIGN(CudaCandidateSource c, cudaCandidate(*task.groups.front(), config, id));
+      KILN_ASSIGN(CudaBinary binary, compileCubin(c.source.source, id + ".cu", options.sm));
+      KILN_TRY(writeFile(options.dir + "/" + id + ".cu", c.source.source));
+      KILN_TRY(writeFile(options.dir + "/" + id + ".cubin", std::string(binary.cubin.begin(), binary.cubin.end())));
+      summary.bytes += binary.cubin.size() + c.source.source.size();
+      entry["cubin"] = id + ".cubin";
+      entry["source"] = id + ".cu";
+      entry["param_types"] = c.source.paramTypes;
+      entry["grid"] = c.source.grid;
+      entry["block"] = c.source.block;
+      lowered = std::move(c.lowered);
+    } else {
+      KILN_ASSIGN(lowered, lowerGroup(*task.groups.front(), KernelTarget::Cpu, &config));
+      lowered.kernel.name = id;
+      KILN_ASSIGN(CpuObject object, compileToObject({&lowered.kernel}));
+      KILN_TRY(writeFile(options.dir + "/" + id + ".o", std::string(object.bytes.begin(), object.bytes.end())));
+      summary.bytes += object.bytes.size();
+      entry["object"] = id + ".o";
+      entry["cpu_features"] = object.requiredFeatures;
+    }
     KILN_ASSIGN(KernelArguments args, bindKernelArguments(*task.groups.front(), lowered, reference));
-    KILN_ASSIGN(CpuObject object, compileToObject({&lowered.kernel}));
-    KILN_TRY(writeFile(options.dir + "/" + id + ".o", std::string(object.bytes.begin(), object.bytes.end())));
-    summary.bytes += object.bytes.size();
     nlohmann::ordered_json argList = nlohmann::ordered_json::array();
     for (size_t a = 0; a < args.tensors.size(); ++a) {
       auto expected = std::find_if(args.expected.begin(), args.expected.end(), [&](auto& e) { return e.first == a; });
@@ -106,7 +128,7 @@ Expected<ExportSummary> exportCandidates(const TaskSet& tasks, const std::map<st
       argList.push_back({{"file", file}, {"output", expected != args.expected.end()}});
     }
     TuningRecord r;
-    r.target = "cpu";
+    r.target = options.target;
     r.toolkit = toolkit;
     r.signature = task.signature;
     r.spaceVersion = task.spaceVersion;
@@ -118,11 +140,9 @@ Expected<ExportSummary> exportCandidates(const TaskSet& tasks, const std::map<st
     r.strategy = isDefault ? "default" : options.strategy;
     r.seed = options.seed;
     r.features = scheduleFeatures(task.space, config, lowered.kernel);
-    candidates.push_back({{"id", id},
-                          {"object", id + ".o"},
-                          {"cpu_features", object.requiredFeatures},
-                          {"args", argList},
-                          {"record", nlohmann::ordered_json::parse(tuningRecordJson(r))}});
+    entry["args"] = argList;
+    entry["record"] = nlohmann::ordered_json::parse(tuningRecordJson(r));
+    candidates.push_back(std::move(entry));
     ++summary.candidates;
     return Status::ok();
   };
@@ -144,8 +164,10 @@ Expected<ExportSummary> exportCandidates(const TaskSet& tasks, const std::map<st
     }
   }
   summary.tasks = touched.size();
-  nlohmann::ordered_json manifest{{"schema", "kiln-candidates/1"}, {"target", "cpu"}, {"toolkit", toolkit},
-                                  {"strategy", options.strategy}, {"candidates", candidates}};
+  nlohmann::ordered_json manifest{{"schema", "kiln-candidates/1"}, {"target", options.target}, {"toolkit", toolkit},
+                                  {"strategy", options.strategy}};
+  if (cuda) manifest["arch"] = "sm_" + std::to_string(options.sm);
+  manifest["candidates"] = candidates;
   KILN_TRY(writeFile(options.dir + "/manifest.json", manifest.dump(1) + "\n"));
   return summary;
 }

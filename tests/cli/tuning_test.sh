@@ -4,13 +4,17 @@
 # each strategy on a tiny model, the report and its JSON, the database
 # applied at compile time (the tuned artifact computes what the interpreter
 # computes), corrupt lines warned about, stale records reported, and errors.
-# Batch mode: candidates exported, measured by kiln-measure, imported.
+# Batch mode: candidates exported, measured by kiln-measure, imported; CUDA
+# candidates (cubins) too, measured on the emulated driver.
 # Usage: tuning_test.sh <kiln> <kiln-measure> <source dir> <work dir>
+#                       <kiln-emulation-kernels> <emulated libcuda>
 set -euo pipefail
 KILN=$1
 MEASURE=$2
 SRC=$3
 WORK=$4
+EMULATION_KERNELS=$5
+EMULATED_DRIVER=$6
 rm -rf "$WORK" && mkdir -p "$WORK" && cd "$WORK"
 MODEL=$SRC/models/tiny/resnet_tiny-default.onnx
 source "$SRC/tests/cli/expect.sh"
@@ -145,9 +149,40 @@ expect_fail "excludes" "$KILN" tune "$MODEL" --export-candidates x --import-resu
 "$MEASURE" --help > measure_help.txt
 expect_in "kiln-measure" measure_help.txt
 
+# CUDA batch mode without a GPU: cubins for sm_90 (and their CUDA C) exported; kiln-measure runs
+# them on the emulated driver, which takes the kernels from an emulation library of that CUDA C.
+"$KILN" tune "$MODEL" --target cuda:sm_90 --export-candidates cbatch --trials 6 --batch 4 --db cuda_batch.jsonl > cexport.txt
+expect_in "exported 6 candidates" cexport.txt
+test -s cbatch/c0000.cubin && test -s cbatch/c0000.cu || fail "no cubin or CUDA C for candidate c0000"
+LIB=$("$EMULATION_KERNELS" cbatch cbatch-emulation)
+export KILN_CUDA_DRIVER=$EMULATED_DRIVER KILN_EMULATED_KERNELS=$LIB
+"$MEASURE" cbatch --repeats 2 --min-sample-ms 0.1 --flush-l2 > cmeasure.txt 2> cmeasure.err
+expect_in "measured 6 candidates (6 valid) on kiln CPU emulation (sm_90)" cmeasure.txt
+KILN_EMULATED_SM=80 expect_fail "the candidates are cubins for sm_90, this GPU is kiln CPU emulation (sm_80)" "$MEASURE" cbatch
+unset KILN_CUDA_DRIVER KILN_EMULATED_KERNELS
+"$KILN" tune "$MODEL" --target cuda --import-results cbatch/results.jsonl --db cuda_batch.jsonl > cimport.txt
+expect_in "imported 6 records (0 skipped)" cimport.txt
+"$KILN" tune "$MODEL" --target cuda:sm_90 --export-candidates cbatch2 --trials 6 --batch 4 --db cuda_batch.jsonl > /dev/null
+/usr/bin/python3 - cuda_batch.jsonl cbatch/manifest.json cbatch2/manifest.json <<'PY'
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+assert len(lines) == 6 and all(l['status'] == 'ok' and l['ms'] > 0 for l in lines), lines
+assert all(l['target'] == 'cuda' and l['device'] == 'kiln CPU emulation (sm_90)' and 'NVRTC' in l['toolkit'] for l in lines)
+assert all('-cuda-' in l['signature'] for l in lines)
+key = lambda c: (c['record']['signature'], json.dumps(c['record']['config'], sort_keys=True))
+m1, m2 = (json.load(open(p)) for p in sys.argv[2:4])
+assert m1['target'] == 'cuda' and m1['arch'] == 'sm_90'
+a, b = {key(c) for c in m1['candidates']}, [key(c) for c in m2['candidates']]
+assert b and not (a & set(b)), 'CUDA round 2 repeats round 1'
+PY
+expect_fail "needs the measuring GPU's architecture" "$KILN" tune "$MODEL" --target cuda --export-candidates x
+expect_fail "expected cpu, cuda or cuda:sm_NN" "$KILN" tune "$MODEL" --target cuda:90 --trials 4
+
 # Errors.
 expect_fail "does not exist" "$KILN" compile "$MODEL" --tuning-db none.jsonl -o n.kiln
-expect_fail "only the cpu target" "$KILN" tune "$MODEL" --target cuda:sm_90 --trials 4
+expect_fail "expected cpu, cuda or cuda:sm_NN" "$KILN" tune "$MODEL" --target tpu --trials 4
+# CUDA tuning needs a GPU (tests/cli/tuning_cuda_test.sh runs it where there is one): without a driver, KE5005.
+KILN_CUDA_DRIVER=$WORK/no-libcuda.so expect_fail "KE5005" "$KILN" tune "$MODEL" --target cuda --trials 4 --db cuda.jsonl
 expect_fail "strategy" "$KILN" tune "$MODEL" --strategy annealing
 expect_fail "cpu backend only" "$KILN" bench "$MODEL" --backend interpreter --tuning-db db_sa.jsonl
 echo "tuning CLI: all checks passed"

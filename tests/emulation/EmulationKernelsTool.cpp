@@ -1,6 +1,7 @@
 //===- tests/emulation/EmulationKernelsTool.cpp - kiln-emulation-kernels ---===//
 //
 //   kiln-emulation-kernels MODEL.onnx WORK_DIR [f32|tf32|f16|bf16 [off|auto|all]]
+//   kiln-emulation-kernels CANDIDATE_DIR WORK_DIR
 //
 // Builds the CPU emulation library of every CUDA kernel kiln generates for a
 // model at the default optimization level (the kernels `kiln compile
@@ -9,10 +10,15 @@
 // those left beside `--library-tactics` library steps), and prints its path. With KILN_CUDA_DRIVER naming the emulated driver and
 // KILN_EMULATED_KERNELS this library, the kiln CLI runs the model's CUDA
 // code on a machine without a GPU: how the CLI tests and bench/gpu-run's
-// self-test drive the CUDA backend.
+// self-test drive the CUDA backend. Given a directory of CUDA candidates
+// (`kiln tune --target cuda:sm_NN --export-candidates`), it builds their
+// CUDA C instead, so kiln-measure can measure them on the emulated driver.
 //
 //===----------------------------------------------------------------------===//
+#include <filesystem>
 #include <iostream>
+
+#include <nlohmann/json.hpp>
 
 #include "CudaEmulator.h"
 #include "kiln/codegen/Compiler.h"
@@ -22,6 +28,7 @@
 #include "kiln/passes/PassManager.h"
 #include "kiln/passes/PassRegistry.h"
 #include "kiln/passes/Pipeline.h"
+#include "kiln/support/File.h"
 
 using namespace kiln;
 
@@ -48,16 +55,42 @@ Expected<std::string> build(const std::string& modelPath, const std::string& wor
   return library->libraryPath();
 }
 
+/// The emulation library of the candidates in `dir` (its manifest names each one's CUDA C file).
+Expected<std::string> buildCandidates(const std::string& dir, const std::string& workDir) {
+  KILN_ASSIGN(std::string text, readFile(dir + "/manifest.json"));
+  nlohmann::json manifest = nlohmann::json::parse(text, nullptr, false);
+  if (manifest.is_discarded() || manifest.value("target", "") != "cuda")
+    return makeError(ErrorCode::FileFormat, dir, "/manifest.json is not a manifest of CUDA candidates");
+  std::vector<codegen::CudaKernel> sources;
+  for (const auto& c : manifest.at("candidates")) {
+    codegen::CudaKernel k;
+    k.name = c.at("id").get<std::string>();
+    KILN_ASSIGN(k.source, readFile(dir + "/" + c.at("source").get<std::string>()));
+    k.paramTypes = c.at("param_types").get<std::vector<std::string>>();
+    for (size_t d = 0; d < 3; ++d) {
+      k.grid[d] = c.at("grid").at(d).get<int64_t>();
+      k.block[d] = c.at("block").at(d).get<int64_t>();
+    }
+    sources.push_back(std::move(k));
+  }
+  KILN_ASSIGN(auto library, emulation::EmulatedKernels::build(sources, workDir));
+  return library->libraryPath();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const bool help = argc == 2 && std::string(argv[1]) == "--help";
   if (argc < 3 || argc > 5) {
     (help ? std::cout : std::cerr) << "usage: kiln-emulation-kernels MODEL.onnx WORK_DIR [f32|tf32|f16|bf16 [off|auto|all]]\n"
-                                      "Builds the CPU emulation library of the model's CUDA kernels and prints its path.\n";
+                                      "       kiln-emulation-kernels CANDIDATE_DIR WORK_DIR\n"
+                                      "Builds the CPU emulation library of the model's CUDA kernels (or of exported CUDA\n"
+                                      "tuning candidates) and prints its path.\n";
     return help ? 0 : 2;
   }
-  auto library = build(argv[1], argv[2], argc >= 4 ? argv[3] : "f32", argc == 5 ? argv[4] : "off");
+  auto library = std::filesystem::is_directory(argv[1])
+                     ? buildCandidates(argv[1], argv[2])
+                     : build(argv[1], argv[2], argc >= 4 ? argv[3] : "f32", argc == 5 ? argv[4] : "off");
   if (!library) {
     std::cerr << "kiln-emulation-kernels: " << library.error().str() << "\n";
     return 1;

@@ -8,15 +8,21 @@
 // the compiler, LLVM or protobuf: what a measuring box or a cluster job
 // needs. Each candidate is run once and checked against its expected
 // outputs, then timed as the in-process measurer times (kiln/tune/KernelTiming.h).
+// CUDA candidates (a cubin per candidate, for the manifest's architecture)
+// run on the GPU KILN_CUDA_DEVICE names through the runtime's
+// CudaKernelTimer (CUDA events; --flush-l2 for cold caches); the driver is
+// loaded at run time, so the tool itself still needs no CUDA library.
 //
 //===----------------------------------------------------------------------===//
 #include <cstring>
+#include <optional>
 #include <iostream>
 #include <map>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "kiln/runtime/CudaKernelTimer.h"
 #include "kiln/runtime/ObjectLoader.h"
 #include "kiln/support/File.h"
 #include "kiln/support/Npy.h"
@@ -43,17 +49,10 @@ struct Outcome {
   std::string error;
 };
 
-Expected<Outcome> measureCandidate(const Options& o, const nlohmann::json& c, std::map<std::string, Tensor>& files) {
-  Outcome out;
-  for (const auto& f : c.at("cpu_features"))
-    if (!runtime::hostHasFeature(f.get<std::string>()))
-      return Outcome{"run-error", 0, "this CPU lacks " + f.get<std::string>() + " (export on a machine like this one)"};
-  KILN_ASSIGN(std::string code, readFile(o.dir + "/" + c.at("object").get<std::string>()));
-  KILN_ASSIGN(auto object, runtime::LoadedObject::load(reinterpret_cast<const uint8_t*>(code.data()), code.size()));
-  auto fn = reinterpret_cast<KernelFn>(object->symbol(c.at("id").get<std::string>()));
-  if (!fn) return makeError(ErrorCode::ArtifactCorrupt, "candidate ", c.at("id").get<std::string>(), ": no entry point");
-  std::vector<Tensor> args;
-  std::vector<std::pair<size_t, const Tensor*>> expected;
+/// A candidate's arguments from its .npy files (read once per run): inputs
+/// copied, outputs NaN-filled, each output with the value it must end up holding.
+Status loadArguments(const Options& o, const nlohmann::json& c, std::map<std::string, Tensor>& files,
+                     std::vector<Tensor>& args, std::vector<std::pair<size_t, const Tensor*>>& expected) {
   for (const auto& a : c.at("args")) {
     const std::string file = a.at("file").get<std::string>();
     auto it = files.find(file);
@@ -70,16 +69,67 @@ Expected<Outcome> measureCandidate(const Options& o, const nlohmann::json& c, st
       args.push_back(it->second.clone());
     }
   }
+  return Status::ok();
+}
+
+/// The wrong-output outcome when the outputs differ from the expected ones by more than the tolerance.
+std::optional<Outcome> wrongOutput(const Options& o, const std::vector<Tensor>& args,
+                                   const std::vector<std::pair<size_t, const Tensor*>>& expected) {
+  double worst = 0;
+  for (const auto& [a, want] : expected) worst = std::max(worst, tune::maxRelativeError(args[a], *want));
+  if (worst <= o.measure.tolerance) return std::nullopt;
+  return Outcome{"wrong-output", 0, "largest relative error " + std::to_string(worst) + " > tolerance"};
+}
+
+Expected<Outcome> measureCpuCandidate(const Options& o, const nlohmann::json& c, std::map<std::string, Tensor>& files) {
+  Outcome out;
+  for (const auto& f : c.at("cpu_features"))
+    if (!runtime::hostHasFeature(f.get<std::string>()))
+      return Outcome{"run-error", 0, "this CPU lacks " + f.get<std::string>() + " (export on a machine like this one)"};
+  KILN_ASSIGN(std::string code, readFile(o.dir + "/" + c.at("object").get<std::string>()));
+  KILN_ASSIGN(auto object, runtime::LoadedObject::load(reinterpret_cast<const uint8_t*>(code.data()), code.size()));
+  auto fn = reinterpret_cast<KernelFn>(object->symbol(c.at("id").get<std::string>()));
+  if (!fn) return makeError(ErrorCode::ArtifactCorrupt, "candidate ", c.at("id").get<std::string>(), ": no entry point");
+  std::vector<Tensor> args;
+  std::vector<std::pair<size_t, const Tensor*>> expected;
+  KILN_TRY(loadArguments(o, c, files, args, expected));
   std::vector<void*> pointers;
   for (Tensor& t : args) pointers.push_back(t.mutableRawData());
   fn(pointers.data());
-  double worst = 0;
-  for (const auto& [a, want] : expected) worst = std::max(worst, tune::maxRelativeError(args[a], *want));
-  if (!(worst <= o.measure.tolerance))
-    return Outcome{"wrong-output", 0, "largest relative error " + std::to_string(worst) + " > tolerance"};
+  if (auto wrong = wrongOutput(o, args, expected)) return *wrong;
   PinnedThreads pin;
   out.ms = tune::timeKernel([&] { fn(pointers.data()); }, o.measure);
   return out;
+}
+
+Expected<Outcome> measureCudaCandidate(const Options& o, const nlohmann::json& c, std::map<std::string, Tensor>& files) {
+  KILN_ASSIGN(std::string code, readFile(o.dir + "/" + c.at("cubin").get<std::string>()));
+  runtime::CudaKernelLaunch launch;
+  launch.entry = c.at("id").get<std::string>();
+  for (size_t d = 0; d < 3; ++d) {
+    launch.grid[d] = c.at("grid").at(d).get<uint32_t>();
+    launch.block[d] = c.at("block").at(d).get<uint32_t>();
+  }
+  std::vector<Tensor> args;
+  std::vector<std::pair<size_t, const Tensor*>> expected;
+  KILN_TRY(loadArguments(o, c, files, args, expected));
+  auto timer = runtime::CudaKernelTimer::create(std::vector<uint8_t>(code.begin(), code.end()), launch, args);
+  if (!timer) {
+    if (timer.error().code() == ErrorCode::DeviceUnavailable) return std::move(timer).error();
+    return Outcome{"run-error", 0, timer.error().message()};
+  }
+  std::vector<size_t> outputs;
+  for (const auto& e : expected) outputs.push_back(e.first);
+  if (Status s = (*timer)->runOnce(args, outputs); !s.isOk()) return Outcome{"run-error", 0, s.error().message()};
+  if (auto wrong = wrongOutput(o, args, expected)) return *wrong;
+  runtime::CudaTimingOptions timing;
+  timing.warmup = o.measure.warmup;
+  timing.repeats = o.measure.repeats;
+  timing.minSampleMs = o.measure.minSampleMs;
+  timing.flushL2 = o.measure.flushL2;
+  Expected<double> ms = (*timer)->time(timing);
+  if (!ms) return Outcome{"run-error", 0, ms.error().message()};
+  return Outcome{"ok", *ms, ""};
 }
 
 int run(const Options& o) {
@@ -95,7 +145,22 @@ int run(const Options& o) {
   }
   if (o.threads > 0) ThreadPool::global().setThreads(o.threads);
   const std::string out = o.out.empty() ? o.dir + "/results.jsonl" : o.out;
-  const std::string device = tune::cpuDeviceName();
+  const bool cuda = manifest.value("target", "cpu") == "cuda";
+  std::string device = tune::cpuDeviceName();
+  if (cuda) {  // the GPU must be the architecture the cubins were built for
+    auto gpu = runtime::CudaKernelTimer::device();
+    if (!gpu) {
+      std::cerr << "kiln-measure: error: " << gpu.error().str() << "\n";
+      return 1;
+    }
+    const std::string arch = manifest.value("arch", "");
+    if (arch != "sm_" + std::to_string(gpu->second)) {
+      std::cerr << "kiln-measure: error KE4003: the candidates are cubins for " << arch << ", this GPU is " << gpu->first
+                << " (export them with kiln tune --target cuda:sm_" << gpu->second << ")\n";
+      return 1;
+    }
+    device = gpu->first;
+  }
   std::map<std::string, Tensor> files;
   size_t n = 0, ok = 0;
   const size_t total = manifest["candidates"].size();
@@ -103,7 +168,7 @@ int run(const Options& o) {
     ++n;
     Expected<Outcome> m = [&]() -> Expected<Outcome> {
       try {
-        return measureCandidate(o, c, files);
+        return cuda ? measureCudaCandidate(o, c, files) : measureCpuCandidate(o, c, files);
       } catch (const nlohmann::json::exception& e) {
         return makeError(ErrorCode::FileFormat, "malformed candidate entry: ", e.what());
       }
@@ -144,6 +209,7 @@ int main(int argc, char** argv) {
   app.add_option("--tolerance", o.measure.tolerance, "Relative error vs the expected outputs above which a candidate is wrong")
       ->default_val(1e-3);
   app.add_option("--threads", o.threads, "Kernel threads (0: one per core)")->default_val(0);
+  app.add_flag("--flush-l2", o.measure.flushL2, "CUDA candidates: evict the GPU's L2 cache before every timed launch");
   app.add_flag("--quiet", o.quiet, "No progress on stderr");
   CLI11_PARSE(app, argc, argv);
   return run(o);

@@ -10,6 +10,9 @@
 // `kiln compile --tuning-db DB` applies the result. Batch mode:
 // --export-candidates DIR writes candidates for kiln-measure instead of
 // measuring, --import-results FILE brings its records into the database.
+// --target cuda tunes the GPU schedules on this machine's GPU (the CUDA
+// measurer: NVRTC cubins, CUDA events, optional L2 flush);
+// --target cuda:sm_NN --export-candidates writes cubins for a GPU elsewhere.
 //
 //===----------------------------------------------------------------------===//
 #include <unistd.h>
@@ -89,17 +92,27 @@ std::string reportJson(const tune::TuneReport& r, const std::string& model) {
 }
 
 int tuneModel(TuneCommandOptions o) {
-  if (o.target != "cpu")
+  // --target cpu | cuda | cuda:sm_NN (the architecture: required to export cubins for another machine).
+  const bool cuda = o.target.rfind("cuda", 0) == 0;
+  if (!cuda && o.target != "cpu")
+    return reportError(Error(ErrorCode::InvalidArgument, "--target " + o.target + ": expected cpu, cuda or cuda:sm_NN"));
+  int sm = 0;
+  if (cuda && o.target != "cuda") {
+    const std::string arch = o.target.substr(5);
+    if (o.target[4] != ':' || arch.rfind("sm_", 0) != 0 || arch.size() < 5 ||
+        arch.find_first_not_of("0123456789", 3) != std::string::npos || (sm = std::stoi(arch.substr(3))) < 50 || sm > 200)
+      return reportError(Error(ErrorCode::InvalidArgument, "--target " + o.target + ": expected cpu, cuda or cuda:sm_NN (e.g. cuda:sm_90)"));
+  }
+  if (cuda && !o.exportDir.empty() && !sm)
     return reportError(Error(ErrorCode::InvalidArgument,
-                             "kiln tune --target " + o.target +
-                                 ": only the cpu target has a measurer so far (CUDA tuning needs a GPU; not implemented yet)"));
+                             "kiln tune --export-candidates for CUDA needs the measuring GPU's architecture: --target cuda:sm_NN"));
   if (o.database.empty()) o.database = o.model.path.substr(0, o.model.path.rfind('.')) + ".tune.jsonl";
   std::ostream* log = o.quiet ? nullptr : &std::cerr;
   if (o.threads > 0) ThreadPool::global().setThreads(o.threads);
   auto model = loadModelWithInputs(o.model, o.inputs, o.tune.search.seed);
   if (!model) return reportError(model.error());
   ir::Graph& graph = model->module->graph();
-  auto tasks = tune::extractTasks(graph, codegen::KernelTarget::Cpu);
+  auto tasks = tune::extractTasks(graph, cuda ? codegen::KernelTarget::Gpu : codegen::KernelTarget::Cpu);
   if (!tasks) return reportError(tasks.error());
   if (!o.kernels.empty()) {  // --kernel: only tasks whose description or signature contains one of the strings
     std::vector<tune::TuningTask> kept;
@@ -142,6 +155,8 @@ int tuneModel(TuneCommandOptions o) {
     e.candidates = o.tune.trials;
     e.batch = o.tune.batch;
     e.seed = o.tune.search.seed;
+    e.target = cuda ? "cuda" : "cpu";
+    e.sm = sm;
     auto exported = tune::exportCandidates(*tasks, *reference, *db, e);
     if (!exported) return reportError(exported.error());
     std::cout << "exported " << exported->candidates << " candidates of " << exported->tasks << " kernels ("
@@ -151,8 +166,12 @@ int tuneModel(TuneCommandOptions o) {
               << " --import-results " << o.exportDir << "/results.jsonl --db " << o.database << "\n";
     return 0;
   }
-  auto measurer = tune::createCpuMeasurer(std::move(*reference), o.measure);
+  auto measurer = cuda ? tune::createCudaMeasurer(std::move(*reference), o.measure)
+                       : tune::createCpuMeasurer(std::move(*reference), o.measure);
   if (!measurer) return reportError(measurer.error());
+  if (sm && (*measurer)->device().find("(sm_" + std::to_string(sm) + ")") == std::string::npos)
+    return reportError(Error(ErrorCode::InvalidArgument, "--target " + o.target + " but this machine's GPU is " +
+                                                             (*measurer)->device() + " (use --target cuda)"));
   const bool live = log && isatty(STDERR_FILENO);
   if (log) {
     *log << "kiln tune: measuring the default schedules, then " << o.tune.trials << " trials with " << o.tune.strategy
@@ -183,7 +202,10 @@ void addTuneCommand(CLI::App& app, int& exitCode) {
   auto* cmd = app.add_subcommand("tune", "Tune the schedules of a model's kernels on this machine (autotuning)");
   auto o = std::make_shared<TuneCommandOptions>();
   addModelOptions(*cmd, o->model, true);
-  cmd->add_option("--target", o->target, "Target whose kernels are tuned: cpu (this machine)")->default_val("cpu");
+  cmd->add_option("--target", o->target,
+                  "Target whose kernels are tuned: cpu (this machine's CPU), cuda (its GPU, KILN_CUDA_DEVICE, default 0) "
+                  "or cuda:sm_NN (with --export-candidates: cubins for a GPU of that architecture)")
+      ->default_val("cpu");
   cmd->add_option("--trials", o->tune.trials, "Valid candidate measurements over all kernels (the budget)")
       ->default_val(64)
       ->check(CLI::Range(1, 1000000));
@@ -204,11 +226,13 @@ void addTuneCommand(CLI::App& app, int& exitCode) {
       ->default_val(1.0);
   cmd->add_option("--tolerance", o->measure.tolerance, "Relative error vs the interpreter above which a candidate is wrong")
       ->default_val(1e-3);
+  cmd->add_flag("--flush-l2", o->measure.flushL2,
+                "cuda: evict the GPU's L2 cache before every timed launch (cold-cache times; default: warm, back to back)");
   cmd->add_option("--threads", o->threads, "Kernel threads (0: one per core)")->default_val(0);
   cmd->add_option("--build-threads", o->measure.buildThreads, "Parallel candidate builds (0: one per core)")->default_val(0);
   auto* exportOption = cmd->add_option("--export-candidates", o->exportDir,
-                  "Batch mode: write the next --trials candidates (object code, arguments, expected outputs) to DIR "
-                  "for kiln-measure instead of measuring here");
+                  "Batch mode: write the next --trials candidates (object code or cubins, arguments, expected outputs) "
+                  "to DIR for kiln-measure instead of measuring here");
   cmd->add_option("--import-results", o->importFile,
                   "Batch mode: append kiln-measure's records (FILE) for this model's kernels to the database")
       ->excludes(exportOption);

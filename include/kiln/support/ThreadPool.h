@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 
@@ -36,6 +37,12 @@ class ThreadPool {
   struct Impl;
   Impl* impl_;
 };
+
+/// Runs fn(i) for every i in [0, n) on `threads` short-lived threads (0: one
+/// per core; the caller is one of them), each taking the next index: for
+/// uneven jobs such as compiling candidates, which must leave the kernel
+/// pool free.
+void runOnThreads(size_t n, int threads, const std::function<void(size_t)>& fn);
 
 /// While it lives, the global pool's workers are pinned to CPUs 0..n-2 and
 /// the constructing thread (which runs the last chunk) to CPU n-1, so timed

@@ -3,7 +3,9 @@
 // Batch mode splits tuning into proposing (here, with the compiler) and
 // measuring (anywhere, with the lean kiln-measure tool, which links only
 // kiln's runtime): exportCandidates writes a directory holding, per
-// candidate, the kernel's object code, its arguments and expected outputs
+// candidate, the kernel's object code (CPU) or its cubin and CUDA C (CUDA,
+// for one architecture; kiln-measure times it with CUDA events on the GPU
+// it finds), its arguments and expected outputs
 // as .npy files (shared by content hash) and a manifest (kiln-candidates/1)
 // with each candidate's tuning record less its measurement; kiln-measure
 // fills in status, time and device and writes kiln-tune/1 lines;
@@ -26,6 +28,8 @@ namespace kiln::tune {
 
 struct ExportOptions {
   std::string dir;
+  std::string target = "cpu";  ///< "cpu": object code for this CPU; "cuda": cubins for sm_<sm>
+  int sm = 90;
   std::string strategy = "sa-as";
   size_t candidates = 64;  ///< at most this many (defaults not yet measured included)
   size_t batch = 8;        ///< per task and round

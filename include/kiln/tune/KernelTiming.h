@@ -22,6 +22,7 @@ struct MeasureOptions {
   double tolerance = 1e-3;   ///< maxRelativeError allowed vs the interpreter
   int buildThreads = 0;      ///< parallel builds (0: one per core)
   bool pinThreads = true;    ///< pin the kernel thread pool while timing
+  bool flushL2 = false;      ///< CUDA: evict the L2 cache before every timed launch
 };
 
 /// Largest |got - want| / max(1, |want|, rms(want)) (infinite where one is

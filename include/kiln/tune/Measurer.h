@@ -7,7 +7,9 @@
 // several times per sample when it is short), and the median per run. A
 // candidate that does not lower, does not compile or computes a wrong
 // result is reported with its status and costs no timing. The CPU measurer
-// times in this process with the kernel thread pool pinned to cores.
+// times in this process with the kernel thread pool pinned to cores; the
+// CUDA measurer with CUDA events on the GPU (optionally flushing the L2
+// cache before each timed launch).
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -17,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "kiln/codegen/CudaBackend.h"
 #include "kiln/ir/Graph.h"
 #include "kiln/support/Tensor.h"
 #include "kiln/tune/KernelTiming.h"
@@ -58,6 +61,8 @@ struct KernelArguments {
   std::vector<Tensor> tensors;  ///< one per kernel parameter
   std::vector<std::pair<size_t, const Tensor*>> expected;  ///< output argument, its reference value
   std::vector<void*> pointers();
+  /// Largest maxRelativeError of the output arguments against their reference values.
+  double maxError() const;
 };
 Expected<KernelArguments> bindKernelArguments(const codegen::KernelGroup& group, const codegen::LoweredKernel& lowered,
                                               const std::map<std::string, Tensor>& reference);
@@ -65,5 +70,17 @@ Expected<KernelArguments> bindKernelArguments(const codegen::KernelGroup& group,
 /// The CPU measurer for kernels of `graph`; `reference` holds every value of
 /// the graph (codegen::referenceValues) on the inputs the tuner chose.
 Expected<std::unique_ptr<Measurer>> createCpuMeasurer(std::map<std::string, Tensor> reference, MeasureOptions options);
+/// A GPU candidate of `group`: lowered with `config`, its kernel named
+/// `name`, printed as CUDA C (what the CUDA measurer compiles and batch mode exports).
+struct CudaCandidateSource {
+  codegen::LoweredKernel lowered;
+  codegen::CudaKernel source;
+};
+Expected<CudaCandidateSource> cudaCandidate(const codegen::KernelGroup& group, const codegen::Config& config,
+                                            const std::string& name);
+
+/// The GPU measurer (target "cuda") on the device KILN_CUDA_DEVICE names
+/// (default 0), compiling for its architecture; KE5005 without a driver or device.
+Expected<std::unique_ptr<Measurer>> createCudaMeasurer(std::map<std::string, Tensor> reference, MeasureOptions options);
 
 }  // namespace kiln::tune

@@ -90,8 +90,9 @@ struct TransferData;
 TransferData transferDataFor(const TuningTask& task, const TuningDatabase& db, const std::string& target,
                              const std::string& device, const std::string& toolkit, size_t width, size_t maxRows = 2000);
 
-/// The toolkit string of CPU records: kiln's and LLVM's versions (the
-/// device string, cpuDeviceName, is in KernelTiming.h).
+/// The toolkit strings of CPU and CUDA records: kiln's version and LLVM's
+/// or NVRTC's (the CPU device string, cpuDeviceName, is in KernelTiming.h).
 std::string cpuToolkitName();
+std::string cudaToolkitName();
 
 }  // namespace kiln::tune

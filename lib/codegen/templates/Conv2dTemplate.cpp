@@ -81,7 +81,7 @@ class Conv2dTemplate final : public ScheduleTemplate {
     const int64_t ow = s.y[3], pixels = s.y[2] * s.y[3];
     KnobSpace space;
     space.knobs.push_back(makeKnob("algo", {0, 1}, s.groups == 1 ? 1 : 0, "0 direct, 1 im2col + GEMM"));
-    space.knobs.push_back(makeKnob("toc", {1, 2, 4, 8}, 4, "output channels per register block",
+    space.knobs.push_back(makeKnob("toc", {1, 2, 4, 8, 16}, 4, "output channels per register block",
                                    [&](int64_t v) { return s.ocg % v == 0; }));
     std::vector<int64_t> widths{4, 8, 16, 32, 64};
     if (ow <= 64 && std::find(widths.begin(), widths.end(), ow) == widths.end()) widths.push_back(ow);

@@ -78,7 +78,7 @@ class MatmulTemplate final : public ScheduleTemplate {
       if (mma) addTensorCoreKnobs(space, s.batch, s.m, s.n, *mma);
       return space;
     }
-    space.knobs.push_back(makeKnob("tm", {1, 2, 4, 8}, 4, "rows per register tile",
+    space.knobs.push_back(makeKnob("tm", {1, 2, 4, 6, 8, 12}, 4, "rows per register tile",
                                    [&](int64_t v) { return v <= std::max<int64_t>(s.m, 1); }));
     space.knobs.push_back(makeKnob("tn", {4, 8, 16, 32, 64}, 32, "columns per register tile (vectorized)",
                                    [&](int64_t v) { return v <= std::max<int64_t>(4, s.n + 3); }));

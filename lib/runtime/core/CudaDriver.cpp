@@ -8,6 +8,8 @@
 //===----------------------------------------------------------------------===//
 #include "CudaDriver.h"
 
+#include <cstdlib>
+
 #include "SharedLibrary.h"
 
 namespace kiln::runtime {
@@ -101,6 +103,26 @@ Status CudaDriver::check(CUresult result, const std::string& what) const {
   if (getErrorString) getErrorString(result, &text);
   return Error(ErrorCode::DeviceFailure, what + " failed: " + (name ? name : "CUDA error " + std::to_string(int(result))) +
                                              (text ? std::string(": ") + text : std::string()));
+}
+
+Expected<CudaDevice> selectCudaDevice(const CudaDriver& cu) {
+  int count = 0;
+  KILN_TRY(cu.check(cu.deviceGetCount(&count), "cuDeviceGetCount"));
+  int ordinal = 0;
+  if (const char* env = std::getenv("KILN_CUDA_DEVICE")) ordinal = std::atoi(env);
+  if (count == 0) return makeError(ErrorCode::DeviceUnavailable, "no CUDA device on this machine");
+  if (ordinal < 0 || ordinal >= count)
+    return makeError(ErrorCode::DeviceUnavailable, "KILN_CUDA_DEVICE=", ordinal, " but this machine has ", count, " CUDA devices");
+  CudaDevice d;
+  KILN_TRY(cu.check(cu.deviceGet(&d.device, ordinal), "cuDeviceGet"));
+  int major = 0, minor = 0;
+  KILN_TRY(cu.check(cu.deviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, d.device), "cuDeviceGetAttribute"));
+  KILN_TRY(cu.check(cu.deviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, d.device), "cuDeviceGetAttribute"));
+  d.sm = uint32_t(major * 10 + minor);
+  char name[256] = {0};
+  cu.deviceGetName(name, sizeof name - 1, d.device);
+  d.name = std::string(name) + " (sm_" + std::to_string(d.sm) + ")";
+  return d;
 }
 
 }  // namespace kiln::runtime

@@ -65,4 +65,28 @@ struct CudaDriver {
   Status check(CUresult result, const std::string& what) const;
 };
 
+/// Makes a context current on this thread for a scope (push, then pop).
+class CudaContextScope {
+ public:
+  CudaContextScope(const CudaDriver& cu, CUcontext context) : cu_(cu) { cu_.ctxPush(context); }
+  ~CudaContextScope() {
+    CUcontext popped;
+    cu_.ctxPop(&popped);
+  }
+  CudaContextScope(const CudaContextScope&) = delete;
+  CudaContextScope& operator=(const CudaContextScope&) = delete;
+
+ private:
+  const CudaDriver& cu_;
+};
+
+/// The device kiln uses: KILN_CUDA_DEVICE (default 0).
+struct CudaDevice {
+  CUdevice device = 0;
+  uint32_t sm = 0;   ///< 90 for sm_90
+  std::string name;  ///< "NVIDIA H100 80GB HBM3 (sm_90)"
+};
+/// KE5005 without a device or with KILN_CUDA_DEVICE out of range.
+Expected<CudaDevice> selectCudaDevice(const CudaDriver& cu);
+
 }  // namespace kiln::runtime

@@ -88,13 +88,8 @@ struct CudaExecutor::Impl {
   }
 
   /// Makes the device's context current for a scope.
-  struct Current {
-    const Impl& impl;
-    explicit Current(const Impl& i) : impl(i) { impl.cu->ctxPush(impl.context); }
-    ~Current() {
-      CUcontext popped;
-      impl.cu->ctxPop(&popped);
-    }
+  struct Current : CudaContextScope {
+    explicit Current(const Impl& i) : CudaContextScope(*i.cu, i.context) {}
   };
 
   Expected<CUdeviceptr> allocate(uint64_t bytes, const std::string& what) {
@@ -215,26 +210,6 @@ struct CudaExecutor::Impl {
   }
 };
 
-namespace {
-
-/// The device KILN_CUDA_DEVICE names (default 0) and its SM number.
-Expected<std::pair<CUdevice, uint32_t>> selectDevice(const CudaDriver& cu) {
-  int count = 0;
-  KILN_TRY(cu.check(cu.deviceGetCount(&count), "cuDeviceGetCount"));
-  int ordinal = 0;
-  if (const char* env = std::getenv("KILN_CUDA_DEVICE")) ordinal = std::atoi(env);
-  if (count == 0) return makeError(ErrorCode::DeviceUnavailable, "no CUDA device on this machine");
-  if (ordinal < 0 || ordinal >= count)
-    return makeError(ErrorCode::DeviceUnavailable, "KILN_CUDA_DEVICE=", ordinal, " but this machine has ", count, " CUDA devices");
-  CUdevice device = 0;
-  KILN_TRY(cu.check(cu.deviceGet(&device, ordinal), "cuDeviceGet"));
-  int major = 0, minor = 0;
-  KILN_TRY(cu.check(cu.deviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device), "cuDeviceGetAttribute"));
-  KILN_TRY(cu.check(cu.deviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device), "cuDeviceGetAttribute"));
-  return std::make_pair(device, uint32_t(major * 10 + minor));
-}
-
-}  // namespace
 
 CudaExecutor::CudaExecutor() : impl_(std::make_unique<Impl>()) {}
 CudaExecutor::~CudaExecutor() = default;
@@ -243,8 +218,8 @@ uint64_t CudaExecutor::deviceBytes() const { return impl_->allocatedBytes; }
 
 Expected<uint32_t> CudaExecutor::deviceArchitecture() {
   KILN_ASSIGN(const CudaDriver* cu, CudaDriver::get());
-  KILN_ASSIGN(auto selected, selectDevice(*cu));
-  return selected.second;
+  KILN_ASSIGN(CudaDevice selected, selectCudaDevice(*cu));
+  return selected.sm;
 }
 
 Expected<std::unique_ptr<CudaExecutor>> CudaExecutor::create(std::shared_ptr<const Executable> exe) {
@@ -259,12 +234,10 @@ Expected<std::unique_ptr<CudaExecutor>> CudaExecutor::create(std::shared_ptr<con
   Impl& m = *e->impl_;
   m.cu = cu;
   m.exe = exe;
-  KILN_ASSIGN(auto selected, selectDevice(*cu));
-  m.device = selected.first;
-  const uint32_t sm = selected.second;
-  char name[256] = {0};
-  cu->deviceGetName(name, sizeof name - 1, m.device);
-  m.deviceName = std::string(name) + " (sm_" + std::to_string(sm) + ")";
+  KILN_ASSIGN(CudaDevice selected, selectCudaDevice(*cu));
+  m.device = selected.device;
+  const uint32_t sm = selected.sm;
+  m.deviceName = selected.name;
   KILN_TRY(cu->check(cu->primaryCtxRetain(&m.context, m.device), "cuDevicePrimaryCtxRetain"));
   Impl::Current current(m);
   KILN_TRY(cu->check(cu->streamCreate(&m.stream, CU_STREAM_DEFAULT), "cuStreamCreate"));

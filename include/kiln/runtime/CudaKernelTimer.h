@@ -1,0 +1,65 @@
+//===- kiln/runtime/CudaKernelTimer.h - One CUDA kernel, timed ----*- C++ -*-===//
+//
+// Runs one generated CUDA kernel on the device, alone, the way schedule
+// tuning needs it (kiln tune --target cuda, and kiln-measure on a GPU box
+// that has none of kiln's build dependencies): the kernel's cubin (or PTX,
+// JIT-compiled by the driver) loaded on the device KILN_CUDA_DEVICE names,
+// its arguments copied to device buffers once, one launch whose outputs are
+// copied back for checking, then timing with CUDA events around launches on
+// the timer's stream. Without an L2 flush a sample is enough back-to-back
+// launches to last minSampleMs (warm caches, as in a model where the
+// producer just wrote the input); with flushL2 every launch is preceded by
+// an untimed device-to-device copy as large as the L2 cache (cold caches,
+// each launch timed alone). Errors as in CudaExecutor: KE5005 without a
+// driver or device, KE5006 for a failing call (a launch failure names the
+// kernel).
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kiln/support/Tensor.h"
+
+namespace kiln::runtime {
+
+struct CudaKernelLaunch {
+  std::string entry;                     ///< the kernel's name in the image
+  std::array<uint32_t, 3> grid{1, 1, 1};   ///< blocks
+  std::array<uint32_t, 3> block{1, 1, 1};  ///< threads per block
+};
+
+struct CudaTimingOptions {
+  int warmup = 1;            ///< untimed launches before the samples
+  int repeats = 5;           ///< samples; the median is the result
+  double minSampleMs = 1.0;  ///< without flushL2: a sample lasts at least this long
+  bool flushL2 = false;      ///< evict the L2 cache before every timed launch
+};
+
+class CudaKernelTimer {
+ public:
+  ~CudaKernelTimer();
+  /// Loads `image` (a cubin, or NUL-terminated PTX text) and uploads `args`
+  /// (one tensor per kernel parameter, in parameter order).
+  static Expected<std::unique_ptr<CudaKernelTimer>> create(const std::vector<uint8_t>& image, const CudaKernelLaunch& launch,
+                                                           const std::vector<Tensor>& args);
+  /// Launches once and copies the device buffers of `outputs` (parameter
+  /// indices) back into args[i] (generated kernels write only their outputs
+  /// and workspaces, so every launch sees the same inputs).
+  Status runOnce(std::vector<Tensor>& args, const std::vector<size_t>& outputs);
+  /// Median milliseconds of one launch.
+  Expected<double> time(const CudaTimingOptions& options);
+  /// "NVIDIA H100 80GB HBM3 (sm_90)" and its SM number for the device a timer would use.
+  static Expected<std::pair<std::string, uint32_t>> device();
+
+ private:
+  CudaKernelTimer();
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace kiln::runtime

@@ -1,0 +1,159 @@
+//===- lib/runtime/core/CudaKernelTimer.cpp - One CUDA kernel, timed -------===//
+//
+// See kiln/runtime/CudaKernelTimer.h. The timer holds the device's primary
+// context (pushed around each call, as CudaExecutor does), a stream, one
+// device buffer per argument and, with flushL2, two scratch buffers of the
+// L2 size (64 MiB where the driver does not report it).
+//
+//===----------------------------------------------------------------------===//
+#include "kiln/runtime/CudaKernelTimer.h"
+
+#include <algorithm>
+
+#include "CudaDriver.h"
+
+namespace kiln::runtime {
+
+struct CudaKernelTimer::Impl {
+  const CudaDriver* cu = nullptr;
+  CudaDevice device;
+  CUcontext context = nullptr;
+  CUstream stream = nullptr;
+  CUmodule module = nullptr;
+  CUfunction function = nullptr;
+  CudaKernelLaunch launch;
+  std::vector<CUdeviceptr> buffers;  ///< per argument (0 for an empty one)
+  std::vector<CUdeviceptr> flush;    ///< L2-sized source and destination, allocated on first use
+  size_t flushBytes = 0;
+  CUevent start = nullptr, end = nullptr;
+
+  /// Makes the device's context current for a scope.
+  struct Current : CudaContextScope {
+    explicit Current(const Impl& i) : CudaContextScope(*i.cu, i.context) {}
+  };
+
+  ~Impl() {
+    if (!cu || !context) return;
+    Current current(*this);
+    for (CUdeviceptr p : buffers)
+      if (p) cu->memFree(p);
+    for (CUdeviceptr p : flush) cu->memFree(p);
+    if (start) cu->eventDestroy(start);
+    if (end) cu->eventDestroy(end);
+    if (module) cu->moduleUnload(module);
+    if (stream) cu->streamDestroy(stream);
+    cu->primaryCtxRelease(device.device);
+  }
+
+  Status launchOnce() const {
+    std::vector<CUdeviceptr> values(buffers);
+    std::vector<void*> params;
+    for (CUdeviceptr& p : values) params.push_back(&p);
+    return cu->check(cu->launchKernel(function, launch.grid[0], launch.grid[1], launch.grid[2], launch.block[0],
+                                      launch.block[1], launch.block[2], 0, stream, params.data(), nullptr),
+                     "launching kernel " + launch.entry);
+  }
+
+  /// Milliseconds of `launches` back-to-back launches, optionally after an L2 flush.
+  Expected<double> sample(int launches, bool flushL2) {
+    if (flushL2) {
+      KILN_TRY(cu->check(cu->streamSynchronize(stream), "cuStreamSynchronize"));
+      KILN_TRY(cu->check(cu->memcpyDtoD(flush[1], flush[0], flushBytes), "flushing the L2 cache"));
+    }
+    KILN_TRY(cu->check(cu->eventRecord(start, stream), "cuEventRecord"));
+    for (int i = 0; i < launches; ++i) KILN_TRY(launchOnce());
+    KILN_TRY(cu->check(cu->eventRecord(end, stream), "cuEventRecord"));
+    KILN_TRY(cu->check(cu->eventSynchronize(end), "waiting for kernel " + launch.entry));
+    float ms = 0;
+    KILN_TRY(cu->check(cu->eventElapsedTime(&ms, start, end), "cuEventElapsedTime"));
+    return double(ms);
+  }
+};
+
+CudaKernelTimer::CudaKernelTimer() : impl_(std::make_unique<Impl>()) {}
+CudaKernelTimer::~CudaKernelTimer() = default;
+
+Expected<std::pair<std::string, uint32_t>> CudaKernelTimer::device() {
+  KILN_ASSIGN(const CudaDriver* cu, CudaDriver::get());
+  KILN_ASSIGN(CudaDevice d, selectCudaDevice(*cu));
+  return std::make_pair(d.name, d.sm);
+}
+
+Expected<std::unique_ptr<CudaKernelTimer>> CudaKernelTimer::create(const std::vector<uint8_t>& image,
+                                                                   const CudaKernelLaunch& launch,
+                                                                   const std::vector<Tensor>& args) {
+  if (image.empty()) return makeError(ErrorCode::InvalidArgument, "kernel ", launch.entry, ": empty code image");
+  KILN_ASSIGN(const CudaDriver* cu, CudaDriver::get());
+  std::unique_ptr<CudaKernelTimer> t(new CudaKernelTimer);
+  Impl& m = *t->impl_;
+  KILN_ASSIGN(m.device, selectCudaDevice(*cu));
+  KILN_TRY(cu->check(cu->primaryCtxRetain(&m.context, m.device.device), "cuDevicePrimaryCtxRetain"));
+  m.cu = cu;
+  m.launch = launch;
+  Impl::Current current(m);
+  KILN_TRY(cu->check(cu->streamCreate(&m.stream, CU_STREAM_DEFAULT), "cuStreamCreate"));
+  KILN_TRY(cu->check(cu->moduleLoadData(&m.module, image.data()), "cuModuleLoadData of kernel " + launch.entry));
+  KILN_TRY(cu->check(cu->moduleGetFunction(&m.function, m.module, launch.entry.c_str()), "cuModuleGetFunction " + launch.entry));
+  KILN_TRY(cu->check(cu->eventCreate(&m.start, CU_EVENT_DEFAULT), "cuEventCreate"));
+  KILN_TRY(cu->check(cu->eventCreate(&m.end, CU_EVENT_DEFAULT), "cuEventCreate"));
+  for (size_t a = 0; a < args.size(); ++a) {
+    CUdeviceptr p = 0;
+    const uint64_t bytes = args[a].byteSize();
+    if (bytes) {
+      KILN_TRY(cu->check(cu->memAlloc(&p, bytes), "cuMemAlloc of " + std::to_string(bytes) + " bytes for argument " +
+                                                      std::to_string(a) + " of " + launch.entry));
+      m.buffers.push_back(p);
+      KILN_TRY(cu->check(cu->memcpyHtoD(p, args[a].rawData(), bytes), "uploading argument " + std::to_string(a)));
+    } else {
+      m.buffers.push_back(0);
+    }
+  }
+  return t;
+}
+
+Status CudaKernelTimer::runOnce(std::vector<Tensor>& args, const std::vector<size_t>& outputs) {
+  Impl& m = *impl_;
+  Impl::Current current(m);
+  KILN_TRY(m.launchOnce());
+  KILN_TRY(m.cu->check(m.cu->streamSynchronize(m.stream), "running kernel " + m.launch.entry));
+  for (size_t a : outputs) {
+    if (a >= args.size() || a >= m.buffers.size())
+      return makeError(ErrorCode::InvalidArgument, "kernel ", m.launch.entry, " has no argument ", a);
+    if (m.buffers[a])
+      KILN_TRY(m.cu->check(m.cu->memcpyDtoH(args[a].mutableRawData(), m.buffers[a], args[a].byteSize()),
+                           "copying output argument " + std::to_string(a) + " of " + m.launch.entry));
+  }
+  return Status::ok();
+}
+
+Expected<double> CudaKernelTimer::time(const CudaTimingOptions& options) {
+  Impl& m = *impl_;
+  Impl::Current current(m);
+  if (options.flushL2 && m.flush.empty()) {
+    int l2 = 0;
+    m.flushBytes = m.cu->deviceGetAttribute(&l2, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, m.device.device) == CUDA_SUCCESS && l2 > 0
+                       ? size_t(l2)
+                       : size_t(64) << 20;
+    for (int i = 0; i < 2; ++i) {
+      CUdeviceptr p = 0;
+      KILN_TRY(m.cu->check(m.cu->memAlloc(&p, m.flushBytes), "cuMemAlloc of the L2 flush buffer"));
+      m.flush.push_back(p);
+    }
+  }
+  for (int i = 0; i < options.warmup; ++i) KILN_TRY(m.launchOnce());
+  // Calibration: how many launches make a sample of minSampleMs (one each when flushing).
+  KILN_ASSIGN(double once, m.sample(1, options.flushL2));
+  int launches = 1;
+  if (!options.flushL2 && once < options.minSampleMs)
+    launches = int(std::min(100000.0, options.minSampleMs / std::max(once, 1e-4))) + 1;
+  std::vector<double> perLaunch;
+  for (int r = 0; r < std::max(options.repeats, 1); ++r) {
+    KILN_ASSIGN(double ms, m.sample(launches, options.flushL2));
+    perLaunch.push_back(ms / launches);
+  }
+  std::sort(perLaunch.begin(), perLaunch.end());
+  const size_t n = perLaunch.size();
+  return n % 2 ? perLaunch[n / 2] : 0.5 * (perLaunch[n / 2 - 1] + perLaunch[n / 2]);
+}
+
+}  // namespace kiln::runtime

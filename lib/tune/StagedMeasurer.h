@@ -1,0 +1,89 @@
+//===- lib/tune/StagedMeasurer.h - A batch of candidates in three stages -===//
+//
+// What the CPU and CUDA measurers share (kiln/tune/Measurer.h): a batch is
+// lowered one candidate after the other (cheap; a candidate that does not
+// lower is a lower error), built in parallel on --build-threads (a failed
+// build is a compile error), and only when every build has finished is each
+// valid candidate bound to its arguments, run once, checked against the
+// reference and timed, one at a time, so nothing else runs while a
+// candidate is timed. The targets fill in how to lower, build and run.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kiln/support/Stopwatch.h"
+#include "kiln/support/ThreadPool.h"
+#include "kiln/tune/Measurer.h"
+
+namespace kiln::tune {
+
+/// `Candidate` holds a `codegen::LoweredKernel lowered` and what its build makes.
+template <class Candidate>
+class StagedMeasurer : public Measurer {
+ public:
+  StagedMeasurer(std::map<std::string, Tensor> reference, MeasureOptions options)
+      : reference_(std::move(reference)), options_(options) {}
+
+  Expected<std::vector<MeasureResult>> measure(const TuningTask& task, const std::vector<codegen::Config>& configs) final {
+    const codegen::KernelGroup& group = *task.groups.front();
+    std::vector<MeasureResult> results(configs.size());
+    std::vector<Candidate> built(configs.size());
+    for (size_t i = 0; i < configs.size(); ++i) {
+      results[i].config = configs[i];
+      Stopwatch timer;
+      Status s = task.space.check(configs[i]);
+      if (s.isOk()) s = lower(group, configs[i], "tune_" + std::to_string(i), built[i]);
+      if (!s.isOk()) fail(results[i], MeasureStatus::LowerError, s.error().message());
+      results[i].buildMs = timer.elapsedMs();
+    }
+    runOnThreads(built.size(), options_.buildThreads, [&](size_t i) {
+      if (!results[i].ok()) return;
+      Stopwatch timer;
+      if (Status s = build(built[i]); !s.isOk()) fail(results[i], MeasureStatus::CompileError, s.error().message());
+      results[i].buildMs += timer.elapsedMs();
+    });
+    std::shared_ptr<void> timing = beginTiming();
+    for (size_t i = 0; i < configs.size(); ++i) {
+      if (!results[i].ok()) continue;
+      // A value the kernel reads that the reference lacks is the measurer's bug, not the candidate's.
+      KILN_ASSIGN(KernelArguments args, bindKernelArguments(group, built[i].lowered, reference_));
+      KILN_TRY(runAndTime(built[i], args, results[i]));
+    }
+    return results;
+  }
+
+ protected:
+  static void fail(MeasureResult& r, MeasureStatus s, std::string why) {
+    r.status = s;
+    r.error = std::move(why);
+  }
+
+  /// After the first run: records the outputs' error in r; false (r marked
+  /// wrong-output) when it exceeds the tolerance.
+  bool outputsMatch(const KernelArguments& args, MeasureResult& r) const {
+    r.maxError = args.maxError();
+    if (r.maxError <= options_.tolerance) return true;
+    fail(r, MeasureStatus::WrongOutput,
+         "largest relative error " + std::to_string(r.maxError) + " > tolerance " + std::to_string(options_.tolerance));
+    return false;
+  }
+
+  virtual Status lower(const codegen::KernelGroup& group, const codegen::Config& config, const std::string& name,
+                       Candidate& c) const = 0;
+  virtual Status build(Candidate& c) const = 0;
+  /// Runs once, checks with outputsMatch, times into r.ms. A failure of the
+  /// candidate marks r; an error returned stops the whole measurement.
+  virtual Status runAndTime(Candidate& c, KernelArguments& args, MeasureResult& r) const = 0;
+  /// Held while the batch is run and timed (the CPU measurer pins its threads).
+  virtual std::shared_ptr<void> beginTiming() const { return nullptr; }
+
+  std::map<std::string, Tensor> reference_;
+  MeasureOptions options_;
+};
+
+}  // namespace kiln::tune
