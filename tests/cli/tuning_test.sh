@@ -175,6 +175,22 @@ assert m1['target'] == 'cuda' and m1['arch'] == 'sm_90'
 a, b = {key(c) for c in m1['candidates']}, [key(c) for c in m2['candidates']]
 assert b and not (a & set(b)), 'CUDA round 2 repeats round 1'
 PY
+# The CUDA records applied at compile time (no GPU here: the database's only GPU is the emulated one).
+"$KILN" compile "$MODEL" --target cuda:sm_90 --tuning-db cuda_batch.jsonl --show-tuning -o cuda_tuned.kiln \
+  > ccompile.txt 2> ccompile.err
+expect_in "applying the CUDA tuning records of kiln CPU emulation (sm_90)" ccompile.err
+expect_in "0 stale" ccompile.txt
+/usr/bin/python3 - ccompile.txt ccompile.err <<'PY'
+import re, sys
+m = re.search(r"tuning db: (\d+) kernels applied, (\d+) kept the default .*, (\d+) missing", open(sys.argv[1]).read())
+applied, kept, missing = map(int, m.groups())
+assert applied + kept >= 2 and missing >= 1, m.group(0)   # the two measured kernels; the others have no record
+statuses = re.findall(r"^kiln: tuning \S+ \[.*\]: (\S+)", open(sys.argv[2]).read(), re.M)
+assert len(statuses) == applied + kept + missing, statuses
+PY
+"$KILN" compile "$MODEL" --target cuda:sm_90 --tuning-db cuda_batch.jsonl --tuning-device "NVIDIA X (sm_90)" \
+  -o cuda_other.kiln > cother.txt
+expect_in "0 kernels applied" cother.txt
 expect_fail "needs the measuring GPU's architecture" "$KILN" tune "$MODEL" --target cuda --export-candidates x
 expect_fail "expected cpu, cuda or cuda:sm_NN" "$KILN" tune "$MODEL" --target cuda:90 --trials 4
 

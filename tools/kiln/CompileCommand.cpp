@@ -13,12 +13,14 @@
 // architecture and PTX for the oldest, all stored in the artifact; with
 // --emit-cuda DIR the sources, cubins and PTX are also written there.
 // NVRTC's outputs are cached by source hash (--cache-dir, --no-cache).
-// --tuning-db applies the schedules `kiln tune` measured (cpu target).
+// --tuning-db applies the schedules `kiln tune` measured (cpu target, or
+// cuda: the records of one GPU, --tuning-device).
 //
 //===----------------------------------------------------------------------===//
 #include <algorithm>
 #include <iomanip>
 #include <iostream>
+#include <set>
 #include <sstream>
 
 #include "Commands.h"
@@ -27,9 +29,11 @@
 #include "kiln/codegen/CudaCompiler.h"
 #include "kiln/codegen/NvrtcCache.h"
 #include "kiln/runtime/Artifact.h"
+#include "kiln/runtime/CudaKernelTimer.h"
 #include "kiln/runtime/StepDependencies.h"
 #include "kiln/support/File.h"
 #include "kiln/support/Stopwatch.h"
+#include "kiln/support/Strings.h"
 #include "kiln/tune/TuningDatabase.h"
 
 namespace kiln::cli {
@@ -42,6 +46,7 @@ struct CompileOptions {
   std::string fusionPlan, saveFusionPlan;
   std::string emitCuda;
   std::string tuningDb;
+  std::string tuningDevice;  ///< cuda: whose records apply (default: this machine's GPU, or the database's only GPU)
   bool showTuning = false;
   std::string cacheDir = codegen::NvrtcCache::defaultDir();
   bool noCache = false;
@@ -125,7 +130,8 @@ std::string gpuScheduleSummary(const std::vector<codegen::LoweredKernel>& kernel
 }
 
 int compileCuda(const CompileOptions& o, const std::vector<int>& archs, ir::Module& module,
-                const codegen::CompileOptions& options, const std::string& output, double importMs, double passesMs) {
+                const codegen::CompileOptions& options, const std::string& output, double importMs, double passesMs,
+                const std::string& tuningSummary) {
   if (!o.quiet)
     std::cerr << "kiln: generating kernels with GPU schedules, compiling them with NVRTC " << codegen::nvrtcVersion()
               << "\n";
@@ -143,6 +149,7 @@ int compileCuda(const CompileOptions& o, const std::vector<int>& archs, ir::Modu
   const codegen::CompileStats& st = model->stats;
   std::cout << "  weights        " << size(st.weightBytes) << "\n";
   std::cout << "  schedules      " << gpuScheduleSummary(model->kernels) << "\n";
+  if (!tuningSummary.empty()) std::cout << "  " << tuningSummary << "\n";
   // What the runtime's CUDA graphs can overlap: steps that need not wait for the step before them.
   const runtime::StepOverlap overlap = runtime::stepOverlap(*model->executable);
   std::cout << "  cuda graphs    " << overlap.segments << " (kernel runs between host and library steps); " << overlap.independent
@@ -154,14 +161,37 @@ int compileCuda(const CompileOptions& o, const std::vector<int>& archs, ir::Modu
   return 0;
 }
 
-/// --tuning-db: the configurations the database gives this machine's CPU;
-/// corrupt lines and (with --show-tuning) every kernel's status on stderr.
-Expected<tune::TuningApplication> applyTuning(const CompileOptions& o, ir::Graph& graph, const codegen::CompileOptions& options) {
+/// The GPU whose CUDA records --tuning-db applies: --tuning-device, else
+/// this machine's GPU, else the only GPU the database has records of.
+Expected<std::string> tuningGpu(const CompileOptions& o, const tune::TuningDatabase& db) {
+  if (!o.tuningDevice.empty()) return o.tuningDevice;
+  if (auto gpu = runtime::CudaKernelTimer::device()) return gpu->first;
+  std::set<std::string> gpus;
+  for (const tune::TuningRecord& r : db.records())
+    if (r.target == "cuda") gpus.insert(r.device);
+  if (gpus.size() > 1)
+    return makeError(ErrorCode::InvalidArgument, o.tuningDb, " holds CUDA records of ", gpus.size(), " GPUs (",
+                     joinStrings(std::vector<std::string>(gpus.begin(), gpus.end()), "; "),
+                     "): choose one with --tuning-device");
+  return gpus.empty() ? std::string() : *gpus.begin();
+}
+
+/// --tuning-db: the configurations the database gives this machine's CPU,
+/// or (cuda) the GPU tuningGpu picks; corrupt lines and (with
+/// --show-tuning) every kernel's status on stderr.
+Expected<tune::TuningApplication> applyTuning(const CompileOptions& o, ir::Graph& graph, const codegen::CompileOptions& options,
+                                              bool cuda) {
   KILN_ASSIGN(tune::TuningDatabase db, tune::TuningDatabase::open(o.tuningDb, true));
   for (const std::string& p : db.problems()) std::cerr << "kiln: warning: " << p << "\n";
-  KILN_ASSIGN(tune::TaskSet tasks, tune::extractTasks(graph, codegen::KernelTarget::Cpu, options.fusionPlanText));
-  tune::TuningApplication applied =
-      tune::applyTuningDatabase(tasks, db, "cpu", tune::cpuDeviceName(), tune::cpuToolkitName());
+  KILN_ASSIGN(tune::TaskSet tasks, tune::extractTasks(graph, cuda ? codegen::KernelTarget::Gpu : codegen::KernelTarget::Cpu,
+                                                      options.fusionPlanText));
+  std::string device = tune::cpuDeviceName();
+  if (cuda) {
+    KILN_ASSIGN(device, tuningGpu(o, db));
+    if (!o.quiet && !device.empty()) std::cerr << "kiln: applying the CUDA tuning records of " << device << "\n";
+  }
+  tune::TuningApplication applied = tune::applyTuningDatabase(tasks, db, cuda ? "cuda" : "cpu", device,
+                                                              cuda ? tune::cudaToolkitName() : tune::cpuToolkitName());
   if (o.showTuning)
     for (const tune::KernelApplication& k : applied.kernels) {
       std::cerr << "kiln: tuning " << k.group << " [" << k.description << "]: " << tune::applyStatusName(k.status);
@@ -214,15 +244,12 @@ int compileModel(const CompileOptions& o) {
   }
   std::string tuningSummary;
   if (!o.tuningDb.empty()) {
-    if (cuda)
-      return reportError(Error(ErrorCode::InvalidArgument,
-                               "--tuning-db: tuning records exist only for the cpu target so far (kiln tune --target cpu)"));
-    auto applied = applyTuning(o, (*module)->graph(), options);
+    auto applied = applyTuning(o, (*module)->graph(), options, cuda);
     if (!applied) return reportError(applied.error());
     options.configs = applied->configs;
     tuningSummary = applied->summary();
   }
-  if (cuda) return compileCuda(o, archs, **module, options, output, importMs, passesMs);
+  if (cuda) return compileCuda(o, archs, **module, options, output, importMs, passesMs, tuningSummary);
   progress("generating kernels and object code for this CPU");
   auto model = codegen::compileCpuArtifact((*module)->graph(), options);
   if (!model) return reportError(model.error());
@@ -262,6 +289,9 @@ void addCompileCommand(CLI::App& app, int& exitCode) {
   cmd->add_option("--tuning-db", o->tuningDb,
                   "Apply the fastest measured schedules from this tuning database (kiln tune); kernels without a record, "
                   "or whose tuned schedule was not faster than the default, keep the default");
+  cmd->add_option("--tuning-device", o->tuningDevice,
+                  "With --target cuda --tuning-db: apply the records of this GPU (as kiln tune names it, e.g. "
+                  "'NVIDIA H100 80GB HBM3 (sm_90)'; default: this machine's GPU, else the database's only one)");
   cmd->add_flag("--show-tuning", o->showTuning, "With --tuning-db: print each kernel's status (applied, kept-default, missing, stale)");
   cmd->add_flag("--quiet", o->quiet, "No progress on stderr");
   cmd->callback([=, &exitCode] { exitCode = compileModel(*o); });
