@@ -9,11 +9,11 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "AppliedTuning.h"
 #include "kiln/bench/Backend.h"
 #include "kiln/codegen/Compiler.h"
 #include "kiln/support/Stopwatch.h"
 #include "kiln/support/ThreadPool.h"
-#include "kiln/tune/TuningDatabase.h"
 
 namespace kiln::bench {
 
@@ -30,10 +30,8 @@ class CpuCodegenBackend final : public Backend {
     Stopwatch timer;
     codegen::CompileOptions options;
     if (!options_.tuningDb.empty()) {  // the schedules `kiln tune` measured on this CPU
-      KILN_ASSIGN(tune::TuningDatabase db, tune::TuningDatabase::open(options_.tuningDb, true));
-      KILN_ASSIGN(tune::TaskSet tasks, tune::extractTasks(module_->graph(), codegen::KernelTarget::Cpu));
-      tune::TuningApplication applied =
-          tune::applyTuningDatabase(tasks, db, "cpu", tune::cpuDeviceName(), tune::cpuToolkitName());
+      KILN_ASSIGN(tune::TuningApplication applied, appliedTuning(options_.tuningDb, module_->graph(), codegen::KernelTarget::Cpu,
+                                                                 tune::cpuDeviceName(), tune::cpuToolkitName()));
       options.configs = applied.configs;
       tuningSummary_ = applied.summary();
     }

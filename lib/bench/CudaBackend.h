@@ -7,17 +7,20 @@
 // runtime::CudaExecutor (CUDA graphs, pinned staging), exactly as a loaded
 // artifact runs; a run returns once the outputs are on the host, so the
 // measured latency includes the copies. Without a driver or device,
-// prepare() fails with KE5005.
+// prepare() fails with KE5005. With a tuning database the kernels take the
+// schedules kiln tune --target cuda measured on this GPU.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
 
 #include <map>
 
+#include "AppliedTuning.h"
 #include "kiln/bench/Backend.h"
 #include "kiln/codegen/CudaCompiler.h"
 #include "kiln/codegen/NvrtcCache.h"
 #include "kiln/runtime/CudaExecutor.h"
+#include "kiln/runtime/CudaKernelTimer.h"
 #include "kiln/support/Stopwatch.h"
 
 namespace kiln::bench {
@@ -25,10 +28,11 @@ namespace kiln::bench {
 class CudaCodegenBackend final : public Backend {
  public:
   explicit CudaCodegenBackend(const BackendOptions& options)
-      : allowTf32_(options.allowTf32), libraryTactics_(options.libraryTactics) {}  // threads, seed do not apply
+      : allowTf32_(options.allowTf32), libraryTactics_(options.libraryTactics), tuningDb_(options.tuningDb) {}  // threads, seed do not apply
   std::string name() const override { return "cuda"; }
   int threads() const override { return 1; }
   bool usesGpu() const override { return true; }
+  std::string tuningSummary() const override { return tuningSummary_; }
   Status prepare(std::unique_ptr<ir::Module> module, CompilePhases& phases) override {
     module_ = std::move(module);
     Stopwatch timer;
@@ -39,6 +43,13 @@ class CudaCodegenBackend final : public Backend {
     codegen::CompileOptions options;
     options.allowTf32 = allowTf32_;
     KILN_ASSIGN(options.libraryTactics, codegen::parseLibraryTactics(libraryTactics_));
+    if (!tuningDb_.empty()) {  // the schedules `kiln tune --target cuda` measured on this GPU
+      KILN_ASSIGN(auto gpu, runtime::CudaKernelTimer::device());
+      KILN_ASSIGN(tune::TuningApplication applied, appliedTuning(tuningDb_, module_->graph(), codegen::KernelTarget::Gpu,
+                                                                 gpu.first, tune::cudaToolkitName()));
+      options.configs = applied.configs;
+      tuningSummary_ = applied.summary();
+    }
     KILN_ASSIGN(codegen::LoweredModel lowered, codegen::compileCudaArtifact(module_->graph(), options, cuda));
     for (const codegen::LoweredKernel& k : lowered.kernels)
       schedules_[k.kernel.name] = k.templateName + " " + codegen::configToString(k.config);
@@ -73,6 +84,7 @@ class CudaCodegenBackend final : public Backend {
  private:
   bool allowTf32_ = false;
   std::string libraryTactics_;
+  std::string tuningDb_, tuningSummary_;
   std::unique_ptr<ir::Module> module_;
   std::unique_ptr<runtime::CudaExecutor> executor_;
   std::map<std::string, std::string> schedules_;  ///< kernel entry point -> "template configuration"

@@ -121,7 +121,9 @@ class StudyRunner {
       : study_(study), module_(module), inputs_(inputs), options_(study.options) {}
 
   Status reference() {
-    KILN_ASSIGN(auto interpreter, createBackend("interpreter", {.seed = options_.seed}));
+    BackendOptions reference;
+    reference.seed = options_.seed;
+    KILN_ASSIGN(auto interpreter, createBackend("interpreter", reference));
     CompilePhases unused;
     KILN_TRY(interpreter->prepare(copyModule(module_), unused));
     auto outputs = interpreter->run(inputs_);

@@ -18,6 +18,18 @@ EMULATED_DRIVER=$6
 rm -rf "$WORK" && mkdir -p "$WORK" && cd "$WORK"
 MODEL=$SRC/models/tiny/resnet_tiny-default.onnx
 source "$SRC/tests/cli/expect.sh"
+# same_outputs A B: every output .npy in A has a twin in B that matches it closely.
+same_outputs() {
+  /usr/bin/python3 - "$1" "$2" <<'PY'
+import glob, os, sys
+import numpy as np
+files = sorted(glob.glob(os.path.join(sys.argv[1], '*.npy')))
+assert files, sys.argv[1]
+for f in files:
+    a, b = np.load(f), np.load(os.path.join(sys.argv[2], os.path.basename(f)))
+    assert np.allclose(a, b, rtol=1e-3, atol=1e-4), (f, np.abs(a - b).max())
+PY
+}
 "$KILN" tune --help > help.txt
 expect_in "--strategy" help.txt
 expect_in "rl-as" help.txt
@@ -91,13 +103,7 @@ expect_in ": applied " compile.err
 # The tuned artifact computes what the interpreter computes.
 "$KILN" run tuned.kiln --output-dir out_tuned > /dev/null
 "$KILN" run "$MODEL" --output-dir out_ref > /dev/null
-/usr/bin/python3 -c "
-import numpy as np, glob, os
-files = sorted(glob.glob('out_ref/*.npy'))
-assert files
-for f in files:
-    a, b = np.load(f), np.load(os.path.join('out_tuned', os.path.basename(f)))
-    assert np.allclose(a, b, rtol=1e-3, atol=1e-4), (f, np.abs(a - b).max())"
+same_outputs out_ref out_tuned
 # kiln bench applies it too.
 "$KILN" bench "$MODEL" --backend cpu --tuning-db db_sa.jsonl --runs 5 --warmup 1 > bench.txt 2> bench.err
 expect_in "kiln bench: tuning db: " bench.err
@@ -188,6 +194,15 @@ assert applied + kept >= 2 and missing >= 1, m.group(0)   # the two measured ker
 statuses = re.findall(r"^kiln: tuning \S+ \[.*\]: (\S+)", open(sys.argv[2]).read(), re.M)
 assert len(statuses) == applied + kept + missing, statuses
 PY
+# The tuned CUDA artifact computes what the interpreter computes (its kernels emulated), and kiln bench
+# --backend cuda applies the same records (the emulated GPU is "this machine's GPU" there).
+TUNED_LIB=$("$EMULATION_KERNELS" "$MODEL" ctuned-emulation f32 off cuda_batch.jsonl)
+KILN_CUDA_DRIVER=$EMULATED_DRIVER KILN_EMULATED_KERNELS=$TUNED_LIB "$KILN" run cuda_tuned.kiln --output-dir out_cuda_tuned > /dev/null
+same_outputs out_ref out_cuda_tuned
+KILN_CUDA_DRIVER=$EMULATED_DRIVER KILN_EMULATED_KERNELS=$TUNED_LIB "$KILN" bench "$MODEL" --backend cuda \
+  --tuning-db cuda_batch.jsonl --runs 2 --warmup 0 > cbench.txt 2> cbench.err
+grep "tuning db: " ccompile.txt | sed 's/^ *//' > ccompile_summary.txt
+expect_in "kiln bench: $(cat ccompile_summary.txt)" cbench.err
 "$KILN" compile "$MODEL" --target cuda:sm_90 --tuning-db cuda_batch.jsonl --tuning-device "NVIDIA X (sm_90)" \
   -o cuda_other.kiln > cother.txt
 expect_in "0 kernels applied" cother.txt
@@ -200,5 +215,5 @@ expect_fail "expected cpu, cuda or cuda:sm_NN" "$KILN" tune "$MODEL" --target tp
 # CUDA tuning needs a GPU (tests/cli/tuning_cuda_test.sh runs it where there is one): without a driver, KE5005.
 KILN_CUDA_DRIVER=$WORK/no-libcuda.so expect_fail "KE5005" "$KILN" tune "$MODEL" --target cuda --trials 4 --db cuda.jsonl
 expect_fail "strategy" "$KILN" tune "$MODEL" --strategy annealing
-expect_fail "cpu backend only" "$KILN" bench "$MODEL" --backend interpreter --tuning-db db_sa.jsonl
+expect_fail "cpu and cuda backends only" "$KILN" bench "$MODEL" --backend interpreter --tuning-db db_sa.jsonl
 echo "tuning CLI: all checks passed"

@@ -1,13 +1,15 @@
 //===- tests/emulation/EmulationKernelsTool.cpp - kiln-emulation-kernels ---===//
 //
-//   kiln-emulation-kernels MODEL.onnx WORK_DIR [f32|tf32|f16|bf16 [off|auto|all]]
+//   kiln-emulation-kernels MODEL.onnx WORK_DIR [f32|tf32|f16|bf16 [off|auto|all [TUNING_DB]]]
 //   kiln-emulation-kernels CANDIDATE_DIR WORK_DIR
 //
 // Builds the CPU emulation library of every CUDA kernel kiln generates for a
 // model at the default optimization level (the kernels `kiln compile
 // --target cuda` and `kiln bench --backend cuda` produce; with tf32, f16 or
 // bf16, those of `--precision tf32` / `f16` / `bf16`; then with auto or all,
-// those left beside `--library-tactics` library steps), and prints its path. With KILN_CUDA_DRIVER naming the emulated driver and
+// those left beside `--library-tactics` library steps; with a tuning
+// database, the schedules `kiln compile --target cuda --tuning-db` takes
+// from the records of the database's only GPU), and prints its path. With KILN_CUDA_DRIVER naming the emulated driver and
 // KILN_EMULATED_KERNELS this library, the kiln CLI runs the model's CUDA
 // code on a machine without a GPU: how the CLI tests and bench/gpu-run's
 // self-test drive the CUDA backend. Given a directory of CUDA candidates
@@ -29,13 +31,14 @@
 #include "kiln/passes/PassRegistry.h"
 #include "kiln/passes/Pipeline.h"
 #include "kiln/support/File.h"
+#include "kiln/tune/TuningDatabase.h"
 
 using namespace kiln;
 
 namespace {
 
 Expected<std::string> build(const std::string& modelPath, const std::string& workDir, const std::string& precision,
-                            const std::string& tactics) {
+                            const std::string& tactics, const std::string& tuningDb) {
   passes::registerAllPasses();
   KILN_ASSIGN(auto module, onnx::importOnnxFile(modelPath));
   KILN_ASSIGN(auto pipeline, passes::optLevelPipeline(passes::kDefaultOptLevel));
@@ -45,6 +48,14 @@ Expected<std::string> build(const std::string& modelPath, const std::string& wor
   codegen::CompileOptions options;
   options.allowTf32 = precision == "tf32";
   KILN_ASSIGN(options.libraryTactics, codegen::parseLibraryTactics(tactics));
+  if (!tuningDb.empty()) {
+    KILN_ASSIGN(tune::TuningDatabase db, tune::TuningDatabase::open(tuningDb, true));
+    std::string gpu;
+    for (const tune::TuningRecord& r : db.records())
+      if (r.target == "cuda") gpu = r.device;
+    KILN_ASSIGN(tune::TaskSet tasks, tune::extractTasks(module->graph(), codegen::KernelTarget::Gpu));
+    options.configs = tune::applyTuningDatabase(tasks, db, "cuda", gpu, tune::cudaToolkitName()).configs;
+  }
   KILN_ASSIGN(codegen::LoweredModel lowered, codegen::lowerModel(module->graph(), codegen::KernelTarget::Gpu, options));
   std::vector<codegen::CudaKernel> sources;
   for (const codegen::LoweredKernel& k : lowered.kernels) {
@@ -81,8 +92,8 @@ Expected<std::string> buildCandidates(const std::string& dir, const std::string&
 
 int main(int argc, char** argv) {
   const bool help = argc == 2 && std::string(argv[1]) == "--help";
-  if (argc < 3 || argc > 5) {
-    (help ? std::cout : std::cerr) << "usage: kiln-emulation-kernels MODEL.onnx WORK_DIR [f32|tf32|f16|bf16 [off|auto|all]]\n"
+  if (argc < 3 || argc > 6) {
+    (help ? std::cout : std::cerr) << "usage: kiln-emulation-kernels MODEL.onnx WORK_DIR [f32|tf32|f16|bf16 [off|auto|all [TUNING_DB]]]\n"
                                       "       kiln-emulation-kernels CANDIDATE_DIR WORK_DIR\n"
                                       "Builds the CPU emulation library of the model's CUDA kernels (or of exported CUDA\n"
                                       "tuning candidates) and prints its path.\n";
@@ -90,7 +101,8 @@ int main(int argc, char** argv) {
   }
   auto library = std::filesystem::is_directory(argv[1])
                      ? buildCandidates(argv[1], argv[2])
-                     : build(argv[1], argv[2], argc >= 4 ? argv[3] : "f32", argc == 5 ? argv[4] : "off");
+                     : build(argv[1], argv[2], argc >= 4 ? argv[3] : "f32", argc >= 5 ? argv[4] : "off",
+                             argc == 6 ? argv[5] : "");
   if (!library) {
     std::cerr << "kiln-emulation-kernels: " << library.error().str() << "\n";
     return 1;

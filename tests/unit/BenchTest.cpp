@@ -82,7 +82,9 @@ TEST_CASE("The backend registry rejects unknown names and options it cannot hono
   REQUIRE_FALSE(unknown.isOk());
   CHECK(unknown.error().code() == ErrorCode::InvalidArgument);
   CHECK_THAT(unknown.error().str(), Catch::Contains("known: interpreter"));
-  auto threads = bench::createBackend("interpreter", {.threads = 4});
+  bench::BackendOptions four;
+  four.threads = 4;
+  auto threads = bench::createBackend("interpreter", four);
   REQUIRE_FALSE(threads.isOk());
   CHECK_THAT(threads.error().str(), Catch::Contains("one thread"));
   auto early = bench::createBackend("interpreter", {});

@@ -45,8 +45,9 @@ int benchModel(const BenchCommandOptions& o) {
   auto backend = bench::createBackend(o.backend, {.threads = o.threads, .seed = o.seed, .allowTf32 = o.model.precision == "tf32",
                                                        .libraryTactics = o.model.libraryTactics, .tuningDb = o.tuningDb});
   if (!backend) return reportError(backend.error());
-  if (!o.tuningDb.empty() && o.backend != "cpu")
-    return reportError(Error(ErrorCode::InvalidArgument, "--tuning-db applies to the cpu backend only (kiln tune --target cpu)"));
+  if (!o.tuningDb.empty() && o.backend != "cpu" && o.backend != "cuda")
+    return reportError(Error(ErrorCode::InvalidArgument,
+                             "--tuning-db applies to the cpu and cuda backends only (kiln tune --target cpu|cuda)"));
   if (o.profileRuns > 0 && !(*backend)->usesGpu()) return reportError(bench::Backend::noKernelsToProfile(o.backend));
 
   bench::BenchRecord record;
@@ -115,7 +116,7 @@ void addBenchCommand(CLI::App& app, int& exitCode) {
       ->default_val("table")
       ->check(CLI::IsMember({"table", "json"}));
   cmd->add_option("--json", o->jsonFile, "Append the record to this .jsonl file");
-  cmd->add_option("--tuning-db", o->tuningDb, "cpu backend: use the schedules of this tuning database (kiln tune)");
+  cmd->add_option("--tuning-db", o->tuningDb, "cpu and cuda backends: use the schedules this tuning database holds for this CPU or GPU (kiln tune)");
   cmd->add_flag("--quiet", o->quiet, "No progress on stderr");
   cmd->add_option("--profile", o->profileRuns,
                   "After measuring, time every kernel on the device over this many runs and print the slowest "

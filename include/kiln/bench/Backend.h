@@ -35,7 +35,7 @@ struct BackendOptions {
   uint64_t seed = 0;  ///< for random ops
   bool allowTf32 = false;  ///< cuda: f32 matmuls and convs on TF32 tensor cores
   std::string libraryTactics = "off";  ///< cuda: off | auto | all (codegen/LibraryTactics.h)
-  std::string tuningDb;  ///< cpu: apply the schedules of this tuning database (kiln tune)
+  std::string tuningDb;  ///< cpu, cuda: apply the schedules of this tuning database (kiln tune)
 };
 
 class Backend {
