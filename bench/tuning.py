@@ -91,8 +91,9 @@ def run_kernel(kiln, zoo_dir, out, index, trials, seeds):
             kiln_tune(kiln, model, ["--strategy", strategy, "--trials", str(trials), "--kernel", signature,
                                     "--seed", str(seed)], db, report)
             task = [t for t in json.load(open(report))["tasks"] if t["signature"] == signature][0]
+            # Measured proposals only: not the confirmation round, not configurations whose code was measured already.
             proposals = [key(r["config"]) for r in records(db)
-                         if r["signature"] == signature and not r["default"] and r["strategy"] != "confirm"]
+                         if r["signature"] == signature and not r["default"] and r["strategy"] not in ("confirm", "same-code")]
             runs.append({"strategy": strategy, "seed": seed, "proposals": proposals, "seconds": task["seconds"],
                          "measured_best_ms": task["best_ms"], "measured_default_ms": task["default_ms"]})
     table = collections.defaultdict(list)

@@ -2,11 +2,12 @@
 //
 // See kiln/tune/SearchStrategy.h (TaskSpace). Features come from lowering
 // the representative group with the configuration (kernel IR statistics)
-// next to the knob values.
+// next to the knob values; the same lowering gives the code key.
 //
 //===----------------------------------------------------------------------===//
 #include <algorithm>
 
+#include "kiln/support/Hash.h"
 #include "kiln/tune/ScheduleFeatures.h"
 #include "kiln/tune/SearchStrategy.h"
 
@@ -53,16 +54,26 @@ uint64_t TaskSpace::neighbour(uint64_t index, SplitMix64& rng) const {
   return fromDigits(d);
 }
 
-const std::vector<float>* TaskSpace::features(uint64_t index) {
-  auto it = features_.find(index);
-  if (it == features_.end()) {
+const TaskSpace::Lowered& TaskSpace::lowered(uint64_t index) {
+  auto it = lowered_.find(index);
+  if (it == lowered_.end()) {
     Config c = config(index);
-    Expected<LoweredKernel> lowered = lowerGroup(*task_.groups.front(), task_.target, &c);
-    std::optional<std::vector<float>> f;
-    if (lowered) f = scheduleFeatures(task_.space, c, lowered->kernel);
-    it = features_.emplace(index, std::move(f)).first;
+    Expected<LoweredKernel> lk = lowerGroup(*task_.groups.front(), task_.target, &c);
+    Lowered l;
+    if (lk) {
+      l.features = scheduleFeatures(task_.space, c, lk->kernel);
+      l.codeKey = hashString(kernelBodyKey(lk->kernel));
+    }
+    it = lowered_.emplace(index, std::move(l)).first;
   }
-  return it->second ? &*it->second : nullptr;
+  return it->second;
 }
+
+const std::vector<float>* TaskSpace::features(uint64_t index) {
+  const Lowered& l = lowered(index);
+  return l.features ? &*l.features : nullptr;
+}
+
+std::optional<uint64_t> TaskSpace::codeKey(uint64_t index) { return lowered(index).codeKey; }
 
 }  // namespace kiln::tune

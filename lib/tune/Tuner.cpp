@@ -1,6 +1,9 @@
 //===- lib/tune/Tuner.cpp - Tuning a model's kernels -----------------------===//
 //
-// See kiln/tune/Tuner.h.
+// See kiln/tune/Tuner.h. A candidate whose kernel IR equals one already
+// measured in the run (TaskSpace::codeKey) is not measured again: the
+// strategy learns the earlier result for it, the database gets a copy
+// marked strategy "same-code", and it costs no trial.
 //
 //===----------------------------------------------------------------------===//
 #include "kiln/tune/Tuner.h"
@@ -8,6 +11,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
+#include <set>
 
 #include "kiln/support/Hash.h"
 #include "kiln/support/ProcessInfo.h"
@@ -27,8 +32,43 @@ struct TaskState {
   TaskOutcome outcome;
   double lastGain = 1.0;   ///< relative improvement of the last batch (1 before any)
   bool exhausted = false;
-  size_t attempts = 0;     ///< candidates measured, valid or not
+  size_t attempts = 0;     ///< candidates proposed (measured, invalid or reused)
   size_t transferRows = 0;
+  std::map<uint64_t, MeasureResult> byCode;  ///< code key -> its measurement in this run
+
+  /// Those of `configs` to measure: not those whose code (kernel IR) was
+  /// measured already in this run or comes earlier in the batch.
+  std::vector<Config> newCode(const std::vector<Config>& configs) {
+    std::vector<Config> fresh;
+    std::set<uint64_t> batch;
+    for (const Config& c : configs) {
+      std::optional<uint64_t> key = space->codeKey(space->indexOf(c));
+      if (key && (byCode.count(*key) || !batch.insert(*key).second)) continue;
+      fresh.push_back(c);
+    }
+    return fresh;
+  }
+  /// The results of `configs`: measured ones as measured, the others copied from their code's measurement.
+  std::vector<MeasureResult> withReused(const std::vector<Config>& configs, const std::vector<MeasureResult>& measured) {
+    std::map<std::string, const MeasureResult*> byConfig;
+    for (const MeasureResult& r : measured) {
+      byConfig[configToString(r.config)] = &r;
+      if (std::optional<uint64_t> key = space->codeKey(space->indexOf(r.config))) byCode.emplace(*key, r);
+    }
+    std::vector<MeasureResult> out;
+    for (const Config& c : configs) {
+      auto it = byConfig.find(configToString(c));
+      if (it != byConfig.end()) {
+        out.push_back(*it->second);
+        continue;
+      }
+      MeasureResult r = byCode.at(*space->codeKey(space->indexOf(c)));
+      r.config = c;
+      out.push_back(std::move(r));
+      ++outcome.reused;
+    }
+    return out;
+  }
 };
 
 class TuningRun {
@@ -36,7 +76,8 @@ class TuningRun {
   TuningRun(Measurer& measurer, const TuneOptions& options, TuningDatabase* db)
       : measurer_(measurer), options_(options), db_(db) {}
 
-  Status record(const TuningTask& task, TaskSpace* space, const MeasureResult& r, bool isDefault, bool confirmation = false) {
+  /// Appends a record; `how` overrides its strategy field ("confirm", "same-code").
+  Status record(const TuningTask& task, TaskSpace* space, const MeasureResult& r, bool isDefault, const char* how = nullptr) {
     if (!db_) return Status::ok();
     TuningRecord rec;
     rec.target = measurer_.target();
@@ -51,7 +92,7 @@ class TuningRun {
     rec.ms = r.ms;
     rec.flops = task.flops;
     rec.isDefault = isDefault;
-    rec.strategy = confirmation ? "confirm" : isDefault ? "default" : options_.strategy;
+    rec.strategy = how ? how : isDefault ? "default" : options_.strategy;
     rec.seed = options_.search.seed;
     rec.time = utcTimestamp();
     if (space && task.space.check(r.config).isOk())
@@ -103,7 +144,7 @@ Expected<TuneReport> tuneTasks(const TaskSet& tasks, Measurer& measurer, const T
       s.outcome.skipped = std::string("default schedule ") + measureStatusName(r.front().status) + ": " + r.front().error;
       continue;
     }
-    KILN_TRY(s.strategy->update(r));
+    KILN_TRY(s.strategy->update(s.withReused({r.front().config}, r)));
     s.outcome.defaultMs = s.outcome.bestMs = r.front().ms;
     s.outcome.bestConfig = r.front().config;
     s.outcome.curve.push_back(r.front().ms);
@@ -136,8 +177,19 @@ Expected<TuneReport> tuneTasks(const TaskSet& tasks, Measurer& measurer, const T
       continue;
     }
     Stopwatch taskClock;
-    KILN_ASSIGN(std::vector<MeasureResult> results, measurer.measure(*pick->task, configs));
-    KILN_TRY(pick->strategy->update(results));
+    // Configurations that compile to code measured before (a knob another makes irrelevant) are not measured again.
+    std::vector<Config> fresh = pick->newCode(configs);
+    std::vector<MeasureResult> results;
+    if (!fresh.empty()) {
+      KILN_ASSIGN(results, measurer.measure(*pick->task, fresh));
+    }
+    std::vector<MeasureResult> all = pick->withReused(configs, results);
+    KILN_TRY(pick->strategy->update(all));
+    for (const MeasureResult& r : all)  // the copies are recorded too, marked, so the database covers every configuration
+      if (std::none_of(fresh.begin(), fresh.end(), [&](const Config& c) { return c == r.config; }))
+        KILN_TRY(run.record(*pick->task, pick->space.get(), r, false, "same-code"));
+    pick->attempts += configs.size() - fresh.size();
+    report.reused += configs.size() - fresh.size();
     const double before = pick->outcome.bestMs;
     TaskOutcome& o = pick->outcome;
     for (const MeasureResult& r : results) {
@@ -180,8 +232,8 @@ Expected<TuneReport> tuneTasks(const TaskSet& tasks, Measurer& measurer, const T
     if (!o.skipped.empty() || o.keptDefault) continue;
     KILN_ASSIGN(std::vector<MeasureResult> again,
                 measurer.measure(*s.task, {s.task->space.defaultConfig(), o.bestConfig}));
-    KILN_TRY(run.record(*s.task, s.space.get(), again[0], true, true));
-    KILN_TRY(run.record(*s.task, s.space.get(), again[1], false, true));
+    KILN_TRY(run.record(*s.task, s.space.get(), again[0], true, "confirm"));
+    KILN_TRY(run.record(*s.task, s.space.get(), again[1], false, "confirm"));
     if (!again[0].ok() || !again[1].ok() || !(again[1].ms < again[0].ms)) {
       o.keptDefault = true;
       o.bestMs = o.defaultMs;

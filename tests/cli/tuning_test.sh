@@ -55,7 +55,8 @@ for t in r['tasks']:
 lines = [json.loads(l) for l in open(sys.argv[2])]
 confirmed = sum(l['default'] for l in lines) - 21   # winners measured again beside their default
 assert 0 <= confirmed <= 3, confirmed
-assert len(lines) == 21 + 8 + r['invalid'] + 2 * confirmed, len(lines)
+assert len(lines) == 21 + 8 + r['invalid'] + r['reused'] + 2 * confirmed, len(lines)
+assert sum(l['strategy'] == 'same-code' for l in lines) == r['reused'] == sum(t['reused'] for t in r['tasks'])
 assert all(l['schema'] == 'kiln-tune/1' and l['signature'] and l['space_version'] for l in lines)
 PY
 done

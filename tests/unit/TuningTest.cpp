@@ -14,7 +14,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 
 #include "ScratchDir.h"
@@ -395,11 +397,64 @@ TEST_CASE("the tuning loop keeps its budget and records every measurement") {
   size_t defaults = 0;
   for (const TuningRecord& r : db->records()) defaults += r.isDefault;
   CHECK((defaults == 1 || defaults == 2));
-  CHECK(db->records().size() == report->trials + report->invalid + 2 * defaults - 1);
+  CHECK(db->records().size() == report->trials + report->invalid + report->reused + 2 * defaults - 1);
   // What the loop wrote applies to the model, and the compiled model still computes the same.
   TuningApplication a = applyTuningDatabase(f.tasks, *db, "cpu", (*measurer)->device(), (*measurer)->toolkit());
   CHECK(a.count(ApplyStatus::Missing) == 0);
   CHECK(a.count(ApplyStatus::Applied) + a.count(ApplyStatus::KeptDefault) == 2);
+}
+
+TEST_CASE("the tuning loop measures each distinct kernel once") {
+  // Of the 1x1 conv's configurations many compile to the same kernel (with
+  // algo 0, direct, the im2col knobs order and pack change nothing): grid
+  // over the whole space measures each distinct kernel once and records the
+  // others as copies ("same-code") that cost no trial.
+  Fixture f;
+  const TuningTask& t = f.conv();
+  MeasureOptions mo;
+  mo.repeats = 1;
+  mo.minSampleMs = 0.02;
+  auto measurer = createCpuMeasurer(f.reference, mo);
+  REQUIRE(measurer.isOk());
+  std::string dir = testing::scratchDir("tuning-same-code");
+  std::filesystem::create_directories(dir);
+  std::filesystem::remove(dir + "/db.jsonl");
+  auto db = TuningDatabase::open(dir + "/db.jsonl");
+  REQUIRE(db.isOk());
+  TuneOptions o;
+  o.strategy = "grid";
+  o.trials = 100000;
+  o.batch = 16;
+  auto report = tuneTasks(f.tasks, **measurer, o, &*db);
+  REQUIRE(report.isOk());
+  TaskSpace space(t);
+  std::set<uint64_t> distinct;
+  for (uint64_t i = 0; i < space.size(); ++i)
+    if (auto key = space.codeKey(i)) distinct.insert(*key);
+  REQUIRE(distinct.size() < space.size());
+  CHECK(report->reused > 0);
+  CHECK(report->trials + report->invalid + report->reused == space.size());  // the default proposed again is a copy
+  std::set<uint64_t> measured;
+  std::map<uint64_t, double> timeOf;
+  size_t copies = 0;
+  for (const TuningRecord& r : db->records()) {
+    if (r.strategy == "confirm") continue;
+    auto key = space.codeKey(space.indexOf(r.config));
+    if (!key) {  // did not lower: nothing to share
+      CHECK(r.status != MeasureStatus::Ok);
+      continue;
+    }
+    if (r.strategy == "same-code") {
+      ++copies;
+      REQUIRE(timeOf.count(*key));  // a copy follows the measurement it copies
+      CHECK(r.ms == timeOf[*key]);
+      continue;
+    }
+    CHECK(measured.insert(*key).second);  // no kernel measured twice
+    timeOf[*key] = r.ms;
+  }
+  CHECK(copies == report->reused);
+  CHECK(measured.size() == distinct.size());
 }
 
 TEST_CASE("tuning database lines: mutated records parse or fail cleanly") {

@@ -60,7 +60,7 @@ std::string clockText(double seconds) {
 void printReport(const tune::TuneReport& r) {
   std::cout << std::fixed;
   std::cout << "tuned " << r.tasks.size() << " kernels with " << r.strategy << ": " << r.trials << " trials ("
-            << r.invalid << " invalid candidates rejected) in " << std::setprecision(1) << r.seconds << " s on " << r.device
+            << r.invalid << " invalid candidates rejected, " << r.reused << " not measured: same code as a measured one) in " << std::setprecision(1) << r.seconds << " s on " << r.device
             << "\n";
   std::cout << "  default ms   tuned ms  speedup  trials  uses  kernel\n";
   for (const tune::TaskOutcome& t : r.tasks)
@@ -82,11 +82,11 @@ std::string reportJson(const tune::TuneReport& r, const std::string& model) {
     tasks.push_back({{"signature", t.signature}, {"description", t.description}, {"template", t.templateName},
                      {"uses", t.groups}, {"flops", t.flops}, {"default_ms", t.defaultMs}, {"best_ms", t.bestMs},
                      {"best_config", config}, {"kept_default", t.keptDefault}, {"trials", t.trials},
-                     {"invalid", t.invalid}, {"seconds", t.seconds}, {"curve_ms", t.curve}, {"skipped", t.skipped}, {"transfer_rows", t.transferRows}});
+                     {"invalid", t.invalid}, {"reused", t.reused}, {"seconds", t.seconds}, {"curve_ms", t.curve}, {"skipped", t.skipped}, {"transfer_rows", t.transferRows}});
   }
   nlohmann::ordered_json j{{"schema", "kiln-tune-report/1"}, {"model", model},       {"strategy", r.strategy},
                            {"target", r.target},             {"device", r.device},    {"trials", r.trials},
-                           {"invalid", r.invalid},           {"seconds", r.seconds},  {"default_kernel_ms", r.defaultKernelMs},
+                           {"invalid", r.invalid},           {"reused", r.reused},    {"seconds", r.seconds},  {"default_kernel_ms", r.defaultKernelMs},
                            {"tuned_kernel_ms", r.tunedKernelMs}, {"tasks", tasks}};
   return j.dump(1);
 }

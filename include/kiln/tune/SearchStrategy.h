@@ -55,11 +55,20 @@ class TaskSpace {
   /// A configuration differing from `index` in one knob, chosen at random.
   uint64_t neighbour(uint64_t index, SplitMix64& rng) const;
   const std::vector<float>* features(uint64_t index);
+  /// A hash of the kernel IR the configuration lowers to (names aside):
+  /// configurations with equal keys compile to the same code (e.g. a knob
+  /// another knob's value makes irrelevant). Nothing when it does not lower.
+  std::optional<uint64_t> codeKey(uint64_t index);
 
  private:
+  struct Lowered {
+    std::optional<std::vector<float>> features;
+    std::optional<uint64_t> codeKey;
+  };
+  const Lowered& lowered(uint64_t index);
   const TuningTask& task_;
   uint64_t size_;
-  std::map<uint64_t, std::optional<std::vector<float>>> features_;
+  std::map<uint64_t, Lowered> lowered_;
 };
 
 /// Measurements of other kernels of the same template (earlier tuning logs,

@@ -52,6 +52,7 @@ struct TaskOutcome {
   codegen::Config bestConfig;
   bool keptDefault = true;           ///< no candidate beat the default
   size_t trials = 0, invalid = 0;
+  size_t reused = 0;                 ///< proposals whose code (kernel IR) was measured already: not measured again
   std::vector<double> curve;         ///< best time after each valid trial (the default before the first)
   double seconds = 0;
   std::string skipped;               ///< why the task was not tuned ("" when it was)
@@ -61,7 +62,7 @@ struct TaskOutcome {
 struct TuneReport {
   std::string strategy, target, device;
   std::vector<TaskOutcome> tasks;
-  size_t trials = 0, invalid = 0;
+  size_t trials = 0, invalid = 0, reused = 0;
   double seconds = 0;
   /// Sum over tasks of groups x time: an estimate of the kernels' share of end-to-end latency.
   double defaultKernelMs = 0, tunedKernelMs = 0;

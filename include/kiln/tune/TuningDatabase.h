@@ -35,7 +35,8 @@ struct TuningRecord {
   double ms = 0;            ///< median per run (ok records)
   double flops = 0;
   bool isDefault = false;   ///< the template's default configuration
-  std::string strategy;     ///< what proposed it ("default": the baseline; "confirm": the final side-by-side re-measurement)
+  std::string strategy;     ///< what proposed it ("default": the baseline; "confirm": the final side-by-side re-measurement;
+                            ///< "same-code": not measured, the time of a configuration with the same kernel IR)
   uint64_t seed = 0;
   std::string time;         ///< UTC
   std::vector<float> features;  ///< the cost model's features of the configuration (transfer learning)
