@@ -11,7 +11,6 @@ the table into docs/tuning.md between the e2e markers.
     bench/tuned_models.py [--kiln build/tools/kiln/kiln] [--zoo DIR] [--out build/tuned]
                           [--trials 1000] [--strategy sa-as] [--rounds 3] [--skip-tune] [--skip-run]
 """
-import argparse
 import datetime
 import json
 import os
@@ -79,10 +78,7 @@ def render(results, doc, a):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--kiln", default=os.path.join(ROOT, "build/tools/kiln/kiln"))
-    ap.add_argument("--zoo", default=os.path.join(ROOT, "build/models"))
-    ap.add_argument("--out", default=os.path.join(ROOT, "build/tuned"))
+    ap = zoo.bench_parser(__doc__, "tuned")
     ap.add_argument("--trials", type=int, default=1000)
     ap.add_argument("--strategy", default="sa-as")
     ap.add_argument("--rounds", type=int, default=3)

@@ -20,7 +20,6 @@ the tables/charts into docs/tuning.md between the markers.
     bench/tuning.py [--kiln build/tools/kiln/kiln] [--zoo DIR] [--out build/tuning]
                     [--trials 48] [--seeds 4] [--skip-run] [--baseline-only]
 """
-import argparse
 import collections
 import datetime
 import json
@@ -291,10 +290,7 @@ def render(results, doc, charts_dir, trials, seeds):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--kiln", default=os.path.join(ROOT, "build/tools/kiln/kiln"))
-    ap.add_argument("--zoo", default=os.path.join(ROOT, "build/models"))
-    ap.add_argument("--out", default=os.path.join(ROOT, "build/tuning"))
+    ap = zoo.bench_parser(__doc__, "tuning")
     ap.add_argument("--trials", type=int, default=48)
     ap.add_argument("--seeds", type=int, default=4)
     ap.add_argument("--kernels", default="0,1,2,3", help="indices into the kernel list")

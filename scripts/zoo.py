@@ -34,6 +34,18 @@ def describe_machine():
     return f"{cpu}, {os.cpu_count()} cores, {platform.system()} {platform.release()}"
 
 
+def bench_parser(doc, out_name):
+    """The argument parser of a zoo benchmark script: its docstring as the
+    description, --kiln (the build's), --zoo (exported full models) and --out
+    (build/OUT_NAME); the script adds its own options."""
+    import argparse
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--kiln", default=os.path.join(ROOT, "build/tools/kiln/kiln"))
+    ap.add_argument("--zoo", default=os.path.join(ROOT, "build/models"))
+    ap.add_argument("--out", default=os.path.join(ROOT, "build", out_name))
+    return ap
+
+
 def replace_section(path, begin, end, lines):
     """Rewrites a generated part of a doc: from the `begin` marker through the
     `end` marker, with `lines` (which repeat both markers)."""

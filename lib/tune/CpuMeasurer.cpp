@@ -24,17 +24,6 @@ namespace kiln::tune {
 
 using namespace codegen;
 
-const char* measureStatusName(MeasureStatus s) {
-  switch (s) {
-    case MeasureStatus::Ok: return "ok";
-    case MeasureStatus::LowerError: return "lower-error";
-    case MeasureStatus::CompileError: return "compile-error";
-    case MeasureStatus::WrongOutput: return "wrong-output";
-    case MeasureStatus::RunError: return "run-error";
-  }
-  return "?";
-}
-
 namespace {
 
 struct Candidate {
@@ -89,12 +78,6 @@ std::vector<void*> KernelArguments::pointers() {
   std::vector<void*> out;
   for (Tensor& t : tensors) out.push_back(t.mutableRawData());
   return out;
-}
-
-double KernelArguments::maxError() const {
-  double worst = 0;
-  for (const auto& [a, want] : expected) worst = std::max(worst, maxRelativeError(tensors[a], *want));
-  return worst;
 }
 
 Expected<KernelArguments> bindKernelArguments(const KernelGroup& group, const LoweredKernel& lk,

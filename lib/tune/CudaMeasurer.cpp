@@ -58,27 +58,8 @@ class CudaMeasurer final : public StagedMeasurer<CudaCandidate> {
       launch.grid[d] = uint32_t(c.source.grid[d]);
       launch.block[d] = uint32_t(c.source.block[d]);
     }
-    Expected<std::unique_ptr<runtime::CudaKernelTimer>> timer = runtime::CudaKernelTimer::create(c.cubin, launch, args.tensors);
-    if (!timer) {
-      if (timer.error().code() == ErrorCode::DeviceUnavailable) return std::move(timer).error();
-      fail(r, MeasureStatus::RunError, timer.error().message());
-      return Status::ok();
-    }
-    std::vector<size_t> outputs;
-    for (const auto& e : args.expected) outputs.push_back(e.first);
-    if (Status s = (*timer)->runOnce(args.tensors, outputs); !s.isOk()) {
-      fail(r, MeasureStatus::RunError, s.error().message());
-      return Status::ok();
-    }
-    if (!outputsMatch(args, r)) return Status::ok();
-    runtime::CudaTimingOptions timing;
-    timing.warmup = options_.warmup;
-    timing.repeats = options_.repeats;
-    timing.minSampleMs = options_.minSampleMs;
-    timing.flushL2 = options_.flushL2;
-    Expected<double> ms = (*timer)->time(timing);
-    if (!ms) fail(r, MeasureStatus::RunError, ms.error().message());
-    else r.ms = *ms;
+    KILN_ASSIGN(KernelOutcome outcome, measureCudaKernel(c.cubin, launch, args.tensors, args.expected, options_));
+    take(outcome, r);
     return Status::ok();
   }
 

@@ -14,6 +14,57 @@
 
 namespace kiln::tune {
 
+const char* measureStatusName(MeasureStatus s) {
+  switch (s) {
+    case MeasureStatus::Ok: return "ok";
+    case MeasureStatus::LowerError: return "lower-error";
+    case MeasureStatus::CompileError: return "compile-error";
+    case MeasureStatus::WrongOutput: return "wrong-output";
+    case MeasureStatus::RunError: return "run-error";
+  }
+  return "?";
+}
+
+KernelOutcome checkOutputs(const std::vector<Tensor>& args, const ExpectedOutputs& expected, double tolerance) {
+  KernelOutcome out;
+  for (const auto& [a, want] : expected) out.maxError = std::max(out.maxError, maxRelativeError(args[a], *want));
+  if (!(out.maxError <= tolerance)) {
+    out.status = MeasureStatus::WrongOutput;
+    out.error = "largest relative error " + std::to_string(out.maxError) + " > tolerance " + std::to_string(tolerance);
+  }
+  return out;
+}
+
+Expected<KernelOutcome> measureCudaKernel(const std::vector<uint8_t>& image, const runtime::CudaKernelLaunch& launch,
+                                          std::vector<Tensor>& args, const ExpectedOutputs& expected,
+                                          const MeasureOptions& options) {
+  auto runError = [](const Error& e) {
+    KernelOutcome out;
+    out.status = MeasureStatus::RunError;
+    out.error = e.message();
+    return out;
+  };
+  Expected<std::unique_ptr<runtime::CudaKernelTimer>> timer = runtime::CudaKernelTimer::create(image, launch, args);
+  if (!timer) {
+    if (timer.error().code() == ErrorCode::DeviceUnavailable) return std::move(timer).error();
+    return runError(timer.error());
+  }
+  std::vector<size_t> outputs;
+  for (const auto& e : expected) outputs.push_back(e.first);
+  if (Status s = (*timer)->runOnce(args, outputs); !s.isOk()) return runError(s.error());
+  KernelOutcome out = checkOutputs(args, expected, options.tolerance);
+  if (!out.ok()) return out;
+  runtime::CudaTimingOptions timing;
+  timing.warmup = options.warmup;
+  timing.repeats = options.repeats;
+  timing.minSampleMs = options.minSampleMs;
+  timing.flushL2 = options.flushL2;
+  Expected<double> ms = (*timer)->time(timing);
+  if (!ms) return runError(ms.error());
+  out.ms = *ms;
+  return out;
+}
+
 double maxRelativeError(const Tensor& got, const Tensor& want) {
   std::vector<double> g = got.toDoubles(), w = want.toDoubles();
   if (g.size() != w.size()) return INFINITY;

@@ -66,11 +66,15 @@ class StagedMeasurer : public Measurer {
   /// After the first run: records the outputs' error in r; false (r marked
   /// wrong-output) when it exceeds the tolerance.
   bool outputsMatch(const KernelArguments& args, MeasureResult& r) const {
-    r.maxError = args.maxError();
-    if (r.maxError <= options_.tolerance) return true;
-    fail(r, MeasureStatus::WrongOutput,
-         "largest relative error " + std::to_string(r.maxError) + " > tolerance " + std::to_string(options_.tolerance));
-    return false;
+    take(checkOutputs(args.tensors, args.expected, options_.tolerance), r);
+    return r.ok();
+  }
+  /// Copies what running a candidate gave into its result.
+  static void take(const KernelOutcome& outcome, MeasureResult& r) {
+    r.status = outcome.status;
+    r.ms = outcome.ms;
+    r.maxError = outcome.maxError;
+    r.error = outcome.error;
   }
 
   virtual Status lower(const codegen::KernelGroup& group, const codegen::Config& config, const std::string& name,

@@ -71,6 +71,21 @@ struct Fixture {
   }
 };
 
+/// The CPU measurer with short samples (the tests' kernels are tiny).
+Expected<std::unique_ptr<Measurer>> quickMeasurer(const std::map<std::string, Tensor>& reference) {
+  MeasureOptions o;
+  o.repeats = 2;
+  o.minSampleMs = 0.05;
+  return createCpuMeasurer(reference, o);
+}
+
+/// A new, empty tuning database in a scratch directory of its own.
+Expected<TuningDatabase> scratchDatabase(const std::string& name) {
+  const std::string dir = testing::scratchDir(name);
+  std::filesystem::create_directories(dir);
+  return TuningDatabase::open(dir + "/db.jsonl");
+}
+
 double spearman(const std::vector<float>& a, const std::vector<float>& b) {
   auto ranks = [](const std::vector<float>& v) {
     std::vector<size_t> order(v.size());
@@ -273,10 +288,7 @@ TEST_CASE("adaptive sampling measures one configuration per cluster and synthesi
 TEST_CASE("the CPU measurer times valid candidates and rejects wrong ones") {
   Fixture f;
   const TuningTask& t = f.conv();
-  MeasureOptions o;
-  o.repeats = 2;
-  o.minSampleMs = 0.05;
-  auto measurer = createCpuMeasurer(f.reference, o);
+  auto measurer = quickMeasurer(f.reference);
   REQUIRE(measurer.isOk());
   codegen::Config bad = t.space.defaultConfig();
   bad["tw"] = 3;  // not a candidate
@@ -295,7 +307,7 @@ TEST_CASE("the CPU measurer times valid candidates and rejects wrong ones") {
       std::vector<float> v(value.numElements(), 42.0f);
       value = Tensor::fromVector<float>(value.dims(), v);
     }
-  auto wrong = createCpuMeasurer(wrongRef, o);
+  auto wrong = quickMeasurer(wrongRef);
   REQUIRE(wrong.isOk());
   auto w = (*wrong)->measure(t, {t.space.defaultConfig()});
   REQUIRE(w.isOk());
@@ -367,14 +379,9 @@ TEST_CASE("the tuning database round-trips, skips corrupt lines and applies what
 
 TEST_CASE("the tuning loop keeps its budget and records every measurement") {
   Fixture f;
-  MeasureOptions mo;
-  mo.repeats = 2;
-  mo.minSampleMs = 0.05;
-  auto measurer = createCpuMeasurer(f.reference, mo);
+  auto measurer = quickMeasurer(f.reference);
   REQUIRE(measurer.isOk());
-  std::string dir = testing::scratchDir("tuning-loop");
-  std::filesystem::create_directories(dir);
-  auto db = TuningDatabase::open(dir + "/db.jsonl");
+  auto db = scratchDatabase("tuning-loop");
   REQUIRE(db.isOk());
   TuneOptions o;
   o.strategy = "sa-as";
@@ -411,15 +418,9 @@ TEST_CASE("the tuning loop measures each distinct kernel once") {
   // others as copies ("same-code") that cost no trial.
   Fixture f;
   const TuningTask& t = f.conv();
-  MeasureOptions mo;
-  mo.repeats = 1;
-  mo.minSampleMs = 0.02;
-  auto measurer = createCpuMeasurer(f.reference, mo);
+  auto measurer = quickMeasurer(f.reference);
   REQUIRE(measurer.isOk());
-  std::string dir = testing::scratchDir("tuning-same-code");
-  std::filesystem::create_directories(dir);
-  std::filesystem::remove(dir + "/db.jsonl");
-  auto db = TuningDatabase::open(dir + "/db.jsonl");
+  auto db = scratchDatabase("tuning-same-code");
   REQUIRE(db.isOk());
   TuneOptions o;
   o.strategy = "grid";

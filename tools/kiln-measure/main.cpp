@@ -15,7 +15,6 @@
 //
 //===----------------------------------------------------------------------===//
 #include <cstring>
-#include <optional>
 #include <iostream>
 #include <map>
 
@@ -42,17 +41,20 @@ struct Options {
   bool quiet = false;
 };
 
-/// One candidate: status and time, or why it failed.
-struct Outcome {
-  std::string status = "ok";
-  double ms = 0;
-  std::string error;
-};
+using tune::KernelOutcome;
+using tune::MeasureStatus;
+
+KernelOutcome runError(std::string why) {
+  KernelOutcome out;
+  out.status = MeasureStatus::RunError;
+  out.error = std::move(why);
+  return out;
+}
 
 /// A candidate's arguments from its .npy files (read once per run): inputs
 /// copied, outputs NaN-filled, each output with the value it must end up holding.
 Status loadArguments(const Options& o, const nlohmann::json& c, std::map<std::string, Tensor>& files,
-                     std::vector<Tensor>& args, std::vector<std::pair<size_t, const Tensor*>>& expected) {
+                     std::vector<Tensor>& args, tune::ExpectedOutputs& expected) {
   for (const auto& a : c.at("args")) {
     const std::string file = a.at("file").get<std::string>();
     auto it = files.find(file);
@@ -72,37 +74,28 @@ Status loadArguments(const Options& o, const nlohmann::json& c, std::map<std::st
   return Status::ok();
 }
 
-/// The wrong-output outcome when the outputs differ from the expected ones by more than the tolerance.
-std::optional<Outcome> wrongOutput(const Options& o, const std::vector<Tensor>& args,
-                                   const std::vector<std::pair<size_t, const Tensor*>>& expected) {
-  double worst = 0;
-  for (const auto& [a, want] : expected) worst = std::max(worst, tune::maxRelativeError(args[a], *want));
-  if (worst <= o.measure.tolerance) return std::nullopt;
-  return Outcome{"wrong-output", 0, "largest relative error " + std::to_string(worst) + " > tolerance"};
-}
-
-Expected<Outcome> measureCpuCandidate(const Options& o, const nlohmann::json& c, std::map<std::string, Tensor>& files) {
-  Outcome out;
+Expected<KernelOutcome> measureCpuCandidate(const Options& o, const nlohmann::json& c, std::map<std::string, Tensor>& files) {
   for (const auto& f : c.at("cpu_features"))
     if (!runtime::hostHasFeature(f.get<std::string>()))
-      return Outcome{"run-error", 0, "this CPU lacks " + f.get<std::string>() + " (export on a machine like this one)"};
+      return runError("this CPU lacks " + f.get<std::string>() + " (export on a machine like this one)");
   KILN_ASSIGN(std::string code, readFile(o.dir + "/" + c.at("object").get<std::string>()));
   KILN_ASSIGN(auto object, runtime::LoadedObject::load(reinterpret_cast<const uint8_t*>(code.data()), code.size()));
   auto fn = reinterpret_cast<KernelFn>(object->symbol(c.at("id").get<std::string>()));
   if (!fn) return makeError(ErrorCode::ArtifactCorrupt, "candidate ", c.at("id").get<std::string>(), ": no entry point");
   std::vector<Tensor> args;
-  std::vector<std::pair<size_t, const Tensor*>> expected;
+  tune::ExpectedOutputs expected;
   KILN_TRY(loadArguments(o, c, files, args, expected));
   std::vector<void*> pointers;
   for (Tensor& t : args) pointers.push_back(t.mutableRawData());
   fn(pointers.data());
-  if (auto wrong = wrongOutput(o, args, expected)) return *wrong;
+  KernelOutcome out = tune::checkOutputs(args, expected, o.measure.tolerance);
+  if (!out.ok()) return out;
   PinnedThreads pin;
   out.ms = tune::timeKernel([&] { fn(pointers.data()); }, o.measure);
   return out;
 }
 
-Expected<Outcome> measureCudaCandidate(const Options& o, const nlohmann::json& c, std::map<std::string, Tensor>& files) {
+Expected<KernelOutcome> measureCudaCandidate(const Options& o, const nlohmann::json& c, std::map<std::string, Tensor>& files) {
   KILN_ASSIGN(std::string code, readFile(o.dir + "/" + c.at("cubin").get<std::string>()));
   runtime::CudaKernelLaunch launch;
   launch.entry = c.at("id").get<std::string>();
@@ -111,25 +104,9 @@ Expected<Outcome> measureCudaCandidate(const Options& o, const nlohmann::json& c
     launch.block[d] = c.at("block").at(d).get<uint32_t>();
   }
   std::vector<Tensor> args;
-  std::vector<std::pair<size_t, const Tensor*>> expected;
+  tune::ExpectedOutputs expected;
   KILN_TRY(loadArguments(o, c, files, args, expected));
-  auto timer = runtime::CudaKernelTimer::create(std::vector<uint8_t>(code.begin(), code.end()), launch, args);
-  if (!timer) {
-    if (timer.error().code() == ErrorCode::DeviceUnavailable) return std::move(timer).error();
-    return Outcome{"run-error", 0, timer.error().message()};
-  }
-  std::vector<size_t> outputs;
-  for (const auto& e : expected) outputs.push_back(e.first);
-  if (Status s = (*timer)->runOnce(args, outputs); !s.isOk()) return Outcome{"run-error", 0, s.error().message()};
-  if (auto wrong = wrongOutput(o, args, expected)) return *wrong;
-  runtime::CudaTimingOptions timing;
-  timing.warmup = o.measure.warmup;
-  timing.repeats = o.measure.repeats;
-  timing.minSampleMs = o.measure.minSampleMs;
-  timing.flushL2 = o.measure.flushL2;
-  Expected<double> ms = (*timer)->time(timing);
-  if (!ms) return Outcome{"run-error", 0, ms.error().message()};
-  return Outcome{"ok", *ms, ""};
+  return tune::measureCudaKernel(std::vector<uint8_t>(code.begin(), code.end()), launch, args, expected, o.measure);
 }
 
 int run(const Options& o) {
@@ -166,7 +143,7 @@ int run(const Options& o) {
   const size_t total = manifest["candidates"].size();
   for (const auto& c : manifest["candidates"]) {
     ++n;
-    Expected<Outcome> m = [&]() -> Expected<Outcome> {
+    Expected<KernelOutcome> m = [&]() -> Expected<KernelOutcome> {
       try {
         return cuda ? measureCudaCandidate(o, c, files) : measureCpuCandidate(o, c, files);
       } catch (const nlohmann::json::exception& e) {
@@ -179,17 +156,18 @@ int run(const Options& o) {
     }
     nlohmann::ordered_json record = c.at("record");
     record["device"] = device;
-    record["status"] = m->status;
+    const std::string status = tune::measureStatusName(m->status);
+    record["status"] = status;
     record["ms"] = m->ms;
     record["time"] = utcTimestamp();
     if (Status s = appendLine(out, record.dump()); !s.isOk()) {
       std::cerr << "kiln-measure: error: " << s.error().message() << "\n";
       return 1;
     }
-    ok += m->status == "ok";
+    ok += m->ok();
     if (!o.quiet)
       std::cerr << "kiln-measure: [" << n << "/" << total << "] " << c.at("id").get<std::string>() << " "
-                << record.value("description", "") << ": " << (m->status == "ok" ? std::to_string(m->ms) + " ms" : m->status + " (" + m->error + ")")
+                << record.value("description", "") << ": " << (m->ok() ? std::to_string(m->ms) + " ms" : status + " (" + m->error + ")")
                 << "\n";
   }
   std::cout << "measured " << n << " candidates (" << ok << " valid) on " << device << " -> " << out << "\n";

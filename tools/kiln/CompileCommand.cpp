@@ -62,20 +62,6 @@ std::string size(uint64_t bytes) {
   return os.str();
 }
 
-/// "cuda" -> the default architectures; "cuda:sm_80,sm_90" -> {80, 90}.
-Expected<std::vector<int>> cudaArchitectures(const std::string& target) {
-  if (target == "cuda") return codegen::defaultCudaArchitectures();
-  std::vector<int> archs;
-  std::stringstream list(target.substr(5));
-  for (std::string item; std::getline(list, item, ',');) {
-    if (item.size() < 5 || item.rfind("sm_", 0) != 0 || item.find_first_not_of("0123456789", 3) != std::string::npos)
-      return makeError(ErrorCode::InvalidArgument, "bad CUDA architecture '", item, "' in --target ", target,
-                       " (expected e.g. cuda:sm_80,sm_90)");
-    archs.push_back(std::stoi(item.substr(3)));
-  }
-  return archs;
-}
-
 /// Writes the fusion plan (if asked) and the artifact, then the report's
 /// first lines; `kernelsNote` ends the kernels line. The caller prints the
 /// target's own lines (weights, times) after these.

@@ -9,8 +9,10 @@
 #include "ModelLoader.h"
 
 #include <iostream>
+#include <sstream>
 
 #include "kiln/bench/Backend.h"
+#include "kiln/codegen/CudaBackend.h"
 #include "kiln/frontend/onnx/OnnxImporter.h"
 #include "kiln/ir/Parser.h"
 #include "kiln/ir/ShapeInference.h"
@@ -119,6 +121,19 @@ Status checkPrecisionTarget(const ModelOptions& o, bool cuda) {
     return Error(ErrorCode::InvalidArgument, "--library-tactics chooses cuBLASLt/cuDNN for GPU matmuls and convolutions: it needs --target cuda "
                                              "(compile) or --backend cuda (run, bench)");
   return Status::ok();
+}
+
+Expected<std::vector<int>> cudaArchitectures(const std::string& target) {
+  if (target == "cuda") return codegen::defaultCudaArchitectures();
+  std::vector<int> archs;
+  std::stringstream list(target.substr(5));
+  for (std::string item; std::getline(list, item, ',');) {
+    if (item.size() < 5 || item.rfind("sm_", 0) != 0 || item.find_first_not_of("0123456789", 3) != std::string::npos)
+      return makeError(ErrorCode::InvalidArgument, "bad CUDA architecture '", item, "' in --target ", target,
+                       " (expected e.g. cuda:sm_80,sm_90)");
+    archs.push_back(std::stoi(item.substr(3)));
+  }
+  return archs;
 }
 
 int reportError(const Error& e) {

@@ -54,6 +54,10 @@ Expected<passes::PassReport> applyPipeline(ir::Module& module, const ModelOption
 /// with a CUDA target or backend (`cuda` says whether it does).
 Status checkPrecisionTarget(const ModelOptions& options, bool cuda);
 
+/// The SM numbers a --target names: "cuda" -> the default architectures,
+/// "cuda:sm_80,sm_90" -> {80, 90} (kiln compile, kiln tune).
+Expected<std::vector<int>> cudaArchitectures(const std::string& target);
+
 /// Prints an error to stderr and returns the exit code for it.
 int reportError(const Error& e);
 

@@ -98,10 +98,11 @@ int tuneModel(TuneCommandOptions o) {
     return reportError(Error(ErrorCode::InvalidArgument, "--target " + o.target + ": expected cpu, cuda or cuda:sm_NN"));
   int sm = 0;
   if (cuda && o.target != "cuda") {
-    const std::string arch = o.target.substr(5);
-    if (o.target[4] != ':' || arch.rfind("sm_", 0) != 0 || arch.size() < 5 ||
-        arch.find_first_not_of("0123456789", 3) != std::string::npos || (sm = std::stoi(arch.substr(3))) < 50 || sm > 200)
-      return reportError(Error(ErrorCode::InvalidArgument, "--target " + o.target + ": expected cpu, cuda or cuda:sm_NN (e.g. cuda:sm_90)"));
+    Expected<std::vector<int>> archs = o.target[4] == ':' ? cudaArchitectures(o.target)
+                                                          : Expected<std::vector<int>>(Error(ErrorCode::InvalidArgument, "not a target"));
+    if (!archs || archs->size() != 1 || (sm = archs->front()) < 50 || sm > 200)
+      return reportError(Error(ErrorCode::InvalidArgument, "--target " + o.target +
+                                                               ": expected cpu, cuda or cuda:sm_NN with one architecture (e.g. cuda:sm_90)"));
   }
   if (cuda && !o.exportDir.empty() && !sm)
     return reportError(Error(ErrorCode::InvalidArgument,

@@ -28,9 +28,6 @@
 namespace kiln::tune {
 
 
-enum class MeasureStatus : uint8_t { Ok, LowerError, CompileError, WrongOutput, RunError };
-const char* measureStatusName(MeasureStatus s);
-
 struct MeasureResult {
   codegen::Config config;
   MeasureStatus status = MeasureStatus::Ok;
@@ -59,10 +56,8 @@ class Measurer {
 /// reference value it must end up holding.
 struct KernelArguments {
   std::vector<Tensor> tensors;  ///< one per kernel parameter
-  std::vector<std::pair<size_t, const Tensor*>> expected;  ///< output argument, its reference value
+  ExpectedOutputs expected;     ///< output argument, its reference value
   std::vector<void*> pointers();
-  /// Largest maxRelativeError of the output arguments against their reference values.
-  double maxError() const;
 };
 Expected<KernelArguments> bindKernelArguments(const codegen::KernelGroup& group, const codegen::LoweredKernel& lowered,
                                               const std::map<std::string, Tensor>& reference);
