@@ -3,14 +3,19 @@
 
 For each benchmark kernel (two ResNet-50 convolutions, two BERT-base
 matmuls) it measures the whole knob space once with `kiln tune --strategy
-grid` (the reference table),
-then runs every strategy with the same budget and seeds (`kiln tune
---kernel SIG --strategy S --trials N --seed K --no-transfer`). Each run's
-proposals, in order, are scored against the reference table, so all
-strategies are judged by one consistent measurement of every configuration
-(their own decisions used their own, noisier, measurements). Reported per
-kernel and strategy: best-so-far curves (mean over seeds, SVG), trials and
-wall time to reach 95% of the best known configuration (the table's best),
+grid` (the reference table). Then every strategy runs with the same budget
+and seeds, two ways:
+- replayed (`kiln tune --replay TABLE`, --replay-seeds seeds): each
+  proposal's time is the table's, so strategies are compared on one
+  noise-free oracle, with many seeds; once without transfer, once with the
+  other kernel of the same template's table in the database (AutoTVM's
+  transfer learning); plus `sa` with batches of 1 (a model refit after every
+  measurement) and of 64 (AutoTVM's default plan size) for context;
+- live (`kiln tune --no-transfer`, --seeds seeds): measured on this
+  machine, for wall time; proposals scored against the table too.
+Reported per kernel and strategy: best-so-far curves (replayed, mean over
+seeds, SVG), trials (and, live, seconds) to reach 95% of the best known
+configuration (the table's best; a run that never does counts as budget + 1),
 and the speedup over the default schedule. The library baseline: the same
 ops as a one-kernel ONNX model (same shapes, random weights), run by ONNX
 Runtime on the CPU (MLAS) and by `kiln bench` with and without the
@@ -18,14 +23,17 @@ reference table as tuning database, each through its own runtime. Results go to 
 the tables/charts into docs/tuning.md between the markers.
 
     bench/tuning.py [--kiln build/tools/kiln/kiln] [--zoo DIR] [--out build/tuning]
-                    [--trials 48] [--seeds 4] [--skip-run] [--baseline-only]
+                    [--trials 48] [--seeds 4] [--replay-seeds 16] [--skip-run] [--baseline-only]
 """
 import collections
 import datetime
 import json
 import os
+import shutil
+import statistics
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
@@ -40,14 +48,20 @@ KERNELS = [
     ("bert_base", "MatMul 1x128x3072 -> 1x128x768", "BERT-base FFN down, 3072->768 (+residual)", ("matmul_residual", 3072, 768)),
 ]
 STRATEGIES = ["random", "grid", "sa", "rl", "sa-as", "rl-as"]
+CHAMELEON = ["rl", "sa-as", "rl-as"]  # the strategies the criterion compares with sa
+# Replayed only: sa with other batch sizes (name, strategy, batch).
+CONTEXT = [("sa, batch 1", "sa", 1), ("sa, batch 64", "sa", 64)]
+SIBLING = {0: 1, 1: 0, 2: 3, 3: 2}  # the other kernel of the same template: transfer data
 COLORS = {"random": "#888888", "grid": "#bbbbbb", "sa": "#1f77b4", "rl": "#2ca02c", "sa-as": "#ff7f0e", "rl-as": "#d62728"}
 BEGIN, END = "<!-- tuning:begin (bench/tuning.py) -->", "<!-- tuning:end -->"
-MEASURE = ["--repeats", "3", "--min-sample-ms", "1", "--batch", "8", "--quiet", "--no-transfer"]
+MEASURE = ["--repeats", "3", "--min-sample-ms", "1", "--quiet"]
+BATCH = 8
 
 
-def kiln_tune(kiln, model, args, db, report=None):
+def kiln_tune(kiln, model, args, db, report=None, log=True):
     cmd = [kiln, "tune", model, "--db", db] + args + MEASURE + (["--json", report] if report else [])
-    print("bench/tuning.py:", " ".join(cmd), file=sys.stderr, flush=True)
+    if log:
+        print("bench/tuning.py:", " ".join(cmd), file=sys.stderr, flush=True)
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
 
 
@@ -68,7 +82,30 @@ def pick_task(kiln, model, prefix, work):
     return best["signature"], best["description"]
 
 
+def proposals_of(db, signature):
+    """The configurations a run measured for the kernel, in order: not the
+    default, not the confirmation round, not copies of code measured already
+    (transfer rows are other kernels')."""
+    return [key(r["config"]) for r in records(db) if r["signature"] == signature and not r["default"]
+            and r["strategy"] not in ("confirm", "same-code")]
+
+
+def load_table(result, table_db):
+    """The reference table into `result`: a configuration's time is the
+    median of its valid records, as `kiln tune --replay` takes it."""
+    table = collections.defaultdict(list)
+    default = None
+    for r in records(table_db):
+        if r["signature"] == result["signature"] and r["status"] == "ok":
+            table[key(r["config"])].append(r["ms"])
+            if r["default"]:
+                default = key(r["config"])
+    table = {k: statistics.median_high(v) for k, v in table.items()}
+    result.update({"space": len(table), "default_ms": table[default], "best_ms": min(table.values()), "table": table})
+
+
 def run_kernel(kiln, zoo_dir, out, index, trials, seeds):
+    """The reference table and the live runs of one kernel."""
     model_name, prefix, label, _ = KERNELS[index]
     model = os.path.join(zoo_dir, model_name + "-default.onnx")
     work = os.path.join(out, "k%d" % index)
@@ -78,8 +115,8 @@ def run_kernel(kiln, zoo_dir, out, index, trials, seeds):
     table_db = os.path.join(work, "table.jsonl")
     if os.path.exists(table_db):
         os.remove(table_db)
-    for seed in (0,):
-        kiln_tune(kiln, model, ["--strategy", "grid", "--trials", "100000", "--kernel", signature, "--seed", str(seed)], table_db)
+    kiln_tune(kiln, model, ["--strategy", "grid", "--trials", "100000", "--kernel", signature, "--batch", str(BATCH),
+                            "--no-transfer"], table_db)
     runs = []
     for strategy in STRATEGIES:
         for seed in range(seeds):
@@ -88,24 +125,49 @@ def run_kernel(kiln, zoo_dir, out, index, trials, seeds):
             if os.path.exists(db):
                 os.remove(db)
             kiln_tune(kiln, model, ["--strategy", strategy, "--trials", str(trials), "--kernel", signature,
-                                    "--seed", str(seed)], db, report)
+                                    "--seed", str(seed), "--batch", str(BATCH), "--no-transfer"], db, report)
             task = [t for t in json.load(open(report))["tasks"] if t["signature"] == signature][0]
-            # Measured proposals only: not the confirmation round, not configurations whose code was measured already.
-            proposals = [key(r["config"]) for r in records(db)
-                         if r["signature"] == signature and not r["default"] and r["strategy"] not in ("confirm", "same-code")]
-            runs.append({"strategy": strategy, "seed": seed, "proposals": proposals, "seconds": task["seconds"],
-                         "measured_best_ms": task["best_ms"], "measured_default_ms": task["default_ms"]})
-    table = collections.defaultdict(list)
-    default = None
-    for r in records(table_db):
-        if r["signature"] == signature and r["status"] == "ok":
-            table[key(r["config"])].append(r["ms"])
-            if r["default"]:
-                default = key(r["config"])
-    table = {k: sum(v) / len(v) for k, v in table.items()}
+            runs.append({"mode": "live", "strategy": strategy, "seed": seed, "proposals": proposals_of(db, signature),
+                         "seconds": task["seconds"], "measured_best_ms": task["best_ms"],
+                         "measured_default_ms": task["default_ms"]})
     result = {"model": model_name, "label": label, "signature": signature, "description": description,
-              "space": len(table), "default_ms": table[default], "best_ms": min(table.values()),
-              "table": table, "runs": runs, "trials": trials}
+              "runs": runs, "trials": trials}
+    load_table(result, table_db)
+    with open(os.path.join(out, "kernel%d.json" % index), "w") as f:
+        json.dump(result, f)
+    return result
+
+
+def replay_kernel(kiln, zoo_dir, out, index, result, trials, seeds):
+    """Every strategy (and sa with other batch sizes) replayed on the
+    kernel's table, without and with transfer from the sibling kernel's table."""
+    model = os.path.join(zoo_dir, result["model"] + "-default.onnx")
+    work = os.path.join(out, "k%d" % index, "replay")
+    os.makedirs(work, exist_ok=True)
+    table = os.path.join(out, "k%d" % index, "table.jsonl")
+    load_table(result, table)
+    transfer_table = os.path.join(out, "k%d" % SIBLING[index], "table.jsonl")
+    variants = [(s, s, BATCH) for s in STRATEGIES] + CONTEXT
+    jobs = [(mode, name, strategy, batch, seed) for mode in ("replay", "transfer") for name, strategy, batch in variants
+            for seed in range(seeds) if mode == "replay" or os.path.exists(transfer_table)]
+    print("bench/tuning.py: kernel %d: %d replayed runs" % (index, len(jobs)), file=sys.stderr, flush=True)
+
+    def run(job):
+        mode, name, strategy, batch, seed = job
+        db = os.path.join(work, "%s-%s-%d-%d.jsonl" % (mode, strategy, batch, seed))
+        if mode == "transfer":
+            shutil.copy(transfer_table, db)
+        elif os.path.exists(db):
+            os.remove(db)
+        kiln_tune(kiln, model, ["--replay", table, "--strategy", strategy, "--trials", str(trials), "--kernel",
+                                result["signature"], "--seed", str(seed), "--batch", str(batch)]
+                  + (["--no-transfer"] if mode == "replay" else []), db, log=False)
+        return {"mode": mode, "strategy": name, "seed": seed, "proposals": proposals_of(db, result["signature"])}
+
+    with ThreadPoolExecutor(os.cpu_count() or 1) as pool:
+        replayed = list(pool.map(run, jobs))
+    result["runs"] = [r for r in result["runs"] if r["mode"] == "live"] + replayed
+    result["replay_seeds"] = seeds
     with open(os.path.join(out, "kernel%d.json" % index), "w") as f:
         json.dump(result, f)
     return result
@@ -191,19 +253,24 @@ def to_95(result, run):
     return None
 
 
-def summarize(result):
-    rows = []
-    for strategy in STRATEGIES:
-        runs = [r for r in result["runs"] if r["strategy"] == strategy]
+def summarize(result, mode, names):
+    """Per strategy name: runs reaching 95%, mean and median trials to 95%
+    (a run that never reaches it counts as budget + 1), seconds to 95% (live)."""
+    rows = {}
+    for name in names:
+        runs = [r for r in result["runs"] if r["mode"] == mode and r["strategy"] == name]
+        if not runs:
+            continue
         reached = [to_95(result, r) for r in runs]
-        hits = [x for x in reached if x is not None]
+        counted = [x if x is not None else result["trials"] + 1 for x in reached]
         finals = [curve(result, r)[-1] for r in runs]
-        secs = [r["seconds"] * (x / max(len(r["proposals"]), 1)) for r, x in zip(runs, reached) if x is not None]
-        rows.append({"strategy": strategy, "reached": len(hits), "runs": len(runs),
-                     "trials_to_95": sorted(hits)[len(hits) // 2] if len(hits) == len(runs) and hits else None,
-                     "mean_trials_to_95": sum(hits) / len(hits) if hits else None,
-                     "seconds_to_95": sum(secs) / len(secs) if secs else None,
-                     "final_ms": sum(finals) / len(finals), "seconds": sum(r["seconds"] for r in runs) / len(runs)})
+        secs = [r["seconds"] * (x / max(len(r["proposals"]), 1)) for r, x in zip(runs, reached)
+                if x is not None and "seconds" in r]
+        rows[name] = {"reached": sum(x is not None for x in reached), "runs": len(runs),
+                      "mean": sum(counted) / len(counted), "median": statistics.median(counted),
+                      "seconds_to_95": sum(secs) / len(secs) if secs else None,
+                      "final_ms": sum(finals) / len(finals),
+                      "seconds": sum(r.get("seconds", 0) for r in runs) / len(runs)}
     return rows
 
 
@@ -211,7 +278,7 @@ def chart(result, path):
     W, H, L, B = 560, 300, 60, 40
     curves = {}
     for strategy in STRATEGIES:
-        runs = [curve(result, r) for r in result["runs"] if r["strategy"] == strategy]
+        runs = [curve(result, r) for r in result["runs"] if r["mode"] == "replay" and r["strategy"] == strategy]
         n = min(len(c) for c in runs)
         curves[strategy] = [sum(c[i] for c in runs) / len(runs) for i in range(n)]
     top = max(max(c) for c in curves.values())
@@ -220,7 +287,7 @@ def chart(result, path):
     xs = lambda i: L + (W - L - 130) * i / max(result["trials"], 1)
     out = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="11">' % (W, H),
            '<rect width="100%" height="100%" fill="white"/>',
-           '<text x="%d" y="12">%s: best-so-far time (mean of seeds) vs trials</text>' % (L, result["label"])]
+           '<text x="%d" y="12">%s: best-so-far time (replayed, mean of seeds) vs trials</text>' % (L, result["label"])]
     out.append('<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="black"/>' % (L, H - B, W - 130, H - B))
     out.append('<line x1="%d" y1="15" x2="%d" y2="%d" stroke="black"/>' % (L, L, H - B))
     for frac in (0, 0.25, 0.5, 0.75, 1):
@@ -243,35 +310,49 @@ def chart(result, path):
 
 
 def render(results, doc, charts_dir, trials, seeds):
+    replay_seeds = results[0].get("replay_seeds", 0)
     lines = [BEGIN, "",
-             "Measured %s on %s; budget %d trials per run, %d seeds per strategy, batches of 8, "
-             "`--no-transfer`; curves and trials scored against the reference table (every configuration "
-             "of the space measured once by `grid`, median of 3 samples)." % (datetime.date.today().isoformat(), zoo.describe_machine(), trials, seeds), ""]
-    wins = 0
+             "Measured %s on %s; budget %d trials per run, batches of %d. Replayed: %d seeds per strategy, each "
+             "proposal's time read from the reference table (`kiln tune --replay`), without transfer and with the "
+             "other kernel of the same template's table as transfer data. Live: %d seeds, measured, `--no-transfer`, "
+             "proposals scored against the table. The reference table: every configuration of the space measured "
+             "once by `grid` (median of 3 samples). Trials to 95%%: measured configurations until the best so far is "
+             "within 95%% of the table's best; a run that never gets there counts as %d." % (
+                 datetime.date.today().isoformat(), zoo.describe_machine(), trials, BATCH, replay_seeds, seeds,
+                 trials + 1), ""]
+    fmt = lambda v, f: "-" if v is None else f % v
+    verdicts = []
     for i, r in enumerate(results):
         name = "kernel%d.svg" % i
         chart(r, os.path.join(charts_dir, name))
-        rows = summarize(r)
+        names = STRATEGIES + [c[0] for c in CONTEXT]
+        replay, transfer, live = (summarize(r, m, names) for m in ("replay", "transfer", "live"))
         lines += ["### %s" % r["label"], "",
                   "`%s` (`%s`), %d configurations; default %.3f ms, best known %.3f ms (%.2fx)." %
                   (r["description"], r["signature"], r["space"], r["default_ms"], r["best_ms"], r["default_ms"] / r["best_ms"]), "",
                   "![%s](tuning/%s)" % (r["label"], name), "",
-                  "| strategy | runs reaching 95% | mean trials to 95% | mean seconds to 95% | final best ms (mean) | seconds per run |",
-                  "|---|---|---|---|---|---|"]
-        fmt = lambda v, f: "-" if v is None else f % v
-        for row in rows:
-            lines.append("| %s | %d/%d | %s | %s | %.3f | %.1f |" % (
-                row["strategy"], row["reached"], row["runs"], fmt(row["mean_trials_to_95"], "%.1f"),
-                fmt(row["seconds_to_95"], "%.1f"), row["final_ms"], row["seconds"]))
-        by = {row["strategy"]: row for row in rows}
-        sa = by["sa"]["mean_trials_to_95"] if by["sa"]["reached"] == by["sa"]["runs"] else None
-        best_cham = min((by[s]["mean_trials_to_95"] for s in ("rl-as", "sa-as", "rl")
-                         if by[s]["reached"] == by[s]["runs"] and by[s]["mean_trials_to_95"] is not None), default=None)
-        ok = sa is not None and best_cham is not None and best_cham <= sa / 2
-        wins += ok
-        lines += ["", "Best CHAMELEON-style strategy vs sa (trials to 95%%): %s vs %s -> %s." % (
-            fmt(best_cham, "%.1f"), fmt(sa, "%.1f"), "at most half" if ok else "not at most half"), ""]
-    lines += ["Kernels where a CHAMELEON-style strategy needed at most half of sa's trials: %d of %d." % (wins, len(results)), ""]
+                  "| strategy | replayed: reaching 95% | mean trials | median | with transfer: reaching | mean trials "
+                  "| live: reaching | mean trials | seconds to 95% | final best ms |",
+                  "|---|---|---:|---:|---|---:|---|---:|---:|---:|"]
+        for n in names:
+            a, t, l = replay.get(n), transfer.get(n), live.get(n)
+            cells = [n]
+            cells += ["%d/%d" % (a["reached"], a["runs"]), "%.1f" % a["mean"], "%.1f" % a["median"]] if a else ["-"] * 3
+            cells += ["%d/%d" % (t["reached"], t["runs"]), "%.1f" % t["mean"]] if t else ["-"] * 2
+            cells += (["%d/%d" % (l["reached"], l["runs"]), "%.1f" % l["mean"], fmt(l["seconds_to_95"], "%.1f"),
+                       "%.3f" % l["final_ms"]] if l else ["-"] * 4)
+            lines.append("| " + " | ".join(cells) + " |")
+        sa, sa64 = replay["sa"]["mean"], replay["sa, batch 64"]["mean"]
+        best = min(CHAMELEON, key=lambda n: replay[n]["mean"])
+        ratio, ratio64 = replay[best]["mean"] / sa, replay[best]["mean"] / sa64
+        verdicts.append((ratio <= 0.5, ratio64 <= 0.5))
+        lines += ["", "Replayed, best CHAMELEON-style strategy vs sa (mean trials to 95%%): %s %.1f vs %.1f (%.2fx) -> %s; "
+                  "vs sa with AutoTVM's default batch of 64: %.1f (%.2fx)." % (
+                      best, replay[best]["mean"], sa, ratio, "at most half" if ratio <= 0.5 else "not at most half",
+                      sa64, ratio64), ""]
+    lines += ["Kernels where a CHAMELEON-style strategy (batches of %d) needed at most half of sa's trials (replayed): "
+              "%d of %d at the same batch size; %d of %d against sa with batches of 64." % (
+                  BATCH, sum(v[0] for v in verdicts), len(results), sum(v[1] for v in verdicts), len(results)), ""]
     lines += ["### Tuned kernels vs the library", "",
               "Each kernel alone as a one-kernel ONNX model (same ops and shapes, random weights), p50 of 200 runs, "
               "median of 3 rounds, each runtime with %d threads: ONNX Runtime (CPU execution provider, MLAS), kiln "
@@ -292,22 +373,28 @@ def render(results, doc, charts_dir, trials, seeds):
 def main():
     ap = zoo.bench_parser(__doc__, "tuning")
     ap.add_argument("--trials", type=int, default=48)
-    ap.add_argument("--seeds", type=int, default=4)
+    ap.add_argument("--seeds", type=int, default=4, help="seeds of the live (measured) runs")
+    ap.add_argument("--replay-seeds", type=int, default=16, help="seeds of the replayed runs")
     ap.add_argument("--kernels", default="0,1,2,3", help="indices into the kernel list")
     ap.add_argument("--skip-run", action="store_true", help="re-render from the JSON in --out")
+    ap.add_argument("--replay-only", action="store_true",
+                    help="keep the tables and live runs in --out, replay the strategies again, re-render")
     ap.add_argument("--baseline-only", action="store_true",
                     help="keep the strategy runs in --out, measure the library baseline again, re-render")
     ap.add_argument("--doc", default=os.path.join(ROOT, "docs/tuning.md"))
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     results = []
-    for i in [int(x) for x in a.kernels.split(",")]:
+    kernels = [int(x) for x in a.kernels.split(",")]
+    for i in kernels:
         path = os.path.join(a.out, "kernel%d.json" % i)
-        reuse = a.skip_run or a.baseline_only
+        reuse = a.skip_run or a.baseline_only or a.replay_only
         result = json.load(open(path)) if reuse else run_kernel(a.kiln, a.zoo, a.out, i, a.trials, a.seeds)
-        if not a.skip_run:
+        if not (a.skip_run or a.replay_only):
             result = measure_baseline(a.kiln, a.out, i, result)
         results.append(result)
+    if not (a.skip_run or a.baseline_only):  # every table exists now: the transfer runs need the sibling's
+        results = [replay_kernel(a.kiln, a.zoo, a.out, i, r, a.trials, a.replay_seeds) for i, r in zip(kernels, results)]
     render(results, a.doc, os.path.join(os.path.dirname(a.doc), "tuning"), a.trials, a.seeds)
 
 

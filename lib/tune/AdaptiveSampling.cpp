@@ -10,7 +10,8 @@
 // member nearest the centroid, which measured worse here: bench/tuning.py).
 // Sample synthesis: when that candidate was measured already, the cluster is
 // represented by a configuration made of each knob's most common value
-// among its members, or else by its first unmeasured member.
+// among its members, or else by its first unmeasured member. The samples
+// are returned best-predicted first.
 //
 //===----------------------------------------------------------------------===//
 #include <algorithm>
@@ -153,6 +154,12 @@ std::vector<uint64_t> adaptiveSample(TaskSpace& space, const std::vector<uint64_
     for (size_t i : members)
       if (take(candidates[i])) break;
   }
+  // Best-predicted first (the candidates' order, synthesized ones last): the
+  // most promising configuration of a round is measured first.
+  std::map<uint64_t, size_t> position;
+  for (size_t i = 0; i < candidates.size(); ++i) position.emplace(candidates[i], i);
+  auto rank = [&](uint64_t index) { return position.count(index) ? position.at(index) : SIZE_MAX; };
+  std::stable_sort(out.begin(), out.end(), [&](uint64_t a, uint64_t b) { return rank(a) < rank(b); });
   return out;
 }
 

@@ -3,7 +3,8 @@
 // See kiln/tune/BatchMode.h. Each candidate is lowered, compiled to a
 // relocatable object (the same code an artifact holds) or, for CUDA, printed
 // as CUDA C and compiled by NVRTC to a cubin, and bound to its arguments as
-// the in-process measurers bind them.
+// the in-process measurers bind them. A proposal whose code (TaskSpace::
+// codeKey) an exported candidate has is listed under "copies" instead.
 //
 //===----------------------------------------------------------------------===//
 #include "kiln/tune/BatchMode.h"
@@ -11,6 +12,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -73,23 +75,45 @@ Expected<ExportSummary> exportCandidates(const TaskSet& tasks, const std::map<st
   });
   struct Pending {
     const TuningTask* task;
+    std::shared_ptr<TaskSpace> space;
     std::unique_ptr<SearchStrategy> strategy;
     bool needsDefault;
+    std::map<uint64_t, std::string> exported;  ///< code key -> the candidate (id) that measures it
+    std::set<uint64_t> held;                   ///< code keys of configurations the database holds
   };
   std::vector<Pending> pending;
   for (const TuningTask* t : order) {
     StrategyOptions so;
     so.seed = hashCombine(options.seed, hashString(t->signature));
-    KILN_ASSIGN(std::unique_ptr<SearchStrategy> strategy, makeStrategy(options.strategy, *t, so));
+    auto space = std::make_shared<TaskSpace>(*t);
+    KILN_ASSIGN(std::unique_ptr<SearchStrategy> strategy, makeStrategy(options.strategy, space, so));
     bool hasDefault = false;
     std::vector<MeasureResult> done = historyOf(*t, history, options.target, toolkit, hasDefault);
     if (!done.empty()) KILN_TRY(strategy->update(done));
-    pending.push_back({t, std::move(strategy), !hasDefault});
+    Pending p{t, space, std::move(strategy), !hasDefault, {}, {}};
+    for (const MeasureResult& m : done)
+      if (std::optional<uint64_t> key = space->codeKey(space->indexOf(m.config))) p.held.insert(*key);
+    pending.push_back(std::move(p));
   }
   ExportSummary summary;
-  nlohmann::ordered_json candidates = nlohmann::ordered_json::array();
+  nlohmann::ordered_json candidates = nlohmann::ordered_json::array(), copies = nlohmann::ordered_json::array();
   std::set<std::string> written;
-  auto add = [&](const TuningTask& task, const Config& config, bool isDefault) -> Status {
+  auto recordOf = [&](const TuningTask& task, const Config& config, bool isDefault, const char* strategy) {
+    TuningRecord r;
+    r.target = options.target;
+    r.toolkit = toolkit;
+    r.signature = task.signature;
+    r.spaceVersion = task.spaceVersion;
+    r.templateName = task.templateName;
+    r.description = task.description;
+    r.config = config;
+    r.flops = task.flops;
+    r.isDefault = isDefault;
+    r.strategy = strategy;
+    r.seed = options.seed;
+    return r;
+  };
+  auto add = [&](const TuningTask& task, const Config& config, bool isDefault) -> Expected<std::string> {
     const std::string id = "c" + std::to_string(10000 + summary.candidates).substr(1);
     nlohmann::ordered_json entry{{"id", id}};
     LoweredKernel lowered;
@@ -127,23 +151,31 @@ Expected<ExportSummary> exportCandidates(const TaskSet& tasks, const std::map<st
       }
       argList.push_back({{"file", file}, {"output", expected != args.expected.end()}});
     }
-    TuningRecord r;
-    r.target = options.target;
-    r.toolkit = toolkit;
-    r.signature = task.signature;
-    r.spaceVersion = task.spaceVersion;
-    r.templateName = task.templateName;
-    r.description = task.description;
-    r.config = config;
-    r.flops = task.flops;
-    r.isDefault = isDefault;
-    r.strategy = isDefault ? "default" : options.strategy;
-    r.seed = options.seed;
+    TuningRecord r = recordOf(task, config, isDefault, isDefault ? "default" : options.strategy.c_str());
     r.features = scheduleFeatures(task.space, config, lowered.kernel);
     entry["args"] = argList;
     entry["record"] = nlohmann::ordered_json::parse(tuningRecordJson(r));
     candidates.push_back(std::move(entry));
     ++summary.candidates;
+    return id;
+  };
+  // A proposal: a new candidate, a copy of one whose code it shares, or nothing when the database holds its code.
+  auto propose = [&](Pending& p, const Config& config) -> Status {
+    std::optional<uint64_t> key = p.space->codeKey(p.space->indexOf(config));
+    if (key && p.held.count(*key)) {
+      ++summary.measured;
+      return Status::ok();
+    }
+    auto same = key ? p.exported.find(*key) : p.exported.end();
+    if (same == p.exported.end()) {
+      KILN_ASSIGN(std::string id, add(*p.task, config, false));
+      if (key) p.exported.emplace(*key, id);
+      return Status::ok();
+    }
+    TuningRecord r = recordOf(*p.task, config, false, "same-code");
+    if (const std::vector<float>* f = p.space->features(p.space->indexOf(config))) r.features = *f;
+    copies.push_back({{"same_as", same->second}, {"record", nlohmann::ordered_json::parse(tuningRecordJson(r))}});
+    ++summary.copies;
     return Status::ok();
   };
   std::set<const TuningTask*> touched;
@@ -152,13 +184,15 @@ Expected<ExportSummary> exportCandidates(const TaskSet& tasks, const std::map<st
     for (Pending& p : pending) {
       if (summary.candidates >= options.candidates) break;
       if (p.needsDefault) {
-        KILN_TRY(add(*p.task, p.task->space.defaultConfig(), true));
+        const Config def = p.task->space.defaultConfig();
+        KILN_ASSIGN(std::string id, add(*p.task, def, true));
+        if (std::optional<uint64_t> key = p.space->codeKey(p.space->indexOf(def))) p.exported.emplace(*key, id);
         p.needsDefault = false;
       }
       size_t room = std::min(options.batch, options.candidates - summary.candidates);
       if (!room) break;
       KILN_ASSIGN(std::vector<Config> next, p.strategy->next(room));
-      for (const Config& c : next) KILN_TRY(add(*p.task, c, false));
+      for (const Config& c : next) KILN_TRY(propose(p, c));
       progress |= !next.empty();
       touched.insert(p.task);
     }
@@ -168,6 +202,7 @@ Expected<ExportSummary> exportCandidates(const TaskSet& tasks, const std::map<st
                                   {"strategy", options.strategy}};
   if (cuda) manifest["arch"] = "sm_" + std::to_string(options.sm);
   manifest["candidates"] = candidates;
+  manifest["copies"] = copies;
   KILN_TRY(writeFile(options.dir + "/manifest.json", manifest.dump(1) + "\n"));
   return summary;
 }

@@ -3,7 +3,9 @@
 // See kiln/tune/Tuner.h. A candidate whose kernel IR equals one already
 // measured in the run (TaskSpace::codeKey) is not measured again: the
 // strategy learns the earlier result for it, the database gets a copy
-// marked strategy "same-code", and it costs no trial.
+// marked strategy "same-code", and it costs no trial. A task's strategy is
+// made again when the task is first tuned, so its cost model also learns
+// from the kernels of its template measured earlier in the same run.
 //
 //===----------------------------------------------------------------------===//
 #include "kiln/tune/Tuner.h"
@@ -34,6 +36,8 @@ struct TaskState {
   bool exhausted = false;
   size_t attempts = 0;     ///< candidates proposed (measured, invalid or reused)
   size_t transferRows = 0;
+  bool started = false;        ///< its first round was proposed
+  std::vector<MeasureResult> defaultResults;
   std::map<uint64_t, MeasureResult> byCode;  ///< code key -> its measurement in this run
 
   /// Those of `configs` to measure: not those whose code (kernel IR) was
@@ -116,23 +120,28 @@ Expected<TuneReport> tuneTasks(const TaskSet& tasks, Measurer& measurer, const T
   report.target = measurer.target();
   report.device = measurer.device();
   std::vector<TaskState> states;
+  // A task's strategy, trained on the database's records of other kernels of its template (transfer);
+  // made again when the task is first tuned, so kernels tuned earlier in this run count too.
+  auto makeTaskStrategy = [&](TaskState& s) -> Status {
+    StrategyOptions so = options.search;
+    so.seed = hashCombine(options.search.seed, hashString(s.task->signature));
+    if (options.transfer && database)
+      so.transfer = transferDataFor(*s.task, *database, measurer.target(), measurer.device(), measurer.toolkit(),
+                                    s.task->space.knobs.size() + kernelFeatureCount());
+    s.transferRows = s.outcome.transferRows = so.transfer.x.size();
+    KILN_ASSIGN(s.strategy, makeStrategy(options.strategy, s.space, so));
+    return Status::ok();
+  };
   for (const TuningTask& task : tasks.tasks) {
     TaskState s;
     s.task = &task;
     s.space = std::make_shared<TaskSpace>(task);
-    StrategyOptions so = options.search;
-    so.seed = hashCombine(options.search.seed, hashString(task.signature));
-    if (options.transfer && database)
-      so.transfer = transferDataFor(task, *database, measurer.target(), measurer.device(), measurer.toolkit(),
-                                    task.space.knobs.size() + kernelFeatureCount());
-    s.transferRows = so.transfer.x.size();
-    KILN_ASSIGN(s.strategy, makeStrategy(options.strategy, s.space, so));
+    KILN_TRY(makeTaskStrategy(s));
     s.outcome.signature = task.signature;
     s.outcome.description = task.description;
     s.outcome.templateName = task.templateName;
     s.outcome.groups = task.groups.size();
     s.outcome.flops = task.flops;
-    s.outcome.transferRows = s.transferRows;
     states.push_back(std::move(s));
   }
   // Baselines: each task's default schedule.
@@ -144,7 +153,8 @@ Expected<TuneReport> tuneTasks(const TaskSet& tasks, Measurer& measurer, const T
       s.outcome.skipped = std::string("default schedule ") + measureStatusName(r.front().status) + ": " + r.front().error;
       continue;
     }
-    KILN_TRY(s.strategy->update(s.withReused({r.front().config}, r)));
+    s.defaultResults = s.withReused({r.front().config}, r);
+    KILN_TRY(s.strategy->update(s.defaultResults));
     s.outcome.defaultMs = s.outcome.bestMs = r.front().ms;
     s.outcome.bestConfig = r.front().config;
     s.outcome.curve.push_back(r.front().ms);
@@ -170,6 +180,13 @@ Expected<TuneReport> tuneTasks(const TaskSet& tasks, Measurer& measurer, const T
       if (p > priority) priority = p, pick = s;
     }
     if (!pick) break;  // every space exhausted
+    if (!pick->started) {  // transfer from the kernels of its template measured since the run began
+      pick->started = true;
+      if (options.transfer && database) {
+        KILN_TRY(makeTaskStrategy(*pick));
+        KILN_TRY(pick->strategy->update(pick->defaultResults));
+      }
+    }
     size_t want = std::min(batch, options.trials - report.trials);
     KILN_ASSIGN(std::vector<Config> configs, pick->strategy->next(want));
     if (configs.empty() || pick->attempts > 4 * options.trials + 64) {
@@ -185,9 +202,6 @@ Expected<TuneReport> tuneTasks(const TaskSet& tasks, Measurer& measurer, const T
     }
     std::vector<MeasureResult> all = pick->withReused(configs, results);
     KILN_TRY(pick->strategy->update(all));
-    for (const MeasureResult& r : all)  // the copies are recorded too, marked, so the database covers every configuration
-      if (std::none_of(fresh.begin(), fresh.end(), [&](const Config& c) { return c == r.config; }))
-        KILN_TRY(run.record(*pick->task, pick->space.get(), r, false, "same-code"));
     pick->attempts += configs.size() - fresh.size();
     report.reused += configs.size() - fresh.size();
     const double before = pick->outcome.bestMs;
@@ -207,6 +221,9 @@ Expected<TuneReport> tuneTasks(const TaskSet& tasks, Measurer& measurer, const T
       }
       o.curve.push_back(o.bestMs);
     }
+    for (const MeasureResult& r : all)  // the copies are recorded too, marked, after what they copy
+      if (std::none_of(fresh.begin(), fresh.end(), [&](const Config& c) { return c == r.config; }))
+        KILN_TRY(run.record(*pick->task, pick->space.get(), r, false, "same-code"));
     o.seconds += taskClock.elapsedMs() / 1000.0;
     pick->lastGain = (before - o.bestMs) / before;
     if (options.progress) {

@@ -62,11 +62,12 @@ PY
 done
 
 # The same seed proposes the same configurations: all of them for random;
-# sa's first round (later rounds follow measured times, which vary run to run).
+# sa's first round (later rounds, and with transfer the first round of the
+# kernel tuned second, follow measured times, which vary run to run).
 for s in random sa; do
   for db in "once_$s.jsonl" "again_$s.jsonl"; do
     "$KILN" tune "$MODEL" --strategy $s --trials 8 --kernel "Conv 1x3x64x64" --kernel "Conv 1x8x16x16 -> 1x16" \
-      "${FAST[@]}" --db "$db" --quiet > tune_once.txt
+      "${FAST[@]}" --db "$db" --quiet --no-transfer > tune_once.txt
   done
 done
 expect_in "tuned 2 kernels" tune_once.txt
@@ -87,6 +88,43 @@ for name, first in (('random', None), ('sa', 4)):
         n = min(len(a[sig]), len(b[sig]), first or 1 << 30)
         assert a[sig][:n] == b[sig][:n], (name, sig)"
 
+# Replay: a grid table of one kernel answers strategy runs without measuring;
+# the same seed proposes the same configurations, every one, with the table's
+# times; a table lacking a proposed configuration is an error, not a guess.
+K16="Conv 1x8x16x16 -> 1x16"
+"$KILN" tune "$MODEL" --strategy grid --trials 100000 --kernel "$K16" "${FAST[@]}" --db table.jsonl --quiet > /dev/null
+for db in replay1.jsonl replay2.jsonl; do
+  "$KILN" tune "$MODEL" --replay table.jsonl --strategy sa-as --trials 12 --kernel "$K16" --batch 4 --db $db --quiet \
+    > replay.txt
+done
+expect_in "tuned 1 kernels with sa-as: 12 trials" replay.txt
+/usr/bin/python3 - <<'PY'
+import json, statistics, collections
+def lines(f): return [json.loads(l) for l in open(f)]
+table = collections.defaultdict(list)
+for r in lines('table.jsonl'):
+    if r['status'] == 'ok': table[json.dumps(r['config'], sort_keys=True)].append(r['ms'])
+runs = [[(json.dumps(r['config'], sort_keys=True), r['ms'], r['status']) for r in lines(f)] for f in ('replay1.jsonl', 'replay2.jsonl')]
+assert runs[0] == runs[1] and len(runs[0]) >= 12, runs
+for config, ms, status in runs[0]:
+    if status == 'ok': assert ms == statistics.median_low(table[config]) or ms == statistics.median_high(table[config]), (config, ms)
+PY
+head -n 6 table.jsonl > partial.jsonl
+expect_fail "has no record of" "$KILN" tune "$MODEL" --replay partial.jsonl --strategy sa --trials 12 --kernel "$K16" --db p.jsonl
+expect_fail "has no cpu records of the kernels to tune" "$KILN" tune "$MODEL" --replay table.jsonl --kernel "Conv 1x3x64x64" \
+  --trials 4 --db p.jsonl
+expect_fail "excludes" "$KILN" tune "$MODEL" --replay table.jsonl --export-candidates exported --trials 4
+expect_fail "--replay needs --db" "$KILN" tune "$MODEL" --replay table.jsonl --kernel "$K16" --trials 4
+
+# Transfer within a run: from an empty database, kernels of a template tuned
+# after another one of it learn from its measurements.
+"$KILN" tune "$MODEL" --strategy sa --trials 24 --tasks 4 "${FAST[@]}" --db run_transfer.jsonl --json run_transfer.json \
+  > run_transfer.txt 2> /dev/null
+expect_in "transfer rows)" run_transfer.txt
+/usr/bin/python3 -c "
+import json
+tasks = [t for t in json.load(open('run_transfer.json'))['tasks'] if t['trials']]
+assert any(t['transfer_rows'] for t in tasks) and not all(t['transfer_rows'] for t in tasks), tasks"
 # Transfer: records of the other conv kernels in the database train the model for a new one.
 cp db_sa.jsonl transfer.jsonl
 "$KILN" tune "$MODEL" --strategy sa --trials 4 --kernel "Conv 1x32x2x2" "${FAST[@]}" --db transfer.jsonl > transfer.txt 2> /dev/null
@@ -134,10 +172,43 @@ assert sum(c['record']['default'] for c in m['candidates']) >= 1"
 "$MEASURE" batch --repeats 2 --min-sample-ms 0.1 > measure.txt 2> measure.err
 expect_in "measured 12 candidates (12 valid)" measure.txt
 expect_in "[12/12]" measure.err
+RECORDS=$(wc -l < batch/results.jsonl)  # the candidates and their copies (same code)
 echo '{"schema":"kiln-tune/1"}' >> batch/results.jsonl
 "$KILN" tune "$MODEL" --import-results batch/results.jsonl --db batch.jsonl > import.txt 2> import.err
-expect_in "imported 12 records (1 skipped)" import.txt
-expect_in "results.jsonl:13:" import.err
+expect_in "imported $RECORDS records (1 skipped)" import.txt
+expect_in "results.jsonl:$((RECORDS + 1)):" import.err
+# Identical code is exported once: of 40 random configurations of a conv's
+# space some share their code (direct convolution ignores the im2col knobs);
+# those are listed as copies of the candidate with their code, kiln-measure
+# records them with its result, and a second round exports nothing whose
+# code the database holds.
+"$KILN" tune "$MODEL" --export-candidates dedup --trials 40 --batch 40 --strategy random --kernel "$K16" --db dedup.jsonl \
+  > dedup.txt
+expect_in "proposals with the code of an exported candidate" dedup.txt
+"$MEASURE" dedup --repeats 1 --min-sample-ms 0.05 --quiet > dedup_measure.txt
+expect_in "copies (same code as a candidate)" dedup_measure.txt
+"$KILN" tune "$MODEL" --import-results dedup/results.jsonl --db dedup.jsonl > /dev/null
+"$KILN" tune "$MODEL" --export-candidates dedup2 --trials 20 --batch 40 --strategy random --kernel "$K16" --db dedup.jsonl \
+  > dedup2.txt
+expect_in "with the code of a configuration the database holds" dedup2.txt
+/usr/bin/python3 - <<'PY'
+import json
+m = json.load(open('dedup/manifest.json'))
+ids = {c['id'] for c in m['candidates']}
+assert len(m['candidates']) == 40 and m['copies'] and all(c['same_as'] in ids for c in m['copies']), m['copies']
+key = lambda r: json.dumps(r['config'], sort_keys=True)
+results = [json.loads(l) for l in open('dedup/results.jsonl')]
+assert len(results) == 40 + len(m['copies'])
+by_config = {key(r): r for r in results}
+record_of = {c['id']: c['record'] for c in m['candidates']}
+for c in m['copies']:
+    copy, original = by_config[key(c['record'])], by_config[key(record_of[c['same_as']])]
+    assert copy['strategy'] == 'same-code' and copy['ms'] == original['ms'] and copy['status'] == original['status']
+held = {key(r) for r in results}
+again = json.load(open('dedup2/manifest.json'))
+assert not held & {key(c['record']) for c in again['candidates'] + again['copies']}
+PY
+
 # A second round continues from the database: no candidate is proposed twice.
 "$KILN" tune "$MODEL" --export-candidates batch2 --trials 12 --batch 4 --strategy sa --db batch.jsonl > /dev/null
 /usr/bin/python3 -c "
@@ -168,12 +239,14 @@ expect_in "measured 6 candidates (6 valid) on kiln CPU emulation (sm_90)" cmeasu
 KILN_EMULATED_SM=80 expect_fail "the candidates are cubins for sm_90, this GPU is kiln CPU emulation (sm_80)" "$MEASURE" cbatch
 unset KILN_CUDA_DRIVER KILN_EMULATED_KERNELS
 "$KILN" tune "$MODEL" --target cuda --import-results cbatch/results.jsonl --db cuda_batch.jsonl > cimport.txt
-expect_in "imported 6 records (0 skipped)" cimport.txt
+expect_in "imported $(wc -l < cbatch/results.jsonl) records (0 skipped)" cimport.txt
 "$KILN" tune "$MODEL" --target cuda:sm_90 --export-candidates cbatch2 --trials 6 --batch 4 --db cuda_batch.jsonl > /dev/null
 /usr/bin/python3 - cuda_batch.jsonl cbatch/manifest.json cbatch2/manifest.json <<'PY'
 import json, sys
 lines = [json.loads(l) for l in open(sys.argv[1])]
-assert len(lines) == 6 and all(l['status'] == 'ok' and l['ms'] > 0 for l in lines), lines
+copies = len(json.load(open(sys.argv[2]))['copies'])  # same code as a candidate: its result, recorded once more
+assert len(lines) == 6 + copies and all(l['status'] == 'ok' and l['ms'] > 0 for l in lines), lines
+assert sum(l['strategy'] == 'same-code' for l in lines) == copies
 assert all(l['target'] == 'cuda' and l['device'] == 'kiln CPU emulation (sm_90)' and 'NVRTC' in l['toolkit'] for l in lines)
 assert all('-cuda-' in l['signature'] for l in lines)
 key = lambda c: (c['record']['signature'], json.dumps(c['record']['config'], sort_keys=True))

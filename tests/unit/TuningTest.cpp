@@ -7,7 +7,8 @@
 // clusters and synthesizes; the CPU measurer times valid candidates and
 // rejects wrong ones; the tuning database round-trips, skips corrupt lines
 // and applies best / keeps the default / reports missing and stale; the
-// tuning loop keeps its budget and its curve falls monotonically.
+// tuning loop keeps its budget and its curve falls monotonically; the
+// replay measurer answers from a table.
 //
 //===----------------------------------------------------------------------===//
 #include <catch2/catch.hpp>
@@ -456,6 +457,80 @@ TEST_CASE("the tuning loop measures each distinct kernel once") {
   }
   CHECK(copies == report->reused);
   CHECK(measured.size() == distinct.size());
+}
+
+TEST_CASE("the replay measurer answers from a table and refuses what it lacks") {
+  // A table of every configuration of every task with made-up times (one
+  // configuration invalid, one left out): replaying it gives the table's
+  // median per configuration and its statuses, a tuning run on it finds the
+  // table's best, and a configuration the table lacks is an error, not a guess.
+  Fixture f;
+  const std::string dir = testing::scratchDir("tuning-replay");
+  std::filesystem::create_directories(dir);
+  const std::string path = dir + "/table.jsonl";
+  std::filesystem::remove(path);
+  auto table = TuningDatabase::open(path);
+  REQUIRE(table.isOk());
+  const TuningTask& conv = f.conv();
+  TaskSpace space(conv);
+  const uint64_t invalid = 1, best = space.size() - 1;
+  uint64_t missing = 2;  // a configuration whose kernel no earlier one shares (grid must measure it)
+  for (std::set<uint64_t> seen{*space.codeKey(0), *space.codeKey(1)}; !seen.insert(*space.codeKey(missing)).second;) ++missing;
+  auto timeOf = [&](uint64_t i) { return i == best ? 0.5 : 2.0 + double(i % 7); };
+  REQUIRE(space.codeKey(0));
+  REQUIRE(space.codeKey(1));
+  for (const TuningTask& t : f.tasks.tasks)
+    for (uint64_t i = 0; i < t.space.size(); ++i) {
+      if (&t == &conv && i == missing) continue;
+      TuningRecord r;
+      r.target = "cpu", r.device = "table-cpu", r.toolkit = "table-toolkit";
+      r.signature = t.signature, r.spaceVersion = t.spaceVersion, r.templateName = t.templateName;
+      r.config = t.space.configAt(i);
+      r.isDefault = r.config == t.space.defaultConfig();
+      r.status = &t == &conv && i == invalid ? MeasureStatus::WrongOutput : MeasureStatus::Ok;
+      r.ms = &t == &conv ? timeOf(i) : 1.0;
+      REQUIRE(table->append(r).isOk());
+      if (&t == &conv && i == 0) {  // measured twice: the median of 1.0, 2.0 (timeOf(0)) and 9.0 is 2.0
+        for (double ms : {1.0, 9.0}) {
+          r.ms = ms;
+          REQUIRE(table->append(r).isOk());
+        }
+      }
+    }
+  auto measurer = createReplayMeasurer(path, f.tasks, "cpu");
+  REQUIRE(measurer.isOk());
+  CHECK((*measurer)->device() == "table-cpu");
+  CHECK((*measurer)->toolkit() == "table-toolkit");
+  auto r = (*measurer)->measure(conv, {space.config(0), space.config(invalid), space.config(best)});
+  REQUIRE(r.isOk());
+  CHECK((*r)[0].ok());
+  CHECK((*r)[0].ms == 2.0);
+  CHECK((*r)[1].status == MeasureStatus::WrongOutput);
+  CHECK((*r)[2].ms == 0.5);
+  auto lacking = (*measurer)->measure(conv, {space.config(missing)});
+  REQUIRE_FALSE(lacking.isOk());
+  CHECK(lacking.error().message().find("no record") != std::string::npos);
+  // A strategy run on the table is reproducible; grid reaches the missing configuration and stops with the error.
+  auto replayRun = [&](const std::string& strategy, size_t trials) {
+    TuneOptions o;
+    o.strategy = strategy;
+    o.trials = trials;
+    o.batch = 4;
+    o.maxTasks = 1;
+    return tuneTasks(f.tasks, **measurer, o, nullptr);
+  };
+  auto first = replayRun("sa-as", 12), again = replayRun("sa-as", 12);
+  REQUIRE(first.isOk());
+  REQUIRE(again.isOk());
+  CHECK(first->tasks.front().curve == again->tasks.front().curve);
+  CHECK(first->tasks.front().bestMs >= 0.5);
+  auto grid = replayRun("grid", 100000);
+  REQUIRE_FALSE(grid.isOk());
+  CHECK(grid.error().message().find("no record") != std::string::npos);
+  // Another database's target has no records in it.
+  auto none = createReplayMeasurer(path, f.tasks, "cuda");
+  REQUIRE_FALSE(none.isOk());
+  CHECK(none.error().message().find("no cuda records") != std::string::npos);
 }
 
 TEST_CASE("tuning database lines: mutated records parse or fail cleanly") {

@@ -12,6 +12,8 @@
 // run on the GPU KILN_CUDA_DEVICE names through the runtime's
 // CudaKernelTimer (CUDA events; --flush-l2 for cold caches); the driver is
 // loaded at run time, so the tool itself still needs no CUDA library.
+// The manifest's copies (configurations with the code of a candidate) are
+// recorded with that candidate's result, not measured.
 //
 //===----------------------------------------------------------------------===//
 #include <cstring>
@@ -139,6 +141,7 @@ int run(const Options& o) {
     device = gpu->first;
   }
   std::map<std::string, Tensor> files;
+  std::map<std::string, nlohmann::ordered_json> results;  ///< candidate id -> its record as written
   size_t n = 0, ok = 0;
   const size_t total = manifest["candidates"].size();
   for (const auto& c : manifest["candidates"]) {
@@ -164,13 +167,35 @@ int run(const Options& o) {
       std::cerr << "kiln-measure: error: " << s.error().message() << "\n";
       return 1;
     }
+    results[c.at("id").get<std::string>()] = record;
     ok += m->ok();
     if (!o.quiet)
       std::cerr << "kiln-measure: [" << n << "/" << total << "] " << c.at("id").get<std::string>() << " "
                 << record.value("description", "") << ": " << (m->ok() ? std::to_string(m->ms) + " ms" : status + " (" + m->error + ")")
                 << "\n";
   }
-  std::cout << "measured " << n << " candidates (" << ok << " valid) on " << device << " -> " << out << "\n";
+  // Copies: configurations whose code a measured candidate has get its result (strategy "same-code").
+  size_t copies = 0;
+  for (const auto& c : manifest.value("copies", nlohmann::json::array())) {
+    auto same = c.is_object() && c.contains("same_as") && c["same_as"].is_string() && c.contains("record") && c["record"].is_object()
+                    ? results.find(c["same_as"].get<std::string>())
+                    : results.end();
+    if (same == results.end()) {
+      std::cerr << "kiln-measure: error KE4002: " << o.dir << "/manifest.json: copy " << copies + 1
+                << " does not name a candidate of the manifest (same_as)\n";
+      return 1;
+    }
+    nlohmann::ordered_json record = c["record"];
+    for (const char* field : {"device", "status", "ms", "time"}) record[field] = same->second[field];
+    if (Status s = appendLine(out, record.dump()); !s.isOk()) {
+      std::cerr << "kiln-measure: error: " << s.error().message() << "\n";
+      return 1;
+    }
+    ++copies;
+  }
+  std::cout << "measured " << n << " candidates (" << ok << " valid) on " << device;
+  if (copies) std::cout << ", recorded " << copies << " copies (same code as a candidate)";
+  std::cout << " -> " << out << "\n";
   return 0;
 }
 

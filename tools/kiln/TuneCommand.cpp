@@ -13,6 +13,8 @@
 // --target cuda tunes the GPU schedules on this machine's GPU (the CUDA
 // measurer: NVRTC cubins, CUDA events, optional L2 flush);
 // --target cuda:sm_NN --export-candidates writes cubins for a GPU elsewhere.
+// --replay TABLE looks the results up in a database measured earlier (the
+// strategy comparison's oracle) instead of measuring.
 //
 //===----------------------------------------------------------------------===//
 #include <unistd.h>
@@ -44,6 +46,7 @@ struct TuneCommandOptions {
   std::string jsonFile;
   std::vector<std::string> kernels;  ///< --kernel filters
   std::string exportDir, importFile;  ///< batch mode
+  std::string replayTable;            ///< --replay: results looked up, not measured
   tune::TuneOptions tune;
   tune::MeasureOptions measure;
   int threads = 0;
@@ -91,6 +94,45 @@ std::string reportJson(const tune::TuneReport& r, const std::string& model) {
   return j.dump(1);
 }
 
+/// The measurer of this machine's CPU or GPU, on reference values the
+/// interpreter computes; with --export-candidates it writes the candidates
+/// instead and returns no measurer.
+Expected<std::unique_ptr<tune::Measurer>> createMeasurer(const TuneCommandOptions& o, ModelWithInputs& model,
+                                                         const tune::TaskSet& tasks, tune::TuningDatabase& db, bool cuda,
+                                                         int sm, std::ostream* log) {
+  ir::Graph& graph = model.module->graph();
+  std::vector<Tensor> inputs;
+  for (const RuntimeValue& v : model.inputs) inputs.push_back(v.isTensor() ? v.tensor() : Tensor());
+  if (log) *log << "kiln tune: computing reference values with the interpreter\n";
+  Stopwatch refTimer;
+  auto reference = codegen::referenceValues(graph, inputs);
+  if (!reference) return reference.error();
+  if (log) *log << "kiln tune: reference values in " << std::fixed << std::setprecision(1) << refTimer.elapsedMs() / 1000 << " s\n";
+  if (!o.exportDir.empty()) {  // batch mode, step 1: candidates for kiln-measure
+    tune::ExportOptions e;
+    e.dir = o.exportDir;
+    e.strategy = o.tune.strategy;
+    e.candidates = o.tune.trials;
+    e.batch = o.tune.batch;
+    e.seed = o.tune.search.seed;
+    e.target = cuda ? "cuda" : "cpu";
+    e.sm = sm;
+    auto exported = tune::exportCandidates(tasks, *reference, db, e);
+    if (!exported) return exported.error();
+    std::cout << "exported " << exported->candidates << " candidates of " << exported->tasks << " kernels ("
+              << exported->tensorFiles << " tensor files, " << std::fixed << std::setprecision(1)
+              << double(exported->bytes) / (1 << 20) << " MiB) to " << o.exportDir << "\n";
+    if (exported->copies || exported->measured)
+      std::cout << "not exported: " << exported->copies << " proposals with the code of an exported candidate (recorded as "
+                << "copies of its result), " << exported->measured << " with the code of a configuration the database holds\n";
+    std::cout << "measure them with: kiln-measure " << o.exportDir << "; then: kiln tune " << o.model.path
+              << " --import-results " << o.exportDir << "/results.jsonl --db " << o.database << "\n";
+    return std::unique_ptr<tune::Measurer>();
+  }
+  return cuda ? tune::createCudaMeasurer(std::move(*reference), o.measure)
+              : tune::createCpuMeasurer(std::move(*reference), o.measure);
+}
+
 int tuneModel(TuneCommandOptions o) {
   // --target cpu | cuda | cuda:sm_NN (the architecture: required to export cubins for another machine).
   const bool cuda = o.target.rfind("cuda", 0) == 0;
@@ -107,6 +149,10 @@ int tuneModel(TuneCommandOptions o) {
   if (cuda && !o.exportDir.empty() && !sm)
     return reportError(Error(ErrorCode::InvalidArgument,
                              "kiln tune --export-candidates for CUDA needs the measuring GPU's architecture: --target cuda:sm_NN"));
+  if (!o.replayTable.empty() && o.database.empty())
+    return reportError(Error(ErrorCode::InvalidArgument,
+                             "kiln tune --replay needs --db: a replayed run's records are not measurements of this machine "
+                             "and should not go into the model's tuning database"));
   if (o.database.empty()) o.database = o.model.path.substr(0, o.model.path.rfind('.')) + ".tune.jsonl";
   std::ostream* log = o.quiet ? nullptr : &std::cerr;
   if (o.threads > 0) ThreadPool::global().setThreads(o.threads);
@@ -142,34 +188,10 @@ int tuneModel(TuneCommandOptions o) {
               << " into " << o.database << "\n";
     return imported->imported ? 0 : 1;
   }
-  std::vector<Tensor> inputs;
-  for (const RuntimeValue& v : model->inputs) inputs.push_back(v.isTensor() ? v.tensor() : Tensor());
-  if (log) *log << "kiln tune: computing reference values with the interpreter\n";
-  Stopwatch refTimer;
-  auto reference = codegen::referenceValues(graph, inputs);
-  if (!reference) return reportError(reference.error());
-  if (log) *log << "kiln tune: reference values in " << std::fixed << std::setprecision(1) << refTimer.elapsedMs() / 1000 << " s\n";
-  if (!o.exportDir.empty()) {  // batch mode, step 1: candidates for kiln-measure
-    tune::ExportOptions e;
-    e.dir = o.exportDir;
-    e.strategy = o.tune.strategy;
-    e.candidates = o.tune.trials;
-    e.batch = o.tune.batch;
-    e.seed = o.tune.search.seed;
-    e.target = cuda ? "cuda" : "cpu";
-    e.sm = sm;
-    auto exported = tune::exportCandidates(*tasks, *reference, *db, e);
-    if (!exported) return reportError(exported.error());
-    std::cout << "exported " << exported->candidates << " candidates of " << exported->tasks << " kernels ("
-              << exported->tensorFiles << " tensor files, " << std::fixed << std::setprecision(1)
-              << double(exported->bytes) / (1 << 20) << " MiB) to " << o.exportDir << "\n"
-              << "measure them with: kiln-measure " << o.exportDir << "; then: kiln tune " << o.model.path
-              << " --import-results " << o.exportDir << "/results.jsonl --db " << o.database << "\n";
-    return 0;
-  }
-  auto measurer = cuda ? tune::createCudaMeasurer(std::move(*reference), o.measure)
-                       : tune::createCpuMeasurer(std::move(*reference), o.measure);
+  auto measurer = o.replayTable.empty() ? createMeasurer(o, *model, *tasks, *db, cuda, sm, log)
+                                        : tune::createReplayMeasurer(o.replayTable, *tasks, cuda ? "cuda" : "cpu");
   if (!measurer) return reportError(measurer.error());
+  if (!*measurer) return 0;  // batch mode: candidates exported instead
   if (sm && (*measurer)->device().find("(sm_" + std::to_string(sm) + ")") == std::string::npos)
     return reportError(Error(ErrorCode::InvalidArgument, "--target " + o.target + " but this machine's GPU is " +
                                                              (*measurer)->device() + " (use --target cuda)"));
@@ -234,9 +256,14 @@ void addTuneCommand(CLI::App& app, int& exitCode) {
   auto* exportOption = cmd->add_option("--export-candidates", o->exportDir,
                   "Batch mode: write the next --trials candidates (object code or cubins, arguments, expected outputs) "
                   "to DIR for kiln-measure instead of measuring here");
-  cmd->add_option("--import-results", o->importFile,
+  auto* importOption = cmd->add_option("--import-results", o->importFile,
                   "Batch mode: append kiln-measure's records (FILE) for this model's kernels to the database")
       ->excludes(exportOption);
+  cmd->add_option("--replay", o->replayTable,
+                  "Measure nothing: look every candidate's time up in TABLE, a tuning database holding the whole space "
+                  "(e.g. from --strategy grid); for comparing strategies on one oracle (bench/tuning.py)")
+      ->excludes(exportOption)
+      ->excludes(importOption);
   cmd->add_flag("--no-transfer", [o](int64_t) { o->tune.transfer = false; },
                 "Do not train the cost model on the database's records of similar kernels (other shapes of the same template)");
   cmd->add_flag("--quiet", o->quiet, "No progress on stderr");

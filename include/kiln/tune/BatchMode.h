@@ -12,6 +12,11 @@
 // importResults checks them against the model's tasks and appends them to
 // the tuning database. The strategies continue from what the database
 // already holds, so rounds of export / measure / import are a tuning run.
+// As in the tuner, identical code is measured once: a proposal whose kernel
+// IR equals an exported candidate's is written as a copy ("same_as" that
+// candidate; kiln-measure records it with that candidate's result, strategy
+// "same-code"), and one equal to a configuration the database holds is not
+// exported at all.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -38,6 +43,8 @@ struct ExportOptions {
 
 struct ExportSummary {
   size_t candidates = 0, tasks = 0, tensorFiles = 0;
+  size_t copies = 0;    ///< proposals with the code of an exported candidate (measured once, recorded twice)
+  size_t measured = 0;  ///< proposals with the code of a configuration the database holds (not exported)
   uint64_t bytes = 0;
 };
 

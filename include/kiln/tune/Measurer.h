@@ -9,7 +9,8 @@
 // result is reported with its status and costs no timing. The CPU measurer
 // times in this process with the kernel thread pool pinned to cores; the
 // CUDA measurer with CUDA events on the GPU (optionally flushing the L2
-// cache before each timed launch).
+// cache before each timed launch); the replay measurer looks results up in
+// a table measured earlier.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -77,5 +78,13 @@ Expected<CudaCandidateSource> cudaCandidate(const codegen::KernelGroup& group, c
 /// The GPU measurer (target "cuda") on the device KILN_CUDA_DEVICE names
 /// (default 0), compiling for its architecture; KE5005 without a driver or device.
 Expected<std::unique_ptr<Measurer>> createCudaMeasurer(std::map<std::string, Tensor> reference, MeasureOptions options);
+
+/// A measurer that replays the tuning database `table` (which must hold
+/// every configuration a strategy proposes for `tasks`' kernels, e.g. a grid
+/// run over the whole space): the median of a configuration's valid records
+/// of `target`, measured on the device of the first such record. For
+/// comparing strategies on one noise-free oracle (kiln tune --replay).
+Expected<std::unique_ptr<Measurer>> createReplayMeasurer(const std::string& table, const TaskSet& tasks,
+                                                         const std::string& target);
 
 }  // namespace kiln::tune
