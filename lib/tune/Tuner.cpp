@@ -35,7 +35,6 @@ struct TaskState {
   double lastGain = 1.0;   ///< relative improvement of the last batch (1 before any)
   bool exhausted = false;
   size_t attempts = 0;     ///< candidates proposed (measured, invalid or reused)
-  size_t transferRows = 0;
   bool started = false;        ///< its first round was proposed
   std::vector<MeasureResult> defaultResults;
   std::map<uint64_t, MeasureResult> byCode;  ///< code key -> its measurement in this run
@@ -128,7 +127,7 @@ Expected<TuneReport> tuneTasks(const TaskSet& tasks, Measurer& measurer, const T
     if (options.transfer && database)
       so.transfer = transferDataFor(*s.task, *database, measurer.target(), measurer.device(), measurer.toolkit(),
                                     s.task->space.knobs.size() + kernelFeatureCount());
-    s.transferRows = s.outcome.transferRows = so.transfer.x.size();
+    s.outcome.transferRows = so.transfer.x.size();
     KILN_ASSIGN(s.strategy, makeStrategy(options.strategy, s.space, so));
     return Status::ok();
   };
