@@ -5,11 +5,14 @@ form, copies the charts to docs/pass-selection/ and rewrites the study tables
 of docs/pass-selection.md (between the study markers).
 
     bench/pass_study.py [--kiln build/tools/kiln/kiln] [--zoo build/models]
-                        [--out build/pass-study] [--skip-run] [--doc docs/pass-selection.md]
+                        [--out build/pass-study] [--skip-run] [--only MODEL-FORM,...]
+                        [--doc docs/pass-selection.md]
 
 --zoo holds the full models as <model>-<form>.onnx (export them with
 models/export_models.py --size full or `ctest --preset long`); the tiny ones
-come from models/tiny. --skip-run re-renders from the JSON already in --out.
+come from models/tiny. --skip-run re-renders from the JSON already in --out;
+--only runs just the named studies (e.g. bert_base-default) and re-renders
+the others from --out.
 """
 import argparse
 import datetime
@@ -114,6 +117,7 @@ def main():
     ap.add_argument("--out", default=os.path.join(ROOT, "build/pass-study"))
     ap.add_argument("--doc", default=os.path.join(ROOT, "docs/pass-selection.md"))
     ap.add_argument("--skip-run", action="store_true")
+    ap.add_argument("--only", default="", help="comma-separated MODEL-FORM studies to run; the rest from --out")
     a = ap.parse_args()
     studies = {}
     for names, folder, tiny in ((FULL, a.zoo, False), (TINY, os.path.join(ROOT, "models/tiny"), True)):
@@ -121,7 +125,8 @@ def main():
             for form in FORMS:
                 path = os.path.join(folder, "%s-%s.onnx" % (name, form))
                 result = os.path.join(a.out, "%s-%s.json" % (name, form))
-                if not a.skip_run and os.path.exists(path):
+                wanted = not a.only or "%s-%s" % (name, form) in a.only.split(",")
+                if not a.skip_run and wanted and os.path.exists(path):
                     run(a.kiln, path, a.out, tiny)
                 if os.path.exists(result):
                     studies[(name, form)] = json.load(open(result))
