@@ -10,7 +10,8 @@ and seeds, two ways:
   noise-free oracle, with many seeds; once without transfer, once with the
   other kernel of the same template's table in the database (AutoTVM's
   transfer learning); plus `sa` with batches of 1 (a model refit after every
-  measurement) and of 64 (AutoTVM's default plan size) for context;
+  measurement) and of 64 (AutoTVM's default plan size: with this budget a
+  single random round unless transfer data guides it) for context;
 - live (`kiln tune --no-transfer`, --seeds seeds): measured on this
   machine, for wall time; proposals scored against the table too.
 Reported per kernel and strategy: best-so-far curves (replayed, mean over
@@ -24,6 +25,7 @@ the tables/charts into docs/tuning.md between the markers.
 
     bench/tuning.py [--kiln build/tools/kiln/kiln] [--zoo DIR] [--out build/tuning]
                     [--trials 48] [--seeds 4] [--replay-seeds 16] [--skip-run] [--baseline-only]
+                    [--replay-only] [--rerun STRATEGY,...]
 """
 import collections
 import datetime
@@ -104,6 +106,33 @@ def load_table(result, table_db):
     result.update({"space": len(table), "default_ms": table[default], "best_ms": min(table.values()), "table": table})
 
 
+def live_runs(kiln, model, signature, work, strategies, trials, seeds):
+    """Each strategy measured on this machine, `seeds` runs, no transfer."""
+    runs = []
+    for strategy in strategies:
+        for seed in range(seeds):
+            db = os.path.join(work, "%s-%d.jsonl" % (strategy, seed))
+            report = os.path.join(work, "%s-%d.json" % (strategy, seed))
+            if os.path.exists(db):
+                os.remove(db)
+            kiln_tune(kiln, model, ["--strategy", strategy, "--trials", str(trials), "--kernel", signature,
+                                    "--seed", str(seed), "--batch", str(BATCH), "--no-transfer"], db, report)
+            task = [t for t in json.load(open(report))["tasks"] if t["signature"] == signature][0]
+            runs.append({"mode": "live", "strategy": strategy, "seed": seed, "proposals": proposals_of(db, signature),
+                         "seconds": task["seconds"], "measured_best_ms": task["best_ms"],
+                         "measured_default_ms": task["default_ms"]})
+    return runs
+
+
+def rerun_live(kiln, zoo_dir, out, index, result, strategies, trials, seeds):
+    """The live runs of `strategies` again, the others kept."""
+    model = os.path.join(zoo_dir, result["model"] + "-default.onnx")
+    fresh = live_runs(kiln, model, result["signature"], os.path.join(out, "k%d" % index), strategies, trials, seeds)
+    result["runs"] = [r for r in result["runs"] if not (r["mode"] == "live" and r["strategy"] in strategies)] + fresh
+    result["rerun"] = {"date": datetime.date.today().isoformat(), "strategies": strategies}
+    return result
+
+
 def run_kernel(kiln, zoo_dir, out, index, trials, seeds):
     """The reference table and the live runs of one kernel."""
     model_name, prefix, label, _ = KERNELS[index]
@@ -117,37 +146,26 @@ def run_kernel(kiln, zoo_dir, out, index, trials, seeds):
         os.remove(table_db)
     kiln_tune(kiln, model, ["--strategy", "grid", "--trials", "100000", "--kernel", signature, "--batch", str(BATCH),
                             "--no-transfer"], table_db)
-    runs = []
-    for strategy in STRATEGIES:
-        for seed in range(seeds):
-            db = os.path.join(work, "%s-%d.jsonl" % (strategy, seed))
-            report = os.path.join(work, "%s-%d.json" % (strategy, seed))
-            if os.path.exists(db):
-                os.remove(db)
-            kiln_tune(kiln, model, ["--strategy", strategy, "--trials", str(trials), "--kernel", signature,
-                                    "--seed", str(seed), "--batch", str(BATCH), "--no-transfer"], db, report)
-            task = [t for t in json.load(open(report))["tasks"] if t["signature"] == signature][0]
-            runs.append({"mode": "live", "strategy": strategy, "seed": seed, "proposals": proposals_of(db, signature),
-                         "seconds": task["seconds"], "measured_best_ms": task["best_ms"],
-                         "measured_default_ms": task["default_ms"]})
+    runs = live_runs(kiln, model, signature, work, STRATEGIES, trials, seeds)
     result = {"model": model_name, "label": label, "signature": signature, "description": description,
-              "runs": runs, "trials": trials}
+              "runs": runs, "trials": trials, "date": datetime.date.today().isoformat()}
     load_table(result, table_db)
     with open(os.path.join(out, "kernel%d.json" % index), "w") as f:
         json.dump(result, f)
     return result
 
 
-def replay_kernel(kiln, zoo_dir, out, index, result, trials, seeds):
+def replay_kernel(kiln, zoo_dir, out, index, result, trials, seeds, only=None):
     """Every strategy (and sa with other batch sizes) replayed on the
-    kernel's table, without and with transfer from the sibling kernel's table."""
+    kernel's table, without and with transfer from the sibling kernel's table
+    (with `only`: just those strategies, the other replayed runs kept)."""
     model = os.path.join(zoo_dir, result["model"] + "-default.onnx")
     work = os.path.join(out, "k%d" % index, "replay")
     os.makedirs(work, exist_ok=True)
     table = os.path.join(out, "k%d" % index, "table.jsonl")
     load_table(result, table)
     transfer_table = os.path.join(out, "k%d" % SIBLING[index], "table.jsonl")
-    variants = [(s, s, BATCH) for s in STRATEGIES] + CONTEXT
+    variants = [v for v in [(s, s, BATCH) for s in STRATEGIES] + CONTEXT if not only or v[0] in only]
     jobs = [(mode, name, strategy, batch, seed) for mode in ("replay", "transfer") for name, strategy, batch in variants
             for seed in range(seeds) if mode == "replay" or os.path.exists(transfer_table)]
     print("bench/tuning.py: kernel %d: %d replayed runs" % (index, len(jobs)), file=sys.stderr, flush=True)
@@ -166,7 +184,7 @@ def replay_kernel(kiln, zoo_dir, out, index, result, trials, seeds):
 
     with ThreadPoolExecutor(os.cpu_count() or 1) as pool:
         replayed = list(pool.map(run, jobs))
-    result["runs"] = [r for r in result["runs"] if r["mode"] == "live"] + replayed
+    result["runs"] = [r for r in result["runs"] if r["mode"] == "live" or (only and r["strategy"] not in only)] + replayed
     result["replay_seeds"] = seeds
     with open(os.path.join(out, "kernel%d.json" % index), "w") as f:
         json.dump(result, f)
@@ -309,6 +327,14 @@ def chart(result, path):
         f.write("\n".join(out) + "\n")
 
 
+def measured_when(result):
+    """The date of the measurements, and of any later rerun of some strategies."""
+    text = result.get("date", datetime.date.today().isoformat())
+    if result.get("rerun"):
+        text += " (%s again on %s)" % (" and ".join(result["rerun"]["strategies"]), result["rerun"]["date"])
+    return text
+
+
 def render(results, doc, charts_dir, trials, seeds):
     replay_seeds = results[0].get("replay_seeds", 0)
     lines = [BEGIN, "",
@@ -318,7 +344,7 @@ def render(results, doc, charts_dir, trials, seeds):
              "proposals scored against the table. The reference table: every configuration of the space measured "
              "once by `grid` (median of 3 samples). Trials to 95%%: measured configurations until the best so far is "
              "within 95%% of the table's best; a run that never gets there counts as %d." % (
-                 datetime.date.today().isoformat(), zoo.describe_machine(), trials, BATCH, replay_seeds, seeds,
+                 measured_when(results[0]), zoo.describe_machine(), trials, BATCH, replay_seeds, seeds,
                  trials + 1), ""]
     fmt = lambda v, f: "-" if v is None else f % v
     verdicts = []
@@ -342,17 +368,15 @@ def render(results, doc, charts_dir, trials, seeds):
             cells += (["%d/%d" % (l["reached"], l["runs"]), "%.1f" % l["mean"], fmt(l["seconds_to_95"], "%.1f"),
                        "%.3f" % l["final_ms"]] if l else ["-"] * 4)
             lines.append("| " + " | ".join(cells) + " |")
-        sa, sa64 = replay["sa"]["mean"], replay["sa, batch 64"]["mean"]
+        sa = replay["sa"]["mean"]
         best = min(CHAMELEON, key=lambda n: replay[n]["mean"])
-        ratio, ratio64 = replay[best]["mean"] / sa, replay[best]["mean"] / sa64
-        verdicts.append((ratio <= 0.5, ratio64 <= 0.5))
-        lines += ["", "Replayed, best CHAMELEON-style strategy vs sa (mean trials to 95%%): %s %.1f vs %.1f (%.2fx) -> %s; "
-                  "vs sa with AutoTVM's default batch of 64: %.1f (%.2fx)." % (
-                      best, replay[best]["mean"], sa, ratio, "at most half" if ratio <= 0.5 else "not at most half",
-                      sa64, ratio64), ""]
-    lines += ["Kernels where a CHAMELEON-style strategy (batches of %d) needed at most half of sa's trials (replayed): "
-              "%d of %d at the same batch size; %d of %d against sa with batches of 64." % (
-                  BATCH, sum(v[0] for v in verdicts), len(results), sum(v[1] for v in verdicts), len(results)), ""]
+        ratio = replay[best]["mean"] / sa
+        verdicts.append(ratio <= 0.5)
+        lines += ["", "Replayed, best CHAMELEON-style strategy vs sa (mean trials to 95%%): %s %.1f vs %.1f (%.2fx) -> %s." % (
+                      best, replay[best]["mean"], sa, ratio, "at most half" if ratio <= 0.5 else "not at most half"), ""]
+    lines += ["Kernels where a CHAMELEON-style strategy needed at most half of sa's trials (replayed, both with "
+              "batches of %d): %d of %d. (`sa, batch 64` is no model-guided baseline with this budget: its first "
+              "round, random, is the whole run.)" % (BATCH, sum(verdicts), len(results)), ""]
     lines += ["### Tuned kernels vs the library", "",
               "Each kernel alone as a one-kernel ONNX model (same ops and shapes, random weights), p50 of 200 runs, "
               "median of 3 rounds, each runtime with %d threads: ONNX Runtime (CPU execution provider, MLAS), kiln "
@@ -381,20 +405,28 @@ def main():
                     help="keep the tables and live runs in --out, replay the strategies again, re-render")
     ap.add_argument("--baseline-only", action="store_true",
                     help="keep the strategy runs in --out, measure the library baseline again, re-render")
+    ap.add_argument("--rerun", default="",
+                    help="comma-separated strategies whose live and replayed runs to redo (the tables and other runs kept)")
     ap.add_argument("--doc", default=os.path.join(ROOT, "docs/tuning.md"))
     a = ap.parse_args()
+    rerun = [x for x in a.rerun.split(",") if x]
+    if any(x not in STRATEGIES for x in rerun):
+        sys.exit("bench/tuning.py: --rerun takes strategies of %s" % ",".join(STRATEGIES))
     os.makedirs(a.out, exist_ok=True)
     results = []
     kernels = [int(x) for x in a.kernels.split(",")]
     for i in kernels:
         path = os.path.join(a.out, "kernel%d.json" % i)
-        reuse = a.skip_run or a.baseline_only or a.replay_only
+        reuse = a.skip_run or a.baseline_only or a.replay_only or rerun
         result = json.load(open(path)) if reuse else run_kernel(a.kiln, a.zoo, a.out, i, a.trials, a.seeds)
-        if not (a.skip_run or a.replay_only):
+        if rerun:
+            result = rerun_live(a.kiln, a.zoo, a.out, i, result, rerun, a.trials, a.seeds)
+        elif not (a.skip_run or a.replay_only):
             result = measure_baseline(a.kiln, a.out, i, result)
         results.append(result)
     if not (a.skip_run or a.baseline_only):  # every table exists now: the transfer runs need the sibling's
-        results = [replay_kernel(a.kiln, a.zoo, a.out, i, r, a.trials, a.replay_seeds) for i, r in zip(kernels, results)]
+        results = [replay_kernel(a.kiln, a.zoo, a.out, i, r, a.trials, a.replay_seeds, rerun)
+                   for i, r in zip(kernels, results)]
     render(results, a.doc, os.path.join(os.path.dirname(a.doc), "tuning"), a.trials, a.seeds)
 
 

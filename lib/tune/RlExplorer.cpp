@@ -1,16 +1,17 @@
 //===- lib/tune/RlExplorer.cpp - CHAMELEON's adaptive exploration -----------===//
 //
-// A policy network moves knobs: the state is each knob's normalized value
-// position, the action one of {down, stay, up} per knob (a factorized
-// softmax over a one-hidden-layer tanh network), and the reward the cost
-// model's predicted improvement of the move. Each explore() call runs
-// `chains` episodes of a few steps from the best measured configurations
-// (and random ones), then trains the policy on them by policy gradient
-// (REINFORCE with discounted returns and a mean baseline; CHAMELEON uses
-// PPO's clipped objective, which this simpler update omits). The policy
-// persists across calls, so exploration gets better as the model does.
-// Every configuration an episode reaches is a candidate; the best predicted
-// unmeasured ones are returned.
+// An actor-critic agent moves knobs (CHAMELEON's adaptive exploration): the
+// state is each knob's normalized value position, the action one of {down,
+// stay, up} per knob (a factorized softmax), the reward the cost model's
+// predicted improvement of the move. Policy and value heads share a tanh
+// hidden layer. Each explore() call runs `chains` episodes of a few steps
+// from the best measured configurations (and random ones), then trains the
+// agent on them with PPO as CHAMELEON does (its appendix's settings:
+// discount 0.9, GAE 0.99, 3 epochs, clipping 0.3, value coefficient 1,
+// entropy coefficient 0.1, Adam at 1e-3). The agent persists across calls,
+// so exploration gets better as the model does. Every configuration an
+// episode reaches is a candidate; the best predicted unmeasured ones are
+// returned.
 //
 //===----------------------------------------------------------------------===//
 #include <algorithm>
@@ -25,32 +26,53 @@ namespace {
 
 constexpr int kHidden = 32;
 constexpr int kEpisodeSteps = 8;
-constexpr double kDiscount = 0.9;
-constexpr double kLearningRate = 0.05;
+constexpr double kDiscount = 0.9, kGae = 0.99;
+constexpr int kEpochs = 3;
+constexpr size_t kMinibatch = 32;
+constexpr double kClip = 0.3, kValueCoefficient = 1.0, kEntropyCoefficient = 0.1;
+constexpr double kLearningRate = 1e-3;
 
-class PolicyNetwork {
+/// One step of an episode, as PPO needs it.
+struct Step {
+  std::vector<double> state;
+  std::vector<int> actions;     ///< per knob: 0 down, 1 stay, 2 up
+  double logProbability = 0;    ///< of the actions under the policy that chose them
+  double value = 0;             ///< the critic's estimate when they were chosen
+  double reward = 0;
+  double advantage = 0, target = 0;  ///< filled in before training
+};
+
+/// Policy (3 logits per knob) and value heads over one shared tanh layer;
+/// all parameters in one vector so Adam updates them alike.
+class ActorCritic {
  public:
-  PolicyNetwork(size_t inputs, SplitMix64& rng) : d_(inputs), w1_(kHidden * inputs), b1_(kHidden, 0.0),
-                                                   w2_(3 * inputs * kHidden), b2_(3 * inputs, 0.0) {
-    auto init = [&](std::vector<double>& w, double scale) {
-      for (double& v : w) v = (rng.unit() * 2 - 1) * scale;
+  ActorCritic(size_t knobs, SplitMix64& rng) : d_(knobs), params_(size(), 0.0), m_(size(), 0.0), v_(size(), 0.0) {
+    auto init = [&](size_t offset, size_t n, double scale) {
+      for (size_t i = 0; i < n; ++i) params_[offset + i] = (rng.unit() * 2 - 1) * scale;
     };
-    init(w1_, 1.0 / std::sqrt(double(std::max<size_t>(inputs, 1))));
-    init(w2_, 1.0 / std::sqrt(double(kHidden)));
+    init(w1(), kHidden * d_, 1.0 / std::sqrt(double(std::max<size_t>(d_, 1))));
+    init(w2(), 3 * d_ * kHidden, 1.0 / std::sqrt(double(kHidden)));
+    init(wv(), kHidden, 1.0 / std::sqrt(double(kHidden)));
   }
 
-  /// Hidden activations and per-knob action probabilities.
-  void forward(const std::vector<double>& s, std::vector<double>& h, std::vector<double>& p) const {
-    h.assign(kHidden, 0.0);
+  struct Output {
+    std::vector<double> hidden, probabilities;  ///< probabilities[3k + a]
+    double value = 0;
+  };
+
+  Output forward(const std::vector<double>& s) const {
+    Output out;
+    out.hidden.assign(kHidden, 0.0);
     for (int j = 0; j < kHidden; ++j) {
-      double a = b1_[j];
-      for (size_t i = 0; i < d_; ++i) a += w1_[j * d_ + i] * s[i];
-      h[j] = std::tanh(a);
+      double a = params_[b1() + j];
+      for (size_t i = 0; i < d_; ++i) a += params_[w1() + j * d_ + i] * s[i];
+      out.hidden[j] = std::tanh(a);
     }
+    std::vector<double>& p = out.probabilities;
     p.assign(3 * d_, 0.0);
     for (size_t o = 0; o < 3 * d_; ++o) {
-      double a = b2_[o];
-      for (int j = 0; j < kHidden; ++j) a += w2_[o * kHidden + j] * h[j];
+      double a = params_[b2() + o];
+      for (int j = 0; j < kHidden; ++j) a += params_[w2() + o * kHidden + j] * out.hidden[j];
       p[o] = a;
     }
     for (size_t k = 0; k < d_; ++k) {  // softmax over {down, stay, up}
@@ -58,44 +80,80 @@ class PolicyNetwork {
       for (int a = 0; a < 3; ++a) z += p[3 * k + a] = std::exp(p[3 * k + a] - m);
       for (int a = 0; a < 3; ++a) p[3 * k + a] /= z;
     }
+    out.value = params_[bv()];
+    for (int j = 0; j < kHidden; ++j) out.value += params_[wv() + j] * out.hidden[j];
+    return out;
   }
 
-  /// Adds advantage * d log pi(actions | s) / d theta to the gradient.
-  void accumulate(const std::vector<double>& s, const std::vector<int>& actions, double advantage) {
-    if (g1_.empty()) g1_.assign(w1_.size(), 0.0), gb1_.assign(b1_.size(), 0.0), g2_.assign(w2_.size(), 0.0), gb2_.assign(b2_.size(), 0.0);
-    std::vector<double> h, p;
-    forward(s, h, p);
+  static double logProbability(const Output& out, const std::vector<int>& actions) {
+    double lp = 0;
+    for (size_t k = 0; k < actions.size(); ++k) lp += std::log(std::max(out.probabilities[3 * k + actions[k]], 1e-12));
+    return lp;
+  }
+
+  /// Adds the gradient of PPO's objective at one step (to be maximized:
+  /// clipped surrogate - value loss + entropy bonus) to the accumulator.
+  void accumulate(const Step& step) {
+    if (grad_.empty()) grad_.assign(size(), 0.0);
+    Output out = forward(step.state);
+    const std::vector<double>& p = out.probabilities;
+    const double ratio = std::exp(logProbability(out, step.actions) - step.logProbability);
+    // The clipped surrogate has no gradient where clipping binds.
+    const bool clipped = (step.advantage > 0 && ratio > 1 + kClip) || (step.advantage < 0 && ratio < 1 - kClip);
+    const double policyWeight = clipped ? 0.0 : step.advantage * ratio;
     std::vector<double> dh(kHidden, 0.0);
-    for (size_t k = 0; k < d_; ++k)
+    for (size_t k = 0; k < d_; ++k) {
+      double entropy = 0;
+      for (int a = 0; a < 3; ++a) entropy -= p[3 * k + a] * std::log(std::max(p[3 * k + a], 1e-12));
       for (int a = 0; a < 3; ++a) {
         size_t o = 3 * k + a;
-        double g = advantage * ((actions[k] == a ? 1.0 : 0.0) - p[o]);
-        gb2_[o] += g;
-        for (int j = 0; j < kHidden; ++j) g2_[o * kHidden + j] += g * h[j], dh[j] += g * w2_[o * kHidden + j];
+        double logP = std::log(std::max(p[o], 1e-12));
+        double g = policyWeight * ((step.actions[k] == a ? 1.0 : 0.0) - p[o]) - kEntropyCoefficient * p[o] * (logP + entropy);
+        grad_[b2() + o] += g;
+        for (int j = 0; j < kHidden; ++j) grad_[w2() + o * kHidden + j] += g * out.hidden[j], dh[j] += g * params_[w2() + o * kHidden + j];
       }
+    }
+    const double gv = -kValueCoefficient * (out.value - step.target);  // d/dV of -c (V - target)^2 / 2
+    grad_[bv()] += gv;
+    for (int j = 0; j < kHidden; ++j) grad_[wv() + j] += gv * out.hidden[j], dh[j] += gv * params_[wv() + j];
     for (int j = 0; j < kHidden; ++j) {
-      double g = dh[j] * (1.0 - h[j] * h[j]);
-      gb1_[j] += g;
-      for (size_t i = 0; i < d_; ++i) g1_[j * d_ + i] += g * s[i];
+      double g = dh[j] * (1.0 - out.hidden[j] * out.hidden[j]);
+      grad_[b1() + j] += g;
+      for (size_t i = 0; i < d_; ++i) grad_[w1() + j * d_ + i] += g * step.state[i];
     }
     ++samples_;
   }
 
-  /// Gradient ascent with the accumulated gradient (mean over samples, clipped).
+  /// One Adam ascent step with the mean accumulated gradient.
   void step() {
     if (!samples_) return;
-    auto apply = [&](std::vector<double>& w, std::vector<double>& g) {
-      for (size_t i = 0; i < w.size(); ++i) w[i] += kLearningRate * std::clamp(g[i] / double(samples_), -1.0, 1.0), g[i] = 0;
-    };
-    apply(w1_, g1_), apply(b1_, gb1_), apply(w2_, g2_), apply(b2_, gb2_);
+    constexpr double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+    ++t_;
+    const double c1 = 1 - std::pow(beta1, double(t_)), c2 = 1 - std::pow(beta2, double(t_));
+    for (size_t i = 0; i < params_.size(); ++i) {
+      double g = grad_[i] / double(samples_);
+      m_[i] = beta1 * m_[i] + (1 - beta1) * g;
+      v_[i] = beta2 * v_[i] + (1 - beta2) * g * g;
+      params_[i] += kLearningRate * (m_[i] / c1) / (std::sqrt(v_[i] / c2) + eps);
+      grad_[i] = 0;
+    }
     samples_ = 0;
   }
 
  private:
+  // Offsets of each tensor in params_.
+  size_t w1() const { return 0; }
+  size_t b1() const { return w1() + kHidden * d_; }
+  size_t w2() const { return b1() + kHidden; }
+  size_t b2() const { return w2() + 3 * d_ * kHidden; }
+  size_t wv() const { return b2() + 3 * d_; }
+  size_t bv() const { return wv() + kHidden; }
+  size_t size() const { return bv() + 1; }
+
   size_t d_;
-  std::vector<double> w1_, b1_, w2_, b2_;
-  std::vector<double> g1_, gb1_, g2_, gb2_;
+  std::vector<double> params_, m_, v_, grad_;
   size_t samples_ = 0;
+  int64_t t_ = 0;
 };
 
 class RlExplorer final : public Explorer {
@@ -107,7 +165,7 @@ class RlExplorer final : public Explorer {
   Expected<std::vector<uint64_t>> explore(TaskSpace& space, const CostModel& model, const std::set<uint64_t>& visited,
                                           size_t count) override {
     const auto& knobs = space.task().space.knobs;
-    if (!policy_) policy_ = std::make_unique<PolicyNetwork>(knobs.size(), rng_);
+    if (!agent_) agent_ = std::make_unique<ActorCritic>(knobs.size(), rng_);
     // Starts: the best measured configurations, then random ones.
     std::vector<std::pair<uint64_t, double>> best(observed_.begin(), observed_.end());
     std::stable_sort(best.begin(), best.end(), [](auto& a, auto& b) { return a.second > b.second; });
@@ -120,35 +178,32 @@ class RlExplorer final : public Explorer {
       if (!visited.count(index) && std::isfinite(score)) candidates[index] = score;
     };
     for (size_t i = 0; i < points.size(); ++i) consider(points[i], scores[i]);
-    struct Step {
-      std::vector<double> state;
-      std::vector<int> actions;
-      double reward;
-    };
     std::vector<std::vector<Step>> episodes(points.size());
     for (int t = 0; t < kEpisodeSteps; ++t) {
       std::vector<uint64_t> moved(points.size());
-      std::vector<std::vector<int>> actions(points.size());
-      std::vector<std::vector<double>> states(points.size());
       for (size_t e = 0; e < points.size(); ++e) {
         std::vector<size_t> d = space.digits(points[e]);
+        Step step;
         for (size_t k = 0; k < knobs.size(); ++k)
-          states[e].push_back(knobs[k].values.size() > 1 ? double(d[k]) / double(knobs[k].values.size() - 1) : 0.0);
-        std::vector<double> h, p;
-        policy_->forward(states[e], h, p);
+          step.state.push_back(knobs[k].values.size() > 1 ? double(d[k]) / double(knobs[k].values.size() - 1) : 0.0);
+        ActorCritic::Output out = agent_->forward(step.state);
         for (size_t k = 0; k < knobs.size(); ++k) {
+          const double* p = &out.probabilities[3 * k];
           double r = rng_.unit();
-          int a = r < p[3 * k] ? 0 : r < p[3 * k] + p[3 * k + 1] ? 1 : 2;
-          actions[e].push_back(a);
+          int a = r < p[0] ? 0 : r < p[0] + p[1] ? 1 : 2;
+          step.actions.push_back(a);
           int64_t next = int64_t(d[k]) + a - 1;
           d[k] = size_t(std::clamp<int64_t>(next, 0, int64_t(knobs[k].values.size()) - 1));
         }
+        step.logProbability = ActorCritic::logProbability(out, step.actions);
+        step.value = out.value;
+        episodes[e].push_back(std::move(step));
         moved[e] = space.fromDigits(d);
       }
       KILN_ASSIGN(std::vector<double> movedScores, predictScores(space, model, moved));
       for (size_t e = 0; e < points.size(); ++e) {
-        double reward = std::isfinite(movedScores[e]) ? movedScores[e] - (std::isfinite(scores[e]) ? scores[e] : movedScores[e]) : -1.0;
-        episodes[e].push_back({states[e], actions[e], reward});
+        episodes[e].back().reward =
+            std::isfinite(movedScores[e]) ? movedScores[e] - (std::isfinite(scores[e]) ? scores[e] : movedScores[e]) : -1.0;
         consider(moved[e], movedScores[e]);
         if (std::isfinite(movedScores[e])) points[e] = moved[e], scores[e] = movedScores[e];
       }
@@ -162,29 +217,43 @@ class RlExplorer final : public Explorer {
   }
 
  private:
-  template <typename Episodes>
-  void train(const Episodes& episodes) {
-    std::vector<double> returns;
-    for (const auto& ep : episodes) {
-      double g = 0;
-      std::vector<double> r(ep.size());
-      for (size_t t = ep.size(); t-- > 0;) r[t] = g = ep[t].reward + kDiscount * g;
-      returns.insert(returns.end(), r.begin(), r.end());
+  /// PPO: generalized advantage estimates (an episode's end is terminal),
+  /// normalized, then kEpochs passes over the steps in shuffled minibatches.
+  void train(std::vector<std::vector<Step>>& episodes) {
+    std::vector<double> advantages;
+    for (std::vector<Step>& ep : episodes) {
+      double gae = 0;
+      for (size_t t = ep.size(); t-- > 0;) {
+        double nextValue = t + 1 < ep.size() ? ep[t + 1].value : 0.0;
+        double delta = ep[t].reward + kDiscount * nextValue - ep[t].value;
+        gae = delta + kDiscount * kGae * gae;
+        ep[t].advantage = gae;
+        ep[t].target = gae + ep[t].value;
+        advantages.push_back(gae);
+      }
     }
     double mean = 0, var = 0;
-    for (double r : returns) mean += r;
-    mean /= double(std::max<size_t>(returns.size(), 1));
-    for (double r : returns) var += (r - mean) * (r - mean);
-    double sd = std::sqrt(var / double(std::max<size_t>(returns.size(), 1))) + 1e-9;
-    size_t i = 0;
-    for (const auto& ep : episodes)
-      for (const auto& s : ep) policy_->accumulate(s.state, s.actions, (returns[i++] - mean) / sd);
-    policy_->step();
+    for (double a : advantages) mean += a;
+    mean /= double(std::max<size_t>(advantages.size(), 1));
+    for (double a : advantages) var += (a - mean) * (a - mean);
+    const double sd = std::sqrt(var / double(std::max<size_t>(advantages.size(), 1))) + 1e-9;
+    for (std::vector<Step>& ep : episodes)
+      for (Step& s : ep) s.advantage = (s.advantage - mean) / sd;
+    std::vector<const Step*> steps;
+    for (const std::vector<Step>& ep : episodes)
+      for (const Step& s : ep) steps.push_back(&s);
+    for (int epoch = 0; epoch < kEpochs; ++epoch) {
+      rng_.shuffle(steps);
+      for (size_t i = 0; i < steps.size(); ++i) {
+        agent_->accumulate(*steps[i]);
+        if ((i + 1) % kMinibatch == 0 || i + 1 == steps.size()) agent_->step();
+      }
+    }
   }
 
   StrategyOptions options_;
   SplitMix64 rng_;
-  std::unique_ptr<PolicyNetwork> policy_;
+  std::unique_ptr<ActorCritic> agent_;
   std::map<uint64_t, double> observed_;
 };
 

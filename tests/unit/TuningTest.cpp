@@ -3,7 +3,8 @@
 // The autotuner's parts on a small graph with two identical convolution
 // blocks: tasks deduplicate by signature; features follow the schedule; the
 // XGBoost model ranks a known function; every strategy proposes distinct
-// configurations of the space, reproducibly per seed; adaptive sampling
+// configurations of the space, reproducibly per seed; the RL explorer's
+// agent learns the direction the model rewards; adaptive sampling
 // clusters and synthesizes; the CPU measurer times valid candidates and
 // rejects wrong ones; the tuning database round-trips, skips corrupt lines
 // and applies best / keeps the default / reports missing and stale; the
@@ -135,6 +136,27 @@ TEST_CASE("tuning tasks: identical kernels share one task and a stable signature
   CHECK(gpu->tasks.front().signature != t.signature);
 }
 
+TEST_CASE("kernels default to the thread pool only when big enough to pay for waking it") {
+  auto m = ir::parseModule(R"(module @m {
+  graph @main(%a: f32[4,8], %b: f32[8,8], %c: f32[256,256], %d: f32[256,256]) {
+    %small = MatMul(%a, %b) : f32[4,8]
+    %large = MatMul(%c, %d) : f32[256,256]
+    return %small, %large
+  }
+})", "pool.kir");
+  REQUIRE(m.isOk());
+  auto tasks = extractTasks((*m)->graph(), codegen::KernelTarget::Cpu);
+  REQUIRE(tasks.isOk());
+  std::map<std::string, int64_t> parallel;
+  for (const TuningTask& t : tasks->tasks) parallel[t.description] = t.space.defaultConfig().at("parallel");
+  INFO(parallel.size() << " tasks");
+  REQUIRE(parallel.size() == 2);
+  for (const auto& [description, p] : parallel) {
+    INFO(description);
+    CHECK(p == (description.find("256") != std::string::npos ? 1 : 0));  // 16.7M multiply-adds vs 256
+  }
+}
+
 TEST_CASE("schedule features follow the configuration") {
   Fixture f;
   const TuningTask& t = f.conv();
@@ -260,6 +282,44 @@ TEST_CASE("transfer data guides the first batch of a model-guided strategy") {
   double guided = meanScore("sa", transfer), unguided = meanScore("sa", {});
   CHECK(guided > unguided);
   CHECK(guided > 2.0);  // near the top of the 0..3 scale
+}
+
+TEST_CASE("the RL explorer's PPO agent learns to move knobs the way the model rewards") {
+  Fixture f;
+  TaskSpace space(f.conv());
+  const auto& knobs = space.task().space.knobs;
+  // A cost model that predicts higher scores the higher every knob's value position.
+  auto position = [&](uint64_t index) {
+    std::vector<size_t> d = space.digits(index);
+    double sum = 0;
+    for (size_t k = 0; k < knobs.size(); ++k) sum += knobs[k].values.size() > 1 ? double(d[k]) / double(knobs[k].values.size() - 1) : 0.0;
+    return sum / double(knobs.size());
+  };
+  std::vector<std::vector<float>> x;
+  std::vector<float> y;
+  for (uint64_t i = 0; i < space.size(); ++i)
+    if (const std::vector<float>* row = space.features(i)) x.push_back(*row), y.push_back(float(position(i)));
+  CostModel model({60, 6, 0.3, 1});
+  REQUIRE(model.fit(x, y).isOk());
+  StrategyOptions o;
+  o.seed = 11;
+  o.chains = 16;
+  std::unique_ptr<Explorer> rl = makeRlExplorer(o);
+  // Every configuration the episodes of one call reach (nothing visited, no measured starts).
+  auto reached = [&] {
+    auto c = rl->explore(space, model, {}, space.size());
+    REQUIRE(c.isOk());
+    double mean = 0;
+    for (uint64_t i : *c) mean += position(i);
+    return std::make_pair(c->size(), mean / double(std::max<size_t>(c->size(), 1)));
+  };
+  auto [firstCount, firstPosition] = reached();
+  for (int call = 0; call < 40; ++call) reached();
+  auto [lastCount, lastPosition] = reached();
+  INFO("reached " << firstCount << " configurations at mean position " << firstPosition << ", after training "
+                  << lastCount << " at " << lastPosition);
+  CHECK(lastPosition > firstPosition + 0.1);  // the walks climb where the model points
+  CHECK(lastCount < firstCount);              // and crowd there instead of wandering
 }
 
 TEST_CASE("adaptive sampling measures one configuration per cluster and synthesizes") {

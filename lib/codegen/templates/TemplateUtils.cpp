@@ -92,7 +92,13 @@ KnobSpace threadPerItemSpace(int64_t items) {
 }
 
 Knob parallelKnob(int64_t work, int64_t outerIterations) {
-  int64_t preferred = work >= 32768 && outerIterations > 1 ? 1 : 0;
+  // Waking the pool's sleeping workers costs tens of microseconds (more on a
+  // VM), about what a kernel takes for a million multiply-adds or elements:
+  // below that a kernel runs faster alone. At 32K, tiny models ran 2-5x slower
+  // than serial and a merged Q/K/V matmul (combine-parallel-dense) lost to three
+  // serial ones (docs/pass-selection.md).
+  constexpr int64_t kParallelWork = int64_t(1) << 20;
+  int64_t preferred = work >= kParallelWork && outerIterations > 1 ? 1 : 0;
   return makeKnob("parallel", {0, 1}, preferred, "run the outermost loop on the thread pool",
                   [&](int64_t v) { return v == 0 || outerIterations > 1; });
 }

@@ -69,8 +69,8 @@ inline bool knobIs(const Config& c, const std::string& name, int64_t value = 1) 
 /// The outer loop kind for a kernel: parallel when the knob asks for it.
 inline LoopKind outerKind(const Config& c) { return knobIs(c, "parallel") ? LoopKind::Parallel : LoopKind::Serial; }
 
-/// A knob "parallel" {0,1}, on by default when the kernel does at least
-/// `work` operations and has more than one outer iteration.
+/// A knob "parallel" {0,1}, on by default when the kernel does at least a
+/// million operations (`work`) and has more than one outer iteration.
 Knob parallelKnob(int64_t work, int64_t outerIterations);
 
 /// A register-tiled GEMM block: `acc` (tm x tn local) cleared, then for k in
