@@ -138,17 +138,24 @@ def run_extra(kiln, zoo_dir, out):
         subprocess.run(cmd, check=False, stdout=subprocess.DEVNULL)
 
 
+def date_range(studies):
+    """The day the studies were measured, or the first and last day."""
+    dates = sorted(s["date"][:10] for s in studies)
+    return dates[0] if dates[0] == dates[-1] else "%s to %s" % (dates[0], dates[-1])
+
+
 def extra_table(out):
+    """The --extra table's rows and the studies they come from (none: no rows)."""
+    studies = []
     lines = ["| model (raw) | O3 latency ms | arch / O3 | learned / O3 | learned from | evolve: best / O3 | "
              "evolve: Pareto front (latency / O3, compile / O3) | evolve: distinct IR of genomes | O3 compile ms |",
              "|---|---:|---:|---:|---|---:|---|---|---:|"]
-    found = False
     for name in FULL:
         path = os.path.join(out, "extra", "%s-raw.json" % name)
         if not os.path.exists(path):
             continue
-        found = True
-        recs = json.load(open(path))["records"]
+        studies.append(json.load(open(path)))
+        recs = studies[-1]["records"]
         by = {r["label"]: r for r in recs}
         o3 = by["O3"]
         lat = lambda r: r["latency_ms"]["median"]
@@ -164,7 +171,7 @@ def extra_table(out):
             "%.3f" % (lat(best) / lat(o3)) if best else "-",
             ", ".join("%.3f / %.2f" % (lat(r) / lat(o3), comp(r) / comp(o3)) for r in front) or "-",
             len({r["ir_hash"] for r in evolved}), len(evolved), comp(o3)))
-    return lines if found else []
+    return lines, studies
 
 
 def main():
@@ -199,13 +206,12 @@ def main():
         if os.path.exists(svg):
             shutil.copy(svg, os.path.join(charts, "%s-raw.svg" % name))
     any_study = next(iter(studies.values()))
-    dates = sorted(s["date"][:10] for s in studies.values())
     text = [BEGIN, "",
             "Measured %s on %s with kiln's cpu backend (%s threads), `kiln passes compare MODEL "
             "--strategies O3,arch,random:8 --rounds 4` per model (full models: 100 timed runs per distinct IR in each of 3 interleaved rounds after a first, pass pipelines "
             "timed 5 times; tiny models: 1000 runs, 9 times; medians). Ratios below 1 favour arch. *optimise* is the "
             "pass pipeline alone (the research's compile time); *compile* adds code generation." % (
-                dates[0] if dates[0] == dates[-1] else "%s to %s" % (dates[0], dates[-1]), zoo.describe_machine(), any_study["records"][0].get("threads")),
+                date_range(studies.values()), zoo.describe_machine(), any_study["records"][0].get("threads")),
             "", "### Full models", ""] + table(studies, FULL) + \
         (["", "### Tiny models (CI's zoo)", ""] + table(studies, TINY) if any(k[0] in TINY for k in studies) else []) + \
         ["", "### By class, next to the research", ""] + by_class(studies) + \
@@ -219,16 +225,15 @@ def main():
     else:
         doc = doc.rstrip("\n") + "\n\n" + "\n".join(text) + "\n"
     open(a.doc, "w").write(doc)
-    extra = extra_table(a.out)
-    if extra and EXTRA_BEGIN in doc:
-        dates = sorted(json.load(open(os.path.join(a.out, "extra", f)))["date"][:10]
-                       for f in os.listdir(os.path.join(a.out, "extra")) if f.endswith(".json"))
+    extra, extra_studies = extra_table(a.out)
+    if extra_studies and EXTRA_BEGIN in doc:
         zoo.replace_section(a.doc, EXTRA_BEGIN, EXTRA_END, [
             EXTRA_BEGIN, "",
             "Measured %s on %s, `kiln passes compare MODEL-raw.onnx --strategies %s --rounds 3 --runs 50` "
             "(medians; ratios below 1 favour the strategy). `learned` used an experiment database of the other "
             "models' records (this study's, both forms, tiny models included), never the model's own; `evolve` "
-            "ran NSGA-II with 6 genomes for 3 generations." % (dates[0], zoo.describe_machine(), EXTRA_STRATEGIES),
+            "ran NSGA-II with 6 genomes for 3 generations." % (date_range(extra_studies), zoo.describe_machine(),
+                                                              EXTRA_STRATEGIES),
             ""] + extra + ["", EXTRA_END])
     print("bench/pass_study.py: wrote %s and %s/" % (a.doc, charts), file=sys.stderr)
 

@@ -115,13 +115,7 @@ std::vector<uint64_t> adaptiveSample(TaskSpace& space, const std::vector<uint64_
   }
   const auto& knobs = space.task().space.knobs;
   std::vector<Point> points;
-  for (uint64_t c : candidates) {
-    std::vector<size_t> d = space.digits(c);
-    Point p;
-    for (size_t k = 0; k < knobs.size(); ++k)
-      p.push_back(knobs[k].values.size() > 1 ? double(d[k]) / double(knobs[k].values.size() - 1) : 0.0);
-    points.push_back(std::move(p));
-  }
+  for (uint64_t c : candidates) points.push_back(space.positions(c));
   const size_t K = std::min(maxSamples, candidates.size());
   std::vector<Clustering> runs;
   std::vector<double> losses;

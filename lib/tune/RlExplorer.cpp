@@ -184,8 +184,7 @@ class RlExplorer final : public Explorer {
       for (size_t e = 0; e < points.size(); ++e) {
         std::vector<size_t> d = space.digits(points[e]);
         Step step;
-        for (size_t k = 0; k < knobs.size(); ++k)
-          step.state.push_back(knobs[k].values.size() > 1 ? double(d[k]) / double(knobs[k].values.size() - 1) : 0.0);
+        step.state = space.positions(points[e]);
         ActorCritic::Output out = agent_->forward(step.state);
         for (size_t k = 0; k < knobs.size(); ++k) {
           const double* p = &out.probabilities[3 * k];

@@ -26,6 +26,15 @@ std::vector<size_t> TaskSpace::digits(uint64_t index) const {
   return d;
 }
 
+std::vector<double> TaskSpace::positions(uint64_t index) const {
+  std::vector<double> p;
+  for (const Knob& k : task_.space.knobs) {
+    p.push_back(k.values.size() > 1 ? double(index % k.values.size()) / double(k.values.size() - 1) : 0.0);
+    index /= k.values.size();
+  }
+  return p;
+}
+
 uint64_t TaskSpace::fromDigits(const std::vector<size_t>& digits) const {
   uint64_t index = 0;
   for (size_t i = task_.space.knobs.size(); i-- > 0;) index = index * task_.space.knobs[i].values.size() + digits[i];

@@ -19,6 +19,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <numeric>
 #include <set>
 
 #include "ScratchDir.h"
@@ -287,13 +288,10 @@ TEST_CASE("transfer data guides the first batch of a model-guided strategy") {
 TEST_CASE("the RL explorer's PPO agent learns to move knobs the way the model rewards") {
   Fixture f;
   TaskSpace space(f.conv());
-  const auto& knobs = space.task().space.knobs;
   // A cost model that predicts higher scores the higher every knob's value position.
   auto position = [&](uint64_t index) {
-    std::vector<size_t> d = space.digits(index);
-    double sum = 0;
-    for (size_t k = 0; k < knobs.size(); ++k) sum += knobs[k].values.size() > 1 ? double(d[k]) / double(knobs[k].values.size() - 1) : 0.0;
-    return sum / double(knobs.size());
+    std::vector<double> p = space.positions(index);
+    return std::accumulate(p.begin(), p.end(), 0.0) / double(p.size());
   };
   std::vector<std::vector<float>> x;
   std::vector<float> y;

@@ -51,6 +51,9 @@ class TaskSpace {
   uint64_t indexOf(const codegen::Config& c) const;
   /// Position of each knob's value in its candidate list.
   std::vector<size_t> digits(uint64_t index) const;
+  /// Each knob's value position scaled to [0, 1] (0 for a knob with one value):
+  /// the coordinates explorers and samplers measure distances and moves in.
+  std::vector<double> positions(uint64_t index) const;
   uint64_t fromDigits(const std::vector<size_t>& digits) const;
   /// A configuration differing from `index` in one knob, chosen at random.
   uint64_t neighbour(uint64_t index, SplitMix64& rng) const;
