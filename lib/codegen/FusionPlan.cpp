@@ -89,6 +89,7 @@ KernelRole roleOf(const ir::Node& n) {
     if (!isStaticTensor(v)) return KernelRole::Extern;
   // fast-math's softmax: code generation computes Exp and kiln::FastExp alike.
   if (n.domain() == "kiln" && n.opType() == "FastSoftmax") return KernelRole::Softmax;
+  if (n.domain() == "kiln" && n.opType() == "ConvNCHWc") return KernelRole::Conv;  // alter-op-layout's
   if (!n.domain().empty()) return hasElementExpr(n) ? KernelRole::Injective : KernelRole::Extern;
   const std::string& op = n.opType();
   if (isOneOf(op, {"MatMul", "Gemm"})) return KernelRole::Matmul;

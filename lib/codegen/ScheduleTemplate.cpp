@@ -113,7 +113,7 @@ Expected<Tensor> packConstant(const Tensor& source, const PackSpec& spec) {
 
 const std::vector<const ScheduleTemplate*>& allTemplates() {
   static const std::vector<const ScheduleTemplate*> templates = {
-      &matmulTemplate(), &conv2dTemplate(), &poolTemplate(), &reduceTemplate(),
+      &matmulTemplate(), &conv2dTemplate(), &convNchwcTemplate(), &poolTemplate(), &reduceTemplate(),
       &softmaxTemplate(), &layerNormTemplate(), &injectiveTemplate()};
   return templates;
 }

@@ -77,6 +77,16 @@ void checkAllConfigs(const std::string& text, const std::string& anchorOp, size_
   CHECK(checked >= std::min<uint64_t>(size, 2));
 }
 
+/// A module of one kiln::ConvNCHWc of %x (dims `x`) with random constant
+/// weights (dims `w`), attributes `attrs` (" {...}" or ""), result dims `y`.
+std::string blockedConv(const std::string& x, const Dims& w, const std::string& attrs, const std::string& y, uint64_t seed) {
+  std::string wText;
+  for (int64_t d : w) wText += (wText.empty() ? "" : ",") + std::to_string(d);
+  return "module @m {\n  graph @main(%x: f32[" + x + "]) {\n    %w = Constant() {value = " + literal(w, seed) +
+         "} : f32[" + wText + "]\n    %c = kiln::ConvNCHWc(%x, %w)" + attrs + " : f32[" + y +
+         "]\n    return %c\n  }\n}";
+}
+
 }  // namespace
 
 TEST_CASE("kernel IR builders fold constants and re-flattened indices") {
@@ -264,6 +274,43 @@ TEST_CASE("matmul template: every configuration matches the interpreter") {
 
 TEST_CASE("conv2d template: direct and im2col, padded, strided, grouped") {
   for (const testing::TemplateCase& c : testing::templateCases("conv2d")) checkAllConfigs(c.text, c.anchorOp, c.limit);
+}
+
+TEST_CASE("conv2d-nchwc template: channel-blocked convs (alter-op-layout's) match the interpreter") {
+  // Padded, strided along x, residual Add and Relu in the epilogue: x [N, C/c, H, W, c] with c = 4.
+  checkAllConfigs(R"(module @m {
+  graph @main(%x: f32[1,2,6,7,4], %y: f32[1,2,6,4,4]) {
+    %w = Constant() {value = )" + literal({2, 2, 3, 3, 4, 4}, 21) + R"(} : f32[2,2,3,3,4,4]
+    %b = Constant() {value = )" + literal({8}, 22) + R"(} : f32[8]
+    %c = kiln::ConvNCHWc(%x, %w, %b) {pads = [1, 1, 1, 1], strides = [1, 2]} : f32[1,2,6,4,4]
+    %a = Add(%c, %y) : f32[1,2,6,4,4]
+    %r = Relu(%a) : f32[1,2,6,4,4]
+    return %r
+  }
+})",
+                  "ConvNCHWc", 64);
+  // Unpadded 1x1 over two images, 9 pixels a row (blocks that do not divide it overlap); dilated 2x2 with 3 blocks.
+  checkAllConfigs(blockedConv("2,1,5,9,8", {3, 1, 1, 1, 8, 8}, "", "2,3,5,9,8", 23), "ConvNCHWc", 64);
+  checkAllConfigs(blockedConv("1,1,7,7,8", {2, 1, 2, 2, 8, 8}, " {dilations = [2, 2], pads = [0, 1, 1, 0]}", "1,2,6,6,8", 24),
+                  "ConvNCHWc", 64);
+}
+
+TEST_CASE("conv2d-nchwc has no GPU schedule and says so at the node") {
+  auto m = parse(blockedConv("1,1,4,4,8", {1, 1, 1, 1, 8, 8}, "", "1,1,4,4,8", 25));
+  auto plan = FusionPlan::build(m->graph());
+  REQUIRE(plan.isOk());
+  REQUIRE(plan->groups().size() == 1);
+  const KernelGroup& group = plan->groups().front();
+  CHECK(group.role == KernelRole::Conv);
+  auto tmpl = templateFor(group);
+  REQUIRE(tmpl.isOk());
+  CHECK(std::string((*tmpl)->name()) == "conv2d-nchwc");
+  auto gpu = (*tmpl)->knobSpace(group, KernelTarget::Gpu);
+  REQUIRE_FALSE(gpu.isOk());
+  CHECK(gpu.error().code() == ErrorCode::CodegenUnsupported);
+  CHECK(gpu.error().str().find("alter-op-layout") != std::string::npos);
+  INFO(gpu.error().str());
+  CHECK(gpu.error().str().find("producing c") != std::string::npos);  // the node
 }
 
 TEST_CASE("pool, reduce, softmax and layernorm templates match the interpreter") {

@@ -123,15 +123,20 @@ TEST_CASE("the pruned space keeps applicable class passes and gives every droppe
 
 TEST_CASE("the passes excluded for code generation produce what it cannot compile into kernels") {
   // When a template for these ops lands, this fails: drop the exclusion.
-  const std::pair<const char*, const char*> cases[] = {{"alter-op-layout", "resnet_tiny-raw.onnx"},
-                                                       {"fuse-attention", "bert_tiny-raw.onnx"},
+  const std::pair<const char*, const char*> cases[] = {{"fuse-attention", "bert_tiny-raw.onnx"},
                                                        {"fuse-ops", "resnet_tiny-raw.onnx"}};
   std::vector<select::ExcludedPass> excluded = bench::backendExclusions("cpu");
-  REQUIRE(excluded.size() == 4);
+  REQUIRE(excluded.size() == 3);
   CHECK(bench::backendExclusions("interpreter").empty());
+  auto excludes = [](const std::vector<select::ExcludedPass>& list, const std::string& pass) {
+    return std::any_of(list.begin(), list.end(), [&](const auto& e) { return e.pass == pass; });
+  };
+  // kiln::ConvNCHWc has a CPU template only.
+  CHECK_FALSE(excludes(excluded, "alter-op-layout"));
+  CHECK(excludes(bench::backendExclusions("cuda"), "alter-op-layout"));
   for (const auto& [pass, model] : cases) {
     INFO(pass);
-    CHECK(std::any_of(excluded.begin(), excluded.end(), [&](const auto& e) { return e.pass == pass; }));
+    CHECK(excludes(excluded, pass));
     auto m = tinyModel(model);
     auto pipeline = passes::parsePipeline(std::string("fold-constant,simplify-inference,simplify-expr,") + pass);
     REQUIRE(pipeline.isOk());
@@ -147,6 +152,30 @@ TEST_CASE("the passes excluded for code generation produce what it cannot compil
       CHECK_FALSE(compiled->lowered.stats.hostSteps.empty());
     }
   }
+}
+
+TEST_CASE("alter-op-layout's blocked ResNet compiles to generated kernels only, residual adds blocked too") {
+  auto m = tinyModel("resnet_tiny-raw.onnx");
+  select::SearchSpace rn = spaceOf(m->graph());
+  CHECK(rn.contains("alter-op-layout"));  // classed RN, and the cpu backend compiles it
+  auto pipeline = passes::parsePipeline("fold-constant,simplify-inference,simplify-expr,fold-explicit-padding,alter-op-layout");
+  REQUIRE(pipeline.isOk());
+  REQUIRE(passes::runPipeline(m->graph(), *pipeline).isOk());
+  size_t blocked = 0, residualAdds = 0;
+  for (const ir::Node* n : m->graph().nodes()) {
+    blocked += n->qualifiedOpType() == "kiln::ConvNCHWc";
+    // Both operands of a residual Add come out of the same layout transform: the Add runs blocked.
+    residualAdds += n->opType() == "Add" && n->output(0)->tensorType().rank() == 5;
+    if (n->opType() == "Conv") {  // only convs the default block of 16 does not divide stay
+      const ir::TensorType& w = n->input(1)->tensorType();
+      CHECK((n->getInt("group") != 1 || w.dim(0) % 16 != 0 || w.dim(1) % 16 != 0));
+    }
+  }
+  CHECK(blocked > 0);
+  CHECK(residualAdds > 0);
+  auto compiled = codegen::compileForCpu(m->graph());
+  REQUIRE(compiled.isOk());
+  CHECK(compiled->lowered.stats.hostSteps.empty());
 }
 
 TEST_CASE("strategy lists parse and bad ones name the entry and the forms") {

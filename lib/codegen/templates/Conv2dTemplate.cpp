@@ -67,7 +67,9 @@ Expected<ConvShape> shapeOf(const ir::Node& node) {
 class Conv2dTemplate final : public ScheduleTemplate {
  public:
   const char* name() const override { return "conv2d"; }
-  bool matches(const KernelGroup& g) const override { return g.role == KernelRole::Conv; }
+  bool matches(const KernelGroup& g) const override {
+    return g.role == KernelRole::Conv && g.anchor && g.anchor->domain().empty();
+  }
 
   Expected<KnobSpace> knobSpace(const KernelGroup& g, KernelTarget target) const override {
     KILN_ASSIGN(ConvShape s, shapeOf(*g.anchor));
@@ -178,31 +180,15 @@ class Conv2dTemplate final : public ScheduleTemplate {
       // Direct: from a zero-bordered copy of the input when padded.
       row = varRef(y), col = blockOrigin(varRef(xt), tw, ow) + varRef(j);
       tilesPerRow = ceilDiv(ow, tw), rows = oh;
-      const int64_t hp = s.x[2] + s.geo.padsBegin[0] + s.geo.padsEnd[0], wp = s.x[3] + s.geo.padsBegin[1] + s.geo.padsEnd[1];
       Buffer padBuf;
+      int64_t hp = s.x[2], wp = s.x[3];
       if (s.padded) {
-        padBuf = el.workspace("padded", ct, s.x[0] * s.x[1] * hp * wp);
-        // Per padded row: an image row is one contiguous vector copy between
-        // its zero columns; a border row is zeros.
-        Var pc = makeVar("pc"), py = makeVar("py"), px = makeVar("px"), q = makeVar("q");
-        Expr image = floorDiv(varRef(pc), s.x[1]);
-        Expr iy = varRef(py) - s.geo.padsBegin[0];
-        Expr rowStart = (varRef(pc) * hp + varRef(py)) * wp;
-        const int64_t padL = s.geo.padsBegin[1], padR = s.geo.padsEnd[1], width = s.x[3];
-        auto rowLoop = [](const Var& v, int64_t n, Stmt body) {
-          return forLoop(v, intImm(n), n > 1 && n <= 256 ? LoopKind::Vectorized : LoopKind::Serial, std::move(body));
+        auto source = [&](const Expr& plane, const Expr& iy, const Expr& ix, const Expr&) {
+          return el.at(node.input(0), {floorDiv(plane, s.x[1]), floorMod(plane, s.x[1]), iy, ix});
         };
-        KILN_ASSIGN(Expr xv, el.at(node.input(0), {image, floorMod(varRef(pc), s.x[1]), iy, varRef(q)}));
-        std::vector<Stmt> imageRow{rowLoop(q, width, store(padBuf, rowStart + padL + varRef(q), xv))};
-        if (padL) imageRow.push_back(forLoop(px, intImm(padL), LoopKind::Serial, store(padBuf, rowStart + varRef(px), constantOf(ct, 0))));
-        if (padR)
-          imageRow.push_back(forLoop(px, intImm(padR), LoopKind::Serial,
-                                     store(padBuf, rowStart + padL + width + varRef(px), constantOf(ct, 0))));
-        Stmt zeroRow = rowLoop(px, wp, store(padBuf, rowStart + varRef(px), constantOf(ct, 0)));
-        int64_t planes = s.x[0] * s.x[1];
-        nests.push_back(forLoop(pc, intImm(planes), planes > 1 ? outerKind(c) : LoopKind::Serial,
-                                forLoop(py, intImm(hp), LoopKind::Serial,
-                                        ifThen(inRange(iy, s.x[2]), seq(std::move(imageRow)), zeroRow))));
+        KILN_ASSIGN(PaddedCopy copy, zeroBorderedCopy(el, ct, s.x[0] * s.x[1], s.x[2], s.x[3], 1, s.geo, outerKind(c), source));
+        padBuf = copy.buffer, hp = copy.hp, wp = copy.wp;
+        nests.push_back(copy.fill);
       }
       pixelValue = [&, padBuf, hp, wp](bool clamped) -> Expected<Expr> {
         Expr cx = clamped ? clampIndex(col, ow) : col;

@@ -11,12 +11,14 @@
 
 #include "../TensorExpr.h"
 #include "kiln/codegen/ScheduleTemplate.h"
+#include "kiln/ir/ShapeUtils.h"
 
 namespace kiln::codegen {
 
 const ScheduleTemplate& injectiveTemplate();
 const ScheduleTemplate& matmulTemplate();
 const ScheduleTemplate& conv2dTemplate();
+const ScheduleTemplate& convNchwcTemplate();
 const ScheduleTemplate& poolTemplate();
 const ScheduleTemplate& reduceTemplate();
 const ScheduleTemplate& softmaxTemplate();
@@ -88,6 +90,22 @@ Expected<Stmt> gemmBlock(const GemmBlock& g, Expr fullTile, const std::function<
                          Stmt write);
 /// The i (unrolled) x j (vectorized) loops over a GEMM block's tile.
 Stmt gemmTileLoops(const GemmBlock& g, Stmt body);
+
+/// A zero-bordered copy of a convolution's input, so the conv reads it
+/// without bounds checks: `planes` planes of height x width pixels of `inner`
+/// contiguous elements each (1 for NCHW, the channel block for NCHWc), padded
+/// by geo's pads into a workspace "padded" of planes x hp x wp x inner.
+/// `source(plane, iy, ix, lane)` reads an input element (lane null when
+/// inner is 1). Image rows are copied as vectors between their zero columns.
+struct PaddedCopy {
+  Buffer buffer;
+  Stmt fill;
+  int64_t hp = 0, wp = 0;
+};
+using PaddedSource = std::function<Expected<Expr>(const Expr& plane, const Expr& iy, const Expr& ix, const Expr& lane)>;
+Expected<PaddedCopy> zeroBorderedCopy(ElementBuilder& el, ScalarType t, int64_t planes, int64_t height, int64_t width,
+                                      int64_t inner, const ir::WindowGeometry& geo, LoopKind planeLoop,
+                                      const PaddedSource& source);
 
 /// The knob space of a row-by-row template (softmax, layernorm): `parallel`
 /// on the CPU; on the GPU `threads` per block and `warp` {0,1}: 0 one row per
