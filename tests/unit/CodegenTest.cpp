@@ -293,6 +293,13 @@ TEST_CASE("conv2d-nchwc template: channel-blocked convs (alter-op-layout's) matc
   checkAllConfigs(blockedConv("2,1,5,9,8", {3, 1, 1, 1, 8, 8}, "", "2,3,5,9,8", 23), "ConvNCHWc", 64);
   checkAllConfigs(blockedConv("1,1,7,7,8", {2, 1, 2, 2, 8, 8}, " {dilations = [2, 2], pads = [0, 1, 1, 0]}", "1,2,6,6,8", 24),
                   "ConvNCHWc", 64);
+  // Depthwise (group = channels, weights [C/c, 1, kH, kW, 1, c]), padded, stride 2.
+  checkAllConfigs(blockedConv("1,2,9,9,8", {2, 1, 3, 3, 1, 8}, " {group = 16, pads = [1, 1, 1, 1], strides = [2, 2]}",
+                              "1,2,5,5,8", 26),
+                  "ConvNCHWc", 64);
+  // An RGB stem: 3 input channels as one block, 8 output lanes.
+  checkAllConfigs(blockedConv("1,1,7,7,3", {1, 1, 3, 3, 3, 8}, " {pads = [1, 1, 1, 1], strides = [2, 2]}", "1,1,4,4,8", 27),
+                  "ConvNCHWc", 64);
 }
 
 TEST_CASE("conv2d-nchwc has no GPU schedule and says so at the node") {

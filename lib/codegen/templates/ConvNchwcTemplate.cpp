@@ -8,11 +8,15 @@
 // lanes on 7x7 and 14x14 images). A register block holds tw pixels of one
 // output row x tob channel blocks; the reduction runs over (input channel
 // block, ky, kx, input channel) as nested loops, so no index is divided in
-// the inner loop. A padded input first goes to a zero-bordered copy.
+// the inner loop. Depthwise (group C, weights [C/c, 1, kH, kW, 1, c]): lane
+// l of a block reads input lane l of the same block, so the input pixel is
+// a vector too and the reduction is the taps alone. A padded input first
+// goes to a zero-bordered copy.
 //
 //   knobs: tw {1..28, at most the output width} pixels per register block,
 //          tob {1,2,4} channel blocks per register block (dividing O/o),
-//          unroll {0,1} (the c input channels of a block unrolled),
+//          unroll {0,1} (the c input channels of a block unrolled; depthwise:
+//          the taps, when at most 27),
 //          parallel {0,1} (over images x channel-block groups x output rows)
 //   GPU: none (alter-op-layout is a CPU layout; the GPU convolves NCHW).
 //
@@ -26,7 +30,10 @@ struct BlockedShape {
   Dims x, w, y;  ///< [N, C/c, H, W, c], [O/o, C/c, kH, kW, c, o], [N, O/o, OH, OW, o]
   ir::WindowGeometry geo;
   bool padded = false;
+  bool depthwise = false;
 };
+
+int64_t taps(const BlockedShape& s) { return s.w[2] * s.w[3]; }
 
 Expected<BlockedShape> shapeOf(const ir::Node& node) {
   BlockedShape s;
@@ -37,6 +44,7 @@ Expected<BlockedShape> shapeOf(const ir::Node& node) {
     return makeError(ErrorCode::CodegenUnsupported, "kiln::ConvNCHWc needs rank-5 data and rank-6 weights");
   KILN_ASSIGN(s.geo, ir::computeWindowGeometry(node, {s.x[2], s.x[3]}, {s.w[2], s.w[3]}, false));
   for (size_t d = 0; d < 2; ++d) s.padded |= s.geo.padsBegin[d] != 0 || s.geo.padsEnd[d] != 0;
+  s.depthwise = node.getInt("group") != 1;
   return s;
 }
 
@@ -70,7 +78,10 @@ class ConvNchwcTemplate final : public ScheduleTemplate {
     const int64_t preferredBlocks = blocks % 2 == 0 && preferred <= 8 ? 2 : 1;
     space.knobs.push_back(makeKnob("tob", {1, 2, 4}, preferredBlocks, "output channel blocks per register block",
                                    [&](int64_t v) { return blocks % v == 0; }));
-    space.knobs.push_back(makeKnob("unroll", {0, 1}, s.x[4] <= 16 ? 1 : 0, "unroll the input channels of a block"));
+    if (s.depthwise)
+      space.knobs.push_back(makeKnob("unroll", {0, 1}, 1, "unroll the taps", [&](int64_t v) { return v == 0 || taps(s) <= 27; }));
+    else
+      space.knobs.push_back(makeKnob("unroll", {0, 1}, s.x[4] <= 16 ? 1 : 0, "unroll the input channels of a block"));
     space.knobs.push_back(parallelKnob(product(s.y) * product(s.w, 1, 5), s.y[0] * s.y[1] * s.y[2]));
     return space;
   }
@@ -103,12 +114,16 @@ class ConvNchwcTemplate final : public ScheduleTemplate {
     Expr iy = row * s.geo.strides[0] + varRef(ky) * s.geo.dilations[0];
     Expr ix = col * s.geo.strides[1] + varRef(kx) * s.geo.dilations[1];
     Expr pixel;
+    // Depthwise: the input block is the output block and the input lane the output lane.
+    Expr inBlock = s.depthwise ? block : varRef(icb), inLane = s.depthwise ? varRef(l) : varRef(ic);
     if (s.padded) {
-      pixel = load(copy.buffer, (((n * inBlocks + varRef(icb)) * copy.hp + iy) * copy.wp + ix) * inLanes + varRef(ic));
+      pixel = load(copy.buffer, (((n * inBlocks + inBlock) * copy.hp + iy) * copy.wp + ix) * inLanes + inLane);
     } else {
-      KILN_ASSIGN(pixel, el.at(node.input(0), {n, varRef(icb), iy, ix, varRef(ic)}));
+      KILN_ASSIGN(pixel, el.at(node.input(0), {n, inBlock, iy, ix, inLane}));
     }
-    KILN_ASSIGN(Expr weight, el.at(node.input(1), {block, varRef(icb), varRef(ky), varRef(kx), varRef(ic), varRef(l)}));
+    Index weightIndex{block, varRef(icb), varRef(ky), varRef(kx), varRef(ic), varRef(l)};
+    if (s.depthwise) weightIndex = {block, intImm(0), varRef(ky), varRef(kx), intImm(0), varRef(l)};
+    KILN_ASSIGN(Expr weight, el.at(node.input(1), weightIndex));
 
     Buffer acc = makeBuffer("acc", ct, MemoryScope::Local, tw * tob * lanes);
     Expr accIndex = (varRef(i) * tob + varRef(ob)) * lanes + varRef(l);
@@ -117,9 +132,15 @@ class ConvNchwcTemplate final : public ScheduleTemplate {
                      forLoop(ob, intImm(tob), LoopKind::Unrolled, forLoop(l, intImm(lanes), LoopKind::Vectorized, body)));
     };
     Stmt update = tile(store(acc, accIndex, load(acc, accIndex) + pixel * weight));
-    Stmt reduction = forLoop(ic, intImm(inLanes), knobIs(c, "unroll") ? LoopKind::Unrolled : LoopKind::Serial, update);
-    reduction = forLoop(icb, intImm(inBlocks), LoopKind::Serial,
-                        forLoop(ky, intImm(kh), LoopKind::Serial, forLoop(kx, intImm(kw), LoopKind::Serial, reduction)));
+    const LoopKind unrolled = knobIs(c, "unroll") ? LoopKind::Unrolled : LoopKind::Serial;
+    Stmt reduction;
+    if (s.depthwise) {
+      reduction = forLoop(ky, intImm(kh), unrolled, forLoop(kx, intImm(kw), unrolled, update));
+    } else {
+      reduction = forLoop(ic, intImm(inLanes), unrolled, update);
+      reduction = forLoop(icb, intImm(inBlocks), LoopKind::Serial,
+                          forLoop(ky, intImm(kh), LoopKind::Serial, forLoop(kx, intImm(kw), LoopKind::Serial, reduction)));
+    }
 
     Expr result = load(acc, accIndex);
     if (node.numInputs() > 2 && node.hasInput(2)) {

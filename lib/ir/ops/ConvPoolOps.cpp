@@ -193,15 +193,21 @@ Status inferConvNhwc(InferenceContext& ctx) {
 }
 
 /// kiln::ConvNCHWc: X [N, C/c, H, W, c], W [O/o, C/c, kH, kW, c, o], B [O]
-/// -> [N, O/o, OH, OW, o] (group 1).
+/// -> [N, O/o, OH, OW, o] (group 1); depthwise (group C): W [C/c, 1, kH, kW, 1, c]
+/// -> [N, C/c, OH, OW, c].
 Status inferConvNchwc(InferenceContext& ctx) {
   KILN_TRY(requireSameDType(ctx, {0, 1, 2}));
   KILN_ASSIGN(TensorType x, ctx.inputTensor(0));
   KILN_ASSIGN(TensorType w, ctx.inputTensor(1));
   if (!x.isStatic() || !w.isStatic() || x.rank() != 5 || w.rank() != 6)
     return shapeError("needs static rank-5 input and rank-6 weight, got " + x.str() + " and " + w.str());
-  if (ctx.node().getInt("group") != 1 || x.dim(1) != w.dim(1) || x.dim(4) != w.dim(4))
-    return shapeError("input " + x.str() + " and weight " + w.str() + " do not match (group must be 1)");
+  const int64_t group = ctx.node().getInt("group");
+  const bool matches = group == 1 ? x.dim(1) == w.dim(1) && x.dim(4) == w.dim(4)
+                                  : group == x.dim(1) * x.dim(4) && w.dim(0) == x.dim(1) && w.dim(1) == 1 &&
+                                        w.dim(4) == 1 && w.dim(5) == x.dim(4);
+  if (!matches)
+    return shapeError("input " + x.str() + " and weight " + w.str() + " do not match (group must be 1, or the " +
+                      "channel count with weights [C/c, 1, kH, kW, 1, c])");
   KILN_ASSIGN(WindowGeometry g, computeWindowGeometry(ctx.node(), {x.dim(2), x.dim(3)}, {w.dim(2), w.dim(3)}, false));
   setOut(ctx, 0, x.dtype(), {x.dim(0), w.dim(0), g.output[0], g.output[1], w.dim(5)});
   return Status::ok();
@@ -218,7 +224,8 @@ void registerConvPoolOps(OpRegistry& r) {
   r.add(windowAttrs(SchemaBuilder("ConvNCHWc", "kiln")).optionalAttr("kernel_shape", AttrKind::Ints)
             .inputs(2, 3, {"X", "W", "B"}).outputs(1, 1, {"Y"}).optionalAttr("dilations", AttrKind::Ints).attr("group", 1)
             .pattern(FusionPattern::OutEWiseFusable).infer(inferConvNchwc)
-            .doc("2-D convolution on channel-blocked data: X [N,C/c,H,W,c], W [O/o,C/c,kH,kW,c,o] (alter-op-layout).")
+            .doc("2-D convolution on channel-blocked data: X [N,C/c,H,W,c], W [O/o,C/c,kH,kW,c,o], or depthwise (group C) "
+                 "W [C/c,1,kH,kW,1,c] (alter-op-layout).")
             .build());
   r.add(windowAttrs(SchemaBuilder("ConvNHWC", "kiln")).optionalAttr("kernel_shape", AttrKind::Ints)
             .inputs(2, 3, {"X", "W", "B"}).outputs(1, 1, {"Y"}).optionalAttr("dilations", AttrKind::Ints).attr("group", 1)
