@@ -126,16 +126,59 @@ bool bothMoved(const ir::Node& u) {
   return isMove(a) && isMove(b) && compatibleMoves(*a, *b);
 }
 
-/// GlobalAveragePool(back(t)), t blocked [N, C/b, H, W, b] (a squeeze-excite
-/// block's pooling): it can run blocked as ReduceMean over t's H and W.
-bool isPoolOfBlocked(const ir::Node& n) {
-  if (!isOp(&n, "GlobalAveragePool") || !n.output(0)->tensorType().isStatic()) return false;
-  const ir::Node* merge = n.input(0)->producer();
-  if (!merge || !isOp(merge, "Reshape")) return false;
+/// The blocked tensor t [N, C/b, H, W, b] when `v` is back(t), else null.
+const ir::Value* blockedSource(const ir::Value* v) {
+  const ir::Node* merge = v->producer();
+  if (!merge || !isOp(merge, "Reshape") || !merge->output(0)->tensorType().isStatic()) return nullptr;
   const ir::Node* out = merge->input(0)->producer();
-  if (!out || !isOp(out, "Transpose") || out->getInts("perm") != std::vector<int64_t>{0, 1, 4, 2, 3}) return false;
+  if (!out || !isOp(out, "Transpose") || out->getInts("perm") != std::vector<int64_t>{0, 1, 4, 2, 3}) return nullptr;
   const Dims &in = dimsOf(merge->input(0)), &y = dimsOf(merge->output(0));
-  return in.size() == 5 && y.size() == 4 && y[1] == in[1] * in[2] && y[2] == in[3] && y[3] == in[4];
+  if (in.size() != 5 || y.size() != 4 || y[1] != in[1] * in[2] || y[2] != in[3] || y[3] != in[4]) return nullptr;
+  return out->input(0);
+}
+
+/// GlobalAveragePool(back(t)) (a squeeze-excite block's pooling): it can run
+/// blocked as ReduceMean over t's H and W.
+bool isPoolOfBlocked(const ir::Node& n) {
+  return isOp(&n, "GlobalAveragePool") && n.output(0)->tensorType().isStatic() && blockedSource(n.input(0));
+}
+
+/// Split(back(t)) along the channels into parts of whole blocks (the Split
+/// combine-parallel-conv2d puts after a merged conv): it can split t.
+bool isSplitOfBlocked(const ir::Node& n) {
+  if (!isOp(&n, "Split") || n.getInt("axis") != 1) return false;
+  const ir::Value* t = blockedSource(n.input(0));
+  if (!t) return false;
+  const int64_t b = dimsOf(t)[4];
+  const std::vector<ir::Value*> parts = n.outputs();
+  return std::all_of(parts.begin(), parts.end(), [&](const ir::Value* v) {
+    return v->tensorType().isStatic() && dimsOf(v)[1] % b == 0;
+  });
+}
+
+/// Split(back(t)) -> back_i(Split(t)) for each part.
+Status splitBlocked(ir::Node* split) {
+  ir::Graph& g = *split->graph();
+  ir::Node* merge = split->input(0)->producer();
+  ir::Node* out = merge->input(0)->producer();
+  ir::Value* t = out->input(0);
+  const int64_t b = dimsOf(t)[4];
+  std::vector<int64_t> blocks;
+  for (const ir::Value* v : split->outputs()) blocks.push_back(dimsOf(v)[1] / b);
+  std::string base = nameBase(*split);
+  ir::Value* sizes = makeConstant(g, Tensor::fromVector<int64_t>({int64_t(blocks.size())}, blocks), base + "_blocks", split);
+  KILN_ASSIGN(ir::Node * parts, createTypedNode(g, "Split", {t, sizes}, {{"axis", int64_t(1)}}, split->name(), split,
+                                                blocks.size()));
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    KILN_ASSIGN(ir::Node * unblock, createTypedNode(g, "Transpose", {parts->output(i)}, out->attributes(),
+                                                    base + "_from_blocked", split));
+    const Dims& y = dimsOf(split->output(i));
+    ir::Value* shape = makeConstant(g, Tensor::fromVector<int64_t>({int64_t(y.size())}, y), base + "_merge_c", split);
+    KILN_ASSIGN(ir::Node * reshaped, createTypedNode(g, "Reshape", {unblock->output(0), shape}, {}, base + "_merge_c", split));
+    replaceValue(split->output(i), reshaped->output(0), true);
+  }
+  eraseWithDeadProducers(split);
+  return Status::ok();
 }
 
 /// GlobalAveragePool(merge(out(t))) -> merge'(out(ReduceMean(t, axes [2, 3], keepdims))).
@@ -216,13 +259,14 @@ Expected<bool> alter(ir::Graph& g, int64_t b, const PassContext& ctx) {
   if (!changed) return false;
   auto first = [](const ir::Graph& graph) -> ir::Node* {
     for (ir::Node* n : graph.nodes()) {
-      if (isPoolOfBlocked(*n)) return n;
+      if (isPoolOfBlocked(*n) || isSplitOfBlocked(*n)) return n;
       if (ir::Node* u = hoistable(*n)) return u;
     }
     return nullptr;
   };
   // One at a time: a rewrite erases later nodes.
-  for (ir::Node* u = first(g); u; u = first(g)) KILN_TRY(isPoolOfBlocked(*u) ? poolBlocked(u) : hoist(u));
+  for (ir::Node* u = first(g); u; u = first(g))
+    KILN_TRY(isPoolOfBlocked(*u) ? poolBlocked(u) : isSplitOfBlocked(*u) ? splitBlocked(u) : hoist(u));
   // Identical `in` transforms of one value merge; then back∘in cancels.
   KILN_TRY(findPass("eliminate-common-subexpr")->run(g, PassOptions(), ctx).status());
   KILN_TRY(findPass("simplify-expr")->run(g, PassOptions(), ctx).status());
