@@ -104,7 +104,7 @@ const Dims& dimsOf(const ir::Value* v) { return v->tensorType().dims(); }
 /// reshape the same leading dims and pass the trailing ones through (the
 /// `back` of a [N, C/b, H, W, b] map and of a [N, C/b, 1, 1, b] scale).
 bool compatibleMoves(const ir::Node& a, const ir::Node& b) {
-  if (a.opType() != b.opType() || a.input(0)->type().isTensor() != b.input(0)->type().isTensor()) return false;
+  if (a.opType() != b.opType() || !a.input(0)->type().isTensor() || !b.input(0)->type().isTensor()) return false;
   const ir::TensorType &ta = a.input(0)->tensorType(), &tb = b.input(0)->tensorType();
   if (ta.dtype() != tb.dtype() || !ta.isStatic() || !tb.isStatic() || !a.output(0)->tensorType().isStatic() ||
       !b.output(0)->tensorType().isStatic())
@@ -132,6 +132,7 @@ const ir::Value* blockedSource(const ir::Value* v) {
   if (!merge || !isOp(merge, "Reshape") || !merge->output(0)->tensorType().isStatic()) return nullptr;
   const ir::Node* out = merge->input(0)->producer();
   if (!out || !isOp(out, "Transpose") || out->getInts("perm") != std::vector<int64_t>{0, 1, 4, 2, 3}) return nullptr;
+  if (!merge->input(0)->tensorType().isStatic()) return nullptr;
   const Dims &in = dimsOf(merge->input(0)), &y = dimsOf(merge->output(0));
   if (in.size() != 5 || y.size() != 4 || y[1] != in[1] * in[2] || y[2] != in[3] || y[3] != in[4]) return nullptr;
   return out->input(0);
@@ -156,11 +157,20 @@ bool isSplitOfBlocked(const ir::Node& n) {
   });
 }
 
+/// back(t) for a blocked value t, made again before `before` as `out` (the
+/// Transpose of an existing back) did it, then reshaped to NCHW dims `y`.
+Expected<ir::Value*> unblocked(ir::Value* t, const ir::Node& out, const Dims& y, const std::string& name, ir::Node* before) {
+  ir::Graph& g = *before->graph();
+  KILN_ASSIGN(ir::Node * transpose, createTypedNode(g, "Transpose", {t}, out.attributes(), name + "_from_blocked", before));
+  ir::Value* shape = makeConstant(g, Tensor::fromVector<int64_t>({int64_t(y.size())}, y), name + "_merge_c", before);
+  KILN_ASSIGN(ir::Node * reshaped, createTypedNode(g, "Reshape", {transpose->output(0), shape}, {}, name + "_merge_c", before));
+  return reshaped->output(0);
+}
+
 /// Split(back(t)) -> back_i(Split(t)) for each part.
 Status splitBlocked(ir::Node* split) {
   ir::Graph& g = *split->graph();
-  ir::Node* merge = split->input(0)->producer();
-  ir::Node* out = merge->input(0)->producer();
+  const ir::Node* out = split->input(0)->producer()->input(0)->producer();
   ir::Value* t = out->input(0);
   const int64_t b = dimsOf(t)[4];
   std::vector<int64_t> blocks;
@@ -170,12 +180,8 @@ Status splitBlocked(ir::Node* split) {
   KILN_ASSIGN(ir::Node * parts, createTypedNode(g, "Split", {t, sizes}, {{"axis", int64_t(1)}}, split->name(), split,
                                                 blocks.size()));
   for (size_t i = 0; i < blocks.size(); ++i) {
-    KILN_ASSIGN(ir::Node * unblock, createTypedNode(g, "Transpose", {parts->output(i)}, out->attributes(),
-                                                    base + "_from_blocked", split));
-    const Dims& y = dimsOf(split->output(i));
-    ir::Value* shape = makeConstant(g, Tensor::fromVector<int64_t>({int64_t(y.size())}, y), base + "_merge_c", split);
-    KILN_ASSIGN(ir::Node * reshaped, createTypedNode(g, "Reshape", {unblock->output(0), shape}, {}, base + "_merge_c", split));
-    replaceValue(split->output(i), reshaped->output(0), true);
+    KILN_ASSIGN(ir::Value * part, unblocked(parts->output(i), *out, dimsOf(split->output(i)), base, split));
+    replaceValue(split->output(i), part, true);
   }
   eraseWithDeadProducers(split);
   return Status::ok();
@@ -184,24 +190,21 @@ Status splitBlocked(ir::Node* split) {
 /// GlobalAveragePool(merge(out(t))) -> merge'(out(ReduceMean(t, axes [2, 3], keepdims))).
 Status poolBlocked(ir::Node* pool) {
   ir::Graph& g = *pool->graph();
-  ir::Node* merge = pool->input(0)->producer();
-  ir::Node* out = merge->input(0)->producer();
+  const ir::Node* out = pool->input(0)->producer()->input(0)->producer();
   KILN_ASSIGN(ir::Node * mean, createTypedNode(g, "ReduceMean", {out->input(0)},
                                                {{"axes", std::vector<int64_t>{2, 3}}, {"keepdims", int64_t(1)}},
                                                pool->name(), pool));
-  KILN_ASSIGN(ir::Node * unblock, createTypedNode(g, "Transpose", {mean->output(0)}, out->attributes(), out->name(), pool));
-  const Dims& y = dimsOf(pool->output(0));
-  ir::Value* shape = makeConstant(g, Tensor::fromVector<int64_t>({int64_t(y.size())}, y), nameBase(*pool) + "_merge_c", pool);
-  KILN_ASSIGN(ir::Node * reshaped, createTypedNode(g, "Reshape", {unblock->output(0), shape}, {}, merge->name(), pool));
-  replaceValue(pool->output(0), reshaped->output(0), true);
+  KILN_ASSIGN(ir::Value * pooled, unblocked(mean->output(0), *out, dimsOf(pool->output(0)), nameBase(*pool), pool));
+  replaceValue(pool->output(0), pooled, true);
   eraseWithDeadProducers(pool);
   return Status::ok();
 }
 
 /// An elementwise op that can run before the data movement `move` feeding
 /// it: a unary one (Relu, Clip, ...; other operands scalar constants) on
-/// move's only result, or a binary one (Add, Mul, ...) whose operands both
-/// come out of the same movement (a residual Add of two blocked convs' results).
+/// move's result, or a binary one (Add, Mul, ...) of move's result shape
+/// whose operands both come out of compatible movements (a residual Add of
+/// two blocked convs' results, a squeeze-excite Mul by a blocked scale).
 ir::Node* hoistable(const ir::Node& move) {
   if (!isMove(&move) || isGraphOutput(move.output(0))) return nullptr;
   static const std::set<std::string> kUnary = {"Relu", "Clip", "Sigmoid", "HardSigmoid", "HardSwish", "LeakyRelu",

@@ -1,6 +1,7 @@
 //===- lib/passes/Pipeline.cpp - Parsing textual pipelines -----------------===//
 //
-// Grammar: pipeline := entry (',' entry)* ; entry := name ('{' opt (',' opt)* '}')? ;
+// Grammar: pipeline := entry (',' entry)* ; entry := level | name ('{' opt (',' opt)* '}')? ;
+// level := 'O' digit (the passes of that -O level, e.g. "O3,alter-op-layout");
 // opt := key '=' value. Names and keys are [a-z0-9-]; values are anything
 // but ',', '}' and whitespace. Whitespace around tokens is ignored.
 //
@@ -9,6 +10,7 @@
 
 #include <cctype>
 
+#include "kiln/passes/OptLevels.h"
 #include "kiln/passes/PassRegistry.h"
 
 namespace kiln::passes {
@@ -23,8 +25,18 @@ class PipelineParser {
     skipSpace();
     if (pos_ == text_.size()) return out;  // the empty pipeline
     while (true) {
-      KILN_ASSIGN(PipelineEntry entry, parseEntry());
-      out.push_back(std::move(entry));
+      skipSpace();
+      if (pos_ + 1 < text_.size() && text_[pos_] == 'O' && std::isdigit(uint8_t(text_[pos_ + 1]))) {
+        const size_t at = pos_;
+        const int level = text_[pos_ + 1] - '0';
+        pos_ += 2;
+        Expected<std::vector<PipelineEntry>> passes = optLevelPipeline(level);
+        if (!passes) return errorAt(at, passes.error().message());
+        out.insert(out.end(), passes->begin(), passes->end());
+      } else {
+        KILN_ASSIGN(PipelineEntry entry, parseEntry());
+        out.push_back(std::move(entry));
+      }
       skipSpace();
       if (pos_ == text_.size()) return out;
       if (text_[pos_] != ',') return error("expected ',' between passes");

@@ -91,6 +91,19 @@ TEST_CASE("Pipelines parse, print canonically and report errors with positions",
   auto option = passes::parsePipeline("dead-code-elimination{max-depth=3}");
   REQUIRE_FALSE(option.isOk());
   CHECK_THAT(option.error().str(), Catch::Contains("has no option 'max-depth'"));
+
+  // O0..O3 stand for a level's passes.
+  auto o3 = passes::optLevelPipeline(3);
+  REQUIRE(o3.isOk());
+  auto extended = passes::parsePipeline(" O3 , alter-op-layout{block=8}");
+  REQUIRE(extended.isOk());
+  REQUIRE(extended->size() == o3->size() + 1);
+  CHECK(passes::printPipeline(*extended) == passes::printPipeline(*o3) + ",alter-op-layout{block=8}");
+  CHECK(passes::parsePipeline("O0").isOk());
+  CHECK(passes::parsePipeline("O0")->empty());
+  auto badLevel = passes::parsePipeline("dead-code-elimination,O7");
+  REQUIRE_FALSE(badLevel.isOk());
+  CHECK_THAT(badLevel.error().str(), Catch::Contains("at character 23: opt level must be 0 to 3, got 7"));
 }
 
 TEST_CASE("The pass manager records changes, hashes and node counts, recursing into bodies", "[passes]") {

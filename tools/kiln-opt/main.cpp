@@ -182,7 +182,7 @@ int main(int argc, char** argv) {
   int optLevel = -1;
   app.add_option("-O", optLevel, "Run the pipeline of this opt level (0-3) instead of -p")
       ->check(CLI::Range(0, passes::kMaxOptLevel));
-  app.add_option("-p,--pipeline", pipelineText, "Passes to run, e.g. 'dead-code-elimination' (see `kiln passes list`)");
+  app.add_option("-p,--pipeline", pipelineText, "Passes to run, e.g. 'dead-code-elimination' (see `kiln passes list`; O0..O3 stand for a level's passes)");
   app.add_flag("--verify-each", verifyEach, "Verify the IR and its types after every pass");
   app.add_flag("--print-after-change", printAfterChange, "Print the IR to stderr after each pass that changed it");
   app.add_option("--report", report, "Per-pass report on stderr: none, table or json")

@@ -32,7 +32,8 @@ void addModelOptions(CLI::App& cmd, ModelOptions& o, bool withOptLevel) {
   cmd.add_option("-O", o.optLevel, "Optimisation level 0-3 (default 3; `kiln passes list` shows each pass's level)")
       ->check(CLI::Range(0, passes::kMaxOptLevel));
   cmd.add_option("--pipeline", o.pipeline,
-                 "Passes to run after import instead of an -O level, e.g. fold-constant,dead-code-elimination");
+                 "Passes to run after import instead of an -O level, e.g. fold-constant,dead-code-elimination; O0..O3 stand for a "
+                 "level's passes (O3,alter-op-layout: -O3, then channel-blocked convolutions)");
   cmd.add_option("--disable-pass", o.disabledPasses, "Skip this pass wherever the pipeline names it (repeatable)");
   cmd.add_option("--precision", o.precision,
                  "f32 (default); tf32: the GPU's f32 matmuls and convs on TF32 tensor cores (cuda only); f16 / bf16: "
