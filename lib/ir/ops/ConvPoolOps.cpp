@@ -208,6 +208,12 @@ Status inferConvNchwc(InferenceContext& ctx) {
   if (!matches)
     return shapeError("input " + x.str() + " and weight " + w.str() + " do not match (group must be 1, or the " +
                       "channel count with weights [C/c, 1, kH, kW, 1, c])");
+  if (ctx.hasInput(2)) {
+    KILN_ASSIGN(TensorType b, ctx.inputTensor(2));
+    const int64_t outputs = w.dim(0) * w.dim(5);
+    if (!b.hasRank() || b.rank() != 1 || b.dim(0) != outputs)
+      return shapeError("bias must be 1-D with " + std::to_string(outputs) + " elements, got " + b.str());
+  }
   KILN_ASSIGN(WindowGeometry g, computeWindowGeometry(ctx.node(), {x.dim(2), x.dim(3)}, {w.dim(2), w.dim(3)}, false));
   setOut(ctx, 0, x.dtype(), {x.dim(0), w.dim(0), g.output[0], g.output[1], w.dim(5)});
   return Status::ok();
