@@ -66,6 +66,19 @@ int64_t automaticBlock(const ir::Graph& g) {
   return 16;
 }
 
+/// The permutation of `back`: [N, C/b, H, W, b] -> [N, C/b, b, H, W].
+const std::vector<int64_t> kFromBlocked{0, 1, 4, 2, 3};
+
+/// back(t) for a blocked value t [N, C/b, H, W, b], made before `before`:
+/// Transpose by kFromBlocked, then Reshape to NCHW dims `y`.
+Expected<ir::Value*> unblocked(ir::Value* t, const Dims& y, const std::string& name, ir::Node* before) {
+  ir::Graph& g = *before->graph();
+  KILN_ASSIGN(ir::Node * transpose, createTypedNode(g, "Transpose", {t}, {{"perm", kFromBlocked}}, name + "_from_blocked", before));
+  ir::Value* shape = makeConstant(g, Tensor::fromVector<int64_t>({int64_t(y.size())}, y), name + "_merge_c", before);
+  KILN_ASSIGN(ir::Node * reshaped, createTypedNode(g, "Reshape", {transpose->output(0), shape}, {}, name + "_merge_c", before));
+  return reshaped->output(0);
+}
+
 Expected<bool> block(ir::Node* n, int64_t b) {
   if (!blockable(*n, b)) return false;
   ir::Graph& g = *n->graph();
@@ -87,10 +100,8 @@ Expected<bool> block(ir::Node* n, int64_t b) {
   std::vector<ir::Value*> operands{in->output(0), makeConstant(g, std::move(packed), n->input(1)->name() + "_packed", n)};
   if (n->hasInput(2)) operands.push_back(n->input(2));
   KILN_ASSIGN(ir::Node * conv, createTypedNode(g, "kiln::ConvNCHWc", operands, n->attributes(), n->name(), n));
-  KILN_ASSIGN(ir::Node * out, createTypedNode(g, "Transpose", {conv->output(0)}, {{"perm", std::vector<int64_t>{0, 1, 4, 2, 3}}},
-                                              base + "_from_blocked", n));
-  KILN_ASSIGN(ir::Node * merge, createTypedNode(g, "Reshape", {out->output(0), shape(yd, "_merge_c")}, {}, base + "_merge_c", n));
-  replaceValue(n->output(0), merge->output(0), true);
+  KILN_ASSIGN(ir::Value * result, unblocked(conv->output(0), yd, base, n));
+  replaceValue(n->output(0), result, true);
   eraseWithDeadProducers(n);
   return true;
 }
@@ -127,11 +138,11 @@ bool bothMoved(const ir::Node& u) {
 }
 
 /// The blocked tensor t [N, C/b, H, W, b] when `v` is back(t), else null.
-const ir::Value* blockedSource(const ir::Value* v) {
+ir::Value* blockedSource(const ir::Value* v) {
   const ir::Node* merge = v->producer();
   if (!merge || !isOp(merge, "Reshape") || !merge->output(0)->tensorType().isStatic()) return nullptr;
   const ir::Node* out = merge->input(0)->producer();
-  if (!out || !isOp(out, "Transpose") || out->getInts("perm") != std::vector<int64_t>{0, 1, 4, 2, 3}) return nullptr;
+  if (!out || !isOp(out, "Transpose") || out->getInts("perm") != kFromBlocked) return nullptr;
   if (!merge->input(0)->tensorType().isStatic()) return nullptr;
   const Dims &in = dimsOf(merge->input(0)), &y = dimsOf(merge->output(0));
   if (in.size() != 5 || y.size() != 4 || y[1] != in[1] * in[2] || y[2] != in[3] || y[3] != in[4]) return nullptr;
@@ -157,21 +168,10 @@ bool isSplitOfBlocked(const ir::Node& n) {
   });
 }
 
-/// back(t) for a blocked value t, made again before `before` as `out` (the
-/// Transpose of an existing back) did it, then reshaped to NCHW dims `y`.
-Expected<ir::Value*> unblocked(ir::Value* t, const ir::Node& out, const Dims& y, const std::string& name, ir::Node* before) {
-  ir::Graph& g = *before->graph();
-  KILN_ASSIGN(ir::Node * transpose, createTypedNode(g, "Transpose", {t}, out.attributes(), name + "_from_blocked", before));
-  ir::Value* shape = makeConstant(g, Tensor::fromVector<int64_t>({int64_t(y.size())}, y), name + "_merge_c", before);
-  KILN_ASSIGN(ir::Node * reshaped, createTypedNode(g, "Reshape", {transpose->output(0), shape}, {}, name + "_merge_c", before));
-  return reshaped->output(0);
-}
-
 /// Split(back(t)) -> back_i(Split(t)) for each part.
 Status splitBlocked(ir::Node* split) {
   ir::Graph& g = *split->graph();
-  const ir::Node* out = split->input(0)->producer()->input(0)->producer();
-  ir::Value* t = out->input(0);
+  ir::Value* t = blockedSource(split->input(0));
   const int64_t b = dimsOf(t)[4];
   std::vector<int64_t> blocks;
   for (const ir::Value* v : split->outputs()) blocks.push_back(dimsOf(v)[1] / b);
@@ -180,21 +180,20 @@ Status splitBlocked(ir::Node* split) {
   KILN_ASSIGN(ir::Node * parts, createTypedNode(g, "Split", {t, sizes}, {{"axis", int64_t(1)}}, split->name(), split,
                                                 blocks.size()));
   for (size_t i = 0; i < blocks.size(); ++i) {
-    KILN_ASSIGN(ir::Value * part, unblocked(parts->output(i), *out, dimsOf(split->output(i)), base, split));
+    KILN_ASSIGN(ir::Value * part, unblocked(parts->output(i), dimsOf(split->output(i)), base, split));
     replaceValue(split->output(i), part, true);
   }
   eraseWithDeadProducers(split);
   return Status::ok();
 }
 
-/// GlobalAveragePool(merge(out(t))) -> merge'(out(ReduceMean(t, axes [2, 3], keepdims))).
+/// GlobalAveragePool(back(t)) -> back(ReduceMean(t, axes [2, 3], keepdims)).
 Status poolBlocked(ir::Node* pool) {
   ir::Graph& g = *pool->graph();
-  const ir::Node* out = pool->input(0)->producer()->input(0)->producer();
-  KILN_ASSIGN(ir::Node * mean, createTypedNode(g, "ReduceMean", {out->input(0)},
+  KILN_ASSIGN(ir::Node * mean, createTypedNode(g, "ReduceMean", {blockedSource(pool->input(0))},
                                                {{"axes", std::vector<int64_t>{2, 3}}, {"keepdims", int64_t(1)}},
                                                pool->name(), pool));
-  KILN_ASSIGN(ir::Value * pooled, unblocked(mean->output(0), *out, dimsOf(pool->output(0)), nameBase(*pool), pool));
+  KILN_ASSIGN(ir::Value * pooled, unblocked(mean->output(0), dimsOf(pool->output(0)), nameBase(*pool), pool));
   replaceValue(pool->output(0), pooled, true);
   eraseWithDeadProducers(pool);
   return Status::ok();

@@ -27,10 +27,11 @@ std::vector<size_t> TaskSpace::digits(uint64_t index) const {
 }
 
 std::vector<double> TaskSpace::positions(uint64_t index) const {
+  const std::vector<size_t> d = digits(index);
   std::vector<double> p;
-  for (const Knob& k : task_.space.knobs) {
-    p.push_back(k.values.size() > 1 ? double(index % k.values.size()) / double(k.values.size() - 1) : 0.0);
-    index /= k.values.size();
+  for (size_t k = 0; k < d.size(); ++k) {
+    const size_t n = task_.space.knobs[k].values.size();
+    p.push_back(n > 1 ? double(d[k]) / double(n - 1) : 0.0);
   }
   return p;
 }
