@@ -57,11 +57,14 @@ SIBLING = {0: 1, 1: 0, 2: 3, 3: 2}  # the other kernel of the same template: tra
 COLORS = {"random": "#888888", "grid": "#bbbbbb", "sa": "#1f77b4", "rl": "#2ca02c", "sa-as": "#ff7f0e", "rl-as": "#d62728"}
 BEGIN, END = "<!-- tuning:begin (bench/tuning.py) -->", "<!-- tuning:end -->"
 MEASURE = ["--repeats", "3", "--min-sample-ms", "1", "--quiet"]
+# The convolutions compared are the NCHW template's (480 configurations):
+# -O3 for the cpu target blocks them (alter-op-layout, conv2d-nchwc: 144).
+PASSES = ["--disable-pass", "alter-op-layout"]
 BATCH = 8
 
 
 def kiln_tune(kiln, model, args, db, report=None, log=True):
-    cmd = [kiln, "tune", model, "--db", db] + args + MEASURE + (["--json", report] if report else [])
+    cmd = [kiln, "tune", model, "--db", db] + args + MEASURE + PASSES + (["--json", report] if report else [])
     if log:
         print("bench/tuning.py:", " ".join(cmd), file=sys.stderr, flush=True)
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)

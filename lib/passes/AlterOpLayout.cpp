@@ -25,7 +25,8 @@
 // The reference kernels sum in different orders: within 1e-6 relative.
 //
 // Measured on the CPU target (2-core AVX-512 VM, docs/performance.md):
-// ResNet-50 runs 1.6x faster, MobileNetV2 and SSDLite 1.04..1.1x.
+// ResNet-50 runs 1.6x faster, MobileNetV2 and SSDLite 1.04..1.1x; so -O3
+// runs it for the cpu target (lib/passes/OptLevels.cpp).
 //
 //===----------------------------------------------------------------------===//
 #include <algorithm>
@@ -47,6 +48,7 @@ bool blockable(const ir::Node& n, int64_t b) {
   if (!isOp(&n, "Conv")) return false;
   const ir::Value *x = n.input(0), *y = n.output(0);
   if (!x->type().isTensor() || !x->tensorType().isStatic() || x->tensorType().rank() != 4) return false;
+  if (x->tensorType().dtype() != DType::F32) return false;  // the conv2d-nchwc template's type
   if (!y->type().isTensor() || !y->tensorType().isStatic()) return false;
   const Tensor* w = constantValue(n.input(1));
   if (!w || w->rank() != 4) return false;
@@ -289,10 +291,10 @@ PassInfo alterOpLayoutPass() {
       "AlterOpLayout, oneDNN's nChw16c); squeeze-excite pooling runs blocked as ReduceMean. Option block (default 0: "
       "16, or 8 where 16 would leave a conv unblocked). Within 1e-6 relative (summation order). On the CPU "
       "ResNet-50 runs 1.6x faster, MobileNetV2 and SSDLite 1.04-1.1x.";
-  // Table 4 puts AlterOpLayout in every class (BR has no convs). Like
-  // convert-layout it waits for a target to ask for it, so kiln's -O3 does
-  // not run it: the interpreter runs kiln::ConvNCHWc on slow reference
-  // loops, and the GPU has no template for it.
+  // Table 4 puts AlterOpLayout in every class (BR has no convs). It is a
+  // target's layout: -O3 runs it for the cpu target only (OptLevels.cpp);
+  // the interpreter runs kiln::ConvNCHWc on slow reference loops, and the
+  // GPU has no template for it.
   p.classes = {"RN", "MN", "SSD", "BR"};
   p.tolerance = 1e-6;
   p.optLevel = 3;

@@ -6,7 +6,8 @@
 // and those only some architectures want are in no level; the pass-selection
 // strategies and --pipeline reach them. They must run after
 // simplify-inference when combined (a BatchNorm between a Conv and its Split
-// no longer folds).
+// no longer folds). A target may add the layout its kernels want at -O3
+// (targetLayoutPasses).
 //
 //===----------------------------------------------------------------------===//
 #include "kiln/passes/OptLevels.h"
@@ -16,7 +17,20 @@
 
 namespace kiln::passes {
 
-Expected<std::vector<PipelineEntry>> optLevelPipeline(int level) {
+namespace {
+
+/// The passes -O`level` adds for `target` alone.
+std::vector<std::string> targetLayoutPasses(int level, std::string_view target) {
+  // The CPU conv kernels run 1.6x faster on ResNet-50 channel-blocked
+  // (docs/performance.md); the interpreter would run kiln::ConvNCHWc on
+  // reference loops and the GPU has no template for it.
+  if (level >= 3 && target == "cpu") return {"alter-op-layout"};
+  return {};
+}
+
+}  // namespace
+
+Expected<std::vector<PipelineEntry>> optLevelPipeline(int level, std::string_view target) {
   if (level < 0 || level > kMaxOptLevel)
     return Error(ErrorCode::InvalidArgument, "opt level must be 0 to " + std::to_string(kMaxOptLevel) + ", got " +
                                                  std::to_string(level));
@@ -54,6 +68,10 @@ Expected<std::vector<PipelineEntry>> optLevelPipeline(int level) {
     p.push_back("canonicalize-ops");
     // Cast cleanup after simplify-expr removed the identities between casts.
     p.push_back("canonicalize-cast");
+    // The target's layouts last among the rewrites (TVM's AlterOpLayout
+    // follows CanonicalizeOps too): BatchNorms and padding are folded into
+    // the convs by now, so a conv chain stays blocked between convs.
+    for (std::string& pass : targetLayoutPasses(level, target)) p.push_back(std::move(pass));
     // New duplicates appear after the rewrites above (e.g. folded weights).
     p.push_back("eliminate-common-subexpr");
   }

@@ -1,7 +1,8 @@
 //===- lib/passes/Pipeline.cpp - Parsing textual pipelines -----------------===//
 //
 // Grammar: pipeline := entry (',' entry)* ; entry := level | name ('{' opt (',' opt)* '}')? ;
-// level := 'O' digit (the passes of that -O level, e.g. "O3,alter-op-layout");
+// level := 'O' digit (the passes of that -O level for the pipeline's target,
+// e.g. "O3,combine-parallel-conv2d");
 // opt := key '=' value. Names and keys are [a-z0-9-]; values are anything
 // but ',', '}' and whitespace. Whitespace around tokens is ignored.
 //
@@ -18,7 +19,7 @@ namespace {
 
 class PipelineParser {
  public:
-  explicit PipelineParser(std::string_view text) : text_(text) {}
+  PipelineParser(std::string_view text, std::string_view target) : text_(text), target_(target) {}
 
   Expected<std::vector<PipelineEntry>> parse() {
     std::vector<PipelineEntry> out;
@@ -30,7 +31,7 @@ class PipelineParser {
         const size_t at = pos_;
         const int level = text_[pos_ + 1] - '0';
         pos_ += 2;
-        Expected<std::vector<PipelineEntry>> passes = optLevelPipeline(level);
+        Expected<std::vector<PipelineEntry>> passes = optLevelPipeline(level, target_);
         if (!passes) return errorAt(at, passes.error().message());
         out.insert(out.end(), passes->begin(), passes->end());
       } else {
@@ -135,12 +136,15 @@ class PipelineParser {
   }
 
   std::string_view text_;
+  std::string_view target_;
   size_t pos_ = 0;
 };
 
 }  // namespace
 
-Expected<std::vector<PipelineEntry>> parsePipeline(std::string_view text) { return PipelineParser(text).parse(); }
+Expected<std::vector<PipelineEntry>> parsePipeline(std::string_view text, std::string_view target) {
+  return PipelineParser(text, target).parse();
+}
 
 Expected<std::vector<PipelineEntry>> precisionPasses(const std::string& precision) {
   if (precision == "f32" || precision == "tf32") return std::vector<PipelineEntry>{};

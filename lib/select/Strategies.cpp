@@ -215,7 +215,7 @@ Status checkStrategyInputs(const StrategySpec& spec, const StrategyInputs& in) {
 
 Expected<StrategyResult> runStrategy(const StrategySpec& spec, const StrategyInputs& in, const Evaluate& evaluate) {
   if (spec.kind == "O") {
-    KILN_ASSIGN(std::vector<passes::PipelineEntry> pipeline, passes::optLevelPipeline(spec.level));
+    KILN_ASSIGN(std::vector<passes::PipelineEntry> pipeline, passes::optLevelPipeline(spec.level, in.backend));
     return evaluateAll({Candidate{spec.text, spec.text, std::move(pipeline), ""}}, evaluate);
   }
   if (spec.kind == "arch") return evaluateAll({candidate(spec, "arch", archPasses(*in.space))}, evaluate);

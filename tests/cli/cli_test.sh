@@ -121,6 +121,15 @@ grep -q "Exp" dead_opt.kir && fail "dead-code-elimination left Exp"
 "$KILN" passes run dead.kir --pipeline dead-code-elimination --json | /usr/bin/python3 -c "
 import json, sys; r = json.load(sys.stdin); p = r['passes'][0]
 assert r['schema'] == 'kiln-pass-report/1' and p['changed'] and p['nodes_after'] == 1, r"
+# -O3 for the cpu target ends with alter-op-layout (blocked convolutions); for no target it does not.
+RESNET_TINY=$SRC/models/tiny/resnet_tiny-raw.onnx
+"$KILN" passes run "$RESNET_TINY" --target cpu --json -o o3_cpu.kir | /usr/bin/python3 -c "
+import json, sys; r = json.load(sys.stdin); p = [p for p in r['passes'] if p['pass'] == 'alter-op-layout']
+assert len(p) == 1 and p[0]['changed'], r['passes']"
+grep -q "kiln::ConvNCHWc" o3_cpu.kir || fail "-O3 for cpu left no blocked conv"
+"$KILN" passes run "$RESNET_TINY" > o3_none.txt
+grep -q "alter-op-layout" o3_none.txt && fail "-O3 without a target ran alter-op-layout"
+expect_fail "--target" "$KILN" passes run "$RESNET_TINY" --target tpu
 # passes classify: features and classes with reasons; --json lists the classes by score.
 "$KILN" passes classify "$SRC/models/tiny/ssdlite_tiny-raw.onnx" > classify.txt
 expect_in "ssdlite_tiny-raw.onnx: SSD,MN" classify.txt

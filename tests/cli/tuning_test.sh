@@ -39,8 +39,8 @@ FAST=(--repeats 2 --min-sample-ms 0.1 --batch 4)
 for s in random grid sa rl sa-as rl-as; do
   "$KILN" tune "$MODEL" --strategy "$s" --trials 8 --tasks 3 "${FAST[@]}" --db "db_$s.jsonl" --json "report_$s.json" \
     > "tune_$s.txt" 2> "tune_$s.err"
-  expect_in "tuned 21 kernels with $s: 8 trials" "tune_$s.txt"
-  expect_in "kiln tune: 21 distinct tunable kernels" "tune_$s.err"
+  expect_in "tuned 25 kernels with $s: 8 trials" "tune_$s.txt"
+  expect_in "kiln tune: 25 distinct tunable kernels" "tune_$s.err"
   expect_in "[task " "tune_$s.err"  # progress lines (not a terminal: one per round)
   /usr/bin/python3 - "report_$s.json" "db_$s.jsonl" <<'PY'
 import json, sys
@@ -53,9 +53,9 @@ for t in r['tasks']:
     assert len(c) == t['trials'] + 1 and all(b <= a for a, b in zip(c, c[1:])), t
     assert t['best_ms'] <= t['default_ms']
 lines = [json.loads(l) for l in open(sys.argv[2])]
-confirmed = sum(l['default'] for l in lines) - 21   # winners measured again beside their default
+confirmed = sum(l['default'] for l in lines) - 25   # winners measured again beside their default
 assert 0 <= confirmed <= 3, confirmed
-assert len(lines) == 21 + 8 + r['invalid'] + r['reused'] + 2 * confirmed, len(lines)
+assert len(lines) == 25 + 8 + r['invalid'] + r['reused'] + 2 * confirmed, len(lines)
 assert sum(l['strategy'] == 'same-code' for l in lines) == r['reused'] == sum(t['reused'] for t in r['tasks'])
 assert all(l['schema'] == 'kiln-tune/1' and l['signature'] and l['space_version'] for l in lines)
 PY
@@ -66,7 +66,7 @@ done
 # kernel tuned second, follow measured times, which vary run to run).
 for s in random sa; do
   for db in "once_$s.jsonl" "again_$s.jsonl"; do
-    "$KILN" tune "$MODEL" --strategy $s --trials 8 --kernel "Conv 1x3x64x64" --kernel "Conv 1x8x16x16 -> 1x16" \
+    "$KILN" tune "$MODEL" --strategy $s --trials 8 --kernel "ConvNCHWc 1x1x64x64x3" --kernel "ConvNCHWc 1x1x16x16x8 -> 1x2x16x16x8" \
       "${FAST[@]}" --db "$db" --quiet --no-transfer > tune_once.txt
   done
 done
@@ -91,7 +91,7 @@ for name, first in (('random', None), ('sa', 4)):
 # Replay: a grid table of one kernel answers strategy runs without measuring;
 # the same seed proposes the same configurations, every one, with the table's
 # times; a table lacking a proposed configuration is an error, not a guess.
-K16="Conv 1x8x16x16 -> 1x16"
+K16="ConvNCHWc 1x1x16x16x8 -> 1x2x16x16x8"
 "$KILN" tune "$MODEL" --strategy grid --trials 100000 --kernel "$K16" "${FAST[@]}" --db table.jsonl --quiet > /dev/null
 for db in replay1.jsonl replay2.jsonl; do
   "$KILN" tune "$MODEL" --replay table.jsonl --strategy sa-as --trials 12 --kernel "$K16" --batch 4 --db $db --quiet \
@@ -111,14 +111,14 @@ for config, ms, status in runs[0]:
 PY
 head -n 6 table.jsonl > partial.jsonl
 expect_fail "has no record of" "$KILN" tune "$MODEL" --replay partial.jsonl --strategy sa --trials 12 --kernel "$K16" --db p.jsonl
-expect_fail "has no cpu records of the kernels to tune" "$KILN" tune "$MODEL" --replay table.jsonl --kernel "Conv 1x3x64x64" \
+expect_fail "has no cpu records of the kernels to tune" "$KILN" tune "$MODEL" --replay table.jsonl --kernel "ConvNCHWc 1x1x64x64x3" \
   --trials 4 --db p.jsonl
 expect_fail "excludes" "$KILN" tune "$MODEL" --replay table.jsonl --export-candidates exported --trials 4
 expect_fail "--replay needs --db" "$KILN" tune "$MODEL" --replay table.jsonl --kernel "$K16" --trials 4
 
 # Transfer within a run: from an empty database, kernels of a template tuned
 # after another one of it learn from its measurements.
-"$KILN" tune "$MODEL" --strategy sa --trials 24 --tasks 4 "${FAST[@]}" --db run_transfer.jsonl --json run_transfer.json \
+"$KILN" tune "$MODEL" --strategy sa --trials 24 --kernel "ConvNCHWc 1x1x16x16x8" --kernel "ConvNCHWc 1x2x16x16x8" "${FAST[@]}" --db run_transfer.jsonl --json run_transfer.json \
   > run_transfer.txt 2> /dev/null
 expect_in "transfer rows)" run_transfer.txt
 /usr/bin/python3 -c "
@@ -127,9 +127,9 @@ tasks = [t for t in json.load(open('run_transfer.json'))['tasks'] if t['trials']
 assert any(t['transfer_rows'] for t in tasks) and not all(t['transfer_rows'] for t in tasks), tasks"
 # Transfer: records of the other conv kernels in the database train the model for a new one.
 cp db_sa.jsonl transfer.jsonl
-"$KILN" tune "$MODEL" --strategy sa --trials 4 --kernel "Conv 1x32x2x2" "${FAST[@]}" --db transfer.jsonl > transfer.txt 2> /dev/null
+"$KILN" tune "$MODEL" --strategy sa --trials 4 --kernel "ConvNCHWc 1x4x2x2x8" "${FAST[@]}" --db transfer.jsonl > transfer.txt 2> /dev/null
 expect_in "transfer rows)" transfer.txt
-"$KILN" tune "$MODEL" --strategy sa --trials 4 --kernel "Conv 1x32x2x2" "${FAST[@]}" --db transfer.jsonl --no-transfer \
+"$KILN" tune "$MODEL" --strategy sa --trials 4 --kernel "ConvNCHWc 1x4x2x2x8" "${FAST[@]}" --db transfer.jsonl --no-transfer \
   > no_transfer.txt 2> /dev/null
 if grep -q "transfer rows" no_transfer.txt; then fail "--no-transfer still used transfer rows"; fi
 
@@ -155,12 +155,12 @@ expect_in "corrupt.jsonl:$(wc -l < corrupt.jsonl): not a JSON object (skipped)" 
 sed 's/"space_version":"[0-9a-f]*"/"space_version":"0000000000000000"/' db_sa.jsonl > stale.jsonl
 "$KILN" compile "$MODEL" --tuning-db stale.jsonl --show-tuning -o s.kiln > stale.txt 2> stale.err
 expect_in "0 kernels applied" stale.txt
-expect_in "21 stale" stale.txt
+expect_in "25 stale" stale.txt
 expect_in "knob space changed" stale.err
 # Records of another machine are missing here.
 sed 's/"device":"[^"]*"/"device":"another machine"/' db_sa.jsonl > other.jsonl
 "$KILN" compile "$MODEL" --tuning-db other.jsonl -o o.kiln > other.txt
-expect_in "21 missing" other.txt
+expect_in "25 missing" other.txt
 
 # Batch mode: export candidates, measure them with the lean tool, import the records, apply them.
 "$KILN" tune "$MODEL" --export-candidates batch --trials 12 --batch 4 --strategy sa --db batch.jsonl > export.txt
@@ -178,17 +178,17 @@ echo '{"schema":"kiln-tune/1"}' >> batch/results.jsonl
 expect_in "imported $RECORDS records (1 skipped)" import.txt
 expect_in "results.jsonl:$((RECORDS + 1)):" import.err
 # Identical code is exported once: of 40 random configurations of a conv's
-# space some share their code (direct convolution ignores the im2col knobs);
-# those are listed as copies of the candidate with their code, kiln-measure
+# space some share their code (direct convolution ignores the im2col knobs;
+# the 4-channel conv stays NCHW: the block does not divide it); those are listed as copies of the candidate with their code, kiln-measure
 # records them with its result, and a second round exports nothing whose
 # code the database holds.
-"$KILN" tune "$MODEL" --export-candidates dedup --trials 40 --batch 40 --strategy random --kernel "$K16" --db dedup.jsonl \
+"$KILN" tune "$MODEL" --export-candidates dedup --trials 40 --batch 40 --strategy random --kernel "Conv 1x4x16x16" --db dedup.jsonl \
   > dedup.txt
 expect_in "proposals with the code of an exported candidate" dedup.txt
 "$MEASURE" dedup --repeats 1 --min-sample-ms 0.05 --quiet > dedup_measure.txt
 expect_in "copies (same code as a candidate)" dedup_measure.txt
 "$KILN" tune "$MODEL" --import-results dedup/results.jsonl --db dedup.jsonl > /dev/null
-"$KILN" tune "$MODEL" --export-candidates dedup2 --trials 20 --batch 40 --strategy random --kernel "$K16" --db dedup.jsonl \
+"$KILN" tune "$MODEL" --export-candidates dedup2 --trials 20 --batch 40 --strategy random --kernel "Conv 1x4x16x16" --db dedup.jsonl \
   > dedup2.txt
 expect_in "with the code of a configuration the database holds" dedup2.txt
 /usr/bin/python3 - <<'PY'

@@ -192,6 +192,34 @@ TEST_CASE("BL marks exactly the passes of the O3 pipeline, and levels only add p
   CHECK(passes::optLevelPipeline(-1).error().code() == ErrorCode::InvalidArgument);
 }
 
+TEST_CASE("O3 adds the layout its target's kernels want: alter-op-layout for cpu only", "[passes]") {
+  auto names = [](const std::vector<passes::PipelineEntry>& pipeline) {
+    std::vector<std::string> out;
+    for (const auto& e : pipeline) out.push_back(e.pass->name);
+    return out;
+  };
+  const auto neutral = names(*passes::optLevelPipeline(3));
+  auto cpu = names(*passes::optLevelPipeline(3, "cpu"));
+  // The target-free -O3 plus alter-op-layout after the rewrites it relies
+  // on (BatchNorm and padding folded into the convs), before the cleanup.
+  REQUIRE(cpu.size() == neutral.size() + 1);
+  const auto at = std::find(cpu.begin(), cpu.end(), "alter-op-layout");
+  REQUIRE(at != cpu.end());
+  CHECK(std::find(cpu.begin(), at, "simplify-inference") != at);
+  CHECK(std::find(cpu.begin(), at, "fold-explicit-padding") != at);
+  CHECK(cpu.back() == "dead-code-elimination");
+  cpu.erase(at);
+  CHECK(cpu == neutral);
+  for (const char* target : {"cuda", "interpreter", ""}) {
+    INFO(target);
+    CHECK(names(*passes::optLevelPipeline(3, target)) == neutral);
+  }
+  for (int level = 0; level < 3; ++level) CHECK(names(*passes::optLevelPipeline(level, "cpu")) == names(*passes::optLevelPipeline(level)));
+  // An O3 entry of a textual pipeline expands for the pipeline's target.
+  CHECK(passes::printPipeline(*passes::parsePipeline("O3", "cpu")) == passes::printPipeline(*passes::optLevelPipeline(3, "cpu")));
+  CHECK(passes::printPipeline(*passes::parsePipeline("O3", "cuda")) == passes::printPipeline(*passes::optLevelPipeline(3)));
+}
+
 TEST_CASE("The pass context skips disabled passes and passes above its opt level unless required", "[passes]") {
   auto m = parse(kLoopWithDeadCode);
   auto pipeline = passes::parsePipeline("eliminate-common-subexpr,dead-code-elimination");

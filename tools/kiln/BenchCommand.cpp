@@ -122,7 +122,10 @@ void addBenchCommand(CLI::App& app, int& exitCode) {
                   "After measuring, time every kernel on the device over this many runs and print the slowest "
                   "(cuda backend; on stderr with --format json)")
       ->check(CLI::NonNegativeNumber);
-  cmd->callback([=, &exitCode] { exitCode = benchModel(*o); });
+  cmd->callback([=, &exitCode] {
+    o->model.target = o->backend;
+    exitCode = benchModel(*o);
+  });
 }
 
 }  // namespace kiln::cli

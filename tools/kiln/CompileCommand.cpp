@@ -280,7 +280,10 @@ void addCompileCommand(CLI::App& app, int& exitCode) {
                   "'NVIDIA H100 80GB HBM3 (sm_90)'; default: this machine's GPU, else the database's only one)");
   cmd->add_flag("--show-tuning", o->showTuning, "With --tuning-db: print each kernel's status (applied, kept-default, missing, stale)");
   cmd->add_flag("--quiet", o->quiet, "No progress on stderr");
-  cmd->callback([=, &exitCode] { exitCode = compileModel(*o); });
+  cmd->callback([=, &exitCode] {
+    o->model.target = o->target.rfind("cuda", 0) == 0 ? "cuda" : o->target;
+    exitCode = compileModel(*o);
+  });
 }
 
 }  // namespace kiln::cli

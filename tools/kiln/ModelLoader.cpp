@@ -29,11 +29,12 @@ void addModelOptions(CLI::App& cmd, ModelOptions& o, bool withOptLevel) {
   cmd.add_option("--shape", o.shapes,
                  "Bind an input's dims, e.g. --shape input:1x3x224x224 (repeatable; binds dynamic dims)");
   if (!withOptLevel) return;
-  cmd.add_option("-O", o.optLevel, "Optimisation level 0-3 (default 3; `kiln passes list` shows each pass's level)")
+  cmd.add_option("-O", o.optLevel, "Optimisation level 0-3 (default 3; `kiln passes list` shows each pass's level; on the cpu target -O3 also runs alter-op-layout, --disable-pass alter-op-layout keeps NCHW convolutions)")
       ->check(CLI::Range(0, passes::kMaxOptLevel));
   cmd.add_option("--pipeline", o.pipeline,
                  "Passes to run after import instead of an -O level, e.g. fold-constant,dead-code-elimination; O0..O3 stand for a "
-                 "level's passes (O3,alter-op-layout: -O3, then channel-blocked convolutions)");
+                 "level's passes for the target (O3,combine-parallel-conv2d; on the cpu target -O3 ends with alter-op-layout: "
+                 "channel-blocked convolutions)");
   cmd.add_option("--disable-pass", o.disabledPasses, "Skip this pass wherever the pipeline names it (repeatable)");
   cmd.add_option("--precision", o.precision,
                  "f32 (default); tf32: the GPU's f32 matmuls and convs on TF32 tensor cores (cuda only); f16 / bf16: "
@@ -90,9 +91,9 @@ Expected<std::vector<passes::PipelineEntry>> selectedPipeline(const ModelOptions
       return Error(ErrorCode::InvalidArgument, "--disable-pass: unknown pass '" + name + "' (see `kiln passes list`)");
   std::vector<passes::PipelineEntry> pipeline;
   if (!o.pipeline.empty()) {
-    KILN_ASSIGN(pipeline, passes::parsePipeline(o.pipeline));
+    KILN_ASSIGN(pipeline, passes::parsePipeline(o.pipeline, o.target));
   } else {
-    KILN_ASSIGN(pipeline, passes::optLevelPipeline(o.optLevel >= 0 ? o.optLevel : passes::kDefaultOptLevel));
+    KILN_ASSIGN(pipeline, passes::optLevelPipeline(o.optLevel >= 0 ? o.optLevel : passes::kDefaultOptLevel, o.target));
   }
   KILN_ASSIGN(auto mixed, passes::precisionPasses(o.precision));
   pipeline.insert(pipeline.end(), mixed.begin(), mixed.end());

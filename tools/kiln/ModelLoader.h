@@ -25,6 +25,7 @@ struct ModelOptions {
   std::vector<std::string> shapes;  ///< "name:1x3x224x224"
   int optLevel = -1;      ///< -O; -1 when not given (then -O3 unless --pipeline)
   std::string pipeline;  ///< --pipeline: passes to run after import, instead of -O
+  std::string target;    ///< the backend the passes prepare for (cpu, cuda, interpreter; empty: none): -O3 adds its layout
   std::vector<std::string> disabledPasses;  ///< --disable-pass
   std::string precision = "f32";  ///< --precision: f16 / bf16 append to-mixed-precision to the pipeline; tf32 allows TF32 (cuda)
   std::string libraryTactics = "off";  ///< --library-tactics (cuda): off | auto | all (codegen/LibraryTactics.h)

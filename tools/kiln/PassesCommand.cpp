@@ -156,6 +156,10 @@ void addPassesCommand(CLI::App& app, int& exitCode) {
   run->add_flag("--json", o->json, "Print the report as kiln-pass-report/1 JSON");
   run->add_flag("--print-after-change", o->printAfterChange, "Print the IR to stderr after each pass that changed it");
   run->add_option("-o,--output", o->output, "Write the optimised model (.kir or .onnx)");
+  run->add_option("--target", o->model.target,
+                  "Run -O levels as for this backend (cpu: -O3 ends with alter-op-layout, the CPU's blocked conv "
+                  "layout); default none")
+      ->check(CLI::IsMember({"cpu", "cuda", "interpreter"}));
   run->callback([o, &exitCode] { exitCode = runPasses(*o); });
 
   auto* classify = cmd->add_subcommand("classify", "Print a model's architecture features and classes (RN, MN, SSD, BR) with the reasons");

@@ -162,7 +162,10 @@ void addRunCommand(CLI::App& app, int& exitCode) {
   cmd->add_option("--output-dir", o->outputDir, "Write each output to DIR/<output name>.npy");
   cmd->add_option("--seed", o->seed, "Seed for random inputs and random ops")->default_val(0);
   cmd->add_option("--print-limit", o->printLimit, "Values printed per output")->default_val(8);
-  cmd->callback([=, &exitCode] { exitCode = runModel(*o); });
+  cmd->callback([=, &exitCode] {
+    o->model.target = o->backend;
+    exitCode = runModel(*o);
+  });
 }
 
 }  // namespace kiln::cli

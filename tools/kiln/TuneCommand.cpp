@@ -267,7 +267,10 @@ void addTuneCommand(CLI::App& app, int& exitCode) {
   cmd->add_flag("--no-transfer", [o](int64_t) { o->tune.transfer = false; },
                 "Do not train the cost model on the database's records of similar kernels (other shapes of the same template)");
   cmd->add_flag("--quiet", o->quiet, "No progress on stderr");
-  cmd->callback([=, &exitCode] { exitCode = tuneModel(*o); });
+  cmd->callback([=, &exitCode] {
+    o->model.target = o->target.rfind("cuda", 0) == 0 ? "cuda" : o->target;
+    exitCode = tuneModel(*o);
+  });
 }
 
 }  // namespace kiln::cli

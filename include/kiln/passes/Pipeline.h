@@ -24,7 +24,9 @@ struct PipelineEntry {
 
 /// Parses and validates a pipeline; KE4003 (invalid-argument) with the
 /// offending position for syntax errors, unknown passes or bad options.
-Expected<std::vector<PipelineEntry>> parsePipeline(std::string_view text);
+/// An -O level entry ("O3") expands to that level's passes for `target`
+/// (see optLevelPipeline).
+Expected<std::vector<PipelineEntry>> parsePipeline(std::string_view text, std::string_view target = {});
 
 /// The passes a precision adds after a pipeline (the CLI's --precision):
 /// to-mixed-precision for "f16" and "bf16", none for "f32" and "tf32" (a code

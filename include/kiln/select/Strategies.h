@@ -66,7 +66,7 @@ struct StrategyInputs {
   const SearchSpace* space = nullptr;
   std::vector<double> features;                  ///< featureVector() of the model
   std::string modelHash;                         ///< to leave the model's own records out of `learned`
-  std::string backend;                           ///< `learned` prefers records of this backend
+  std::string backend;                           ///< `learned` prefers records of this backend; -O levels are this backend's
   const ExperimentDatabase* database = nullptr;  ///< for `learned`
   uint64_t seed = 0;
 };
