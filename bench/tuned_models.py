@@ -92,7 +92,8 @@ def render(results, doc, a):
              "Measured on %s (`kiln bench --backend cpu`, default threads; ONNX Runtime 1.30 CPU through "
              "onnxruntime-node); p50 latency, median of %d interleaved rounds of %d runs each; the date of each "
              "row's run in its first column. Rows with a pass list after the model ran `--pipeline` (-O3's passes "
-             "and that one) for tuning and both kiln benchmarks; the others -O3." %
+             "and that one) for tuning and both kiln benchmarks; the others -O3 (which on the cpu target runs "
+             "alter-op-layout since 2026-11-24: the earlier -O3 rows have NCHW convolutions)." %
              (zoo.describe_machine(), a.rounds, a.runs), "",
              "| date | model | tuning | kiln untuned ms | kiln tuned ms | tuned / untuned | ONNX Runtime ms | untuned / ORT | tuned / ORT |",
              "|---|---|---|---|---|---|---|---|---|"]
