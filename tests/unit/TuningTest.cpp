@@ -158,6 +158,56 @@ TEST_CASE("kernels default to the thread pool only when big enough to pay for wa
   }
 }
 
+TEST_CASE("elementwise kernels vectorize by default unless a transpose or reshape divides the lanes' index") {
+  // %x * 2 + 1 stays vectorized; the layout transform (the last axis moves)
+  // and BERT's head split (a reshape changes the last dim) do not; a chain
+  // of 12 ops over 128K elements is worth the pool, 2 ops over 128K are not.
+  auto m = ir::parseModule(R"(module @m {
+  graph @main(%x: f32[4,32,32,32], %s: f32[128,768], %c: f32[512,256]) {
+    %two = Constant() {value = tensor<f32[]: [2.0]>} : f32[]
+    %one = Constant() {value = tensor<f32[]: [1.0]>} : f32[]
+    %scaled = Mul(%x, %two) : f32[4,32,32,32]
+    %shifted = Add(%scaled, %one) : f32[4,32,32,32]
+    %shape5 = Constant() {value = tensor<i64[5]: [4, 2, 16, 32, 32]>} : i64[5]
+    %split = Reshape(%x, %shape5) : f32[4,2,16,32,32]
+    %blocked = Transpose(%split) {perm = [0, 1, 3, 4, 2]} : f32[4,2,32,32,16]
+    %shape4 = Constant() {value = tensor<i64[3]: [128, 12, 64]>} : i64[3]
+    %heads = Reshape(%s, %shape4) : f32[128,12,64]
+    %a1 = Add(%c, %one) : f32[512,256]
+    %a2 = Mul(%a1, %two) : f32[512,256]
+    %a3 = Add(%a2, %one) : f32[512,256]
+    %a4 = Mul(%a3, %two) : f32[512,256]
+    %a5 = Add(%a4, %one) : f32[512,256]
+    %a6 = Mul(%a5, %two) : f32[512,256]
+    %a7 = Add(%a6, %one) : f32[512,256]
+    %a8 = Mul(%a7, %two) : f32[512,256]
+    %a9 = Sqrt(%a8) : f32[512,256]
+    %a10 = Exp(%a9) : f32[512,256]
+    %a11 = Neg(%a10) : f32[512,256]
+    %a12 = Abs(%a11) : f32[512,256]
+    return %shifted, %blocked, %heads, %a12
+  }
+})", "injective.kir");
+  REQUIRE(m.isOk());
+  auto tasks = extractTasks((*m)->graph(), codegen::KernelTarget::Cpu);
+  REQUIRE(tasks.isOk());
+  std::map<std::string, codegen::Config> defaults;
+  for (const TuningTask& t : tasks->tasks) defaults[t.description] = t.space.defaultConfig();
+  auto find = [&](const std::string& text) {
+    for (const auto& [description, config] : defaults)
+      if (description.find(text) != std::string::npos) return config;
+    FAIL("no kernel described with " << text);
+    return codegen::Config{};
+  };
+  INFO(defaults.size() << " tasks");
+  CHECK(find("Mul 4x32x32x32").at("vector") == 8);
+  CHECK(find("Mul 4x32x32x32").at("parallel") == 0);  // 2 ops x 128K elements
+  CHECK(find("Reshape 4x32x32x32").at("vector") == 1);
+  CHECK(find("Reshape 128x768").at("vector") == 1);
+  CHECK(find("Add 512x256").at("vector") == 8);
+  CHECK(find("Add 512x256").at("parallel") == 1);  // 12 ops x 128K elements
+}
+
 TEST_CASE("schedule features follow the configuration") {
   Fixture f;
   const TuningTask& t = f.conv();
