@@ -144,7 +144,7 @@ Expected<LoweredKernel> lowerGroup(const KernelGroup& group, KernelTarget target
   lk.kernel.name = group.name();
   lk.kernel.target = target;
   lk.kernel.params = elements.params();
-  lk.kernel.body = *body;
+  lk.kernel.body = simplifyIndices(*body);
   lk.group = &group;
   lk.templateName = t->name();
   lk.config = chosen;

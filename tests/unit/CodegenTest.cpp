@@ -12,6 +12,7 @@
 #include <catch2/catch.hpp>
 #include <atomic>
 #include <cstdio>
+#include <functional>
 #include <random>
 #include <sstream>
 
@@ -101,6 +102,56 @@ TEST_CASE("kernel IR builders fold constants and re-flattened indices") {
   CHECK(printExpr(e) == "(((%a * 4) * 8) + %x)");
   CHECK(printExpr(floatImm(0.5) * floatImm(4.0)) == "2.0f");
   CHECK(printExpr(cast(ScalarType::F32, intImm(2))) == "2.0f");
+}
+
+TEST_CASE("simplifyIndices removes the divisions that loop ranges make exact and no others") {
+  codegen::Buffer in = makeBuffer("in", ScalarType::F32, MemoryScope::Global, 4096);
+  codegen::Buffer out = makeBuffer("out", ScalarType::F32, MemoryScope::Global, 64);
+  codegen::Buffer offsets = makeBuffer("offsets", ScalarType::I64, MemoryScope::Global, 1);
+  Var o = makeVar("o"), v = makeVar("v"), u = makeVar("u");
+  Expr flat = varRef(o) * 16 + varRef(v);  // a [6,16] index flattened by a reshape
+  std::vector<Expr> indices = {
+      floorDiv(flat, 16) * 100 + floorMod(flat, 16),                       // re-split: o * 100 + v
+      floorDiv(floorDiv(varRef(o) * 64 + varRef(v) * 4, 4), 16),             // nested: o
+      floorMod(flat + 35, 16) + floorDiv(flat + 35, 16) * 7,                 // v + 35 reaches 50: stays
+      floorMod(varRef(o) * 16 + varRef(v) * 3, 16),                          // 3 * v reaches 45: stays
+      floorMod(varRef(u), 16) + floorMod(varRef(v) - 1, 16),                 // u unknown, v - 1 can be < 0: stay
+  };
+  std::vector<Stmt> stores;
+  for (size_t i = 0; i < indices.size(); ++i) stores.push_back(store(out, intImm(int64_t(i)), load(in, indices[i])));
+  Stmt body = let(u, load(offsets, intImm(0)),
+                  forLoop(o, intImm(6), LoopKind::Parallel, forLoop(v, intImm(16), LoopKind::Vectorized, seq(stores))));
+  Stmt simplified = simplifyIndices(body);
+  const Stmt& inner = simplified->body[0]->body[0]->body[0];
+  REQUIRE(inner->body.size() == indices.size());
+  std::vector<Expr> after;
+  for (const Stmt& s : inner->body) after.push_back(s->value->operands[0]);
+  CHECK(printExpr(after[0]) == "((%o * 100) + %v)");
+  CHECK(printExpr(after[1]) == "%o");
+  CHECK(printExpr(after[2]) == printExpr(indices[2]));
+  CHECK(printExpr(after[3]) == printExpr(indices[3]));
+  CHECK(printExpr(after[4]) == printExpr(indices[4]));
+  CHECK(strideIn(after[0], v) == 1);  // affine in the vector lane again
+  // Same values at every point of the loops (u = 5).
+  std::function<int64_t(const Expr&, int64_t, int64_t)> eval = [&](const Expr& e, int64_t ov, int64_t vv) -> int64_t {
+    if (e->kind == ExprKind::IntImm) return e->intValue;
+    if (e->kind == ExprKind::VarRef) return e->var == o ? ov : e->var == v ? vv : 5;
+    int64_t a = eval(e->operands[0], ov, vv), b = eval(e->operands[1], ov, vv);
+    switch (e->binaryOp) {
+      case BinaryOp::Add: return a + b;
+      case BinaryOp::Sub: return a - b;
+      case BinaryOp::Mul: return a * b;
+      case BinaryOp::FloorDiv: return a / b - ((a % b != 0 && (a < 0) != (b < 0)) ? 1 : 0);
+      case BinaryOp::FloorMod: return a - b * (a / b - ((a % b != 0 && (a < 0) != (b < 0)) ? 1 : 0));
+      default: FAIL("unexpected op"); return 0;
+    }
+  };
+  for (size_t i = 0; i < indices.size(); ++i)
+    for (int64_t ov = 0; ov < 6; ++ov)
+      for (int64_t vv = 0; vv < 16; ++vv) {
+        INFO("index " << i << " at o=" << ov << " v=" << vv);
+        CHECK(eval(after[i], ov, vv) == eval(indices[i], ov, vv));
+      }
 }
 
 TEST_CASE("kernel IR prints loops, buffers and statements") {

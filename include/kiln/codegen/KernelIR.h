@@ -193,6 +193,11 @@ Stmt seq(std::vector<Stmt> stmts);
 Stmt barrier();
 /// acc[accAt ..] += a[aAt ..] x b[bAt ..] across the warp (every lane runs it).
 Stmt mmaSync(MmaKind kind, const Buffer& acc, Expr accAt, const Buffer& a, Expr aAt, const Buffer& b, Expr bAt);
+/// `body` with the floor divisions and remainders of its integer
+/// expressions removed where the loops' and lets' ranges make them exact
+/// (floordiv(q * c + r, c) -> q, floormod(q * c + r, c) -> r for 0 <= r < c;
+/// nested divisions merged): reshaped indices become affine again.
+Stmt simplifyIndices(const Stmt& body);
 
 /// Which kind of machine a kernel is scheduled for (what the verifier allows).
 enum class KernelTarget : uint8_t { Cpu, Gpu };

@@ -7,8 +7,8 @@
 // loop when it divides the dim.
 //
 //   knobs: vector {1,4,8,16} (must divide the last dim; default 8, or 1 when
-//          a Transpose or Reshape makes the lanes' input index a division),
-//          parallel {0,1} (default by elements x ops of the group);
+//          a Transpose moves the last axis), parallel {0,1} (default by
+//          elements x ops of the group);
 //   GPU: one element per thread (of the largest output), threads per block;
 //        vector {1,4} when every output has one shape whose last dim is a
 //        multiple of 4: 4 consecutive elements per thread (a vectorized
@@ -20,25 +20,19 @@
 namespace kiln::codegen {
 namespace {
 
-/// Whether consecutive output elements get their input index from a
-/// division: a Transpose that moves its input's last axis (the NCHW <-> NCHWc
-/// layout transforms, a K^T) reads with a stride, and a Reshape that changes
-/// the last dim (BERT's head split [1,128,768] -> [1,128,12,64]) re-derives
-/// it with a floor division and remainder per element. A vectorized inner
-/// loop then computes lane by lane and gathers: measured 2.5x (BERT's head
-/// split) to 5.6x (a 4.8 MB layout transform) slower than the scalar loop on
-/// the 2-core AVX-512 VM.
-bool lanesNeedDivision(const KernelGroup& g) {
+/// Whether a Transpose in the group moves its input's last axis (the NCHW
+/// <-> NCHWc layout transforms, a K^T): consecutive output elements then
+/// read the input with a stride, and a vectorized inner loop gathers lane by
+/// lane (measured on the 2-core AVX-512 VM: 5.6x slower than the scalar loop
+/// on a 4.8 MB layout transform before simplifyIndices, 1.45x after). A
+/// Reshape alone keeps the inner index affine once simplifyIndices has
+/// removed its divisions (BERT's head merge: vector 16 3.8x faster than 1).
+bool movesLastAxis(const KernelGroup& g) {
   for (const ir::Node* n : g.nodes) {
-    if (!n->domain().empty()) continue;
-    const ir::TensorType& out = n->output(0)->type().tensor();
-    if (out.rank() < 2) continue;
-    if (n->opType() == "Transpose") {
-      if (!n->hasAttr("perm") || n->getInts("perm").back() != out.rank() - 1) return true;  // no perm: reversed
-    } else if (n->opType() == "Reshape" || n->opType() == "Flatten") {
-      const ir::TensorType& in = n->input(0)->type().tensor();
-      if (in.rank() == 0 || in.dims().back() != out.dims().back()) return true;
-    }
+    if (n->opType() != "Transpose" || !n->domain().empty()) continue;
+    const int64_t rank = n->output(0)->type().tensor().rank();
+    if (rank < 2) continue;
+    if (!n->hasAttr("perm") || n->getInts("perm").back() != rank - 1) return true;  // no perm: reversed
   }
   return false;
 }
@@ -65,12 +59,14 @@ class InjectiveTemplate final : public ScheduleTemplate {
       return s;
     }
     KnobSpace s;
-    s.knobs.push_back(makeKnob("vector", {1, 4, 8, 16}, lanesNeedDivision(g) ? 1 : 8, "vector width of the innermost loop",
+    s.knobs.push_back(makeKnob("vector", {1, 4, 8, 16}, movesLastAxis(g) ? 1 : 8, "vector width of the innermost loop",
                                [&](int64_t v) { return inner % v == 0; }));
-    // Work: elements x ops, each op a few operations of index arithmetic or
-    // math per element (SSDLite's box-head chain of 12 reshapes, transposes
-    // and concats over 294K elements ran 2x faster in parallel).
-    s.knobs.push_back(parallelKnob(total * int64_t(std::max<size_t>(g.nodes.size(), 1)), total / std::max<int64_t>(inner, 1)));
+    // Work: each op of the group costs about two multiply-adds per element
+    // (a load or store and its index arithmetic; measured: SSDLite's box-head
+    // chain of 12 reshapes, transposes and concats over 294K elements and a
+    // 301K-element layout transform ran 2x and 1.5x faster in parallel,
+    // BERT's 98K-element head split 8x slower).
+    s.knobs.push_back(parallelKnob(2 * total * int64_t(std::max<size_t>(g.nodes.size(), 1)), total / std::max<int64_t>(inner, 1)));
     return s;
   }
 

@@ -1,0 +1,231 @@
+//===- lib/codegen/IndexSimplify.cpp - Exact divisions of loop indices -----===//
+//
+// Templates index tensors through reshapes and transposes by flattening an
+// index and splitting it again with floor divisions and remainders
+// (ElementOps). Where the loops' ranges make such a division exact it is
+// rewritten away: with 0 <= r < c, floordiv(q * c + r, c) is q and
+// floormod(q * c + r, c) is r, and nested divisions by positive constants
+// merge. An index that stays affine in a vectorized loop's variable lets
+// the CPU backend load whole vectors instead of gathering lane by lane, and
+// every target saves the divisions. Ranges come from loops (0 .. extent-1,
+// GPU bindings included) and lets; an expression whose range is not known
+// is left as it is, so the rewrite never changes a value.
+//
+//===----------------------------------------------------------------------===//
+#include <unordered_map>
+
+#include "kiln/codegen/KernelIR.h"
+
+namespace kiln::codegen {
+namespace {
+
+struct Range {
+  int64_t lo = 0, hi = 0;
+};
+using MaybeRange = std::optional<Range>;
+
+bool isInteger(const Expr& e) { return !isFloatType(e->type) && e->type != ScalarType::Bool; }
+
+int64_t floorDivOf(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+
+/// Checked arithmetic on ranges: nullopt on overflow.
+MaybeRange add(MaybeRange a, MaybeRange b) {
+  if (!a || !b) return std::nullopt;
+  Range r;
+  if (__builtin_add_overflow(a->lo, b->lo, &r.lo) || __builtin_add_overflow(a->hi, b->hi, &r.hi)) return std::nullopt;
+  return r;
+}
+
+MaybeRange scale(MaybeRange a, int64_t k) {
+  if (!a) return std::nullopt;
+  int64_t x, y;
+  if (__builtin_mul_overflow(a->lo, k, &x) || __builtin_mul_overflow(a->hi, k, &y)) return std::nullopt;
+  return Range{std::min(x, y), std::max(x, y)};
+}
+
+/// An integer expression as sum(coefficient x term) + constant.
+struct Linear {
+  std::vector<std::pair<int64_t, Expr>> terms;
+  int64_t constant = 0;
+};
+
+class IndexSimplifier {
+ public:
+  Stmt stmt(const Stmt& s) {
+    if (!s) return s;
+    auto n = std::make_shared<StmtNode>(*s);
+    if (n->value) n->value = expr(n->value);
+    if (n->index) n->index = expr(n->index);
+    for (Expr& o : n->offsets) o = expr(o);
+    if (n->kind == StmtKind::For) {
+      int64_t extent = 0;
+      bind(n->var, isIntConstant(n->value, &extent) && extent > 0 ? MaybeRange(Range{0, extent - 1}) : std::nullopt);
+    } else if (n->kind == StmtKind::Let) {
+      bind(n->var, isInteger(n->value) ? range(n->value) : std::nullopt);
+    }
+    for (Stmt& b : n->body) b = stmt(b);
+    return n;
+  }
+
+ private:
+  /// Records v's range; results computed under another range of v are dropped.
+  void bind(const Var& v, MaybeRange r) {
+    auto it = ranges_.find(v.get());
+    bool same = it != ranges_.end() && r && it->second.lo == r->lo && it->second.hi == r->hi;
+    if (same) return;
+    if (it != ranges_.end() || !r) memo_.clear();
+    if (r) ranges_[v.get()] = *r;
+    else if (it != ranges_.end()) ranges_.erase(it);
+  }
+
+  Expr expr(const Expr& e) {
+    if (e->operands.empty()) return e;
+    auto hit = memo_.find(e.get());
+    if (hit != memo_.end()) return hit->second.second;
+    std::vector<Expr> ops;
+    bool changed = false;
+    for (const Expr& o : e->operands) {
+      ops.push_back(expr(o));
+      changed |= ops.back().get() != o.get();
+    }
+    Expr out = e;
+    if (changed) {
+      switch (e->kind) {
+        case ExprKind::Load: out = load(e->buffer, ops[0]); break;
+        case ExprKind::Binary: out = binary(e->binaryOp, ops[0], ops[1]); break;
+        case ExprKind::Unary: out = unary(e->unaryOp, ops[0]); break;
+        case ExprKind::Select: out = select(ops[0], ops[1], ops[2]); break;
+        case ExprKind::Cast: out = cast(e->type, ops[0]); break;
+        case ExprKind::ShuffleXor: out = shuffleXor(ops[0], ops[1]->intValue); break;
+        default: break;
+      }
+    }
+    if (out->kind == ExprKind::Binary && isInteger(out) &&
+        (out->binaryOp == BinaryOp::FloorDiv || out->binaryOp == BinaryOp::FloorMod))
+      out = divMod(out);
+    memo_[e.get()] = {e, out};  // keeps e alive so its address is not reused
+    return out;
+  }
+
+  /// floordiv / floormod of a by a positive constant c, made exact where the ranges allow.
+  Expr divMod(const Expr& e) {
+    if (e->kind != ExprKind::Binary || (e->binaryOp != BinaryOp::FloorDiv && e->binaryOp != BinaryOp::FloorMod)) return e;
+    const bool isDiv = e->binaryOp == BinaryOp::FloorDiv;
+    const Expr& a = e->operands[0];
+    int64_t c = 0, inner = 0;
+    if (!isIntConstant(e->operands[1], &c) || c <= 0) return e;
+    // floordiv(floordiv(x, d), c) = floordiv(x, d * c); floormod(floormod(x, d), c) = floormod(x, c) when c | d.
+    if (a->kind == ExprKind::Binary && a->binaryOp == e->binaryOp && isIntConstant(a->operands[1], &inner) && inner > 0) {
+      int64_t merged = 0;
+      if (isDiv && !__builtin_mul_overflow(inner, c, &merged))
+        return divMod(binary(BinaryOp::FloorDiv, a->operands[0], intImm(merged, a->type)));
+      if (!isDiv && inner % c == 0) return divMod(binary(BinaryOp::FloorMod, a->operands[0], e->operands[1]));
+    }
+    Linear whole;
+    linear(a, 1, whole);
+    Linear quotient, remainder;
+    for (const auto& [k, term] : whole.terms) {
+      if (k % c == 0) quotient.terms.push_back({k / c, term});
+      else remainder.terms.push_back({k, term});
+    }
+    quotient.constant = floorDivOf(whole.constant, c);
+    remainder.constant = whole.constant - quotient.constant * c;
+    MaybeRange r = Range{remainder.constant, remainder.constant};
+    for (const auto& [k, term] : remainder.terms) r = add(r, scale(range(term), k));
+    if (!r || r->lo < 0 || r->hi >= c) return e;
+    return build(isDiv ? quotient : remainder, e->type);
+  }
+
+  void linear(const Expr& e, int64_t k, Linear& out) const {
+    int64_t c = 0, product = 0;
+    if (isIntConstant(e, &c) && !__builtin_mul_overflow(c, k, &product)) {
+      out.constant += product;
+      return;
+    }
+    if (e->kind == ExprKind::Binary) {
+      const Expr &a = e->operands[0], &b = e->operands[1];
+      switch (e->binaryOp) {
+        case BinaryOp::Add: linear(a, k, out); linear(b, k, out); return;
+        case BinaryOp::Sub: linear(a, k, out); linear(b, -k, out); return;
+        case BinaryOp::Mul:
+          if (isIntConstant(b, &c) && !__builtin_mul_overflow(c, k, &product)) return linear(a, product, out);
+          if (isIntConstant(a, &c) && !__builtin_mul_overflow(c, k, &product)) return linear(b, product, out);
+          break;
+        default: break;
+      }
+    }
+    out.terms.push_back({k, e});
+  }
+
+  static Expr build(const Linear& l, ScalarType t) {
+    Expr sum;
+    for (const auto& [k, term] : l.terms) {
+      if (k == 0) continue;
+      Expr scaled = k == 1 ? term : binary(BinaryOp::Mul, term, intImm(k, t));
+      sum = sum ? binary(BinaryOp::Add, sum, scaled) : scaled;
+    }
+    if (!sum) return intImm(l.constant, t);
+    return l.constant == 0 ? sum : binary(BinaryOp::Add, sum, intImm(l.constant, t));
+  }
+
+  MaybeRange range(const Expr& e) const {
+    switch (e->kind) {
+      case ExprKind::IntImm: return Range{e->intValue, e->intValue};
+      case ExprKind::VarRef: {
+        auto it = ranges_.find(e->var.get());
+        return it == ranges_.end() ? std::nullopt : MaybeRange(it->second);
+      }
+      case ExprKind::Cast:
+        return isInteger(e->operands[0]) && scalarTypeSize(e->type) >= scalarTypeSize(e->operands[0]->type)
+                   ? range(e->operands[0]) : std::nullopt;
+      case ExprKind::Select: {
+        MaybeRange a = range(e->operands[1]), b = range(e->operands[2]);
+        if (!a || !b) return std::nullopt;
+        return Range{std::min(a->lo, b->lo), std::max(a->hi, b->hi)};
+      }
+      case ExprKind::Binary: break;
+      default: return std::nullopt;
+    }
+    if (!isInteger(e)) return std::nullopt;
+    const Expr &a = e->operands[0], &b = e->operands[1];
+    int64_t c = 0;
+    switch (e->binaryOp) {
+      case BinaryOp::Add: return add(range(a), range(b));
+      case BinaryOp::Sub: return add(range(a), scale(range(b), -1));
+      case BinaryOp::Mul:
+        if (isIntConstant(b, &c)) return scale(range(a), c);
+        if (isIntConstant(a, &c)) return scale(range(b), c);
+        return std::nullopt;
+      case BinaryOp::FloorDiv: {
+        MaybeRange x = range(a);
+        if (!isIntConstant(b, &c) || c <= 0 || !x) return std::nullopt;
+        return Range{floorDivOf(x->lo, c), floorDivOf(x->hi, c)};
+      }
+      case BinaryOp::FloorMod: {
+        if (!isIntConstant(b, &c) || c <= 0) return std::nullopt;
+        MaybeRange x = range(a);
+        if (x && x->lo >= 0 && x->hi < c) return x;
+        return Range{0, c - 1};
+      }
+      case BinaryOp::Min: case BinaryOp::Max: {
+        MaybeRange x = range(a), y = range(b);
+        if (!x || !y) return std::nullopt;
+        bool mn = e->binaryOp == BinaryOp::Min;
+        return Range{mn ? std::min(x->lo, y->lo) : std::max(x->lo, y->lo), mn ? std::min(x->hi, y->hi) : std::max(x->hi, y->hi)};
+      }
+      default: return std::nullopt;
+    }
+  }
+
+  std::unordered_map<const VarDecl*, Range> ranges_;
+  std::unordered_map<const ExprNode*, std::pair<Expr, Expr>> memo_;
+};
+
+}  // namespace
+
+Stmt simplifyIndices(const Stmt& body) { return IndexSimplifier().stmt(body); }
+
+}  // namespace kiln::codegen
