@@ -348,6 +348,10 @@ TEST_CASE("conv2d-nchwc template: channel-blocked convs (alter-op-layout's) matc
   checkAllConfigs(blockedConv("1,2,9,9,8", {2, 1, 3, 3, 1, 8}, " {group = 16, pads = [1, 1, 1, 1], strides = [2, 2]}",
                               "1,2,5,5,8", 26),
                   "ConvNCHWc", 64);
+  // Depthwise, dilated, uneven pads: read in place, border blocks column-checked, rows outside skipped.
+  checkAllConfigs(blockedConv("1,1,10,11,8", {1, 1, 3, 3, 1, 8}, " {dilations = [2, 2], group = 8, pads = [2, 1, 0, 2]}",
+                              "1,1,8,10,8", 28),
+                  "ConvNCHWc", 64);
   // An RGB stem: 3 input channels as one block, 8 output lanes.
   checkAllConfigs(blockedConv("1,1,7,7,3", {1, 1, 3, 3, 3, 8}, " {pads = [1, 1, 1, 1], strides = [2, 2]}", "1,1,4,4,8", 27),
                   "ConvNCHWc", 64);
