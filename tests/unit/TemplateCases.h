@@ -189,6 +189,24 @@ inline std::vector<TemplateCase> templateCases(const std::string& family = "") {
   }
 })",
        "Softmax", 48},
+      // Vectors along a strided axis (16 lanes), and BERT's attention mask:
+      // masked lanes' exp underflows (to 0, through no subnormal step).
+      {"rowwise", R"(module @m {
+  graph @main(%x: f32[2,32,3]) {
+    %s = LogSoftmax(%x) {axis = 1} : f32[2,32,3]
+    return %s
+  }
+})",
+       "LogSoftmax", 16},
+      {"rowwise", R"(module @m {
+  graph @main(%x: f32[3,32]) {
+    %k = Constant() {value = tensor<f32[32]: [0.0, -10000.0, 0.0, 0.0, -10000.0, 0.0, 0.0, -10000.0, 0.0, 0.0, -10000.0, 0.0, 0.0, -10000.0, 0.0, 0.0, -10000.0, 0.0, 0.0, -10000.0, 0.0, 0.0, -10000.0, 0.0, 0.0, -10000.0, 0.0, 0.0, -10000.0, 0.0, 0.0, -10000.0]>} : f32[32]
+    %a = Add(%x, %k) : f32[3,32]
+    %s = Softmax(%a) {axis = -1} : f32[3,32]
+    return %s
+  }
+})",
+       "Softmax", 16},
       {"rowwise", R"(module @m {
   graph @main(%x: f32[4,24]) {
     %s = kiln::FastSoftmax(%x) {axis = -1} : f32[4,24]
