@@ -189,8 +189,8 @@ inline std::vector<TemplateCase> templateCases(const std::string& family = "") {
   }
 })",
        "Softmax", 48},
-      // Vectors along a strided axis (16 lanes), and BERT's attention mask:
-      // masked lanes' exp underflows (to 0, through no subnormal step).
+      // Along a strided axis, and under BERT's attention mask (the masked
+      // scores' exp underflows to 0, through no subnormal step).
       {"rowwise", R"(module @m {
   graph @main(%x: f32[2,32,3]) {
     %s = LogSoftmax(%x) {axis = 1} : f32[2,32,3]

@@ -4,9 +4,7 @@
 // kiln::FastSoftmax too (code generation computes Exp and kiln::FastExp
 // alike). The outer loop runs over the rows (every index except the axis); each row takes three
 // passes: the maximum, the sum of exp(x - max), and the store of
-// exp(x - max) / sum (or x - max - log(sum)) through the epilogue. On the
-// CPU a row whose length is a multiple of 8 runs in vectors (per-lane maxima
-// and sums, folded after each pass).
+// exp(x - max) / sum (or x - max - log(sum)) through the epilogue.
 //
 //   knobs: parallel {0,1}; GPU: threads per block, warp {0,1}: one row per
 //   thread, or per warp (lanes take every 32nd element; the max and the sum
@@ -44,38 +42,16 @@ class SoftmaxTemplate final : public ScheduleTemplate {
       if (int64_t(d) != axis) rowDims.push_back(x[d]);
     const int64_t len = x[size_t(axis)], rows = product(rowDims);
     const bool warp = target == KernelTarget::Gpu && knobIs(c, "warp");
-    // CPU: the row in vectors of vw elements, with per-lane maxima and sums
-    // folded after each pass (scalar rows ran BERT-base's 1x12x128x128
-    // softmax at 5 ns per element: one polynomial exp per element, twice).
-    const int64_t vw = target != KernelTarget::Cpu ? 1 : len % 16 == 0 ? 16 : len % 8 == 0 ? 8 : 1;
-    Var o = makeVar("o"), j = makeVar("j"), lane = makeVar("lane"), v = makeVar("v"), r = makeVar("r");
+    Var o = makeVar("o"), j = makeVar("j"), lane = makeVar("lane");
     Index row = unflatten(varRef(o), rowDims);
     Index idx = row;
-    idx.insert(idx.begin() + axis, vw > 1 ? varRef(j) * vw + varRef(v) : varRef(j));
+    idx.insert(idx.begin() + axis, varRef(j));
     KILN_ASSIGN(Expr xv, el.at(node.input(0), idx));
-    // Every element of the row once: serial (or lane-strided on a GPU warp), or in vectors.
-    auto overRow = [&](Stmt body) {
-      return vw > 1 ? forLoop(j, intImm(len / vw), LoopKind::Serial, forLoop(v, intImm(vw), LoopKind::Vectorized, body))
-                    : rowLoop(j, lane, len, warp, body);
-    };
 
     Buffer acc = makeBuffer("acc", ct, MemoryScope::Local, 2);  // [max, sum]
     Expr mx = load(acc, intImm(0)), sum = load(acc, intImm(1));
-    Stmt findMax, addExp;
-    Buffer part = makeBuffer("part", ct, MemoryScope::Local, 2 * std::max<int64_t>(vw, 1));  // [lane maxima, lane sums]
-    if (vw > 1) {
-      Expr laneMax = load(part, varRef(v)), laneSum = load(part, varRef(v) + vw);
-      findMax = seq({forLoop(v, intImm(vw), LoopKind::Vectorized,
-                             seq({store(part, varRef(v), constantOf(ct, -std::numeric_limits<double>::infinity())),
-                                  store(part, varRef(v) + vw, constantOf(ct, 0))})),
-                     overRow(store(part, varRef(v), maxOf(laneMax, xv))),
-                     forLoop(r, intImm(vw), LoopKind::Serial, store(acc, intImm(0), maxOf(mx, load(part, varRef(r)))))});
-      addExp = seq({overRow(store(part, varRef(v) + vw, laneSum + unary(UnaryOp::Exp, xv - mx))),
-                    forLoop(r, intImm(vw), LoopKind::Serial, store(acc, intImm(1), sum + load(part, varRef(r) + vw)))});
-    } else {
-      findMax = rowLoop(j, lane, len, warp, store(acc, intImm(0), maxOf(mx, xv)));
-      addExp = rowLoop(j, lane, len, warp, store(acc, intImm(1), sum + unary(UnaryOp::Exp, xv - mx)));
-    }
+    Stmt findMax = rowLoop(j, lane, len, warp, store(acc, intImm(0), maxOf(mx, xv)));
+    Stmt addExp = rowLoop(j, lane, len, warp, store(acc, intImm(1), sum + unary(UnaryOp::Exp, xv - mx)));
     if (warp) {
       findMax = seq({findMax, warpAllReduce(acc, 0, BinaryOp::Max)});
       addExp = seq({addExp, warpAllReduce(acc, 1, BinaryOp::Add)});
@@ -84,10 +60,9 @@ class SoftmaxTemplate final : public ScheduleTemplate {
                                                 : unary(UnaryOp::Exp, xv - mx) / sum;
     el.setSource(node.output(0), [result](const Index&) { return result; });
     KILN_ASSIGN(Stmt epilogue, storeEpilogue(el, idx));
-    Stmt write = overRow(epilogue);
+    Stmt write = rowLoop(j, lane, len, warp, epilogue);
     Stmt body = allocate(acc, seq({store(acc, intImm(0), constantOf(ct, -std::numeric_limits<double>::infinity())),
                                    store(acc, intImm(1), constantOf(ct, 0)), findMax, addExp, write}));
-    if (vw > 1) body = allocate(part, body);
     if (warp) return warpPerItem(o, lane, rows, c.at("threads"), body);
     if (target == KernelTarget::Gpu) return threadPerItem(o, rows, c.at("threads"), body);
     return forLoop(o, intImm(rows), rows > 1 ? outerKind(c) : LoopKind::Serial, body);
