@@ -7,9 +7,10 @@
 //     -> back(kiln::ConvNCHWc(in(x), W' [O/b, C/c, kH, kW, c, b]))
 //   in   = Reshape to [N, C/c, c, H, W], Transpose to [N, C/c, H, W, c]
 //   back = Transpose to [N, O/b, b, OH, OW], Reshape to [N, O, OH, OW]
-// for group-1 convolutions whose output channels the block b divides, with
-// c = b, or c = C when C < b (an RGB stem conv: its input is one block), and
-// depthwise convolutions (group C, W' [C/b, 1, kH, kW, 1, b]).
+// for group-1 convolutions whose output channels have a block b, with c
+// the input channels' block, or c = C when C is smaller than a block and has
+// none (an RGB stem conv: its input is one block), and depthwise
+// convolutions (group C, W' [C/b, 1, kH, kW, 1, b]).
 // Elementwise ops with scalar extra operands (Relu, Clip, ...) are then moved
 // before the `back` transforms, so between consecutive convolutions `back`
 // meets `in` and both cancel (simplify-expr): a conv chain stays blocked.
@@ -19,17 +20,27 @@
 // a unary op on a transform all of whose users are elementwise
 // (x * HardSigmoid(x)). A GlobalAveragePool of a blocked map becomes a
 // blocked ReduceMean over H and W, so squeeze-excite stays blocked.
-// Option block: 0 (the default) picks 16 (one AVX-512 vector of f32, two
-// AVX2 ones) where 16 divides every conv that 8 divides, else 8 (one block
-// size keeps a network blocked: MobileNetV2's 24-channel layers get 8).
+// Option block: 0 (the default) gives a map of C channels the block 16 (one
+// AVX-512 vector of f32, two AVX2 ones) when 16 divides C, else 8 when 8
+// does. The block is a function of the channel count alone, so a producer
+// and its consumers, and both operands of a residual Add, agree on it and
+// the transforms between them cancel; a conv may read blocks of 8 and write
+// blocks of 16 (MobileNetV2's 24 -> 144 expansions). A conv whose result
+// is split along the channels writes the block of the parts' common divisor
+// (the Split then cuts whole blocks). A nonzero block is
+// used for every map (blocks of 8 throughout, the rule before this one:
+// MobileNetV2 6.24..6.30 ms against 5.37..5.52, 1.14x slower; SSDLite the
+// same within noise, bench/results/cpu-per-map-blocks-2026-11-24.jsonl).
 // The reference kernels sum in different orders: within 1e-6 relative.
 //
-// Measured on the CPU target (2-core AVX-512 VM, docs/performance.md):
-// ResNet-50 runs 1.6x faster, MobileNetV2 and SSDLite 1.04..1.1x; so -O3
+// Measured on the CPU target (2-core AVX-512 VMs, docs/performance.md):
+// ResNet-50 runs 1.6x faster, MobileNetV2 1.4x, SSDLite 1.05x; so -O3
 // runs it for the cpu target (lib/passes/OptLevels.cpp).
 //
 //===----------------------------------------------------------------------===//
 #include <algorithm>
+#include <numeric>
+#include <optional>
 #include <set>
 
 #include "RewriteUtils.h"
@@ -44,28 +55,50 @@ bool isDepthwise(const ir::Node& n, const Tensor& w) {
   return group > 1 && w.dim(1) == 1 && w.dim(0) == group && n.input(0)->tensorType().dim(1) == group;
 }
 
-bool blockable(const ir::Node& n, int64_t b) {
-  if (!isOp(&n, "Conv")) return false;
-  const ir::Value *x = n.input(0), *y = n.output(0);
-  if (!x->type().isTensor() || !x->tensorType().isStatic() || x->tensorType().rank() != 4) return false;
-  if (x->tensorType().dtype() != DType::F32) return false;  // the conv2d-nchwc template's type
-  if (!y->type().isTensor() || !y->tensorType().isStatic()) return false;
-  const Tensor* w = constantValue(n.input(1));
-  if (!w || w->rank() != 4) return false;
-  if (n.getInt("group") == 1) return w->dim(0) % b == 0 && (w->dim(1) % b == 0 || w->dim(1) < b);
-  return isDepthwise(n, *w) && w->dim(0) % b == 0;
+/// The block of a map of `channels` channels: `forced` when nonzero (and it
+/// divides them), else 16 when 16 divides them, else 8 when 8 does; 0 if none.
+int64_t blockOf(int64_t channels, int64_t forced) {
+  if (forced) return channels % forced == 0 ? forced : 0;
+  return channels % 16 == 0 ? 16 : channels % 8 == 0 ? 8 : 0;
 }
 
-/// Input channels per block: b, or all of them when fewer (an RGB stem conv's 3).
-int64_t inputBlock(int64_t channels, int64_t b) { return channels % b == 0 ? b : channels; }
+/// A conv's input and output channels per block (c and b above).
+struct ConvBlocks {
+  int64_t in = 0, out = 0;
+};
 
-/// block=0: 16 (an AVX-512 vector of f32) when it divides every conv that 8
-/// divides, else 8, so that one block size keeps the whole network blocked
-/// (MobileNetV2's 24-channel layers: 8).
-int64_t automaticBlock(const ir::Graph& g) {
-  for (const ir::Node* n : g.nodes())
-    if (blockable(*n, 8) && !blockable(*n, 16)) return 8;
-  return 16;
+/// The channel count whose block conv `n` writes: its output channels, or
+/// their common divisor with the parts of a channel Split of its result
+/// (combine-parallel-conv2d's merged conv), so that the Split cuts whole blocks.
+int64_t outputChannelsToBlock(const ir::Node& n, int64_t channels) {
+  for (const ir::Use& use : n.output(0)->uses()) {
+    if (!use.user || !isOp(use.user, "Split") || use.user->getInt("axis") != 1) continue;
+    for (const ir::Value* part : use.user->outputs())
+      if (part->type().isTensor() && part->tensorType().isStatic()) channels = std::gcd(channels, part->tensorType().dim(1));
+  }
+  return channels;
+}
+
+/// The blocks conv `n` runs with, or nullopt when it stays NCHW.
+std::optional<ConvBlocks> blocksOf(const ir::Node& n, int64_t forced) {
+  if (!isOp(&n, "Conv")) return std::nullopt;
+  const ir::Value *x = n.input(0), *y = n.output(0);
+  if (!x->type().isTensor() || !x->tensorType().isStatic() || x->tensorType().rank() != 4) return std::nullopt;
+  if (x->tensorType().dtype() != DType::F32) return std::nullopt;  // the conv2d-nchwc template's type
+  if (!y->type().isTensor() || !y->tensorType().isStatic()) return std::nullopt;
+  const Tensor* w = constantValue(n.input(1));
+  if (!w || w->rank() != 4) return std::nullopt;
+  const int64_t C = x->tensorType().dim(1);
+  if (n.getInt("group") != 1) {
+    const int64_t b = blockOf(C, forced);
+    if (!isDepthwise(n, *w) || !b) return std::nullopt;
+    return ConvBlocks{b, b};
+  }
+  const int64_t out = blockOf(outputChannelsToBlock(n, w->dim(0)), forced);
+  // Fewer input channels than a block and none of their own: all in one block.
+  const int64_t in = blockOf(C, forced) ? blockOf(C, forced) : C < (forced ? forced : 16) ? C : 0;
+  if (!out || !in) return std::nullopt;
+  return ConvBlocks{in, out};
 }
 
 /// The permutation of `back`: [N, C/b, H, W, b] -> [N, C/b, b, H, W].
@@ -81,13 +114,14 @@ Expected<ir::Value*> unblocked(ir::Value* t, const Dims& y, const std::string& n
   return reshaped->output(0);
 }
 
-Expected<bool> block(ir::Node* n, int64_t b) {
-  if (!blockable(*n, b)) return false;
+Expected<bool> block(ir::Node* n, int64_t forced) {
+  const std::optional<ConvBlocks> blocks = blocksOf(*n, forced);
+  if (!blocks) return false;
   ir::Graph& g = *n->graph();
   const Dims& xd = n->input(0)->tensorType().dims();
   const Dims& yd = n->output(0)->tensorType().dims();
   const Tensor& w = *constantValue(n->input(1));
-  const int64_t O = w.dim(0), C = xd[1], ci = inputBlock(C, b);
+  const int64_t O = w.dim(0), C = xd[1], ci = blocks->in, b = blocks->out;
   std::string base = nameBase(*n);
   auto shape = [&](const Dims& d, const std::string& what) {
     return makeConstant(g, Tensor::fromVector<int64_t>({int64_t(d.size())}, d), base + what, n);
@@ -258,8 +292,8 @@ Status hoist(ir::Node* u) {
   return Status::ok();
 }
 
-Expected<bool> alter(ir::Graph& g, int64_t b, const PassContext& ctx) {
-  KILN_ASSIGN(bool changed, rewriteNodes(g, [b](ir::Node* n) { return block(n, b); }));
+Expected<bool> alter(ir::Graph& g, int64_t forced, const PassContext& ctx) {
+  KILN_ASSIGN(bool changed, rewriteNodes(g, [forced](ir::Node* n) { return block(n, forced); }));
   if (!changed) return false;
   auto first = [](const ir::Graph& graph) -> ir::Node* {
     for (ir::Node* n : graph.nodes()) {
@@ -284,13 +318,13 @@ PassInfo alterOpLayoutPass() {
   p.name = "alter-op-layout";
   p.summary = "Run convolutions in a channel-blocked layout (NCHW{b}c) with prepacked weights";
   p.description =
-      "Rewrites 2-D Convs (group 1 with output channels the block divides, input channels it divides or "
-      "fewer than a block; depthwise) into kiln::ConvNCHWc over blocked data [N, C/b, H, W, b] with prepacked "
-      "weights, moves elementwise ops (unary, or binary with both operands blocked alike: residual adds) ahead of "
-      "the layout transforms and cancels the transforms between consecutive convolutions (anchor: TVM's "
-      "AlterOpLayout, oneDNN's nChw16c); squeeze-excite pooling runs blocked as ReduceMean. Option block (default 0: "
-      "16, or 8 where 16 would leave a conv unblocked). Within 1e-6 relative (summation order). On the CPU "
-      "ResNet-50 runs 1.6x faster, MobileNetV2 and SSDLite 1.04-1.1x.";
+      "Rewrites 2-D Convs (group 1 whose output channels have a block and input channels one too or fewer than "
+      "a block; depthwise) into kiln::ConvNCHWc over blocked data [N, C/b, H, W, b] with prepacked weights, moves "
+      "elementwise ops (unary, or binary with both operands blocked alike: residual adds) ahead of the layout "
+      "transforms and cancels the transforms between consecutive convolutions (anchor: TVM's AlterOpLayout, "
+      "oneDNN's nChw16c); squeeze-excite pooling runs blocked as ReduceMean. A map's block follows from its "
+      "channel count: 16 where 16 divides it, else 8 (option block: one block for every map). Within 1e-6 "
+      "relative (summation order). On the CPU ResNet-50 runs 1.6x faster, MobileNetV2 1.4x, SSDLite 1.05x.";
   // Table 4 puts AlterOpLayout in every class (BR has no convs). It is a
   // target's layout: -O3 runs it for the cpu target only (OptLevels.cpp);
   // the interpreter runs kiln::ConvNCHWc on slow reference loops, and the
@@ -299,14 +333,16 @@ PassInfo alterOpLayoutPass() {
   p.tolerance = 1e-6;
   p.optLevel = 3;
   p.options = {{"block", PassOptionSpec::Kind::Int, "0",
-                "channels per block (a multiple of the target's f32 vector width); 0: 16 where it divides every "
-                "conv 8 divides, else 8"}};
+                "channels per block for every map (a multiple of the target's f32 vector width); 0: per map, 16 "
+                "where 16 divides its channels, else 8"}};
   // Any block size may be asked for: applicable when some conv is blockable at all.
-  p.applicable = [](const ir::Graph& g) { return anyNode(g, [](const ir::Node& n) { return blockable(n, 1); }); };
+  p.applicable = [](const ir::Graph& g) {
+    return anyNode(g, [](const ir::Node& n) { return blocksOf(n, 1).has_value(); });
+  };
   p.run = [](ir::Graph& g, const PassOptions& o, const PassContext& ctx) -> Expected<bool> {
     int64_t b = o.getInt("block");
     if (b < 0 || b > 256) return Error(ErrorCode::InvalidArgument, "alter-op-layout: block must be 1..256 (0: automatic)");
-    return alter(g, b ? b : automaticBlock(g), ctx);
+    return alter(g, b, ctx);
   };
   return p;
 }

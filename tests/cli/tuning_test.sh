@@ -66,7 +66,7 @@ done
 # kernel tuned second, follow measured times, which vary run to run).
 for s in random sa; do
   for db in "once_$s.jsonl" "again_$s.jsonl"; do
-    "$KILN" tune "$MODEL" --strategy $s --trials 8 --kernel "ConvNCHWc 1x1x64x64x3" --kernel "ConvNCHWc 1x1x16x16x8 -> 1x2x16x16x8" \
+    "$KILN" tune "$MODEL" --strategy $s --trials 8 --kernel "ConvNCHWc 1x1x64x64x3" --kernel "ConvNCHWc 1x1x16x16x8 -> 1x1x16x16x16" \
       "${FAST[@]}" --db "$db" --quiet --no-transfer > tune_once.txt
   done
 done
@@ -91,7 +91,7 @@ for name, first in (('random', None), ('sa', 4)):
 # Replay: a grid table of one kernel answers strategy runs without measuring;
 # the same seed proposes the same configurations, every one, with the table's
 # times; a table lacking a proposed configuration is an error, not a guess.
-K16="ConvNCHWc 1x1x16x16x8 -> 1x2x16x16x8"
+K16="ConvNCHWc 1x1x16x16x8 -> 1x1x16x16x16"
 "$KILN" tune "$MODEL" --strategy grid --trials 100000 --kernel "$K16" "${FAST[@]}" --db table.jsonl --quiet > /dev/null
 for db in replay1.jsonl replay2.jsonl; do
   "$KILN" tune "$MODEL" --replay table.jsonl --strategy sa-as --trials 12 --kernel "$K16" --batch 4 --db $db --quiet \
@@ -118,7 +118,7 @@ expect_fail "--replay needs --db" "$KILN" tune "$MODEL" --replay table.jsonl --k
 
 # Transfer within a run: from an empty database, kernels of a template tuned
 # after another one of it learn from its measurements.
-"$KILN" tune "$MODEL" --strategy sa --trials 24 --kernel "ConvNCHWc 1x1x16x16x8" --kernel "ConvNCHWc 1x2x16x16x8" "${FAST[@]}" --db run_transfer.jsonl --json run_transfer.json \
+"$KILN" tune "$MODEL" --strategy sa --trials 24 --kernel "ConvNCHWc 1x1x16x16x8" --kernel "ConvNCHWc 1x1x16x16x16 ->" "${FAST[@]}" --db run_transfer.jsonl --json run_transfer.json \
   > run_transfer.txt 2> /dev/null
 expect_in "transfer rows)" run_transfer.txt
 /usr/bin/python3 -c "
@@ -127,9 +127,9 @@ tasks = [t for t in json.load(open('run_transfer.json'))['tasks'] if t['trials']
 assert any(t['transfer_rows'] for t in tasks) and not all(t['transfer_rows'] for t in tasks), tasks"
 # Transfer: records of the other conv kernels in the database train the model for a new one.
 cp db_sa.jsonl transfer.jsonl
-"$KILN" tune "$MODEL" --strategy sa --trials 4 --kernel "ConvNCHWc 1x4x2x2x8" "${FAST[@]}" --db transfer.jsonl > transfer.txt 2> /dev/null
+"$KILN" tune "$MODEL" --strategy sa --trials 4 --kernel "ConvNCHWc 1x2x2x2x16" "${FAST[@]}" --db transfer.jsonl > transfer.txt 2> /dev/null
 expect_in "transfer rows)" transfer.txt
-"$KILN" tune "$MODEL" --strategy sa --trials 4 --kernel "ConvNCHWc 1x4x2x2x8" "${FAST[@]}" --db transfer.jsonl --no-transfer \
+"$KILN" tune "$MODEL" --strategy sa --trials 4 --kernel "ConvNCHWc 1x2x2x2x16" "${FAST[@]}" --db transfer.jsonl --no-transfer \
   > no_transfer.txt 2> /dev/null
 if grep -q "transfer rows" no_transfer.txt; then fail "--no-transfer still used transfer rows"; fi
 

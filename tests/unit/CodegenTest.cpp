@@ -352,6 +352,11 @@ TEST_CASE("conv2d-nchwc template: channel-blocked convs (alter-op-layout's) matc
   checkAllConfigs(blockedConv("1,1,10,11,8", {1, 1, 3, 3, 1, 8}, " {dilations = [2, 2], group = 8, pads = [2, 1, 0, 2]}",
                               "1,1,8,10,8", 28),
                   "ConvNCHWc", 64);
+  // Blocks that differ in and out (alter-op-layout's per-map blocks: MobileNetV2's 24 -> 144 expansions read
+  // blocks of 8 and write 16, its 144 -> 24 projections the reverse), padded 3x3 and 1x1.
+  checkAllConfigs(blockedConv("1,3,5,6,8", {2, 3, 3, 3, 8, 16}, " {pads = [1, 1, 1, 1]}", "1,2,5,6,16", 29), "ConvNCHWc",
+                  64);
+  checkAllConfigs(blockedConv("1,2,4,9,16", {3, 2, 1, 1, 16, 8}, "", "1,3,4,9,8", 30), "ConvNCHWc", 64);
   // An RGB stem: 3 input channels as one block, 8 output lanes.
   checkAllConfigs(blockedConv("1,1,7,7,3", {1, 1, 3, 3, 3, 8}, " {pads = [1, 1, 1, 1], strides = [2, 2]}", "1,1,4,4,8", 27),
                   "ConvNCHWc", 64);
