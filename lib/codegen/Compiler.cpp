@@ -394,10 +394,10 @@ Expected<LoweredModel> compileCpuArtifact(ir::Graph& graph, const CompileOptions
   Stopwatch timer;
   std::vector<const Kernel*> kernels;
   for (const LoweredKernel& k : model.kernels) kernels.push_back(&k.kernel);
-  KILN_ASSIGN(CpuObject object, compileToObject(kernels));
-  model.executable->objectCode = std::move(object.bytes);
-  model.executable->cpu = object.cpu;
-  model.executable->cpuFeatures = object.requiredFeatures;
+  KILN_ASSIGN(std::vector<CpuObject> objects, compileToObjects(kernels));
+  for (CpuObject& object : objects) model.executable->objectCode.push_back(std::move(object.bytes));
+  model.executable->cpu = objects.front().cpu;
+  model.executable->cpuFeatures = objects.front().requiredFeatures;
   model.stats.llvmMs = timer.elapsedMs();
   return model;
 }

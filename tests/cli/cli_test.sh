@@ -220,6 +220,14 @@ expect_in "host steps" compile_ssd.txt
 expect_in "NonZero x" compile_ssd.txt
 "$KILN" run ssd.kiln --output-dir ssd_out > /dev/null
 [ -f ssd_out/scores.npy ] || fail "kiln run of a compiled detector wrote no scores"
+# The kernels are compiled in parts on KILN_COMPILE_THREADS threads (two parts per thread); the code, and so the
+# outputs, are the same however they were split.
+KILN_COMPILE_THREADS=1 "$KILN" compile "$SSD" -o ssd_1.kiln > compile_1.txt
+expect_in "in 1 part (KILN_COMPILE_THREADS=1)" compile_1.txt
+KILN_COMPILE_THREADS=3 "$KILN" compile "$SSD" -o ssd_3.kiln > compile_3.txt
+expect_in "in 6 parts (KILN_COMPILE_THREADS=3)" compile_3.txt
+for t in 1 3; do "$KILN" run ssd_$t.kiln --seed 5 --output-dir ssd_out_$t > /dev/null; done
+for f in ssd_out_1/*.npy; do cmp -s "$f" "ssd_out_3/$(basename "$f")" || fail "$f differs between 1 and 6 object parts"; done
 expect_fail "error KE5001 (codegen-unsupported)" "$KILN" compile "$SSD" -o ssd2.kiln --no-host-steps
 expect_in "host steps are disabled" err.txt
 expect_fail "unknown target 'tpu'" "$KILN" compile "$TINY" --target tpu -o x.kiln

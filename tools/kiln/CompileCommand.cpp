@@ -242,7 +242,9 @@ int compileModel(const CompileOptions& o) {
   if (Status s = saveAndReport(o, *model, output, ""); !s.isOk()) return reportError(s.error());
   const codegen::CompileStats& st = model->stats;
   const runtime::Executable& exe = *model->executable;
-  std::cout << "  weights        " << size(st.weightBytes) << ", object code " << size(exe.objectCode.size()) << "\n";
+  std::cout << "  weights        " << size(st.weightBytes) << ", object code " << size(exe.objectCodeBytes()) << " in "
+            << exe.objectCode.size() << (exe.objectCode.size() == 1 ? " part" : " parts") << " (KILN_COMPILE_THREADS="
+            << codegen::compileThreads() << ")\n";
   if (!tuningSummary.empty()) std::cout << "  " << tuningSummary << "\n";
   std::cout << "  time ms        import " << importMs << ", passes " << passesMs << ", plan " << st.planMs << ", lower "
             << st.lowerMs << ", llvm " << st.llvmMs << "\n";

@@ -22,7 +22,8 @@ class CpuJit {
  public:
   static Expected<std::unique_ptr<CpuJit>> create();
   ~CpuJit();
-  /// Compiles the kernels as one module; entry points in the kernels' order.
+  /// Compiles the kernels (in parts, on one thread per core) and links them;
+  /// entry points in the kernels' order.
   Expected<std::vector<CpuKernelFn>> compile(const std::vector<const Kernel*>& kernels);
   /// The host CPU the code is tuned for (e.g. "skylake-avx512").
   std::string hostCpu() const;
@@ -41,6 +42,13 @@ struct CpuObject {
   std::vector<std::string> requiredFeatures;  ///< ISA extensions the code uses (avx2, avx512f, fma, ...)
 };
 Expected<CpuObject> compileToObject(const std::vector<const Kernel*>& kernels);
+/// Threads compiling CPU kernels: $KILN_COMPILE_THREADS when a positive
+/// number, else one per core.
+size_t compileThreads();
+/// The kernels compiled in parts (one object each, two per thread at most;
+/// one part on one thread) on compileThreads() threads: what the JIT links
+/// and an artifact stores.
+Expected<std::vector<CpuObject>> compileToObjects(const std::vector<const Kernel*>& kernels);
 
 /// The LLVM version kiln's CPU code generator links ("19.1.7").
 std::string llvmVersion();

@@ -131,10 +131,12 @@ struct Executable {
   std::vector<KernelStep> steps;
   std::vector<uint32_t> inputs, outputs;  ///< buffer ids in model order
   uint64_t arenaBytes = 0;                 ///< peak intermediate memory (the memory plan)
-  std::vector<uint8_t> objectCode;         ///< CPU: ELF relocatable object with the entry points
+  std::vector<std::vector<uint8_t>> objectCode;  ///< CPU: ELF relocatable objects (kernels compiled in parts) with the entry points
   std::vector<CudaKernelCode> cudaKernels; ///< CUDA: per kernelNames entry
   std::vector<LibraryCall> libraryCalls;   ///< CUDA: what library steps run
 
+  /// The CPU object code's size, all parts.
+  uint64_t objectCodeBytes() const;
   /// Checks internal consistency (ids in range, arena bounds, weights match); the
   /// error says what is wrong (ArtifactCorrupt).
   Status validate() const;

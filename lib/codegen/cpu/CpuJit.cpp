@@ -1,13 +1,18 @@
 //===- lib/codegen/cpu/CpuJit.cpp - ORC JIT for CPU kernels ---------------===//
 //
-// Builds one LLVM module per batch of kernels, optimizes it with the new pass
-// manager at O3 for the host target machine (all host features, so AVX2 /
-// AVX-512 are used where present) and hands it to an LLJIT (the runtime
-// symbol kiln_rt_parallel_for and libm resolve from this process), or emits
-// it as a position-independent relocatable object for an artifact.
+// Builds LLVM modules of kernels, optimizes them with the new pass manager
+// at O3 for the host target machine (all host features, so AVX2 / AVX-512
+// are used where present) and emits position-independent relocatable
+// objects: one for an artifact, or for the JIT several, compiled on their
+// own threads and linked by an LLJIT (the runtime symbol
+// kiln_rt_parallel_for and libm resolve from this process).
 //
 //===----------------------------------------------------------------------===//
+#include <algorithm>
+#include <cstdlib>
 #include <mutex>
+#include <optional>
+#include <thread>
 
 #include <llvm/Config/llvm-config.h>
 #include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
@@ -18,6 +23,7 @@
 #include <llvm/IR/Verifier.h>
 #include <llvm/Passes/PassBuilder.h>
 #include <llvm/Support/TargetSelect.h>
+#include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
 #include <llvm/TargetParser/Host.h>
@@ -125,11 +131,13 @@ std::string llvmVersion() { return LLVM_VERSION_STRING; }
 std::string CpuJit::hostCpu() const { return impl_->tm->getTargetCPU().str(); }
 
 Expected<std::vector<CpuKernelFn>> CpuJit::compile(const std::vector<const Kernel*>& kernels) {
-  auto context = std::make_unique<llvm::LLVMContext>();
-  auto module = std::make_unique<llvm::Module>("kiln_kernels_" + std::to_string(impl_->modules++), *context);
-  KILN_TRY(buildModule(kernels, *module, *impl_->tm, true));
-  if (auto e = impl_->jit->addIRModule(llvm::orc::ThreadSafeModule(std::move(module), std::move(context))))
-    return llvmError(std::move(e), "adding kernels to the JIT");
+  KILN_ASSIGN(std::vector<CpuObject> objects, compileToObjects(kernels));
+  for (const CpuObject& object : objects) {
+    auto buffer = llvm::MemoryBuffer::getMemBufferCopy(
+        llvm::StringRef(reinterpret_cast<const char*>(object.bytes.data()), object.bytes.size()),
+        "kiln_kernels_" + std::to_string(impl_->modules++));
+    if (auto e = impl_->jit->addObjectFile(std::move(buffer))) return llvmError(std::move(e), "adding kernels to the JIT");
+  }
   std::vector<CpuKernelFn> fns;
   for (const Kernel* k : kernels) {
     auto addr = impl_->jit->lookup(k->name);
@@ -167,6 +175,35 @@ Expected<CpuObject> compileToObject(const std::vector<const Kernel*>& kernels) {
     if (features.find(std::string("+") + f + ",") != std::string::npos || features.ends_with(std::string("+") + f))
       object.requiredFeatures.push_back(f);
   return object;
+}
+
+size_t compileThreads() {
+  const size_t cores = std::max(1u, std::thread::hardware_concurrency());
+  const char* env = std::getenv("KILN_COMPILE_THREADS");
+  if (!env || !*env) return cores;
+  char* end = nullptr;
+  const long n = std::strtol(env, &end, 10);
+  return *end == '\0' && n >= 1 ? size_t(n) : cores;  // not a positive number: the default
+}
+
+Expected<std::vector<CpuObject>> compileToObjects(const std::vector<const Kernel*>& kernels) {
+  // Kernels are independent functions: parts of them are optimized and
+  // compiled on their own threads, each with its own LLVM context and target
+  // machine. Two parts per thread, taken in turn, even out kernels of unequal
+  // cost; one thread compiles one part. KILN_COMPILE_THREADS caps the
+  // threads (default: one per core).
+  const size_t threads = compileThreads();
+  const size_t parts = std::max<size_t>(1, threads == 1 ? 1 : std::min(kernels.size(), 2 * threads));
+  std::vector<std::vector<const Kernel*>> groups(parts);
+  for (size_t i = 0; i < kernels.size(); ++i) groups[i % parts].push_back(kernels[i]);
+  std::vector<std::optional<Expected<CpuObject>>> compiled(parts);
+  runOnThreads(parts, int(threads), [&](size_t i) { compiled[i] = compileToObject(groups[i]); });
+  std::vector<CpuObject> objects;
+  for (std::optional<Expected<CpuObject>>& object : compiled) {
+    if (!*object) return std::move(*object).error();
+    objects.push_back(std::move(**object));
+  }
+  return objects;
 }
 
 Expected<std::string> emitLlvmText(const std::vector<const Kernel*>& kernels, bool optimize) {

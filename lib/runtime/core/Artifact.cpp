@@ -152,7 +152,8 @@ std::vector<uint8_t> serializeExecutable(const Executable& exe) {
     w.pod<uint64_t>(list->size());
     for (uint32_t id : *list) w.pod<uint32_t>(id);
   }
-  w.blob(exe.objectCode.data(), exe.objectCode.size());
+  w.pod<uint64_t>(exe.objectCode.size());
+  for (const std::vector<uint8_t>& object : exe.objectCode) w.blob(object.data(), object.size());
   w.pod<uint64_t>(exe.cudaKernels.size());
   for (const CudaKernelCode& c : exe.cudaKernels) {
     for (uint32_t v : c.grid) w.pod<uint32_t>(v);
@@ -284,8 +285,11 @@ Expected<Executable> deserializeExecutable(const uint8_t* data, size_t size) {
       list->push_back(id);
     }
   }
-  KILN_ASSIGN(auto object, r.blob());
-  exe.objectCode.assign(object.first, object.first + object.second);
+  KILN_ASSIGN(uint64_t objects, r.count(8));
+  for (uint64_t i = 0; i < objects; ++i) {
+    KILN_ASSIGN(auto object, r.blob());
+    exe.objectCode.emplace_back(object.first, object.first + object.second);
+  }
   KILN_ASSIGN(uint64_t cudaKernels, r.count(40));
   for (uint64_t i = 0; i < cudaKernels; ++i) {
     CudaKernelCode c;

@@ -125,6 +125,12 @@ Status Executable::checkInputs(const std::vector<Tensor>& values) const {
   return Status::ok();
 }
 
+uint64_t Executable::objectCodeBytes() const {
+  uint64_t bytes = 0;
+  for (const std::vector<uint8_t>& object : objectCode) bytes += object.size();
+  return bytes;
+}
+
 Status Executable::validate() const {
   auto bad = [](auto&&... parts) { return makeError(ErrorCode::ArtifactCorrupt, "executable: ", parts...); };
   std::vector<int> inputSeen(inputs.size()), outputSeen(outputs.size());

@@ -2,7 +2,7 @@
 //
 // Loading: read and verify the artifact; for the CPU target, check that this
 // CPU has the ISA extensions the code was compiled with, link the object
-// code, bind every kernel name to its entry point and hand the result to a
+// code (each part on its own: kernels do not call each other), bind every kernel name to its entry point and hand the result to a
 // CpuExecutor; for the CUDA target, hand it to a CudaExecutor (which loads
 // the code onto the GPU).
 //
@@ -19,7 +19,7 @@ namespace kiln {
 
 struct Model::Impl {
   std::shared_ptr<const runtime::Executable> exe;
-  std::unique_ptr<runtime::LoadedObject> code;
+  std::vector<std::unique_ptr<runtime::LoadedObject>> code;  ///< the object code's parts, linked
   std::unique_ptr<runtime::CpuExecutor> executor;
   std::unique_ptr<runtime::CudaExecutor> cuda;
   std::vector<TensorInfo> inputs, outputs;
@@ -50,10 +50,14 @@ Expected<std::unique_ptr<Model>> Model::load(const std::string& path) {
     if (!runtime::hostHasFeature(f))
       return Error(ErrorCode::ArtifactVersion, path + ": compiled for " + exe.cpu + ", which has " + f +
                                                    "; this CPU does not (recompile on this machine)");
-  KILN_ASSIGN(model->impl_->code, runtime::LoadedObject::load(exe.objectCode.data(), exe.objectCode.size()));
+  for (const std::vector<uint8_t>& object : exe.objectCode) {
+    KILN_ASSIGN(std::unique_ptr<runtime::LoadedObject> code, runtime::LoadedObject::load(object.data(), object.size()));
+    m.code.push_back(std::move(code));
+  }
   std::vector<runtime::KernelEntry> entries;
   for (const std::string& name : exe.kernelNames) {
-    void* fn = model->impl_->code->symbol(name);
+    void* fn = nullptr;
+    for (size_t i = 0; i < m.code.size() && !fn; ++i) fn = m.code[i]->symbol(name);
     if (!fn) return Error(ErrorCode::ArtifactCorrupt, path + ": kernel '" + name + "' missing from the object code");
     entries.push_back(reinterpret_cast<runtime::KernelEntry>(fn));
   }
