@@ -101,13 +101,23 @@ Expected<Tensor> packConstant(const Tensor& source, const PackSpec& spec) {
   Tensor out = Tensor::zeros(source.dtype(), {panels, k, w});
   const uint8_t* src = static_cast<const uint8_t*>(source.rawData());
   uint8_t* dst = static_cast<uint8_t*>(out.mutableRawData());
-  for (int64_t p = 0; p < panels; ++p)
-    for (int64_t kk = 0; kk < k; ++kk)
-      for (int64_t j = 0; j < w && p * w + j < n; ++j) {
-        int64_t col = p * w + j;
-        int64_t from = spec.transposed ? col * k + kk : kk * n + col;
-        std::memcpy(dst + size_t((p * k + kk) * w + j) * elem, src + size_t(from) * elem, elem);
+  for (int64_t p = 0; p < panels; ++p) {
+    const int64_t cols = std::min(w, n - p * w);  // the last panel's missing columns stay zero
+    uint8_t* panel = dst + size_t(p * k * w) * elem;
+    if (!spec.transposed) {  // a panel row is a contiguous run of the source row
+      for (int64_t kk = 0; kk < k; ++kk)
+        std::memcpy(panel + size_t(kk * w) * elem, src + size_t(kk * n + p * w) * elem, size_t(cols) * elem);
+      continue;
+    }
+    // Transposed: panel column j is source row p * w + j, read contiguously.
+    byElementSize(elem, [&]<class U>() {
+      for (int64_t j = 0; j < cols; ++j) {
+        const U* from = reinterpret_cast<const U*>(src) + (p * w + j) * k;
+        U* to = reinterpret_cast<U*>(panel) + j;
+        for (int64_t kk = 0; kk < k; ++kk) to[kk * w] = from[kk];
       }
+    });
+  }
   return out;
 }
 

@@ -40,15 +40,31 @@ std::string dimsToString(const Dims& dims) {
   return s;
 }
 
-std::shared_ptr<Buffer> Buffer::allocate(size_t bytes) {
+namespace {
+
+/// 64-byte aligned storage for `bytes` (rounded up to whole cache lines), its contents undefined.
+std::pair<uint8_t*, std::shared_ptr<const void>> alignedStorage(size_t bytes) {
   size_t rounded = (bytes + 63) / 64 * 64;
   if (rounded == 0) rounded = 64;
   void* p = std::aligned_alloc(64, rounded);
   if (!p) throw std::bad_alloc();
-  std::memset(p, 0, rounded);
   std::shared_ptr<const void> owner(p, [](const void* q) { std::free(const_cast<void*>(q)); });
-  return std::shared_ptr<Buffer>(
-      new Buffer(std::move(owner), static_cast<const uint8_t*>(p), bytes, true));
+  return {static_cast<uint8_t*>(p), std::move(owner)};
+}
+
+}  // namespace
+
+std::shared_ptr<Buffer> Buffer::allocate(size_t bytes) {
+  auto [p, owner] = alignedStorage(bytes);
+  std::memset(p, 0, (bytes + 63) / 64 * 64);
+  return std::shared_ptr<Buffer>(new Buffer(std::move(owner), p, bytes, true));
+}
+
+std::shared_ptr<Buffer> Buffer::copyOf(const void* data, size_t bytes) {
+  auto [p, owner] = alignedStorage(bytes);
+  if (bytes) std::memcpy(p, data, bytes);
+  std::memset(p + bytes, 0, (bytes + 63) / 64 * 64 - bytes);  // the tail of the last line, as allocate leaves it
+  return std::shared_ptr<Buffer>(new Buffer(std::move(owner), p, bytes, true));
 }
 
 std::shared_ptr<Buffer> Buffer::view(std::shared_ptr<const void> owner, const void* data,
@@ -103,9 +119,7 @@ Tensor Tensor::reshaped(Dims dims) const {
 }
 
 Tensor Tensor::clone() const {
-  Tensor t = zeros(dtype_, dims_);
-  if (byteSize()) std::memcpy(t.mutableRawData(), rawData(), byteSize());
-  return t;
+  return Tensor(dtype_, dims_, Buffer::copyOf(rawData(), byteSize()));
 }
 
 Tensor Tensor::castTo(DType dtype) const {

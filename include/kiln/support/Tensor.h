@@ -33,6 +33,8 @@ class Buffer {
  public:
   /// Zero-filled, 64-byte aligned, writable.
   static std::shared_ptr<Buffer> allocate(size_t bytes);
+  /// A 64-byte aligned, writable copy of `bytes` bytes at `data` (not zero-filled first).
+  static std::shared_ptr<Buffer> copyOf(const void* data, size_t bytes);
   /// Read-only view of memory owned by `owner`.
   static std::shared_ptr<Buffer> view(std::shared_ptr<const void> owner, const void* data,
                                       size_t bytes);
@@ -120,6 +122,18 @@ class Tensor {
   int64_t numElements_ = 0;
   std::shared_ptr<Buffer> buffer_;
 };
+
+/// Calls f<U>() with U an unsigned integer type of the element size (1, 2,
+/// 4, else 8 bytes): moves elements of any dtype without a memcpy each.
+template <class F>
+void byElementSize(size_t size, F&& f) {
+  switch (size) {
+    case 1: f.template operator()<uint8_t>(); break;
+    case 2: f.template operator()<uint16_t>(); break;
+    case 4: f.template operator()<uint32_t>(); break;
+    default: f.template operator()<uint64_t>(); break;
+  }
+}
 
 /// Converts one value with ONNX Cast semantics (no undefined behaviour on overflow).
 template <class To, class From>

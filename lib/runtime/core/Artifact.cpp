@@ -108,7 +108,17 @@ Expected<DType> readDType(Reader& r) {
 }  // namespace
 
 std::vector<uint8_t> serializeExecutable(const Executable& exe) {
+  // The header is written last, in place; the payload's size is known up to
+  // the names and tables, so the bytes are reserved once (no regrowth copies).
   Writer w;
+  size_t bulk = exe.objectCodeBytes();
+  for (const Tensor& t : exe.weights) bulk += t.byteSize();
+  for (const CudaKernelCode& c : exe.cudaKernels) {
+    bulk += c.ptx.size();
+    for (const auto& cubin : c.cubins) bulk += cubin.size();
+  }
+  w.bytes.reserve(kHeaderBytes + bulk + (size_t(1) << 20));
+  w.bytes.resize(kHeaderBytes);
   w.str(exe.target);
   w.str(exe.cpu);
   w.pod<uint64_t>(exe.cpuFeatures.size());
@@ -184,14 +194,15 @@ std::vector<uint8_t> serializeExecutable(const Executable& exe) {
     writeDims(w, t.dims());
     w.blob(t.rawData(), t.byteSize());
   }
-  Writer file;
-  file.bytes.insert(file.bytes.end(), kMagic, kMagic + 8);
-  file.pod<uint32_t>(kArtifactFormatVersion);
-  file.pod<uint32_t>(0);
-  file.pod<uint64_t>(w.bytes.size());
-  file.pod<uint64_t>(hashBytes(w.bytes.data(), w.bytes.size()));
-  file.bytes.insert(file.bytes.end(), w.bytes.begin(), w.bytes.end());
-  return file.bytes;
+  Writer header;
+  header.bytes.insert(header.bytes.end(), kMagic, kMagic + 8);
+  header.pod<uint32_t>(kArtifactFormatVersion);
+  header.pod<uint32_t>(0);
+  const size_t payload = w.bytes.size() - kHeaderBytes;
+  header.pod<uint64_t>(payload);
+  header.pod<uint64_t>(hashBytes(w.bytes.data() + kHeaderBytes, payload));
+  std::copy(header.bytes.begin(), header.bytes.end(), w.bytes.begin());
+  return std::move(w.bytes);
 }
 
 Expected<Executable> deserializeExecutable(const uint8_t* data, size_t size) {
@@ -345,9 +356,7 @@ Expected<Executable> deserializeExecutable(const uint8_t* data, size_t size) {
       expected *= uint64_t(d);
     }
     if (expected != bytes.second) return Error(ErrorCode::ArtifactCorrupt, "artifact: weight size does not match its type");
-    auto buffer = Buffer::allocate(bytes.second);
-    if (bytes.second) std::memcpy(buffer->mutableData(), bytes.first, bytes.second);
-    exe.weights.emplace_back(dtype, dims, buffer);
+    exe.weights.emplace_back(dtype, dims, Buffer::copyOf(bytes.first, bytes.second));
   }
   if (!r.done()) return Error(ErrorCode::ArtifactCorrupt, "artifact has trailing bytes");
   KILN_TRY(exe.validate());
@@ -364,9 +373,13 @@ Status saveArtifact(const Executable& exe, const std::string& path) {
 }
 
 Expected<Executable> loadArtifact(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) return Error(ErrorCode::IoError, "cannot read '" + path + "'");
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::streamoff size = in.tellg();
+  if (size < 0) return Error(ErrorCode::IoError, "cannot read '" + path + "'");
+  std::vector<uint8_t> bytes(static_cast<size_t>(size));  // one read, not a byte at a time
+  in.seekg(0);
+  if (!in.read(reinterpret_cast<char*>(bytes.data()), size)) return Error(ErrorCode::IoError, "reading '" + path + "' failed");
   Expected<Executable> exe = deserializeExecutable(bytes.data(), bytes.size());
   if (!exe) {
     Error e = std::move(exe).error();

@@ -48,9 +48,7 @@ kiln::Expected<std::vector<kiln::Tensor>> inputTensors(const kiln_model* m, cons
     const kiln::TensorInfo& t = m->model->inputs()[i];
     if (!inputs[i]) return kiln::Error(kiln::ErrorCode::ExecInput, "input " + t.name + " is null");
     size_t n = bytesOf(&t);
-    auto buffer = kiln::Buffer::allocate(n);
-    std::memcpy(buffer->mutableData(), inputs[i], n);
-    in.emplace_back(t.dtype, t.dims, buffer);
+    in.emplace_back(t.dtype, t.dims, kiln::Buffer::copyOf(inputs[i], n));
   }
   return in;
 }

@@ -86,9 +86,7 @@ Expected<std::vector<Tensor>> CpuExecutor::run(const std::vector<Tensor>& inputs
     }
     if (b.kind == BufferKind::Input) return inputs[b.index];
     if (b.kind == BufferKind::Weight) return exe.weights[b.index];
-    Tensor t(b.dtype, b.dims, Buffer::allocate(b.bytes()));
-    if (b.bytes()) std::memcpy(t.mutableRawData(), pointers[id], b.bytes());
-    return t;
+    return Tensor(b.dtype, b.dims, Buffer::copyOf(pointers[id], b.bytes()));
   };
   std::vector<void*> args;
   if (stepMs) stepMs->resize(exe.steps.size(), 0.0);

@@ -15,17 +15,6 @@ using namespace kernels;
 
 namespace {
 
-/// Calls f<U>() with U an unsigned integer type of the element size.
-template <class F>
-void byElementSize(size_t size, F&& f) {
-  switch (size) {
-    case 1: f.template operator()<uint8_t>(); break;
-    case 2: f.template operator()<uint16_t>(); break;
-    case 4: f.template operator()<uint32_t>(); break;
-    default: f.template operator()<uint64_t>(); break;
-  }
-}
-
 /// out[o] = in[base + sum(idx_d * strides_d)] over out's dims.
 void gather(const Tensor& in, Tensor& out, const Dims& strides, int64_t base = 0) {
   byElementSize(dtypeSize(in.dtype()), [&]<class U>() {
