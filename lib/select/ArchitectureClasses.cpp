@@ -4,9 +4,11 @@
 // sum of criteria, each in [0, 1]:
 //
 //   RN  = dense * (0.4 cnn + 0.4 min(1, feature-map residual adds / 3) + 0.2 no attention)
-//         where cnn: at least 3 convolutions making half the layers, and
+//         where cnn: at least 3 convolutions, which with the channels-last
+//         pointwise layers (ConvNeXt's MLPs) make half the layers, and
 //         dense = clamp(1 - 3 * depthwise share): depthwise CNNs are MN's
 //   MN  = cnn * (0.7 min(1, depthwise share / 0.15) + 0.3 mobile activations or pointwise convs)
+//         (pointwise: 1x1 convolutions or channels-last pointwise layers, a third of them)
 //   SSD = 0.7 NMS + 0.3 multi-scale heads
 //   BR  = attention * (0.6 + 0.2 layer norms + 0.2 no convolutional backbone)
 //
@@ -42,7 +44,10 @@ int priority(const std::string& name) {
 std::vector<ClassScore> classify(const ArchitectureFeatures& f) {
   const bool cnn = f.convs >= 3 && f.convShare() >= 0.5;
   const double dense = std::clamp(1.0 - 3.0 * f.depthwiseShare(), 0.0, 1.0);
-  const std::string convText = count(f.convs, "convolutions") + " of " + count(f.layers(), "layers");
+  const std::string convText = count(f.convs, "convolutions") +
+                               (f.channelsLastPointwise ? " and " + count(f.channelsLastPointwise, "channels-last pointwise layers")
+                                                        : std::string()) +
+                               " of " + count(f.layers(), "layers");
   std::vector<ClassScore> scores;
 
   ClassScore rn{"RN", 0, {}};
@@ -63,11 +68,12 @@ std::vector<ClassScore> classify(const ArchitectureFeatures& f) {
     mn.reasons.push_back(cnn ? "no depthwise convolutions" : "not a CNN (" + convText + ")");
   } else {
     const double depthwise = std::min(1.0, f.depthwiseShare() / 0.15);
-    const bool mobile = f.mobileActivations > 0 || f.pointwiseConvs * 3 >= f.convs;
+    const int64_t pointwise = f.pointwiseConvs + f.channelsLastPointwise;
+    const bool mobile = f.mobileActivations > 0 || pointwise * 3 >= f.convs + f.channelsLastPointwise;
     mn.score = 0.7 * depthwise + 0.3 * mobile;
     mn.reasons.push_back(count(f.depthwiseConvs, "depthwise convolutions") + " (" + percent(f.depthwiseShare()) + " of " +
                          count(f.convs, "convolutions") + ")");
-    mn.reasons.push_back(count(f.pointwiseConvs, "pointwise convolutions") + ", " +
+    mn.reasons.push_back(count(pointwise, "pointwise convolutions") + ", " +
                          count(f.mobileActivations, "ReLU6/hard-swish activations"));
   }
   scores.push_back(mn);

@@ -48,7 +48,8 @@ bool intoActivationProduct(const ir::Value* v, int depth) {
     if (isOp(user, "MatMul")) {
       const ir::Value* other = user->input(0) == v ? user->input(1) : user->input(0);
       if (isComputed(other)) return true;
-    } else if (depth > 0 && passesThrough(user) && user->numOutputs() == 1 && intoActivationProduct(user->output(0), depth - 1)) {
+    } else if (depth > 0 && passesThrough(user) && user->numOutputs() >= 1 &&
+               intoActivationProduct(user->output(0), depth - 1)) {  // output 0: Dropout's value (1 is its mask)
       return true;
     }
   }
@@ -96,7 +97,11 @@ void collect(const ir::Graph& g, ArchitectureFeatures& f) {
     const std::string& op = n->opType();
     const bool onnx = n->domain().empty();
     if (onnx && op == "Conv") addConv(n, f);
-    if (onnx && (op == "MatMul" || op == "Gemm") && (isConstant(n->input(0)) || isConstant(n->input(1)))) ++f.denseMatmuls;
+    if (onnx && (op == "MatMul" || op == "Gemm") && (isConstant(n->input(0)) || isConstant(n->input(1)))) {
+      ++f.denseMatmuls;
+      const ir::Value* x = isConstant(n->input(0)) ? n->input(1) : n->input(0);
+      if (isComputed(x) && x->tensorType().rank() == 4) ++f.channelsLastPointwise;
+    }
     if (onnx && op == "Add" && isComputed(n->input(0)) && isComputed(n->input(1)) &&
         n->input(0)->type() == n->input(1)->type() && n->input(0)->tensorType().rank() >= 2) {
       ++f.residualAdds;

@@ -49,6 +49,7 @@ std::string featuresToJson(const ArchitectureFeatures& f) {
                            {"grouped_convolutions", f.groupedConvs},
                            {"pointwise_convolutions", f.pointwiseConvs},
                            {"dense_matmuls", f.denseMatmuls},
+                           {"channels_last_pointwise", f.channelsLastPointwise},
                            {"depthwise_share", f.depthwiseShare()},
                            {"conv_share", f.convShare()},
                            {"residual_adds", f.residualAdds},

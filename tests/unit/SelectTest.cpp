@@ -4,7 +4,8 @@
 // class, SSDLite also MN) and on hand-written graphs whose feature counts
 // are known: depthwise / grouped / pointwise convolutions, residual adds
 // (constant bias adds and broadcasts excluded), attention through scaling
-// and masking, NMS and multi-scale heads.
+// and masking (and a Dropout with a mask output), NMS and multi-scale heads,
+// 1x1 layers written as MatMuls over NHWC maps (ConvNeXt).
 //
 //===----------------------------------------------------------------------===//
 #include <catch2/catch.hpp>
@@ -91,4 +92,42 @@ TEST_CASE("attention blocks are found through scaling and masking, NMS and multi
   CHECK(f.opHistogram.at("Softmax") == 2);
   std::vector<select::ClassScore> scores = select::classify(f);
   CHECK(select::classesOf(scores) == std::vector<std::string>{"BR"});
+}
+
+TEST_CASE("attention is found through a Dropout with a mask output, and 1x1 layers on NHWC maps count as convolutions") {
+  // Swin's window attention: the probabilities pass a Dropout whose second output is its mask.
+  select::ArchitectureFeatures swin = featuresOf(R"(module @m {
+  graph @main(%q: f32[1,2,4,8], %k: f32[1,2,8,4], %v: f32[1,2,4,8]) {
+    %s = MatMul(%q, %k) : f32[1,2,4,4]
+    %p = Softmax(%s) {axis = -1} : f32[1,2,4,4]
+    %r = Constant() {value = tensor<f32[]: [0.0]>} : f32[]
+    %d, %mask = Dropout(%p, %r) : f32[1,2,4,4], bool[1,2,4,4]
+    %o = MatMul(%d, %v) : f32[1,2,4,8]
+    return %o
+  }
+})");
+  CHECK(swin.attentionBlocks == 1);
+
+  // A ConvNeXt block: depthwise conv, then its pointwise layers as MatMuls over NHWC.
+  select::ArchitectureFeatures convnext = featuresOf(R"(module @m {
+  graph @main(%x: f32[1,2,4,4], %w0: f32[2,2,3,3], %dw: f32[2,1,7,7]) {
+    %w1 = Constant() {value = tensor<f32[2,4]: [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8]>} : f32[2,4]
+    %w2 = Constant() {value = tensor<f32[4,2]: [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8]>} : f32[4,2]
+    %a = Conv(%x, %w0) {pads = [1, 1, 1, 1]} : f32[1,2,4,4]
+    %b = Conv(%a, %w0) {pads = [1, 1, 1, 1]} : f32[1,2,4,4]
+    %d = Conv(%b, %dw) {group = 2, pads = [3, 3, 3, 3]} : f32[1,2,4,4]
+    %t = Transpose(%d) {perm = [0, 2, 3, 1]} : f32[1,4,4,2]
+    %u = MatMul(%t, %w1) : f32[1,4,4,4]
+    %g = Relu(%u) : f32[1,4,4,4]
+    %o = MatMul(%g, %w2) : f32[1,4,4,2]
+    %n = Transpose(%o) {perm = [0, 3, 1, 2]} : f32[1,2,4,4]
+    %y = Add(%n, %b) : f32[1,2,4,4]
+    return %y
+  }
+})");
+  CHECK(convnext.denseMatmuls == 2);
+  CHECK(convnext.channelsLastPointwise == 2);
+  CHECK(convnext.convShare() == 1.0);
+  std::vector<select::ClassScore> scores = select::classify(convnext);
+  CHECK(select::classesOf(scores) == std::vector<std::string>{"MN"});
 }

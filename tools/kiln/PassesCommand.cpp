@@ -125,7 +125,7 @@ int classifyModel(const ModelOptions& options, bool asJson) {
   std::cout << "features:\n  nodes " << f.nodes << ", layers " << f.layers() << " (" << f.convs << " convolutions, "
             << f.denseMatmuls << " dense matmuls), " << f.parameters << " parameters (" << f.parameterBytes << " bytes)\n"
             << "  convolutions: " << f.depthwiseConvs << " depthwise, " << f.groupedConvs << " other grouped, "
-            << f.pointwiseConvs << " pointwise\n"
+            << f.pointwiseConvs << " pointwise; " << f.channelsLastPointwise << " channels-last pointwise layers\n"
             << "  residual adds " << f.residualAdds << " (" << f.featureMapResidualAdds << " between feature maps), attention blocks "
             << f.attentionBlocks << ", layer norms " << f.layerNorms << ", ReLU6/hard-swish " << f.mobileActivations << "\n"
             << "  NMS ops " << f.nmsOps << ", multi-scale heads " << f.multiScaleHeads << "\n";

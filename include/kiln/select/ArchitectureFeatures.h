@@ -16,7 +16,10 @@
 //    unfused one; mobile activations: Clip (ReLU6), HardSwish, HardSigmoid;
 //  - detection post-processing: NonMaxSuppression (or a fused NMS op);
 //    multi-scale heads: a Concat of three or more reshaped per-scale outputs;
-//  - layers (convolutions + MatMul/Gemm with a constant operand) and parameter bytes.
+//  - layers (convolutions + MatMul/Gemm with a constant operand) and parameter bytes;
+//    channels-last pointwise layers: MatMul/Gemm with a constant operand over a
+//    rank-4 activation, a 1x1 convolution written as a fully connected layer on
+//    NHWC feature maps (ConvNeXt's and Swin's MLPs).
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -35,6 +38,7 @@ struct ArchitectureFeatures {
   int64_t parameters = 0, parameterBytes = 0;  ///< elements and bytes of every constant
   int64_t convs = 0, depthwiseConvs = 0, groupedConvs = 0, pointwiseConvs = 0;
   int64_t denseMatmuls = 0;     ///< MatMul/Gemm with a constant operand (fully connected layers)
+  int64_t channelsLastPointwise = 0;  ///< those of them over rank-4 activations (1x1 convs on NHWC maps)
   int64_t residualAdds = 0, featureMapResidualAdds = 0;
   int64_t attentionBlocks = 0;
   int64_t layerNorms = 0;
@@ -45,8 +49,8 @@ struct ArchitectureFeatures {
   int64_t layers() const { return convs + denseMatmuls; }
   /// Depthwise convolutions as a share of all convolutions (0 without convolutions).
   double depthwiseShare() const { return convs ? double(depthwiseConvs) / double(convs) : 0.0; }
-  /// Convolutions as a share of the layers.
-  double convShare() const { return layers() ? double(convs) / double(layers()) : 0.0; }
+  /// Convolutions (channels-last pointwise layers included) as a share of the layers.
+  double convShare() const { return layers() ? double(convs + channelsLastPointwise) / double(layers()) : 0.0; }
 };
 
 ArchitectureFeatures computeFeatures(const ir::Graph& graph);

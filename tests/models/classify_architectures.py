@@ -1,0 +1,214 @@
+#!/usr/bin/python3
+"""Architecture classification on models the classifier was not designed on.
+
+Exports torchvision architectures (random weights) and a few encoders
+written with torch.nn to ONNX, runs `kiln passes classify --json` on each
+and checks the classes against what the research's four classes say they
+are (RN residual/plain CNNs, MN depthwise-separable CNNs, SSD detectors with
+NMS post-processing, BR attention models; an LSTM has none). The tiny forms
+(small widths and inputs, exported in seconds) are a CI test; the full forms
+(torchvision's own configurations) give the table in docs/pass-selection.md.
+
+    classify_architectures.py --kiln build/tools/kiln/kiln --work DIR [--size tiny|full] [--markdown]
+
+Exit status 1 when a model is classified other than expected.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+import warnings
+
+import torch
+import torchvision
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "models"))
+from export_models import Detector as SsdDetector  # noqa: E402  torchvision SSD's inference path, as the zoo exports it
+
+tv = torchvision.models
+det = torchvision.models.detection
+
+
+class Detector(torch.nn.Module):
+    """A torchvision RetinaNet / FCOS inference path for one image (their
+    eval-mode forward, with the per-level split it does), exportable."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.m = model
+
+    def forward(self, image):
+        m = self.m
+        images, _ = m.transform([image])
+        features = list(m.backbone(images.tensors).values())
+        head, anchors = m.head(features), m.anchor_generator(images, features)
+        per_level = [x.size(2) * x.size(3) for x in features]
+        per_anchor = head["cls_logits"].size(1) // sum(per_level)
+        per_level = [n * per_anchor for n in per_level]
+        split_head = {k: list(head[k].split(per_level, dim=1)) for k in head}
+        split_anchors = [list(a.split(per_level)) for a in anchors]
+        found = m.postprocess_detections(split_head, split_anchors, images.image_sizes)
+        d = m.transform.postprocess(found, images.image_sizes, [(image.shape[-2], image.shape[-1])])[0]
+        return d["boxes"], d["scores"], d["labels"]
+
+
+class Decoder(torch.nn.Module):
+    """A GPT-style decoder: pre-norm encoder layers under a causal mask."""
+
+    def __init__(self, width, layers, heads, tokens=32):
+        super().__init__()
+        self.tokens = tokens
+        self.embed = torch.nn.Embedding(1000, width)
+        self.position = torch.nn.Parameter(torch.randn(1, tokens, width) * 0.02)
+        layer = torch.nn.TransformerEncoderLayer(width, heads, 4 * width, batch_first=True, norm_first=True)
+        self.layers = torch.nn.TransformerEncoder(layer, layers)
+        self.head = torch.nn.Linear(width, 1000)
+
+    def forward(self, ids):
+        mask = torch.triu(torch.full((self.tokens, self.tokens), float("-inf")), 1)
+        return self.head(self.layers(self.embed(ids) + self.position, mask=mask))
+
+
+class LstmLanguageModel(torch.nn.Module):
+    def __init__(self, width):
+        super().__init__()
+        self.embed = torch.nn.Embedding(1000, width)
+        self.lstm = torch.nn.LSTM(width, 2 * width, 2, batch_first=True)
+        self.head = torch.nn.Linear(2 * width, 1000)
+
+    def forward(self, ids):
+        return self.head(self.lstm(self.embed(ids))[0])
+
+
+def image(size):
+    return torch.randn(1, 3, size, size)
+
+
+def tokens(n=32):
+    return torch.randint(0, 1000, (1, n))
+
+
+def tiny_swin():
+    return tv.SwinTransformer(patch_size=[4, 4], embed_dim=16, depths=[2, 2], num_heads=[2, 2], window_size=[2, 2],
+                              num_classes=10)
+
+
+def tiny_convnext():
+    from torchvision.models.convnext import CNBlockConfig
+    return tv.convnext.ConvNeXt([CNBlockConfig(16, 32, 2), CNBlockConfig(32, None, 2)], num_classes=10)
+
+
+def tiny_fpn_detector(kind):
+    from torchvision.models.detection.backbone_utils import resnet_fpn_backbone
+    from torchvision.ops.feature_pyramid_network import LastLevelP6P7
+    backbone = resnet_fpn_backbone(backbone_name="resnet18", weights=None, trainable_layers=5, returned_layers=[2, 3, 4],
+                                   extra_blocks=LastLevelP6P7(256, 256))
+    make = det.RetinaNet if kind == "retinanet" else det.FCOS
+    return Detector(make(backbone, num_classes=5, min_size=128, max_size=128))
+
+
+# (name, expected classes, tiny: (builder, example input), full: (builder, example input))
+MODELS = [
+    ("resnet", ["RN"], (lambda: tv.resnet18(num_classes=10), image(64)), (lambda: tv.resnet50(), image(224))),
+    ("resnext50_32x4d", ["RN"], None, (lambda: tv.resnext50_32x4d(), image(224))),
+    ("wide_resnet50_2", ["RN"], None, (lambda: tv.wide_resnet50_2(), image(224))),
+    ("regnet_x_400mf", ["RN"], (lambda: tv.regnet_x_400mf(num_classes=10), image(64)),
+     (lambda: tv.regnet_x_400mf(), image(224))),
+    ("regnet_y_400mf", ["RN"], None, (lambda: tv.regnet_y_400mf(), image(224))),
+    ("densenet", ["RN"], (lambda: tv.DenseNet(8, (2, 2, 2), 16, num_classes=10), image(64)),
+     (lambda: tv.densenet121(), image(224))),
+    ("vgg16", ["RN"], None, (lambda: tv.vgg16(), image(224))),
+    ("alexnet", ["RN"], None, (lambda: tv.alexnet(), image(224))),
+    ("squeezenet", ["RN"], (lambda: tv.squeezenet1_1(num_classes=10), image(64)),
+     (lambda: tv.squeezenet1_0(), image(224))),
+    ("googlenet", ["RN"], (lambda: tv.googlenet(num_classes=10, aux_logits=False, init_weights=True), image(64)),
+     (lambda: tv.googlenet(aux_logits=False, init_weights=True), image(224))),
+    ("inception_v3", ["RN"], None, (lambda: tv.inception_v3(aux_logits=False, init_weights=True), image(299))),
+    ("fcn_resnet50", ["RN"], None, (lambda: tv.segmentation.fcn_resnet50(weights_backbone=None), image(256))),
+    ("mobilenet_v3_small", ["MN"], (lambda: tv.mobilenet_v3_small(num_classes=10), image(64)),
+     (lambda: tv.mobilenet_v3_small(), image(224))),
+    ("mobilenet_v3_large", ["MN"], None, (lambda: tv.mobilenet_v3_large(), image(224))),
+    ("shufflenet_v2", ["MN"], (lambda: tv.shufflenet_v2_x0_5(num_classes=10), image(64)),
+     (lambda: tv.shufflenet_v2_x1_0(), image(224))),
+    ("mnasnet", ["MN"], (lambda: tv.mnasnet0_5(num_classes=10), image(64)), (lambda: tv.mnasnet1_0(), image(224))),
+    ("efficientnet_b0", ["MN"], (lambda: tv.efficientnet_b0(num_classes=10), image(64)),
+     (lambda: tv.efficientnet_b0(), image(224))),
+    ("efficientnet_v2_s", ["MN"], None, (lambda: tv.efficientnet_v2_s(), image(224))),
+    ("convnext", ["MN"], (tiny_convnext, image(32)), (lambda: tv.convnext_tiny(), image(224))),
+    ("deeplabv3_mobilenet_v3", ["MN"], None,
+     (lambda: tv.segmentation.deeplabv3_mobilenet_v3_large(weights_backbone=None), image(256))),
+    ("ssd300_vgg16", ["SSD", "RN"], None,
+     (lambda: SsdDetector(det.ssd300_vgg16(weights_backbone=None)), torch.rand(3, 300, 300))),
+    ("retinanet", ["SSD", "RN"], (lambda: tiny_fpn_detector("retinanet"), torch.rand(3, 128, 128)),
+     (lambda: Detector(det.retinanet_resnet50_fpn(weights_backbone=None)), torch.rand(3, 320, 320))),
+    ("fcos", ["SSD", "RN"], (lambda: tiny_fpn_detector("fcos"), torch.rand(3, 128, 128)),
+     (lambda: Detector(det.fcos_resnet50_fpn(weights_backbone=None)), torch.rand(3, 320, 320))),
+    ("vit", ["BR"], (lambda: tv.VisionTransformer(32, 8, 2, 2, 32, 64, num_classes=10), image(32)),
+     (lambda: tv.vit_b_16(), image(224))),
+    ("swin", ["BR"], (tiny_swin, image(32)), (lambda: tv.swin_t(), image(224))),
+    ("gpt_decoder", ["BR"], (lambda: Decoder(32, 2, 2), tokens()), (lambda: Decoder(256, 4, 4, 64), tokens(64))),
+    ("lstm_language_model", [], (lambda: LstmLanguageModel(32), tokens()), (lambda: LstmLanguageModel(128), tokens())),
+]
+
+
+def export(build, example, path):
+    model = build().eval()
+    with warnings.catch_warnings():  # not under no_grad: MultiheadAttention would take its fused path, which does not export
+        warnings.simplefilter("ignore")
+        torch.onnx.export(model, example, path, opset_version=13)
+
+
+def classify(kiln, path):
+    out = subprocess.run([kiln, "passes", "classify", path, "--json"], capture_output=True, text=True)
+    if out.returncode != 0:
+        return None, out.stderr.strip()
+    return json.loads(out.stdout), None
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--kiln", required=True)
+    ap.add_argument("--work", required=True, help="directory for the exported models")
+    ap.add_argument("--size", choices=["tiny", "full"], default="tiny")
+    ap.add_argument("--markdown", action="store_true", help="print the docs table")
+    a = ap.parse_args()
+    os.makedirs(a.work, exist_ok=True)
+    torch.manual_seed(0)
+    failures, rows = [], []
+    for name, expected, tiny, full in MODELS:
+        spec = tiny if a.size == "tiny" else full
+        if spec is None:
+            continue
+        path = os.path.join(a.work, "%s-%s.onnx" % (name, a.size))
+        start = time.time()
+        if not os.path.exists(path):
+            export(spec[0], spec[1], path)
+        record, error = classify(a.kiln, path)
+        if record is None:
+            failures.append(name)
+            print("%-24s FAILED: kiln passes classify: %s" % (name, error), flush=True)
+            continue
+        got = record["classes"]
+        scores = ", ".join("%s %.2f" % (s["name"], s["score"]) for s in record["scores"] if s["score"] > 0)
+        ok = sorted(got) == sorted(expected)
+        if not ok:
+            failures.append(name)
+        print("%-24s %-8s expected %-8s %s (%s)  %.1fs" % (name, ",".join(got) or "-", ",".join(expected) or "-",
+                                                         "ok" if ok else "WRONG", scores or "no score", time.time() - start),
+              flush=True)
+        rows.append((name, got, scores))
+    if a.markdown:
+        print("\n| model | classes (scores) |\n|---|---|")
+        for name, got, scores in rows:
+            print("| %s | %s |" % (name, ("%s (%s)" % (", ".join(got), scores)) if got else "none (generic passes only)"))
+    if failures:
+        print("classified other than expected: %s" % ", ".join(failures), file=sys.stderr)
+        return 1
+    print("%d models classified as expected" % len(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
