@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include <cmath>
+#include <functional>
 #include <numeric>
 #include <set>
 
@@ -387,16 +388,23 @@ Expected<Expr> ElementBuilder::compute(const ir::Node& n, size_t result, const I
       KILN_ASSIGN(Dims d, staticDims(n.input(i)));
       offsets.push_back(offsets.back() + d[a]);
     }
-    Expr r;
-    for (size_t i = n.numInputs(); i-- > 0;) {
+    std::vector<std::pair<int64_t, Expr>> parts;  // (end offset, element) of each non-empty input
+    for (size_t i = 0; i < n.numInputs(); ++i) {
       int64_t extent = offsets[i + 1] - offsets[i];
       if (extent == 0) continue;
       Index in = idx;
       in[a] = clampIndex(idx[a] - offsets[i], extent);
       KILN_ASSIGN(Expr e, operand(i, in));
-      r = r ? select(binary(BinaryOp::Lt, idx[a], intImm(offsets[i + 1])), e, r) : e;
+      parts.push_back({offsets[i + 1], e});
     }
-    return r;
+    // A balanced tree of selects: log2(inputs) comparisons per element (DenseNet
+    // concatenates up to 49 inputs), each side loaded only when chosen on the CPU.
+    std::function<Expr(size_t, size_t)> pick = [&](size_t lo, size_t hi) -> Expr {
+      if (hi - lo == 1) return parts[lo].second;
+      size_t mid = (lo + hi) / 2;
+      return select(binary(BinaryOp::Lt, idx[a], intImm(parts[mid - 1].first)), pick(lo, mid), pick(mid, hi));
+    };
+    return pick(0, parts.size());
   }
   if (op == "Pad") {
     if (n.hasAttr("mode") && n.getString("mode") != "constant")

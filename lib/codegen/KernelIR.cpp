@@ -6,6 +6,7 @@
 // generically prints (and compiles) as simply as hand-written code.
 //
 //===----------------------------------------------------------------------===//
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -348,6 +349,11 @@ bool usesVar(const Expr& e, const Var& v) {
   for (const Expr& o : e->operands)
     if (usesVar(o, v)) return true;
   return false;
+}
+
+bool readsMemory(const Expr& e) {
+  if (e->kind == ExprKind::Load) return true;
+  return std::any_of(e->operands.begin(), e->operands.end(), [](const Expr& o) { return readsMemory(o); });
 }
 
 Expr substituteVar(const Expr& e, const Var& v, const Expr& value) {

@@ -5,7 +5,8 @@
 // epilogue kind (padded, strided, grouped and depthwise convs, Gemm with
 // alpha/beta/bias, batched matmul, pools, reductions with prologues, softmax,
 // layernorm, an injective group of reshapes, slices, concat, pad, gather and
-// where, and one of broadcasts and a transpose over a last dim of 8; rows of
+// where, a concat of five inputs (a balanced tree of picks; read by index and
+// through a transpose), and one of broadcasts and a transpose over a last dim of 8; rows of
 // 40 and 60 elements, which the GPU's warp-per-row schedules split unevenly), and the helpers that parse them and make deterministic inputs.
 //
 //===----------------------------------------------------------------------===//
@@ -242,6 +243,16 @@ inline std::vector<TemplateCase> templateCases(const std::string& family = "") {
     %e = Exp(%g) : f32[2,2,5]
     %w = Where(%cond, %g, %e) : f32[2,2,5]
     return %w, %c
+  }
+})",
+       "injective", 48},
+      {"injective", R"(module @m {
+  graph @main(%a: f32[1,2,3,8], %b: f32[1,1,3,8], %c: f32[1,3,3,8], %d: f32[1,2,3,8], %e: f32[1,4,3,8], %s: f32[8]) {
+    %k = Concat(%a, %b, %c, %d, %e) {axis = 1} : f32[1,12,3,8]
+    %m = Mul(%k, %s) : f32[1,12,3,8]
+    %r = Relu(%m) : f32[1,12,3,8]
+    %t = Transpose(%k) {perm = [0, 2, 3, 1]} : f32[1,3,8,12]
+    return %r, %t
   }
 })",
        "injective", 48},

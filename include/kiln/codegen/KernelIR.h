@@ -119,6 +119,8 @@ bool isConstant(const Expr& e);
 Expr substituteVar(const Expr& e, const Var& v, const Expr& value);
 /// Whether `e` refers to `v`.
 bool usesVar(const Expr& e, const Var& v);
+/// Whether `e` loads from a buffer.
+bool readsMemory(const Expr& e);
 /// The coefficient c when the integer expression `e` is `base + c * v` with
 /// `base` free of `v` (sums, differences and constant multiples); nullopt otherwise.
 std::optional<int64_t> strideIn(const Expr& e, const Var& v);

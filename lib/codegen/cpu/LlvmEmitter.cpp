@@ -110,6 +110,7 @@ class FunctionEmitter {
   std::optional<int64_t> strideOf(const Expr& e) const;
   /// The index expression at lane 0 (scalar).
   Value* laneZero(const Expr& e);
+  Value* branchingSelect(Value* cond, const Expr& a, const Expr& b);
   Value* loadFrom(const Buffer& buffer, const Expr& index);
   void storeTo(const Buffer& buffer, const Expr& index, Value* value, Value* mask);
   Status vectorBody(const Stmt& s, Value* mask);
@@ -302,6 +303,40 @@ std::optional<int64_t> FunctionEmitter::strideOf(const Expr& e) const {
   }
 }
 
+Value* FunctionEmitter::branchingSelect(Value* cond, const Expr& a, const Expr& b) {
+  auto* thenBlock = llvm::BasicBlock::Create(ctx_, "pick.a", fn_);
+  auto* elseBlock = llvm::BasicBlock::Create(ctx_, "pick.b", fn_);
+  auto* merge = llvm::BasicBlock::Create(ctx_, "picked", fn_);
+  b_.CreateCondBr(cond, thenBlock, elseBlock);
+  // Values computed on one side do not dominate the merge: each side starts
+  // from the cache as it was before the branch and leaves nothing in it.
+  const std::map<const ExprNode*, Value*> before = cache_;
+  Value* sides[2];
+  llvm::BasicBlock* ends[2];
+  const Expr* operands[2] = {&a, &b};
+  llvm::BasicBlock* blocks[2] = {thenBlock, elseBlock};
+  for (int i = 0; i < 2; ++i) {
+    b_.SetInsertPoint(blocks[i]);
+    sides[i] = expr(*operands[i]);
+    ends[i] = b_.GetInsertBlock();
+    cache_ = before;
+  }
+  if (isVector(sides[0]) != isVector(sides[1])) {  // splat the scalar side at the end of its block
+    int scalar = isVector(sides[0]) ? 1 : 0;
+    b_.SetInsertPoint(ends[scalar]);
+    sides[scalar] = splat(sides[scalar]);
+  }
+  for (int i = 0; i < 2; ++i) {
+    b_.SetInsertPoint(ends[i]);
+    b_.CreateBr(merge);
+  }
+  b_.SetInsertPoint(merge);
+  llvm::PHINode* phi = b_.CreatePHI(sides[0]->getType(), 2, "pick");
+  phi->addIncoming(sides[0], ends[0]);
+  phi->addIncoming(sides[1], ends[1]);
+  return phi;
+}
+
 Value* FunctionEmitter::laneZero(const Expr& e) {
   const VarDecl* saved = vectorVar_;
   unsigned savedLanes = lanes_;
@@ -406,6 +441,12 @@ Value* FunctionEmitter::expr(const Expr& e) {
     case ExprKind::Unary: v = unaryOp(*e, expr(e->operands[0])); break;
     case ExprKind::Select: {
       Value* c = expr(e->operands[0]);
+      // A choice by index between two loads (a Concat's inputs, chained): branch and
+      // load from one side only. A chain over n inputs otherwise loads all n per element.
+      if (!isVector(c) && !readsMemory(e->operands[0]) && readsMemory(e->operands[1]) && readsMemory(e->operands[2])) {
+        v = branchingSelect(c, e->operands[1], e->operands[2]);
+        break;
+      }
       Value* a = expr(e->operands[1]);
       Value* b = expr(e->operands[2]);
       if (isVector(c) || isVector(a) || isVector(b)) {
