@@ -96,7 +96,8 @@ std::optional<ConvBlocks> blocksOf(const ir::Node& n, int64_t forced) {
   }
   const int64_t out = blockOf(outputChannelsToBlock(n, w->dim(0)), forced);
   // Fewer input channels than a block and none of their own: all in one block.
-  const int64_t in = blockOf(C, forced) ? blockOf(C, forced) : C < (forced ? forced : 16) ? C : 0;
+  const int64_t inputBlock = blockOf(C, forced);
+  const int64_t in = inputBlock ? inputBlock : C < (forced ? forced : 16) ? C : 0;
   if (!out || !in) return std::nullopt;
   return ConvBlocks{in, out};
 }

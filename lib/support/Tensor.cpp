@@ -42,29 +42,36 @@ std::string dimsToString(const Dims& dims) {
 
 namespace {
 
-/// 64-byte aligned storage for `bytes` (rounded up to whole cache lines), its contents undefined.
-std::pair<uint8_t*, std::shared_ptr<const void>> alignedStorage(size_t bytes) {
+/// 64-byte aligned storage for `bytes`, rounded up to whole cache lines (at
+/// least one): the pointer, its owner and the rounded size; contents undefined.
+struct AlignedStorage {
+  uint8_t* data;
+  std::shared_ptr<const void> owner;
+  size_t capacity;
+};
+
+AlignedStorage alignedStorage(size_t bytes) {
   size_t rounded = (bytes + 63) / 64 * 64;
   if (rounded == 0) rounded = 64;
   void* p = std::aligned_alloc(64, rounded);
   if (!p) throw std::bad_alloc();
   std::shared_ptr<const void> owner(p, [](const void* q) { std::free(const_cast<void*>(q)); });
-  return {static_cast<uint8_t*>(p), std::move(owner)};
+  return {static_cast<uint8_t*>(p), std::move(owner), rounded};
 }
 
 }  // namespace
 
 std::shared_ptr<Buffer> Buffer::allocate(size_t bytes) {
-  auto [p, owner] = alignedStorage(bytes);
-  std::memset(p, 0, (bytes + 63) / 64 * 64);
-  return std::shared_ptr<Buffer>(new Buffer(std::move(owner), p, bytes, true));
+  AlignedStorage s = alignedStorage(bytes);
+  std::memset(s.data, 0, s.capacity);
+  return std::shared_ptr<Buffer>(new Buffer(std::move(s.owner), s.data, bytes, true));
 }
 
 std::shared_ptr<Buffer> Buffer::copyOf(const void* data, size_t bytes) {
-  auto [p, owner] = alignedStorage(bytes);
-  if (bytes) std::memcpy(p, data, bytes);
-  std::memset(p + bytes, 0, (bytes + 63) / 64 * 64 - bytes);  // the tail of the last line, as allocate leaves it
-  return std::shared_ptr<Buffer>(new Buffer(std::move(owner), p, bytes, true));
+  AlignedStorage s = alignedStorage(bytes);
+  if (bytes) std::memcpy(s.data, data, bytes);
+  std::memset(s.data + bytes, 0, s.capacity - bytes);  // the rest of the last line, zero as allocate leaves it
+  return std::shared_ptr<Buffer>(new Buffer(std::move(s.owner), s.data, bytes, true));
 }
 
 std::shared_ptr<Buffer> Buffer::view(std::shared_ptr<const void> owner, const void* data,

@@ -2,9 +2,10 @@
 //
 // Loading: read and verify the artifact; for the CPU target, check that this
 // CPU has the ISA extensions the code was compiled with, link the object
-// code (each part on its own: kernels do not call each other), bind every kernel name to its entry point and hand the result to a
-// CpuExecutor; for the CUDA target, hand it to a CudaExecutor (which loads
-// the code onto the GPU).
+// code (each part on its own: kernels do not call each other), bind every
+// kernel name to its entry point and hand the result to a CpuExecutor; for
+// the CUDA target, hand it to a CudaExecutor (which loads the code onto the
+// GPU).
 //
 //===----------------------------------------------------------------------===//
 #include "kiln/kiln.h"
