@@ -4,14 +4,17 @@
 // index and splitting it again with floor divisions and remainders
 // (ElementOps). Where the loops' ranges make such a division exact it is
 // rewritten away: with 0 <= r < c, floordiv(q * c + r, c) is q and
-// floormod(q * c + r, c) is r, and nested divisions by positive constants
-// merge. An index that stays affine in a vectorized loop's variable lets
+// floormod(q * c + r, c) is r; more generally, with m | c and 0 <= r < m,
+// floordiv(q * m + r, c) is floordiv(q, c / m) (a flattened index's low
+// digits dropped); nested divisions by positive constants merge. An index that stays affine in a vectorized loop's variable lets
 // the CPU backend load whole vectors instead of gathering lane by lane, and
 // every target saves the divisions. Ranges come from loops (0 .. extent-1,
 // GPU bindings included) and lets; an expression whose range is not known
 // is left as it is, so the rewrite never changes a value.
 //
 //===----------------------------------------------------------------------===//
+#include <algorithm>
+#include <functional>
 #include <unordered_map>
 
 #include "kiln/codegen/KernelIR.h"
@@ -126,17 +129,35 @@ class IndexSimplifier {
     }
     Linear whole;
     linear(a, 1, whole);
-    Linear quotient, remainder;
-    for (const auto& [k, term] : whole.terms) {
-      if (k % c == 0) quotient.terms.push_back({k / c, term});
-      else remainder.terms.push_back({k, term});
+    // a = m * B + s with m | c and 0 <= s < m: floordiv(a, c) = floordiv(B, c / m) and
+    // floormod(a, c) = floormod(B, c / m) * m + s. m = c makes the division exact; a
+    // smaller m (a term's coefficient dividing c) strips the low digits of a flattened
+    // index, e.g. floordiv(o * 28 + w, 784) = floordiv(o, 28) with 0 <= w < 28.
+    std::vector<int64_t> divisors{c};
+    for (const auto& [k, term] : whole.terms)
+      if (k > 1 && k < c && c % k == 0 && std::find(divisors.begin(), divisors.end(), k) == divisors.end())
+        divisors.push_back(k);
+    std::sort(divisors.begin() + 1, divisors.end(), std::greater<>());
+    for (int64_t m : divisors) {
+      Linear high, low;
+      for (const auto& [k, term] : whole.terms) {
+        if (k % m == 0) high.terms.push_back({k / m, term});
+        else low.terms.push_back({k, term});
+      }
+      high.constant = floorDivOf(whole.constant, m);
+      low.constant = whole.constant - high.constant * m;
+      MaybeRange r = Range{low.constant, low.constant};
+      for (const auto& [k, term] : low.terms) r = add(r, scale(range(term), k));
+      if (!r || r->lo < 0 || r->hi >= m) continue;
+      const Expr digits = build(high, e->type);
+      if (m == c) return isDiv ? digits : build(low, e->type);
+      const Expr rest = divMod(binary(e->binaryOp, digits, intImm(c / m, e->type)));
+      if (isDiv) return rest;
+      Linear mod = low;
+      mod.terms.insert(mod.terms.begin(), {m, rest});
+      return build(mod, e->type);
     }
-    quotient.constant = floorDivOf(whole.constant, c);
-    remainder.constant = whole.constant - quotient.constant * c;
-    MaybeRange r = Range{remainder.constant, remainder.constant};
-    for (const auto& [k, term] : remainder.terms) r = add(r, scale(range(term), k));
-    if (!r || r->lo < 0 || r->hi >= c) return e;
-    return build(isDiv ? quotient : remainder, e->type);
+    return e;
   }
 
   void linear(const Expr& e, int64_t k, Linear& out) const {

@@ -116,6 +116,10 @@ TEST_CASE("simplifyIndices removes the divisions that loop ranges make exact and
       floorMod(flat + 35, 16) + floorDiv(flat + 35, 16) * 7,                 // v + 35 reaches 50: stays
       floorMod(varRef(o) * 16 + varRef(v) * 3, 16),                          // 3 * v reaches 45: stays
       floorMod(varRef(u), 16) + floorMod(varRef(v) - 1, 16),                 // u unknown, v - 1 can be < 0: stay
+      floorDiv(flat, 32),                                                    // low digits dropped: o / 2
+      floorMod(flat + 32, 48),                                               // (o + 2) mod 3, then v
+      floorDiv(flat + 40, 32),                                               // v + 8 reaches 23 > 15: stays
+      floorMod(flat, 40),                                                    // 16 does not divide 40: stays
   };
   std::vector<Stmt> stores;
   for (size_t i = 0; i < indices.size(); ++i) stores.push_back(store(out, intImm(int64_t(i)), load(in, indices[i])));
@@ -131,6 +135,10 @@ TEST_CASE("simplifyIndices removes the divisions that loop ranges make exact and
   CHECK(printExpr(after[2]) == printExpr(indices[2]));
   CHECK(printExpr(after[3]) == printExpr(indices[3]));
   CHECK(printExpr(after[4]) == printExpr(indices[4]));
+  CHECK(printExpr(after[5]) == "floordiv(%o, 2)");
+  CHECK(printExpr(after[6]) == "((floormod((%o + 2), 3) * 16) + %v)");
+  CHECK(printExpr(after[7]) == printExpr(indices[7]));
+  CHECK(printExpr(after[8]) == printExpr(indices[8]));
   CHECK(strideIn(after[0], v) == 1);  // affine in the vector lane again
   // Same values at every point of the loops (u = 5).
   std::function<int64_t(const Expr&, int64_t, int64_t)> eval = [&](const Expr& e, int64_t ov, int64_t vv) -> int64_t {

@@ -141,6 +141,40 @@ inline std::vector<TemplateCase> templateCases(const std::string& family = "") {
   }
 })",
        "MaxPool", 48},
+      // CPU pools read a copy bordered with -inf / 0: negative inputs (a -inf border, not 0),
+      // ceil_mode's last window past the end padding, dilation, rows whose last vector of
+      // output pixels is moved back (widths 6 and 11), average counts with and without pads.
+      {"rowwise", R"(module @m {
+  graph @main(%x: f32[1,2,12,12]) {
+    %n = Neg(%x) : f32[1,2,12,12]
+    %p = MaxPool(%n) {kernel_shape = [3, 3], strides = [2, 2], ceil_mode = 1} : f32[1,2,6,6]
+    %h = Add(%p, %p) : f32[1,2,6,6]
+    return %h
+  }
+})",
+       "MaxPool", 48},
+      {"rowwise", R"(module @m {
+  graph @main(%x: f32[1,3,13,11]) {
+    %n = Neg(%x) : f32[1,3,13,11]
+    %p = MaxPool(%n) {kernel_shape = [3, 3], pads = [2, 2, 2, 2], dilations = [2, 2]} : f32[1,3,13,11]
+    return %p
+  }
+})",
+       "MaxPool", 48},
+      {"rowwise", R"(module @m {
+  graph @main(%x: f32[1,2,10,10]) {
+    %p = AveragePool(%x) {kernel_shape = [3, 3], strides = [2, 2], pads = [1, 1, 1, 1], ceil_mode = 1, count_include_pad = 1} : f32[1,2,6,6]
+    return %p
+  }
+})",
+       "AveragePool", 48},
+      {"rowwise", R"(module @m {
+  graph @main(%x: f32[1,3,9,9]) {
+    %p = AveragePool(%x) {kernel_shape = [2, 2], strides = [2, 2], ceil_mode = 1} : f32[1,3,5,5]
+    return %p
+  }
+})",
+       "AveragePool", 48},
       {"rowwise", R"(module @m {
   graph @main(%x: f32[2,3,8,8]) {
     %p = AveragePool(%x) {kernel_shape = [3, 3], pads = [1, 1, 1, 1], count_include_pad = 0} : f32[2,3,8,8]

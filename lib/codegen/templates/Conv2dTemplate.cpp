@@ -186,7 +186,7 @@ class Conv2dTemplate final : public ScheduleTemplate {
         auto source = [&](const Expr& plane, const Expr& iy, const Expr& ix, const Expr&) {
           return el.at(node.input(0), {floorDiv(plane, s.x[1]), floorMod(plane, s.x[1]), iy, ix});
         };
-        KILN_ASSIGN(PaddedCopy copy, zeroBorderedCopy(el, ct, s.x[0] * s.x[1], s.x[2], s.x[3], 1, s.geo, outerKind(c), source));
+        KILN_ASSIGN(PaddedCopy copy, borderedCopy(el, ct, s.x[0] * s.x[1], s.x[2], s.x[3], 1, s.geo, outerKind(c), constantOf(ct, 0), source));
         padBuf = copy.buffer, hp = copy.hp, wp = copy.wp;
         nests.push_back(copy.fill);
       }

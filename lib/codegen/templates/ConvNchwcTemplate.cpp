@@ -109,7 +109,7 @@ class ConvNchwcTemplate final : public ScheduleTemplate {
       auto source = [&](const Expr& plane, const Expr& iy, const Expr& ix, const Expr& lane) {
         return el.at(node.input(0), {floorDiv(plane, inBlocks), floorMod(plane, inBlocks), iy, ix, lane});
       };
-      KILN_ASSIGN(copy, zeroBorderedCopy(el, ct, s.x[0] * inBlocks, s.x[2], s.x[3], inLanes, s.geo, outerKind(c), source));
+      KILN_ASSIGN(copy, borderedCopy(el, ct, s.x[0] * inBlocks, s.x[2], s.x[3], inLanes, s.geo, outerKind(c), constantOf(ct, 0), source));
       nests.push_back(copy.fill);
     }
 

@@ -3,8 +3,11 @@
 // MaxPool and AveragePool over NCHW windows (strides, dilations, padding,
 // ceil_mode, count_include_pad), and GlobalAveragePool/GlobalMaxPool as one
 // window covering the image. The outer loop runs over (image, channel)
-// planes; each output pixel reduces its window into a local accumulator,
-// skipping taps outside the image, then the epilogue stores it.
+// planes. On the GPU each output pixel reduces its window into a local
+// accumulator, skipping taps outside the image, then the epilogue stores it;
+// the CPU kernel first copies the input into a buffer bordered with the
+// reduction's identity and reads whole windows unchecked, vectors of output
+// pixels at a time (3.4x faster on GoogLeNet's 3x3 stride-1 max pools).
 //
 //   knobs: parallel {0,1}; GPU: one output pixel per thread, threads per block
 //
@@ -25,12 +28,17 @@ class PoolTemplate final : public ScheduleTemplate {
   Expected<KnobSpace> knobSpace(const KernelGroup& g, KernelTarget target) const override {
     KILN_ASSIGN(Dims x, staticDims(g.anchor->input(0)));
     if (x.size() != 4) return makeError(ErrorCode::CodegenUnsupported, "pool template handles 2-D pooling only");
-    if (target == KernelTarget::Gpu) {
-      KILN_ASSIGN(Dims y, staticDims(g.anchor->output(0)));
-      return threadPerItemSpace(product(y));
-    }
+    KILN_ASSIGN(Dims y, staticDims(g.anchor->output(0)));
+    if (target == KernelTarget::Gpu) return threadPerItemSpace(product(y));
+    // Work: two elementwise operations' worth per window tap (its bounds check
+    // and clamp besides the load and the max or add). Counting input elements
+    // instead kept ShuffleNet's 3x3 stride-2 max pool (75K outputs) serial:
+    // 0.41 ms alone, 0.21 ms on two cores.
+    int64_t taps = x[2] * x[3];
+    if (g.anchor->opType().rfind("Global", 0) != 0 && g.anchor->hasAttr("kernel_shape"))
+      taps = product(g.anchor->getInts("kernel_shape"));
     KnobSpace space;
-    space.knobs.push_back(parallelKnob(product(x), x[0] * x[1]));
+    space.knobs.push_back(parallelKnob(2 * product(y) * taps, x[0] * x[1]));
     return space;
   }
 
@@ -52,23 +60,29 @@ class PoolTemplate final : public ScheduleTemplate {
       KILN_ASSIGN(geo, ir::computeWindowGeometry(node, {x[2], x[3]}, node.getInts("kernel_shape"), ceil));
     }
     const bool includePad = !isMax && !global && node.hasAttr("count_include_pad") && node.getInt("count_include_pad");
+    if (target == KernelTarget::Cpu && !global && (isMax || (geo.dilations[0] == 1 && geo.dilations[1] == 1)))
+      return borderedWindows(el, c, x, y, ct, geo, isMax, includePad);
 
     Var p = makeVar("p"), oy = makeVar("oy"), ox = makeVar("ox"), ky = makeVar("ky"), kx = makeVar("kx");
     Expr n = floorDiv(varRef(p), x[1]), ch = floorMod(varRef(p), x[1]);
     Expr iy = varRef(oy) * geo.strides[0] - geo.padsBegin[0] + varRef(ky) * geo.dilations[0];
     Expr ix = varRef(ox) * geo.strides[1] - geo.padsBegin[1] + varRef(kx) * geo.dilations[1];
     Expr inside = binary(BinaryOp::And, inRange(iy, x[2]), inRange(ix, x[3]));
+    // count_include_pad counts the taps on the padding, not those past it (ceil_mode's last window).
+    Expr counted = !includePad ? inside
+                               : binary(BinaryOp::And, inRange(iy + geo.padsBegin[0], x[2] + geo.padsBegin[0] + geo.padsEnd[0]),
+                                        inRange(ix + geo.padsBegin[1], x[3] + geo.padsBegin[1] + geo.padsEnd[1]));
     KILN_ASSIGN(Expr xv, el.at(node.input(0), {n, ch, clampIndex(iy, x[2]), clampIndex(ix, x[3])}));
 
     Buffer acc = makeBuffer("acc", ct, MemoryScope::Local, 2);  // [value, count]
     double init = isMax ? -std::numeric_limits<double>::infinity() : 0.0;
     Expr a0 = load(acc, intImm(0)), cnt = load(acc, intImm(1));
     Stmt clear = seq({store(acc, intImm(0), constantOf(ct, init)), store(acc, intImm(1), constantOf(ct, 0))});
-    Stmt tap = ifThen(inside, seq({store(acc, intImm(0), isMax ? maxOf(a0, xv) : a0 + xv),
-                                   store(acc, intImm(1), cnt + constantOf(ct, 1))}));
+    Stmt tap = seq({ifThen(inside, store(acc, intImm(0), isMax ? maxOf(a0, xv) : a0 + xv)),
+                    ifThen(counted, store(acc, intImm(1), cnt + constantOf(ct, 1)))});
     Stmt window = forLoop(ky, intImm(geo.kernel[0]), LoopKind::Serial, forLoop(kx, intImm(geo.kernel[1]), LoopKind::Serial, tap));
     Expr result = a0;
-    if (!isMax) result = a0 / (includePad ? constantOf(ct, double(geo.kernel[0] * geo.kernel[1])) : cnt);
+    if (!isMax) result = a0 / cnt;
     el.setSource(node.output(0), [result](const Index&) { return result; });
     KILN_ASSIGN(Stmt epilogue, storeEpilogue(el, {n, ch, varRef(oy), varRef(ox)}));
     Stmt pixel = allocate(acc, seq({clear, window, epilogue}));
@@ -81,6 +95,58 @@ class PoolTemplate final : public ScheduleTemplate {
       return threadPerItem(o, outer * y[2] * y[3], c.at("threads"), perPixel);
     }
     return forLoop(p, intImm(outer), outer > 1 ? outerKind(c) : LoopKind::Serial, body);
+  }
+
+ private:
+  /// The CPU kernel of a windowed pool: the input copied once into a buffer
+  /// bordered with the reduction's identity (-inf for max, 0 for average),
+  /// deep enough for ceil_mode's last window, then every window read
+  /// without bounds checks, its taps unrolled, output pixels a vector of
+  /// consecutive columns (the last vector of a row moved back to end at the
+  /// row's end). An average divides by the window's in-image taps, from the
+  /// clamped window bounds (dilation 1), or by the window size with
+  /// count_include_pad.
+  static Expected<Stmt> borderedWindows(ElementBuilder& el, const Config& c, const Dims& x, const Dims& y,
+                                        ScalarType ct, ir::WindowGeometry geo, bool isMax, bool includePad) {
+    const ir::Node& node = *el.group().anchor;
+    const int64_t planes = x[0] * x[1];
+    const Dims padsEnd = geo.padsEnd;
+    for (int d = 0; d < 2; ++d) {  // ceil_mode's last window may reach past the end padding
+      const int64_t reach = (y[2 + d] - 1) * geo.strides[d] + (geo.kernel[d] - 1) * geo.dilations[d] + 1;
+      geo.padsEnd[d] = std::max(geo.padsEnd[d], reach - x[2 + d] - geo.padsBegin[d]);
+    }
+    const double identity = isMax ? -std::numeric_limits<double>::infinity() : 0.0;
+    const LoopKind planeLoop = planes > 1 ? outerKind(c) : LoopKind::Serial;
+    KILN_ASSIGN(PaddedCopy copy,
+                borderedCopy(el, ct, planes, x[2], x[3], 1, geo, planeLoop, constantOf(ct, identity),
+                             [&](const Expr& plane, const Expr& iy, const Expr& ix, const Expr&) {
+                               return el.at(node.input(0), {floorDiv(plane, x[1]), floorMod(plane, x[1]), iy, ix});
+                             }));
+    const int64_t lanes = y[3] >= 8 ? 8 : y[3] >= 4 ? 4 : 1;
+    Var p = makeVar("p"), oy = makeVar("oy"), oxo = makeVar("oxo"), v = makeVar("v");
+    Expr ox = lanes > 1 ? blockOrigin(varRef(oxo), lanes, y[3]) + varRef(v) : varRef(oxo);
+    Expr result;
+    for (int64_t ky = 0; ky < geo.kernel[0]; ++ky)
+      for (int64_t kx = 0; kx < geo.kernel[1]; ++kx) {
+        Expr row = varRef(p) * copy.hp + varRef(oy) * geo.strides[0] + ky * geo.dilations[0];
+        Expr tap = load(copy.buffer, row * copy.wp + ox * geo.strides[1] + kx * geo.dilations[1]);
+        result = !result ? tap : isMax ? maxOf(result, tap) : result + tap;
+      }
+    if (!isMax) {  // taps counted: the window clamped, per axis, to the image or (count_include_pad) its padding
+      auto counted = [&](const Expr& o, int d) {
+        Expr first = o * geo.strides[d] - geo.padsBegin[d];  // >= -padsBegin
+        if (includePad) return minOf(first + geo.kernel[d], intImm(x[2 + d] + padsEnd[d])) - first;
+        return minOf(first + geo.kernel[d], intImm(x[2 + d])) - maxOf(first, intImm(0));
+      };
+      result = result / cast(ct, counted(varRef(oy), 0) * counted(ox, 1));
+    }
+    el.setSource(node.output(0), [result](const Index&) { return result; });
+    KILN_ASSIGN(Stmt store, storeEpilogue(el, {floorDiv(varRef(p), x[1]), floorMod(varRef(p), x[1]), varRef(oy), ox}));
+    Stmt row = lanes > 1 ? forLoop(oxo, intImm((y[3] + lanes - 1) / lanes), LoopKind::Serial,
+                                   forLoop(v, intImm(lanes), LoopKind::Vectorized, store))
+                         : forLoop(oxo, intImm(y[3]), LoopKind::Serial, store);
+    Stmt windows = forLoop(p, intImm(planes), planeLoop, forLoop(oy, intImm(y[2]), LoopKind::Serial, row));
+    return seq({copy.fill, windows});
   }
 };
 

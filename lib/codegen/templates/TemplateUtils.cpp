@@ -103,9 +103,9 @@ Knob parallelKnob(int64_t work, int64_t outerIterations) {
                   [&](int64_t v) { return v == 0 || outerIterations > 1; });
 }
 
-Expected<PaddedCopy> zeroBorderedCopy(ElementBuilder& el, ScalarType t, int64_t planes, int64_t height, int64_t width,
-                                      int64_t inner, const ir::WindowGeometry& geo, LoopKind planeLoop,
-                                      const PaddedSource& source) {
+Expected<PaddedCopy> borderedCopy(ElementBuilder& el, ScalarType t, int64_t planes, int64_t height, int64_t width,
+                                  int64_t inner, const ir::WindowGeometry& geo, LoopKind planeLoop, const Expr& border,
+                                  const PaddedSource& source) {
   PaddedCopy copy;
   copy.hp = height + geo.padsBegin[0] + geo.padsEnd[0], copy.wp = width + geo.padsBegin[1] + geo.padsEnd[1];
   copy.buffer = el.workspace("padded", t, planes * copy.hp * copy.wp * inner);
@@ -113,7 +113,6 @@ Expected<PaddedCopy> zeroBorderedCopy(ElementBuilder& el, ScalarType t, int64_t 
   Expr iy = varRef(py) - geo.padsBegin[0];
   Expr rowStart = (varRef(pc) * copy.hp + varRef(py)) * copy.wp;
   const int64_t padL = geo.padsBegin[1], padR = geo.padsEnd[1];
-  const Expr zero = constantOf(t, 0);
   // Pixels [first, first + n) of a padded row: one element each (a vector
   // over the row when `vectorRow`), or `inner` contiguous lanes each.
   auto pixels = [&](const Var& v, int64_t n, Expr first, bool vectorRow, const Expr& value) {
@@ -125,12 +124,12 @@ Expected<PaddedCopy> zeroBorderedCopy(ElementBuilder& el, ScalarType t, int64_t 
   };
   KILN_ASSIGN(Expr xv, source(varRef(pc), iy, varRef(q), inner == 1 ? Expr() : varRef(l)));
   std::vector<Stmt> imageRow{pixels(q, width, rowStart + padL, true, xv)};
-  if (padL) imageRow.push_back(pixels(px, padL, rowStart, false, zero));
-  if (padR) imageRow.push_back(pixels(px, padR, rowStart + padL + width, false, zero));
-  Stmt zeroRow = pixels(px, copy.wp, rowStart, true, zero);
+  if (padL) imageRow.push_back(pixels(px, padL, rowStart, false, border));
+  if (padR) imageRow.push_back(pixels(px, padR, rowStart + padL + width, false, border));
+  Stmt borderRow = pixels(px, copy.wp, rowStart, true, border);
   copy.fill = forLoop(pc, intImm(planes), planes > 1 ? planeLoop : LoopKind::Serial,
                       forLoop(py, intImm(copy.hp), LoopKind::Serial,
-                              ifThen(inRange(iy, height), seq(std::move(imageRow)), zeroRow)));
+                              ifThen(inRange(iy, height), seq(std::move(imageRow)), borderRow)));
   return copy;
 }
 

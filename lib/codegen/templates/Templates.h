@@ -91,21 +91,22 @@ Expected<Stmt> gemmBlock(const GemmBlock& g, Expr fullTile, const std::function<
 /// The i (unrolled) x j (vectorized) loops over a GEMM block's tile.
 Stmt gemmTileLoops(const GemmBlock& g, Stmt body);
 
-/// A zero-bordered copy of a convolution's input, so the conv reads it
+/// A bordered copy of a convolution's or pool's input, so its windows read it
 /// without bounds checks: `planes` planes of height x width pixels of `inner`
 /// contiguous elements each (1 for NCHW, the channel block for NCHWc), padded
-/// by geo's pads into a workspace "padded" of planes x hp x wp x inner.
+/// by geo's pads with `border` (zero for a conv, -inf for a max pool) into a
+/// workspace "padded" of planes x hp x wp x inner.
 /// `source(plane, iy, ix, lane)` reads an input element (lane null when
-/// inner is 1). Image rows are copied as vectors between their zero columns.
+/// inner is 1). Image rows are copied as vectors between their border columns.
 struct PaddedCopy {
   Buffer buffer;
   Stmt fill;
   int64_t hp = 0, wp = 0;
 };
 using PaddedSource = std::function<Expected<Expr>(const Expr& plane, const Expr& iy, const Expr& ix, const Expr& lane)>;
-Expected<PaddedCopy> zeroBorderedCopy(ElementBuilder& el, ScalarType t, int64_t planes, int64_t height, int64_t width,
-                                      int64_t inner, const ir::WindowGeometry& geo, LoopKind planeLoop,
-                                      const PaddedSource& source);
+Expected<PaddedCopy> borderedCopy(ElementBuilder& el, ScalarType t, int64_t planes, int64_t height, int64_t width,
+                                  int64_t inner, const ir::WindowGeometry& geo, LoopKind planeLoop, const Expr& border,
+                                  const PaddedSource& source);
 
 /// The knob space of a row-by-row template (softmax, layernorm): `parallel`
 /// on the CPU; on the GPU `threads` per block and `warp` {0,1}: 0 one row per
