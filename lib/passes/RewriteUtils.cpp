@@ -87,6 +87,8 @@ bool attributesEqual(const ir::Attribute& a, const ir::Attribute& b) {
 
 const Tensor* constantValue(const ir::Value* v) {
   const ir::Node* p = v ? v->producer() : nullptr;
+  // Exporters spell a repeated initializer as Identity(first one): the same value.
+  while (isOp(p, "Identity") && p->input(0)) p = p->input(0)->producer();
   if (!isOp(p, "Constant") || !p->hasAttr("value")) return nullptr;
   return &p->getTensor("value");
 }

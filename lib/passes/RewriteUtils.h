@@ -21,7 +21,8 @@
 
 namespace kiln::passes {
 
-/// The tensor of a default-domain Constant node producing `v`; null otherwise.
+/// The tensor of a default-domain Constant node producing `v`, directly or
+/// through Identity nodes (repeated initializers); null otherwise.
 const Tensor* constantValue(const ir::Value* v);
 /// A Constant node holding `value`, inserted before `before` (or at the end),
 /// its result named after `base`.

@@ -6,6 +6,7 @@
 //   Transpose(Transpose(x, p), q)                 -> Transpose(x, p∘q), or x if that is the identity
 //   chains of Reshape/Flatten/Squeeze/Unsqueeze    -> one Reshape to the static result shape
 //   a reshape-like op or Slice (steps 1) or Concat of one operand that keeps x's shape -> x
+//   Pad by zeros everywhere (PyTorch's avg_pool2d export)  -> x
 // The arithmetic rules fire only when the constant cannot broadcast x to a
 // larger shape and has x's element type; x+0 turns -0 into +0 in IEEE
 // arithmetic, which no later op distinguishes except 1/x. Rules repeat until
@@ -74,6 +75,7 @@ ir::Value* identityOperand(const ir::Node& n) {
   if (keepsShape && (op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze" || op == "Expand"))
     return n.input(0);
   if (keepsShape && op == "Concat" && n.numInputs() == 1) return n.input(0);
+  if (keepsShape && op == "Pad" && n.hasInput(1) && constIs(n.input(1), 0)) return n.input(0);  // all pads 0
   if (keepsShape && op == "Slice" && (!n.input(4) || constIs(n.input(4), 1))) return n.input(0);
   return nullptr;
 }
@@ -165,7 +167,7 @@ PassInfo simplifyExprPass() {
   p.summary = "Remove identity arithmetic and merge consecutive reshapes and transposes";
   p.description =
       "Drops Identity, x+0, x-0, x*1, x/1, x^1 and shape-preserving Reshape/Flatten/Squeeze/Unsqueeze/Expand/"
-      "Slice/Concat; composes Transpose pairs (removing identity permutations) and collapses chains of "
+      "Slice/Concat and Pad by zeros; composes Transpose pairs (removing identity permutations) and collapses chains of "
       "reshape-like ops into one Reshape to the static shape. Exact except that x+0 maps -0 to +0.";
   // Table 4: SimplifyExpr is RN; MN; SSD; in kiln's -O3 (BL). kiln adds BR:
   // the reshape chains left by folding a transformer's constants.

@@ -370,6 +370,44 @@ TEST_CASE("conv2d-nchwc template: channel-blocked convs (alter-op-layout's) matc
                   "ConvNCHWc", 64);
 }
 
+TEST_CASE("channel-blocked pools (alter-op-layout's) match the interpreter on the CPU and are refused on the GPU") {
+  // Max with a prologue that makes values negative (the -inf border), ceil_mode and dilation; lanes of 8.
+  checkAllConfigs(R"(module @m {
+  graph @main(%x: f32[1,2,12,9,8]) {
+    %n = Neg(%x) : f32[1,2,12,9,8]
+    %p = MaxPool(%n) {kernel_shape = [3, 3, 1], strides = [2, 2, 1], pads = [1, 2, 0, 1, 0, 0], dilations = [1, 2, 1], ceil_mode = 1} : f32[1,2,7,4,8]
+    %r = Relu(%p) : f32[1,2,7,4,8]
+    return %r
+  }
+})",
+                  "MaxPool", 8);
+  // Averages counting the image only and, with ceil_mode's last window, the padding.
+  for (const char* include : {"0", "1"})
+    checkAllConfigs(std::string(R"(module @m {
+  graph @main(%x: f32[2,1,8,8,16]) {
+    %p = AveragePool(%x) {kernel_shape = [3, 3, 1], strides = [2, 2, 1], pads = [1, 1, 0, 1, 1, 0], ceil_mode = 1, count_include_pad = )") +
+                        include + R"(} : f32[2,1,5,5,16]
+    return %p
+  }
+})",
+                    "AveragePool", 8);
+  auto m = parse(R"(module @m {
+  graph @main(%x: f32[1,1,4,4,8]) {
+    %p = MaxPool(%x) {kernel_shape = [2, 2, 1], strides = [2, 2, 1]} : f32[1,1,2,2,8]
+    return %p
+  }
+})");
+  auto plan = FusionPlan::build(m->graph());
+  REQUIRE(plan.isOk());
+  REQUIRE(plan->groups().size() == 1);
+  auto tmpl = templateFor(plan->groups().front());
+  REQUIRE(tmpl.isOk());
+  auto gpu = (*tmpl)->knobSpace(plan->groups().front(), KernelTarget::Gpu);
+  REQUIRE_FALSE(gpu.isOk());
+  CHECK(gpu.error().code() == ErrorCode::CodegenUnsupported);
+  CHECK(gpu.error().str().find("channel-blocked pools (alter-op-layout's) run on the cpu target only") != std::string::npos);
+}
+
 TEST_CASE("conv2d-nchwc has no GPU schedule and says so at the node") {
   auto m = parse(blockedConv("1,1,4,4,8", {1, 1, 1, 1, 8, 8}, "", "1,1,4,4,8", 25));
   auto plan = FusionPlan::build(m->graph());

@@ -27,7 +27,7 @@ class PoolTemplate final : public ScheduleTemplate {
 
   Expected<KnobSpace> knobSpace(const KernelGroup& g, KernelTarget target) const override {
     KILN_ASSIGN(Dims x, staticDims(g.anchor->input(0)));
-    if (x.size() != 4) return makeError(ErrorCode::CodegenUnsupported, "pool template handles 2-D pooling only");
+    KILN_TRY(checkRank(*g.anchor, x, target));
     KILN_ASSIGN(Dims y, staticDims(g.anchor->output(0)));
     if (target == KernelTarget::Gpu) return threadPerItemSpace(product(y));
     // Work: two elementwise operations' worth per window tap (its bounds check
@@ -50,6 +50,7 @@ class PoolTemplate final : public ScheduleTemplate {
     const std::string& op = node.opType();
     const bool isMax = op == "MaxPool" || op == "GlobalMaxPool";
     const bool global = op.rfind("Global", 0) == 0;
+    KILN_TRY(checkRank(node, x, target));
     ir::WindowGeometry geo;
     if (global) {
       geo = {{x[2], x[3]}, {1, 1}, {1, 1}, {0, 0}, {0, 0}, {1, 1}};
@@ -57,9 +58,16 @@ class PoolTemplate final : public ScheduleTemplate {
       if (node.numOutputs() > 1 && node.output(1)->hasUses())
         return makeError(ErrorCode::CodegenUnsupported, "MaxPool indices output has no code generation yet");
       bool ceil = node.hasAttr("ceil_mode") && node.getInt("ceil_mode");
-      KILN_ASSIGN(geo, ir::computeWindowGeometry(node, {x[2], x[3]}, node.getInts("kernel_shape"), ceil));
+      KILN_ASSIGN(geo, ir::computeWindowGeometry(node, Dims(x.begin() + 2, x.end()), node.getInts("kernel_shape"), ceil));
     }
     const bool includePad = !isMax && !global && node.hasAttr("count_include_pad") && node.getInt("count_include_pad");
+    if (x.size() == 5) {  // channel-blocked [N, C/b, H, W, b]: the window must leave the lanes alone
+      if (geo.kernel[2] != 1 || geo.strides[2] != 1 || geo.dilations[2] != 1 || geo.padsBegin[2] || geo.padsEnd[2] ||
+          (!isMax && (geo.dilations[0] != 1 || geo.dilations[1] != 1)))
+        return makeError(ErrorCode::CodegenUnsupported, "pool template: a rank-5 (channel-blocked) pool needs a window "
+                                                        "of 1 over the last axis (and dilation 1 to average)");
+      return borderedWindows(el, c, x, y, ct, geo, isMax, includePad);
+    }
     if (target == KernelTarget::Cpu && !global && (isMax || (geo.dilations[0] == 1 && geo.dilations[1] == 1)))
       return borderedWindows(el, c, x, y, ct, geo, isMax, includePad);
 
@@ -98,18 +106,32 @@ class PoolTemplate final : public ScheduleTemplate {
   }
 
  private:
+  /// NCHW pools on every target; channel-blocked ones ([N, C/b, H, W, b],
+  /// alter-op-layout's) on the CPU only.
+  static Status checkRank(const ir::Node& n, const Dims& x, KernelTarget target) {
+    const bool blocked = x.size() == 5 && n.opType().rfind("Global", 0) != 0;
+    if (x.size() == 4 || (blocked && target == KernelTarget::Cpu)) return Status::ok();
+    if (blocked)
+      return makeError(ErrorCode::CodegenUnsupported, "pool template: channel-blocked pools (alter-op-layout's) run on "
+                                                      "the cpu target only");
+    return makeError(ErrorCode::CodegenUnsupported, "pool template handles 2-D pooling only");
+  }
+
   /// The CPU kernel of a windowed pool: the input copied once into a buffer
   /// bordered with the reduction's identity (-inf for max, 0 for average),
   /// deep enough for ceil_mode's last window, then every window read
   /// without bounds checks, its taps unrolled, output pixels a vector of
   /// consecutive columns (the last vector of a row moved back to end at the
-  /// row's end). An average divides by the window's in-image taps, from the
-  /// clamped window bounds (dilation 1), or by the window size with
-  /// count_include_pad.
+  /// row's end), or for a channel-blocked input a vector of a pixel's b
+  /// channels. An average divides by the taps on the image, from the
+  /// clamped window bounds (dilation 1), or with count_include_pad by
+  /// those on the image or its padding.
   static Expected<Stmt> borderedWindows(ElementBuilder& el, const Config& c, const Dims& x, const Dims& y,
                                         ScalarType ct, ir::WindowGeometry geo, bool isMax, bool includePad) {
     const ir::Node& node = *el.group().anchor;
     const int64_t planes = x[0] * x[1];
+    const bool blocked = x.size() == 5;
+    const int64_t inner = blocked ? x[4] : 1;
     const Dims padsEnd = geo.padsEnd;
     for (int d = 0; d < 2; ++d) {  // ceil_mode's last window may reach past the end padding
       const int64_t reach = (y[2 + d] - 1) * geo.strides[d] + (geo.kernel[d] - 1) * geo.dilations[d] + 1;
@@ -118,18 +140,21 @@ class PoolTemplate final : public ScheduleTemplate {
     const double identity = isMax ? -std::numeric_limits<double>::infinity() : 0.0;
     const LoopKind planeLoop = planes > 1 ? outerKind(c) : LoopKind::Serial;
     KILN_ASSIGN(PaddedCopy copy,
-                borderedCopy(el, ct, planes, x[2], x[3], 1, geo, planeLoop, constantOf(ct, identity),
-                             [&](const Expr& plane, const Expr& iy, const Expr& ix, const Expr&) {
-                               return el.at(node.input(0), {floorDiv(plane, x[1]), floorMod(plane, x[1]), iy, ix});
+                borderedCopy(el, ct, planes, x[2], x[3], inner, geo, planeLoop, constantOf(ct, identity),
+                             [&](const Expr& plane, const Expr& iy, const Expr& ix, const Expr& lane) {
+                               Index at{floorDiv(plane, x[1]), floorMod(plane, x[1]), iy, ix};
+                               if (blocked) at.push_back(lane);
+                               return el.at(node.input(0), at);
                              }));
-    const int64_t lanes = y[3] >= 8 ? 8 : y[3] >= 4 ? 4 : 1;
-    Var p = makeVar("p"), oy = makeVar("oy"), oxo = makeVar("oxo"), v = makeVar("v");
+    const int64_t lanes = blocked ? 1 : y[3] >= 8 ? 8 : y[3] >= 4 ? 4 : 1;  // output columns per vector
+    Var p = makeVar("p"), oy = makeVar("oy"), oxo = makeVar("oxo"), v = makeVar("v"), l = makeVar("l");
     Expr ox = lanes > 1 ? blockOrigin(varRef(oxo), lanes, y[3]) + varRef(v) : varRef(oxo);
     Expr result;
     for (int64_t ky = 0; ky < geo.kernel[0]; ++ky)
       for (int64_t kx = 0; kx < geo.kernel[1]; ++kx) {
         Expr row = varRef(p) * copy.hp + varRef(oy) * geo.strides[0] + ky * geo.dilations[0];
-        Expr tap = load(copy.buffer, row * copy.wp + ox * geo.strides[1] + kx * geo.dilations[1]);
+        Expr pixel = row * copy.wp + ox * geo.strides[1] + kx * geo.dilations[1];
+        Expr tap = load(copy.buffer, blocked ? pixel * inner + varRef(l) : pixel);
         result = !result ? tap : isMax ? maxOf(result, tap) : result + tap;
       }
     if (!isMax) {  // taps counted: the window clamped, per axis, to the image or (count_include_pad) its padding
@@ -141,7 +166,10 @@ class PoolTemplate final : public ScheduleTemplate {
       result = result / cast(ct, counted(varRef(oy), 0) * counted(ox, 1));
     }
     el.setSource(node.output(0), [result](const Index&) { return result; });
-    KILN_ASSIGN(Stmt store, storeEpilogue(el, {floorDiv(varRef(p), x[1]), floorMod(varRef(p), x[1]), varRef(oy), ox}));
+    Index at{floorDiv(varRef(p), x[1]), floorMod(varRef(p), x[1]), varRef(oy), ox};
+    if (blocked) at.push_back(varRef(l));
+    KILN_ASSIGN(Stmt store, storeEpilogue(el, at));
+    if (blocked) store = forLoop(l, intImm(inner), LoopKind::Vectorized, store);
     Stmt row = lanes > 1 ? forLoop(oxo, intImm((y[3] + lanes - 1) / lanes), LoopKind::Serial,
                                    forLoop(v, intImm(lanes), LoopKind::Vectorized, store))
                          : forLoop(oxo, intImm(y[3]), LoopKind::Serial, store);
