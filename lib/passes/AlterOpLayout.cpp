@@ -9,8 +9,10 @@
 //   back = Transpose to [N, O/b, b, OH, OW], Reshape to [N, O, OH, OW]
 // for group-1 convolutions whose output channels have a block b, with c
 // the input channels' block, or c = C when C is smaller than a block and has
-// none (an RGB stem conv: its input is one block), and depthwise
-// convolutions (group C, W' [C/b, 1, kH, kW, 1, b]).
+// none (an RGB stem conv: its input is one block), depthwise
+// convolutions (group C, W' [C/b, 1, kH, kW, 1, b]), and grouped ones whose
+// groups of g channels to g fit in a block (g | b; ResNeXt, RegNet): W'
+// [C/b, 1, kH, kW, b, b], block-diagonal (RegNet-Y-400MF 14.0 -> 9.9 ms).
 // Elementwise ops with scalar extra operands (Relu, Clip, ...) or a
 // per-channel constant (a BatchNorm spelled as Mul and Add, the constant
 // re-laid out in blocks) are then moved before the `back` transforms, so
@@ -64,6 +66,14 @@ bool isDepthwise(const ir::Node& n, const Tensor& w) {
   return group > 1 && w.dim(1) == 1 && w.dim(0) == group && n.input(0)->tensorType().dim(1) == group;
 }
 
+/// A grouped conv whose groups map c channels to c (ResNeXt, RegNet): it
+/// runs blocked when a block holds whole groups, each output block reading
+/// its own input block through block-diagonal weights.
+bool isSquareGrouped(const ir::Node& n, const Tensor& w) {
+  const int64_t group = n.getInt("group"), C = n.input(0)->tensorType().dim(1);
+  return group > 1 && !isDepthwise(n, w) && w.dim(0) == C && C % group == 0 && w.dim(1) == C / group;
+}
+
 /// The block of a map of `channels` channels: `forced` when nonzero (and it
 /// divides them), else 16 when 16 divides them, else 8 when 8 does; 0 if none.
 int64_t blockOf(int64_t channels, int64_t forced) {
@@ -100,8 +110,9 @@ std::optional<ConvBlocks> blocksOf(const ir::Node& n, int64_t forced) {
   const int64_t C = x->tensorType().dim(1);
   if (n.getInt("group") != 1) {
     const int64_t b = blockOf(C, forced);
-    if (!isDepthwise(n, *w) || !b) return std::nullopt;
-    return ConvBlocks{b, b};
+    if (!b) return std::nullopt;
+    if (isDepthwise(n, *w) || (isSquareGrouped(n, *w) && b % w->dim(1) == 0)) return ConvBlocks{b, b};
+    return std::nullopt;
   }
   const int64_t out = blockOf(outputChannelsToBlock(n, w->dim(0)), forced);
   // Fewer input channels than a block and none of their own: all in one block.
@@ -109,6 +120,24 @@ std::optional<ConvBlocks> blocksOf(const ir::Node& n, int64_t forced) {
   const int64_t in = inputBlock ? inputBlock : C < (forced ? forced : 16) ? C : 0;
   if (!out || !in) return std::nullopt;
   return ConvBlocks{in, out};
+}
+
+/// A square-grouped conv's weights W [C, g, kH, kW] (groups of g channels,
+/// g dividing b) packed as [C/b, 1, kH, kW, b, b]: entry (ob, ky, kx, ci, co)
+/// is W[ob*b + co, ci - (co's first channel in the group), ky, kx] when input
+/// lane ci is in output lane co's group, else 0.
+Tensor blockDiagonal(const Tensor& w, int64_t b) {
+  const int64_t C = w.dim(0), g = w.dim(1), kh = w.dim(2), kw = w.dim(3);
+  const std::vector<double> src = w.toDoubles();
+  std::vector<float> out(size_t(C * kh * kw * b), 0.0f);
+  for (int64_t o = 0; o < C; ++o) {
+    const int64_t ob = o / b, co = o % b, first = (co / g) * g;  // the group's first lane
+    for (int64_t k = 0; k < g; ++k)
+      for (int64_t y = 0; y < kh; ++y)
+        for (int64_t x = 0; x < kw; ++x)
+          out[size_t((((ob * kh + y) * kw + x) * b + first + k) * b + co)] = float(src[size_t(((o * g + k) * kh + y) * kw + x)]);
+  }
+  return Tensor::fromVector<float>({C / b, 1, kh, kw, b, b}, out);
 }
 
 /// The permutation of `back`: [N, C/b, H, W, b] -> [N, C/b, b, H, W].
@@ -140,9 +169,10 @@ Expected<bool> block(ir::Node* n, int64_t forced) {
                                                 {}, base + "_split_c", n));
   KILN_ASSIGN(ir::Node * in, createTypedNode(g, "Transpose", {split->output(0)}, {{"perm", std::vector<int64_t>{0, 1, 3, 4, 2}}},
                                              base + "_to_blocked", n));
-  // [O/b, C/ci, kH, kW, ci, b]; depthwise [C/b, 1, kH, kW, 1, b].
-  Tensor packed = isDepthwise(*n, w) ? permuted(w.reshaped({C / b, b, 1, w.dim(2), w.dim(3), 1}), {0, 2, 3, 4, 5, 1})
-                                     : permuted(w.reshaped({O / b, b, C / ci, ci, w.dim(2), w.dim(3)}), {0, 2, 4, 5, 3, 1});
+  // [O/b, C/ci, kH, kW, ci, b]; depthwise [C/b, 1, kH, kW, 1, b]; square groups [C/b, 1, kH, kW, b, b].
+  Tensor packed = isDepthwise(*n, w)       ? permuted(w.reshaped({C / b, b, 1, w.dim(2), w.dim(3), 1}), {0, 2, 3, 4, 5, 1})
+                  : isSquareGrouped(*n, w) ? blockDiagonal(w, b)
+                                           : permuted(w.reshaped({O / b, b, C / ci, ci, w.dim(2), w.dim(3)}), {0, 2, 4, 5, 3, 1});
   std::vector<ir::Value*> operands{in->output(0), makeConstant(g, std::move(packed), n->input(1)->name() + "_packed", n)};
   if (n->hasInput(2)) operands.push_back(n->input(2));
   KILN_ASSIGN(ir::Node * conv, createTypedNode(g, "kiln::ConvNCHWc", operands, n->attributes(), n->name(), n));
@@ -442,7 +472,7 @@ PassInfo alterOpLayoutPass() {
   p.summary = "Run convolutions in a channel-blocked layout (NCHW{b}c) with prepacked weights";
   p.description =
       "Rewrites 2-D Convs (group 1 whose output channels have a block and input channels one too or fewer than "
-      "a block; depthwise) into kiln::ConvNCHWc over blocked data [N, C/b, H, W, b] with prepacked weights, moves "
+      "a block; depthwise; grouped with groups that fit in a block, block-diagonal weights) into kiln::ConvNCHWc over blocked data [N, C/b, H, W, b] with prepacked weights, moves "
       "elementwise ops (unary, binary with both operands blocked alike: residual adds, or with a per-channel "
       "constant: a BatchNorm's Mul and Add) ahead of the layout transforms and cancels the transforms between consecutive convolutions (anchor: TVM's AlterOpLayout, "
       "oneDNN's nChw16c); squeeze-excite pooling runs blocked as ReduceMean, MaxPool and AveragePool over the blocks, "
@@ -459,9 +489,10 @@ PassInfo alterOpLayoutPass() {
   p.options = {{"block", PassOptionSpec::Kind::Int, "0",
                 "channels per block for every map (a multiple of the target's f32 vector width); 0: per map, 16 "
                 "where 16 divides its channels, else 8"}};
-  // Any block size may be asked for: applicable when some conv is blockable at all.
+  // Any block size may be asked for: applicable when some conv is blockable at all
+  // (block 1 for most; a grouped conv needs a block holding whole groups: the default's).
   p.applicable = [](const ir::Graph& g) {
-    return anyNode(g, [](const ir::Node& n) { return blocksOf(n, 1).has_value(); });
+    return anyNode(g, [](const ir::Node& n) { return blocksOf(n, 1).has_value() || blocksOf(n, 0).has_value(); });
   };
   p.run = [](ir::Graph& g, const PassOptions& o, const PassContext& ctx) -> Expected<bool> {
     int64_t b = o.getInt("block");

@@ -365,6 +365,12 @@ TEST_CASE("conv2d-nchwc template: channel-blocked convs (alter-op-layout's) matc
   checkAllConfigs(blockedConv("1,3,5,6,8", {2, 3, 3, 3, 8, 16}, " {pads = [1, 1, 1, 1]}", "1,2,5,6,16", 29), "ConvNCHWc",
                   64);
   checkAllConfigs(blockedConv("1,2,4,9,16", {3, 2, 1, 1, 16, 8}, "", "1,3,4,9,8", 30), "ConvNCHWc", 64);
+  // Groups within a block (ResNeXt, RegNet: weights [C/c, 1, kH, kW, c, c]): groups of 4 padded 3x3; groups of 1
+  // (a block of full lanes, as the inference allows) strided.
+  checkAllConfigs(blockedConv("1,2,6,7,8", {2, 1, 3, 3, 8, 8}, " {group = 4, pads = [1, 1, 1, 1]}", "1,2,6,7,8", 31),
+                  "ConvNCHWc", 64);
+  checkAllConfigs(blockedConv("2,3,5,5,8", {3, 1, 3, 3, 8, 8}, " {group = 24, strides = [2, 2]}", "2,3,2,2,8", 32),
+                  "ConvNCHWc", 64);
   // An RGB stem: 3 input channels as one block, 8 output lanes.
   checkAllConfigs(blockedConv("1,1,7,7,3", {1, 1, 3, 3, 3, 8}, " {pads = [1, 1, 1, 1], strides = [2, 2]}", "1,1,4,4,8", 27),
                   "ConvNCHWc", 64);

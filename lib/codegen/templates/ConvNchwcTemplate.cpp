@@ -13,7 +13,9 @@
 // a vector too and the reduction is the taps alone. A padded input first
 // goes to a zero-bordered copy, except for depthwise convs (memory-bound),
 // which skip the taps outside the input: rows per tap, columns only in the
-// register blocks at the border.
+// register blocks at the border. Groups within a block (ResNeXt, RegNet;
+// weights [C/c, 1, kH, kW, c, c], zero off the groups) reduce like group 1
+// over the output block's own input block only.
 //
 //   knobs: tw {1..28, at most the output width} pixels per register block,
 //          tob {1,2,4} channel blocks per register block (dividing O/o),
@@ -33,6 +35,7 @@ struct BlockedShape {
   ir::WindowGeometry geo;
   bool padded = false;
   bool depthwise = false;
+  bool grouped = false;  ///< groups within a block: weights [C/c, 1, kH, kW, c, c], input block = output block
 };
 
 int64_t taps(const BlockedShape& s) { return s.w[2] * s.w[3]; }
@@ -46,7 +49,8 @@ Expected<BlockedShape> shapeOf(const ir::Node& node) {
     return makeError(ErrorCode::CodegenUnsupported, "kiln::ConvNCHWc needs rank-5 data and rank-6 weights");
   KILN_ASSIGN(s.geo, ir::computeWindowGeometry(node, {s.x[2], s.x[3]}, {s.w[2], s.w[3]}, false));
   for (size_t d = 0; d < 2; ++d) s.padded |= s.geo.padsBegin[d] != 0 || s.geo.padsEnd[d] != 0;
-  s.depthwise = node.getInt("group") != 1;
+  s.depthwise = node.getInt("group") != 1 && s.w[4] == 1;
+  s.grouped = node.getInt("group") != 1 && !s.depthwise;
   return s;
 }
 
@@ -123,8 +127,9 @@ class ConvNchwcTemplate final : public ScheduleTemplate {
     Expr iy = row * s.geo.strides[0] + varRef(ky) * s.geo.dilations[0];
     Expr ix = col * s.geo.strides[1] + varRef(kx) * s.geo.dilations[1];
     Expr pixel;
-    // Depthwise: the input block is the output block and the input lane the output lane.
-    Expr inBlock = s.depthwise ? block : varRef(icb), inLane = s.depthwise ? varRef(l) : varRef(ic);
+    // Depthwise: the input block is the output block and the input lane the output lane;
+    // groups within a block: the input block is the output block (weights block-diagonal).
+    Expr inBlock = s.depthwise || s.grouped ? block : varRef(icb), inLane = s.depthwise ? varRef(l) : varRef(ic);
     if (guarded) {
       KILN_ASSIGN(pixel, el.at(node.input(0), {n, inBlock, iy - padTop, ix - padLeft, inLane}));
     } else if (s.padded) {
@@ -169,7 +174,7 @@ class ConvNchwcTemplate final : public ScheduleTemplate {
       reduction = forLoop(ky, intImm(kh), unrolled, forLoop(kx, intImm(kw), unrolled, update));
     } else {
       reduction = forLoop(ic, intImm(inLanes), unrolled, update);
-      reduction = forLoop(icb, intImm(inBlocks), LoopKind::Serial,
+      reduction = forLoop(icb, intImm(s.grouped ? 1 : inBlocks), LoopKind::Serial,
                           forLoop(ky, intImm(kh), LoopKind::Serial, forLoop(kx, intImm(kw), LoopKind::Serial, reduction)));
     }
 

@@ -194,7 +194,8 @@ Status inferConvNhwc(InferenceContext& ctx) {
 
 /// kiln::ConvNCHWc: X [N, C/c, H, W, c], W [O/o, C/c, kH, kW, c, o], B [O]
 /// -> [N, O/o, OH, OW, o] (group 1); depthwise (group C): W [C/c, 1, kH, kW, 1, c]
-/// -> [N, C/c, OH, OW, c].
+/// -> [N, C/c, OH, OW, c]; groups of g channels to g, g dividing c:
+/// W [C/c, 1, kH, kW, c, c] (block-diagonal) -> [N, C/c, OH, OW, c].
 Status inferConvNchwc(InferenceContext& ctx) {
   KILN_TRY(requireSameDType(ctx, {0, 1, 2}));
   KILN_ASSIGN(TensorType x, ctx.inputTensor(0));
@@ -202,12 +203,16 @@ Status inferConvNchwc(InferenceContext& ctx) {
   if (!x.isStatic() || !w.isStatic() || x.rank() != 5 || w.rank() != 6)
     return shapeError("needs static rank-5 input and rank-6 weight, got " + x.str() + " and " + w.str());
   const int64_t group = ctx.node().getInt("group");
-  const bool matches = group == 1 ? x.dim(1) == w.dim(1) && x.dim(4) == w.dim(4)
-                                  : group == x.dim(1) * x.dim(4) && w.dim(0) == x.dim(1) && w.dim(1) == 1 &&
-                                        w.dim(4) == 1 && w.dim(5) == x.dim(4);
+  const int64_t channels = x.dim(1) * x.dim(4);
+  const bool sameBlocks = w.dim(0) == x.dim(1) && w.dim(1) == 1 && w.dim(5) == x.dim(4);
+  const bool matches =
+      group == 1 ? x.dim(1) == w.dim(1) && x.dim(4) == w.dim(4)
+                 : sameBlocks && group > 0 && channels % group == 0 &&
+                       ((group == channels && w.dim(4) == 1) || (w.dim(4) == x.dim(4) && x.dim(4) % (channels / group) == 0));
   if (!matches)
-    return shapeError("input " + x.str() + " and weight " + w.str() + " do not match (group must be 1, or the " +
-                      "channel count with weights [C/c, 1, kH, kW, 1, c])");
+    return shapeError("input " + x.str() + " and weight " + w.str() + " do not match (group must be 1, the " +
+                      "channel count with weights [C/c, 1, kH, kW, 1, c], or a count whose groups fit in a block " +
+                      "with weights [C/c, 1, kH, kW, c, c])");
   if (ctx.hasInput(2)) {
     KILN_ASSIGN(TensorType b, ctx.inputTensor(2));
     const int64_t outputs = w.dim(0) * w.dim(5);
@@ -230,8 +235,8 @@ void registerConvPoolOps(OpRegistry& r) {
   r.add(windowAttrs(SchemaBuilder("ConvNCHWc", "kiln")).optionalAttr("kernel_shape", AttrKind::Ints)
             .inputs(2, 3, {"X", "W", "B"}).outputs(1, 1, {"Y"}).optionalAttr("dilations", AttrKind::Ints).attr("group", 1)
             .pattern(FusionPattern::OutEWiseFusable).infer(inferConvNchwc)
-            .doc("2-D convolution on channel-blocked data: X [N,C/c,H,W,c], W [O/o,C/c,kH,kW,c,o], or depthwise (group C) "
-                 "W [C/c,1,kH,kW,1,c] (alter-op-layout).")
+            .doc("2-D convolution on channel-blocked data: X [N,C/c,H,W,c], W [O/o,C/c,kH,kW,c,o], depthwise (group C) "
+                 "W [C/c,1,kH,kW,1,c], or groups within a block W [C/c,1,kH,kW,c,c] (alter-op-layout).")
             .build());
   r.add(windowAttrs(SchemaBuilder("ConvNHWC", "kiln")).optionalAttr("kernel_shape", AttrKind::Ints)
             .inputs(2, 3, {"X", "W", "B"}).outputs(1, 1, {"Y"}).optionalAttr("dilations", AttrKind::Ints).attr("group", 1)

@@ -155,14 +155,16 @@ Status kConvNhwc(KernelContext& ctx) {
 }
 
 /// Direct channel-blocked convolution in double (the reference for
-/// alter-op-layout); depthwise (group != 1): output lane oi of block ob reads
-/// only input lane oi of block ob, weights [C/c, 1, kH, kW, 1, c].
+/// alter-op-layout). Grouped (group != 1): output block ob reads input block
+/// ob only; depthwise (weights [C/c, 1, kH, kW, 1, c]) output lane oi reads
+/// only input lane oi, groups within a block (weights [C/c, 1, kH, kW, c, c],
+/// block-diagonal) every lane of the block.
 Status kConvNchwc(KernelContext& ctx) {
   const Tensor &x = ctx.input(0), &w = ctx.input(1);
   if (!isFloat(x.dtype())) return unsupportedDType(x.dtype());
   const int64_t N = x.dim(0), CB = x.dim(1), H = x.dim(2), W = x.dim(3), c = x.dim(4);
   const int64_t OB = w.dim(0), WCB = w.dim(1), KH = w.dim(2), KW = w.dim(3), wc = w.dim(4), o = w.dim(5);
-  const bool depthwise = ctx.node().getInt("group") != 1;
+  const bool sameBlock = ctx.node().getInt("group") != 1, depthwise = sameBlock && wc == 1;
   KILN_ASSIGN(ir::WindowGeometry g, ir::computeWindowGeometry(ctx.node(), {H, W}, {KH, KW}, false));
   const int64_t OH = g.output[0], OW = g.output[1];
   std::vector<double> xv = loadValues<double>(x), wv = loadValues<double>(w);
@@ -174,7 +176,7 @@ Status kConvNchwc(KernelContext& ctx) {
         for (int64_t ow = 0; ow < OW; ++ow)
           for (int64_t oi = 0; oi < o; ++oi) {
             double acc = bias[size_t(ob * o + oi)];
-            for (int64_t cb = depthwise ? ob : 0; cb < (depthwise ? ob + 1 : CB); ++cb)
+            for (int64_t cb = sameBlock ? ob : 0; cb < (sameBlock ? ob + 1 : CB); ++cb)
               for (int64_t kh = 0; kh < KH; ++kh) {
                 int64_t ih = oh * g.strides[0] - g.padsBegin[0] + kh * g.dilations[0];
                 if (ih < 0 || ih >= H) continue;
@@ -182,7 +184,7 @@ Status kConvNchwc(KernelContext& ctx) {
                   int64_t iw = ow * g.strides[1] - g.padsBegin[1] + kw * g.dilations[1];
                   if (iw < 0 || iw >= W) continue;
                   for (int64_t ci = depthwise ? oi : 0; ci < (depthwise ? oi + 1 : c); ++ci) {
-                    const int64_t wcb = depthwise ? 0 : cb, wci = depthwise ? 0 : ci;
+                    const int64_t wcb = sameBlock ? 0 : cb, wci = depthwise ? 0 : ci;
                     acc += xv[size_t((((n * CB + cb) * H + ih) * W + iw) * c + ci)] *
                            wv[size_t(((((ob * WCB + wcb) * KH + kh) * KW + kw) * wc + wci) * o + oi)];
                   }
