@@ -298,6 +298,8 @@ bool isWindowPoolOfBlocked(const ir::Node& n) {
   if (n.numOutputs() > 1 && n.output(1)->hasUses()) return false;  // MaxPool's indices are NCHW positions
   if (!n.output(0)->type().isTensor() || !n.output(0)->tensorType().isStatic() || n.getInts("kernel_shape").size() != 2)
     return false;
+  const std::vector<int64_t>& k = n.getInts("kernel_shape");
+  if (k[0] * k[1] > 64) return false;  // the cpu pool template unrolls blocked windows of at most 64 taps
   return blockedSource(n.input(0)) != nullptr;
 }
 
@@ -335,6 +337,12 @@ Status poolBlocked(ir::Node* pool) {
   return Status::ok();
 }
 
+/// The binary elementwise ops that can run on blocked data.
+bool isBinaryElementwise(const ir::Node& u) {
+  static const std::set<std::string> kBinary = {"Add", "Sub", "Mul", "Div", "Max", "Min"};
+  return kBinary.count(u.qualifiedOpType()) > 0;
+}
+
 /// Whether `v` is a constant that broadcasts against a [N, C, H, W] map per
 /// channel ([C, 1, 1] or [1, C, 1, 1]: a BatchNorm simplify-inference
 /// spelled out) or as a scalar.
@@ -349,8 +357,7 @@ bool isChannelConstant(const ir::Value* v, int64_t channels) {
 /// For a binary elementwise op of back(t) and a channel constant (BatchNorm's
 /// Mul and Add after a DenseNet concat), the operand that is back(t); else -1.
 int blockedWithChannelConstant(const ir::Node& u) {
-  static const std::set<std::string> kBinary = {"Add", "Sub", "Mul", "Div", "Max", "Min"};
-  if (!kBinary.count(u.qualifiedOpType()) || u.numInputs() != 2 || !u.input(0) || !u.input(1)) return -1;
+  if (!isBinaryElementwise(u) || u.numInputs() != 2 || !u.input(0) || !u.input(1)) return -1;
   for (int i = 0; i < 2; ++i) {
     const ir::Value* t = blockedSource(u.input(i));
     if (t && u.output(0)->type() == u.input(i)->type() && isChannelConstant(u.input(1 - i), dimsOf(u.input(i))[1]))
@@ -390,7 +397,6 @@ ir::Node* hoistable(const ir::Node& move) {
   if (!isMove(&move) || isGraphOutput(move.output(0))) return nullptr;
   static const std::set<std::string> kUnary = {"Relu", "Clip", "Sigmoid", "HardSigmoid", "HardSwish", "LeakyRelu",
                                                "Neg", "Abs", "Exp", "Tanh", "Erf", "Sqrt", "kiln::Gelu"};
-  static const std::set<std::string> kBinary = {"Add", "Sub", "Mul", "Div", "Max", "Min"};
   auto unary = [&](const ir::Node& u) {
     if (!kUnary.count(u.qualifiedOpType()) || u.input(0) != move.output(0)) return false;
     for (size_t i = 1; i < u.numInputs(); ++i) {
@@ -400,7 +406,7 @@ ir::Node* hoistable(const ir::Node& move) {
     return true;
   };
   auto elementwise = [&](const ir::Node& u) {
-    return kBinary.count(u.qualifiedOpType()) && u.numInputs() == 2 && u.output(0)->type() == move.output(0)->type();
+    return isBinaryElementwise(u) && u.numInputs() == 2 && u.output(0)->type() == move.output(0)->type();
   };
   // A unary op moves when it is the only user, or when every user is
   // elementwise (x * HardSigmoid(x): both end up moved; otherwise the

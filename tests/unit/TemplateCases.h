@@ -154,6 +154,13 @@ inline std::vector<TemplateCase> templateCases(const std::string& family = "") {
 })",
        "MaxPool", 48},
       {"rowwise", R"(module @m {
+  graph @main(%x: f32[1,2,11,11]) {
+    %p = AveragePool(%x) {kernel_shape = [9, 9], pads = [1, 1, 1, 1]} : f32[1,2,5,5]
+    return %p
+  }
+})",
+       "AveragePool", 48},  // 81 taps: more than the CPU kernel unrolls, so the checked loops
+      {"rowwise", R"(module @m {
   graph @main(%x: f32[1,3,13,11]) {
     %n = Neg(%x) : f32[1,3,13,11]
     %p = MaxPool(%n) {kernel_shape = [3, 3], pads = [2, 2, 2, 2], dilations = [2, 2]} : f32[1,3,13,11]

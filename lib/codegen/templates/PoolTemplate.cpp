@@ -22,6 +22,10 @@ namespace {
 
 class PoolTemplate final : public ScheduleTemplate {
  public:
+  /// The CPU kernel unrolls a window's taps up to this many (a 8x8 window);
+  /// larger windows take the checked loops (alter-op-layout keeps them NCHW).
+  static constexpr int64_t kMaxUnrolledTaps = 64;
+
   const char* name() const override { return "pool"; }
   bool matches(const KernelGroup& g) const override { return g.role == KernelRole::Pool; }
 
@@ -61,14 +65,16 @@ class PoolTemplate final : public ScheduleTemplate {
       KILN_ASSIGN(geo, ir::computeWindowGeometry(node, Dims(x.begin() + 2, x.end()), node.getInts("kernel_shape"), ceil));
     }
     const bool includePad = !isMax && !global && node.hasAttr("count_include_pad") && node.getInt("count_include_pad");
+    const bool unrollable = geo.kernel[0] * geo.kernel[1] <= kMaxUnrolledTaps;
     if (x.size() == 5) {  // channel-blocked [N, C/b, H, W, b]: the window must leave the lanes alone
       if (geo.kernel[2] != 1 || geo.strides[2] != 1 || geo.dilations[2] != 1 || geo.padsBegin[2] || geo.padsEnd[2] ||
-          (!isMax && (geo.dilations[0] != 1 || geo.dilations[1] != 1)))
+          (!isMax && (geo.dilations[0] != 1 || geo.dilations[1] != 1)) || !unrollable)
         return makeError(ErrorCode::CodegenUnsupported, "pool template: a rank-5 (channel-blocked) pool needs a window "
-                                                        "of 1 over the last axis (and dilation 1 to average)");
+                                                        "of 1 over the last axis, at most ", kMaxUnrolledTaps,
+                         " taps, and dilation 1 to average");
       return borderedWindows(el, c, x, y, ct, geo, isMax, includePad);
     }
-    if (target == KernelTarget::Cpu && !global && (isMax || (geo.dilations[0] == 1 && geo.dilations[1] == 1)))
+    if (target == KernelTarget::Cpu && !global && unrollable && (isMax || (geo.dilations[0] == 1 && geo.dilations[1] == 1)))
       return borderedWindows(el, c, x, y, ct, geo, isMax, includePad);
 
     Var p = makeVar("p"), oy = makeVar("oy"), ox = makeVar("ox"), ky = makeVar("ky"), kx = makeVar("kx");
