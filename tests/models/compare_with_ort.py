@@ -4,10 +4,14 @@ and compares every output.
 
     compare_with_ort.py --kiln KILN --model M.onnx [--shape name:dims] [--tolerance T]
                         [--work DIR] [--kiln-arg ARG ...] [--compile-arg ARG ...]
+                        [--detections BOXES,SCORES,LABELS [--min-matched F]]
 
 Zoo models (<name>-<form>.onnx, see models/zoo.json) take their inputs,
 tolerance and detection rule from the manifest; other models get inputs from
-their declared types (dynamic dims from --shape, else 1).
+their declared types (dynamic dims from --shape, else 1). --detections names
+a detector's box, score and label outputs to compare by the detection rule
+below (any detector: torchvision's RetinaNet, FCOS, ...; it overrides the
+manifest's), --min-matched its share (default 0.98).
 
 Measures:
 - values: max|kiln - ort| / max|ort| per output (relative to the output's
@@ -57,6 +61,21 @@ def match_detections(kiln, ort, tolerance):
     return matched, max(len(ol), len(kl))
 
 
+def detection_rule(names, min_matched, outputs):
+    """The detection rule of --detections BOXES,SCORES,LABELS: a dict like the
+    manifest's; ValueError naming what is wrong."""
+    parts = [p.strip() for p in names.split(",")]
+    if len(parts) != 3 or not all(parts):
+        raise ValueError(f"--detections wants three output names BOXES,SCORES,LABELS, got '{names}'")
+    missing = [p for p in parts if p not in outputs]
+    if missing:
+        raise ValueError(f"--detections: the model has no output {', '.join(repr(m) for m in missing)} "
+                         f"(its outputs: {', '.join(outputs)})")
+    if not 0 < min_matched <= 1:
+        raise ValueError(f"--min-matched must be in (0, 1], got {min_matched:g}")
+    return {"boxes": parts[0], "scores": parts[1], "labels": parts[2], "min_matched": min_matched}
+
+
 def has_cuda_device():
     """Whether the NVIDIA driver (or KILN_CUDA_DRIVER's stand-in) is present
     and reports at least one device."""
@@ -79,6 +98,10 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--kiln-arg", action="append", default=[], help="extra argument for `kiln run` (repeatable)")
     ap.add_argument("--compile-arg", action="append", default=[], help="with --compile: extra argument for `kiln compile` (repeatable)")
+    ap.add_argument("--detections", metavar="BOXES,SCORES,LABELS",
+                    help="compare these outputs by the detection rule (any detector; overrides the manifest's)")
+    ap.add_argument("--min-matched", type=float, default=0.98,
+                    help="with --detections: the share of detections that must match (default 0.98)")
     ap.add_argument("--compile", action="store_true",
                     help="compile with `kiln compile --target T` and run the .kiln artifact instead of the model")
     ap.add_argument("--target", default="cpu", help="with --compile: the target (cpu, cuda[:sm_XX,...])")
@@ -100,7 +123,15 @@ def main():
         sys.exit(77)
     name = os.path.splitext(os.path.basename(args.model))[0]
     work = args.work or os.path.join(os.getcwd(), "compare_" + name)
-    spec = zoo.zoo_spec_for(args.model) or {}
+    spec = dict(zoo.zoo_spec_for(args.model) or {})
+    import onnx
+    outputs = [o.name for o in onnx.load(args.model, load_external_data=False).graph.output]
+    if args.detections:
+        try:
+            spec["detections"] = detection_rule(args.detections, args.min_matched, outputs)
+        except ValueError as e:
+            print(f"{name}: {e}")
+            sys.exit(2)
     tolerance = args.tolerance if args.tolerance is not None else spec.get("tolerance", 1e-4)
     shapes = {s.split(":")[0]: [int(d) for d in s.split(":")[1].split("x")] for s in args.shape}
     paths = zoo.make_inputs(zoo.input_specs(args.model, shapes), work, args.seed)
@@ -124,8 +155,6 @@ def main():
         sys.exit(1)
     record = zoo.run_ort(args.model, paths, ort_dir)
 
-    import onnx
-    outputs = [o.name for o in onnx.load(args.model, load_external_data=False).graph.output]
     detections = spec.get("detections")
     det_names = [detections["boxes"], detections["scores"], detections["labels"]] if detections else []
     ok = True

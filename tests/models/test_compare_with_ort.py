@@ -7,7 +7,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from compare_with_ort import match_detections, relative_error  # noqa: E402
+from compare_with_ort import detection_rule, match_detections, relative_error  # noqa: E402
 
 
 def detections(n, seed):
@@ -41,6 +41,17 @@ def main():
     # Values: relative to the reference's scale.
     err, scale, rel = relative_error(np.array([1.0, 101.0]), np.array([1.0, 100.0]))
     assert (err, scale) == (1.0, 100.0) and abs(rel - 0.01) < 1e-12
+    # --detections: three existing output names and a share in (0, 1], else a clear error.
+    outs = ["boxes", "scores", "labels", "features"]
+    assert detection_rule("boxes, scores,labels", 0.9, outs) == \
+        {"boxes": "boxes", "scores": "scores", "labels": "labels", "min_matched": 0.9}
+    for bad, share, words in [("boxes,scores", 0.98, "three output names"), ("boxes,scores,label", 0.98, "no output 'label'"),
+                              ("boxes,scores,labels", 0.0, "--min-matched")]:
+        try:
+            detection_rule(bad, share, outs)
+            raise AssertionError(f"accepted {bad} {share}")
+        except ValueError as e:
+            assert words in str(e), e
     print("compare_with_ort rules ok")
 
 
