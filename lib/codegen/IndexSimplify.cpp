@@ -6,8 +6,8 @@
 // rewritten away: with 0 <= r < c, floordiv(q * c + r, c) is q and
 // floormod(q * c + r, c) is r; more generally, with m | c and 0 <= r < m,
 // floordiv(q * m + r, c) is floordiv(q, c / m) (a flattened index's low
-// digits dropped); nested divisions by positive constants merge. An index that stays affine in a vectorized loop's variable lets
-// the CPU backend load whole vectors instead of gathering lane by lane, and
+// digits dropped); nested divisions by positive constants merge. An index
+// that stays affine in a vectorized loop's variable lets the CPU backend load whole vectors instead of gathering lane by lane, and
 // every target saves the divisions. Ranges come from loops (0 .. extent-1,
 // GPU bindings included) and lets; an expression whose range is not known
 // is left as it is, so the rewrite never changes a value.

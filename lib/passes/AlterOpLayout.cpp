@@ -49,6 +49,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include <algorithm>
+#include <functional>
 #include <numeric>
 #include <optional>
 #include <set>
@@ -447,23 +448,20 @@ Status hoist(ir::Node* u) {
 Expected<bool> alter(ir::Graph& g, int64_t forced, const PassContext& ctx) {
   KILN_ASSIGN(bool changed, rewriteNodes(g, [forced](ir::Node* n) { return block(n, forced); }));
   if (!changed) return false;
-  auto first = [forced](const ir::Graph& graph) -> ir::Node* {
+  // The first rewrite that applies, in graph order, bound to its node; empty when none.
+  auto next = [forced](const ir::Graph& graph) -> std::function<Status()> {
     for (ir::Node* n : graph.nodes()) {
-      if (isPoolOfBlocked(*n) || isWindowPoolOfBlocked(*n) || isSplitOfBlocked(*n) || isConcatOfBlocked(*n, forced) ||
-          blockedWithChannelConstant(*n) >= 0)
-        return n;
-      if (ir::Node* u = hoistable(*n)) return u;
+      if (isPoolOfBlocked(*n)) return [n] { return poolBlocked(n); };
+      if (isWindowPoolOfBlocked(*n)) return [n] { return windowPoolBlocked(n); };
+      if (isSplitOfBlocked(*n)) return [n] { return splitBlocked(n); };
+      if (isConcatOfBlocked(*n, forced)) return [n] { return concatBlocked(n); };
+      if (blockedWithChannelConstant(*n) >= 0) return [n] { return hoistChannelConstant(n); };
+      if (ir::Node* u = hoistable(*n)) return [u] { return hoist(u); };
     }
-    return nullptr;
+    return {};
   };
   // One at a time: a rewrite erases later nodes.
-  for (ir::Node* u = first(g); u; u = first(g))
-    KILN_TRY(isPoolOfBlocked(*u)             ? poolBlocked(u)
-             : isWindowPoolOfBlocked(*u)     ? windowPoolBlocked(u)
-             : isSplitOfBlocked(*u)          ? splitBlocked(u)
-             : isConcatOfBlocked(*u, forced) ? concatBlocked(u)
-             : blockedWithChannelConstant(*u) >= 0 ? hoistChannelConstant(u)
-                                             : hoist(u));
+  for (auto rewrite = next(g); rewrite; rewrite = next(g)) KILN_TRY(rewrite());
   // Identical `in` transforms of one value merge; then back∘in cancels.
   KILN_TRY(findPass("eliminate-common-subexpr")->run(g, PassOptions(), ctx).status());
   KILN_TRY(findPass("simplify-expr")->run(g, PassOptions(), ctx).status());
@@ -478,11 +476,13 @@ PassInfo alterOpLayoutPass() {
   p.summary = "Run convolutions in a channel-blocked layout (NCHW{b}c) with prepacked weights";
   p.description =
       "Rewrites 2-D Convs (group 1 whose output channels have a block and input channels one too or fewer than "
-      "a block; depthwise; grouped with groups that fit in a block, block-diagonal weights) into kiln::ConvNCHWc over blocked data [N, C/b, H, W, b] with prepacked weights, moves "
-      "elementwise ops (unary, binary with both operands blocked alike: residual adds, or with a per-channel "
-      "constant: a BatchNorm's Mul and Add) ahead of the layout transforms and cancels the transforms between consecutive convolutions (anchor: TVM's AlterOpLayout, "
-      "oneDNN's nChw16c); squeeze-excite pooling runs blocked as ReduceMean, MaxPool and AveragePool over the blocks, "
-      "channel concatenations of blocked maps concatenate their blocks. A map's block follows from its "
+      "a block; depthwise; grouped with groups that fit in a block, block-diagonal weights) into kiln::ConvNCHWc "
+      "over blocked data [N, C/b, H, W, b] with prepacked weights, moves elementwise ops (unary, binary with both "
+      "operands blocked alike: residual adds, or with a per-channel constant: a BatchNorm's Mul and Add) ahead of "
+      "the layout transforms and cancels the transforms between consecutive convolutions (anchor: TVM's "
+      "AlterOpLayout, oneDNN's nChw16c); squeeze-excite pooling runs blocked as ReduceMean, MaxPool and "
+      "AveragePool over the blocks, channel concatenations of blocked maps concatenate their blocks. A map's "
+      "block follows from its "
       "channel count: 16 where 16 divides it, else 8 (option block: one block for every map). Within 1e-6 "
       "relative (summation order). On the CPU ResNet-50 runs 1.6x faster, MobileNetV2 1.4x, SSDLite 1.05x.";
   // Table 4 puts AlterOpLayout in every class (BR has no convs). It is a
