@@ -21,6 +21,9 @@
 //          tob {1,2,4} channel blocks per register block (dividing O/o),
 //          unroll {0,1} (the c input channels of a block unrolled; depthwise:
 //          the taps, when at most 27),
+//          order {0,1} (the reduction: 0 input channel blocks outside the
+//          taps, the weights' order; 1 the taps outside, each input pixel's
+//          blocks read one after the other; only where both have extent > 1),
 //          parallel {0,1} (over images x channel-block groups x output rows)
 //   GPU: none (alter-op-layout is a CPU layout; the GPU convolves NCHW).
 //
@@ -54,6 +57,23 @@ Expected<BlockedShape> shapeOf(const ir::Node& node) {
   return s;
 }
 
+/// Whether the default register block is one channel block (tob 1) rather
+/// than two: on AMD's cores (the cpu target compiles for this machine). On
+/// an AMD EPYC (Zen 4, 512-bit FMAs on two 256-bit units) 7 pixels x 2
+/// blocks with the 16 input channels unrolled ran ResNet-50's 3x3 convs in
+/// 1.5 to 1.7 ms where 7 x 1 took 1.09 (within 2% of the best of the whole
+/// knob space; bench/tuning.py's tables); the whole model's kernels took
+/// 41..43 ms against 47..52, MobileNetV2's 5.6..6.0 against 7.3..8.8.
+/// Intel's Xeons, where 7 x 2 was measured best, keep it.
+bool narrowRegisterBlocks() {
+#if defined(__x86_64__) || defined(__i386__)
+  static const bool amd = __builtin_cpu_is("amd");
+  return amd;
+#else
+  return false;
+#endif
+}
+
 class ConvNchwcTemplate final : public ScheduleTemplate {
  public:
   const char* name() const override { return "conv2d-nchwc"; }
@@ -70,9 +90,10 @@ class ConvNchwcTemplate final : public ScheduleTemplate {
     const int64_t ow = s.y[3], blocks = s.y[1];
     KnobSpace space;
     // Default: 7 pixels x 2 channel blocks (14 accumulator vectors), the
-    // fastest on ResNet-50's convs (AVX-512, 16 lanes: 30.7 ms of conv time
-    // against 38.4 for 14 x 1 and 34.3 for 14 x 2), with a width dividing the
-    // row where 7 does not (overlapping blocks recompute pixels).
+    // fastest on ResNet-50's convs on an Intel Xeon (AVX-512, 16 lanes: 30.7
+    // ms of conv time against 38.4 for 14 x 1 and 34.3 for 14 x 2), 7 x 1 on
+    // AMD's cores (narrowRegisterBlocks), with a width dividing the row where
+    // 7 does not (overlapping blocks recompute pixels).
     int64_t preferred = std::min<int64_t>(ow, 7);
     for (int64_t v : {7, 8, 6, 4, 14, 12})
       if (v <= ow && ow % v == 0) {
@@ -81,13 +102,16 @@ class ConvNchwcTemplate final : public ScheduleTemplate {
       }
     space.knobs.push_back(makeKnob("tw", {1, 2, 3, 4, 5, 6, 7, 8, 12, 14, 16, 28}, preferred,
                                    "output pixels of a row per register block", [&](int64_t v) { return v <= ow; }));
-    const int64_t preferredBlocks = blocks % 2 == 0 && preferred <= 8 ? 2 : 1;
+    const int64_t preferredBlocks = blocks % 2 == 0 && preferred <= 8 && !narrowRegisterBlocks() ? 2 : 1;
     space.knobs.push_back(makeKnob("tob", {1, 2, 4}, preferredBlocks, "output channel blocks per register block",
                                    [&](int64_t v) { return blocks % v == 0; }));
     if (s.depthwise)
       space.knobs.push_back(makeKnob("unroll", {0, 1}, 1, "unroll the taps", [&](int64_t v) { return v == 0 || taps(s) <= 27; }));
     else
       space.knobs.push_back(makeKnob("unroll", {0, 1}, s.x[4] <= 16 ? 1 : 0, "unroll the input channels of a block"));
+    const bool reordered = !s.depthwise && !s.grouped && s.x[1] > 1 && taps(s) > 1;
+    space.knobs.push_back(makeKnob("order", {0, 1}, 0, "reduction order: 0 channel blocks outside the taps, 1 taps outside",
+                                   [&](int64_t v) { return v == 0 || reordered; }));
     space.knobs.push_back(parallelKnob(product(s.y) * product(s.w, 1, 5), s.y[0] * s.y[1] * s.y[2]));
     return space;
   }
@@ -174,8 +198,11 @@ class ConvNchwcTemplate final : public ScheduleTemplate {
       reduction = forLoop(ky, intImm(kh), unrolled, forLoop(kx, intImm(kw), unrolled, update));
     } else {
       reduction = forLoop(ic, intImm(inLanes), unrolled, update);
-      reduction = forLoop(icb, intImm(s.grouped ? 1 : inBlocks), LoopKind::Serial,
-                          forLoop(ky, intImm(kh), LoopKind::Serial, forLoop(kx, intImm(kw), LoopKind::Serial, reduction)));
+      auto blocksLoop = [&](Stmt body) { return forLoop(icb, intImm(s.grouped ? 1 : inBlocks), LoopKind::Serial, body); };
+      auto tapsLoops = [&](Stmt body) {
+        return forLoop(ky, intImm(kh), LoopKind::Serial, forLoop(kx, intImm(kw), LoopKind::Serial, body));
+      };
+      reduction = knobIs(c, "order") ? tapsLoops(blocksLoop(reduction)) : blocksLoop(tapsLoops(reduction));
     }
 
     Expr result = load(acc, accIndex);
