@@ -11,10 +11,12 @@
 //===----------------------------------------------------------------------===//
 #include <catch2/catch.hpp>
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <functional>
 #include <random>
 #include <sstream>
+#include <thread>
 
 #include "kiln/codegen/Compiler.h"
 #include "kiln/codegen/KernelCheck.h"
@@ -289,6 +291,36 @@ TEST_CASE("the thread pool covers every iteration exactly once") {
       });
       for (auto& h : hits) CHECK(h.load() == 1);
     }
+  }
+}
+
+TEST_CASE("the thread pool runs jobs back to back, after its workers slept, and right after a resize") {
+  ThreadPool pool(3);
+  std::atomic<int64_t> sum{0};
+  auto job = [&](int64_t n) {
+    sum = 0;
+    pool.parallelFor(n, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) sum += i;
+    });
+    return sum.load() == n * (n - 1) / 2;
+  };
+  // Back to back: the workers are still spinning when the next job comes.
+  int good = 0;
+  for (int i = 0; i < 20000; ++i) good += job(3 + i % 5);
+  CHECK(good == 20000);
+  // Idle longer than the workers spin: they sleep and must be woken, and the caller sleeps waiting for a slow chunk.
+  for (int i = 0; i < 5; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    CHECK(job(1000));
+    pool.parallelFor(3, [](int64_t b, int64_t) {
+      if (b == 0) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    });
+  }
+  // A job posted right after a resize reaches workers that have not run a line yet.
+  for (int threads : {2, 4, 2, 3}) {
+    pool.setThreads(threads);
+    CHECK(pool.threads() == threads);
+    CHECK(job(100));
   }
 }
 
