@@ -383,7 +383,7 @@ def render(results, doc, charts_dir, trials, seeds):
             lines.append("| " + " | ".join(cells) + " |")
         sa = replay["sa"]["mean"]
         best = min(CHAMELEON, key=lambda n: replay[n]["mean"])
-        ratio = replay[best]["mean"] / max(sa, 1e-9)
+        ratio = replay[best]["mean"] / sa  # at least 1: the default is not counted as found
         verdicts.append(ratio <= 0.5)
         lines += ["", "Replayed, best CHAMELEON-style strategy vs sa (mean trials to 95%%): %s %.1f vs %.1f (%.2fx) -> %s." % (
                       best, replay[best]["mean"], sa, ratio, "at most half" if ratio <= 0.5 else "not at most half")]
