@@ -17,7 +17,9 @@
 // one element per lane are vector loads/stores (loads advancing by 2-4, a
 // strided conv's, one wide load and a shuffle), others gathers/scatters, and
 // a condition that varies by lane masks its stores. The body of a vectorized
-// loop is stores, possibly under ifs: no loops or lets.
+// loop is stores, possibly under ifs: no loops or lets. A scalar address is
+// emitted as its variable part plus a constant (unrolled variables folded
+// in), so an unrolled register block addresses one base with displacements.
 //
 //===----------------------------------------------------------------------===//
 #include "LlvmEmitter.h"
@@ -37,6 +39,13 @@ namespace {
 
 using llvm::IRBuilder;
 using llvm::Value;
+
+/// An index as sum(coefficient x term) + constant, unrolled loop variables
+/// (bound to constants) and literals folded into the constant.
+struct LinearIndex {
+  std::vector<std::pair<int64_t, Expr>> terms;
+  int64_t constant = 0;
+};
 
 class FunctionEmitter {
  public:
@@ -110,6 +119,10 @@ class FunctionEmitter {
   std::optional<int64_t> strideOf(const Expr& e) const;
   /// The index expression at lane 0 (scalar).
   Value* laneZero(const Expr& e);
+  /// A scalar address index: its variable part, then the constant (see linearIndex).
+  Value* index(const Expr& e);
+  /// Adds k x e to `lin`; false when a coefficient or the constant overflows.
+  bool linearIndex(const Expr& e, int64_t k, LinearIndex& lin);
   Value* branchingSelect(Value* cond, const Expr& a, const Expr& b);
   Value* loadFrom(const Buffer& buffer, const Expr& index);
   void storeTo(const Buffer& buffer, const Expr& index, Value* value, Value* mask);
@@ -345,12 +358,67 @@ Value* FunctionEmitter::laneZero(const Expr& e) {
   vars_[saved] = b_.getInt64(0);
   vectorVar_ = nullptr;
   lanes_ = 0;
-  Value* v = expr(e);
+  Value* v = index(e);
   vectorVar_ = saved;
   lanes_ = savedLanes;
   vars_.erase(saved);
   cache_ = std::move(savedCache);
   return v;
+}
+
+bool FunctionEmitter::linearIndex(const Expr& e, int64_t k, LinearIndex& lin) {
+  auto addConstant = [&](int64_t c) {
+    int64_t scaled;
+    return !__builtin_mul_overflow(c, k, &scaled) && !__builtin_add_overflow(lin.constant, scaled, &lin.constant);
+  };
+  auto constantOf = [&](const Expr& x, int64_t* value) {
+    if (isIntConstant(x, value)) return true;
+    if (x->kind != ExprKind::VarRef || x->var.get() == vectorVar_) return false;
+    auto* bound = llvm::dyn_cast<llvm::ConstantInt>(vars_.at(x->var.get()));
+    if (bound) *value = bound->getSExtValue();
+    return bound != nullptr;
+  };
+  int64_t c = 0;
+  if (constantOf(e, &c)) return addConstant(c);
+  if (e->kind == ExprKind::Binary && e->type == ScalarType::I64) {
+    const Expr &a = e->operands[0], &b = e->operands[1];
+    switch (e->binaryOp) {
+      case BinaryOp::Add: return linearIndex(a, k, lin) && linearIndex(b, k, lin);
+      case BinaryOp::Sub: return k != INT64_MIN && linearIndex(a, k, lin) && linearIndex(b, -k, lin);
+      case BinaryOp::Mul: {
+        int64_t scaled;
+        if (constantOf(b, &c)) return !__builtin_mul_overflow(k, c, &scaled) && linearIndex(a, scaled, lin);
+        if (constantOf(a, &c)) return !__builtin_mul_overflow(k, c, &scaled) && linearIndex(b, scaled, lin);
+        break;
+      }
+      default: break;
+    }
+  }
+  for (auto& [coefficient, term] : lin.terms)
+    if (term.get() == e.get()) return !__builtin_add_overflow(coefficient, k, &coefficient);
+  lin.terms.emplace_back(k, e);
+  return true;
+}
+
+/// The same value as expr(e), emitted so that indices differing only in
+/// unrolled loop variables and literals share their variable part and add
+/// a constant: an unrolled register block's loads then address one base
+/// with displacements (((x + 3) + kx) << 4 per pixel was one add and shift
+/// each, and left LLVM's loop strength reduction half of the compile time).
+Value* FunctionEmitter::index(const Expr& e) {
+  LinearIndex lin;
+  if (e->type != ScalarType::I64 || !linearIndex(e, 1, lin)) return expr(e);
+  for (const auto& [coefficient, term] : lin.terms)
+    if (term->type != ScalarType::I64) return expr(e);
+  Value* sum = nullptr;
+  for (const auto& [coefficient, term] : lin.terms) {
+    Value* t = expr(term);
+    if (isVector(t)) return expr(e);  // the vectorized loop's variable: not a scalar index
+    if (coefficient != 1) t = b_.CreateMul(t, b_.getInt64(uint64_t(coefficient)), "", false, true);
+    sum = sum ? b_.CreateAdd(sum, t, "", false, true) : t;
+  }
+  if (!sum) return b_.getInt64(uint64_t(lin.constant));
+  return lin.constant ? b_.CreateAdd(sum, b_.getInt64(uint64_t(lin.constant)), "", false, true) : sum;
 }
 
 Value* FunctionEmitter::loadFrom(const Buffer& buffer, const Expr& index) {
@@ -360,7 +428,7 @@ Value* FunctionEmitter::loadFrom(const Buffer& buffer, const Expr& index) {
   std::optional<int64_t> stride = lanes_ ? strideOf(index) : std::optional<int64_t>(0);
   Value* v;
   if (stride && *stride == 0) {
-    v = b_.CreateLoad(mem, b_.CreateInBoundsGEP(mem, base, expr(index)));
+    v = b_.CreateLoad(mem, b_.CreateInBoundsGEP(mem, base, this->index(index)));
   } else if (stride && *stride == 1) {
     auto* vt = llvm::FixedVectorType::get(mem, lanes_);
     Value* ptr = b_.CreateInBoundsGEP(mem, base, laneZero(index));
@@ -398,7 +466,7 @@ void FunctionEmitter::storeTo(const Buffer& buffer, const Expr& index, Value* va
   else if (t == ScalarType::BF16) value = toBFloat16(value);
   else if (t == ScalarType::F16) value = b_.CreateFPTrunc(value, shaped(mem, value));
   if (!lanes_) {
-    b_.CreateStore(value, b_.CreateInBoundsGEP(mem, base, expr(index)));
+    b_.CreateStore(value, b_.CreateInBoundsGEP(mem, base, this->index(index)));
     return;
   }
   std::optional<int64_t> stride = strideOf(index);
