@@ -49,12 +49,6 @@ MaybeRange scale(MaybeRange a, int64_t k) {
   return Range{std::min(x, y), std::max(x, y)};
 }
 
-/// An integer expression as sum(coefficient x term) + constant.
-struct Linear {
-  std::vector<std::pair<int64_t, Expr>> terms;
-  int64_t constant = 0;
-};
-
 class IndexSimplifier {
  public:
   Stmt stmt(const Stmt& s) {
@@ -127,8 +121,8 @@ class IndexSimplifier {
         return divMod(binary(BinaryOp::FloorDiv, a->operands[0], intImm(merged, a->type)));
       if (!isDiv && inner % c == 0) return divMod(binary(BinaryOp::FloorMod, a->operands[0], e->operands[1]));
     }
-    Linear whole;
-    linear(a, 1, whole);
+    LinearForm whole;
+    if (!addLinear(a, 1, whole)) return e;
     // a = m * B + s with m | c and 0 <= s < m: floordiv(a, c) = floordiv(B, c / m) and
     // floormod(a, c) = floormod(B, c / m) * m + s. m = c makes the division exact; a
     // smaller m (a term's coefficient dividing c) strips the low digits of a flattened
@@ -139,7 +133,7 @@ class IndexSimplifier {
         divisors.push_back(k);
     std::sort(divisors.begin() + 1, divisors.end(), std::greater<>());
     for (int64_t m : divisors) {
-      Linear high, low;
+      LinearForm high, low;
       for (const auto& [k, term] : whole.terms) {
         if (k % m == 0) high.terms.push_back({k / m, term});
         else low.terms.push_back({k, term});
@@ -153,35 +147,14 @@ class IndexSimplifier {
       if (m == c) return isDiv ? digits : build(low, e->type);
       const Expr rest = divMod(binary(e->binaryOp, digits, intImm(c / m, e->type)));
       if (isDiv) return rest;
-      Linear mod = low;
+      LinearForm mod = low;
       mod.terms.insert(mod.terms.begin(), {m, rest});
       return build(mod, e->type);
     }
     return e;
   }
 
-  void linear(const Expr& e, int64_t k, Linear& out) const {
-    int64_t c = 0, product = 0;
-    if (isIntConstant(e, &c) && !__builtin_mul_overflow(c, k, &product)) {
-      out.constant += product;
-      return;
-    }
-    if (e->kind == ExprKind::Binary) {
-      const Expr &a = e->operands[0], &b = e->operands[1];
-      switch (e->binaryOp) {
-        case BinaryOp::Add: linear(a, k, out); linear(b, k, out); return;
-        case BinaryOp::Sub: linear(a, k, out); linear(b, -k, out); return;
-        case BinaryOp::Mul:
-          if (isIntConstant(b, &c) && !__builtin_mul_overflow(c, k, &product)) return linear(a, product, out);
-          if (isIntConstant(a, &c) && !__builtin_mul_overflow(c, k, &product)) return linear(b, product, out);
-          break;
-        default: break;
-      }
-    }
-    out.terms.push_back({k, e});
-  }
-
-  static Expr build(const Linear& l, ScalarType t) {
+  static Expr build(const LinearForm& l, ScalarType t) {
     Expr sum;
     for (const auto& [k, term] : l.terms) {
       if (k == 0) continue;

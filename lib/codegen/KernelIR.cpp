@@ -326,6 +326,29 @@ bool isIntConstant(const Expr& e, int64_t* value) {
   return true;
 }
 
+bool addLinear(const Expr& e, int64_t k, LinearForm& out, const std::function<bool(const Expr&, int64_t*)>& constantOf) {
+  auto constant = [&](const Expr& x, int64_t* value) { return constantOf ? constantOf(x, value) : isIntConstant(x, value); };
+  int64_t c = 0, product = 0;
+  if (constant(e, &c))
+    return !__builtin_mul_overflow(c, k, &product) && !__builtin_add_overflow(out.constant, product, &out.constant);
+  if (e->kind == ExprKind::Binary) {
+    const Expr &a = e->operands[0], &b = e->operands[1];
+    switch (e->binaryOp) {
+      case BinaryOp::Add: return addLinear(a, k, out, constantOf) && addLinear(b, k, out, constantOf);
+      case BinaryOp::Sub:
+        if (k == INT64_MIN) break;
+        return addLinear(a, k, out, constantOf) && addLinear(b, -k, out, constantOf);
+      case BinaryOp::Mul:
+        if (constant(b, &c) && !__builtin_mul_overflow(c, k, &product)) return addLinear(a, product, out, constantOf);
+        if (constant(a, &c) && !__builtin_mul_overflow(c, k, &product)) return addLinear(b, product, out, constantOf);
+        break;
+      default: break;
+    }
+  }
+  out.terms.push_back({k, e});
+  return true;
+}
+
 bool isNonNegative(const Expr& e) {
   switch (e->kind) {
     case ExprKind::IntImm: return e->intValue >= 0;

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -128,6 +129,17 @@ std::optional<int64_t> strideIn(const Expr& e, const Var& v);
 /// constants, products with such a factor, sums and differences of such,
 /// and floor-modulos of such by a multiple of d.
 bool isMultipleOf(const Expr& e, int64_t d);
+/// An integer expression as sum(coefficient x term) + constant.
+struct LinearForm {
+  std::vector<std::pair<int64_t, Expr>> terms;
+  int64_t constant = 0;
+};
+/// Adds k x e to `out`, splitting sums, differences and products by a
+/// constant; any other expression (or a product whose coefficient would
+/// overflow) is a term. `constantOf` says what is constant (default: integer
+/// literals). False, with `out` unusable, when the constant overflows.
+bool addLinear(const Expr& e, int64_t k, LinearForm& out,
+               const std::function<bool(const Expr&, int64_t*)>& constantOf = nullptr);
 
 inline Expr operator+(Expr a, Expr b) { return binary(BinaryOp::Add, std::move(a), std::move(b)); }
 inline Expr operator-(Expr a, Expr b) { return binary(BinaryOp::Sub, std::move(a), std::move(b)); }

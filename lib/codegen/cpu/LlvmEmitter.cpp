@@ -40,13 +40,6 @@ namespace {
 using llvm::IRBuilder;
 using llvm::Value;
 
-/// An index as sum(coefficient x term) + constant, unrolled loop variables
-/// (bound to constants) and literals folded into the constant.
-struct LinearIndex {
-  std::vector<std::pair<int64_t, Expr>> terms;
-  int64_t constant = 0;
-};
-
 class FunctionEmitter {
  public:
   FunctionEmitter(const Kernel& k, llvm::Module& m, llvm::Function* fn)
@@ -119,10 +112,8 @@ class FunctionEmitter {
   std::optional<int64_t> strideOf(const Expr& e) const;
   /// The index expression at lane 0 (scalar).
   Value* laneZero(const Expr& e);
-  /// A scalar address index: its variable part, then the constant (see linearIndex).
+  /// A scalar address index: its variable part, then the constant.
   Value* index(const Expr& e);
-  /// Adds k x e to `lin`; false when a coefficient or the constant overflows.
-  bool linearIndex(const Expr& e, int64_t k, LinearIndex& lin);
   Value* branchingSelect(Value* cond, const Expr& a, const Expr& b);
   Value* loadFrom(const Buffer& buffer, const Expr& index);
   void storeTo(const Buffer& buffer, const Expr& index, Value* value, Value* mask);
@@ -366,11 +357,13 @@ Value* FunctionEmitter::laneZero(const Expr& e) {
   return v;
 }
 
-bool FunctionEmitter::linearIndex(const Expr& e, int64_t k, LinearIndex& lin) {
-  auto addConstant = [&](int64_t c) {
-    int64_t scaled;
-    return !__builtin_mul_overflow(c, k, &scaled) && !__builtin_add_overflow(lin.constant, scaled, &lin.constant);
-  };
+/// The same value as expr(e), emitted so that indices differing only in
+/// unrolled loop variables and literals share their variable part and add
+/// a constant: an unrolled register block's loads then address one base
+/// with displacements (((x + 3) + kx) << 4 per pixel was one add and shift
+/// each, and left LLVM's loop strength reduction half of the compile time).
+Value* FunctionEmitter::index(const Expr& e) {
+  // Literals and unrolled loop variables (bound to constants) are constant.
   auto constantOf = [&](const Expr& x, int64_t* value) {
     if (isIntConstant(x, value)) return true;
     if (x->kind != ExprKind::VarRef || x->var.get() == vectorVar_) return false;
@@ -378,36 +371,8 @@ bool FunctionEmitter::linearIndex(const Expr& e, int64_t k, LinearIndex& lin) {
     if (bound) *value = bound->getSExtValue();
     return bound != nullptr;
   };
-  int64_t c = 0;
-  if (constantOf(e, &c)) return addConstant(c);
-  if (e->kind == ExprKind::Binary && e->type == ScalarType::I64) {
-    const Expr &a = e->operands[0], &b = e->operands[1];
-    switch (e->binaryOp) {
-      case BinaryOp::Add: return linearIndex(a, k, lin) && linearIndex(b, k, lin);
-      case BinaryOp::Sub: return k != INT64_MIN && linearIndex(a, k, lin) && linearIndex(b, -k, lin);
-      case BinaryOp::Mul: {
-        int64_t scaled;
-        if (constantOf(b, &c)) return !__builtin_mul_overflow(k, c, &scaled) && linearIndex(a, scaled, lin);
-        if (constantOf(a, &c)) return !__builtin_mul_overflow(k, c, &scaled) && linearIndex(b, scaled, lin);
-        break;
-      }
-      default: break;
-    }
-  }
-  for (auto& [coefficient, term] : lin.terms)
-    if (term.get() == e.get()) return !__builtin_add_overflow(coefficient, k, &coefficient);
-  lin.terms.emplace_back(k, e);
-  return true;
-}
-
-/// The same value as expr(e), emitted so that indices differing only in
-/// unrolled loop variables and literals share their variable part and add
-/// a constant: an unrolled register block's loads then address one base
-/// with displacements (((x + 3) + kx) << 4 per pixel was one add and shift
-/// each, and left LLVM's loop strength reduction half of the compile time).
-Value* FunctionEmitter::index(const Expr& e) {
-  LinearIndex lin;
-  if (e->type != ScalarType::I64 || !linearIndex(e, 1, lin)) return expr(e);
+  LinearForm lin;
+  if (e->type != ScalarType::I64 || !addLinear(e, 1, lin, constantOf)) return expr(e);
   for (const auto& [coefficient, term] : lin.terms)
     if (term->type != ScalarType::I64) return expr(e);
   Value* sum = nullptr;
