@@ -18,6 +18,7 @@
 #include <numeric>
 #include <set>
 #include <sstream>
+#include <unordered_map>
 
 #include "TensorExpr.h"
 #include "kiln/ir/OpSchema.h"
@@ -116,7 +117,7 @@ std::string KernelGroup::name() const {
 Expected<FusionPlan> FusionPlan::build(ir::Graph& graph) {
   FusionPlan plan;
   plan.graph_ = &graph;
-  std::map<const ir::Node*, size_t> position;
+  std::unordered_map<const ir::Node*, size_t>& position = plan.position_;
   for (ir::Node* n : graph.nodes()) {
     if (n->opType() == "Constant" && n->domain().empty()) continue;
     if (n->domain() == "kiln" && (n->opType() == "Fused" || n->opType() == "Composite"))
@@ -189,17 +190,16 @@ bool FusionPlan::mergeable(const std::vector<ir::Node*>& members) const {
     }
   }
   // No path may leave the group and come back (the group runs as one kernel).
-  std::map<const ir::Node*, size_t> pos;
-  for (size_t i = 0; i < order_.size(); ++i) pos[order_[i]] = i;
+  const auto& pos = position_;
   size_t last = 0;
-  for (ir::Node* m : members) last = std::max(last, pos[m]);
+  for (ir::Node* m : members) last = std::max(last, pos.at(m));
   std::set<const ir::Node*> outside;
   std::vector<const ir::Node*> work;
   auto userOf = [&](const ir::Use& u) -> const ir::Node* { return u.isGraphOutput() ? nullptr : ir::ancestorIn(*graph_, u.user); };
   auto pushUsers = [&](const ir::Node* n) {
     for (const ir::Value* v : n->outputs())
       for (const ir::Use& u : v->uses())
-        if (const ir::Node* user = userOf(u); user && !in.count(user) && pos.count(user) && pos[user] < last &&
+        if (const ir::Node* user = userOf(u); user && !in.count(user) && pos.count(user) && pos.at(user) < last &&
                                               outside.insert(user).second)
           work.push_back(user);
   };
@@ -216,8 +216,7 @@ bool FusionPlan::mergeable(const std::vector<ir::Node*>& members) const {
 }
 
 void FusionPlan::partition() {
-  std::map<const ir::Node*, size_t> pos;
-  for (size_t i = 0; i < order_.size(); ++i) pos[order_[i]] = i;
+  const auto& pos = position_;
   std::vector<size_t> parent(order_.size());
   std::iota(parent.begin(), parent.end(), 0);
   std::vector<std::vector<ir::Node*>> members(order_.size());
@@ -228,7 +227,7 @@ void FusionPlan::partition() {
   };
   for (FusionEdge& e : edges_) {
     e.honored = false;
-    size_t a = find(pos[e.producer]), b = find(pos[e.consumer]);
+    size_t a = find(pos.at(e.producer)), b = find(pos.at(e.consumer));
     if (a == b) {
       e.honored = e.fuse;
       continue;
@@ -236,7 +235,7 @@ void FusionPlan::partition() {
     if (!e.fuse) continue;
     std::vector<ir::Node*> merged = members[a];
     merged.insert(merged.end(), members[b].begin(), members[b].end());
-    std::sort(merged.begin(), merged.end(), [&](ir::Node* x, ir::Node* y) { return pos[x] < pos[y]; });
+    std::sort(merged.begin(), merged.end(), [&](ir::Node* x, ir::Node* y) { return pos.at(x) < pos.at(y); });
     if (!mergeable(merged)) continue;
     parent[b] = a;
     members[a] = std::move(merged);
@@ -245,7 +244,7 @@ void FusionPlan::partition() {
   }
   // Edges inside a group whose decision is split are still in one kernel.
   for (FusionEdge& e : edges_)
-    if (!e.fuse && find(pos[e.producer]) == find(pos[e.consumer])) e.honored = true;
+    if (!e.fuse && find(pos.at(e.producer)) == find(pos.at(e.consumer))) e.honored = true;
 
   groups_.clear();
   groupIndex_.assign(order_.size(), -1);
@@ -280,10 +279,9 @@ void FusionPlan::partition() {
 }
 
 const KernelGroup& FusionPlan::groupOf(const ir::Node* n) const {
-  for (size_t i = 0; i < order_.size(); ++i)
-    if (order_[i] == n) return groups_[size_t(groupIndex_[i])];
-  KILN_CHECK(false, "node ", n->displayName(), " is not in the fusion plan");
-  return groups_.front();
+  auto it = position_.find(n);
+  KILN_CHECK(it != position_.end(), "node ", n->displayName(), " is not in the fusion plan");
+  return groups_[size_t(groupIndex_[it->second])];
 }
 
 std::string FusionPlan::print() const {

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "kiln/ir/Graph.h"
@@ -93,6 +94,7 @@ class FusionPlan {
 
   ir::Graph* graph_ = nullptr;
   std::vector<ir::Node*> order_;  ///< nodes that belong to kernels, in graph order
+  std::unordered_map<const ir::Node*, size_t> position_;  ///< index in order_
   std::vector<FusionEdge> edges_;
   std::vector<KernelGroup> groups_;
   std::vector<int> groupIndex_;   ///< per entry of order_
