@@ -497,7 +497,7 @@ PassInfo alterOpLayoutPass() {
                 "where 16 divides its channels, else 8"}};
   // Any block size may be asked for: applicable when some conv is blockable at all
   // (block 1 for most; a grouped conv needs a block holding whole groups: the default's).
-  p.applicable = [](const ir::Graph& g) {
+  p.applicable = [](const ir::Graph& g, const PassOptions&) {
     return anyNode(g, [](const ir::Node& n) { return blocksOf(n, 1).has_value() || blocksOf(n, 0).has_value(); });
   };
   p.run = [](ir::Graph& g, const PassOptions& o, const PassContext& ctx) -> Expected<bool> {

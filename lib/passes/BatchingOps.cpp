@@ -15,6 +15,7 @@
 
 #include "RewriteUtils.h"
 #include "kiln/passes/PassRegistry.h"
+#include "kiln/passes/Pipeline.h"
 
 namespace kiln::passes {
 namespace {
@@ -89,6 +90,17 @@ bool usesAfterLast(const ir::Graph& g, const std::vector<ir::Node*>& branches) {
   return true;
 }
 
+/// A combine pass's default options with min-branches 3.
+PassOptions combineOptions(const std::string& pass) {
+  std::map<std::string, std::string> values = withDefaultOptions(*findPass(pass)).options.values();
+  values["min-branches"] = std::to_string(kMinBranches);
+  return PassOptions(std::move(values));
+}
+
+bool combinePassApplies(const std::string& pass, const ir::Graph& g) {
+  return findPass(pass)->applicable(g, combineOptions(pass));
+}
+
 bool hasBatchable(const ir::Graph& g) {
   for (const auto& [x, group] : allGroups(g))
     if (usesAfterLast(g, group)) return true;
@@ -97,9 +109,8 @@ bool hasBatchable(const ir::Graph& g) {
 
 Expected<bool> batch(ir::Graph& g, const PassContext& ctx) {
   bool changed = false;
-  PassOptions three({{"min-branches", std::to_string(kMinBranches)}});
   for (const char* name : {"combine-parallel-conv2d", "combine-parallel-dense"}) {
-    KILN_ASSIGN(bool c, findPass(name)->run(g, three, ctx));
+    KILN_ASSIGN(bool c, findPass(name)->run(g, combineOptions(name), ctx));
     changed |= c;
   }
   for (const auto& [x, group] : allGroups(g)) {
@@ -122,10 +133,9 @@ PassInfo batchingOpsPass() {
       "their concatenation and a Split (anchor: TVM's BatchingOps). Exact.";
   p.classes = {"BR"};  // Table 4: BatchingOps is BR
   p.optLevel = 3;
-  // The combine passes' own predicates (two branches) may over-approximate here.
-  p.applicable = [](const ir::Graph& g) {
-    return hasBatchable(g) || findPass("combine-parallel-conv2d")->applicable(g) ||
-           findPass("combine-parallel-dense")->applicable(g);
+  p.applicable = [](const ir::Graph& g, const PassOptions&) {
+    return hasBatchable(g) || combinePassApplies("combine-parallel-conv2d", g) ||
+           combinePassApplies("combine-parallel-dense", g);
   };
   p.run = [](ir::Graph& g, const PassOptions&, const PassContext& ctx) -> Expected<bool> { return batch(g, ctx); };
   return p;

@@ -92,7 +92,7 @@ PassInfo canonicalizeCastPass() {
       "removing it entirely when the result type is x's. Exact.";
   p.classes = {"BL", "RN"};  // Table 4: CanonicalizeCast is BL; RN
   p.optLevel = 3;
-  p.applicable = [](const ir::Graph& g) { return anyNode(g, [](const ir::Node& n) { return ruleFor(n) != 0; }); };
+  p.applicable = [](const ir::Graph& g, const PassOptions&) { return anyNode(g, [](const ir::Node& n) { return ruleFor(n) != 0; }); };
   p.run = [](ir::Graph& g, const PassOptions&, const PassContext&) -> Expected<bool> {
     return rewriteNodes(g, [](ir::Node* n) -> Expected<bool> { return ruleFor(*n) && canonicalizeNode(n); });
   };

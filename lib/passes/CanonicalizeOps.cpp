@@ -115,7 +115,7 @@ PassInfo canonicalizeOpsPass() {
   p.classes = {"BL", "RN", "MN", "SSD"};
   p.tolerance = 1e-6;
   p.optLevel = 3;
-  p.applicable = [](const ir::Graph& g) { return anyNode(g, [](const ir::Node& n) { return ruleFor(n) != 0; }); };
+  p.applicable = [](const ir::Graph& g, const PassOptions&) { return anyNode(g, [](const ir::Node& n) { return ruleFor(n) != 0; }); };
   p.run = [](ir::Graph& g, const PassOptions&, const PassContext&) -> Expected<bool> { return rewriteNodes(g, canonicalizeNode); };
   return p;
 }

@@ -102,8 +102,10 @@ PassInfo combineParallelDensePass() {
   p.classes = {"RN", "BR"};  // Table 4: CombineParallelDense is RN (kiln adds BR: Q/K/V projections)
   p.optLevel = 3;
   p.options = {{"min-branches", PassOptionSpec::Kind::Int, "2", "fewest parallel branches worth combining"}};
-  p.applicable = [](const ir::Graph& g) {
-    return anyParallelGroup<std::vector<Branch>>(g, [](const ir::Value* x) { return groupsFor(x, 2); });
+  p.applicable = [](const ir::Graph& g, const PassOptions& o) {
+    int64_t minBranches = o.getInt("min-branches");
+    if (minBranches < 2) return true;  // run reports the bad option
+    return anyParallelGroup<std::vector<Branch>>(g, [minBranches](const ir::Value* x) { return groupsFor(x, minBranches); });
   };
   p.run = [](ir::Graph& g, const PassOptions& o, const PassContext&) -> Expected<bool> {
     int64_t minBranches = o.getInt("min-branches");

@@ -148,7 +148,7 @@ PassInfo convertLayoutPass() {
   p.tolerance = 1e-6;
   p.optLevel = 3;
   p.options = {{"layout", PassOptionSpec::Kind::String, "NHWC", "the convolutions' data layout: NHWC or NCHW"}};
-  p.applicable = [](const ir::Graph& g) {
+  p.applicable = [](const ir::Graph& g, const PassOptions&) {
     return anyNode(g, [](const ir::Node& n) { return convertible(n, true) || convertible(n, false); });
   };
   p.run = [](ir::Graph& g, const PassOptions& o, const PassContext& ctx) -> Expected<bool> {

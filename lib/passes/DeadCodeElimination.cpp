@@ -55,7 +55,7 @@ PassInfo deadCodeEliminationPass() {
       "Exact: no remaining value changes.";
   p.classes = {"BL", "RN", "MN", "SSD"};  // Table 4 of the research: DeadCodeElimination is RN; MN; SSD
   p.optLevel = 1;
-  p.applicable = [](const ir::Graph& g) { return hasDeadNode(g); };
+  p.applicable = [](const ir::Graph& g, const PassOptions&) { return hasDeadNode(g); };
   p.run = [](ir::Graph& g, const PassOptions&, const PassContext&) -> Expected<bool> { return eliminate(g); };
   return p;
 }

@@ -45,7 +45,7 @@ PassInfo defuseOpsPass() {
       "merge-composite). Exact.";
   p.classes = {"BL"};  // Table 4: DefuseOps is BL
   p.optLevel = 3;
-  p.applicable = [](const ir::Graph& g) { return anyNode(g, isGroupNode); };
+  p.applicable = [](const ir::Graph& g, const PassOptions&) { return anyNode(g, isGroupNode); };
   p.run = [](ir::Graph& g, const PassOptions&, const PassContext&) -> Expected<bool> { return defuse(g); };
   return p;
 }

@@ -76,7 +76,7 @@ PassInfo dynamicToStaticPass() {
       "and repeats until nothing changes. Exact.";
   p.classes = {"BL", "AD", "SSD", "BR"};  // Table 4: DynamicToStatic is AD; kiln also offers it to SSD and BR; in -O3 (BL)
   p.optLevel = 2;
-  p.applicable = [](const ir::Graph& g) { return anyNode(g, [](const ir::Node& n) { return staticShapeValue(n).has_value(); }); };
+  p.applicable = [](const ir::Graph& g, const PassOptions&) { return anyNode(g, [](const ir::Node& n) { return staticShapeValue(n).has_value(); }); };
   p.run = [](ir::Graph& g, const PassOptions&, const PassContext&) -> Expected<bool> { return makeStatic(g); };
   return p;
 }

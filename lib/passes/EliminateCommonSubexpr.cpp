@@ -106,7 +106,7 @@ PassInfo eliminateCommonSubexprPass() {
       "and nodes with subgraphs are never merged. Exact.";
   p.classes = {"BL", "RN", "MN"};  // Table 4: EliminateCommonSubexpr is BL; RN; MN
   p.optLevel = 2;
-  p.applicable = [](const ir::Graph& g) { return hasDuplicate(g); };
+  p.applicable = [](const ir::Graph& g, const PassOptions&) { return hasDuplicate(g); };
   p.run = [](ir::Graph& g, const PassOptions&, const PassContext&) -> Expected<bool> { return eliminate(g); };
   return p;
 }

@@ -55,7 +55,7 @@ PassInfo fastMathPass() {
   p.classes = {"MN", "BR", "SSD"};  // Table 4: FastMath is MN; BR; SSD
   p.tolerance = 1e-5;
   p.optLevel = 3;
-  p.applicable = [](const ir::Graph& g) { return anyNode(g, [](const ir::Node& n) { return replacementFor(n) != nullptr; }); };
+  p.applicable = [](const ir::Graph& g, const PassOptions&) { return anyNode(g, [](const ir::Node& n) { return replacementFor(n) != nullptr; }); };
   p.run = [](ir::Graph& g, const PassOptions&, const PassContext&) -> Expected<bool> { return rewriteNodes(g, approximate); };
   return p;
 }

@@ -30,7 +30,7 @@ PassInfo foldConstantPass() {
   // matches only once they are folded.
   p.classes = {"BL", "RN", "MN", "SSD", "BR"};
   p.optLevel = 1;
-  p.applicable = [](const ir::Graph& g) { return anyNode(g, isFoldable); };
+  p.applicable = [](const ir::Graph& g, const PassOptions&) { return anyNode(g, isFoldable); };
   p.run = [](ir::Graph& g, const PassOptions&, const PassContext&) -> Expected<bool> { return foldConstants(g); };
   return p;
 }

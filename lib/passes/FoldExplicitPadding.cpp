@@ -64,7 +64,7 @@ PassInfo foldExplicitPaddingPass() {
       "with count_include_pad=1) that is its only user. Exact.";
   p.classes = {"BL", "RN", "SSD"};  // Table 4: FoldExplicitPadding is RN; SSD; in kiln's -O3 (BL)
   p.optLevel = 2;
-  p.applicable = [](const ir::Graph& g) { return anyNode(g, [](const ir::Node& n) { return foldableUser(n) != nullptr; }); };
+  p.applicable = [](const ir::Graph& g, const PassOptions&) { return anyNode(g, [](const ir::Node& n) { return foldableUser(n) != nullptr; }); };
   p.run = [](ir::Graph& g, const PassOptions&, const PassContext&) -> Expected<bool> {
     return rewriteNodes(g, [](ir::Node* n) -> Expected<bool> { return foldNode(n); });
   };

@@ -112,7 +112,7 @@ PassInfo forwardFoldScaleAxisPass() {
   p.classes = {"BL", "BR"};  // Table 4: ForwardFoldScaleAxis is BR; in kiln's -O3 (BL)
   p.tolerance = 1e-5;
   p.optLevel = 2;
-  p.applicable = [](const ir::Graph& g) {
+  p.applicable = [](const ir::Graph& g, const PassOptions&) {
     return anyNode(g, [](const ir::Node& n) { return findFold(const_cast<ir::Node&>(n)).kind != Fold::Kind::None; });
   };
   p.run = [](ir::Graph& g, const PassOptions&, const PassContext&) -> Expected<bool> { return rewriteNodes(g, foldNode); };

@@ -136,7 +136,7 @@ PassInfo fuseOpsPass() {
   p.classes = {"RN", "MN", "SSD", "BR"};  // Table 4: FuseOps is RN; MN; SSD; BR
   p.optLevel = 1;
   p.options = {{"max-depth", PassOptionSpec::Kind::Int, "256", "most ops in one fused group (TVM's default is 256)"}};
-  p.applicable = [](const ir::Graph& g) { return hasGroup(g, 256); };
+  p.applicable = [](const ir::Graph& g, const PassOptions&) { return hasGroup(g, 256); };
   p.run = [](ir::Graph& g, const PassOptions& o, const PassContext&) -> Expected<bool> {
     int64_t maxDepth = o.getInt("max-depth");
     if (maxDepth < 2) return Error(ErrorCode::InvalidArgument, "fuse-ops: max-depth must be >= 2");

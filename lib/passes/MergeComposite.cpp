@@ -89,7 +89,7 @@ PassInfo mergeCompositePass() {
       "Exact.";
   p.classes = {"RN", "MN", "SSD"};  // Table 4: MergeComposite is RN; MN; SSD
   p.optLevel = 3;
-  p.applicable = [](const ir::Graph& g) { return anyNode(g, [](const ir::Node& n) { return match(const_cast<ir::Node*>(&n)).has_value(); }); };
+  p.applicable = [](const ir::Graph& g, const PassOptions&) { return anyNode(g, [](const ir::Node& n) { return match(const_cast<ir::Node*>(&n)).has_value(); }); };
   p.run = [](ir::Graph& g, const PassOptions&, const PassContext&) -> Expected<bool> { return rewriteMatches<Match>(g, match, apply); };
   return p;
 }

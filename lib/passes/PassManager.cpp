@@ -68,7 +68,7 @@ Expected<PassReport> runPipeline(ir::Graph& graph, const std::vector<PipelineEnt
       continue;
     }
     Stopwatch timer;
-    r.applicable = !e.pass->applicable || e.pass->applicable(graph);
+    r.applicable = !e.pass->applicable || e.pass->applicable(graph, e.options);
     if (r.applicable) {
       auto changed = e.pass->run(graph, e.options, options.context);
       if (!changed) return std::move(changed).error().withContext("in pass '" + e.pass->name + "'");

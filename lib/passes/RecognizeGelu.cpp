@@ -84,7 +84,7 @@ PassInfo recognizeGeluPass() {
   p.classes = {"BR"};  // not in Table 4: kiln adds it for exported BERT models
   p.tolerance = 1e-6;
   p.optLevel = 2;
-  p.applicable = [](const ir::Graph& g) { return anyNode(g, [](const ir::Node& n) { return match(const_cast<ir::Node*>(&n)).has_value(); }); };
+  p.applicable = [](const ir::Graph& g, const PassOptions&) { return anyNode(g, [](const ir::Node& n) { return match(const_cast<ir::Node*>(&n)).has_value(); }); };
   p.run = [](ir::Graph& g, const PassOptions&, const PassContext&) -> Expected<bool> { return rewriteMatches<Match>(g, match, apply); };
   return p;
 }

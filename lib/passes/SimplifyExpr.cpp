@@ -173,7 +173,7 @@ PassInfo simplifyExprPass() {
   // the reshape chains left by folding a transformer's constants.
   p.classes = {"BL", "RN", "MN", "SSD", "BR"};
   p.optLevel = 1;
-  p.applicable = [](const ir::Graph& g) { return hasSimplifiable(g); };
+  p.applicable = [](const ir::Graph& g, const PassOptions&) { return hasSimplifiable(g); };
   p.run = [](ir::Graph& g, const PassOptions&, const PassContext&) -> Expected<bool> { return simplify(g); };
   return p;
 }

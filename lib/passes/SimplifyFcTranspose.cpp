@@ -51,7 +51,7 @@ PassInfo simplifyFcTransposePass() {
       "transposed constant, so dense layers read [K, N] row-major weights. Exact.";
   p.classes = {"MN", "BR"};  // Table 4: SimplifyFCTranspose is MN; BR
   p.optLevel = 2;
-  p.applicable = [](const ir::Graph& g) { return anyNode(g, [](const ir::Node& n) { return transposedWeights(n) != nullptr; }); };
+  p.applicable = [](const ir::Graph& g, const PassOptions&) { return anyNode(g, [](const ir::Node& n) { return transposedWeights(n) != nullptr; }); };
   p.run = [](ir::Graph& g, const PassOptions&, const PassContext&) -> Expected<bool> { return rewriteNodes(g, simplifyNode); };
   return p;
 }

@@ -114,7 +114,7 @@ PassInfo simplifyInferencePass() {
   p.classes = {"BL", "RN", "MN", "SSD"};  // Table 4: SimplifyInference is RN; MN; SSD
   p.tolerance = 1e-5;
   p.optLevel = 1;
-  p.applicable = [](const ir::Graph& g) {
+  p.applicable = [](const ir::Graph& g, const PassOptions&) {
     return anyNode(g, [](const ir::Node& n) { return isInferenceDropout(n) || batchNormAffine(n).has_value(); });
   };
   p.run = [](ir::Graph& g, const PassOptions&, const PassContext&) -> Expected<bool> { return rewriteNodes(g, simplifyNode); };

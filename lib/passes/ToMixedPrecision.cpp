@@ -136,7 +136,7 @@ PassInfo toMixedPrecisionPass() {
   p.optLevel = 3;
   p.options = {{"dtype", PassOptionSpec::Kind::String, "f16", "16-bit type: f16 or bf16"},
                {"deny", PassOptionSpec::Kind::String, "", "ops to keep in f32, e.g. Add;Mul (separated by ';' or ',')"}};
-  p.applicable = [](const ir::Graph& g) {
+  p.applicable = [](const ir::Graph& g, const PassOptions&) {
     Settings s;
     s.allowed = allowList();
     return hasConvertible(g, s);

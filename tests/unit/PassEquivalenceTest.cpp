@@ -183,3 +183,20 @@ TEST_CASE("The transformer chain recognises every LayerNorm, GELU and attention 
     }
   }
 }
+
+TEST_CASE("combine-parallel-conv2d merges resnet_tiny's unaligned branches when asked, outputs unchanged", "[passes][models]") {
+  // By default the 4- and 16-channel branches stay apart (channel-multiple 8);
+  // with channel-multiple=1 they merge, and the merged conv must be exact.
+  const Case c = kCases[1];  // resnet_tiny-raw
+  auto reference_module = load(c.file);
+  std::vector<RuntimeValue> inputs = makeInputs(reference_module->graph(), c.zooName);
+  std::vector<RuntimeValue> reference = run(reference_module->graph(), inputs);
+  for (const char* options : {"", "{channel-multiple=1}"}) {
+    INFO("combine-parallel-conv2d" << options);
+    auto pipeline = passes::parsePipeline(std::string("simplify-inference,combine-parallel-conv2d") + options);
+    REQUIRE(pipeline.isOk());
+    passes::PassReport report = checkPipeline(c, *pipeline, inputs, reference);
+    REQUIRE(report.passes.size() == 2);
+    CHECK(report.passes[1].changed == (options[0] != '\0'));
+  }
+}

@@ -147,7 +147,7 @@ TEST_CASE("The pass manager enforces required passes and honest change flags", "
   auto m = parse(kLoopWithDeadCode);
   passes::PassInfo liar;
   liar.name = "test-liar";
-  liar.applicable = [](const ir::Graph&) { return true; };
+  liar.applicable = [](const ir::Graph&, const passes::PassOptions&) { return true; };
   liar.run = [](ir::Graph& g, const passes::PassOptions&, const passes::PassContext&) -> Expected<bool> {
     g.eraseNode(g.nodes().front());  // the dead Exp: a real change
     return false;

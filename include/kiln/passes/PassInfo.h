@@ -5,8 +5,9 @@
 // selection research it belongs to (BL baseline, RN ResNet, MN MobileNet, SSD,
 // BR BERT, AD additional; a pass may have several), the opt level that first
 // includes it, the passes it requires, its typed options, `applicable` (true
-// only when running it could change this graph) and `run`. Passes are
-// registered explicitly by registerAllPasses() (PassRegistry.h).
+// only when running it with the given options could change this graph) and
+// `run`. Passes are registered explicitly by registerAllPasses()
+// (PassRegistry.h).
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -68,7 +69,7 @@ struct PassInfo {
   /// Largest relative change of any output the pass may cause, as
   /// max|after - before| / max|before| (0: values are unchanged).
   double tolerance = 0;
-  std::function<bool(const ir::Graph&)> applicable;
+  std::function<bool(const ir::Graph&, const PassOptions&)> applicable;  ///< with the options the pass would run with
   std::function<Expected<bool>(ir::Graph&, const PassOptions&, const PassContext&)> run;
 };
 
