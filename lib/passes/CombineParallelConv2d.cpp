@@ -65,6 +65,16 @@ std::vector<std::vector<ir::Node*>> groupsFor(const ir::Value* x, int64_t minBra
   return out;
 }
 
+using GroupFinder = std::function<std::vector<std::vector<ir::Node*>>(const ir::Value*)>;
+
+/// groupsFor with the pass's options, or the error of a bad one.
+Expected<GroupFinder> groupFinder(const PassOptions& o) {
+  int64_t minBranches = o.getInt("min-branches"), multiple = o.getInt("channel-multiple");
+  if (minBranches < 2) return Error(ErrorCode::InvalidArgument, "combine-parallel-conv2d: min-branches must be >= 2");
+  if (multiple < 1) return Error(ErrorCode::InvalidArgument, "combine-parallel-conv2d: channel-multiple must be >= 1");
+  return GroupFinder([minBranches, multiple](const ir::Value* x) { return groupsFor(x, minBranches, multiple); });
+}
+
 Status combine(ir::Graph& g, ir::Value* x, const std::vector<ir::Node*>& convs) {
   ir::Node* first = earliestNode(convs);
   std::vector<const Tensor*> ws, bs;
@@ -105,18 +115,12 @@ PassInfo combineParallelConv2dPass() {
                {"channel-multiple", PassOptionSpec::Kind::Int, std::to_string(kDefaultChannelMultiple),
                 "combine only branches whose output channels are a multiple of this (1: any)"}};
   p.applicable = [](const ir::Graph& g, const PassOptions& o) {
-    int64_t minBranches = o.getInt("min-branches"), multiple = o.getInt("channel-multiple");
-    if (minBranches < 2 || multiple < 1) return true;  // run reports the bad option
-    return anyParallelGroup<std::vector<ir::Node*>>(
-        g, [minBranches, multiple](const ir::Value* x) { return groupsFor(x, minBranches, multiple); });
+    Expected<GroupFinder> finder = groupFinder(o);
+    return !finder || anyParallelGroup<std::vector<ir::Node*>>(g, *finder);  // run reports a bad option
   };
   p.run = [](ir::Graph& g, const PassOptions& o, const PassContext&) -> Expected<bool> {
-    int64_t minBranches = o.getInt("min-branches");
-    if (minBranches < 2) return Error(ErrorCode::InvalidArgument, "combine-parallel-conv2d: min-branches must be >= 2");
-    int64_t multiple = o.getInt("channel-multiple");
-    if (multiple < 1) return Error(ErrorCode::InvalidArgument, "combine-parallel-conv2d: channel-multiple must be >= 1");
-    return combineParallelGroups<std::vector<ir::Node*>>(
-        g, [minBranches, multiple](const ir::Value* x) { return groupsFor(x, minBranches, multiple); }, combine);
+    KILN_ASSIGN(GroupFinder finder, groupFinder(o));
+    return combineParallelGroups<std::vector<ir::Node*>>(g, finder, combine);
   };
   return p;
 }

@@ -58,6 +58,15 @@ std::vector<std::vector<Branch>> groupsFor(const ir::Value* x, int64_t minBranch
 }
 
 /// Values that have combinable branches (graph inputs and node results).
+using GroupFinder = std::function<std::vector<std::vector<Branch>>(const ir::Value*)>;
+
+/// groupsFor with the pass's options, or the error of a bad one.
+Expected<GroupFinder> groupFinder(const PassOptions& o) {
+  int64_t minBranches = o.getInt("min-branches");
+  if (minBranches < 2) return Error(ErrorCode::InvalidArgument, "combine-parallel-dense: min-branches must be >= 2");
+  return GroupFinder([minBranches](const ir::Value* x) { return groupsFor(x, minBranches); });
+}
+
 Status combine(ir::Graph& g, ir::Value* x, const std::vector<Branch>& group) {
   std::vector<ir::Node*> matmuls;
   for (const Branch& b : group) matmuls.push_back(b.matmul);
@@ -103,15 +112,12 @@ PassInfo combineParallelDensePass() {
   p.optLevel = 3;
   p.options = {{"min-branches", PassOptionSpec::Kind::Int, "2", "fewest parallel branches worth combining"}};
   p.applicable = [](const ir::Graph& g, const PassOptions& o) {
-    int64_t minBranches = o.getInt("min-branches");
-    if (minBranches < 2) return true;  // run reports the bad option
-    return anyParallelGroup<std::vector<Branch>>(g, [minBranches](const ir::Value* x) { return groupsFor(x, minBranches); });
+    Expected<GroupFinder> finder = groupFinder(o);
+    return !finder || anyParallelGroup<std::vector<Branch>>(g, *finder);  // run reports a bad option
   };
   p.run = [](ir::Graph& g, const PassOptions& o, const PassContext&) -> Expected<bool> {
-    int64_t minBranches = o.getInt("min-branches");
-    if (minBranches < 2) return Error(ErrorCode::InvalidArgument, "combine-parallel-dense: min-branches must be >= 2");
-    return combineParallelGroups<std::vector<Branch>>(
-        g, [minBranches](const ir::Value* x) { return groupsFor(x, minBranches); }, combine);
+    KILN_ASSIGN(GroupFinder finder, groupFinder(o));
+    return combineParallelGroups<std::vector<Branch>>(g, finder, combine);
   };
   return p;
 }
