@@ -180,13 +180,17 @@ def run_ort(model, paths, output_dir=None, extra=()):
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
-def run_kiln_bench(kiln, model, paths, backend, extra=(), env=None):
+def run_kiln_bench(kiln, model, paths, backend, extra=(), env=None, stderr_file=None):
     """Runs `kiln bench MODEL --backend B --format json` on the input files;
-    returns its kiln-bench/1 record."""
+    returns its kiln-bench/1 record (its stderr, e.g. a --profile table, saved
+    to `stderr_file` when given)."""
     cmd = [kiln, "bench", model, "--backend", backend, "--format", "json", "--quiet"] + list(extra) + input_args(paths)
     result = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if result.returncode != 0:
         raise RuntimeError(f"kiln bench failed on {model}:\n{result.stderr.strip()}")
+    if stderr_file:
+        with open(stderr_file, "w") as f:
+            f.write(result.stderr)
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 

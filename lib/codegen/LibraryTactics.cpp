@@ -3,8 +3,8 @@
 // See kiln/codegen/LibraryTactics.h. A group matches when its ops, Constant
 // producers aside, are the anchor, then Adds of a bias (read from outside
 // the group: one value per output column for a matmul, per channel for a
-// convolution) and, for a convolution, of a residual (the result's shape,
-// from outside the group), then at most a Relu, and the last of them is the
+// convolution) and of a residual (the result's shape, from outside the
+// group: BERT's attention output and FFN down projections), then at most a Relu, and the last of them is the
 // group's one output. A MatMul's batch dims either fold into its rows (B is
 // a matrix) or match B's exactly (strided batch); Gemm takes transA/transB,
 // alpha, and C as the bias when it is a row vector added with beta 1; Conv
@@ -179,14 +179,16 @@ std::optional<LibraryMatch> cublasLtCallFor(const KernelGroup& group, bool allow
     gemmBias = anchor->input(2);
   }
   std::optional<Epilogue> e =
-      epilogueOf(group, call.dtype, gemmBias, [&](const ir::Value* v) { return isColumnVector(v, call.n); }, false);
+      epilogueOf(group, call.dtype, gemmBias, [&](const ir::Value* v) { return isColumnVector(v, call.n); }, true);
   if (!e) return std::nullopt;
   Expected<Dims> out = staticDims(group.outputs[0]);
   if (!out || productOf(*out, 0, out->size()) != call.batch * call.m * call.n) return std::nullopt;
   call.epilogue = e->kind();
+  call.residual = e->residual != nullptr;  // cuBLASLt's C, with beta 1
   call.name = "l" + group.name().substr(1);
   match.operands = {anchor->input(0), anchor->input(1)};
   if (e->bias) match.operands.push_back(e->bias);
+  if (e->residual) match.operands.push_back(e->residual);
   match.operands.push_back(group.outputs[0]);
   return match;
 }
@@ -235,8 +237,15 @@ bool useLibrary(LibraryTactics tactics, const LibraryMatch& match) {
   const runtime::LibraryCall& c = match.call;
   if (tactics == LibraryTactics::All) return true;
   if (tactics != LibraryTactics::Auto) return false;
-  if (c.routine == runtime::LibraryRoutine::CudnnConv && c.conv.groups != 1) return false;
-  return libraryCallFlops(c) >= kLibraryMinFlops;
+  const double flops = libraryCallFlops(c);
+  if (c.routine == runtime::LibraryRoutine::CublasLtMatmul)
+    return flops >= (c.batch > 1 ? kLibraryMinBatchedMatmulFlops : kLibraryMinMatmulFlops);
+  const runtime::ConvGeometry& g = c.conv;
+  if (g.groups != 1) return false;
+  if (c.batch >= kLibraryThroughputBatch) return flops >= kLibraryMinFlops;
+  const int64_t pixels = c.batch * g.outHeight() * g.outWidth();
+  return flops >= kLibraryMinSmallBatchConvFlops && pixels <= kLibraryMaxSmallBatchConvPixels &&
+         (c.dtype == DType::F32 || g.kernelH * g.kernelW > 1);
 }
 
 }  // namespace kiln::codegen

@@ -333,6 +333,23 @@ KILN_CUDA_DRIVER=$EMULATED_DRIVER KILN_EMULATED_KERNELS=$EMU_LIBT KILN_CUBLASLT=
 expect_fail "--library-tactics chooses cuBLASLt/cuDNN for GPU matmuls and convolutions: it needs --target cuda" \
   "$KILN" compile "$MOBILE" --library-tactics auto -o never.kiln
 expect_fail "an artifact runs as it was compiled" "$KILN" run mobile_lib.kiln --library-tactics all
+# The default for cuda is auto: a classifier-sized product (1 x 2048 x 1000) goes to cuBLASLt, a 4 x 4 x 4 one stays
+# generated; --library-tactics off keeps both generated; the CPU target takes no library steps by default.
+cat > classifier.kir <<'KIR'
+module @m {
+  graph @main(%x: f32[1,2048], %w: f32[2048,1000], %s: f32[4,4], %t: f32[4,4]) {
+    %y = MatMul(%x, %w) : f32[1,1000]
+    %z = MatMul(%s, %t) : f32[4,4]
+    return %y, %z
+  }
+}
+KIR
+"$KILN" compile classifier.kir --target cuda:sm_90 -o classifier.kiln --quiet > compile_default.txt
+expect_in "library steps  1 (1 cuBLASLt matmuls, 0 cuDNN convolutions; --library-tactics)" compile_default.txt
+"$KILN" compile classifier.kir --target cuda:sm_90 --library-tactics off -o classifier_off.kiln --quiet > compile_off.txt
+if grep -q "^  library steps" compile_off.txt; then fail "--library-tactics off made library steps"; fi
+"$KILN" compile classifier.kir -o classifier_cpu.kiln --quiet > compile_cpu.txt
+if grep -q "^  library steps" compile_cpu.txt; then fail "the cpu target made library steps"; fi
 # --precision f16: the interpreter runs the mixed-precision graph, the cuda backend its f16 kernels
 # (tensor-core convs) on the emulated driver; the two agree to f16 rounding, and both stay near f32.
 EMU_LIB16=$("$EMULATION_KERNELS" "$MOBILE" emulation16 f16 | tail -1)

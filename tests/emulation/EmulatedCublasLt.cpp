@@ -5,8 +5,9 @@
 // loads it when KILN_CUBLASLT names it. It implements, from cuBLASLt's
 // documented semantics, the entry points a matmul needs: descriptors and
 // their attributes, the algorithm heuristic (one algorithm when the shapes
-// and types agree, none otherwise, as cuBLASLt reports what it cannot do)
-// and cublasLtMatmul itself, column-major as cuBLAS is:
+// and types agree, none otherwise, as cuBLASLt reports what it cannot do;
+// it assumes the operand alignment the preference allows, 256 bytes unless
+// told, and cublasLtMatmul refuses operands aligned less) and cublasLtMatmul itself, column-major as cuBLAS is:
 //
 //   D[b] = epilogue(alpha * opA(A[b]) x opB(B[b]) + beta * C[b])
 //
@@ -24,6 +25,7 @@
 //===----------------------------------------------------------------------===//
 #include <cublasLt.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdint>
@@ -57,6 +59,13 @@ struct Layout {
 
 struct Handle {
   int unused = 0;
+};
+
+/// A matmul preference: the workspace limit and the alignment (bytes) the
+/// chosen algorithm may assume of A, B, C and D (cuBLASLt's default: 256).
+struct Preference {
+  uint64_t workspace = 0;
+  uint32_t alignment[4] = {256, 256, 256, 256};
 };
 
 using kiln::emulation::Element;
@@ -180,23 +189,30 @@ cublasStatus_t CUBLASWINAPI cublasLtMatrixLayoutSetAttribute(cublasLtMatrixLayou
 }
 
 cublasStatus_t CUBLASWINAPI cublasLtMatmulPreferenceCreate(cublasLtMatmulPreference_t* pref) {
-  return createObject<uint64_t>(pref);
+  return createObject<Preference>(pref);
 }
 
 cublasStatus_t CUBLASWINAPI cublasLtMatmulPreferenceDestroy(cublasLtMatmulPreference_t pref) {
-  return destroyObject<uint64_t>(pref);
+  return destroyObject<Preference>(pref);
 }
 
 cublasStatus_t CUBLASWINAPI cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t pref,
                                                                  cublasLtMatmulPreferenceAttributes_t attr, const void* buf,
                                                                  size_t size) {
-  if (attr != CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES) return CUBLAS_STATUS_NOT_SUPPORTED;
-  return setValue(*reinterpret_cast<uint64_t*>(pref), buf, size);
+  Preference& p = *reinterpret_cast<Preference*>(pref);
+  switch (attr) {
+    case CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES: return setValue(p.workspace, buf, size);
+    case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES: return setValue(p.alignment[0], buf, size);
+    case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES: return setValue(p.alignment[1], buf, size);
+    case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES: return setValue(p.alignment[2], buf, size);
+    case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES: return setValue(p.alignment[3], buf, size);
+    default: return CUBLAS_STATUS_NOT_SUPPORTED;
+  }
 }
 
 cublasStatus_t CUBLASWINAPI cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t, cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t a,
                                                            cublasLtMatrixLayout_t b, cublasLtMatrixLayout_t c,
-                                                           cublasLtMatrixLayout_t d, cublasLtMatmulPreference_t, int requested,
+                                                           cublasLtMatrixLayout_t d, cublasLtMatmulPreference_t pref, int requested,
                                                            cublasLtMatmulHeuristicResult_t results[], int* returned) {
   if (requested < 1 || !results || !returned) return CUBLAS_STATUS_INVALID_VALUE;
   *returned = 0;
@@ -206,6 +222,11 @@ cublasStatus_t CUBLASWINAPI cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t, cub
     return CUBLAS_STATUS_NOT_SUPPORTED;
   std::memset(&results[0], 0, sizeof results[0]);
   results[0].algo.data[0] = kAlgoMagic;
+  // The algorithm assumes the smallest alignment the preference allows (cuBLASLt's kernels load
+  // vectors as wide as it): cublasLtMatmul refuses operands aligned less.
+  const Preference defaults;
+  const Preference& p = pref ? *reinterpret_cast<const Preference*>(pref) : defaults;
+  results[0].algo.data[1] = *std::min_element(p.alignment, p.alignment + 4);
   results[0].state = CUBLAS_STATUS_SUCCESS;
   results[0].wavesCount = 1.0f;
   *returned = 1;
@@ -223,6 +244,8 @@ cublasStatus_t CUBLASWINAPI cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_
   if (!algo || algo->data[0] != kAlgoMagic || !alpha || !beta) return CUBLAS_STATUS_INVALID_VALUE;
   if (!shapesAgree(d, a, b, c, dl)) return CUBLAS_STATUS_NOT_SUPPORTED;
   if (workspaceBytes && !inDeviceMemory(workspace, workspaceBytes)) return CUBLAS_STATUS_INVALID_VALUE;
+  for (const void* operand : {A, B, C, static_cast<const void*>(D)})
+    if (reinterpret_cast<uintptr_t>(operand) % algo->data[1]) return CUBLAS_STATUS_NOT_SUPPORTED;  // misaligned for the algorithm
   const float alphaValue = *static_cast<const float*>(alpha), betaValue = *static_cast<const float*>(beta);
   const bool bias = d.epilogue == CUBLASLT_EPILOGUE_BIAS || d.epilogue == CUBLASLT_EPILOGUE_RELU_BIAS;
   const bool relu = d.epilogue == CUBLASLT_EPILOGUE_RELU || d.epilogue == CUBLASLT_EPILOGUE_RELU_BIAS;

@@ -25,6 +25,13 @@
 // needs, an IDENTITY activation in the fused call with any algorithm but
 // IMPLICIT_PRECOMP_GEMM (cuDNN's restriction), and any operand whose bytes
 // are not in one allocation of the emulated driver. Calls run synchronously.
+// Refusals the real cuDNN 9 made on an H100, for the runtime's fallbacks:
+// with KILN_EMULATED_CUDNN_REFUSE_FUSED set, the fused call refuses 16-bit
+// data with CUDNN_STATUS_BAD_PARAM (the runtime must use the unfused
+// calls); with KILN_EMULATED_CUDNN_REFUSE_PRECOMP, both convolution calls
+// refuse 16-bit data with IMPLICIT_PRECOMP_GEMM, the heuristic's first
+// choice (as for ResNet-50's f16 stem convolution at batch 32; the runtime
+// must move down the ranking).
 //
 // kiln_emulated_cudnn_live_objects() counts handles and descriptors not
 // destroyed; kiln_emulated_cudnn_convolutions() the convolutions run.
@@ -34,6 +41,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 
 #include "EmulatedElements.h"
@@ -151,6 +159,9 @@ cudnnStatus_t checkConvolution(const Tensor& xd, const void* x, const Filter& wd
                                const void* y) {
   if (!configurationOk(cv, xd, wd, yd)) return CUDNN_STATUS_BAD_PARAM;
   if (!runnable(algo)) return CUDNN_STATUS_NOT_SUPPORTED;
+  const char* refuse = std::getenv("KILN_EMULATED_CUDNN_REFUSE_PRECOMP");
+  if (refuse && *refuse && xd.type != CUDNN_DATA_FLOAT && algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM)
+    return CUDNN_STATUS_BAD_PARAM;  // the heuristic's first choice refused, fused or not
   if (workspaceBytes < workspaceOf(algo) || (workspaceBytes && !inDeviceMemory(workspace, workspaceBytes)))
     return CUDNN_STATUS_BAD_PARAM;
   if (!inDeviceMemory(x, bytesOf(xd.elements(), xd.type)) ||
@@ -311,6 +322,9 @@ cudnnStatus_t CUDNNWINAPI cudnnConvolutionBiasActivationForward(
   const Conv& cv = object<Conv>(convDesc);
   const Activation& act = object<Activation>(activationDesc);
   if (!alpha1 || !alpha2 || !act.set) return CUDNN_STATUS_BAD_PARAM;
+  const char* refuse = std::getenv("KILN_EMULATED_CUDNN_REFUSE_FUSED");
+  if (refuse && *refuse && xd.type != CUDNN_DATA_FLOAT)
+    return CUDNN_STATUS_BAD_PARAM;  // as cuDNN 9 did for ResNet-50's f16 convolutions on an H100
   if (act.mode == CUDNN_ACTIVATION_IDENTITY && algo != CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM)
     return CUDNN_STATUS_NOT_SUPPORTED;
   if (cudnnStatus_t s = checkConvolution(xd, x, wd, w, cv, algo, workspace, workspaceBytes, yd, y); s != CUDNN_STATUS_SUCCESS)

@@ -24,7 +24,9 @@ Measures:
   the raw head outputs (compared as values) check the network itself.
 Prints one line per output with the measured error; exits 1 on a mismatch,
 77 (skipped) for a CUDA target on a machine without a GPU. --emulate runs a
-CUDA artifact on the CPU emulation of its kernels (the emulated driver).
+CUDA artifact on the CPU emulation of its kernels (the emulated driver;
+with --compile-arg=--library-tactics, its library steps run on the cuBLASLt
+and cuDNN emulations KILN_CUBLASLT and KILN_CUDNN name).
 """
 import argparse
 import os
@@ -112,7 +114,11 @@ def main():
     if args.emulate:
         tool, driver = args.emulate
         emu_dir = os.path.join(args.work or os.getcwd(), "emulation")
-        built = subprocess.run([tool, args.model, emu_dir], capture_output=True, text=True)
+        tactics = "off"  # the kernels the artifact keeps generated depend on its library tactics
+        for i, a in enumerate(args.compile_arg):
+            if a.startswith("--library-tactics"):
+                tactics = a.split("=", 1)[1] if "=" in a else args.compile_arg[i + 1]
+        built = subprocess.run([tool, args.model, emu_dir, "f32", tactics], capture_output=True, text=True)
         if built.returncode != 0:
             print(f"kiln-emulation-kernels failed:\n{built.stderr}")
             sys.exit(1)

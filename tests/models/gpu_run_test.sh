@@ -2,10 +2,12 @@
 # tests/models/gpu_run_test.sh - bench/gpu-run end to end without a GPU: the
 # relocatable bundle (size, RUNPATH, the unpacked kiln starts), then its run
 # step on the CPU emulation of the CUDA kernels with tiny zoo models (ONNX
-# Runtime comparison, kiln bench --backend cuda, PyTorch eager as the peer).
+# Runtime comparison, kiln bench --backend cuda, PyTorch eager as the peer;
+# library steps on the emulated cuBLASLt and cuDNN against generated kernels).
 # Usage: gpu_run_test.sh <build dir> <source dir> <work dir> <kiln-emulation-kernels> <emulated libcuda>
+#                        <emulated libcublasLt> <emulated libcudnn>
 set -euo pipefail
-BUILD=$1; SRC=$2; WORK=$3; TOOL=$4; DRIVER=$5
+BUILD=$1; SRC=$2; WORK=$3; TOOL=$4; DRIVER=$5; CUBLASLT=$6; CUDNN=$7
 rm -rf "$WORK" && mkdir -p "$WORK" && cd "$WORK"
 source "$SRC/tests/cli/expect.sh"
 
@@ -54,4 +56,58 @@ records = [json.loads(l) for l in open("results-bf16/gpu-run.jsonl")]
 assert [r["config"]["options"] for r in records if r["backend"] == "cuda"] == ["-O3 --precision bf16"], records
 assert [r["config"]["options"] for r in records if r["backend"] == "torch-eager"] == ["eager bf16"], records
 PY
+# Library tactics off and all side by side, each kernel profiled: every model is checked
+# with both, and each library step is set against the generated kernel of its group.
+KILN_CUBLASLT="$CUBLASLT" KILN_CUDNN="$CUDNN" /usr/bin/python3 "$SRC/bench/gpu-run" run --bundle bundle.tar.xz \
+  --out results-lib --models-dir models --models resnet_tiny --bench-models resnet_tiny --batches 1 --warmup 1 --runs 2 \
+  --library-tactics off,all --profile 2 --peers '' --emulate "$TOOL" "$DRIVER" > run-lib.txt 2>&1 \
+  || { cat run-lib.txt; fail "gpu-run run --library-tactics off,all"; }
+expect_in "resnet_tiny (library tactics all): matches ONNX Runtime" run-lib.txt
+expect_in "| resnet_tiny (library tactics off) | ok |" results-lib/gpu-run.md
+expect_in "| model | batch | kiln off ms | kiln all ms |" results-lib/gpu-run.md
+expect_in "Library steps against generated kernels" results-lib/gpu-run.md
+expect_in "resnet_tiny, batch 1, f32, library tactics all**: 18 library steps (18 kernels)" results-lib/gpu-run.md
+grep -q "(library)  *l0__stem_stem_0_Conv" results-lib/profile/resnet_tiny-b1-f32-all.txt || fail "library step in the profile"
+[ ! -e results-lib/models ] || fail "models exported into the results despite --models-dir"
+/usr/bin/python3 - <<'PY' || fail "library-pairs.jsonl"
+import json
+pairs = [json.loads(l) for l in open("results-lib/library-pairs.jsonl")]
+assert len(pairs) == 18 and all(p["generated_ms"] > 0 and p["library_ms"] > 0 for p in pairs), pairs
+assert {p["group"] for p in pairs} >= {"0__stem_stem_0_Conv", "20__fc_Gemm_matmul"}, pairs
+PY
+/usr/bin/python3 "$SRC/bench/library_pairs.py" results-lib/profile/resnet_tiny-b1-f32-off.txt \
+  results-lib/profile/resnet_tiny-b1-f32-all.txt > pairs.txt
+expect_in "18 library steps (18 kernels)" pairs.txt
+# Layers that share one generated kernel (k1, launched twice) are set against all their library steps (l1, l4: the
+# same call) together; a kernel whose groups did not all become steps of one call (k2: two launches, one step) is left out.
+cat > gen.txt <<'TXT'
+kernel profile: 3 kernels, 5 launches per run, 1.000 ms per run on the device (mean of 2 runs)
+      ms    share  cumul  launches  grid x block        kernel  [schedule]
+   0.600   60.0%    60%         2  12,2,32 x 256       k1__layers_0_q_MatMul  [matmul block=64]
+   0.300   30.0%    90%         2  4,1,1 x 128         k2__layers_0_k_MatMul  [matmul block=32]
+   0.100   10.0%   100%         1  4,1,1 x 128         k3__Softmax  [softmax threads=128]
+TXT
+cat > lib.txt <<'TXT'
+kernel profile: 4 kernels, 4 launches per run, 0.500 ms per run on the device (mean of 2 runs)
+      ms    share  cumul  launches  grid x block        kernel  [schedule]
+   0.150   30.0%    30%         1  (library)           l1__layers_0_q_MatMul  [cuBLASLt f32 1x128x768x768 bias]
+   0.150   30.0%    60%         1  (library)           l4__layers_1_q_MatMul  [cuBLASLt f32 1x128x768x768 bias]
+   0.100   20.0%    80%         1  (library)           l2__layers_0_k_MatMul  [cuBLASLt f32 1x128x768x64 bias]
+   0.100   20.0%   100%         1  4,1,1 x 128         k3__Softmax  [softmax threads=128]
+TXT
+/usr/bin/python3 - "$SRC/bench" <<'PY' || fail "library_pairs: shared kernels"
+import sys
+sys.path.insert(0, sys.argv[1])
+import library_pairs as lp
+pairs = lp.pair(lp.parse_profile(open("gen.txt").read()), lp.parse_profile(open("lib.txt").read()))
+assert len(pairs) == 1, pairs
+q = pairs[0]
+assert q["group"] == "1__layers_0_q_MatMul", q
+assert q["launches"] == 2 and abs(q["generated_ms"] - 0.6) < 1e-9 and abs(q["library_ms"] - 0.3) < 1e-9, q
+PY
+if /usr/bin/python3 "$SRC/bench/gpu-run" run --bundle bundle.tar.xz --out bad --library-tactics off,most > bad.txt 2>&1; then
+  fail "gpu-run accepted --library-tactics most"
+fi
+expect_in "expected off, auto, all or a list of them" bad.txt
+
 echo "gpu-run tests passed"

@@ -6,8 +6,8 @@
 // the pass-selection research). Prints a table, or the kiln-bench/1 JSON
 // record with --format json; --json FILE appends the record as one line.
 // --profile N then times every kernel on the device over N more runs and
-// prints where the time goes (kiln/bench/KernelProfile.h; on stderr with
-// --format json, so stdout stays one record).
+// prints where the time goes (kiln/bench/KernelProfile.h: the slowest 25;
+// every kernel, on stderr, with --format json, so stdout stays one record).
 //
 //===----------------------------------------------------------------------===//
 #include <filesystem>
@@ -43,7 +43,8 @@ int benchModel(const BenchCommandOptions& o) {
   if (!model) return reportError(model.error());
   if (Status s = checkPrecisionTarget(o.model, o.backend == "cuda"); !s.isOk()) return reportError(s.error());
   auto backend = bench::createBackend(o.backend, {.threads = o.threads, .seed = o.seed, .allowTf32 = o.model.precision == "tf32",
-                                                       .libraryTactics = o.model.libraryTactics, .tuningDb = o.tuningDb});
+                                                       .libraryTactics = effectiveLibraryTactics(o.model, o.backend == "cuda"),
+                                                       .tuningDb = o.tuningDb});
   if (!backend) return reportError(backend.error());
   if (!o.tuningDb.empty() && o.backend != "cpu" && o.backend != "cuda")
     return reportError(Error(ErrorCode::InvalidArgument,
@@ -57,7 +58,7 @@ int benchModel(const BenchCommandOptions& o) {
   record.seed = o.seed;
   record.options = o.model.pipeline.empty() ? "-O" + std::to_string(o.model.optLevel < 0 ? passes::kDefaultOptLevel : o.model.optLevel) : "--pipeline " + o.model.pipeline;
   if (o.model.precision != "f32") record.options += " --precision " + o.model.precision;
-  if (o.model.libraryTactics != "off") record.options += " --library-tactics " + o.model.libraryTactics;
+  if (std::string t = effectiveLibraryTactics(o.model, o.backend == "cuda"); t != "off") record.options += " --library-tactics " + t;
   const ir::Graph& g = model->module->graph();
   for (size_t i = 0; i < g.inputs().size(); ++i)
     if (model->inputs[i].isTensor()) record.inputShapes.emplace_back(g.inputs()[i]->name(), model->inputs[i].tensor().dims());
@@ -82,7 +83,10 @@ int benchModel(const BenchCommandOptions& o) {
     if (progress) *progress << "kiln bench: profiling every kernel over " << o.profileRuns << " runs\n" << std::flush;
     auto profile = (*backend)->profileKernels(model->inputs, o.profileRuns);
     if (!profile) return reportError(profile.error());
-    bench::printKernelProfile(o.format == "json" ? std::cerr : std::cout, *profile, o.profileRuns);
+    if (o.format == "json")  // for a script to keep: every kernel
+      bench::printKernelProfile(std::cerr, *profile, o.profileRuns, profile->size());
+    else
+      bench::printKernelProfile(std::cout, *profile, o.profileRuns);
   }
   if (!o.jsonFile.empty()) {
     std::ofstream out(o.jsonFile, std::ios::app);
@@ -120,7 +124,7 @@ void addBenchCommand(CLI::App& app, int& exitCode) {
   cmd->add_flag("--quiet", o->quiet, "No progress on stderr");
   cmd->add_option("--profile", o->profileRuns,
                   "After measuring, time every kernel on the device over this many runs and print the slowest "
-                  "(cuda backend; on stderr with --format json)")
+                  "(cuda backend; every kernel, on stderr, with --format json)")
       ->check(CLI::NonNegativeNumber);
   cmd->callback([=, &exitCode] {
     o->model.target = o->backend;

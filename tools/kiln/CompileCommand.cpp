@@ -222,7 +222,7 @@ int compileModel(const CompileOptions& o) {
   codegen::CompileOptions options;
   options.allowHostSteps = !o.noHostSteps;
   options.allowTf32 = o.model.precision == "tf32";
-  options.libraryTactics = *codegen::parseLibraryTactics(o.model.libraryTactics);  // checked by CLI::IsMember
+  options.libraryTactics = *codegen::parseLibraryTactics(effectiveLibraryTactics(o.model, cuda));  // checked by CLI::IsMember
   if (!o.fusionPlan.empty()) {
     auto text = readFile(o.fusionPlan);
     if (!text) return reportError(text.error());

@@ -43,8 +43,9 @@ void addModelOptions(CLI::App& cmd, ModelOptions& o, bool withOptLevel) {
       ->check(CLI::IsMember({"f32", "tf32", "f16", "bf16"}));
   cmd.add_option("--library-tactics", o.libraryTactics,
                  "GPU: which matmuls run as cuBLASLt calls and convolutions as cuDNN calls (bias/residual/ReLU epilogues "
-                 "fused) instead of generated kernels: off (default), auto (products of at least 16 MFLOP; ungrouped "
-                 "convolutions only), all (every one the libraries can express)")
+                 "fused) instead of generated kernels: auto (the default for cuda: where they were faster on an H100, "
+                 "see docs/cuda-target.md), all (every one the libraries can express), off (generated kernels only; the "
+                 "artifact then needs neither cuBLASLt nor cuDNN)")
       ->check(CLI::IsMember({"off", "auto", "all"}));
 }
 
@@ -119,10 +120,14 @@ Status checkPrecisionTarget(const ModelOptions& o, bool cuda) {
   if (o.precision == "tf32" && !cuda)
     return Error(ErrorCode::InvalidArgument, "--precision tf32 is a GPU tensor-core mode: it needs --target cuda (compile) "
                                              "or --backend cuda (run, bench)");
-  if (o.libraryTactics != "off" && !cuda)
+  if (!o.libraryTactics.empty() && o.libraryTactics != "off" && !cuda)
     return Error(ErrorCode::InvalidArgument, "--library-tactics chooses cuBLASLt/cuDNN for GPU matmuls and convolutions: it needs --target cuda "
                                              "(compile) or --backend cuda (run, bench)");
   return Status::ok();
+}
+
+std::string effectiveLibraryTactics(const ModelOptions& o, bool cuda) {
+  return !o.libraryTactics.empty() ? o.libraryTactics : cuda ? "auto" : "off";
 }
 
 Expected<std::vector<int>> cudaArchitectures(const std::string& target) {

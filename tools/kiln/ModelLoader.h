@@ -28,8 +28,11 @@ struct ModelOptions {
   std::string target;    ///< the backend the passes prepare for (cpu, cuda, interpreter; empty: none): -O3 adds its layout
   std::vector<std::string> disabledPasses;  ///< --disable-pass
   std::string precision = "f32";  ///< --precision: f16 / bf16 append to-mixed-precision to the pipeline; tf32 allows TF32 (cuda)
-  std::string libraryTactics = "off";  ///< --library-tactics (cuda): off | auto | all (codegen/LibraryTactics.h)
+  std::string libraryTactics;  ///< --library-tactics (cuda): off | auto | all (codegen/LibraryTactics.h); empty: not given
 };
+
+/// The library tactics a compile for `cuda` (or not) uses: those given, else auto on the GPU and off elsewhere.
+std::string effectiveLibraryTactics(const ModelOptions& options, bool cuda);
 
 /// Adds the model path, --shape and (for commands that execute) -O and --pipeline.
 void addModelOptions(CLI::App& cmd, ModelOptions& options, bool withOptLevel);

@@ -81,7 +81,7 @@ Status writeOutputs(const std::string& dir, const std::vector<std::string>& name
 int runArtifact(const RunOptions& o) {
   if (o.backend != "interpreter" && o.backend != "cpu")
     return reportError(Error(ErrorCode::InvalidArgument, "an artifact runs on the target it was compiled for; drop --backend"));
-  if (o.model.precision != "f32" || o.model.optLevel >= 0 || !o.model.pipeline.empty() || o.model.libraryTactics != "off")
+  if (o.model.precision != "f32" || o.model.optLevel >= 0 || !o.model.pipeline.empty() || !o.model.libraryTactics.empty())
     return reportError(Error(ErrorCode::InvalidArgument, "an artifact runs as it was compiled; give -O, --pipeline, "
                                                          "--precision and --library-tactics to kiln compile instead"));
   Stopwatch timer;
@@ -117,7 +117,7 @@ int runModel(const RunOptions& o) {
   bench::BackendOptions backendOptions;
   backendOptions.seed = o.seed;
   backendOptions.allowTf32 = o.model.precision == "tf32";
-  backendOptions.libraryTactics = o.model.libraryTactics;
+  backendOptions.libraryTactics = effectiveLibraryTactics(o.model, o.backend == "cuda");
   auto backend = bench::createBackend(o.backend, backendOptions);
   if (!backend) return reportError(backend.error());
   std::vector<ir::Value*> graphOutputs = model->module->graph().outputs();

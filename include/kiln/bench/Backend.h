@@ -34,7 +34,7 @@ struct BackendOptions {
   int threads = 0;    ///< 0: the backend's default
   uint64_t seed = 0;  ///< for random ops
   bool allowTf32 = false;  ///< cuda: f32 matmuls and convs on TF32 tensor cores
-  std::string libraryTactics = "off";  ///< cuda: off | auto | all (codegen/LibraryTactics.h)
+  std::string libraryTactics = "auto";  ///< cuda: off | auto | all (codegen/LibraryTactics.h); auto as kiln compile
   std::string tuningDb;  ///< cpu, cuda: apply the schedules of this tuning database (kiln tune)
 };
 

@@ -3,7 +3,8 @@
 // A library tactic runs a kernel group with a vendor library instead of
 // generated code (issue 6 item 4):
 //  - cuBLASLt for a MatMul or Gemm group whose epilogue cuBLASLt fuses (a
-//    bias over the output's columns, ReLU, or both; Gemm's alpha);
+//    bias over the output's columns, a residual as its C, ReLU last, or any
+//    of them together; Gemm's alpha);
 //  - cuDNN for a 2-D Conv group (symmetric padding, any strides, dilations
 //    and groups) whose epilogue is a bias per channel, a residual (an Add of
 //    a tensor of the result's shape), a ReLU last, or any of them together:
@@ -11,12 +12,21 @@
 // Both in f32, f16 or bf16. Which groups use them is
 // CompileOptions::libraryTactics: `off` (the default until library steps
 // have run on a GPU), `auto` (the heuristic below) or `all` (every group
-// that can). The heuristic: the library where the product has at least
-// kLibraryMinFlops multiply-adds x 2 (matmul: 2 * batch * m * n * k; conv:
-// 2 * outputs * C/groups * R * S), and for convolutions only ungrouped ones
-// (kiln's direct depthwise kernels beat cuDNN's on an H100 at batch 1:
-// MobileNetV2 0.52 ms vs 3.4 ms in PyTorch eager); smaller products stay
-// generated, where launch overhead, not the arithmetic, is what costs.
+// that can). The heuristic, fitted to each library step timed against the
+// generated kernel it replaces on an H100 (docs/cuda-target.md, "Library
+// tactics"; flops = 2 x multiply-adds):
+//  - a matmul goes to cuBLASLt from 1 MFLOP (a batch-1 classifier's
+//    1 x 2048 x 1000 product: 0.008 ms against 0.096), except a strided
+//    batch of small products under 64 MFLOP (BERT's per-head attention
+//    products at batch 1, where the generated kernel is 15% faster);
+//  - a convolution goes to cuDNN only ungrouped (kiln's depthwise kernels
+//    win), and at a batch of 8 or more from 16 MFLOP (cuDNN won 23 of
+//    ResNet-50's 25 distinct convolutions at batch 32); below a batch of 8
+//    only where kiln's kernel would leave the GPU idle: at least 50 MFLOP
+//    on at most 196 output pixels (14 x 14; cuDNN 0.46-0.95x there) and, in
+//    16-bit, a kernel larger than 1 x 1 (cuDNN's f16 1 x 1 convolutions in
+//    NCHW lost 2-5x). 56 x 56 and 28 x 28 maps at batch 1 stay generated
+//    (cuDNN 1.1-12x slower).
 // Measured choice per kernel belongs to the tuner (issue 8).
 //
 //===----------------------------------------------------------------------===//
@@ -35,8 +45,13 @@ enum class LibraryTactics { Off, Auto, All };
 /// "off" | "auto" | "all"; KE4003 (InvalidArgument) otherwise.
 Expected<LibraryTactics> parseLibraryTactics(const std::string& text);
 
-/// Products smaller than this stay generated under `auto`.
-inline constexpr double kLibraryMinFlops = double(1 << 24);
+/// `auto`'s thresholds (see above).
+inline constexpr double kLibraryMinMatmulFlops = double(1 << 20);
+inline constexpr double kLibraryMinBatchedMatmulFlops = 64e6;
+inline constexpr int64_t kLibraryThroughputBatch = 8;
+inline constexpr double kLibraryMinFlops = double(1 << 24);  ///< convolutions at kLibraryThroughputBatch or more
+inline constexpr double kLibraryMinSmallBatchConvFlops = 50e6;
+inline constexpr int64_t kLibraryMaxSmallBatchConvPixels = 196;
 
 /// A group as one library call, with the values its operands are (in LibraryCall's order).
 struct LibraryMatch {

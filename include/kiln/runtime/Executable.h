@@ -72,9 +72,9 @@ struct ConvGeometry {
 };
 
 /// A library step, all tensors row-major, accumulation in f32.
-///  - CublasLtMatmul: D[batch][m][n] = epilogue(alpha * op(A) x op(B) (+ bias[n]))
-///    with cuBLASLt. Operands (step args): A, B, bias (with a Bias
-///    epilogue), D. A is [batch][m][k] (transA: [k][m]); B is [k][n]
+///  - CublasLtMatmul: D[batch][m][n] = epilogue(alpha * op(A) x op(B) (+ Z) (+ bias[n]))
+///    with cuBLASLt (Z as its C, beta 1). Operands (step args): A, B, bias
+///    (with a Bias epilogue), Z (residual: D's shape), D. A is [batch][m][k] (transA: [k][m]); B is [k][n]
 ///    (transB: [n][k]), one per batch or, with batchB = false, one for all.
 ///  - CudnnConv: Y = epilogue(conv(X, W) (+ bias[c]) (+ Z)) with cuDNN, the
 ///    ReLU last. Operands: X [batch][C][H][W], W [K][C/groups][R][S], bias [K]
@@ -88,7 +88,7 @@ struct LibraryCall {
   float alpha = 1.0f;
   ConvGeometry conv;  ///< CudnnConv only
   LibraryEpilogue epilogue = LibraryEpilogue::None;
-  bool residual = false;   ///< CudnnConv: Z is added before the ReLU
+  bool residual = false;   ///< Z is added before the ReLU
   bool allowTf32 = false;  ///< f32 products on TF32 tensor cores
   bool hasBias() const { return epilogue == LibraryEpilogue::Bias || epilogue == LibraryEpilogue::BiasRelu; }
   bool hasRelu() const { return epilogue == LibraryEpilogue::Relu || epilogue == LibraryEpilogue::BiasRelu; }

@@ -61,6 +61,13 @@ cublasStatus_t setLayout(const CublasLt& lib, cublasLtMatrixLayout_t layout, cub
   return lib.layoutSetAttribute(layout, attr, &value, sizeof value);
 }
 
+/// The largest power of two up to 256 dividing the address (what cuBLASLt may assume of an operand).
+uint32_t alignmentOf(CUdeviceptr pointer) {
+  uint32_t bytes = 256;
+  while (bytes > 1 && pointer % bytes) bytes /= 2;
+  return bytes;
+}
+
 }  // namespace
 
 Expected<const CublasLt*> CublasLt::get() {
@@ -129,6 +136,16 @@ Expected<std::unique_ptr<CublasLtMatmul>> CublasLtMatmul::create(const CublasLt&
   KILN_TRY(check(lib.preferenceCreate(&preference)));
   cublasStatus_t status = lib.preferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                                      &kLibraryWorkspaceBytes, sizeof kLibraryWorkspaceBytes);
+  // cuBLASLt assumes 256-byte aligned operands unless told otherwise; the arena's are 64-byte aligned.
+  const std::pair<cublasLtMatmulPreferenceAttributes_t, CUdeviceptr> alignments[] = {
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, mm.operands_[1]},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, mm.operands_[0]},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, mm.residual()},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, mm.operands_.back()}};
+  for (auto [attribute, pointer] : alignments) {
+    const uint32_t bytes = alignmentOf(pointer);
+    if (status == CUBLAS_STATUS_SUCCESS) status = lib.preferenceSetAttribute(preference, attribute, &bytes, sizeof bytes);
+  }
   cublasLtMatmulHeuristicResult_t result{};
   int found = 0;
   if (status == CUBLAS_STATUS_SUCCESS)
@@ -143,10 +160,11 @@ Expected<std::unique_ptr<CublasLtMatmul>> CublasLtMatmul::create(const CublasLt&
 }
 
 Status CublasLtMatmul::enqueue(CUdeviceptr workspace, CUstream stream) const {
-  const float alpha = call_->alpha, beta = 0.0f;
+  const float alpha = call_->alpha, beta = call_->residual ? 1.0f : 0.0f;
   auto* d = reinterpret_cast<void*>(operands_.back());
+  const auto* c = reinterpret_cast<const void*>(residual());
   return lib_->check(lib_->matmul(handle_, desc_, &alpha, reinterpret_cast<const void*>(operands_[1]), a_,
-                                  reinterpret_cast<const void*>(operands_[0]), b_, &beta, d, d_, d, d_, &algo_,
+                                  reinterpret_cast<const void*>(operands_[0]), b_, &beta, c, d_, d, d_, &algo_,
                                   reinterpret_cast<void*>(workspace), kLibraryWorkspaceBytes,
                                   reinterpret_cast<cudaStream_t>(stream)),
                      "cublasLtMatmul " + call_->name);

@@ -6,10 +6,11 @@
 // CPU emulation's, tests/emulation/EmulatedCublasLt.cpp) and resolves the
 // dozen entry points a matmul needs. A CublasLtMatmul is one call's
 // descriptors and algorithm, chosen once at load time by cuBLASLt's
-// heuristic; enqueue() launches it on a stream. kiln's tensors are
-// row-major and cuBLASLt's column-major, so D = A x B is computed as
-// D^T = B^T x A^T: the operands swap places, and a bias over D's columns is
-// cuBLASLt's bias over its rows.
+// heuristic (told the operands' actual alignment: the arena's offsets are
+// 64-byte multiples, cuBLASLt assumes 256 unless told); enqueue()
+// launches it on a stream. kiln's tensors are row-major and cuBLASLt's
+// column-major, so D = A x B is computed as D^T = B^T x A^T: the operands
+// swap places, and a bias over D's columns is cuBLASLt's bias over its rows.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -55,11 +56,11 @@ class CublasLtMatmul final : public LibraryStepPlan {
   CublasLtMatmul& operator=(const CublasLtMatmul&) = delete;
   ~CublasLtMatmul() override;
   /// Descriptors for `call` over `operands` (device pointers in the call's
-  /// order: A, B, [bias], D; fixed for the executor's life) and cuBLASLt's
+  /// order: A, B, [bias], [Z], D; fixed for the executor's life) and cuBLASLt's
   /// first choice of algorithm for them.
   static Expected<std::unique_ptr<CublasLtMatmul>> create(const CublasLt& lib, cublasLtHandle_t handle, const LibraryCall& call,
                                                           std::vector<CUdeviceptr> operands);
-  /// Enqueues D = epilogue(alpha op(A) op(B) + bias) on `stream`.
+  /// Enqueues D = epilogue(alpha op(A) op(B) + Z + bias) on `stream` (Z as C with beta 1; without one, C is D, beta 0).
   Status enqueue(CUdeviceptr workspace, CUstream stream) const override;
 
  private:
@@ -69,7 +70,9 @@ class CublasLtMatmul final : public LibraryStepPlan {
   const LibraryCall* call_ = nullptr;
   std::vector<CUdeviceptr> operands_;
   cublasLtMatmulDesc_t desc_ = nullptr;
-  cublasLtMatrixLayout_t a_ = nullptr, b_ = nullptr, d_ = nullptr;  ///< cuBLASLt's A (kiln's B), B (kiln's A), C = D
+  cublasLtMatrixLayout_t a_ = nullptr, b_ = nullptr, d_ = nullptr;  ///< cuBLASLt's A (kiln's B), B (kiln's A), C and D
+  /// cuBLASLt's C: the residual Z, else D itself (read with beta 0).
+  CUdeviceptr residual() const { return call_->residual ? operands_[operands_.size() - 2] : operands_.back(); }
   cublasLtMatmulAlgo_t algo_{};
 };
 

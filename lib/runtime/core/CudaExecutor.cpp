@@ -185,12 +185,14 @@ struct CudaExecutor::Impl {
     return StepTimer::record(timer, s, false, stream);
   }
 
-  /// Plans every library step (once the buffers have device memory), with their shared workspace.
+  /// Plans every library step (once the buffers have device memory), with their shared workspace,
+  /// and tries each once on the arena's scratch contents.
   Status planLibrarySteps() {
     if (exe->libraryCalls.empty()) return Status::ok();
     KILN_ASSIGN(libraryWorkspace, allocate(kLibraryWorkspaceBytes, "the library steps' workspace"));
     KILN_ASSIGN(librarySteps, LibrarySteps::plan(*exe, pointers));
-    return Status::ok();
+    KILN_TRY(librarySteps->tryEach(libraryWorkspace, stream));
+    return cu->check(cu->streamSynchronize(stream), "the library steps' trial run at load");
   }
 
   Expected<std::vector<Tensor>> runOnce(const std::vector<Tensor>& inputs, StepTimer* timer) const;

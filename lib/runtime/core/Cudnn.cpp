@@ -82,7 +82,7 @@ CudnnConvolution::~CudnnConvolution() {
     if (t) lib_->destroyTensor(t);
   if (w_) lib_->destroyFilter(w_);
   if (conv_) lib_->destroyConvolution(conv_);
-  if (relu_) lib_->destroyActivation(relu_);
+  if (activation_) lib_->destroyActivation(activation_);
 }
 
 Expected<std::unique_ptr<CudnnConvolution>> CudnnConvolution::create(const Cudnn& lib, cudnnHandle_t handle,
@@ -119,9 +119,10 @@ Expected<std::unique_ptr<CudnnConvolution>> CudnnConvolution::create(const Cudnn
                                : call.allowTf32         ? CUDNN_DEFAULT_MATH  // TF32 allowed on sm_80+
                                                         : CUDNN_FMA_MATH;
   KILN_TRY(check(lib.setMathType(p.conv_, math)));
-  if (call.hasRelu()) {
-    KILN_TRY(check(lib.createActivation(&p.relu_)));
-    KILN_TRY(check(lib.setActivation(p.relu_, CUDNN_ACTIVATION_RELU, CUDNN_PROPAGATE_NAN, 0.0)));
+  if (call.hasRelu() || call.hasBias()) {  // the fused call's (IDENTITY without a ReLU) or cudnnActivationForward's
+    KILN_TRY(check(lib.createActivation(&p.activation_)));
+    KILN_TRY(check(lib.setActivation(p.activation_, call.hasRelu() ? CUDNN_ACTIVATION_RELU : CUDNN_ACTIVATION_IDENTITY,
+                                     CUDNN_PROPAGATE_NAN, 0.0)));
   }
   // cuDNN's own shape arithmetic must agree with the artifact's.
   int n = 0, c = 0, h = 0, w = 0;
@@ -129,17 +130,18 @@ Expected<std::unique_ptr<CudnnConvolution>> CudnnConvolution::create(const Cudnn
   if (n != call.batch || c != g.outChannels || h != outH || w != outW)
     return makeError(ErrorCode::DeviceFailure, "cuDNN computes ", call.name, "'s result as ", n, "x", c, "x", h, "x", w,
                      ", the artifact says ", call.batch, "x", g.outChannels, "x", outH, "x", outW);
-  // The heuristic's ranking; the first algorithm that works within the workspace.
+  // The heuristic's ranking: the algorithms that work within the workspace, best first.
   cudnnConvolutionFwdAlgoPerf_t ranked[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
   int returned = 0;
   KILN_TRY(lib.check(lib.forwardAlgorithms(handle, p.x_, p.w_, p.conv_, p.y_, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &returned, ranked),
                      "cuDNN algorithm choice for " + call.name));
   for (int i = 0; i < returned; ++i)
-    if (ranked[i].status == CUDNN_STATUS_SUCCESS && ranked[i].memory <= kLibraryWorkspaceBytes) {
-      p.algo_ = ranked[i].algo;
-      p.workspaceBytes_ = ranked[i].memory;
-      return plan;
-    }
+    if (ranked[i].status == CUDNN_STATUS_SUCCESS && ranked[i].memory <= kLibraryWorkspaceBytes)
+      p.candidates_.push_back({ranked[i].algo, ranked[i].memory});
+  if (!p.candidates_.empty()) {
+    p.choose(0, p.fusable(p.candidates_[0].first));
+    return plan;
+  }
   return makeError(ErrorCode::DeviceFailure, "cuDNN has no algorithm for ", call.name, " (", call.describe(), ") within ",
                    kLibraryWorkspaceBytes >> 20, " MiB of workspace; recompile without --library-tactics");
 }
@@ -154,17 +156,45 @@ Status CudnnConvolution::enqueue(CUdeviceptr workspace, CUstream stream) const {
   const void* z = c.residual ? pointer(operands_[operands_.size() - 2]) : nullptr;
   void* y = reinterpret_cast<void*>(operands_.back());
   void* ws = reinterpret_cast<void*>(workspace);
-  if (c.hasBias() && c.hasRelu())  // one fused call; without a residual z is y, scaled by 0
+  if (fused_)  // one call; without a residual z is y, scaled by 0
     return lib_->check(lib_->convolutionBiasActivationForward(handle_, &one, x_, x, w_, w, conv_, algo_, ws, workspaceBytes_,
-                                                              z ? &one : &zero, y_, z ? z : y, bias_, bias, relu_, y_, y),
+                                                              z ? &one : &zero, y_, z ? z : y, bias_, bias, activation_, y_, y),
                        "cudnnConvolutionBiasActivationForward " + c.name);
   KILN_TRY(lib_->check(lib_->convolutionForward(handle_, &one, x_, x, w_, w, conv_, algo_, ws, workspaceBytes_, &zero, y_, y),
                        "cudnnConvolutionForward " + c.name));
   if (bias) KILN_TRY(lib_->check(lib_->addTensor(handle_, &one, bias_, bias, &one, y_, y), "cudnnAddTensor (bias) " + c.name));
   if (z) KILN_TRY(lib_->check(lib_->addTensor(handle_, &one, y_, z, &one, y_, y), "cudnnAddTensor (residual) " + c.name));
   if (c.hasRelu())
-    KILN_TRY(lib_->check(lib_->activationForward(handle_, relu_, &one, y_, y, &zero, y_, y), "cudnnActivationForward " + c.name));
+    KILN_TRY(lib_->check(lib_->activationForward(handle_, activation_, &one, y_, y, &zero, y_, y),
+                         "cudnnActivationForward " + c.name));
   return Status::ok();
+}
+
+bool CudnnConvolution::fusable(cudnnConvolutionFwdAlgo_t algo) const {
+  // A bias without a ReLU fuses as the IDENTITY activation, which cuDNN runs with one algorithm only.
+  return call_->hasBias() && (call_->hasRelu() || algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM);
+}
+
+void CudnnConvolution::choose(size_t candidate, bool fused) {
+  algo_ = candidates_[candidate].first;
+  workspaceBytes_ = candidates_[candidate].second;
+  fused_ = fused;
+}
+
+Status CudnnConvolution::tryOnce(CUdeviceptr workspace, CUstream stream) {
+  // The planned choice first; then, for each algorithm in the heuristic's order, fused (where it can be) and unfused.
+  Status first = enqueue(workspace, stream);
+  if (first.isOk()) return first;
+  Status last = first;
+  for (size_t i = 0; i < candidates_.size(); ++i)
+    for (bool fused : {true, false}) {
+      if (fused && !fusable(candidates_[i].first)) continue;
+      choose(i, fused);
+      if ((last = enqueue(workspace, stream)).isOk()) return last;
+    }
+  return makeError(ErrorCode::DeviceFailure, "cuDNN refuses ", call_->name, " (", call_->describe(), ") with each of its ",
+                   candidates_.size(), " algorithms, fused and not: ", first.error().message(), "; last: ",
+                   last.error().message(), "; recompile without --library-tactics");
 }
 
 }  // namespace kiln::runtime

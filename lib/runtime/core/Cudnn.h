@@ -9,9 +9,13 @@
 // ONNX's Conv is, f32 accumulation) and the algorithm cuDNN's heuristic
 // ranks first among those that fit the shared workspace. With a bias and a
 // ReLU it is one fused cudnnConvolutionBiasActivationForward
-// (y = relu(conv(x) + z + bias), z the residual or none); otherwise a
-// cudnnConvolutionForward followed by cudnnAddTensor for the bias and the
+// (y = relu(conv(x) + z + bias), z the residual or none), and with a bias
+// alone too (IDENTITY activation) where the best algorithm is
+// IMPLICIT_PRECOMP_GEMM, the only one cuDNN fuses IDENTITY with; otherwise
+// a cudnnConvolutionForward followed by cudnnAddTensor for the bias and the
 // residual and cudnnActivationForward for a ReLU, all on the step's stream.
+// A call cuDNN refuses at the load-time trial (tryOnce) moves down the
+// ranking, fused and unfused, until cuDNN accepts one.
 // Math: TF32 tensor cores only with --precision tf32 (CUDNN_FMA_MATH
 // otherwise for f32), tensor cores for f16/bf16.
 //
@@ -21,6 +25,7 @@
 #include <cudnn.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "LibraryStepPlan.h"
@@ -72,6 +77,13 @@ class CudnnConvolution final : public LibraryStepPlan {
   static Expected<std::unique_ptr<CudnnConvolution>> create(const Cudnn& lib, cudnnHandle_t handle, const LibraryCall& call,
                                                             std::vector<CUdeviceptr> operands);
   Status enqueue(CUdeviceptr workspace, CUstream stream) const override;
+  /// Enqueues once; when cuDNN refuses the call (as cuDNN 9 did for
+  /// ResNet-50's f16 stem convolution at batch 32 on an H100), tries each
+  /// algorithm of the heuristic's ranking, fused and unfused, and keeps the
+  /// first that cuDNN accepts.
+  Status tryOnce(CUdeviceptr workspace, CUstream stream) override;
+  /// Whether bias (and ReLU) run in one cudnnConvolutionBiasActivationForward.
+  bool fused() const { return fused_; }
 
  private:
   CudnnConvolution() = default;
@@ -82,9 +94,16 @@ class CudnnConvolution final : public LibraryStepPlan {
   cudnnTensorDescriptor_t x_ = nullptr, y_ = nullptr, bias_ = nullptr;  ///< Z shares y_
   cudnnFilterDescriptor_t w_ = nullptr;
   cudnnConvolutionDescriptor_t conv_ = nullptr;
-  cudnnActivationDescriptor_t relu_ = nullptr;
+  cudnnActivationDescriptor_t activation_ = nullptr;  ///< RELU, or IDENTITY for a bias alone
+  std::vector<std::pair<cudnnConvolutionFwdAlgo_t, size_t>> candidates_;  ///< algorithm, workspace: best first
   cudnnConvolutionFwdAlgo_t algo_ = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
   size_t workspaceBytes_ = 0;
+  bool fused_ = false;  ///< bias (and ReLU) in the convolution call
+
+  /// Whether the fused call can run the epilogue with `algo`.
+  bool fusable(cudnnConvolutionFwdAlgo_t algo) const;
+  /// Plans candidate `candidate`'s algorithm, fused or not.
+  void choose(size_t candidate, bool fused);
 };
 
 }  // namespace kiln::runtime

@@ -39,6 +39,7 @@ std::vector<uint64_t> LibraryCall::operandElements() const {
   }
   elements = {uint64_t(batch * m * k), uint64_t((batchB ? batch : 1) * k * n)};
   if (hasBias()) elements.push_back(uint64_t(n));
+  if (residual) elements.push_back(uint64_t(batch * m * n));
   elements.push_back(uint64_t(batch * m * n));
   return elements;
 }
@@ -62,7 +63,7 @@ namespace {
 bool wellFormed(const LibraryCall& c) {
   if (uint8_t(c.epilogue) > uint8_t(LibraryEpilogue::BiasRelu) || uint8_t(c.routine) > uint8_t(LibraryRoutine::CudnnConv))
     return false;
-  if (c.routine == LibraryRoutine::CublasLtMatmul) return c.batch >= 1 && c.m >= 1 && c.n >= 1 && c.k >= 1 && !c.residual;
+  if (c.routine == LibraryRoutine::CublasLtMatmul) return c.batch >= 1 && c.m >= 1 && c.n >= 1 && c.k >= 1;
   const ConvGeometry& g = c.conv;
   for (int64_t v : {c.batch, g.channels, g.height, g.width, g.outChannels, g.kernelH, g.kernelW, g.strideH, g.strideW,
                     g.dilationH, g.dilationW, g.groups})

@@ -26,6 +26,10 @@ class LibraryStepPlan {
   virtual ~LibraryStepPlan() = default;
   /// Enqueues the call on `stream` with `workspace` (kLibraryWorkspaceBytes of device memory).
   virtual Status enqueue(CUdeviceptr workspace, CUstream stream) const = 0;
+  /// The load-time trial: enqueues the call once, so that a library refusing
+  /// it is known before the first run; a plan may switch to a fallback the
+  /// library accepts (CudnnConvolution: the unfused sequence).
+  virtual Status tryOnce(CUdeviceptr workspace, CUstream stream) { return enqueue(workspace, stream); }
 };
 
 }  // namespace kiln::runtime

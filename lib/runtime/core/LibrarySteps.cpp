@@ -42,6 +42,11 @@ Expected<std::unique_ptr<LibrarySteps>> LibrarySteps::plan(const Executable& exe
   return steps;
 }
 
+Status LibrarySteps::tryEach(CUdeviceptr workspace, CUstream stream) {
+  for (auto& [step, plan] : plans_) KILN_TRY(plan->tryOnce(workspace, stream));
+  return Status::ok();
+}
+
 Status LibrarySteps::enqueue(size_t step, CUdeviceptr workspace, CUstream stream) const {
   auto it = plans_.find(step);
   if (it == plans_.end()) return makeError(ErrorCode::Internal, "step ", step, " is not a planned library step");

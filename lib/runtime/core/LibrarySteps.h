@@ -4,8 +4,10 @@
 // libraries' handles (cuBLASLt and cuDNN, each loaded and created only when
 // a step uses it; every call is given its stream when enqueued) and a
 // LibraryStepPlan per step, made when the artifact loads so that a run only
-// enqueues. Library steps run on the executor's stream between the CUDA
-// graphs of the kernel steps around them.
+// enqueues. tryEach() enqueues every plan once at load time (on scratch
+// data), so that a call a library refuses fails the load, or falls back,
+// rather than the first run. Library steps run on the executor's stream
+// between the CUDA graphs of the kernel steps around them.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -35,6 +37,8 @@ class LibrarySteps {
   static Expected<std::unique_ptr<LibrarySteps>> plan(const Executable& exe, const std::vector<CUdeviceptr>& pointers);
   /// Enqueues library step `step` (an index into the executable's steps).
   Status enqueue(size_t step, CUdeviceptr workspace, CUstream stream) const;
+  /// Enqueues every step once (LibraryStepPlan::tryOnce); the caller waits for the stream.
+  Status tryEach(CUdeviceptr workspace, CUstream stream);
 
  private:
   LibrarySteps() = default;
