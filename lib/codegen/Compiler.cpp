@@ -9,13 +9,16 @@
 // nodes, with small constants inlined, are extracted into a graph printed as
 // text IR; its results with data-dependent shapes become dynamic buffers.
 // On the GPU, a group that options.libraryTactics gives to a library
-// becomes a library step (LibraryTactics.h) instead of a kernel.
+// becomes a library step (LibraryTactics.h) instead of a kernel, and a
+// matmul group whose epilogue goes on past what cuBLASLt fuses becomes a
+// library step and a kernel for the rest (splitForLibrary).
 //
 //===----------------------------------------------------------------------===//
 #include "kiln/codegen/Compiler.h"
 
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <set>
 
 #include "MemoryPlanner.h"
@@ -204,30 +207,8 @@ Expected<LoweredModel> lowerModel(ir::Graph& graph, KernelTarget target, const C
 
   std::map<std::string, uint32_t> kernelByBody;
   std::map<std::string, uint32_t> packedWeights;  ///< constant + pack -> weight buffer
-  std::vector<const KernelGroup*> order = topologicalGroups(*out.plan);
-  if (order.size() != out.plan->groups().size())
-    return makeError(ErrorCode::Internal, "fusion plan groups form a cycle");
-  for (const KernelGroup* g : order) {
-    if (g->role == KernelRole::Extern) {
-      KILN_TRY(addHostStep(*g, "no kernel template (extern op or data-dependent shape)"));
-      continue;
-    }
-    // A group whose results are all empty has nothing to compute.
-    bool empty = true;
-    for (const ir::Value* v : g->outputs) {
-      KILN_ASSIGN(Dims dims, staticDims(v));
-      empty &= product(dims) == 0;
-    }
-    if (empty) {
-      for (ir::Value* v : g->outputs) KILN_TRY(resultBuffer(v).status());
-      continue;
-    }
-    if (target == KernelTarget::Gpu && options.libraryTactics != LibraryTactics::Off && !options.configs.count(g->name()))
-      if (std::optional<LibraryMatch> match = libraryCallFor(*g, options.allowTf32);
-          match && useLibrary(options.libraryTactics, *match)) {
-        KILN_TRY(addLibraryStep(*match));
-        continue;
-      }
+  // A group as a generated kernel (a host step where no template lowers it).
+  auto addKernelStep = [&](const KernelGroup* g) -> Status {
     const Config* config = nullptr;
     Config approximate;
     if (auto it = options.configs.find(g->name()); it != options.configs.end()) {
@@ -248,7 +229,7 @@ Expected<LoweredModel> lowerModel(ir::Graph& graph, KernelTarget target, const C
     Expected<LoweredKernel> lowered = lowerGroup(*g, target, config);
     if (!lowered && lowered.error().code() == ErrorCode::CodegenUnsupported && !config) {
       KILN_TRY(addHostStep(*g, lowered.error().message()));
-      continue;
+      return Status::ok();
     }
     if (!lowered) return std::move(lowered).error();
     LoweredKernel lk = std::move(*lowered);
@@ -321,6 +302,41 @@ Expected<LoweredModel> lowerModel(ir::Graph& graph, KernelTarget target, const C
     }
     step.kernel = it->second;
     exe->steps.push_back(std::move(step));
+    return Status::ok();
+  };
+
+  std::vector<const KernelGroup*> order = topologicalGroups(*out.plan);
+  if (order.size() != out.plan->groups().size())
+    return makeError(ErrorCode::Internal, "fusion plan groups form a cycle");
+  for (const KernelGroup* g : order) {
+    if (g->role == KernelRole::Extern) {
+      KILN_TRY(addHostStep(*g, "no kernel template (extern op or data-dependent shape)"));
+      continue;
+    }
+    // A group whose results are all empty has nothing to compute.
+    bool empty = true;
+    for (const ir::Value* v : g->outputs) {
+      KILN_ASSIGN(Dims dims, staticDims(v));
+      empty &= product(dims) == 0;
+    }
+    if (empty) {
+      for (ir::Value* v : g->outputs) KILN_TRY(resultBuffer(v).status());
+      continue;
+    }
+    if (target == KernelTarget::Gpu && options.libraryTactics != LibraryTactics::Off && !options.configs.count(g->name())) {
+      if (std::optional<LibraryMatch> match = libraryCallFor(*g, options.allowTf32);
+          match && useLibrary(options.libraryTactics, *match)) {
+        KILN_TRY(addLibraryStep(*match));
+        continue;
+      }
+      if (std::optional<LibrarySplit> split = splitForLibrary(*g, options.libraryTactics, options.allowTf32)) {
+        KILN_TRY(addLibraryStep(split->head));
+        out.libraryTails.push_back(std::make_unique<KernelGroup>(std::move(split->tail)));
+        KILN_TRY(addKernelStep(out.libraryTails.back().get()));
+        continue;
+      }
+    }
+    KILN_TRY(addKernelStep(g));
   }
   // Outputs in graph order; values no kernel computes (inputs, constants) are copied.
   for (const ir::Value* v : graph.outputs()) {

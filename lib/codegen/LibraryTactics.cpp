@@ -4,8 +4,8 @@
 // producers aside, are the anchor, then Adds of a bias (read from outside
 // the group: one value per output column for a matmul, per channel for a
 // convolution) and of a residual (the result's shape, from outside the
-// group: BERT's attention output and FFN down projections), then at most a Relu, and the last of them is the
-// group's one output. A MatMul's batch dims either fold into its rows (B is
+// group: BERT's attention output and FFN down projections), then at most a
+// Relu, and the last of them is the group's one output. A MatMul's batch dims either fold into its rows (B is
 // a matrix) or match B's exactly (strided batch); Gemm takes transA/transB,
 // alpha, and C as the bias when it is a row vector added with beta 1; Conv
 // takes its own bias input as the bias.
@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <set>
 
 #include "TensorExpr.h"
 #include "kiln/ir/ShapeUtils.h"
@@ -246,6 +247,49 @@ bool useLibrary(LibraryTactics tactics, const LibraryMatch& match) {
   const int64_t pixels = c.batch * g.outHeight() * g.outWidth();
   return flops >= kLibraryMinSmallBatchConvFlops && pixels <= kLibraryMaxSmallBatchConvPixels &&
          (c.dtype == DType::F32 || g.kernelH * g.kernelW > 1);
+}
+
+std::optional<LibrarySplit> splitForLibrary(const KernelGroup& group, LibraryTactics tactics, bool allowTf32) {
+  if (tactics == LibraryTactics::Off || group.role != KernelRole::Matmul || !group.anchor) return std::nullopt;
+  // The head: the product, then Adds and at most one Relu each reading the value before (epilogueOf checks the rest).
+  std::set<const ir::Node*> inHead{group.anchor};
+  ir::Value* last = group.anchor->output(0);
+  for (ir::Node* n : group.nodes) {
+    if (n == group.anchor || n->opType() == "Constant") continue;
+    const bool relu = n->opType() == "Relu" && n->input(0) == last;
+    const bool add = n->opType() == "Add" && n->numInputs() == 2 && (n->input(0) == last || n->input(1) == last);
+    if ((!relu && !add) || n->numOutputs() != 1) break;
+    inHead.insert(n);
+    last = n->output(0);
+    if (relu) break;
+  }
+  KernelGroup head, tail;
+  head.id = tail.id = group.id;
+  head.role = KernelRole::Matmul;
+  head.anchor = group.anchor;
+  tail.role = KernelRole::Injective;
+  for (ir::Node* n : group.nodes) (inHead.count(n) ? head : tail).nodes.push_back(n);
+  if (std::all_of(tail.nodes.begin(), tail.nodes.end(), [](const ir::Node* n) { return n->opType() == "Constant"; }))
+    return std::nullopt;  // nothing after the head: the group fuses whole or not at all
+  // Each node's operands from outside its part are the part's inputs; the tail reads only the head's result.
+  auto collectInputs = [](KernelGroup& part, const std::set<const ir::Node*>& members) {
+    std::set<ir::Value*> seen;
+    for (ir::Node* n : part.nodes)
+      for (ir::Value* v : n->inputs())
+        if (v && (!v->producer() || !members.count(v->producer())) && seen.insert(v).second) part.inputs.push_back(v);
+  };
+  const std::set<const ir::Node*> inTail(tail.nodes.begin(), tail.nodes.end());
+  collectInputs(head, inHead);
+  collectInputs(tail, inTail);
+  for (const ir::Value* v : tail.inputs)
+    if (v->producer() && inHead.count(v->producer()) && v != last) return std::nullopt;
+  for (ir::Value* v : group.outputs)
+    if (!v->producer() || !inTail.count(v->producer())) return std::nullopt;
+  head.outputs = {last};
+  tail.outputs = group.outputs;
+  std::optional<LibraryMatch> match = cublasLtCallFor(head, allowTf32);
+  if (!match || !useLibrary(tactics, *match)) return std::nullopt;
+  return LibrarySplit{std::move(*match), std::move(tail)};
 }
 
 }  // namespace kiln::codegen

@@ -486,6 +486,53 @@ TEST_CASE("matmuls run as cuBLASLt library steps (bias, residual, ReLU, transpos
   }
 }
 
+TEST_CASE("a matmul whose epilogue goes past what cuBLASLt fuses runs as a library step and a kernel for the rest") {
+  // BERT's FFN up projection: a bias, then the exact (erf) GELU, which no cuBLASLt epilogue computes.
+  const std::string gelu = R"(module @m {
+  graph @main(%x: T[2,6,12], %w: T[12,9], %b: T[9], %r: T[1], %h: T[1], %o: T[1]) {
+    %m = MatMul(%x, %w) : T[2,6,9]
+    %a = Add(%m, %b) : T[2,6,9]
+    %d = Div(%a, %r) : T[2,6,9]
+    %e = Erf(%d) : T[2,6,9]
+    %f = Add(%e, %o) : T[2,6,9]
+    %g = Mul(%a, %f) : T[2,6,9]
+    %y = Mul(%g, %h) : T[2,6,9]
+    return %y
+  }
+})";
+  for (const char* type : {"f32", "f16"}) {
+    INFO(type);
+    CompiledModel compiled = compileWithLibraries(gelu, type, "split");
+    auto exe = runtime::loadArtifact(compiled.artifact);
+    REQUIRE(exe.isOk());
+    REQUIRE(exe->libraryCalls.size() == 1);
+    CHECK(exe->libraryCalls[0].describe() == std::string(type) + " 1x12x9x12 bias");
+    size_t kernelSteps = 0;
+    for (const runtime::KernelStep& s : exe->steps) kernelSteps += s.kind == runtime::StepKind::Kernel;
+    CHECK(kernelSteps == 1);  // the GELU, reading the library step's result
+    CHECK(runWithLibrarySteps(compiled, std::string(type) == "f32" ? 1e-5 : 2e-2) == 1);
+  }
+  // Off keeps the group whole; auto leaves a product this small generated; a tail that also reads the product
+  // before its bias (not the head's result) is not split.
+  std::string text = gelu;
+  for (size_t at = text.find("T["); at != std::string::npos; at = text.find("T[", at)) text.replace(at, 1, "f32");
+  auto m = testing::parse(text);
+  auto plan = codegen::FusionPlan::build(m->graph());
+  REQUIRE(plan.isOk());
+  REQUIRE(plan->groups().size() == 1);
+  const codegen::KernelGroup& whole = plan->groups()[0];
+  CHECK(!codegen::splitForLibrary(whole, codegen::LibraryTactics::Off, false).has_value());
+  CHECK(!codegen::splitForLibrary(whole, codegen::LibraryTactics::Auto, false).has_value());
+  CHECK(codegen::splitForLibrary(whole, codegen::LibraryTactics::All, false).has_value());
+  std::string early = text;
+  early.replace(early.find("%g = Mul(%a, %f)"), 16, "%g = Mul(%m, %f)");
+  auto m2 = testing::parse(early);
+  auto plan2 = codegen::FusionPlan::build(m2->graph());
+  REQUIRE(plan2.isOk());
+  for (const codegen::KernelGroup& g : plan2->groups())
+    if (g.role == codegen::KernelRole::Matmul) CHECK(!codegen::splitForLibrary(g, codegen::LibraryTactics::All, false).has_value());
+}
+
 TEST_CASE("convolutions run as cuDNN library steps (bias, residual, ReLU, groups, strides, dilations) and match the interpreter") {
   for (const char* type : {"f32", "f16", "bf16"}) {
     INFO(type);

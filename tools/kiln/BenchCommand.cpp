@@ -58,7 +58,8 @@ int benchModel(const BenchCommandOptions& o) {
   record.seed = o.seed;
   record.options = o.model.pipeline.empty() ? "-O" + std::to_string(o.model.optLevel < 0 ? passes::kDefaultOptLevel : o.model.optLevel) : "--pipeline " + o.model.pipeline;
   if (o.model.precision != "f32") record.options += " --precision " + o.model.precision;
-  if (std::string t = effectiveLibraryTactics(o.model, o.backend == "cuda"); t != "off") record.options += " --library-tactics " + t;
+  const std::string tactics = effectiveLibraryTactics(o.model, o.backend == "cuda");
+  if (tactics != "off") record.options += " --library-tactics " + tactics;
   const ir::Graph& g = model->module->graph();
   for (size_t i = 0; i < g.inputs().size(); ++i)
     if (model->inputs[i].isTensor()) record.inputShapes.emplace_back(g.inputs()[i]->name(), model->inputs[i].tensor().dims());

@@ -58,6 +58,8 @@ struct CompileStats {
 struct LoweredModel {
   std::unique_ptr<FusionPlan> plan;
   std::vector<LoweredKernel> kernels;          ///< distinct kernels, executable.kernelNames order
+  /// Tails of groups split for library steps (LibraryTactics.h: splitForLibrary); kernels point into them.
+  std::vector<std::unique_ptr<KernelGroup>> libraryTails;
   std::shared_ptr<runtime::Executable> executable;
   CompileStats stats;
 };

@@ -10,11 +10,12 @@
 //    a tensor of the result's shape), a ReLU last, or any of them together:
 //    cudnnConvolutionBiasActivationForward's y = relu(conv(x) + z + bias).
 // Both in f32, f16 or bf16. Which groups use them is
-// CompileOptions::libraryTactics: `off` (the default until library steps
-// have run on a GPU), `auto` (the heuristic below) or `all` (every group
-// that can). The heuristic, fitted to each library step timed against the
-// generated kernel it replaces on an H100 (docs/cuda-target.md, "Library
-// tactics"; flops = 2 x multiply-adds):
+// CompileOptions::libraryTactics: `off` (CompileOptions' default, so that
+// the library API asks for vendor libraries explicitly; `kiln compile
+// --target cuda` defaults to `auto`), `auto` (the heuristic below) or
+// `all` (every group that can). The heuristic, fitted to each library step
+// timed against the generated kernel it replaces on an H100
+// (docs/cuda-target.md, "Library tactics"; flops = 2 x multiply-adds):
 //  - a matmul goes to cuBLASLt from 1 MFLOP (a batch-1 classifier's
 //    1 x 2048 x 1000 product: 0.008 ms against 0.096), except a strided
 //    batch of small products under 64 MFLOP (BERT's per-head attention
@@ -27,6 +28,9 @@
 //    16-bit, a kernel larger than 1 x 1 (cuDNN's f16 1 x 1 convolutions in
 //    NCHW lost 2-5x). 56 x 56 and 28 x 28 maps at batch 1 stay generated
 //    (cuDNN 1.1-12x slower).
+// A matmul group whose epilogue goes on past what cuBLASLt fuses is split
+// (splitForLibrary) when its head qualifies; convolution groups are not
+// (cuDNN's losses at batch 1 would only grow by the extra pass).
 // Measured choice per kernel belongs to the tuner (issue 8).
 //
 //===----------------------------------------------------------------------===//
@@ -71,5 +75,21 @@ double libraryCallFlops(const runtime::LibraryCall& call);
 
 /// Whether `tactics` runs `match` in the library.
 bool useLibrary(LibraryTactics tactics, const LibraryMatch& match);
+
+/// A matmul group cut in two: a head cuBLASLt computes (the product and the
+/// bias, residual and ReLU right after it) and the rest of the epilogue as an
+/// injective group reading the head's result.
+struct LibrarySplit {
+  LibraryMatch head;
+  KernelGroup tail;  ///< same id as the group (named after its first op)
+};
+
+/// The split of a matmul group whose epilogue cuBLASLt cannot fuse whole
+/// (BERT's FFN up projection ends in an exact, erf-based GELU, and
+/// cuBLASLt's GELU epilogues use the tanh approximation), when `tactics`
+/// takes the head: the product then runs in cuBLASLt and the rest costs one
+/// elementwise pass. None when the group fuses whole or not at all, or when
+/// the tail would need more of the head than its result.
+std::optional<LibrarySplit> splitForLibrary(const KernelGroup& group, LibraryTactics tactics, bool allowTf32);
 
 }  // namespace kiln::codegen

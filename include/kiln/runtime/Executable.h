@@ -72,10 +72,11 @@ struct ConvGeometry {
 };
 
 /// A library step, all tensors row-major, accumulation in f32.
-///  - CublasLtMatmul: D[batch][m][n] = epilogue(alpha * op(A) x op(B) (+ Z) (+ bias[n]))
-///    with cuBLASLt (Z as its C, beta 1). Operands (step args): A, B, bias
-///    (with a Bias epilogue), Z (residual: D's shape), D. A is [batch][m][k] (transA: [k][m]); B is [k][n]
-///    (transB: [n][k]), one per batch or, with batchB = false, one for all.
+///  - CublasLtMatmul: D[batch][m][n] = epilogue(alpha * op(A) x op(B) (+ Z)
+///    (+ bias[n])) with cuBLASLt (Z as its C, beta 1). Operands (step args):
+///    A, B, bias (with a Bias epilogue), Z (residual: D's shape), D. A is
+///    [batch][m][k] (transA: [k][m]); B is [k][n] (transB: [n][k]), one per
+///    batch or, with batchB = false, one for all.
 ///  - CudnnConv: Y = epilogue(conv(X, W) (+ bias[c]) (+ Z)) with cuDNN, the
 ///    ReLU last. Operands: X [batch][C][H][W], W [K][C/groups][R][S], bias [K]
 ///    (with a Bias epilogue), Z (residual: Y's shape), Y [batch][K][P][Q].

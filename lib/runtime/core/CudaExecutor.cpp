@@ -13,9 +13,9 @@
 // driver call sequence, so the executor works from any thread. The stream is
 // a blocking one: the synchronous copies of host steps (legacy default
 // stream) order with its work. Library steps (cuBLASLt matmuls and cuDNN
-// convolutions, LibrarySteps.h) are planned at load time and enqueued on the
-// stream between the graphs of the kernel steps around them (they are not
-// captured into the graphs yet).
+// convolutions, LibrarySteps.h) are planned and tried once at load time
+// and enqueued on the stream between the graphs of the kernel steps around
+// them (they are not captured into the graphs yet).
 //
 //===----------------------------------------------------------------------===//
 #include "kiln/runtime/CudaExecutor.h"
