@@ -7,7 +7,8 @@
 // their attributes, the algorithm heuristic (one algorithm when the shapes
 // and types agree, none otherwise, as cuBLASLt reports what it cannot do;
 // it assumes the operand alignment the preference allows, 256 bytes unless
-// told, and cublasLtMatmul refuses operands aligned less) and cublasLtMatmul itself, column-major as cuBLAS is:
+// told, and cublasLtMatmul refuses operands aligned less) and
+// cublasLtMatmul itself, column-major as cuBLAS is:
 //
 //   D[b] = epilogue(alpha * opA(A[b]) x opB(B[b]) + beta * C[b])
 //
@@ -226,7 +227,7 @@ cublasStatus_t CUBLASWINAPI cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t, cub
   // vectors as wide as it): cublasLtMatmul refuses operands aligned less.
   const Preference defaults;
   const Preference& p = pref ? *reinterpret_cast<const Preference*>(pref) : defaults;
-  results[0].algo.data[1] = *std::min_element(p.alignment, p.alignment + 4);
+  results[0].algo.data[1] = std::max<uint32_t>(1, *std::min_element(p.alignment, p.alignment + 4));
   results[0].state = CUBLAS_STATUS_SUCCESS;
   results[0].wavesCount = 1.0f;
   *returned = 1;

@@ -324,7 +324,7 @@ cudnnStatus_t CUDNNWINAPI cudnnConvolutionBiasActivationForward(
   if (!alpha1 || !alpha2 || !act.set) return CUDNN_STATUS_BAD_PARAM;
   const char* refuse = std::getenv("KILN_EMULATED_CUDNN_REFUSE_FUSED");
   if (refuse && *refuse && xd.type != CUDNN_DATA_FLOAT)
-    return CUDNN_STATUS_BAD_PARAM;  // as cuDNN 9 did for ResNet-50's f16 convolutions on an H100
+    return CUDNN_STATUS_BAD_PARAM;  // as cuDNN 9 did first for ResNet-50's f16 stem convolution on an H100
   if (act.mode == CUDNN_ACTIVATION_IDENTITY && algo != CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM)
     return CUDNN_STATUS_NOT_SUPPORTED;
   if (cudnnStatus_t s = checkConvolution(xd, x, wd, w, cv, algo, workspace, workspaceBytes, yd, y); s != CUDNN_STATUS_SUCCESS)
