@@ -329,7 +329,8 @@ Expected<LoweredModel> lowerModel(ir::Graph& graph, KernelTarget target, const C
         KILN_TRY(addLibraryStep(*match));
         continue;
       }
-      if (std::optional<LibrarySplit> split = splitForLibrary(*g, options.libraryTactics, options.allowTf32)) {
+      if (std::optional<LibrarySplit> split = splitForLibrary(*out.plan, *g, options.libraryTactics,
+                                                                     options.allowTf32)) {
         KILN_TRY(addLibraryStep(split->head));
         out.libraryTails.push_back(std::make_unique<KernelGroup>(std::move(split->tail)));
         KILN_TRY(addKernelStep(out.libraryTails.back().get()));

@@ -252,30 +252,34 @@ void FusionPlan::partition() {
     size_t root = find(i);
     if (groupIndex_[root] < 0) {
       groupIndex_[root] = int(groups_.size());
-      KernelGroup g;
-      g.id = int(groups_.size());
-      g.nodes = members[root];
-      g.role = KernelRole::Injective;
-      for (ir::Node* n : g.nodes)
-        if (KernelRole r = roleOf(*n); r != KernelRole::Injective && !g.anchor) {  // host steps: named by their first op
-          g.role = r;
-          g.anchor = n;
-        }
-      std::set<const ir::Node*> in(g.nodes.begin(), g.nodes.end());
-      std::set<ir::Value*> seenInputs;
-      for (ir::Node* n : g.nodes) {
-        for (ir::Value* v : valuesRead(*n))
-          if (v && (!v->producer() || !in.count(v->producer())) && seenInputs.insert(v).second) g.inputs.push_back(v);
-        for (ir::Value* v : n->outputs()) {
-          bool external = false;
-          for (const ir::Use& u : v->uses()) external |= u.isGraphOutput() || !in.count(ir::ancestorIn(*graph_, u.user));
-          if (external) g.outputs.push_back(v);
-        }
-      }
-      groups_.push_back(std::move(g));
+      groups_.push_back(makeGroup(int(groups_.size()), members[root]));
     }
     groupIndex_[i] = groupIndex_[root];
   }
+}
+
+KernelGroup FusionPlan::makeGroup(int id, std::vector<ir::Node*> nodes) const {
+  KernelGroup g;
+  g.id = id;
+  g.nodes = std::move(nodes);
+  g.role = KernelRole::Injective;
+  for (ir::Node* n : g.nodes)
+    if (KernelRole r = roleOf(*n); r != KernelRole::Injective && !g.anchor) {  // host steps: named by their first op
+      g.role = r;
+      g.anchor = n;
+    }
+  std::set<const ir::Node*> in(g.nodes.begin(), g.nodes.end());
+  std::set<ir::Value*> seenInputs;
+  for (ir::Node* n : g.nodes) {
+    for (ir::Value* v : valuesRead(*n))
+      if (v && (!v->producer() || !in.count(v->producer())) && seenInputs.insert(v).second) g.inputs.push_back(v);
+    for (ir::Value* v : n->outputs()) {
+      bool external = false;
+      for (const ir::Use& u : v->uses()) external |= u.isGraphOutput() || !in.count(ir::ancestorIn(*graph_, u.user));
+      if (external) g.outputs.push_back(v);
+    }
+  }
+  return g;
 }
 
 const KernelGroup& FusionPlan::groupOf(const ir::Node* n) const {

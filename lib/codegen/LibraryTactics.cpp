@@ -249,7 +249,8 @@ bool useLibrary(LibraryTactics tactics, const LibraryMatch& match) {
          (c.dtype == DType::F32 || g.kernelH * g.kernelW > 1);
 }
 
-std::optional<LibrarySplit> splitForLibrary(const KernelGroup& group, LibraryTactics tactics, bool allowTf32) {
+std::optional<LibrarySplit> splitForLibrary(const FusionPlan& plan, const KernelGroup& group, LibraryTactics tactics,
+                                           bool allowTf32) {
   if (tactics == LibraryTactics::Off || group.role != KernelRole::Matmul || !group.anchor) return std::nullopt;
   // The head: the product, then Adds and at most one Relu each reading the value before (epilogueOf checks the rest).
   std::set<const ir::Node*> inHead{group.anchor};
@@ -263,30 +264,16 @@ std::optional<LibrarySplit> splitForLibrary(const KernelGroup& group, LibraryTac
     last = n->output(0);
     if (relu) break;
   }
-  KernelGroup head, tail;
-  head.id = tail.id = group.id;
-  head.role = KernelRole::Matmul;
-  head.anchor = group.anchor;
-  tail.role = KernelRole::Injective;
-  for (ir::Node* n : group.nodes) (inHead.count(n) ? head : tail).nodes.push_back(n);
-  if (std::all_of(tail.nodes.begin(), tail.nodes.end(), [](const ir::Node* n) { return n->opType() == "Constant"; }))
+  std::vector<ir::Node*> headNodes, tailNodes;
+  for (ir::Node* n : group.nodes) (inHead.count(n) ? headNodes : tailNodes).push_back(n);
+  if (std::all_of(tailNodes.begin(), tailNodes.end(), [](const ir::Node* n) { return n->opType() == "Constant"; }))
     return std::nullopt;  // nothing after the head: the group fuses whole or not at all
-  // Each node's operands from outside its part are the part's inputs; the tail reads only the head's result.
-  auto collectInputs = [](KernelGroup& part, const std::set<const ir::Node*>& members) {
-    std::set<ir::Value*> seen;
-    for (ir::Node* n : part.nodes)
-      for (ir::Value* v : n->inputs())
-        if (v && (!v->producer() || !members.count(v->producer())) && seen.insert(v).second) part.inputs.push_back(v);
-  };
-  const std::set<const ir::Node*> inTail(tail.nodes.begin(), tail.nodes.end());
-  collectInputs(head, inHead);
-  collectInputs(tail, inTail);
-  for (const ir::Value* v : tail.inputs)
-    if (v->producer() && inHead.count(v->producer()) && v != last) return std::nullopt;
+  KernelGroup head = plan.makeGroup(group.id, std::move(headNodes));
+  // The tail reads only the head's result, and computes every result of the group.
+  if (head.outputs != std::vector<ir::Value*>{last}) return std::nullopt;
   for (ir::Value* v : group.outputs)
-    if (!v->producer() || !inTail.count(v->producer())) return std::nullopt;
-  head.outputs = {last};
-  tail.outputs = group.outputs;
+    if (inHead.count(v->producer())) return std::nullopt;
+  KernelGroup tail = plan.makeGroup(group.id, std::move(tailNodes));
   std::optional<LibraryMatch> match = cublasLtCallFor(head, allowTf32);
   if (!match || !useLibrary(tactics, *match)) return std::nullopt;
   return LibrarySplit{std::move(*match), std::move(tail)};

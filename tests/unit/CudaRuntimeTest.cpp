@@ -521,16 +521,16 @@ TEST_CASE("a matmul whose epilogue goes past what cuBLASLt fuses runs as a libra
   REQUIRE(plan.isOk());
   REQUIRE(plan->groups().size() == 1);
   const codegen::KernelGroup& whole = plan->groups()[0];
-  CHECK(!codegen::splitForLibrary(whole, codegen::LibraryTactics::Off, false).has_value());
-  CHECK(!codegen::splitForLibrary(whole, codegen::LibraryTactics::Auto, false).has_value());
-  CHECK(codegen::splitForLibrary(whole, codegen::LibraryTactics::All, false).has_value());
+  CHECK(!codegen::splitForLibrary(*plan, whole, codegen::LibraryTactics::Off, false).has_value());
+  CHECK(!codegen::splitForLibrary(*plan, whole, codegen::LibraryTactics::Auto, false).has_value());
+  CHECK(codegen::splitForLibrary(*plan, whole, codegen::LibraryTactics::All, false).has_value());
   std::string early = text;
   early.replace(early.find("%g = Mul(%a, %f)"), 16, "%g = Mul(%m, %f)");
   auto m2 = testing::parse(early);
   auto plan2 = codegen::FusionPlan::build(m2->graph());
   REQUIRE(plan2.isOk());
   for (const codegen::KernelGroup& g : plan2->groups())
-    if (g.role == codegen::KernelRole::Matmul) CHECK(!codegen::splitForLibrary(g, codegen::LibraryTactics::All, false).has_value());
+    if (g.role == codegen::KernelRole::Matmul) CHECK(!codegen::splitForLibrary(*plan2, g, codegen::LibraryTactics::All, false).has_value());
 }
 
 TEST_CASE("convolutions run as cuDNN library steps (bias, residual, ReLU, groups, strides, dilations) and match the interpreter") {

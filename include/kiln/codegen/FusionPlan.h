@@ -75,6 +75,9 @@ class FusionPlan {
   const std::vector<FusionEdge>& edges() const { return edges_; }
   const std::vector<KernelGroup>& groups() const { return groups_; }
   const KernelGroup& groupOf(const ir::Node* n) const;
+  /// A group of `nodes` (graph order) as partition() makes one: its role and
+  /// anchor, the values it reads from outside and those used after it.
+  KernelGroup makeGroup(int id, std::vector<ir::Node*> nodes) const;
   ir::Graph& graph() const { return *graph_; }
 
   /// Sets every decision to the default heuristic's.

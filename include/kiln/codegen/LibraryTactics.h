@@ -90,6 +90,7 @@ struct LibrarySplit {
 /// takes the head: the product then runs in cuBLASLt and the rest costs one
 /// elementwise pass. None when the group fuses whole or not at all, or when
 /// the tail would need more of the head than its result.
-std::optional<LibrarySplit> splitForLibrary(const KernelGroup& group, LibraryTactics tactics, bool allowTf32);
+std::optional<LibrarySplit> splitForLibrary(const FusionPlan& plan, const KernelGroup& group, LibraryTactics tactics,
+                                           bool allowTf32);
 
 }  // namespace kiln::codegen

@@ -182,19 +182,21 @@ void CudnnConvolution::choose(size_t candidate, bool fused) {
 }
 
 Status CudnnConvolution::tryOnce(CUdeviceptr workspace, CUstream stream) {
-  // The planned choice first; then, for each algorithm in the heuristic's order, fused (where it can be) and unfused.
-  Status first = enqueue(workspace, stream);
-  if (first.isOk()) return first;
-  Status last = first;
+  // Each algorithm in the heuristic's order, fused (where it can be) then unfused; the first of these is the plan's
+  // own choice (create), and the first cuDNN accepts stays.
+  std::string first, last;
   for (size_t i = 0; i < candidates_.size(); ++i)
     for (bool fused : {true, false}) {
       if (fused && !fusable(candidates_[i].first)) continue;
       choose(i, fused);
-      if ((last = enqueue(workspace, stream)).isOk()) return last;
+      Status s = enqueue(workspace, stream);
+      if (s.isOk()) return s;
+      last = s.error().message();
+      if (first.empty()) first = last;
     }
   return makeError(ErrorCode::DeviceFailure, "cuDNN refuses ", call_->name, " (", call_->describe(), ") with each of its ",
-                   candidates_.size(), " algorithms, fused and not: ", first.error().message(), "; last: ",
-                   last.error().message(), "; recompile without --library-tactics");
+                   candidates_.size(), " algorithms, fused and not: ", first, "; last: ", last,
+                   "; recompile without --library-tactics");
 }
 
 }  // namespace kiln::runtime
