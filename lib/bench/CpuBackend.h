@@ -32,7 +32,7 @@ class CpuCodegenBackend final : public Backend {
     if (!options_.tuningDb.empty()) {  // the schedules `kiln tune` measured on this CPU
       KILN_ASSIGN(tune::TuningApplication applied, appliedTuning(options_.tuningDb, module_->graph(), codegen::KernelTarget::Cpu,
                                                                  tune::cpuDeviceName(), tune::cpuToolkitName()));
-      options.configs = applied.configs;
+      applied.applyTo(options);
       tuningSummary_ = applied.summary();
     }
     KILN_ASSIGN(model_, codegen::compileForCpu(module_->graph(), options));

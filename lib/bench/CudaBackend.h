@@ -47,8 +47,8 @@ class CudaCodegenBackend final : public Backend {
       KILN_ASSIGN(auto gpu, runtime::CudaKernelTimer::device());
       KILN_ASSIGN(tune::TuningApplication applied, appliedTuning(tuningDb_, module_->graph(), codegen::KernelTarget::Gpu,
                                                                  gpu.first, tune::cudaToolkitName()));
-      options.configs = applied.configs;
-      tuningSummary_ = applied.summary();
+      applied.applyTo(options);
+      tuningSummary_ = applied.summary(options.libraryTactics);
     }
     KILN_ASSIGN(codegen::LoweredModel lowered, codegen::compileCudaArtifact(module_->graph(), options, cuda));
     for (const codegen::LoweredKernel& k : lowered.kernels)

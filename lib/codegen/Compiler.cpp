@@ -8,10 +8,11 @@
 // extern (or fails to lower with CodegenUnsupported) becomes a host step: its
 // nodes, with small constants inlined, are extracted into a graph printed as
 // text IR; its results with data-dependent shapes become dynamic buffers.
-// On the GPU, a group that options.libraryTactics gives to a library
-// becomes a library step (LibraryTactics.h) instead of a kernel, and a
-// matmul group whose epilogue goes on past what cuBLASLt fuses becomes a
-// library step and a kernel for the rest (splitForLibrary).
+// On the GPU, a group that options.libraryTactics (or, under auto, the
+// tuning database's measurement) gives to a library becomes a library step
+// (LibraryTactics.h) instead of a kernel, and a matmul group whose epilogue
+// goes on past what cuBLASLt fuses becomes a library step and a kernel for
+// the rest (splitForLibrary).
 //
 //===----------------------------------------------------------------------===//
 #include "kiln/codegen/Compiler.h"
@@ -324,8 +325,11 @@ Expected<LoweredModel> lowerModel(ir::Graph& graph, KernelTarget target, const C
       continue;
     }
     if (target == KernelTarget::Gpu && options.libraryTactics != LibraryTactics::Off && !options.configs.count(g->name())) {
+      // Under auto, what kiln tune measured for the group decides, else the heuristic.
+      auto measured = options.libraryMeasuredFaster.find(g->name());
+      const bool byMeasurement = options.libraryTactics == LibraryTactics::Auto && measured != options.libraryMeasuredFaster.end();
       if (std::optional<LibraryMatch> match = libraryCallFor(*g, options.allowTf32);
-          match && useLibrary(options.libraryTactics, *match)) {
+          match && (byMeasurement ? measured->second : useLibrary(options.libraryTactics, *match))) {
         KILN_TRY(addLibraryStep(*match));
         continue;
       }

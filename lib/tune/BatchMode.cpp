@@ -5,6 +5,10 @@
 // as CUDA C and compiled by NVRTC to a cubin, and bound to its arguments as
 // the in-process measurers bind them. A proposal whose code (TaskSpace::
 // codeKey) an exported candidate has is listed under "copies" instead.
+// For CUDA each task's library call (cuBLASLt, cuDNN), where it has one and
+// the database holds no record of it, goes with its first round as a
+// candidate of its own (id l0000...: the call as JSON and its operands; not
+// counted in the budget).
 //
 //===----------------------------------------------------------------------===//
 #include "kiln/tune/BatchMode.h"
@@ -22,6 +26,7 @@
 #include "kiln/support/File.h"
 #include "kiln/support/Hash.h"
 #include "kiln/support/Npy.h"
+#include "kiln/tune/LibraryCallJson.h"
 #include "kiln/tune/Measurer.h"
 #include "kiln/tune/ScheduleFeatures.h"
 #include "kiln/tune/SearchStrategy.h"
@@ -39,6 +44,14 @@ std::string tensorFileName(const Tensor& t) {
   return buf;
 }
 
+/// Whether `db` holds a record of the task's library call on this toolkit.
+bool libraryMeasured(const TuningTask& task, const TuningDatabase& db, const std::string& target, const std::string& toolkit) {
+  return std::any_of(db.records().begin(), db.records().end(), [&](const TuningRecord& r) {
+    return !r.library.empty() && r.signature == task.signature && r.spaceVersion == task.spaceVersion &&
+           r.toolkit == toolkit && r.target == target;
+  });
+}
+
 /// The task's earlier measurements on this toolkit and knob space, as results for its strategy.
 std::vector<MeasureResult> historyOf(const TuningTask& task, const TuningDatabase& db, const std::string& target,
                                      const std::string& toolkit, bool& hasDefault) {
@@ -46,7 +59,7 @@ std::vector<MeasureResult> historyOf(const TuningTask& task, const TuningDatabas
   hasDefault = false;
   for (const TuningRecord& r : db.records()) {
     if (r.signature != task.signature || r.spaceVersion != task.spaceVersion || r.toolkit != toolkit || r.target != target ||
-        !task.space.check(r.config).isOk())
+        !r.library.empty() || !task.space.check(r.config).isOk())
       continue;
     hasDefault |= r.isDefault;
     MeasureResult m;
@@ -78,6 +91,7 @@ Expected<ExportSummary> exportCandidates(const TaskSet& tasks, const std::map<st
     std::shared_ptr<TaskSpace> space;
     std::unique_ptr<SearchStrategy> strategy;
     bool needsDefault;
+    bool needsLibrary;  ///< CUDA: its library call (if any) is not in the database yet
     std::map<uint64_t, std::string> exported;  ///< code key -> the candidate (id) that measures it
     std::set<uint64_t> held;                   ///< code keys of configurations the database holds
   };
@@ -90,7 +104,7 @@ Expected<ExportSummary> exportCandidates(const TaskSet& tasks, const std::map<st
     bool hasDefault = false;
     std::vector<MeasureResult> done = historyOf(*t, history, options.target, toolkit, hasDefault);
     if (!done.empty()) KILN_TRY(strategy->update(done));
-    Pending p{t, space, std::move(strategy), !hasDefault, {}, {}};
+    Pending p{t, space, std::move(strategy), !hasDefault, cuda && !libraryMeasured(*t, history, options.target, toolkit), {}, {}};
     for (const MeasureResult& m : done)
       if (std::optional<uint64_t> key = space->codeKey(space->indexOf(m.config))) p.held.insert(*key);
     pending.push_back(std::move(p));
@@ -112,6 +126,38 @@ Expected<ExportSummary> exportCandidates(const TaskSet& tasks, const std::map<st
     r.strategy = strategy;
     r.seed = options.seed;
     return r;
+  };
+  // A candidate's arguments as .npy files (each written once, by content) and their list for the manifest.
+  auto writeArguments = [&](const KernelArguments& args) -> Expected<nlohmann::ordered_json> {
+    nlohmann::ordered_json argList = nlohmann::ordered_json::array();
+    for (size_t a = 0; a < args.tensors.size(); ++a) {
+      auto expected = std::find_if(args.expected.begin(), args.expected.end(), [&](auto& e) { return e.first == a; });
+      const Tensor& data = expected != args.expected.end() ? *expected->second : args.tensors[a];
+      std::string file = tensorFileName(data);
+      if (written.insert(file).second) {
+        KILN_TRY(writeNpy(options.dir + "/" + file, data));
+        summary.bytes += data.byteSize();
+        ++summary.tensorFiles;
+      }
+      argList.push_back({{"file", file}, {"output", expected != args.expected.end()}});
+    }
+    return argList;
+  };
+  // The task's library call as a candidate (CUDA), when it has one.
+  auto addLibrary = [&](const TuningTask& task) -> Status {
+    std::optional<LibraryMatch> match = libraryCallFor(*task.groups.front(), /*allowTf32=*/false);
+    if (!match) return Status::ok();
+    const std::string id = "l" + std::to_string(10000 + summary.libraryCalls).substr(1);
+    match->call.name = id;
+    nlohmann::ordered_json entry{{"id", id}, {"library", nlohmann::ordered_json::parse(libraryCallJson(match->call))}};
+    KILN_ASSIGN(KernelArguments args, bindLibraryArguments(*task.groups.front(), *match, reference));
+    KILN_ASSIGN(entry["args"], writeArguments(args));
+    TuningRecord r = recordOf(task, {}, false, "library");
+    r.library = runtime::libraryName(match->call.routine);
+    entry["record"] = nlohmann::ordered_json::parse(tuningRecordJson(r));
+    candidates.push_back(std::move(entry));
+    ++summary.libraryCalls;
+    return Status::ok();
   };
   auto add = [&](const TuningTask& task, const Config& config, bool isDefault) -> Expected<std::string> {
     const std::string id = "c" + std::to_string(10000 + summary.candidates).substr(1);
@@ -139,21 +185,9 @@ Expected<ExportSummary> exportCandidates(const TaskSet& tasks, const std::map<st
       entry["cpu_features"] = object.requiredFeatures;
     }
     KILN_ASSIGN(KernelArguments args, bindKernelArguments(*task.groups.front(), lowered, reference));
-    nlohmann::ordered_json argList = nlohmann::ordered_json::array();
-    for (size_t a = 0; a < args.tensors.size(); ++a) {
-      auto expected = std::find_if(args.expected.begin(), args.expected.end(), [&](auto& e) { return e.first == a; });
-      const Tensor& data = expected != args.expected.end() ? *expected->second : args.tensors[a];
-      std::string file = tensorFileName(data);
-      if (written.insert(file).second) {
-        KILN_TRY(writeNpy(options.dir + "/" + file, data));
-        summary.bytes += data.byteSize();
-        ++summary.tensorFiles;
-      }
-      argList.push_back({{"file", file}, {"output", expected != args.expected.end()}});
-    }
+    KILN_ASSIGN(entry["args"], writeArguments(args));
     TuningRecord r = recordOf(task, config, isDefault, isDefault ? "default" : options.strategy.c_str());
     r.features = scheduleFeatures(task.space, config, lowered.kernel);
-    entry["args"] = argList;
     entry["record"] = nlohmann::ordered_json::parse(tuningRecordJson(r));
     candidates.push_back(std::move(entry));
     ++summary.candidates;
@@ -188,6 +222,11 @@ Expected<ExportSummary> exportCandidates(const TaskSet& tasks, const std::map<st
         KILN_ASSIGN(std::string id, add(*p.task, def, true));
         if (std::optional<uint64_t> key = p.space->codeKey(p.space->indexOf(def))) p.exported.emplace(*key, id);
         p.needsDefault = false;
+        touched.insert(p.task);
+      }
+      if (p.needsLibrary) {
+        KILN_TRY(addLibrary(*p.task));
+        p.needsLibrary = false;
       }
       size_t room = std::min(options.batch, options.candidates - summary.candidates);
       if (!room) break;
@@ -217,7 +256,8 @@ Expected<ImportSummary> importResults(const std::string& path, const TaskSet& ta
     if (!appended.isOk()) return Status::ok();
     KILN_ASSIGN(TuningRecord r, parseTuningRecord(line));
     auto it = bySignature.find(r.signature);
-    if (it == bySignature.end() || it->second->spaceVersion != r.spaceVersion || !it->second->space.check(r.config).isOk())
+    if (it == bySignature.end() || it->second->spaceVersion != r.spaceVersion ||
+        !(r.library.empty() ? it->second->space.check(r.config).isOk() : r.config.empty()))
       return makeError(ErrorCode::InvalidArgument, "kernel ", r.signature, " (", r.description,
                        ") is not a kernel of this model with this knob space");
     appended = db.append(std::move(r));

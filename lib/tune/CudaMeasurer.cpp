@@ -8,13 +8,18 @@
 // (runtime::CudaKernelTimer; MeasureOptions::flushL2 evicts the L2 cache
 // before every timed launch). A candidate the driver refuses to load or
 // launch (too many registers or threads for the device) is a run error,
-// not a failure of the tuning run.
+// not a failure of the tuning run. A task whose group a library call can
+// compute (LibraryTactics.h: libraryCallFor) has that call measured too,
+// on the same reference values, so that compiling with the tuning database
+// picks library or generated code by measurement.
 //
 //===----------------------------------------------------------------------===//
 #include <algorithm>
+#include <cstring>
 
 #include "kiln/codegen/CudaBackend.h"
 #include "kiln/codegen/CudaCompiler.h"
+#include "kiln/codegen/LibraryTactics.h"
 #include "kiln/runtime/CudaKernelTimer.h"
 #include "StagedMeasurer.h"
 #include "kiln/tune/Measurer.h"
@@ -38,6 +43,19 @@ class CudaMeasurer final : public StagedMeasurer<CudaCandidate> {
   std::string target() const override { return "cuda"; }
   std::string device() const override { return device_; }
   std::string toolkit() const override { return cudaToolkitName(); }
+
+  Expected<std::optional<MeasureResult>> measureLibrary(const TuningTask& task) override {
+    const KernelGroup& group = *task.groups.front();
+    std::optional<LibraryMatch> match = libraryCallFor(group, /*allowTf32=*/false);
+    if (!match) return std::optional<MeasureResult>();
+    match->call.name = "tune_library";
+    MeasureResult r;
+    r.library = runtime::libraryName(match->call.routine);
+    KILN_ASSIGN(KernelArguments args, bindLibraryArguments(group, *match, reference_));
+    KILN_ASSIGN(KernelOutcome outcome, measureCudaLibraryCall(match->call, args.tensors, args.expected, options_));
+    take(outcome, r);
+    return std::optional<MeasureResult>(std::move(r));
+  }
 
  private:
   Status lower(const KernelGroup& group, const Config& config, const std::string& name, CudaCandidate& c) const override {
@@ -68,6 +86,25 @@ class CudaMeasurer final : public StagedMeasurer<CudaCandidate> {
 };
 
 }  // namespace
+
+Expected<KernelArguments> bindLibraryArguments(const KernelGroup& group, const LibraryMatch& match,
+                                               const std::map<std::string, Tensor>& reference) {
+  KernelArguments b;
+  for (size_t i = 0; i < match.operands.size(); ++i) {
+    auto it = reference.find(match.operands[i]->name());
+    if (it == reference.end())
+      return makeError(ErrorCode::Internal, "tuning ", group.name(), ": no reference value for ", match.operands[i]->name());
+    if (i + 1 < match.operands.size()) {
+      b.tensors.push_back(it->second.clone());
+      continue;
+    }
+    Tensor out = Tensor::zeros(it->second.dtype(), it->second.dims());
+    std::memset(out.mutableRawData(), 0xff, out.byteSize());  // NaN bits: a missed store cannot pass
+    b.tensors.push_back(std::move(out));
+    b.expected.emplace_back(i, &it->second);
+  }
+  return b;
+}
 
 Expected<CudaCandidateSource> cudaCandidate(const KernelGroup& group, const Config& config, const std::string& name) {
   CudaCandidateSource c;

@@ -35,18 +35,20 @@ KernelOutcome checkOutputs(const std::vector<Tensor>& args, const ExpectedOutput
   return out;
 }
 
-Expected<KernelOutcome> measureCudaKernel(const std::vector<uint8_t>& image, const runtime::CudaKernelLaunch& launch,
-                                          std::vector<Tensor>& args, const ExpectedOutputs& expected,
-                                          const MeasureOptions& options) {
+namespace {
+
+/// Runs `timer` once, checks its outputs, times it; what the driver or library refuses is a run error, and so is a
+/// timer that could not be made, except for no driver or device when `noDeviceIsError`.
+Expected<KernelOutcome> measureOnTimer(Expected<std::unique_ptr<runtime::CudaKernelTimer>> timer, std::vector<Tensor>& args,
+                                       const ExpectedOutputs& expected, const MeasureOptions& options, bool noDeviceIsError) {
   auto runError = [](const Error& e) {
     KernelOutcome out;
     out.status = MeasureStatus::RunError;
     out.error = e.message();
     return out;
   };
-  Expected<std::unique_ptr<runtime::CudaKernelTimer>> timer = runtime::CudaKernelTimer::create(image, launch, args);
   if (!timer) {
-    if (timer.error().code() == ErrorCode::DeviceUnavailable) return std::move(timer).error();
+    if (noDeviceIsError && timer.error().code() == ErrorCode::DeviceUnavailable) return std::move(timer).error();
     return runError(timer.error());
   }
   std::vector<size_t> outputs;
@@ -63,6 +65,20 @@ Expected<KernelOutcome> measureCudaKernel(const std::vector<uint8_t>& image, con
   if (!ms) return runError(ms.error());
   out.ms = *ms;
   return out;
+}
+
+}  // namespace
+
+Expected<KernelOutcome> measureCudaKernel(const std::vector<uint8_t>& image, const runtime::CudaKernelLaunch& launch,
+                                          std::vector<Tensor>& args, const ExpectedOutputs& expected,
+                                          const MeasureOptions& options) {
+  return measureOnTimer(runtime::CudaKernelTimer::create(image, launch, args), args, expected, options, true);
+}
+
+Expected<KernelOutcome> measureCudaLibraryCall(const runtime::LibraryCall& call, std::vector<Tensor>& args,
+                                               const ExpectedOutputs& expected, const MeasureOptions& options) {
+  // A library that is not installed fails the call (as a run error), not the tuning run.
+  return measureOnTimer(runtime::CudaKernelTimer::createLibrary(call, args), args, expected, options, false);
 }
 
 double maxRelativeError(const Tensor& got, const Tensor& want) {

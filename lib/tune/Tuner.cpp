@@ -79,7 +79,7 @@ class TuningRun {
   TuningRun(Measurer& measurer, const TuneOptions& options, TuningDatabase* db)
       : measurer_(measurer), options_(options), db_(db) {}
 
-  /// Appends a record; `how` overrides its strategy field ("confirm", "same-code").
+  /// Appends a record; `how` overrides its strategy field ("confirm", "same-code", "library").
   Status record(const TuningTask& task, TaskSpace* space, const MeasureResult& r, bool isDefault, const char* how = nullptr) {
     if (!db_) return Status::ok();
     TuningRecord rec;
@@ -98,7 +98,8 @@ class TuningRun {
     rec.strategy = how ? how : isDefault ? "default" : options_.strategy;
     rec.seed = options_.search.seed;
     rec.time = utcTimestamp();
-    if (space && task.space.check(r.config).isOk())
+    rec.library = r.library;
+    if (space && r.library.empty() && task.space.check(r.config).isOk())
       if (const std::vector<float>* f = space->features(space->indexOf(r.config))) rec.features = *f;
     return db_->append(std::move(rec));
   }
@@ -107,6 +108,19 @@ class TuningRun {
   const TuneOptions& options_;
   TuningDatabase* db_;
 };
+
+/// Measures the task's library call (where the target has one) and records
+/// it; the task's libraryMs is the latest valid time (0 when it failed).
+Status measureLibrary(TaskState& s, Measurer& measurer, TuningRun& run, const char* how) {
+  KILN_ASSIGN(std::optional<MeasureResult> r, measurer.measureLibrary(*s.task));
+  if (!r) return Status::ok();
+  KILN_TRY(run.record(*s.task, nullptr, *r, false, how));
+  TaskOutcome& o = s.outcome;
+  o.library = r->library;
+  o.libraryMs = r->ok() ? r->ms : 0;
+  o.libraryError = r->ok() ? std::string() : std::string(measureStatusName(r->status)) + ": " + r->error;
+  return Status::ok();
+}
 
 }  // namespace
 
@@ -157,6 +171,7 @@ Expected<TuneReport> tuneTasks(const TaskSet& tasks, Measurer& measurer, const T
     s.outcome.defaultMs = s.outcome.bestMs = r.front().ms;
     s.outcome.bestConfig = r.front().config;
     s.outcome.curve.push_back(r.front().ms);
+    if (options.libraries) KILN_TRY(measureLibrary(s, measurer, run, "library"));
   }
   // Only the heaviest tasks, when asked.
   std::vector<TaskState*> active;
@@ -175,7 +190,9 @@ Expected<TuneReport> tuneTasks(const TaskSet& tasks, Measurer& measurer, const T
     double priority = -1;
     for (TaskState* s : active) {
       if (s->exhausted) continue;
-      double p = double(s->outcome.groups) * s->outcome.bestMs * (s->lastGain + 0.05);
+      // A library call faster than the kernel bounds what tuning it can gain end to end.
+      const double now = s->outcome.libraryMs > 0 ? std::min(s->outcome.bestMs, s->outcome.libraryMs) : s->outcome.bestMs;
+      double p = double(s->outcome.groups) * now * (s->lastGain + 0.05);
       if (p > priority) priority = p, pick = s;
     }
     if (!pick) break;  // every space exhausted
@@ -245,6 +262,7 @@ Expected<TuneReport> tuneTasks(const TaskSet& tasks, Measurer& measurer, const T
   // winner's curse otherwise make "tuned" kernels that are not faster).
   for (TaskState& s : states) {
     TaskOutcome& o = s.outcome;
+    if (o.skipped.empty() && o.libraryMs > 0) KILN_TRY(measureLibrary(s, measurer, run, "confirm"));
     if (!o.skipped.empty() || o.keptDefault) continue;
     KILN_ASSIGN(std::vector<MeasureResult> again,
                 measurer.measure(*s.task, {s.task->space.defaultConfig(), o.bestConfig}));
@@ -264,8 +282,11 @@ Expected<TuneReport> tuneTasks(const TaskSet& tasks, Measurer& measurer, const T
       report.tasks.push_back(std::move(s.outcome));
       continue;
     }
-    report.defaultKernelMs += double(s.outcome.groups) * s.outcome.defaultMs;
-    report.tunedKernelMs += double(s.outcome.groups) * s.outcome.bestMs;
+    TaskOutcome& o = s.outcome;
+    o.libraryFaster = o.libraryMs > 0 && o.libraryMs < o.bestMs;
+    report.libraryTasks += o.libraryFaster;
+    report.defaultKernelMs += double(o.groups) * o.defaultMs;
+    report.tunedKernelMs += double(o.groups) * (o.libraryFaster ? o.libraryMs : o.bestMs);
     report.tasks.push_back(std::move(s.outcome));
   }
   report.seconds = clock.elapsedMs() / 1000.0;

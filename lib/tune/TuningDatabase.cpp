@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "kiln/runtime/Executable.h"
 #include "kiln/support/File.h"
 #include "kiln/tune/SearchStrategy.h"
 
@@ -51,6 +52,7 @@ std::string tuningRecordJson(const TuningRecord& r) {
                            {"seed", r.seed},
                            {"time", r.time}};
   if (!r.features.empty()) j["features"] = r.features;
+  if (!r.library.empty()) j["library"] = r.library;
   return j.dump();
 }
 
@@ -77,6 +79,12 @@ Expected<TuningRecord> parseTuningRecord(const std::string& line) {
     r.seed = j.value("seed", uint64_t(0));
     r.time = j.value("time", "");
     if (j.contains("features")) r.features = j.at("features").get<std::vector<float>>();
+    r.library = j.value("library", "");
+    if (!r.library.empty() && r.library != runtime::libraryName(runtime::LibraryRoutine::CublasLtMatmul) &&
+        r.library != runtime::libraryName(runtime::LibraryRoutine::CudnnConv))
+      return makeError(ErrorCode::FileFormat, "unknown library '", r.library, "' (cuBLASLt or cuDNN)");
+    if (!r.library.empty() && !r.config.empty())
+      return makeError(ErrorCode::FileFormat, "a ", r.library, " record has a configuration");
     if (r.status == MeasureStatus::Ok && !(r.ms > 0 && std::isfinite(r.ms)))
       return makeError(ErrorCode::FileFormat, "time ", r.ms, " ms of an ok record is not positive");
     return r;
@@ -113,6 +121,7 @@ const char* applyStatusName(ApplyStatus s) {
     case ApplyStatus::KeptDefault: return "kept-default";
     case ApplyStatus::Missing: return "missing";
     case ApplyStatus::Stale: return "stale";
+    case ApplyStatus::Library: return "library";
   }
   return "?";
 }
@@ -123,11 +132,20 @@ size_t TuningApplication::count(ApplyStatus s) const {
   return n;
 }
 
-std::string TuningApplication::summary() const {
+std::string TuningApplication::summary(codegen::LibraryTactics tactics) const {
+  std::string library;
+  if (size_t n = count(ApplyStatus::Library))
+    library = ", " + std::to_string(n) + " library calls (measured faster" +
+              (tactics == codegen::LibraryTactics::Off ? "; generated all the same: --library-tactics off)" : ")");
   return "tuning db: " + std::to_string(count(ApplyStatus::Applied)) + " kernels applied, " +
          std::to_string(count(ApplyStatus::KeptDefault)) + " kept the default (tuned not faster), " +
          std::to_string(count(ApplyStatus::Missing)) + " missing (default schedule), " +
-         std::to_string(count(ApplyStatus::Stale)) + " stale (default schedule)";
+         std::to_string(count(ApplyStatus::Stale)) + " stale (default schedule)" + library;
+}
+
+void TuningApplication::applyTo(codegen::CompileOptions& options) const {
+  options.configs = configs;
+  options.libraryMeasuredFaster = libraryMeasuredFaster;
 }
 
 TuningApplication applyTuningDatabase(const TaskSet& tasks, const TuningDatabase& db, const std::string& target,
@@ -136,6 +154,7 @@ TuningApplication applyTuningDatabase(const TaskSet& tasks, const TuningDatabase
   for (const TuningTask& task : tasks.tasks) {
     // Mean time per configuration over its valid records of this key.
     std::map<Config, std::pair<double, int>> times;
+    std::map<std::string, std::pair<double, int>> libraryTimes;  // per library
     std::string staleWhy;
     for (const TuningRecord& r : db.records()) {
       if (r.signature != task.signature || r.target != target || r.device != device) continue;
@@ -148,6 +167,12 @@ TuningApplication applyTuningDatabase(const TaskSet& tasks, const TuningDatabase
         continue;
       }
       if (r.status != MeasureStatus::Ok) continue;
+      if (!r.library.empty()) {
+        auto& [sum, n] = libraryTimes[r.library];
+        sum += r.ms;
+        ++n;
+        continue;
+      }
       if (!task.space.check(r.config).isOk()) {
         staleWhy = "its configuration is not in the current knob space";
         continue;
@@ -164,15 +189,26 @@ TuningApplication applyTuningDatabase(const TaskSet& tasks, const TuningDatabase
       if (config == defaultConfig) defaultMs = mean;
       if (mean < bestMs) bestMs = mean, best = &config;
     }
+    std::string library;  // the fastest library call measured for it
+    double libraryMs = 0;
+    for (const auto& [name, t] : libraryTimes)
+      if (library.empty() || t.first / t.second < libraryMs) library = name, libraryMs = t.first / t.second;
     for (const KernelGroup* g : task.groups) {
       KernelApplication k;
       k.group = g->name();
       k.signature = task.signature;
       k.description = task.description;
+      k.library = library;
+      k.libraryMs = libraryMs;
+      // bestMs is the fastest generated kernel's, the default included.
+      const bool libraryFaster = best && !library.empty() && libraryMs < bestMs;
+      if (best && !library.empty()) out.libraryMeasuredFaster[k.group] = libraryFaster;
       if (best) {
         k.tunedMs = bestMs;
         k.defaultMs = std::isfinite(defaultMs) ? defaultMs : 0;
-        if (std::isfinite(defaultMs) && !(bestMs < defaultMs)) {
+        if (libraryFaster) {
+          k.status = ApplyStatus::Library;
+        } else if (std::isfinite(defaultMs) && !(bestMs < defaultMs)) {
           k.status = ApplyStatus::KeptDefault;
         } else {
           k.status = ApplyStatus::Applied;

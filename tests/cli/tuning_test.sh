@@ -5,9 +5,11 @@
 # applied at compile time (the tuned artifact computes what the interpreter
 # computes), corrupt lines warned about, stale records reported, and errors.
 # Batch mode: candidates exported, measured by kiln-measure, imported; CUDA
-# candidates (cubins) too, measured on the emulated driver.
+# candidates (cubins) too, measured on the emulated driver. Library calls
+# measured faster than their kernels run as library steps.
 # Usage: tuning_test.sh <kiln> <kiln-measure> <source dir> <work dir>
 #                       <kiln-emulation-kernels> <emulated libcuda>
+#                       <emulated cuBLASLt> <emulated cuDNN>
 set -euo pipefail
 KILN=$1
 MEASURE=$2
@@ -15,6 +17,8 @@ SRC=$3
 WORK=$4
 EMULATION_KERNELS=$5
 EMULATED_DRIVER=$6
+EMULATED_CUBLASLT=$7
+EMULATED_CUDNN=$8
 rm -rf "$WORK" && mkdir -p "$WORK" && cd "$WORK"
 MODEL=$SRC/models/tiny/resnet_tiny-default.onnx
 source "$SRC/tests/cli/expect.sh"
@@ -233,10 +237,21 @@ expect_in "kiln-measure" measure_help.txt
 expect_in "exported 6 candidates" cexport.txt
 test -s cbatch/c0000.cubin && test -s cbatch/c0000.cu || fail "no cubin or CUDA C for candidate c0000"
 LIB=$("$EMULATION_KERNELS" cbatch cbatch-emulation)
-export KILN_CUDA_DRIVER=$EMULATED_DRIVER KILN_EMULATED_KERNELS=$LIB
+# Each exported kernel's library call (cuDNN for these convolutions) goes with its first candidates.
+CALLS=$(/usr/bin/python3 -c "import json; print(sum('library' in c for c in json.load(open('cbatch/manifest.json'))['candidates']))")
+expect_in "and $CALLS library calls" cexport.txt
+[ "$CALLS" -ge 1 ] || fail "no library call exported"
+export KILN_CUDA_DRIVER=$EMULATED_DRIVER KILN_EMULATED_KERNELS=$LIB KILN_CUBLASLT=$EMULATED_CUBLASLT KILN_CUDNN=$EMULATED_CUDNN
 "$MEASURE" cbatch --repeats 2 --min-sample-ms 0.1 --flush-l2 > cmeasure.txt 2> cmeasure.err
-expect_in "measured 6 candidates (6 valid) on kiln CPU emulation (sm_90)" cmeasure.txt
+expect_in "measured 6 candidates (6 valid) and $CALLS library calls ($CALLS valid) on kiln CPU emulation (sm_90)" cmeasure.txt
 KILN_EMULATED_SM=80 expect_fail "the candidates are cubins for sm_90, this GPU is kiln CPU emulation (sm_80)" "$MEASURE" cbatch
+# A damaged library call in a manifest is an error naming what is wrong, not a call handed to cuDNN.
+cp -r cbatch cbad && rm -f cbad/results.jsonl
+/usr/bin/python3 -c "
+import json; m = json.load(open('cbad/manifest.json'))
+next(c for c in m['candidates'] if 'library' in c)['library']['dtype'] = 'i32'
+json.dump(m, open('cbad/manifest.json', 'w'))"
+expect_fail "type 'i32' is not f32, f16 or bf16" "$MEASURE" cbad
 unset KILN_CUDA_DRIVER KILN_EMULATED_KERNELS
 "$KILN" tune "$MODEL" --target cuda --import-results cbatch/results.jsonl --db cuda_batch.jsonl > cimport.txt
 expect_in "imported $(wc -l < cbatch/results.jsonl) records (0 skipped)" cimport.txt
@@ -245,8 +260,10 @@ expect_in "imported $(wc -l < cbatch/results.jsonl) records (0 skipped)" cimport
 import json, sys
 lines = [json.loads(l) for l in open(sys.argv[1])]
 copies = len(json.load(open(sys.argv[2]))['copies'])  # same code as a candidate: its result, recorded once more
-assert len(lines) == 6 + copies and all(l['status'] == 'ok' and l['ms'] > 0 for l in lines), lines
+calls = [l for l in lines if l.get('library')]
+assert len(lines) == 6 + copies + len(calls) and all(l['status'] == 'ok' and l['ms'] > 0 for l in lines), lines
 assert sum(l['strategy'] == 'same-code' for l in lines) == copies
+assert calls and all(l['library'] == 'cuDNN' and l['config'] == {} and l['strategy'] == 'library' for l in calls), calls
 assert all(l['target'] == 'cuda' and l['device'] == 'kiln CPU emulation (sm_90)' and 'NVRTC' in l['toolkit'] for l in lines)
 assert all('-cuda-' in l['signature'] for l in lines)
 key = lambda c: (c['record']['signature'], json.dumps(c['record']['config'], sort_keys=True))
@@ -254,6 +271,8 @@ m1, m2 = (json.load(open(p)) for p in sys.argv[2:4])
 assert m1['target'] == 'cuda' and m1['arch'] == 'sm_90'
 a, b = {key(c) for c in m1['candidates']}, [key(c) for c in m2['candidates']]
 assert b and not (a & set(b)), 'CUDA round 2 repeats round 1'
+again = {c['record']['signature'] for c in m2['candidates'] if 'library' in c} & {l['signature'] for l in calls}
+assert not again, ('library calls the database holds exported again', again)
 PY
 # The CUDA records applied at compile time (no GPU here: the database's only GPU is the emulated one).
 "$KILN" compile "$MODEL" --target cuda:sm_90 --tuning-db cuda_batch.jsonl --show-tuning -o cuda_tuned.kiln \
@@ -262,15 +281,19 @@ expect_in "applying the CUDA tuning records of kiln CPU emulation (sm_90)" ccomp
 expect_in "0 stale" ccompile.txt
 /usr/bin/python3 - ccompile.txt ccompile.err <<'PY'
 import re, sys
-m = re.search(r"tuning db: (\d+) kernels applied, (\d+) kept the default .*, (\d+) missing", open(sys.argv[1]).read())
+text = open(sys.argv[1]).read()
+m = re.search(r"tuning db: (\d+) kernels applied, (\d+) kept the default .*, (\d+) missing", text)
 applied, kept, missing = map(int, m.groups())
-assert applied + kept >= 2 and missing >= 1, m.group(0)   # the two measured kernels; the others have no record
+calls = re.search(r"(\d+) library calls \(measured faster\)", text)
+library = int(calls.group(1)) if calls else 0  # where the emulated cuDNN ran faster than the emulated kernel
+assert applied + kept + library >= 2 and missing >= 1, m.group(0)   # the two measured kernels; the others have no record
 statuses = re.findall(r"^kiln: tuning \S+ \[.*\]: (\S+)", open(sys.argv[2]).read(), re.M)
-assert len(statuses) == applied + kept + missing, statuses
+assert len(statuses) == applied + kept + missing + library, statuses
 PY
 # The tuned CUDA artifact computes what the interpreter computes (its kernels emulated), and kiln bench
 # --backend cuda applies the same records (the emulated GPU is "this machine's GPU" there).
 TUNED_LIB=$("$EMULATION_KERNELS" "$MODEL" ctuned-emulation f32 off cuda_batch.jsonl)
+export KILN_CUBLASLT=$EMULATED_CUBLASLT KILN_CUDNN=$EMULATED_CUDNN  # for groups the records give to cuDNN
 KILN_CUDA_DRIVER=$EMULATED_DRIVER KILN_EMULATED_KERNELS=$TUNED_LIB "$KILN" run cuda_tuned.kiln --output-dir out_cuda_tuned > /dev/null
 same_outputs out_ref out_cuda_tuned
 KILN_CUDA_DRIVER=$EMULATED_DRIVER KILN_EMULATED_KERNELS=$TUNED_LIB "$KILN" bench "$MODEL" --backend cuda \
@@ -280,6 +303,43 @@ expect_in "kiln bench: $(cat ccompile_summary.txt)" cbench.err
 "$KILN" compile "$MODEL" --target cuda:sm_90 --tuning-db cuda_batch.jsonl --tuning-device "NVIDIA X (sm_90)" \
   -o cuda_other.kiln > cother.txt
 expect_in "0 kernels applied" cother.txt
+# Library calls measured faster than their kernels, deterministically: the generated records above and, in place of
+# the emulated calls' records (whose times are the emulation's), each call at half its kernel's best time. Under auto (the cuda default) those groups become
+# library steps, --show-tuning says which, and the artifact still computes what the interpreter computes.
+/usr/bin/python3 - cuda_batch.jsonl cuda_library.jsonl <<'PY'
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+lines = [l for l in lines if not l.get('library')]
+with open(sys.argv[2], 'w') as out:
+    for l in lines:
+        out.write(json.dumps(l) + '\n')
+    for sig in sorted({l['signature'] for l in lines}):
+        best = min(l['ms'] for l in lines if l['signature'] == sig and l['status'] == 'ok')
+        first = next(l for l in lines if l['signature'] == sig)
+        call = dict(first, config={}, ms=best / 2, default=False, strategy='library', features=[],
+                    library='cuBLASLt' if first['template'].startswith(('matmul', 'gemm')) else 'cuDNN')
+        out.write(json.dumps(call) + '\n')
+PY
+"$KILN" compile "$MODEL" --target cuda:sm_90 --tuning-db cuda_library.jsonl --show-tuning -o cuda_library.kiln \
+  > clibrary.txt 2> clibrary.err
+expect_in "library calls (measured faster)" clibrary.txt
+expect_in "library steps" clibrary.txt
+/usr/bin/python3 - clibrary.txt clibrary.err <<'PY'
+import re, sys
+text, err = open(sys.argv[1]).read(), open(sys.argv[2]).read()
+calls = int(re.search(r"(\d+) library calls \(measured faster\)", text).group(1))
+steps = int(re.search(r"library steps +(\d+)", text).group(1))
+listed = re.findall(r"^kiln: tuning \S+ \[.*\]: library (cuBLASLt|cuDNN) \(tuned .* ms, default .* ms, \1 .* ms\)$", err, re.M)
+assert calls >= 1 and steps == calls == len(listed), (calls, steps, listed)
+PY
+"$KILN" compile "$MODEL" --target cuda:sm_90 --tuning-db cuda_library.jsonl --library-tactics off -o cuda_nolib.kiln \
+  > cnolib.txt
+expect_in "library calls (measured faster; generated all the same: --library-tactics off)" cnolib.txt
+! grep -q "^  library steps" cnolib.txt || fail "--library-tactics off still ran library steps"
+LIBRARY_KERNELS=$("$EMULATION_KERNELS" "$MODEL" clibrary-emulation f32 auto cuda_library.jsonl)
+KILN_CUDA_DRIVER=$EMULATED_DRIVER KILN_EMULATED_KERNELS=$LIBRARY_KERNELS "$KILN" run cuda_library.kiln \
+  --output-dir out_cuda_library > /dev/null
+same_outputs out_ref out_cuda_library
 expect_fail "needs the measuring GPU's architecture" "$KILN" tune "$MODEL" --target cuda --export-candidates x
 expect_fail "expected cpu, cuda or cuda:sm_NN" "$KILN" tune "$MODEL" --target cuda:90 --trials 4
 

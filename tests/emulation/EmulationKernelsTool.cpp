@@ -54,7 +54,7 @@ Expected<std::string> build(const std::string& modelPath, const std::string& wor
     for (const tune::TuningRecord& r : db.records())
       if (r.target == "cuda") gpu = r.device;
     KILN_ASSIGN(tune::TaskSet tasks, tune::extractTasks(module->graph(), codegen::KernelTarget::Gpu));
-    options.configs = tune::applyTuningDatabase(tasks, db, "cuda", gpu, tune::cudaToolkitName()).configs;
+    tune::applyTuningDatabase(tasks, db, "cuda", gpu, tune::cudaToolkitName()).applyTo(options);
   }
   KILN_ASSIGN(codegen::LoweredModel lowered, codegen::lowerModel(module->graph(), codegen::KernelTarget::Gpu, options));
   std::vector<codegen::CudaKernel> sources;
@@ -66,7 +66,7 @@ Expected<std::string> build(const std::string& modelPath, const std::string& wor
   return library->libraryPath();
 }
 
-/// The emulation library of the candidates in `dir` (its manifest names each one's CUDA C file).
+/// The emulation library of the generated candidates in `dir` (its manifest names each one's CUDA C file).
 Expected<std::string> buildCandidates(const std::string& dir, const std::string& workDir) {
   KILN_ASSIGN(std::string text, readFile(dir + "/manifest.json"));
   nlohmann::json manifest = nlohmann::json::parse(text, nullptr, false);
@@ -74,6 +74,7 @@ Expected<std::string> buildCandidates(const std::string& dir, const std::string&
     return makeError(ErrorCode::FileFormat, dir, "/manifest.json is not a manifest of CUDA candidates");
   std::vector<codegen::CudaKernel> sources;
   for (const auto& c : manifest.at("candidates")) {
+    if (c.contains("library")) continue;  // a library call: the emulated cuBLASLt or cuDNN runs it
     codegen::CudaKernel k;
     k.name = c.at("id").get<std::string>();
     KILN_ASSIGN(k.source, readFile(dir + "/" + c.at("source").get<std::string>()));

@@ -8,19 +8,26 @@
 // the driver runs an emulation library built from the same CUDA C. An
 // unknown knob value is a lower error, a reference that disagrees makes a
 // candidate wrong, and a candidate the driver cannot load is a run error
-// that does not stop the measurement.
+// that does not stop the measurement. Each kernel's library call (the
+// emulated cuDNN and cuBLASLt) is measured by the tuning loop beside its
+// kernel, and compiling with the database picks library or generated code
+// by what was measured.
 //
 //===----------------------------------------------------------------------===//
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdlib>
+#include <filesystem>
 
 #include "CudaEmulator.h"
 #include "ScratchDir.h"
+#include "TemplateCases.h"
 #include "kiln/codegen/CudaCompiler.h"
 #include "kiln/codegen/KernelCheck.h"
 #include "kiln/ir/Parser.h"
 #include "kiln/tune/Measurer.h"
+#include "kiln/tune/Tuner.h"
 
 using namespace kiln;
 using namespace kiln::tune;
@@ -35,6 +42,30 @@ const char* kConvBlock = R"(module @m {
     return %r
   }
 })";
+
+/// A matmul whose bias and ReLU cuBLASLt fuses (operands are inputs: no large constants).
+const char* kMatmulBlock = R"(module @m {
+  graph @main(%a: f32[16,32], %w: f32[32,64], %b: f32[64]) {
+    %m = MatMul(%a, %w) : f32[16,64]
+    %y = Add(%m, %b) : f32[16,64]
+    %z = Relu(%y) : f32[16,64]
+    return %z
+  }
+})";
+
+/// The emulated driver running `sources`, with the emulated cuBLASLt and cuDNN.
+void useEmulation(const std::vector<codegen::CudaKernel>& sources, const std::string& name) {
+  auto lib = emulation::EmulatedKernels::build(sources, testing::scratchDir(name));
+  INFO((lib.isOk() ? std::string() : lib.error().str()));
+  REQUIRE(lib.isOk());
+  static std::vector<std::unique_ptr<emulation::EmulatedKernels>> keep;  // the driver loads it during the test
+  keep.push_back(std::move(*lib));
+  ::setenv("KILN_CUDA_DRIVER", KILN_EMULATED_DRIVER, 1);
+  ::setenv("KILN_EMULATED_KERNELS", keep.back()->libraryPath().c_str(), 1);
+  ::setenv("KILN_CUBLASLT", KILN_EMULATED_CUBLASLT, 1);
+  ::setenv("KILN_CUDNN", KILN_EMULATED_CUDNN, 1);
+  ::unsetenv("KILN_EMULATED_SM");
+}
 
 }  // namespace
 
@@ -65,12 +96,7 @@ TEST_CASE("the CUDA measurer builds, checks and times candidates (emulated drive
     REQUIRE(source.isOk());
     sources.push_back(std::move(*source));
   }
-  auto lib = emulation::EmulatedKernels::build(sources, testing::scratchDir("tune-cuda"));
-  INFO((lib.isOk() ? std::string() : lib.error().str()));
-  REQUIRE(lib.isOk());
-  ::setenv("KILN_CUDA_DRIVER", KILN_EMULATED_DRIVER, 1);
-  ::setenv("KILN_EMULATED_KERNELS", (*lib)->libraryPath().c_str(), 1);
-  ::unsetenv("KILN_EMULATED_SM");
+  useEmulation(sources, "tune-cuda");
 
   MeasureOptions o;
   o.repeats = 2;
@@ -126,4 +152,187 @@ TEST_CASE("the CUDA measurer builds, checks and times candidates (emulated drive
     CHECK((*r)[3].status == MeasureStatus::RunError);
     CHECK((*r)[3].error.find("tune_3") != std::string::npos);
   }
+}
+
+TEST_CASE("the tuning loop measures each kernel's library call, and compiling with its database follows the measurement") {
+  auto m = ir::parseModule(kConvBlock, "tune-library.kir");
+  REQUIRE(m.isOk());
+  ir::Graph& g = (*m)->graph();
+  auto tasks = extractTasks(g, codegen::KernelTarget::Gpu);
+  REQUIRE(tasks.isOk());
+  REQUIRE(tasks->tasks.size() == 1);
+  const TuningTask& t = tasks->tasks.front();
+  auto reference = codegen::referenceValues(g, testing::randomInputs(g, 3));
+  REQUIRE(reference.isOk());
+  // The default schedule is the only generated kernel a run without trials measures (tune_0).
+  codegen::Config defaults = t.space.defaultConfig();
+  auto lowered = codegen::lowerGroup(*t.groups.front(), codegen::KernelTarget::Gpu, &defaults);
+  REQUIRE(lowered.isOk());
+  lowered->kernel.name = "tune_0";
+  auto source = codegen::emitCuda(lowered->kernel, codegen::fusedOpsOf(*t.groups.front()));
+  REQUIRE(source.isOk());
+  useEmulation({*source}, "tune-library");
+
+  MeasureOptions mo;
+  mo.repeats = 2;
+  mo.minSampleMs = 0.05;
+  auto measurer = createCudaMeasurer(*reference, mo);
+  REQUIRE(measurer.isOk());
+  const std::string dbDir = testing::scratchDir("tune-library-db");
+  std::filesystem::create_directories(dbDir);
+  const std::string dbPath = dbDir + "/db.jsonl";
+  std::filesystem::remove(dbPath);
+  auto db = TuningDatabase::open(dbPath);
+  REQUIRE(db.isOk());
+  TuneOptions o;
+  o.trials = 0;  // the default, the library call, and the library call again at the confirmation
+  auto report = tuneTasks(*tasks, **measurer, o, &*db);
+  INFO((report.isOk() ? std::string() : report.error().str()));
+  REQUIRE(report.isOk());
+  const TaskOutcome& outcome = report->tasks.front();
+  INFO(outcome.libraryError);
+  CHECK(outcome.library == "cuDNN");
+  CHECK(outcome.libraryMs > 0);
+  CHECK(outcome.libraryFaster == (outcome.libraryMs < outcome.bestMs));
+  CHECK(report->libraryTasks == size_t(outcome.libraryFaster));
+  std::vector<std::string> strategies;
+  for (const TuningRecord& r : db->records()) {
+    strategies.push_back(r.strategy + (r.library.empty() ? "" : " " + r.library));
+    if (r.library.empty()) continue;
+    CHECK(r.config.empty());
+    CHECK(r.status == MeasureStatus::Ok);
+    CHECK(r.features.empty());  // not a configuration of the knob space: no transfer rows
+  }
+  CHECK(strategies == std::vector<std::string>{"default", "library cuDNN", "confirm cuDNN"});
+
+  // Applied: the group runs as the library call where that measured faster, generated otherwise.
+  auto reopened = TuningDatabase::open(dbPath, true);
+  REQUIRE(reopened.isOk());
+  TuningApplication a = applyTuningDatabase(*tasks, *reopened, "cuda", (*measurer)->device(), (*measurer)->toolkit());
+  const std::string group = t.groups.front()->name();
+  REQUIRE(a.libraryMeasuredFaster.count(group));
+  const bool faster = a.libraryMeasuredFaster.at(group);
+  CHECK(a.kernels.front().status == (faster ? ApplyStatus::Library : ApplyStatus::KeptDefault));
+  CHECK(a.kernels.front().library == "cuDNN");
+  codegen::CompileOptions options;
+  options.libraryTactics = codegen::LibraryTactics::Auto;  // alone, auto keeps a conv this small generated
+  auto plain = codegen::lowerModel(g, codegen::KernelTarget::Gpu, options);
+  REQUIRE(plain.isOk());
+  CHECK(plain->stats.librarySteps == 0);
+  a.applyTo(options);
+  auto tuned = codegen::lowerModel(g, codegen::KernelTarget::Gpu, options);
+  REQUIRE(tuned.isOk());
+  CHECK(tuned->stats.librarySteps == size_t(faster));
+
+  SECTION("a matmul's cuBLASLt call is checked against the reference like a candidate") {
+    auto mm = ir::parseModule(kMatmulBlock, "tune-library-mm.kir");
+    REQUIRE(mm.isOk());
+    ir::Graph& mg = (*mm)->graph();
+    auto mtasks = extractTasks(mg, codegen::KernelTarget::Gpu);
+    REQUIRE(mtasks.isOk());
+    REQUIRE(mtasks->tasks.size() == 1);
+    auto mref = codegen::referenceValues(mg, testing::randomInputs(mg, 5));
+    REQUIRE(mref.isOk());
+    auto mmeasurer = createCudaMeasurer(*mref, mo);
+    REQUIRE(mmeasurer.isOk());
+    auto r = (*mmeasurer)->measureLibrary(mtasks->tasks.front());
+    REQUIRE(r.isOk());
+    REQUIRE(r->has_value());
+    INFO((*r)->error);
+    CHECK((*r)->library == "cuBLASLt");
+    CHECK((*r)->ok());
+    CHECK((*r)->ms > 0);
+    CHECK((*r)->maxError < 1e-5);
+    CHECK((*r)->config.empty());
+    // A reference that disagrees makes the call wrong, as it would a kernel.
+    auto wrongRef = *mref;
+    for (auto& [name, value] : wrongRef)
+      if (name == "z") value = Tensor::fromVector<float>(value.dims(), std::vector<float>(value.numElements(), 42.0f));
+    auto wrong = createCudaMeasurer(wrongRef, mo);
+    REQUIRE(wrong.isOk());
+    auto w = (*wrong)->measureLibrary(mtasks->tasks.front());
+    REQUIRE(w.isOk());
+    REQUIRE(w->has_value());
+    CHECK((*w)->status == MeasureStatus::WrongOutput);
+  }
+  SECTION("--no-library: no library records") {
+    std::filesystem::remove(dbPath + ".none");
+    auto db2 = TuningDatabase::open(dbPath + ".none");
+    REQUIRE(db2.isOk());
+    TuneOptions none = o;
+    none.libraries = false;
+    auto r = tuneTasks(*tasks, **measurer, none, &*db2);
+    REQUIRE(r.isOk());
+    CHECK(r->tasks.front().library.empty());
+    for (const TuningRecord& rec : db2->records()) CHECK(rec.library.empty());
+  }
+}
+
+TEST_CASE("under auto a measured library choice overrides the heuristic, off and all are not overridden") {
+  // BERT-base's projection shape (auto: cuBLASLt) and a 4 x 4 product (auto: generated), each its own task.
+  auto m = ir::parseModule(R"(module @m {
+  graph @main(%x: f16[128,768], %w: f16[768,768], %s: f16[4,4], %t: f16[4,4]) {
+    %m = MatMul(%x, %w) : f16[128,768]
+    %g = MatMul(%s, %t) : f16[4,4]
+    return %m, %g
+  }
+})", "library-choice.kir");
+  REQUIRE(m.isOk());
+  ir::Graph& g = (*m)->graph();
+  auto tasks = extractTasks(g, codegen::KernelTarget::Gpu);
+  REQUIRE(tasks.isOk());
+  REQUIRE(tasks->tasks.size() == 2);
+  const std::string dir = testing::scratchDir("library-choice");
+  std::filesystem::create_directories(dir);
+  std::filesystem::remove(dir + "/db.jsonl");
+  auto db = TuningDatabase::open(dir + "/db.jsonl");
+  REQUIRE(db.isOk());
+  // The large product's kernel measured faster than cuBLASLt, the small one's slower.
+  const double generated[] = {1.0, 0.01}, library[] = {2.0, 0.005};
+  for (size_t i = 0; i < 2; ++i) {
+    const TuningTask& t = tasks->tasks[i];
+    TuningRecord r;
+    r.target = "cuda";
+    r.device = "gpu";
+    r.toolkit = "tk";
+    r.signature = t.signature;
+    r.spaceVersion = t.spaceVersion;
+    r.config = t.space.defaultConfig();
+    r.isDefault = true;
+    r.ms = generated[i];
+    REQUIRE(db->append(r).isOk());
+    r.config.clear();
+    r.isDefault = false;
+    r.library = "cuBLASLt";
+    r.strategy = "library";
+    r.ms = library[i];
+    REQUIRE(db->append(r).isOk());
+  }
+  auto back = TuningDatabase::open(dir + "/db.jsonl", true);
+  REQUIRE(back.isOk());
+  REQUIRE(back->problems().empty());
+  CHECK(back->records()[1].library == "cuBLASLt");  // the field survives the file
+  TuningApplication a = applyTuningDatabase(*tasks, *back, "cuda", "gpu", "tk");
+  CHECK(a.count(ApplyStatus::Library) == 1);
+  CHECK(a.count(ApplyStatus::KeptDefault) == 1);
+  CHECK(a.summary().find("1 library calls (measured faster)") != std::string::npos);
+  CHECK(a.configs.empty());
+  CHECK(a.kernels[1].libraryMs == Approx(0.005));
+
+  auto librarySizes = [&](codegen::LibraryTactics tactics, bool withDb) {
+    codegen::CompileOptions options;
+    options.libraryTactics = tactics;
+    if (withDb) a.applyTo(options);
+    auto model = codegen::lowerModel(g, codegen::KernelTarget::Gpu, options);
+    REQUIRE(model.isOk());
+    std::vector<int64_t> rows;
+    for (const runtime::LibraryCall& c : model->executable->libraryCalls) rows.push_back(c.m);
+    std::sort(rows.begin(), rows.end());
+    return rows;
+  };
+  CHECK(librarySizes(codegen::LibraryTactics::Auto, false) == std::vector<int64_t>{128});  // the heuristic
+  CHECK(librarySizes(codegen::LibraryTactics::Auto, true) == std::vector<int64_t>{4});     // the measurement
+  CHECK(librarySizes(codegen::LibraryTactics::Off, true).empty());
+  CHECK(librarySizes(codegen::LibraryTactics::All, true) == std::vector<int64_t>{4, 128});
+
 }

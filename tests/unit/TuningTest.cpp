@@ -27,6 +27,7 @@
 #include "kiln/ir/Parser.h"
 #include "kiln/support/File.h"
 #include "kiln/tune/CostModel.h"
+#include "kiln/tune/LibraryCallJson.h"
 #include "kiln/tune/ScheduleFeatures.h"
 #include "kiln/tune/Tuner.h"
 #include "../../lib/tune/Exploration.h"
@@ -680,4 +681,79 @@ TEST_CASE("tuning database lines: mutated records parse or fail cleanly") {
   }
   CHECK(rejected > 4000);
   CHECK(parsed + rejected == 5000);
+}
+
+TEST_CASE("library calls as JSON (batch mode manifests) round-trip, and damaged ones fail cleanly") {
+  runtime::LibraryCall mm;
+  mm.name = "l0001";
+  mm.dtype = DType::F16;
+  mm.batch = 12, mm.m = 128, mm.n = 64, mm.k = 128;
+  mm.transB = true, mm.batchB = true, mm.alpha = 0.125f;
+  mm.epilogue = runtime::LibraryEpilogue::Bias;
+  mm.residual = true;
+  runtime::LibraryCall conv;
+  conv.routine = runtime::LibraryRoutine::CudnnConv;
+  conv.batch = 2;
+  conv.conv = {64, 56, 56, 128, 3, 3, 1, 1, 2, 2, 1, 1, 2};
+  conv.epilogue = runtime::LibraryEpilogue::BiasRelu;
+  for (const runtime::LibraryCall& c : {mm, conv}) {
+    auto back = parseLibraryCallJson(libraryCallJson(c));
+    INFO(libraryCallJson(c));
+    REQUIRE(back.isOk());
+    CHECK(back->describe() == c.describe());
+    CHECK(back->operandElements() == c.operandElements());
+    CHECK((back->transA == c.transA && back->transB == c.transB && back->batchB == c.batchB && back->alpha == c.alpha));
+    CHECK(back->name == c.name);
+  }
+  // Values a library cannot be given are refused by name.
+  auto refused = [](std::string text, const std::string& from, const std::string& to) {
+    text.replace(text.find(from), from.size(), to);
+    auto r = parseLibraryCallJson(text);
+    return !r.isOk() && r.error().code() == ErrorCode::FileFormat ? r.error().message() : std::string("parsed");
+  };
+  const std::string mmText = libraryCallJson(mm), convText = libraryCallJson(conv);
+  CHECK(refused(mmText, "\"cuBLASLt\"", "\"MKL\"").find("unknown routine 'MKL'") != std::string::npos);
+  CHECK(refused(mmText, "\"f16\"", "\"i32\"").find("type 'i32'") != std::string::npos);
+  CHECK(refused(mmText, "\"bias\"", "\"gelu\"").find("unknown epilogue 'gelu'") != std::string::npos);
+  CHECK(refused(mmText, "\"m\":128", "\"m\":-1").find("not a shape") != std::string::npos);
+  CHECK(refused(mmText, "\"k\":128", "\"k\":\"128\"").find("mistyped") != std::string::npos);
+  CHECK(refused(convText, "\"groups\":2", "\"groups\":3").find("not a shape") != std::string::npos);  // 64 % 3
+  CHECK(refused(convText, "\"kernel_h\":3", "\"kernel_h\":99").find("not a shape") != std::string::npos);
+  CHECK(refused(convText, "\"conv\":", "\"vnoc\":").find("missing") != std::string::npos);
+  // Mutations parse to a call its routine can run, or fail with FileFormat; never anything else.
+  SplitMix64 rng(5);
+  size_t rejected = 0;
+  for (int i = 0; i < 3000; ++i) {
+    std::string text = i % 2 ? mmText : convText;
+    for (int edits = 1 + int(rng.below(3)); edits > 0 && !text.empty(); --edits) {
+      size_t at = rng.below(text.size());
+      switch (rng.below(4)) {
+        case 0: text[at] = char(rng.below(256)); break;
+        case 1: text.erase(at, 1 + rng.below(8)); break;
+        case 2: text.insert(at, 1, "{}[]\":,0-e9"[rng.below(11)]); break;
+        default: text.resize(at); break;
+      }
+    }
+    Expected<runtime::LibraryCall> c = parseLibraryCallJson(text);
+    if (c) {
+      CHECK(c->wellFormed());
+    } else {
+      ++rejected;
+      CHECK(c.error().code() == ErrorCode::FileFormat);
+    }
+  }
+  CHECK(rejected > 2000);
+  // A library call's tuning record keeps its library; an unknown library or one with a configuration is refused.
+  TuningRecord r;
+  r.target = "cuda", r.device = "gpu", r.toolkit = "tk", r.signature = "conv2d-cuda-0123456789abcdef";
+  r.spaceVersion = "fedcba9876543210", r.ms = 0.5, r.library = "cuDNN", r.strategy = "library";
+  auto back = parseTuningRecord(tuningRecordJson(r));
+  REQUIRE(back.isOk());
+  CHECK(back->library == "cuDNN");
+  CHECK(back->config.empty());
+  r.library = "MKL";
+  CHECK(parseTuningRecord(tuningRecordJson(r)).error().message().find("unknown library") != std::string::npos);
+  r.library = "cuBLASLt";
+  r.config = {{"tw", 4}};
+  CHECK(parseTuningRecord(tuningRecordJson(r)).error().message().find("has a configuration") != std::string::npos);
 }

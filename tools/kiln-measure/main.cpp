@@ -12,6 +12,9 @@
 // run on the GPU KILN_CUDA_DEVICE names through the runtime's
 // CudaKernelTimer (CUDA events; --flush-l2 for cold caches); the driver is
 // loaded at run time, so the tool itself still needs no CUDA library.
+// A library call (a CUDA candidate with a "library" entry: a cuBLASLt matmul
+// or cuDNN convolution, kiln/tune/LibraryCallJson.h) is planned and timed
+// as an artifact's library step runs (the runtime opens the libraries).
 // The manifest's copies (configurations with the code of a candidate) are
 // recorded with that candidate's result, not measured.
 //
@@ -30,6 +33,7 @@
 #include "kiln/support/ProcessInfo.h"
 #include "kiln/support/ThreadPool.h"
 #include "kiln/tune/KernelTiming.h"
+#include "kiln/tune/LibraryCallJson.h"
 
 namespace {
 
@@ -97,7 +101,17 @@ Expected<KernelOutcome> measureCpuCandidate(const Options& o, const nlohmann::js
   return out;
 }
 
+Expected<KernelOutcome> measureLibraryCandidate(const Options& o, const nlohmann::json& c,
+                                                std::map<std::string, Tensor>& files) {
+  KILN_ASSIGN(runtime::LibraryCall call, tune::parseLibraryCallJson(c.at("library").dump()));
+  std::vector<Tensor> args;
+  tune::ExpectedOutputs expected;
+  KILN_TRY(loadArguments(o, c, files, args, expected));
+  return tune::measureCudaLibraryCall(call, args, expected, o.measure);
+}
+
 Expected<KernelOutcome> measureCudaCandidate(const Options& o, const nlohmann::json& c, std::map<std::string, Tensor>& files) {
+  if (c.contains("library")) return measureLibraryCandidate(o, c, files);
   KILN_ASSIGN(std::string code, readFile(o.dir + "/" + c.at("cubin").get<std::string>()));
   runtime::CudaKernelLaunch launch;
   launch.entry = c.at("id").get<std::string>();
@@ -142,7 +156,7 @@ int run(const Options& o) {
   }
   std::map<std::string, Tensor> files;
   std::map<std::string, nlohmann::ordered_json> results;  ///< candidate id -> its record as written
-  size_t n = 0, ok = 0;
+  size_t n = 0, ok = 0, calls = 0, callsOk = 0;  // calls: library calls among the n
   const size_t total = manifest["candidates"].size();
   for (const auto& c : manifest["candidates"]) {
     ++n;
@@ -169,6 +183,8 @@ int run(const Options& o) {
     }
     results[c.at("id").get<std::string>()] = record;
     ok += m->ok();
+    calls += c.contains("library");
+    callsOk += c.contains("library") && m->ok();
     if (!o.quiet)
       std::cerr << "kiln-measure: [" << n << "/" << total << "] " << c.at("id").get<std::string>() << " "
                 << record.value("description", "") << ": " << (m->ok() ? std::to_string(m->ms) + " ms" : status + " (" + m->error + ")")
@@ -193,7 +209,9 @@ int run(const Options& o) {
     }
     ++copies;
   }
-  std::cout << "measured " << n << " candidates (" << ok << " valid) on " << device;
+  std::cout << "measured " << n - calls << " candidates (" << ok - callsOk << " valid)";
+  if (calls) std::cout << " and " << calls << " library calls (" << callsOk << " valid)";
+  std::cout << " on " << device;
   if (copies) std::cout << ", recorded " << copies << " copies (same code as a candidate)";
   std::cout << " -> " << out << "\n";
   return 0;

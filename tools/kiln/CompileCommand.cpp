@@ -182,8 +182,10 @@ Expected<tune::TuningApplication> applyTuning(const CompileOptions& o, ir::Graph
     for (const tune::KernelApplication& k : applied.kernels) {
       std::cerr << "kiln: tuning " << k.group << " [" << k.description << "]: " << tune::applyStatusName(k.status);
       if (k.status == tune::ApplyStatus::Applied) std::cerr << " " << codegen::configToString(k.config);
+      if (k.status == tune::ApplyStatus::Library) std::cerr << " " << k.library;
       if (k.tunedMs > 0 && k.defaultMs > 0)
-        std::cerr << " (tuned " << k.tunedMs << " ms, default " << k.defaultMs << " ms)";
+        std::cerr << " (tuned " << k.tunedMs << " ms, default " << k.defaultMs << " ms"
+                  << (k.libraryMs > 0 ? ", " + k.library + " " + std::to_string(k.libraryMs) + " ms" : std::string()) << ")";
       if (!k.why.empty()) std::cerr << " (" << k.why << ")";
       std::cerr << "\n";
     }
@@ -232,8 +234,8 @@ int compileModel(const CompileOptions& o) {
   if (!o.tuningDb.empty()) {
     auto applied = applyTuning(o, (*module)->graph(), options, cuda);
     if (!applied) return reportError(applied.error());
-    options.configs = applied->configs;
-    tuningSummary = applied->summary();
+    applied->applyTo(options);
+    tuningSummary = applied->summary(options.libraryTactics);
   }
   if (cuda) return compileCuda(o, archs, **module, options, output, importMs, passesMs, tuningSummary);
   progress("generating kernels and object code for this CPU");

@@ -11,7 +11,8 @@
 // --export-candidates DIR writes candidates for kiln-measure instead of
 // measuring, --import-results FILE brings its records into the database.
 // --target cuda tunes the GPU schedules on this machine's GPU (the CUDA
-// measurer: NVRTC cubins, CUDA events, optional L2 flush);
+// measurer: NVRTC cubins, CUDA events, optional L2 flush) and measures
+// each kernel's library call (cuBLASLt, cuDNN) beside it (--no-library: not);
 // --target cuda:sm_NN --export-candidates writes cubins for a GPU elsewhere.
 // --replay TABLE looks the results up in a database measured earlier (the
 // strategy comparison's oracle) instead of measuring.
@@ -60,6 +61,16 @@ std::string clockText(double seconds) {
   return os.str();
 }
 
+/// "  (cuBLASLt 0.0123 ms, faster)" for a task whose library call was measured.
+std::string libraryNote(const tune::TaskOutcome& t) {
+  if (t.library.empty()) return "";
+  std::ostringstream os;
+  os << std::setprecision(4) << std::fixed << "  (" << t.library << " ";
+  if (t.libraryMs > 0) os << t.libraryMs << " ms" << (t.libraryFaster ? ", faster" : "") << ")";
+  else os << "failed: " << t.libraryError << ")";
+  return os.str();
+}
+
 void printReport(const tune::TuneReport& r) {
   std::cout << std::fixed;
   std::cout << "tuned " << r.tasks.size() << " kernels with " << r.strategy << ": " << r.trials << " trials ("
@@ -71,10 +82,13 @@ void printReport(const tune::TuneReport& r) {
     else std::cout << std::setprecision(4) << std::setw(11) << t.defaultMs << std::setw(11) << t.bestMs << std::setprecision(2)
               << std::setw(8) << t.defaultMs / t.bestMs << "x" << std::setw(8) << t.trials << std::setw(6) << t.groups
               << "  " << t.description << (t.keptDefault ? "  (default kept)" : "")
-              << (t.transferRows ? "  (+" + std::to_string(t.transferRows) + " transfer rows)" : "") << "\n";
+              << (t.transferRows ? "  (+" + std::to_string(t.transferRows) + " transfer rows)" : "") << libraryNote(t) << "\n";
   std::cout << std::setprecision(3) << "kernel time (sum of uses x time): default " << r.defaultKernelMs << " ms, tuned "
             << r.tunedKernelMs << " ms (" << std::setprecision(2) << r.defaultKernelMs / std::max(r.tunedKernelMs, 1e-12)
             << "x)\n";
+  if (r.libraryTasks)
+    std::cout << r.libraryTasks << " of " << r.tasks.size() << " kernels measured faster as library calls: "
+              << "kiln compile --tuning-db runs them so under --library-tactics auto (the cuda default)\n";
 }
 
 std::string reportJson(const tune::TuneReport& r, const std::string& model) {
@@ -85,12 +99,14 @@ std::string reportJson(const tune::TuneReport& r, const std::string& model) {
     tasks.push_back({{"signature", t.signature}, {"description", t.description}, {"template", t.templateName},
                      {"uses", t.groups}, {"flops", t.flops}, {"default_ms", t.defaultMs}, {"best_ms", t.bestMs},
                      {"best_config", config}, {"kept_default", t.keptDefault}, {"trials", t.trials},
-                     {"invalid", t.invalid}, {"reused", t.reused}, {"seconds", t.seconds}, {"curve_ms", t.curve}, {"skipped", t.skipped}, {"transfer_rows", t.transferRows}});
+                     {"invalid", t.invalid}, {"reused", t.reused}, {"seconds", t.seconds}, {"curve_ms", t.curve}, {"skipped", t.skipped}, {"transfer_rows", t.transferRows},
+                     {"library", t.library}, {"library_ms", t.libraryMs}, {"library_faster", t.libraryFaster},
+                     {"library_error", t.libraryError}});
   }
   nlohmann::ordered_json j{{"schema", "kiln-tune-report/1"}, {"model", model},       {"strategy", r.strategy},
                            {"target", r.target},             {"device", r.device},    {"trials", r.trials},
                            {"invalid", r.invalid},           {"reused", r.reused},    {"seconds", r.seconds},  {"default_kernel_ms", r.defaultKernelMs},
-                           {"tuned_kernel_ms", r.tunedKernelMs}, {"tasks", tasks}};
+                           {"tuned_kernel_ms", r.tunedKernelMs}, {"library_tasks", r.libraryTasks}, {"tasks", tasks}};
   return j.dump(1);
 }
 
@@ -119,7 +135,9 @@ Expected<std::unique_ptr<tune::Measurer>> createMeasurer(const TuneCommandOption
     e.sm = sm;
     auto exported = tune::exportCandidates(tasks, *reference, db, e);
     if (!exported) return exported.error();
-    std::cout << "exported " << exported->candidates << " candidates of " << exported->tasks << " kernels ("
+    std::cout << "exported " << exported->candidates << " candidates of " << exported->tasks << " kernels"
+              << (exported->libraryCalls ? " and " + std::to_string(exported->libraryCalls) + " library calls" : std::string())
+              << " ("
               << exported->tensorFiles << " tensor files, " << std::fixed << std::setprecision(1)
               << double(exported->bytes) / (1 << 20) << " MiB) to " << o.exportDir << "\n";
     if (exported->copies || exported->measured)
@@ -266,6 +284,9 @@ void addTuneCommand(CLI::App& app, int& exitCode) {
       ->excludes(importOption);
   cmd->add_flag("--no-transfer", [o](int64_t) { o->tune.transfer = false; },
                 "Do not train the cost model on the database's records of similar kernels (other shapes of the same template)");
+  cmd->add_flag("--no-library", [o](int64_t) { o->tune.libraries = false; },
+                "cuda: do not measure the library call (cuBLASLt, cuDNN) that could run each kernel instead (by default "
+                "it is measured, and kiln compile --tuning-db runs it where it is faster)");
   cmd->add_flag("--quiet", o->quiet, "No progress on stderr");
   cmd->callback([=, &exitCode] {
     o->model.target = o->target.rfind("cuda", 0) == 0 ? "cuda" : o->target;

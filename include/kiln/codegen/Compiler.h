@@ -34,6 +34,10 @@ struct CompileOptions {
   bool allowTf32 = false;
   /// GPU: which groups run as library steps (LibraryTactics.h); a config given for a group keeps it generated.
   LibraryTactics libraryTactics = LibraryTactics::Off;
+  /// GPU, per group name: whether its library call measured faster than its
+  /// generated kernel (kiln tune --target cuda). Under `auto` this decides
+  /// instead of the heuristic; `off` and `all` are not overridden.
+  std::map<std::string, bool> libraryMeasuredFaster;
 };
 
 /// A group that runs as a host step, and why.

@@ -31,7 +31,9 @@
 // A matmul group whose epilogue goes on past what cuBLASLt fuses is split
 // (splitForLibrary) when its head qualifies; convolution groups are not
 // (cuDNN's losses at batch 1 would only grow by the extra pass).
-// Measured choice per kernel belongs to the tuner (issue 8).
+// With a tuning database (kiln tune --target cuda measures each group's
+// library call beside its kernels), `auto` follows the measurement instead
+// (CompileOptions::libraryMeasuredFaster).
 //
 //===----------------------------------------------------------------------===//
 #pragma once

@@ -1,12 +1,14 @@
 //===- kiln/runtime/CudaKernelTimer.h - One CUDA kernel, timed ----*- C++ -*-===//
 //
-// Runs one generated CUDA kernel on the device, alone, the way schedule
-// tuning needs it (kiln tune --target cuda, and kiln-measure on a GPU box
-// that has none of kiln's build dependencies): the kernel's cubin (or PTX,
-// JIT-compiled by the driver) loaded on the device KILN_CUDA_DEVICE names,
-// its arguments copied to device buffers once, one launch whose outputs are
-// copied back for checking, then timing with CUDA events around launches on
-// the timer's stream. Without an L2 flush a sample is enough back-to-back
+// Runs one generated CUDA kernel, or one library call (cuBLASLt, cuDNN: the
+// alternative a library tactic would run instead), on the device, alone,
+// the way schedule tuning needs it (kiln tune --target cuda, and
+// kiln-measure on a GPU box that has none of kiln's build dependencies):
+// the kernel's cubin (or PTX, JIT-compiled by the driver) loaded, or the
+// call planned as an artifact's library step is, on the device
+// KILN_CUDA_DEVICE names, its arguments copied to device buffers once, one
+// launch whose outputs are copied back for checking, then timing with CUDA
+// events around launches on the timer's stream. Without an L2 flush a sample is enough back-to-back
 // launches to last minSampleMs (warm caches, as in a model where the
 // producer just wrote the input); with flushL2 every launch is preceded by
 // an untimed device-to-device copy as large as the L2 cache (cold caches,
@@ -23,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "kiln/runtime/Executable.h"
 #include "kiln/support/Tensor.h"
 
 namespace kiln::runtime {
@@ -47,6 +50,10 @@ class CudaKernelTimer {
   /// (one tensor per kernel parameter, in parameter order).
   static Expected<std::unique_ptr<CudaKernelTimer>> create(const std::vector<uint8_t>& image, const CudaKernelLaunch& launch,
                                                            const std::vector<Tensor>& args);
+  /// Plans `call` on `args` (one tensor per operand, in LibraryCall's order)
+  /// as a loading artifact plans its library steps, including the load-time
+  /// trial (a call the library refuses, with every fallback, is an error here).
+  static Expected<std::unique_ptr<CudaKernelTimer>> createLibrary(const LibraryCall& call, const std::vector<Tensor>& args);
   /// Launches once and copies the device buffers of `outputs` (parameter
   /// indices) back into args[i] (generated kernels write only their outputs
   /// and workspaces, so every launch sees the same inputs).
@@ -58,6 +65,7 @@ class CudaKernelTimer {
 
  private:
   CudaKernelTimer();
+  static Expected<std::unique_ptr<CudaKernelTimer>> open(const std::string& name, const std::vector<Tensor>& args);
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

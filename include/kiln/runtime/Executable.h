@@ -94,6 +94,8 @@ struct LibraryCall {
   bool hasBias() const { return epilogue == LibraryEpilogue::Bias || epilogue == LibraryEpilogue::BiasRelu; }
   bool hasRelu() const { return epilogue == LibraryEpilogue::Relu || epilogue == LibraryEpilogue::BiasRelu; }
   size_t numOperands() const { return 3 + hasBias() + residual; }
+  /// Whether its shape is one its routine can run (sizes positive, the convolution's window fitting).
+  bool wellFormed() const;
   /// Elements of each operand, in the step's order.
   std::vector<uint64_t> operandElements() const;
   /// "f16 32x128x768x768 bias" (type, batch x m x n x k, epilogue), or for a

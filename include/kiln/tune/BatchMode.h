@@ -16,7 +16,9 @@
 // IR equals an exported candidate's is written as a copy ("same_as" that
 // candidate; kiln-measure records it with that candidate's result, strategy
 // "same-code"), and one equal to a configuration the database holds is not
-// exported at all.
+// exported at all. For CUDA each task's library call (cuBLASLt or cuDNN)
+// is exported once too, so that kiln-measure times it on the GPU and the
+// database can choose between it and the kernels (TuningDatabase.h).
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -43,6 +45,7 @@ struct ExportOptions {
 
 struct ExportSummary {
   size_t candidates = 0, tasks = 0, tensorFiles = 0;
+  size_t libraryCalls = 0;  ///< CUDA: the tasks' library calls, exported beside the candidates (not in the budget)
   size_t copies = 0;    ///< proposals with the code of an exported candidate (measured once, recorded twice)
   size_t measured = 0;  ///< proposals with the code of a configuration the database holds (not exported)
   uint64_t bytes = 0;

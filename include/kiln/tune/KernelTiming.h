@@ -3,8 +3,9 @@
 // What the in-process measurers and the lean batch measurer (kiln-measure)
 // share, so a candidate is judged the same way wherever it runs: the error
 // measure against the reference and the check of a run's outputs, the
-// timing protocol (CPU wall time; on a GPU, a whole CUDA candidate through
-// runtime::CudaKernelTimer), and the name of the CPU the times belong to.
+// timing protocol (CPU wall time; on a GPU, a whole CUDA candidate or a
+// library call through runtime::CudaKernelTimer), and the name of the CPU
+// the times belong to.
 // Depends only on kiln_support and kiln_runtime (no LLVM, no NVRTC).
 //
 //===----------------------------------------------------------------------===//
@@ -69,6 +70,12 @@ double timeKernel(const std::function<void()>& run, const MeasureOptions& option
 Expected<KernelOutcome> measureCudaKernel(const std::vector<uint8_t>& image, const runtime::CudaKernelLaunch& launch,
                                           std::vector<Tensor>& args, const ExpectedOutputs& expected,
                                           const MeasureOptions& options);
+
+/// A library call (cuBLASLt, cuDNN) on that GPU, judged the same way:
+/// `args` holds its operands in LibraryCall's order. A call the library
+/// refuses, or a library that is not installed, is a run-error outcome.
+Expected<KernelOutcome> measureCudaLibraryCall(const runtime::LibraryCall& call, std::vector<Tensor>& args,
+                                               const ExpectedOutputs& expected, const MeasureOptions& options);
 
 /// "<CPU model>, <N> logical cores": the device key of CPU tuning records.
 std::string cpuDeviceName();

@@ -17,10 +17,12 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "kiln/codegen/CudaBackend.h"
+#include "kiln/codegen/LibraryTactics.h"
 #include "kiln/ir/Graph.h"
 #include "kiln/support/Tensor.h"
 #include "kiln/tune/KernelTiming.h"
@@ -36,6 +38,7 @@ struct MeasureResult {
   double buildMs = 0;    ///< lowering + code generation
   double maxError = 0;   ///< worst relative error vs the reference
   std::string error;     ///< why it is not Ok
+  std::string library;   ///< a library call's routine ("cuBLASLt", "cuDNN"; config empty), "" for a generated kernel
   bool ok() const { return status == MeasureStatus::Ok; }
 };
 
@@ -49,6 +52,14 @@ class Measurer {
   virtual std::string toolkit() const = 0;
   /// Measures `configs` of `task` (results in the same order).
   virtual Expected<std::vector<MeasureResult>> measure(const TuningTask& task, const std::vector<codegen::Config>& configs) = 0;
+  /// Measures the library call that could run `task`'s kernel instead (the
+  /// CUDA measurer: cuBLASLt or cuDNN, as a library tactic would call it,
+  /// without TF32), checked and timed like a candidate; none where the target
+  /// has no library tactics or the kernel has no such call.
+  virtual Expected<std::optional<MeasureResult>> measureLibrary(const TuningTask& task) {
+    (void)task;
+    return std::optional<MeasureResult>();
+  }
 };
 
 /// The arguments of one run of a lowered kernel of `group`: copies of the
@@ -63,6 +74,11 @@ struct KernelArguments {
 Expected<KernelArguments> bindKernelArguments(const codegen::KernelGroup& group, const codegen::LoweredKernel& lowered,
                                               const std::map<std::string, Tensor>& reference);
 
+/// The operands of `match` (a library call computing `group`): copies of
+/// the reference values, the result (last) NaN-filled with the reference
+/// value it must end up holding.
+Expected<KernelArguments> bindLibraryArguments(const codegen::KernelGroup& group, const codegen::LibraryMatch& match,
+                                               const std::map<std::string, Tensor>& reference);
 /// The CPU measurer for kernels of `graph`; `reference` holds every value of
 /// the graph (codegen::referenceValues) on the inputs the tuner chose.
 Expected<std::unique_ptr<Measurer>> createCpuMeasurer(std::map<std::string, Tensor> reference, MeasureOptions options);

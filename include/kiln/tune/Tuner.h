@@ -8,7 +8,11 @@
 // heaviest first, and tasks that stopped improving yield to the others (the
 // gradient rule of Ansor's task scheduler, simplified). Each task has its
 // own strategy instance; every measurement is appended to the tuning
-// database as it happens. Invalid candidates do not count as trials.
+// database as it happens. Invalid candidates do not count as trials. On a
+// target with library tactics each task's library call is measured beside
+// its default (and again with the confirmation), and a task's weight is
+// then the faster of the two: tuning a kernel a library call already beats
+// gains nothing until it beats the call.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -41,6 +45,10 @@ struct TuneOptions {
   size_t maxTasks = 0;  ///< tune only the heaviest N tasks (0: all)
   StrategyOptions search;  ///< search.seed seeds everything
   bool transfer = true;    ///< train model-guided strategies on the database's records of similar kernels too
+  /// Also measure each task's library call where the target has one (CUDA:
+  /// cuBLASLt, cuDNN), beside its default and again at the confirmation;
+  /// not counted as trials.
+  bool libraries = true;
   std::function<void(const TuneProgress&)> progress;
 };
 
@@ -57,14 +65,20 @@ struct TaskOutcome {
   double seconds = 0;
   std::string skipped;               ///< why the task was not tuned ("" when it was)
   size_t transferRows = 0;           ///< other kernels' records the cost model also learned from
+  std::string library;               ///< the library call measured for it ("" if none)
+  double libraryMs = 0;              ///< its time (0: not measured or failed)
+  std::string libraryError;          ///< why it failed
+  bool libraryFaster = false;        ///< the library call beat bestMs: compiling with the database runs it
 };
 
 struct TuneReport {
   std::string strategy, target, device;
   std::vector<TaskOutcome> tasks;
   size_t trials = 0, invalid = 0, reused = 0;
+  size_t libraryTasks = 0;  ///< tasks whose library call was faster than their best kernel
   double seconds = 0;
-  /// Sum over tasks of groups x time: an estimate of the kernels' share of end-to-end latency.
+  /// Sum over tasks of groups x time: an estimate of the kernels' share of end-to-end latency
+  /// (tuned: the faster of each task's best kernel and its library call).
   double defaultKernelMs = 0, tunedKernelMs = 0;
 };
 

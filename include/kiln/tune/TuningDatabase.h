@@ -13,7 +13,12 @@
 // is used, unless the default's mean on the same key is at least as low (the
 // default is kept: tuned code is never slower than untuned); a group whose signature has records only for another
 // knob space version or toolkit is stale, one with none is missing (default
-// schedule). The summary counts each kind once per compilation.
+// schedule). The summary counts each kind once per compilation. A record
+// with a `library` field is the group's library call (cuBLASLt or cuDNN,
+// config empty), measured by kiln tune --target cuda: where its mean beats
+// the generated kernel's best (tuned or default), the group runs as that
+// library call; where it loses, it stays generated even where library
+// tactics' `auto` heuristic would have taken the library.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -22,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "kiln/codegen/Compiler.h"
 #include "kiln/tune/Measurer.h"
 #include "kiln/tune/TuningTask.h"
 
@@ -40,6 +46,7 @@ struct TuningRecord {
   uint64_t seed = 0;
   std::string time;         ///< UTC
   std::vector<float> features;  ///< the cost model's features of the configuration (transfer learning)
+  std::string library;      ///< a library call's record: "cuBLASLt" or "cuDNN" (config empty); "" for a generated kernel
   size_t line = 0;          ///< where it was read
 };
 std::string tuningRecordJson(const TuningRecord& r);
@@ -61,7 +68,7 @@ class TuningDatabase {
   std::vector<std::string> problems_;
 };
 
-enum class ApplyStatus : uint8_t { Applied, KeptDefault, Missing, Stale };
+enum class ApplyStatus : uint8_t { Applied, KeptDefault, Missing, Stale, Library };
 const char* applyStatusName(ApplyStatus s);
 
 struct KernelApplication {
@@ -69,15 +76,22 @@ struct KernelApplication {
   ApplyStatus status = ApplyStatus::Missing;
   codegen::Config config;   ///< applied (Applied)
   double tunedMs = 0, defaultMs = 0;  ///< from the records (0: none)
+  std::string library;      ///< the library call measured for it ("" if none)
+  double libraryMs = 0;     ///< its mean time (0: none)
   std::string why;          ///< stale: what differs
 };
 
 struct TuningApplication {
   std::map<std::string, codegen::Config> configs;  ///< for CompileOptions::configs
+  std::map<std::string, bool> libraryMeasuredFaster;  ///< for CompileOptions::libraryMeasuredFaster
   std::vector<KernelApplication> kernels;          ///< per tunable group
   size_t count(ApplyStatus s) const;
-  /// "tuning db: 12 applied, 3 kept default (tuned not faster), 20 missing (default schedule), 1 stale (knob space changed)"
-  std::string summary() const;
+  /// Gives `options` the configurations and the measured library choices.
+  void applyTo(codegen::CompileOptions& options) const;
+  /// "tuning db: 12 applied, 3 kept default (tuned not faster), 20 missing (default schedule), 1 stale (knob space
+  /// changed), 2 library calls (measured faster)" (the last only where there are some; with `tactics` off they say
+  /// that they run generated all the same).
+  std::string summary(codegen::LibraryTactics tactics = codegen::LibraryTactics::Auto) const;
 };
 
 /// What the database gives `tasks` (from extractTasks) on (target, device, toolkit).

@@ -3,7 +3,9 @@
 // See kiln/runtime/CudaKernelTimer.h. The timer holds the device's primary
 // context (pushed around each call, as CudaExecutor does), a stream, one
 // device buffer per argument and, with flushL2, two scratch buffers of the
-// L2 size (64 MiB where the driver does not report it).
+// L2 size (64 MiB where the driver does not report it). A library call is
+// a one-step executable's LibrarySteps over those buffers, with the
+// executor's workspace size.
 //
 //===----------------------------------------------------------------------===//
 #include "kiln/runtime/CudaKernelTimer.h"
@@ -11,6 +13,7 @@
 #include <algorithm>
 
 #include "CudaDriver.h"
+#include "LibrarySteps.h"
 
 namespace kiln::runtime {
 
@@ -21,7 +24,10 @@ struct CudaKernelTimer::Impl {
   CUstream stream = nullptr;
   CUmodule module = nullptr;
   CUfunction function = nullptr;
-  CudaKernelLaunch launch;
+  CudaKernelLaunch launch;  ///< a library call: its name only
+  Executable libraryExe;    ///< a library call as a one-step executable (its plan points into it)
+  std::unique_ptr<LibrarySteps> library;
+  CUdeviceptr workspace = 0;
   std::vector<CUdeviceptr> buffers;  ///< per argument (0 for an empty one)
   std::vector<CUdeviceptr> flush;    ///< L2-sized source and destination, allocated on first use
   size_t flushBytes = 0;
@@ -35,6 +41,8 @@ struct CudaKernelTimer::Impl {
   ~Impl() {
     if (!cu || !context) return;
     Current current(*this);
+    library.reset();  // descriptors and handles before the context goes
+    if (workspace) cu->memFree(workspace);
     for (CUdeviceptr p : buffers)
       if (p) cu->memFree(p);
     for (CUdeviceptr p : flush) cu->memFree(p);
@@ -46,6 +54,7 @@ struct CudaKernelTimer::Impl {
   }
 
   Status launchOnce() const {
+    if (library) return library->enqueue(0, workspace, stream);
     std::vector<CUdeviceptr> values(buffers);
     std::vector<void*> params;
     for (CUdeviceptr& p : values) params.push_back(&p);
@@ -79,21 +88,18 @@ Expected<std::pair<std::string, uint32_t>> CudaKernelTimer::device() {
   return std::make_pair(d.name, d.sm);
 }
 
-Expected<std::unique_ptr<CudaKernelTimer>> CudaKernelTimer::create(const std::vector<uint8_t>& image,
-                                                                   const CudaKernelLaunch& launch,
-                                                                   const std::vector<Tensor>& args) {
-  if (image.empty()) return makeError(ErrorCode::InvalidArgument, "kernel ", launch.entry, ": empty code image");
+/// A timer on the selected device with its context, stream, events and
+/// `args` uploaded; `name` (the kernel's or call's) for errors.
+Expected<std::unique_ptr<CudaKernelTimer>> CudaKernelTimer::open(const std::string& name, const std::vector<Tensor>& args) {
   KILN_ASSIGN(const CudaDriver* cu, CudaDriver::get());
   std::unique_ptr<CudaKernelTimer> t(new CudaKernelTimer);
   Impl& m = *t->impl_;
   KILN_ASSIGN(m.device, selectCudaDevice(*cu));
   KILN_TRY(cu->check(cu->primaryCtxRetain(&m.context, m.device.device), "cuDevicePrimaryCtxRetain"));
   m.cu = cu;
-  m.launch = launch;
+  m.launch.entry = name;
   Impl::Current current(m);
   KILN_TRY(cu->check(cu->streamCreate(&m.stream, CU_STREAM_DEFAULT), "cuStreamCreate"));
-  KILN_TRY(cu->check(cu->moduleLoadData(&m.module, image.data()), "cuModuleLoadData of kernel " + launch.entry));
-  KILN_TRY(cu->check(cu->moduleGetFunction(&m.function, m.module, launch.entry.c_str()), "cuModuleGetFunction " + launch.entry));
   KILN_TRY(cu->check(cu->eventCreate(&m.start, CU_EVENT_DEFAULT), "cuEventCreate"));
   KILN_TRY(cu->check(cu->eventCreate(&m.end, CU_EVENT_DEFAULT), "cuEventCreate"));
   for (size_t a = 0; a < args.size(); ++a) {
@@ -101,7 +107,7 @@ Expected<std::unique_ptr<CudaKernelTimer>> CudaKernelTimer::create(const std::ve
     const uint64_t bytes = args[a].byteSize();
     if (bytes) {
       KILN_TRY(cu->check(cu->memAlloc(&p, bytes), "cuMemAlloc of " + std::to_string(bytes) + " bytes for argument " +
-                                                      std::to_string(a) + " of " + launch.entry));
+                                                      std::to_string(a) + " of " + name));
       m.buffers.push_back(p);
       KILN_TRY(cu->check(cu->memcpyHtoD(p, args[a].rawData(), bytes), "uploading argument " + std::to_string(a)));
     } else {
@@ -111,11 +117,52 @@ Expected<std::unique_ptr<CudaKernelTimer>> CudaKernelTimer::create(const std::ve
   return t;
 }
 
+Expected<std::unique_ptr<CudaKernelTimer>> CudaKernelTimer::create(const std::vector<uint8_t>& image,
+                                                                   const CudaKernelLaunch& launch,
+                                                                   const std::vector<Tensor>& args) {
+  if (image.empty()) return makeError(ErrorCode::InvalidArgument, "kernel ", launch.entry, ": empty code image");
+  KILN_ASSIGN(std::unique_ptr<CudaKernelTimer> t, open(launch.entry, args));
+  Impl& m = *t->impl_;
+  m.launch = launch;
+  Impl::Current current(m);
+  KILN_TRY(m.cu->check(m.cu->moduleLoadData(&m.module, image.data()), "cuModuleLoadData of kernel " + launch.entry));
+  KILN_TRY(m.cu->check(m.cu->moduleGetFunction(&m.function, m.module, launch.entry.c_str()),
+                       "cuModuleGetFunction " + launch.entry));
+  return t;
+}
+
+Expected<std::unique_ptr<CudaKernelTimer>> CudaKernelTimer::createLibrary(const LibraryCall& call,
+                                                                          const std::vector<Tensor>& args) {
+  const std::vector<uint64_t> elements = call.operandElements();
+  if (args.size() != elements.size())
+    return makeError(ErrorCode::InvalidArgument, "library call ", call.name, " takes ", elements.size(), " operands, got ",
+                     args.size());
+  for (size_t a = 0; a < args.size(); ++a)
+    if (args[a].numElements() != elements[a] || args[a].dtype() != call.dtype)
+      return makeError(ErrorCode::InvalidArgument, "library call ", call.name, ": operand ", a, " is ",
+                       dtypeName(args[a].dtype()), " with ", args[a].numElements(), " elements, the call needs ",
+                       dtypeName(call.dtype), " with ", elements[a]);
+  KILN_ASSIGN(std::unique_ptr<CudaKernelTimer> t, open(call.name, args));
+  Impl& m = *t->impl_;
+  Impl::Current current(m);
+  Executable& exe = m.libraryExe;  // one library step over buffers 0..n-1
+  exe.libraryCalls = {call};
+  KernelStep step;
+  step.kind = StepKind::Library;
+  for (uint32_t a = 0; a < args.size(); ++a) step.args.push_back(a);
+  exe.steps = {step};
+  KILN_ASSIGN(m.library, LibrarySteps::plan(exe, m.buffers));
+  KILN_TRY(m.cu->check(m.cu->memAlloc(&m.workspace, kLibraryWorkspaceBytes), "cuMemAlloc of the library workspace"));
+  KILN_TRY(m.library->tryEach(m.workspace, m.stream));
+  KILN_TRY(m.cu->check(m.cu->streamSynchronize(m.stream), "trying library call " + call.name));
+  return t;
+}
+
 Status CudaKernelTimer::runOnce(std::vector<Tensor>& args, const std::vector<size_t>& outputs) {
   Impl& m = *impl_;
   Impl::Current current(m);
   KILN_TRY(m.launchOnce());
-  KILN_TRY(m.cu->check(m.cu->streamSynchronize(m.stream), "running kernel " + m.launch.entry));
+  KILN_TRY(m.cu->check(m.cu->streamSynchronize(m.stream), "running " + m.launch.entry));
   for (size_t a : outputs) {
     if (a >= args.size() || a >= m.buffers.size())
       return makeError(ErrorCode::InvalidArgument, "kernel ", m.launch.entry, " has no argument ", a);

@@ -57,10 +57,8 @@ std::string LibraryCall::describe() const {
          epilogueText;
 }
 
-namespace {
-
-/// Whether a call's shape is one its routine can run (sizes positive, the convolution's window fitting).
-bool wellFormed(const LibraryCall& c) {
+bool LibraryCall::wellFormed() const {
+  const LibraryCall& c = *this;
   if (uint8_t(c.epilogue) > uint8_t(LibraryEpilogue::BiasRelu) || uint8_t(c.routine) > uint8_t(LibraryRoutine::CudnnConv))
     return false;
   if (c.routine == LibraryRoutine::CublasLtMatmul) return c.batch >= 1 && c.m >= 1 && c.n >= 1 && c.k >= 1;
@@ -72,6 +70,8 @@ bool wellFormed(const LibraryCall& c) {
          g.channels % g.groups == 0 && g.outChannels % g.groups == 0 && g.outHeight() >= 1 && g.outWidth() >= 1;
 }
 
+namespace {
+
 /// A library step's operands: CUDA only, in range, static, of the call's
 /// type and exactly the sizes its shape implies; the result written only to the arena or an output.
 Status validateLibraryStep(const Executable& exe, const KernelStep& s) {
@@ -79,7 +79,7 @@ Status validateLibraryStep(const Executable& exe, const KernelStep& s) {
   if (exe.target != "cuda") return bad("a library step in a ", exe.target, " executable");
   if (s.kernel >= exe.libraryCalls.size()) return bad("step names library call ", s.kernel, " of ", exe.libraryCalls.size());
   const LibraryCall& c = exe.libraryCalls[s.kernel];
-  if (!wellFormed(c)) return bad("library call ", c.name, " has a bad shape or epilogue");
+  if (!c.wellFormed()) return bad("library call ", c.name, " has a bad shape or epilogue");
   if (c.dtype != DType::F32 && c.dtype != DType::F16 && c.dtype != DType::BF16)
     return bad("library call ", c.name, " is of type ", dtypeName(c.dtype));
   if (s.args.size() != c.numOperands())
