@@ -7,7 +7,9 @@ with `auto` or `all`) and pairs each library step `l<N>__...` with the
 generated kernel `k<N>__...` of the same kernel group: device time per run
 of each, and which won. bench/gpu-run writes these pairs for its benchmark
 models (gpu-run.md, library-pairs.jsonl); the choice `auto` makes is
-checked against them.
+checked against them. `tuned_markdown` tables a `kiln tune --target cuda
+--json` report the same way: each kernel tuned, against the library call
+kiln tune measured beside it (issue 8's library baseline).
 
   bench/library_pairs.py OFF_PROFILE LIBRARY_PROFILE [--top 12]
 """
@@ -75,6 +77,32 @@ def markdown(title, pairs, top=12):
                      f"| {p['schedule']} | {p['call']} |")
     if len(pairs) > top:
         lines.append(f"| ({len(pairs) - top} more) | | | | | | |")
+    return lines + [""]
+
+
+def tuned_markdown(title, report, top=12):
+    """The kernels of a `kiln tune --json` report whose library call was measured, heaviest (uses x tuned time) first:
+    default, tuned and library time per run, and which runs when the database is applied."""
+    tasks = [t for t in report["tasks"] if t.get("library") and not t.get("skipped")]
+    if not tasks:
+        return [f"**{title}**: no kernel with a measured library call.", ""]
+    weight = lambda t: t["uses"] * t["best_ms"]
+    tasks.sort(key=lambda t: -weight(t))
+    faster = [t for t in tasks if t.get("library_faster")]
+    tuned = sum(t["uses"] * t["best_ms"] for t in tasks)
+    chosen = sum(t["uses"] * (t["library_ms"] if t.get("library_faster") else t["best_ms"]) for t in tasks)
+    lines = [f"**{title}**: {len(tasks)} kernels with a library call, {len(faster)} faster as the call; uses x time "
+             f"{tuned:.3f} ms tuned -> {chosen:.3f} ms with the faster of each ({chosen / tuned if tuned else 0:.2f}x).", "",
+             "| kernel | uses | default ms | tuned ms | library | library ms | tuned / library | runs as |",
+             "|---|---:|---:|---:|---|---:|---:|---|"]
+    for t in tasks[:top]:
+        lib = t["library_ms"]
+        ratio = f"{t['best_ms'] / lib:.2f}" if lib > 0 else "-"
+        runs = t["library"] if t.get("library_faster") else "generated"
+        lines.append(f"| {t['description']} | {t['uses']} | {t['default_ms']:.4f} | {t['best_ms']:.4f} | {t['library']} | "
+                     + (f"{lib:.4f}" if lib > 0 else f"failed: {t.get('library_error', '')}") + f" | {ratio} | {runs} |")
+    if len(tasks) > top:
+        lines.append(f"| ({len(tasks) - top} more) | | | | | | | |")
     return lines + [""]
 
 

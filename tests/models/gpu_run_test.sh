@@ -105,6 +105,25 @@ q = pairs[0]
 assert q["group"] == "1__layers_0_q_MatMul", q
 assert q["launches"] == 2 and abs(q["generated_ms"] - 0.6) < 1e-9 and abs(q["library_ms"] - 0.3) < 1e-9, q
 PY
+# A kiln tune --json report: each tuned kernel against the library call measured beside it.
+/usr/bin/python3 - "$SRC/bench" <<'PY' || fail "library_pairs: tuned kernels against library calls"
+import sys
+sys.path.insert(0, sys.argv[1])
+import library_pairs as lp
+task = lambda d, uses, default, best, lib, ms, faster: {"description": d, "uses": uses, "default_ms": default, "best_ms": best,
+                                                       "library": lib, "library_ms": ms, "library_faster": faster,
+                                                       "library_error": "" if ms else "run-error: refused", "skipped": ""}
+report = {"tasks": [task("Conv a", 1, 0.5, 0.4, "cuDNN", 0.2, True), task("MatMul b", 12, 0.1, 0.08, "cuBLASLt", 0.09, False),
+                    task("Softmax c", 12, 0.05, 0.05, "", 0, False), task("Conv d", 2, 0.3, 0.3, "cuDNN", 0, False)]}
+lines = lp.tuned_markdown("m", report)
+text = "\n".join(lines)
+assert "3 kernels with a library call, 1 faster as the call" in text, text
+assert "1.960 ms tuned -> 1.760 ms" in text, text   # 0.4 + 12 x 0.08 + 2 x 0.3 -> 0.2 + 0.96 + 0.6
+rows = [l for l in lines if l.startswith("| ") and "---" not in l][1:]
+assert [r.split(" | ")[0] for r in rows] == ["| MatMul b", "| Conv d", "| Conv a"], rows   # heaviest first
+assert rows[2].endswith("| 2.00 | cuDNN |") and rows[0].endswith("| generated |") and "failed: run-error" in rows[1], rows
+assert "no kernel with a measured library call" in lp.tuned_markdown("cpu", {"tasks": [report["tasks"][2]]})[0]
+PY
 if /usr/bin/python3 "$SRC/bench/gpu-run" run --bundle bundle.tar.xz --out bad --library-tactics off,most > bad.txt 2>&1; then
   fail "gpu-run accepted --library-tactics most"
 fi
