@@ -333,8 +333,9 @@ Expected<LoweredModel> lowerModel(ir::Graph& graph, KernelTarget target, const C
         KILN_TRY(addLibraryStep(*match));
         continue;
       }
-      if (std::optional<LibrarySplit> split = splitForLibrary(*out.plan, *g, options.libraryTactics,
-                                                                     options.allowTf32)) {
+      const LibraryTactics splitTactics =
+          byMeasurement ? (measured->second ? LibraryTactics::All : LibraryTactics::Off) : options.libraryTactics;
+      if (std::optional<LibrarySplit> split = splitForLibrary(*out.plan, *g, splitTactics, options.allowTf32)) {
         KILN_TRY(addLibraryStep(split->head));
         out.libraryTails.push_back(std::make_unique<KernelGroup>(std::move(split->tail)));
         KILN_TRY(addKernelStep(out.libraryTails.back().get()));

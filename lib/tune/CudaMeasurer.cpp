@@ -11,7 +11,10 @@
 // not a failure of the tuning run. A task whose group a library call can
 // compute (LibraryTactics.h: libraryCallFor) has that call measured too,
 // on the same reference values, so that compiling with the tuning database
-// picks library or generated code by measurement.
+// picks library or generated code by measurement; a group the compiler
+// would split (splitForLibrary: BERT's GELU after a cuBLASLt product) is
+// measured as the split runs: the call, then the rest's generated kernel
+// (default schedule), the two times added.
 //
 //===----------------------------------------------------------------------===//
 #include <algorithm>
@@ -47,6 +50,9 @@ class CudaMeasurer final : public StagedMeasurer<CudaCandidate> {
   Expected<std::optional<MeasureResult>> measureLibrary(const TuningTask& task) override {
     const KernelGroup& group = *task.groups.front();
     std::optional<LibraryMatch> match = libraryCallFor(group, /*allowTf32=*/false);
+    std::optional<LibrarySplit> split;
+    if (!match && task.plan && (split = splitForLibrary(*task.plan, group, LibraryTactics::All, /*allowTf32=*/false)))
+      match = split->head;
     if (!match) return std::optional<MeasureResult>();
     match->call.name = "tune_library";
     MeasureResult r;
@@ -54,6 +60,7 @@ class CudaMeasurer final : public StagedMeasurer<CudaCandidate> {
     KILN_ASSIGN(KernelArguments args, bindLibraryArguments(group, *match, reference_));
     KILN_ASSIGN(KernelOutcome outcome, measureCudaLibraryCall(match->call, args.tensors, args.expected, options_));
     take(outcome, r);
+    if (split && r.ok()) KILN_TRY(addTail(split->tail, r));
     return std::optional<MeasureResult>(std::move(r));
   }
 
@@ -70,14 +77,41 @@ class CudaMeasurer final : public StagedMeasurer<CudaCandidate> {
   }
 
   Status runAndTime(CudaCandidate& c, KernelArguments& args, MeasureResult& r) const override {
-    runtime::CudaKernelLaunch launch;
-    launch.entry = c.source.name;
-    for (size_t d = 0; d < 3; ++d) {
-      launch.grid[d] = uint32_t(c.source.grid[d]);
-      launch.block[d] = uint32_t(c.source.block[d]);
-    }
-    KILN_ASSIGN(KernelOutcome outcome, measureCudaKernel(c.cubin, launch, args.tensors, args.expected, options_));
+    KILN_ASSIGN(KernelOutcome outcome, measureCudaKernel(c.cubin, launchOf(c.source), args.tensors, args.expected, options_));
     take(outcome, r);
+    return Status::ok();
+  }
+
+  static runtime::CudaKernelLaunch launchOf(const CudaKernel& source) {
+    runtime::CudaKernelLaunch launch;
+    launch.entry = source.name;
+    for (size_t d = 0; d < 3; ++d) {
+      launch.grid[d] = uint32_t(source.grid[d]);
+      launch.block[d] = uint32_t(source.block[d]);
+    }
+    return launch;
+  }
+
+  /// A split group's rest after its library call (`tail`, kernel tune_library_tail, default schedule): built, checked
+  /// and timed like a candidate, its time added to `r`'s, or `r` marked with why it failed.
+  Status addTail(const KernelGroup& tail, MeasureResult& r) const {
+    CudaCandidate c;
+    Expected<GroupSignature> sig = signatureOf(tail, KernelTarget::Gpu);
+    Status s = sig ? lower(tail, sig->fullSpace.defaultConfig(), "tune_library_tail", c) : sig.status();
+    if (!s.isOk()) {
+      fail(r, MeasureStatus::LowerError, "the rest after the library call: " + s.error().message());
+      return Status::ok();
+    }
+    if (s = build(c); !s.isOk()) {
+      fail(r, MeasureStatus::CompileError, "the rest after the library call: " + s.error().message());
+      return Status::ok();
+    }
+    KILN_ASSIGN(KernelArguments args, bindKernelArguments(tail, c.lowered, reference_));
+    KILN_ASSIGN(KernelOutcome outcome, measureCudaKernel(c.cubin, launchOf(c.source), args.tensors, args.expected, options_));
+    const double callMs = r.ms, callError = r.maxError;
+    take(outcome, r);
+    r.ms += callMs;
+    r.maxError = std::max(r.maxError, callError);
     return Status::ok();
   }
 

@@ -107,6 +107,7 @@ Expected<TaskSet> extractTasks(ir::Graph& graph, KernelTarget target, const std:
       task.space = std::move(space);
       task.spaceVersion = s->spaceVersion;
       task.flops = s->flops;
+      task.plan = out.plan.get();
       out.tasks.push_back(std::move(task));
     }
     out.tasks[it->second].groups.push_back(&g);

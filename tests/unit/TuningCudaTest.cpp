@@ -336,3 +336,80 @@ TEST_CASE("under auto a measured library choice overrides the heuristic, off and
   CHECK(librarySizes(codegen::LibraryTactics::All, true) == std::vector<int64_t>{4, 128});
 
 }
+
+TEST_CASE("a group the compiler would split is measured as the split runs: the cuBLASLt call plus the rest's kernel") {
+  // BERT's FFN up projection: a bias, then the exact (erf) GELU, which no cuBLASLt epilogue computes.
+  auto m = ir::parseModule(R"(module @m {
+  graph @main(%x: f32[2,6,12], %w: f32[12,9], %b: f32[9], %r: f32[1], %h: f32[1], %o: f32[1]) {
+    %m = MatMul(%x, %w) : f32[2,6,9]
+    %a = Add(%m, %b) : f32[2,6,9]
+    %d = Div(%a, %r) : f32[2,6,9]
+    %e = Erf(%d) : f32[2,6,9]
+    %f = Add(%e, %o) : f32[2,6,9]
+    %g = Mul(%a, %f) : f32[2,6,9]
+    %y = Mul(%g, %h) : f32[2,6,9]
+    return %y
+  }
+})", "tune-split.kir");
+  REQUIRE(m.isOk());
+  ir::Graph& g = (*m)->graph();
+  auto tasks = extractTasks(g, codegen::KernelTarget::Gpu);
+  REQUIRE(tasks.isOk());
+  REQUIRE(tasks->tasks.size() == 1);
+  const TuningTask& t = tasks->tasks.front();
+  const codegen::KernelGroup& group = *t.groups.front();
+  REQUIRE(!codegen::libraryCallFor(group, false).has_value());  // not one call: split
+  auto split = codegen::splitForLibrary(*tasks->plan, group, codegen::LibraryTactics::All, false);
+  REQUIRE(split.has_value());
+  auto reference = codegen::referenceValues(g, testing::randomInputs(g, 7));
+  REQUIRE(reference.isOk());
+  // The emulation holds the default schedule (tune_0) and the rest's kernel as the measurer names it.
+  std::vector<codegen::CudaKernel> sources;
+  codegen::Config defaults = t.space.defaultConfig();
+  auto lowered = codegen::lowerGroup(group, codegen::KernelTarget::Gpu, &defaults);
+  REQUIRE(lowered.isOk());
+  lowered->kernel.name = "tune_0";
+  auto tail = codegen::lowerGroup(split->tail, codegen::KernelTarget::Gpu);
+  REQUIRE(tail.isOk());
+  tail->kernel.name = "tune_library_tail";
+  for (auto* k : {&*lowered, &*tail}) {
+    auto source = codegen::emitCuda(k->kernel, codegen::fusedOpsOf(k == &*tail ? split->tail : group));
+    REQUIRE(source.isOk());
+    sources.push_back(std::move(*source));
+  }
+  useEmulation(sources, "tune-split");
+  MeasureOptions mo;
+  mo.repeats = 2;
+  mo.minSampleMs = 0.05;
+  auto measurer = createCudaMeasurer(*reference, mo);
+  REQUIRE(measurer.isOk());
+  auto r = (*measurer)->measureLibrary(t);
+  REQUIRE(r.isOk());
+  REQUIRE(r->has_value());
+  INFO((*r)->error);
+  CHECK((*r)->library == "cuBLASLt");
+  CHECK((*r)->ok());
+  CHECK((*r)->maxError < 1e-4);  // the rest's output, the model's, against the interpreter
+  CHECK((*r)->ms > 0);
+  // A reference that disagrees with the rest's output makes the pair wrong.
+  auto wrongRef = *reference;
+  for (auto& [name, value] : wrongRef)
+    if (name == "y") value = Tensor::fromVector<float>(value.dims(), std::vector<float>(value.numElements(), 42.0f));
+  auto wrong = createCudaMeasurer(wrongRef, mo);
+  REQUIRE(wrong.isOk());
+  auto w = (*wrong)->measureLibrary(t);
+  REQUIRE(w.isOk());
+  REQUIRE(w->has_value());
+  CHECK((*w)->status == MeasureStatus::WrongOutput);
+
+  // Compiled under auto with a measurement: split where the pair was faster, one generated kernel where it was not.
+  for (bool faster : {true, false}) {
+    codegen::CompileOptions options;
+    options.libraryTactics = codegen::LibraryTactics::Auto;
+    options.libraryMeasuredFaster[group.name()] = faster;
+    auto model = codegen::lowerModel(g, codegen::KernelTarget::Gpu, options);
+    REQUIRE(model.isOk());
+    CHECK(model->stats.librarySteps == size_t(faster));
+    CHECK(model->libraryTails.size() == size_t(faster));
+  }
+}

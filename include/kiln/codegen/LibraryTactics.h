@@ -32,8 +32,8 @@
 // (splitForLibrary) when its head qualifies; convolution groups are not
 // (cuDNN's losses at batch 1 would only grow by the extra pass).
 // With a tuning database (kiln tune --target cuda measures each group's
-// library call beside its kernels), `auto` follows the measurement instead
-// (CompileOptions::libraryMeasuredFaster).
+// library call, or its split, beside its kernels), `auto` follows the
+// measurement instead (CompileOptions::libraryMeasuredFaster).
 //
 //===----------------------------------------------------------------------===//
 #pragma once

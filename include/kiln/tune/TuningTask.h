@@ -26,6 +26,7 @@ struct TuningTask {
   std::string description;   ///< anchor op and shapes, e.g. "Conv 1x64x56x56 -> 1x256x56x56 +Add+Relu"
   codegen::KernelTarget target = codegen::KernelTarget::Cpu;
   std::vector<const codegen::KernelGroup*> groups;  ///< every group this kernel computes (first: representative)
+  const codegen::FusionPlan* plan = nullptr;        ///< the plan the groups belong to (TaskSet::plan)
   codegen::KnobSpace space;  ///< what search may pick from (approximate knobs: the default only)
   std::string spaceVersion;  ///< hash of the template's full knob space text
   double flops = 0;          ///< arithmetic of one run (default schedule's kernel IR)
