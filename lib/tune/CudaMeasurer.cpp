@@ -110,7 +110,7 @@ class CudaMeasurer final : public StagedMeasurer<CudaCandidate> {
     KILN_ASSIGN(KernelOutcome outcome, measureCudaKernel(c.cubin, launchOf(c.source), args.tensors, args.expected, options_));
     const double callMs = r.ms, callError = r.maxError;
     take(outcome, r);
-    r.ms += callMs;
+    if (r.ok()) r.ms += callMs;
     r.maxError = std::max(r.maxError, callError);
     return Status::ok();
   }
