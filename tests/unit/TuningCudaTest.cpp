@@ -67,17 +67,55 @@ void useEmulation(const std::vector<codegen::CudaKernel>& sources, const std::st
   ::unsetenv("KILN_EMULATED_SM");
 }
 
-}  // namespace
+/// A model with one GPU tuning task.
+struct OneTask {
+  std::unique_ptr<ir::Module> module;
+  TaskSet tasks;
+  ir::Graph& graph() { return module->graph(); }
+  const TuningTask& task() const { return tasks.tasks.front(); }
+};
 
-TEST_CASE("the CUDA measurer builds, checks and times candidates (emulated driver)") {
-  auto m = ir::parseModule(kConvBlock, "tune-cuda.kir");
+OneTask oneTask(const char* text, const char* name) {
+  auto m = ir::parseModule(text, name);
   REQUIRE(m.isOk());
-  ir::Graph& g = (*m)->graph();
-  auto tasks = extractTasks(g, codegen::KernelTarget::Gpu);
+  auto tasks = extractTasks((*m)->graph(), codegen::KernelTarget::Gpu);
   INFO((tasks.isOk() ? std::string() : tasks.error().str()));
   REQUIRE(tasks.isOk());
   REQUIRE(tasks->tasks.size() == 1);
-  const TuningTask& t = tasks->tasks.front();
+  return {std::move(*m), std::move(*tasks)};
+}
+
+/// Short samples: the emulation's times mean nothing, only that they are taken.
+MeasureOptions quickTiming() {
+  MeasureOptions o;
+  o.repeats = 2;
+  o.minSampleMs = 0.05;
+  return o;
+}
+
+/// `reference` with the value `name` replaced by 42s, which no kernel or call computing it matches.
+std::map<std::string, Tensor> withWrongValue(std::map<std::string, Tensor> reference, const std::string& name) {
+  Tensor& value = reference.at(name);
+  value = Tensor::fromVector<float>(value.dims(), std::vector<float>(value.numElements(), 42.0f));
+  return reference;
+}
+
+/// The CUDA C of `group` lowered with `config` (its template's default when null), its kernel named `name`.
+codegen::CudaKernel sourceOf(const codegen::KernelGroup& group, const codegen::Config* config, const std::string& name) {
+  auto lowered = codegen::lowerGroup(group, codegen::KernelTarget::Gpu, config);
+  REQUIRE(lowered.isOk());
+  lowered->kernel.name = name;
+  auto source = codegen::emitCuda(lowered->kernel, codegen::fusedOpsOf(group));
+  REQUIRE(source.isOk());
+  return std::move(*source);
+}
+
+}  // namespace
+
+TEST_CASE("the CUDA measurer builds, checks and times candidates (emulated driver)") {
+  OneTask one = oneTask(kConvBlock, "tune-cuda.kir");
+  ir::Graph& g = one.graph();
+  const TuningTask& t = one.task();
   CHECK(t.signature.find("-cuda-") != std::string::npos);
   REQUIRE(t.space.size() >= 3);
   std::vector<float> x(8 * 6 * 6);
@@ -88,19 +126,10 @@ TEST_CASE("the CUDA measurer builds, checks and times candidates (emulated drive
   // Candidates 0..2 as the measurer names them (tune_<i>); the emulation library holds their CUDA C.
   std::vector<codegen::Config> configs{t.space.defaultConfig(), t.space.configAt(1), t.space.configAt(2)};
   std::vector<codegen::CudaKernel> sources;
-  for (size_t i = 0; i < configs.size(); ++i) {
-    auto lowered = codegen::lowerGroup(*t.groups.front(), codegen::KernelTarget::Gpu, &configs[i]);
-    REQUIRE(lowered.isOk());
-    lowered->kernel.name = "tune_" + std::to_string(i);
-    auto source = codegen::emitCuda(lowered->kernel, codegen::fusedOpsOf(*t.groups.front()));
-    REQUIRE(source.isOk());
-    sources.push_back(std::move(*source));
-  }
+  for (size_t i = 0; i < configs.size(); ++i) sources.push_back(sourceOf(*t.groups.front(), &configs[i], "tune_" + std::to_string(i)));
   useEmulation(sources, "tune-cuda");
 
-  MeasureOptions o;
-  o.repeats = 2;
-  o.minSampleMs = 0.05;
+  const MeasureOptions o = quickTiming();
   auto measurer = createCudaMeasurer(*reference, o);
   INFO((measurer.isOk() ? std::string() : measurer.error().str()));
   REQUIRE(measurer.isOk());
@@ -134,10 +163,7 @@ TEST_CASE("the CUDA measurer builds, checks and times candidates (emulated drive
     CHECK(r->front().ms > 0);
   }
   SECTION("a reference that disagrees makes the candidate wrong") {
-    auto wrongRef = *reference;
-    for (auto& [name, value] : wrongRef)
-      if (name == "r") value = Tensor::fromVector<float>(value.dims(), std::vector<float>(value.numElements(), 42.0f));
-    auto wrong = createCudaMeasurer(wrongRef, o);
+    auto wrong = createCudaMeasurer(withWrongValue(*reference, "r"), o);
     REQUIRE(wrong.isOk());
     auto r = (*wrong)->measure(t, {configs[0]});
     REQUIRE(r.isOk());
@@ -155,27 +181,15 @@ TEST_CASE("the CUDA measurer builds, checks and times candidates (emulated drive
 }
 
 TEST_CASE("the tuning loop measures each kernel's library call, and compiling with its database follows the measurement") {
-  auto m = ir::parseModule(kConvBlock, "tune-library.kir");
-  REQUIRE(m.isOk());
-  ir::Graph& g = (*m)->graph();
-  auto tasks = extractTasks(g, codegen::KernelTarget::Gpu);
-  REQUIRE(tasks.isOk());
-  REQUIRE(tasks->tasks.size() == 1);
-  const TuningTask& t = tasks->tasks.front();
+  OneTask one = oneTask(kConvBlock, "tune-library.kir");
+  ir::Graph& g = one.graph();
+  const TuningTask& t = one.task();
   auto reference = codegen::referenceValues(g, testing::randomInputs(g, 3));
   REQUIRE(reference.isOk());
   // The default schedule is the only generated kernel a run without trials measures (tune_0).
-  codegen::Config defaults = t.space.defaultConfig();
-  auto lowered = codegen::lowerGroup(*t.groups.front(), codegen::KernelTarget::Gpu, &defaults);
-  REQUIRE(lowered.isOk());
-  lowered->kernel.name = "tune_0";
-  auto source = codegen::emitCuda(lowered->kernel, codegen::fusedOpsOf(*t.groups.front()));
-  REQUIRE(source.isOk());
-  useEmulation({*source}, "tune-library");
+  useEmulation({sourceOf(*t.groups.front(), nullptr, "tune_0")}, "tune-library");
 
-  MeasureOptions mo;
-  mo.repeats = 2;
-  mo.minSampleMs = 0.05;
+  const MeasureOptions mo = quickTiming();
   auto measurer = createCudaMeasurer(*reference, mo);
   REQUIRE(measurer.isOk());
   const std::string dbDir = testing::scratchDir("tune-library-db");
@@ -186,7 +200,7 @@ TEST_CASE("the tuning loop measures each kernel's library call, and compiling wi
   REQUIRE(db.isOk());
   TuneOptions o;
   o.trials = 0;  // the default, the library call, and the library call again at the confirmation
-  auto report = tuneTasks(*tasks, **measurer, o, &*db);
+  auto report = tuneTasks(one.tasks, **measurer, o, &*db);
   INFO((report.isOk() ? std::string() : report.error().str()));
   REQUIRE(report.isOk());
   const TaskOutcome& outcome = report->tasks.front();
@@ -208,7 +222,7 @@ TEST_CASE("the tuning loop measures each kernel's library call, and compiling wi
   // Applied: the group runs as the library call where that measured faster, generated otherwise.
   auto reopened = TuningDatabase::open(dbPath, true);
   REQUIRE(reopened.isOk());
-  TuningApplication a = applyTuningDatabase(*tasks, *reopened, "cuda", (*measurer)->device(), (*measurer)->toolkit());
+  TuningApplication a = applyTuningDatabase(one.tasks, *reopened, "cuda", (*measurer)->device(), (*measurer)->toolkit());
   const std::string group = t.groups.front()->name();
   REQUIRE(a.libraryMeasuredFaster.count(group));
   const bool faster = a.libraryMeasuredFaster.at(group);
@@ -225,17 +239,13 @@ TEST_CASE("the tuning loop measures each kernel's library call, and compiling wi
   CHECK(tuned->stats.librarySteps == size_t(faster));
 
   SECTION("a matmul's cuBLASLt call is checked against the reference like a candidate") {
-    auto mm = ir::parseModule(kMatmulBlock, "tune-library-mm.kir");
-    REQUIRE(mm.isOk());
-    ir::Graph& mg = (*mm)->graph();
-    auto mtasks = extractTasks(mg, codegen::KernelTarget::Gpu);
-    REQUIRE(mtasks.isOk());
-    REQUIRE(mtasks->tasks.size() == 1);
+    OneTask mm = oneTask(kMatmulBlock, "tune-library-mm.kir");
+    ir::Graph& mg = mm.graph();
     auto mref = codegen::referenceValues(mg, testing::randomInputs(mg, 5));
     REQUIRE(mref.isOk());
     auto mmeasurer = createCudaMeasurer(*mref, mo);
     REQUIRE(mmeasurer.isOk());
-    auto r = (*mmeasurer)->measureLibrary(mtasks->tasks.front());
+    auto r = (*mmeasurer)->measureLibrary(mm.task());
     REQUIRE(r.isOk());
     REQUIRE(r->has_value());
     INFO((*r)->error);
@@ -245,12 +255,9 @@ TEST_CASE("the tuning loop measures each kernel's library call, and compiling wi
     CHECK((*r)->maxError < 1e-5);
     CHECK((*r)->config.empty());
     // A reference that disagrees makes the call wrong, as it would a kernel.
-    auto wrongRef = *mref;
-    for (auto& [name, value] : wrongRef)
-      if (name == "z") value = Tensor::fromVector<float>(value.dims(), std::vector<float>(value.numElements(), 42.0f));
-    auto wrong = createCudaMeasurer(wrongRef, mo);
+    auto wrong = createCudaMeasurer(withWrongValue(*mref, "z"), mo);
     REQUIRE(wrong.isOk());
-    auto w = (*wrong)->measureLibrary(mtasks->tasks.front());
+    auto w = (*wrong)->measureLibrary(mm.task());
     REQUIRE(w.isOk());
     REQUIRE(w->has_value());
     CHECK((*w)->status == MeasureStatus::WrongOutput);
@@ -261,7 +268,7 @@ TEST_CASE("the tuning loop measures each kernel's library call, and compiling wi
     REQUIRE(db2.isOk());
     TuneOptions none = o;
     none.libraries = false;
-    auto r = tuneTasks(*tasks, **measurer, none, &*db2);
+    auto r = tuneTasks(one.tasks, **measurer, none, &*db2);
     REQUIRE(r.isOk());
     CHECK(r->tasks.front().library.empty());
     for (const TuningRecord& rec : db2->records()) CHECK(rec.library.empty());
@@ -339,7 +346,7 @@ TEST_CASE("under auto a measured library choice overrides the heuristic, off and
 
 TEST_CASE("a group the compiler would split is measured as the split runs: the cuBLASLt call plus the rest's kernel") {
   // BERT's FFN up projection: a bias, then the exact (erf) GELU, which no cuBLASLt epilogue computes.
-  auto m = ir::parseModule(R"(module @m {
+  OneTask one = oneTask(R"(module @m {
   graph @main(%x: f32[2,6,12], %w: f32[12,9], %b: f32[9], %r: f32[1], %h: f32[1], %o: f32[1]) {
     %m = MatMul(%x, %w) : f32[2,6,9]
     %a = Add(%m, %b) : f32[2,6,9]
@@ -351,36 +358,17 @@ TEST_CASE("a group the compiler would split is measured as the split runs: the c
     return %y
   }
 })", "tune-split.kir");
-  REQUIRE(m.isOk());
-  ir::Graph& g = (*m)->graph();
-  auto tasks = extractTasks(g, codegen::KernelTarget::Gpu);
-  REQUIRE(tasks.isOk());
-  REQUIRE(tasks->tasks.size() == 1);
-  const TuningTask& t = tasks->tasks.front();
+  ir::Graph& g = one.graph();
+  const TuningTask& t = one.task();
   const codegen::KernelGroup& group = *t.groups.front();
   REQUIRE(!codegen::libraryCallFor(group, false).has_value());  // not one call: split
-  auto split = codegen::splitForLibrary(*tasks->plan, group, codegen::LibraryTactics::All, false);
+  auto split = codegen::splitForLibrary(*one.tasks.plan, group, codegen::LibraryTactics::All, false);
   REQUIRE(split.has_value());
   auto reference = codegen::referenceValues(g, testing::randomInputs(g, 7));
   REQUIRE(reference.isOk());
   // The emulation holds the default schedule (tune_0) and the rest's kernel as the measurer names it.
-  std::vector<codegen::CudaKernel> sources;
-  codegen::Config defaults = t.space.defaultConfig();
-  auto lowered = codegen::lowerGroup(group, codegen::KernelTarget::Gpu, &defaults);
-  REQUIRE(lowered.isOk());
-  lowered->kernel.name = "tune_0";
-  auto tail = codegen::lowerGroup(split->tail, codegen::KernelTarget::Gpu);
-  REQUIRE(tail.isOk());
-  tail->kernel.name = "tune_library_tail";
-  for (auto* k : {&*lowered, &*tail}) {
-    auto source = codegen::emitCuda(k->kernel, codegen::fusedOpsOf(k == &*tail ? split->tail : group));
-    REQUIRE(source.isOk());
-    sources.push_back(std::move(*source));
-  }
-  useEmulation(sources, "tune-split");
-  MeasureOptions mo;
-  mo.repeats = 2;
-  mo.minSampleMs = 0.05;
+  useEmulation({sourceOf(group, nullptr, "tune_0"), sourceOf(split->tail, nullptr, "tune_library_tail")}, "tune-split");
+  const MeasureOptions mo = quickTiming();
   auto measurer = createCudaMeasurer(*reference, mo);
   REQUIRE(measurer.isOk());
   auto r = (*measurer)->measureLibrary(t);
@@ -392,10 +380,7 @@ TEST_CASE("a group the compiler would split is measured as the split runs: the c
   CHECK((*r)->maxError < 1e-4);  // the rest's output, the model's, against the interpreter
   CHECK((*r)->ms > 0);
   // A reference that disagrees with the rest's output makes the pair wrong.
-  auto wrongRef = *reference;
-  for (auto& [name, value] : wrongRef)
-    if (name == "y") value = Tensor::fromVector<float>(value.dims(), std::vector<float>(value.numElements(), 42.0f));
-  auto wrong = createCudaMeasurer(wrongRef, mo);
+  auto wrong = createCudaMeasurer(withWrongValue(*reference, "y"), mo);
   REQUIRE(wrong.isOk());
   auto w = (*wrong)->measureLibrary(t);
   REQUIRE(w.isOk());
