@@ -324,10 +324,14 @@ Expected<LoweredModel> lowerModel(ir::Graph& graph, KernelTarget target, const C
       for (ir::Value* v : g->outputs) KILN_TRY(resultBuffer(v).status());
       continue;
     }
-    if (target == KernelTarget::Gpu && options.libraryTactics != LibraryTactics::Off && !options.configs.count(g->name())) {
-      // Under auto, what kiln tune measured for the group decides, else the heuristic.
-      auto measured = options.libraryMeasuredFaster.find(g->name());
-      const bool byMeasurement = options.libraryTactics == LibraryTactics::Auto && measured != options.libraryMeasuredFaster.end();
+    // Under auto, what kiln tune measured for the group decides, else the heuristic. A configuration given for the
+    // group keeps it generated, unless its library call measured faster (the tuning database still gives the
+    // kernel's best configuration, for --library-tactics off).
+    auto measured = options.libraryMeasuredFaster.find(g->name());
+    const bool byMeasurement = options.libraryTactics == LibraryTactics::Auto && measured != options.libraryMeasuredFaster.end();
+    const bool measuredFaster = measured != options.libraryMeasuredFaster.end() && measured->second;
+    if (target == KernelTarget::Gpu && options.libraryTactics != LibraryTactics::Off &&
+        (measuredFaster || !options.configs.count(g->name()))) {
       if (std::optional<LibraryMatch> match = libraryCallFor(*g, options.allowTf32);
           match && (byMeasurement ? measured->second : useLibrary(options.libraryTactics, *match))) {
         KILN_TRY(addLibraryStep(*match));

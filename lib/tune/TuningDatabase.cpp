@@ -208,6 +208,10 @@ TuningApplication applyTuningDatabase(const TaskSet& tasks, const TuningDatabase
         k.defaultMs = std::isfinite(defaultMs) ? defaultMs : 0;
         if (libraryFaster) {
           k.status = ApplyStatus::Library;
+          if (!std::isfinite(defaultMs) || bestMs < defaultMs) {  // the kernel's, should it run generated after all
+            k.config = *best;
+            out.configs[k.group] = *best;
+          }
         } else if (std::isfinite(defaultMs) && !(bestMs < defaultMs)) {
           k.status = ApplyStatus::KeptDefault;
         } else {

@@ -294,8 +294,11 @@ TEST_CASE("under auto a measured library choice overrides the heuristic, off and
   std::filesystem::remove(dir + "/db.jsonl");
   auto db = TuningDatabase::open(dir + "/db.jsonl");
   REQUIRE(db.isOk());
-  // The large product's kernel measured faster than cuBLASLt, the small one's slower.
+  // The large product's kernel measured faster than cuBLASLt, the small one's slower, even tuned (0.008 ms).
   const double generated[] = {1.0, 0.01}, library[] = {2.0, 0.005};
+  const TuningTask& small = tasks->tasks[1];
+  REQUIRE(small.space.size() > 1);
+  const codegen::Config tunedSmall = small.space.configAt(small.space.defaultConfig() == small.space.configAt(0) ? 1 : 0);
   for (size_t i = 0; i < 2; ++i) {
     const TuningTask& t = tasks->tasks[i];
     TuningRecord r;
@@ -315,6 +318,11 @@ TEST_CASE("under auto a measured library choice overrides the heuristic, off and
     r.ms = library[i];
     REQUIRE(db->append(r).isOk());
   }
+  TuningRecord tuned = db->records()[2];  // the small product's default, as a tuned configuration
+  tuned.config = tunedSmall;
+  tuned.isDefault = false;
+  tuned.ms = 0.008;
+  REQUIRE(db->append(tuned).isOk());
   auto back = TuningDatabase::open(dir + "/db.jsonl", true);
   REQUIRE(back.isOk());
   REQUIRE(back->problems().empty());
@@ -323,8 +331,12 @@ TEST_CASE("under auto a measured library choice overrides the heuristic, off and
   CHECK(a.count(ApplyStatus::Library) == 1);
   CHECK(a.count(ApplyStatus::KeptDefault) == 1);
   CHECK(a.summary().find("1 library calls (measured faster)") != std::string::npos);
-  CHECK(a.configs.empty());
+  // The tuned configuration is still given (used with --library-tactics off).
+  const std::string smallGroup = small.groups.front()->name();
+  CHECK(a.configs.size() == 1);
+  CHECK(a.configs.at(smallGroup) == tunedSmall);
   CHECK(a.kernels[1].libraryMs == Approx(0.005));
+  CHECK(a.kernels[1].tunedMs == Approx(0.008));
 
   auto librarySizes = [&](codegen::LibraryTactics tactics, bool withDb) {
     codegen::CompileOptions options;
@@ -341,6 +353,17 @@ TEST_CASE("under auto a measured library choice overrides the heuristic, off and
   CHECK(librarySizes(codegen::LibraryTactics::Auto, true) == std::vector<int64_t>{4});     // the measurement
   CHECK(librarySizes(codegen::LibraryTactics::Off, true).empty());
   CHECK(librarySizes(codegen::LibraryTactics::All, true) == std::vector<int64_t>{4, 128});
+  codegen::CompileOptions off;  // generated after all: with the tuned schedule
+  a.applyTo(off);
+  auto generatedModel = codegen::lowerModel(g, codegen::KernelTarget::Gpu, off);
+  REQUIRE(generatedModel.isOk());
+  bool sawSmall = false;
+  for (const codegen::LoweredKernel& k : generatedModel->kernels)
+    if (k.group->name() == smallGroup) {
+      sawSmall = true;
+      CHECK(k.config == tunedSmall);
+    }
+  CHECK(sawSmall);
 
 }
 

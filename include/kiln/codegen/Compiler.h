@@ -36,7 +36,8 @@ struct CompileOptions {
   LibraryTactics libraryTactics = LibraryTactics::Off;
   /// GPU, per group name: whether its library call measured faster than its
   /// generated kernel (kiln tune --target cuda). Under `auto` this decides
-  /// instead of the heuristic; `off` and `all` are not overridden.
+  /// instead of the heuristic and of a config given for the group; `off`
+  /// and `all` are not overridden.
   std::map<std::string, bool> libraryMeasuredFaster;
 };
 

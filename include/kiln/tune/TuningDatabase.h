@@ -17,8 +17,9 @@
 // with a `library` field is the group's library call (cuBLASLt or cuDNN,
 // config empty), measured by kiln tune --target cuda: where its mean beats
 // the generated kernel's best (tuned or default), the group runs as that
-// library call; where it loses, it stays generated even where library
-// tactics' `auto` heuristic would have taken the library.
+// library call under `auto` (its best tuned configuration is still given,
+// for `--library-tactics off`); where it loses, it stays generated even
+// where `auto`'s heuristic would have taken the library.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -74,7 +75,7 @@ const char* applyStatusName(ApplyStatus s);
 struct KernelApplication {
   std::string group, signature, description;
   ApplyStatus status = ApplyStatus::Missing;
-  codegen::Config config;   ///< applied (Applied)
+  codegen::Config config;   ///< applied (Applied; Library: the kernel's, where tuned beat the default)
   double tunedMs = 0, defaultMs = 0;  ///< from the records (0: none)
   std::string library;      ///< the library call measured for it ("" if none)
   double libraryMs = 0;     ///< its mean time (0: none)
