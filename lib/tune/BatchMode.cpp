@@ -164,7 +164,7 @@ Expected<ExportSummary> exportCandidates(const TaskSet& tasks, const std::map<st
     nlohmann::ordered_json entry{{"id", id}};
     LoweredKernel lowered;
     if (cuda) {
-      KILN_ASSIGN(CudaCandidateSource c, cudaCandidate(*task.groups.front(), config, id));
+      KILN_ASSIGN(CudaCandidateSource c, cudaCandidate(*task.groups.front(), &config, id));
       KILN_ASSIGN(CudaBinary binary, compileCubin(c.source.source, id + ".cu", options.sm));
       KILN_TRY(writeFile(options.dir + "/" + id + ".cu", c.source.source));
       KILN_TRY(writeFile(options.dir + "/" + id + ".cubin", std::string(binary.cubin.begin(), binary.cubin.end())));

@@ -66,7 +66,7 @@ class CudaMeasurer final : public StagedMeasurer<CudaCandidate> {
 
  private:
   Status lower(const KernelGroup& group, const Config& config, const std::string& name, CudaCandidate& c) const override {
-    KILN_ASSIGN(static_cast<CudaCandidateSource&>(c), cudaCandidate(group, config, name));
+    KILN_ASSIGN(static_cast<CudaCandidateSource&>(c), cudaCandidate(group, &config, name));
     return Status::ok();
   }
 
@@ -96,13 +96,13 @@ class CudaMeasurer final : public StagedMeasurer<CudaCandidate> {
   /// and timed like a candidate, its time added to `r`'s, or `r` marked with why it failed.
   Status addTail(const KernelGroup& tail, MeasureResult& r) const {
     CudaCandidate c;
-    Expected<GroupSignature> sig = signatureOf(tail, KernelTarget::Gpu);
-    Status s = sig ? lower(tail, sig->fullSpace.defaultConfig(), "tune_library_tail", c) : sig.status();
-    if (!s.isOk()) {
-      fail(r, MeasureStatus::LowerError, "the rest after the library call: " + s.error().message());
+    Expected<CudaCandidateSource> source = cudaCandidate(tail, nullptr, "tune_library_tail");
+    if (!source) {
+      fail(r, MeasureStatus::LowerError, "the rest after the library call: " + source.error().message());
       return Status::ok();
     }
-    if (s = build(c); !s.isOk()) {
+    static_cast<CudaCandidateSource&>(c) = std::move(*source);
+    if (Status s = build(c); !s.isOk()) {
       fail(r, MeasureStatus::CompileError, "the rest after the library call: " + s.error().message());
       return Status::ok();
     }
@@ -140,9 +140,9 @@ Expected<KernelArguments> bindLibraryArguments(const KernelGroup& group, const L
   return b;
 }
 
-Expected<CudaCandidateSource> cudaCandidate(const KernelGroup& group, const Config& config, const std::string& name) {
+Expected<CudaCandidateSource> cudaCandidate(const KernelGroup& group, const Config* config, const std::string& name) {
   CudaCandidateSource c;
-  KILN_ASSIGN(c.lowered, lowerGroup(group, KernelTarget::Gpu, &config));
+  KILN_ASSIGN(c.lowered, lowerGroup(group, KernelTarget::Gpu, config));
   c.lowered.kernel.name = name;
   KILN_ASSIGN(c.source, emitCuda(c.lowered.kernel, fusedOpsOf(group)));
   return c;

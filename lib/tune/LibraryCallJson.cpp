@@ -40,9 +40,9 @@ Expected<LibraryCall> parseLibraryCallJson(const std::string& text) {
   try {
     LibraryCall c;
     const std::string routine = j.at("routine").get<std::string>();
-    if (routine == runtime::libraryName(LibraryRoutine::CudnnConv)) c.routine = LibraryRoutine::CudnnConv;
-    else if (routine != runtime::libraryName(LibraryRoutine::CublasLtMatmul))
-      return makeError(ErrorCode::FileFormat, "library call: unknown routine '", routine, "' (cuBLASLt or cuDNN)");
+    std::optional<LibraryRoutine> named = runtime::libraryRoutineNamed(routine);
+    if (!named) return makeError(ErrorCode::FileFormat, "library call: unknown routine '", routine, "' (cuBLASLt or cuDNN)");
+    c.routine = *named;
     c.name = j.value("name", "library_call");
     std::optional<DType> dtype = parseDType(j.at("dtype").get<std::string>());
     if (!dtype || (*dtype != DType::F32 && *dtype != DType::F16 && *dtype != DType::BF16))

@@ -283,10 +283,9 @@ Expected<TuneReport> tuneTasks(const TaskSet& tasks, Measurer& measurer, const T
       continue;
     }
     TaskOutcome& o = s.outcome;
-    o.libraryFaster = o.libraryMs > 0 && o.libraryMs < o.bestMs;
-    report.libraryTasks += o.libraryFaster;
+    report.libraryTasks += o.libraryFaster();
     report.defaultKernelMs += double(o.groups) * o.defaultMs;
-    report.tunedKernelMs += double(o.groups) * (o.libraryFaster ? o.libraryMs : o.bestMs);
+    report.tunedKernelMs += double(o.groups) * (o.libraryFaster() ? o.libraryMs : o.bestMs);
     report.tasks.push_back(std::move(s.outcome));
   }
   report.seconds = clock.elapsedMs() / 1000.0;

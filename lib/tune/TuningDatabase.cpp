@@ -80,8 +80,7 @@ Expected<TuningRecord> parseTuningRecord(const std::string& line) {
     r.time = j.value("time", "");
     if (j.contains("features")) r.features = j.at("features").get<std::vector<float>>();
     r.library = j.value("library", "");
-    if (!r.library.empty() && r.library != runtime::libraryName(runtime::LibraryRoutine::CublasLtMatmul) &&
-        r.library != runtime::libraryName(runtime::LibraryRoutine::CudnnConv))
+    if (!r.library.empty() && !runtime::libraryRoutineNamed(r.library))
       return makeError(ErrorCode::FileFormat, "unknown library '", r.library, "' (cuBLASLt or cuDNN)");
     if (!r.library.empty() && !r.config.empty())
       return makeError(ErrorCode::FileFormat, "a ", r.library, " record has a configuration");

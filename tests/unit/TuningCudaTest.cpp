@@ -207,8 +207,8 @@ TEST_CASE("the tuning loop measures each kernel's library call, and compiling wi
   INFO(outcome.libraryError);
   CHECK(outcome.library == "cuDNN");
   CHECK(outcome.libraryMs > 0);
-  CHECK(outcome.libraryFaster == (outcome.libraryMs < outcome.bestMs));
-  CHECK(report->libraryTasks == size_t(outcome.libraryFaster));
+  CHECK(outcome.libraryFaster() == (outcome.libraryMs < outcome.bestMs));
+  CHECK(report->libraryTasks == size_t(outcome.libraryFaster()));
   std::vector<std::string> strategies;
   for (const TuningRecord& r : db->records()) {
     strategies.push_back(r.strategy + (r.library.empty() ? "" : " " + r.library));

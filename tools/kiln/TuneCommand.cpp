@@ -66,7 +66,7 @@ std::string libraryNote(const tune::TaskOutcome& t) {
   if (t.library.empty()) return "";
   std::ostringstream os;
   os << std::setprecision(4) << std::fixed << "  (" << t.library << " ";
-  if (t.libraryMs > 0) os << t.libraryMs << " ms" << (t.libraryFaster ? ", faster" : "") << ")";
+  if (t.libraryMs > 0) os << t.libraryMs << " ms" << (t.libraryFaster() ? ", faster" : "") << ")";
   else os << "failed: " << t.libraryError << ")";
   return os.str();
 }
@@ -100,7 +100,7 @@ std::string reportJson(const tune::TuneReport& r, const std::string& model) {
                      {"uses", t.groups}, {"flops", t.flops}, {"default_ms", t.defaultMs}, {"best_ms", t.bestMs},
                      {"best_config", config}, {"kept_default", t.keptDefault}, {"trials", t.trials},
                      {"invalid", t.invalid}, {"reused", t.reused}, {"seconds", t.seconds}, {"curve_ms", t.curve}, {"skipped", t.skipped}, {"transfer_rows", t.transferRows},
-                     {"library", t.library}, {"library_ms", t.libraryMs}, {"library_faster", t.libraryFaster},
+                     {"library", t.library}, {"library_ms", t.libraryMs}, {"library_faster", t.libraryFaster()},
                      {"library_error", t.libraryError}});
   }
   nlohmann::ordered_json j{{"schema", "kiln-tune-report/1"}, {"model", model},       {"strategy", r.strategy},

@@ -17,7 +17,9 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "kiln/support/Status.h"
@@ -59,6 +61,8 @@ const char* libraryEpilogueName(LibraryEpilogue e);
 enum class LibraryRoutine : uint8_t { CublasLtMatmul, CudnnConv };
 /// "cuBLASLt" or "cuDNN".
 const char* libraryName(LibraryRoutine r);
+/// Inverse of libraryName; nullopt for another name.
+std::optional<LibraryRoutine> libraryRoutineNamed(std::string_view name);
 
 /// A 2-D convolution's shape (NCHW data, KCRS weights, symmetric padding);
 /// the batch is LibraryCall::batch.

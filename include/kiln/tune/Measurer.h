@@ -82,13 +82,14 @@ Expected<KernelArguments> bindLibraryArguments(const codegen::KernelGroup& group
 /// The CPU measurer for kernels of `graph`; `reference` holds every value of
 /// the graph (codegen::referenceValues) on the inputs the tuner chose.
 Expected<std::unique_ptr<Measurer>> createCpuMeasurer(std::map<std::string, Tensor> reference, MeasureOptions options);
-/// A GPU candidate of `group`: lowered with `config`, its kernel named
-/// `name`, printed as CUDA C (what the CUDA measurer compiles and batch mode exports).
+/// A GPU candidate of `group`: lowered with `config` (null: its template's
+/// default), its kernel named `name`, printed as CUDA C (what the CUDA
+/// measurer compiles and batch mode exports).
 struct CudaCandidateSource {
   codegen::LoweredKernel lowered;
   codegen::CudaKernel source;
 };
-Expected<CudaCandidateSource> cudaCandidate(const codegen::KernelGroup& group, const codegen::Config& config,
+Expected<CudaCandidateSource> cudaCandidate(const codegen::KernelGroup& group, const codegen::Config* config,
                                             const std::string& name);
 
 /// The GPU measurer (target "cuda") on the device KILN_CUDA_DEVICE names

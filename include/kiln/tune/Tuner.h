@@ -68,7 +68,8 @@ struct TaskOutcome {
   std::string library;               ///< the library call measured for it ("" if none)
   double libraryMs = 0;              ///< its time (0: not measured or failed)
   std::string libraryError;          ///< why it failed
-  bool libraryFaster = false;        ///< the library call beat bestMs: compiling with the database runs it
+  /// The library call beat bestMs: compiling with the database runs it.
+  bool libraryFaster() const { return libraryMs > 0 && libraryMs < bestMs; }
 };
 
 struct TuneReport {

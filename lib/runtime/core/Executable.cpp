@@ -25,6 +25,12 @@ const char* libraryEpilogueName(LibraryEpilogue e) {
 
 const char* libraryName(LibraryRoutine r) { return r == LibraryRoutine::CudnnConv ? "cuDNN" : "cuBLASLt"; }
 
+std::optional<LibraryRoutine> libraryRoutineNamed(std::string_view name) {
+  for (LibraryRoutine r : {LibraryRoutine::CublasLtMatmul, LibraryRoutine::CudnnConv})
+    if (name == libraryName(r)) return r;
+  return std::nullopt;
+}
+
 std::vector<uint64_t> LibraryCall::operandElements() const {
   std::vector<uint64_t> elements;
   if (routine == LibraryRoutine::CudnnConv) {
