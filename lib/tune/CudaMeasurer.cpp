@@ -57,6 +57,7 @@ class CudaMeasurer final : public StagedMeasurer<CudaCandidate> {
     match->call.name = "tune_library";
     MeasureResult r;
     r.library = runtime::libraryName(match->call.routine);
+    r.libraryVersion = installedLibraryVersion(r.library);
     KILN_ASSIGN(KernelArguments args, bindLibraryArguments(group, *match, reference_));
     KILN_ASSIGN(KernelOutcome outcome, measureCudaLibraryCall(match->call, args.tensors, args.expected, options_));
     take(outcome, r);

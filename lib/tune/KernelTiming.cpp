@@ -81,6 +81,13 @@ Expected<KernelOutcome> measureCudaLibraryCall(const runtime::LibraryCall& call,
   return measureOnTimer(runtime::CudaKernelTimer::createLibrary(call, args), args, expected, options, false);
 }
 
+std::string installedLibraryVersion(const std::string& library) {
+  std::optional<runtime::LibraryRoutine> routine = runtime::libraryRoutineNamed(library);
+  if (!routine) return "";
+  Expected<std::string> version = runtime::libraryVersion(*routine);
+  return version ? *version : std::string();
+}
+
 double maxRelativeError(const Tensor& got, const Tensor& want) {
   std::vector<double> g = got.toDoubles(), w = want.toDoubles();
   if (g.size() != w.size()) return INFINITY;

@@ -99,6 +99,7 @@ class TuningRun {
     rec.seed = options_.search.seed;
     rec.time = utcTimestamp();
     rec.library = r.library;
+    rec.libraryVersion = r.libraryVersion;
     if (space && r.library.empty() && task.space.check(r.config).isOk())
       if (const std::vector<float>* f = space->features(space->indexOf(r.config))) rec.features = *f;
     return db_->append(std::move(rec));

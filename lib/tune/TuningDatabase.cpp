@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 #include "kiln/tune/TuningDatabase.h"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <limits>
@@ -13,6 +14,7 @@
 
 #include "kiln/runtime/Executable.h"
 #include "kiln/support/File.h"
+#include "kiln/tune/KernelTiming.h"
 #include "kiln/tune/SearchStrategy.h"
 
 namespace kiln::tune {
@@ -53,6 +55,7 @@ std::string tuningRecordJson(const TuningRecord& r) {
                            {"time", r.time}};
   if (!r.features.empty()) j["features"] = r.features;
   if (!r.library.empty()) j["library"] = r.library;
+  if (!r.libraryVersion.empty()) j["library_version"] = r.libraryVersion;
   return j.dump();
 }
 
@@ -84,6 +87,9 @@ Expected<TuningRecord> parseTuningRecord(const std::string& line) {
       return makeError(ErrorCode::FileFormat, "unknown library '", r.library, "' (cuBLASLt or cuDNN)");
     if (!r.library.empty() && !r.config.empty())
       return makeError(ErrorCode::FileFormat, "a ", r.library, " record has a configuration");
+    r.libraryVersion = j.value("library_version", "");
+    if (!r.libraryVersion.empty() && r.library.empty())
+      return makeError(ErrorCode::FileFormat, "library_version '", r.libraryVersion, "' on a record that is not a library call's");
     if (r.status == MeasureStatus::Ok && !(r.ms > 0 && std::isfinite(r.ms)))
       return makeError(ErrorCode::FileFormat, "time ", r.ms, " ms of an ok record is not positive");
     return r;
@@ -136,6 +142,11 @@ std::string TuningApplication::summary(codegen::LibraryTactics tactics) const {
   if (size_t n = count(ApplyStatus::Library))
     library = ", " + std::to_string(n) + " library calls (measured faster" +
               (tactics == codegen::LibraryTactics::Off ? "; generated all the same: --library-tactics off)" : ")");
+  const size_t unused = size_t(std::count_if(kernels.begin(), kernels.end(), [](const KernelApplication& k) {
+    return !k.libraryUnused.empty();
+  }));
+  if (unused)
+    library += ", " + std::to_string(unused) + " kernels' library call records not used (--show-tuning says why)";
   return "tuning db: " + std::to_string(count(ApplyStatus::Applied)) + " kernels applied, " +
          std::to_string(count(ApplyStatus::KeptDefault)) + " kept the default (tuned not faster), " +
          std::to_string(count(ApplyStatus::Missing)) + " missing (default schedule), " +
@@ -150,11 +161,13 @@ void TuningApplication::applyTo(codegen::CompileOptions& options) const {
 TuningApplication applyTuningDatabase(const TaskSet& tasks, const TuningDatabase& db, const std::string& target,
                                       const std::string& device, const std::string& toolkit) {
   TuningApplication out;
+  std::map<std::string, std::string> librariesHere;  // library -> its version here, looked up once
   for (const TuningTask& task : tasks.tasks) {
     // Mean time per configuration over its valid records of this key.
     std::map<Config, std::pair<double, int>> times;
     std::map<std::string, std::pair<double, int>> libraryTimes;  // per library
-    std::string staleWhy;
+    std::string staleWhy, libraryUnusedWhy;
+    std::optional<bool> callable;  // whether a library call computes the task, looked up at its first library record
     for (const TuningRecord& r : db.records()) {
       if (r.signature != task.signature || r.target != target || r.device != device) continue;
       if (r.toolkit != toolkit) {
@@ -167,6 +180,17 @@ TuningApplication applyTuningDatabase(const TaskSet& tasks, const TuningDatabase
       }
       if (r.status != MeasureStatus::Ok) continue;
       if (!r.library.empty()) {
+        if (!callable) callable = task.hasLibraryCall();
+        if (!*callable) {
+          libraryUnusedWhy = "no " + r.library + " call computes this kernel";
+          continue;
+        }
+        auto [here, first] = librariesHere.try_emplace(r.library);
+        if (first) here->second = installedLibraryVersion(r.library);
+        if (!r.libraryVersion.empty() && !here->second.empty() && r.libraryVersion != here->second) {
+          libraryUnusedWhy = "measured on " + r.library + " " + r.libraryVersion + ", this machine loads " + here->second;
+          continue;
+        }
         auto& [sum, n] = libraryTimes[r.library];
         sum += r.ms;
         ++n;
@@ -199,6 +223,7 @@ TuningApplication applyTuningDatabase(const TaskSet& tasks, const TuningDatabase
       k.description = task.description;
       k.library = library;
       k.libraryMs = libraryMs;
+      if (library.empty()) k.libraryUnused = libraryUnusedWhy;
       // bestMs is the fastest generated kernel's, the default included.
       const bool libraryFaster = best && !library.empty() && libraryMs < bestMs;
       if (best && !library.empty()) out.libraryMeasuredFaster[k.group] = libraryFaster;

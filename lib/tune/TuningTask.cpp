@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <map>
 
+#include "kiln/codegen/LibraryTactics.h"
 #include "kiln/support/Hash.h"
 #include "kiln/tune/ScheduleFeatures.h"
 
@@ -72,6 +73,13 @@ Expected<GroupSignature> signatureOf(const KernelGroup& group, KernelTarget targ
   s.spaceVersion = hex16(hashString(s.fullSpace.str()));
   s.flops = kernelStats(lowered.kernel).flops;
   return s;
+}
+
+bool TuningTask::hasLibraryCall() const {
+  if (target != KernelTarget::Gpu || groups.empty()) return false;
+  const codegen::KernelGroup& group = *groups.front();
+  return codegen::libraryCallFor(group, /*allowTf32=*/false) ||
+         (plan && codegen::splitForLibrary(*plan, group, codegen::LibraryTactics::All, /*allowTf32=*/false));
 }
 
 Expected<TaskSet> extractTasks(ir::Graph& graph, KernelTarget target, const std::string& fusionPlanText) {

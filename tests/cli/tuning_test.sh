@@ -264,6 +264,7 @@ calls = [l for l in lines if l.get('library')]
 assert len(lines) == 6 + copies + len(calls) and all(l['status'] == 'ok' and l['ms'] > 0 for l in lines), lines
 assert sum(l['strategy'] == 'same-code' for l in lines) == copies
 assert calls and all(l['library'] == 'cuDNN' and l['config'] == {} and l['strategy'] == 'library' for l in calls), calls
+assert all(l.get('library_version', '').count('.') == 2 for l in calls), calls  # the cuDNN version kiln-measure ran
 assert all(l['target'] == 'cuda' and l['device'] == 'kiln CPU emulation (sm_90)' and 'NVRTC' in l['toolkit'] for l in lines)
 assert all('-cuda-' in l['signature'] for l in lines)
 key = lambda c: (c['record']['signature'], json.dumps(c['record']['config'], sort_keys=True))
@@ -336,6 +337,20 @@ PY
   > cnolib.txt
 expect_in "library calls (measured faster; generated all the same: --library-tactics off)" cnolib.txt
 ! grep -q "^  library steps" cnolib.txt || fail "--library-tactics off still ran library steps"
+# A call measured on another cuDNN / cuBLASLt than this machine loads is set aside, and the summary says so.
+/usr/bin/python3 - cuda_library.jsonl cuda_oldlib.jsonl <<'PY'
+import json, sys
+with open(sys.argv[2], 'w') as out:
+    for l in map(json.loads, open(sys.argv[1])):
+        if l.get('library'):
+            l['library_version'] = '0.0.1'
+        out.write(json.dumps(l) + '\n')
+PY
+"$KILN" compile "$MODEL" --target cuda:sm_90 --tuning-db cuda_oldlib.jsonl --show-tuning -o cuda_oldlib.kiln \
+  > coldlib.txt 2> coldlib.err
+expect_in "library call records not used (--show-tuning says why)" coldlib.txt
+expect_in "(library call records not used: measured on cuDNN 0.0.1, this machine loads " coldlib.err
+! grep -q "^  library steps" coldlib.txt || fail "calls measured on another library version ran as library steps"
 LIBRARY_KERNELS=$("$EMULATION_KERNELS" "$MODEL" clibrary-emulation f32 auto cuda_library.jsonl)
 KILN_CUDA_DRIVER=$EMULATED_DRIVER KILN_EMULATED_KERNELS=$LIBRARY_KERNELS "$KILN" run cuda_library.kiln \
   --output-dir out_cuda_library > /dev/null

@@ -145,6 +145,9 @@ const char* CUBLASWINAPI cublasLtGetStatusName(cublasStatus_t status) {
   }
 }
 
+/// The headers' version: the emulation stands in for the toolkit's cuBLASLt.
+size_t CUBLASWINAPI cublasLtGetVersion(void) { return CUBLAS_VERSION; }
+
 cublasStatus_t CUBLASWINAPI cublasLtCreate(cublasLtHandle_t* handle) { return createObject<Handle>(handle); }
 cublasStatus_t CUBLASWINAPI cublasLtDestroy(cublasLtHandle_t handle) { return destroyObject<Handle>(handle); }
 

@@ -198,6 +198,9 @@ const char* CUDNNWINAPI cudnnGetErrorString(cudnnStatus_t status) {
   }
 }
 
+/// The headers' version: the emulation stands in for the toolkit's cuDNN.
+size_t CUDNNWINAPI cudnnGetVersion(void) { return CUDNN_VERSION; }
+
 cudnnStatus_t CUDNNWINAPI cudnnCreate(cudnnHandle_t* handle) { return createObject<Handle>(handle); }
 cudnnStatus_t CUDNNWINAPI cudnnDestroy(cudnnHandle_t handle) { return destroyObject<Handle>(handle); }
 cudnnStatus_t CUDNNWINAPI cudnnSetStream(cudnnHandle_t handle, cudaStream_t stream) {

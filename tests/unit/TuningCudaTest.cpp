@@ -11,7 +11,8 @@
 // that does not stop the measurement. Each kernel's library call (the
 // emulated cuDNN and cuBLASLt) is measured by the tuning loop beside its
 // kernel, and compiling with the database picks library or generated code
-// by what was measured.
+// by what was measured; records of another library version, or of a
+// kernel no call computes, are set aside.
 //
 //===----------------------------------------------------------------------===//
 #include <catch2/catch.hpp>
@@ -216,6 +217,8 @@ TEST_CASE("the tuning loop measures each kernel's library call, and compiling wi
     CHECK(r.config.empty());
     CHECK(r.status == MeasureStatus::Ok);
     CHECK(r.features.empty());  // not a configuration of the knob space: no transfer rows
+    CHECK(!r.libraryVersion.empty());  // the version of the (emulated) cuDNN it ran on
+    CHECK(r.libraryVersion == installedLibraryVersion("cuDNN"));
   }
   CHECK(strategies == std::vector<std::string>{"default", "library cuDNN", "confirm cuDNN"});
 
@@ -365,6 +368,62 @@ TEST_CASE("under auto a measured library choice overrides the heuristic, off and
     }
   CHECK(sawSmall);
 
+}
+
+TEST_CASE("library call records of another library version, or of a kernel no call computes, are set aside") {
+  ::setenv("KILN_CUBLASLT", KILN_EMULATED_CUBLASLT, 1);  // the library whose version the records are checked against
+  const std::string here = installedLibraryVersion("cuBLASLt");
+  REQUIRE(!here.empty());
+  auto m = ir::parseModule(R"(module @m {
+  graph @main(%s: f32[4,4], %t: f32[4,4], %x: f32[8,32]) {
+    %g = MatMul(%s, %t) : f32[4,4]
+    %y = Softmax(%x) {axis = -1} : f32[8,32]
+    return %g, %y
+  }
+})", "library-unused.kir");
+  REQUIRE(m.isOk());
+  auto tasks = extractTasks((*m)->graph(), codegen::KernelTarget::Gpu);
+  REQUIRE(tasks.isOk());
+  REQUIRE(tasks->tasks.size() == 2);
+  CHECK(tasks->tasks[0].hasLibraryCall());
+  CHECK(!tasks->tasks[1].hasLibraryCall());
+  const std::string dir = testing::scratchDir("library-unused");
+  std::filesystem::create_directories(dir);
+  auto applied = [&](const std::string& matmulVersion) {
+    std::filesystem::remove(dir + "/db.jsonl");
+    auto db = TuningDatabase::open(dir + "/db.jsonl");
+    REQUIRE(db.isOk());
+    for (const TuningTask& t : tasks->tasks) {  // each: default 1 ms, a cuBLASLt call 0.5 ms
+      TuningRecord r;
+      r.target = "cuda", r.device = "gpu", r.toolkit = "tk", r.signature = t.signature, r.spaceVersion = t.spaceVersion;
+      r.config = t.space.defaultConfig(), r.isDefault = true, r.ms = 1.0;
+      REQUIRE(db->append(r).isOk());
+      r.config.clear(), r.isDefault = false, r.library = "cuBLASLt", r.strategy = "library", r.ms = 0.5;
+      r.libraryVersion = matmulVersion;
+      REQUIRE(db->append(r).isOk());
+    }
+    auto back = TuningDatabase::open(dir + "/db.jsonl", true);
+    REQUIRE(back.isOk());
+    return applyTuningDatabase(*tasks, *back, "cuda", "gpu", "tk");
+  };
+  // Measured on this version (or, in older files, on an unknown one): the matmul runs as its call.
+  for (const std::string& version : {here, std::string()}) {
+    TuningApplication a = applied(version);
+    CHECK(a.kernels[0].status == ApplyStatus::Library);
+    CHECK(a.kernels[0].libraryUnused.empty());
+    // No cuBLASLt call computes a softmax: its record is not used, and the report says so.
+    CHECK(a.kernels[1].status == ApplyStatus::KeptDefault);
+    CHECK(a.kernels[1].library.empty());
+    CHECK(a.kernels[1].libraryUnused == "no cuBLASLt call computes this kernel");
+    CHECK(a.summary().find("1 kernels' library call records not used") != std::string::npos);
+    CHECK(!a.libraryMeasuredFaster.count(tasks->tasks[1].groups.front()->name()));
+  }
+  // Measured on another cuBLASLt: set aside, the kernel's own records decide.
+  TuningApplication other = applied("0.0.1");
+  CHECK(other.kernels[0].status == ApplyStatus::KeptDefault);
+  CHECK(other.kernels[0].libraryUnused == "measured on cuBLASLt 0.0.1, this machine loads " + here);
+  CHECK(other.summary().find("2 kernels' library call records not used") != std::string::npos);
+  CHECK(!other.libraryMeasuredFaster.count(tasks->tasks[0].groups.front()->name()));
 }
 
 TEST_CASE("a group the compiler would split is measured as the split runs: the cuBLASLt call plus the rest's kernel") {

@@ -747,10 +747,19 @@ TEST_CASE("library calls as JSON (batch mode manifests) round-trip, and damaged 
   TuningRecord r;
   r.target = "cuda", r.device = "gpu", r.toolkit = "tk", r.signature = "conv2d-cuda-0123456789abcdef";
   r.spaceVersion = "fedcba9876543210", r.ms = 0.5, r.library = "cuDNN", r.strategy = "library";
+  r.libraryVersion = "9.19.0";
   auto back = parseTuningRecord(tuningRecordJson(r));
   REQUIRE(back.isOk());
   CHECK(back->library == "cuDNN");
+  CHECK(back->libraryVersion == "9.19.0");
   CHECK(back->config.empty());
+  // A library version on a generated kernel's record is refused; a library record without one (older files) is read.
+  TuningRecord kernel = r;
+  kernel.library.clear();
+  CHECK(parseTuningRecord(tuningRecordJson(kernel)).error().message().find("not a library call's") != std::string::npos);
+  r.libraryVersion.clear();
+  CHECK(tuningRecordJson(r).find("library_version") == std::string::npos);
+  CHECK(parseTuningRecord(tuningRecordJson(r)).isOk());
   r.library = "MKL";
   CHECK(parseTuningRecord(tuningRecordJson(r)).error().message().find("unknown library") != std::string::npos);
   r.library = "cuBLASLt";

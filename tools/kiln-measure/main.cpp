@@ -177,6 +177,8 @@ int run(const Options& o) {
     record["status"] = status;
     record["ms"] = m->ms;
     record["time"] = utcTimestamp();
+    if (c.contains("library"))  // the version it ran on: records of another version are set aside when applied
+      if (std::string v = tune::installedLibraryVersion(record.value("library", "")); !v.empty()) record["library_version"] = v;
     if (Status s = appendLine(out, record.dump()); !s.isOk()) {
       std::cerr << "kiln-measure: error: " << s.error().message() << "\n";
       return 1;

@@ -187,6 +187,7 @@ Expected<tune::TuningApplication> applyTuning(const CompileOptions& o, ir::Graph
         std::cerr << " (tuned " << k.tunedMs << " ms, default " << k.defaultMs << " ms"
                   << (k.libraryMs > 0 ? ", " + k.library + " " + std::to_string(k.libraryMs) + " ms" : std::string()) << ")";
       if (!k.why.empty()) std::cerr << " (" << k.why << ")";
+      if (!k.libraryUnused.empty()) std::cerr << " (library call records not used: " << k.libraryUnused << ")";
       std::cerr << "\n";
     }
   return applied;

@@ -63,6 +63,11 @@ enum class LibraryRoutine : uint8_t { CublasLtMatmul, CudnnConv };
 const char* libraryName(LibraryRoutine r);
 /// Inverse of libraryName; nullopt for another name.
 std::optional<LibraryRoutine> libraryRoutineNamed(std::string_view name);
+/// The version of the library this process loads for `r` (KILN_CUBLASLT /
+/// KILN_CUDNN, else the installed one), as "major.minor.patch"; KE5005 when
+/// it is absent. Tuning records of library calls carry it: a call measured
+/// on another version of the library no longer decides the group.
+Expected<std::string> libraryVersion(LibraryRoutine r);
 
 /// A 2-D convolution's shape (NCHW data, KCRS weights, symmetric padding);
 /// the batch is LibraryCall::batch.

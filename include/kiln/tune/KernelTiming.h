@@ -77,6 +77,11 @@ Expected<KernelOutcome> measureCudaKernel(const std::vector<uint8_t>& image, con
 Expected<KernelOutcome> measureCudaLibraryCall(const runtime::LibraryCall& call, std::vector<Tensor>& args,
                                                const ExpectedOutputs& expected, const MeasureOptions& options);
 
+/// The version of `library` ("cuBLASLt", "cuDNN") this process loads
+/// (runtime::libraryVersion), "" where it does not load: what a library
+/// call's tuning record carries.
+std::string installedLibraryVersion(const std::string& library);
+
 /// "<CPU model>, <N> logical cores": the device key of CPU tuning records.
 std::string cpuDeviceName();
 

@@ -39,6 +39,7 @@ struct MeasureResult {
   double maxError = 0;   ///< worst relative error vs the reference
   std::string error;     ///< why it is not Ok
   std::string library;   ///< a library call's routine ("cuBLASLt", "cuDNN"; config empty), "" for a generated kernel
+  std::string libraryVersion;  ///< the version of that library it ran on ("" when it did not load)
   bool ok() const { return status == MeasureStatus::Ok; }
 };
 

@@ -19,7 +19,10 @@
 // the generated kernel's best (tuned or default), the group runs as that
 // library call under `auto` (its best tuned configuration is still given,
 // for `--library-tactics off`); where it loses, it stays generated even
-// where `auto`'s heuristic would have taken the library.
+// where `auto`'s heuristic would have taken the library. A library call's
+// record carries the library's version; one measured on another version
+// than this machine loads is set aside (reported, not used), as is one for
+// a kernel no library call computes (a record written by hand).
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -48,6 +51,7 @@ struct TuningRecord {
   std::string time;         ///< UTC
   std::vector<float> features;  ///< the cost model's features of the configuration (transfer learning)
   std::string library;      ///< a library call's record: "cuBLASLt" or "cuDNN" (config empty); "" for a generated kernel
+  std::string libraryVersion;  ///< that library's version where it was measured ("9.1.0"; "" unknown)
   size_t line = 0;          ///< where it was read
 };
 std::string tuningRecordJson(const TuningRecord& r);
@@ -80,6 +84,7 @@ struct KernelApplication {
   std::string library;      ///< the library call measured for it ("" if none)
   double libraryMs = 0;     ///< its mean time (0: none)
   std::string why;          ///< stale: what differs
+  std::string libraryUnused; ///< why its library call records were set aside (another library version; no call computes it)
 };
 
 struct TuningApplication {

@@ -31,6 +31,10 @@ struct TuningTask {
   std::string spaceVersion;  ///< hash of the template's full knob space text
   double flops = 0;          ///< arithmetic of one run (default schedule's kernel IR)
   std::vector<std::string> groupNames() const;
+  /// Whether a library call computes its groups in f32 (a cuBLASLt matmul or
+  /// cuDNN convolution, or the head the compiler splits off for one; GPU
+  /// tasks only): what kiln tune --target cuda measures beside its kernels.
+  bool hasLibraryCall() const;
 };
 
 /// The tasks of a graph: its fusion plan (defaults, or `fusionPlanText`) and

@@ -42,6 +42,7 @@ Loaded load() {
   need("cublasLtMatmulPreferenceSetAttribute", c.preferenceSetAttribute);
   need("cublasLtMatmulAlgoGetHeuristic", c.algoGetHeuristic);
   need("cublasLtMatmul", c.matmul);
+  need("cublasLtGetVersion", c.getVersion);
   if (library.missing)
     l.status = Error(ErrorCode::DeviceUnavailable, library.path + " lacks " + library.missing + " (cuBLASLt too old)");
   return l;

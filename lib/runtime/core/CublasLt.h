@@ -42,6 +42,7 @@ struct CublasLt {
   decltype(&::cublasLtMatmulPreferenceSetAttribute) preferenceSetAttribute = nullptr;
   decltype(&::cublasLtMatmulAlgoGetHeuristic) algoGetHeuristic = nullptr;
   decltype(&::cublasLtMatmul) matmul = nullptr;
+  decltype(&::cublasLtGetVersion) getVersion = nullptr;
 
   /// The process-wide library (loaded once); KE5005 when absent.
   static Expected<const CublasLt*> get();

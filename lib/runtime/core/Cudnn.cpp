@@ -51,6 +51,7 @@ Loaded load() {
   need("cudnnConvolutionBiasActivationForward", c.convolutionBiasActivationForward);
   need("cudnnAddTensor", c.addTensor);
   need("cudnnActivationForward", c.activationForward);
+  need("cudnnGetVersion", c.getVersion);
   if (library.missing)
     l.status = Error(ErrorCode::DeviceUnavailable, library.path + " lacks " + library.missing + " (cuDNN 9 needed)");
   return l;

@@ -58,6 +58,7 @@ struct Cudnn {
   decltype(&::cudnnConvolutionBiasActivationForward) convolutionBiasActivationForward = nullptr;
   decltype(&::cudnnAddTensor) addTensor = nullptr;
   decltype(&::cudnnActivationForward) activationForward = nullptr;
+  decltype(&::cudnnGetVersion) getVersion = nullptr;
 
   /// The process-wide library (loaded once); KE5005 when absent.
   static Expected<const Cudnn*> get();

@@ -10,6 +10,18 @@
 
 namespace kiln::runtime {
 
+Expected<std::string> libraryVersion(LibraryRoutine r) {
+  size_t v = 0;  // both number their versions major * 10000 + minor * 100 + patch
+  if (r == LibraryRoutine::CudnnConv) {
+    KILN_ASSIGN(const Cudnn* lib, Cudnn::get());
+    v = lib->getVersion();
+  } else {
+    KILN_ASSIGN(const CublasLt* lib, CublasLt::get());
+    v = lib->getVersion();
+  }
+  return std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." + std::to_string(v % 100);
+}
+
 LibrarySteps::~LibrarySteps() {
   plans_.clear();  // descriptors before the handles they were made with
   if (cublasLtHandle_) cublasLt_->destroy(cublasLtHandle_);
