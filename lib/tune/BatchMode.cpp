@@ -8,7 +8,9 @@
 // For CUDA each task's library call (cuBLASLt, cuDNN), where it has one and
 // the database holds no record of it, goes with its first round as a
 // candidate of its own (id l0000...: the call as JSON and its operands; not
-// counted in the budget).
+// counted in the budget); for a group the compiler would split, the call
+// for its head and, as "tail", the rest's kernel (cubin and arguments),
+// which kiln-measure times after the call, the two times added.
 //
 //===----------------------------------------------------------------------===//
 #include "kiln/tune/BatchMode.h"
@@ -23,6 +25,7 @@
 
 #include "kiln/codegen/CpuBackend.h"
 #include "kiln/codegen/CudaBackend.h"
+#include "kiln/codegen/LibraryTactics.h"
 #include "kiln/support/File.h"
 #include "kiln/support/Hash.h"
 #include "kiln/support/Npy.h"
@@ -143,15 +146,44 @@ Expected<ExportSummary> exportCandidates(const TaskSet& tasks, const std::map<st
     }
     return argList;
   };
-  // The task's library call as a candidate (CUDA), when it has one.
+  // `group` lowered for the GPU (`config`, or its template's default when null) as the kernel entry["id"] names: its
+  // CUDA C and cubin written, their files and its launch put in `entry`.
+  auto writeCudaKernel = [&](const KernelGroup& group, const Config* config,
+                             nlohmann::ordered_json& entry) -> Expected<LoweredKernel> {
+    const std::string id = entry.at("id").get<std::string>();
+    KILN_ASSIGN(CudaCandidateSource c, cudaCandidate(group, config, id));
+    KILN_ASSIGN(CudaBinary binary, compileCubin(c.source.source, id + ".cu", options.sm));
+    KILN_TRY(writeFile(options.dir + "/" + id + ".cu", c.source.source));
+    KILN_TRY(writeFile(options.dir + "/" + id + ".cubin", std::string(binary.cubin.begin(), binary.cubin.end())));
+    summary.bytes += binary.cubin.size() + c.source.source.size();
+    entry["cubin"] = id + ".cubin";
+    entry["source"] = id + ".cu";
+    entry["param_types"] = c.source.paramTypes;
+    entry["grid"] = c.source.grid;
+    entry["block"] = c.source.block;
+    return std::move(c.lowered);
+  };
+  // The task's library call as a candidate (CUDA), when it has one. A group the compiler would split goes as the
+  // call for its head and, under "tail", the rest's kernel (default schedule), measured after it, the times added.
   auto addLibrary = [&](const TuningTask& task) -> Status {
-    std::optional<LibraryMatch> match = libraryCallFor(*task.groups.front(), /*allowTf32=*/false);
+    const KernelGroup& group = *task.groups.front();
+    std::optional<LibraryMatch> match = libraryCallFor(group, /*allowTf32=*/false);
+    std::optional<LibrarySplit> split;
+    if (!match && task.plan && (split = splitForLibrary(*task.plan, group, LibraryTactics::All, /*allowTf32=*/false)))
+      match = split->head;
     if (!match) return Status::ok();
     const std::string id = "l" + std::to_string(10000 + summary.libraryCalls).substr(1);
     match->call.name = id;
     nlohmann::ordered_json entry{{"id", id}, {"library", nlohmann::ordered_json::parse(libraryCallJson(match->call))}};
-    KILN_ASSIGN(KernelArguments args, bindLibraryArguments(*task.groups.front(), *match, reference));
+    KILN_ASSIGN(KernelArguments args, bindLibraryArguments(group, *match, reference));
     KILN_ASSIGN(entry["args"], writeArguments(args));
+    if (split) {
+      nlohmann::ordered_json tail{{"id", id + "_tail"}};
+      KILN_ASSIGN(LoweredKernel lowered, writeCudaKernel(split->tail, nullptr, tail));
+      KILN_ASSIGN(KernelArguments tailArgs, bindKernelArguments(split->tail, lowered, reference));
+      KILN_ASSIGN(tail["args"], writeArguments(tailArgs));
+      entry["tail"] = std::move(tail);
+    }
     TuningRecord r = recordOf(task, {}, false, "library");
     r.library = runtime::libraryName(match->call.routine);
     entry["record"] = nlohmann::ordered_json::parse(tuningRecordJson(r));
@@ -164,17 +196,7 @@ Expected<ExportSummary> exportCandidates(const TaskSet& tasks, const std::map<st
     nlohmann::ordered_json entry{{"id", id}};
     LoweredKernel lowered;
     if (cuda) {
-      KILN_ASSIGN(CudaCandidateSource c, cudaCandidate(*task.groups.front(), &config, id));
-      KILN_ASSIGN(CudaBinary binary, compileCubin(c.source.source, id + ".cu", options.sm));
-      KILN_TRY(writeFile(options.dir + "/" + id + ".cu", c.source.source));
-      KILN_TRY(writeFile(options.dir + "/" + id + ".cubin", std::string(binary.cubin.begin(), binary.cubin.end())));
-      summary.bytes += binary.cubin.size() + c.source.source.size();
-      entry["cubin"] = id + ".cubin";
-      entry["source"] = id + ".cu";
-      entry["param_types"] = c.source.paramTypes;
-      entry["grid"] = c.source.grid;
-      entry["block"] = c.source.block;
-      lowered = std::move(c.lowered);
+      KILN_ASSIGN(lowered, writeCudaKernel(*task.groups.front(), &config, entry));
     } else {
       KILN_ASSIGN(lowered, lowerGroup(*task.groups.front(), KernelTarget::Cpu, &config));
       lowered.kernel.name = id;

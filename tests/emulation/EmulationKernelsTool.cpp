@@ -73,8 +73,10 @@ Expected<std::string> buildCandidates(const std::string& dir, const std::string&
   if (manifest.is_discarded() || manifest.value("target", "") != "cuda")
     return makeError(ErrorCode::FileFormat, dir, "/manifest.json is not a manifest of CUDA candidates");
   std::vector<codegen::CudaKernel> sources;
-  for (const auto& c : manifest.at("candidates")) {
-    if (c.contains("library")) continue;  // a library call: the emulated cuBLASLt or cuDNN runs it
+  for (const auto& entry : manifest.at("candidates")) {
+    // A library call: the emulated cuBLASLt or cuDNN runs it, and the kernel of its tail, if any, is ours.
+    if (entry.contains("library") && !entry.contains("tail")) continue;
+    const auto& c = entry.contains("library") ? entry.at("tail") : entry;
     codegen::CudaKernel k;
     k.name = c.at("id").get<std::string>();
     KILN_ASSIGN(k.source, readFile(dir + "/" + c.at("source").get<std::string>()));

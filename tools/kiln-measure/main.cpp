@@ -14,7 +14,9 @@
 // loaded at run time, so the tool itself still needs no CUDA library.
 // A library call (a CUDA candidate with a "library" entry: a cuBLASLt matmul
 // or cuDNN convolution, kiln/tune/LibraryCallJson.h) is planned and timed
-// as an artifact's library step runs (the runtime opens the libraries).
+// as an artifact's library step runs (the runtime opens the libraries);
+// one with a "tail" (a group the compiler splits for the library) runs the
+// rest's kernel after it and records the two times added.
 // The manifest's copies (configurations with the code of a candidate) are
 // recorded with that candidate's result, not measured.
 //
@@ -101,13 +103,24 @@ Expected<KernelOutcome> measureCpuCandidate(const Options& o, const nlohmann::js
   return out;
 }
 
+Expected<KernelOutcome> measureCudaCandidate(const Options& o, const nlohmann::json& c, std::map<std::string, Tensor>& files);
+
+/// A library call; with a "tail" (a group the compiler splits), the rest's kernel after it, the times added.
 Expected<KernelOutcome> measureLibraryCandidate(const Options& o, const nlohmann::json& c,
                                                 std::map<std::string, Tensor>& files) {
   KILN_ASSIGN(runtime::LibraryCall call, tune::parseLibraryCallJson(c.at("library").dump()));
   std::vector<Tensor> args;
   tune::ExpectedOutputs expected;
   KILN_TRY(loadArguments(o, c, files, args, expected));
-  return tune::measureCudaLibraryCall(call, args, expected, o.measure);
+  KILN_ASSIGN(KernelOutcome head, tune::measureCudaLibraryCall(call, args, expected, o.measure));
+  if (!head.ok() || !c.contains("tail")) return head;
+  if (!c.at("tail").is_object() || c.at("tail").contains("library"))
+    return makeError(ErrorCode::FileFormat, "candidate ", c.at("id").get<std::string>(), ": its tail is not a kernel");
+  KILN_ASSIGN(KernelOutcome tail, measureCudaCandidate(o, c.at("tail"), files));
+  if (!tail.ok()) tail.error = "the rest after the library call: " + tail.error;
+  else tail.ms += head.ms;
+  tail.maxError = std::max(tail.maxError, head.maxError);
+  return tail;
 }
 
 Expected<KernelOutcome> measureCudaCandidate(const Options& o, const nlohmann::json& c, std::map<std::string, Tensor>& files) {
