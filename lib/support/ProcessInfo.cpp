@@ -7,8 +7,12 @@
 #include "kiln/support/ProcessInfo.h"
 
 #include <sys/utsname.h>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 #include <unistd.h>
 
+#include <cstdlib>
 #include <ctime>
 #include <fstream>
 #include <thread>
@@ -57,6 +61,15 @@ std::string utcTimestamp() {
   char buf[32];
   std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
   return buf;
+}
+
+void keepFreedMemoryForReuse() {
+#if defined(__GLIBC__)
+  if (std::getenv("MALLOC_MMAP_THRESHOLD_") || std::getenv("MALLOC_TRIM_THRESHOLD_")) return;  // the user's choice
+  constexpr int kLarge = 1 << 30;
+  mallopt(M_MMAP_THRESHOLD, kLarge);  // blocks up to 1 GiB from the heap, where a freed one is reused
+  mallopt(M_TRIM_THRESHOLD, kLarge);  // and the heap's free top kept, up to 1 GiB
+#endif
 }
 
 }  // namespace kiln

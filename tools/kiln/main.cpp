@@ -6,8 +6,10 @@
 //
 //===----------------------------------------------------------------------===//
 #include "Commands.h"
+#include "kiln/support/ProcessInfo.h"
 
 int main(int argc, char** argv) {
+  kiln::keepFreedMemoryForReuse();  // compiling drops many weight-sized tensors: reuse their pages
   CLI::App app{"kiln: a deep-learning graph compiler for ONNX models.\n"
                "Run `kiln <command> --help` for a command's options."};
   app.set_version_flag("--version", "kiln " KILN_VERSION);
