@@ -4,7 +4,10 @@
 // kiln::FastSoftmax too (code generation computes Exp and kiln::FastExp
 // alike). The outer loop runs over the rows (every index except the axis); each row takes three
 // passes: the maximum, the sum of exp(x - max), and the store of
-// exp(x - max) / sum (or x - max - log(sum)) through the epilogue.
+// exp(x - max) / sum (or x - max - log(sum)) through the epilogue. On the
+// CPU, rows up to 16384 long keep the second pass's exponentials in a
+// local row for the third (one exp per element instead of two; the same
+// values, so the same results).
 //
 //   knobs: parallel {0,1}; GPU: threads per block, warp {0,1}: one row per
 //   thread, or per warp (lanes take every 32nd element; the max and the sum
@@ -18,6 +21,9 @@
 
 namespace kiln::codegen {
 namespace {
+
+/// The longest row whose exponentials the CPU kernel keeps (on the stack: 64 KiB of f32).
+constexpr int64_t kKeptRow = 16384;
 
 class SoftmaxTemplate final : public ScheduleTemplate {
  public:
@@ -51,18 +57,27 @@ class SoftmaxTemplate final : public ScheduleTemplate {
     Buffer acc = makeBuffer("acc", ct, MemoryScope::Local, 2);  // [max, sum]
     Expr mx = load(acc, intImm(0)), sum = load(acc, intImm(1));
     Stmt findMax = rowLoop(j, lane, len, warp, store(acc, intImm(0), maxOf(mx, xv)));
-    Stmt addExp = rowLoop(j, lane, len, warp, store(acc, intImm(1), sum + unary(UnaryOp::Exp, xv - mx)));
+    // On the CPU a Softmax row's exponentials are kept from the sum's pass for the store's (one exp per element,
+    // not two: the exp is most of the kernel's work); the row lives on the stack, so only rows up to kKeptRow.
+    const bool keepExp = target == KernelTarget::Cpu && node.opType() != "LogSoftmax" && len <= kKeptRow;
+    Buffer exps = makeBuffer("e", ct, MemoryScope::Local, keepExp ? len : 1);
+    Expr e = unary(UnaryOp::Exp, xv - mx);
+    Stmt addExp = rowLoop(j, lane, len, warp,
+                          keepExp ? seq({store(exps, varRef(j), e), store(acc, intImm(1), sum + e)})
+                                  : store(acc, intImm(1), sum + e));
     if (warp) {
       findMax = seq({findMax, warpAllReduce(acc, 0, BinaryOp::Max)});
       addExp = seq({addExp, warpAllReduce(acc, 1, BinaryOp::Add)});
     }
     Expr result = node.opType() == "LogSoftmax" ? xv - mx - unary(UnaryOp::Log, sum)
-                                                : unary(UnaryOp::Exp, xv - mx) / sum;
+                  : keepExp                     ? load(exps, varRef(j)) / sum
+                                                : e / sum;
     el.setSource(node.output(0), [result](const Index&) { return result; });
     KILN_ASSIGN(Stmt epilogue, storeEpilogue(el, idx));
     Stmt write = rowLoop(j, lane, len, warp, epilogue);
     Stmt body = allocate(acc, seq({store(acc, intImm(0), constantOf(ct, -std::numeric_limits<double>::infinity())),
                                    store(acc, intImm(1), constantOf(ct, 0)), findMax, addExp, write}));
+    if (keepExp) body = allocate(exps, body);
     if (warp) return warpPerItem(o, lane, rows, c.at("threads"), body);
     if (target == KernelTarget::Gpu) return threadPerItem(o, rows, c.at("threads"), body);
     return forLoop(o, intImm(rows), rows > 1 ? outerKind(c) : LoopKind::Serial, body);
