@@ -25,7 +25,6 @@
 
 #include "kiln/codegen/CpuBackend.h"
 #include "kiln/codegen/CudaBackend.h"
-#include "kiln/codegen/LibraryTactics.h"
 #include "kiln/support/File.h"
 #include "kiln/support/Hash.h"
 #include "kiln/support/Npy.h"
@@ -166,16 +165,14 @@ Expected<ExportSummary> exportCandidates(const TaskSet& tasks, const std::map<st
   // The task's library call as a candidate (CUDA), when it has one. A group the compiler would split goes as the
   // call for its head and, under "tail", the rest's kernel (default schedule), measured after it, the times added.
   auto addLibrary = [&](const TuningTask& task) -> Status {
-    const KernelGroup& group = *task.groups.front();
-    std::optional<LibraryMatch> match = libraryCallFor(group, /*allowTf32=*/false);
-    std::optional<LibrarySplit> split;
-    if (!match && task.plan && (split = splitForLibrary(*task.plan, group, LibraryTactics::All, /*allowTf32=*/false)))
-      match = split->head;
-    if (!match) return Status::ok();
+    std::optional<TaskLibraryCall> call = libraryCallOf(task);
+    if (!call) return Status::ok();
+    LibraryMatch& match = call->match;
+    const std::optional<LibrarySplit>& split = call->split;
     const std::string id = "l" + std::to_string(10000 + summary.libraryCalls).substr(1);
-    match->call.name = id;
-    nlohmann::ordered_json entry{{"id", id}, {"library", nlohmann::ordered_json::parse(libraryCallJson(match->call))}};
-    KILN_ASSIGN(KernelArguments args, bindLibraryArguments(group, *match, reference));
+    match.call.name = id;
+    nlohmann::ordered_json entry{{"id", id}, {"library", nlohmann::ordered_json::parse(libraryCallJson(match.call))}};
+    KILN_ASSIGN(KernelArguments args, bindLibraryArguments(*task.groups.front(), match, reference));
     KILN_ASSIGN(entry["args"], writeArguments(args));
     if (split) {
       nlohmann::ordered_json tail{{"id", id + "_tail"}};
@@ -185,7 +182,7 @@ Expected<ExportSummary> exportCandidates(const TaskSet& tasks, const std::map<st
       entry["tail"] = std::move(tail);
     }
     TuningRecord r = recordOf(task, {}, false, "library");
-    r.library = runtime::libraryName(match->call.routine);
+    r.library = runtime::libraryName(match.call.routine);
     entry["record"] = nlohmann::ordered_json::parse(tuningRecordJson(r));
     candidates.push_back(std::move(entry));
     ++summary.libraryCalls;

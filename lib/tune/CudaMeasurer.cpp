@@ -48,20 +48,17 @@ class CudaMeasurer final : public StagedMeasurer<CudaCandidate> {
   std::string toolkit() const override { return cudaToolkitName(); }
 
   Expected<std::optional<MeasureResult>> measureLibrary(const TuningTask& task) override {
-    const KernelGroup& group = *task.groups.front();
-    std::optional<LibraryMatch> match = libraryCallFor(group, /*allowTf32=*/false);
-    std::optional<LibrarySplit> split;
-    if (!match && task.plan && (split = splitForLibrary(*task.plan, group, LibraryTactics::All, /*allowTf32=*/false)))
-      match = split->head;
-    if (!match) return std::optional<MeasureResult>();
-    match->call.name = "tune_library";
+    std::optional<TaskLibraryCall> call = libraryCallOf(task);
+    if (!call) return std::optional<MeasureResult>();
+    LibraryMatch& match = call->match;
+    match.call.name = "tune_library";
     MeasureResult r;
-    r.library = runtime::libraryName(match->call.routine);
+    r.library = runtime::libraryName(match.call.routine);
     r.libraryVersion = installedLibraryVersion(r.library);
-    KILN_ASSIGN(KernelArguments args, bindLibraryArguments(group, *match, reference_));
-    KILN_ASSIGN(KernelOutcome outcome, measureCudaLibraryCall(match->call, args.tensors, args.expected, options_));
+    KILN_ASSIGN(KernelArguments args, bindLibraryArguments(*task.groups.front(), match, reference_));
+    KILN_ASSIGN(KernelOutcome outcome, measureCudaLibraryCall(match.call, args.tensors, args.expected, options_));
     take(outcome, r);
-    if (split && r.ok()) KILN_TRY(addTail(split->tail, r));
+    if (call->split && r.ok()) KILN_TRY(addTail(call->split->tail, r));
     return std::optional<MeasureResult>(std::move(r));
   }
 

@@ -10,7 +10,6 @@
 #include <cstdio>
 #include <map>
 
-#include "kiln/codegen/LibraryTactics.h"
 #include "kiln/support/Hash.h"
 #include "kiln/tune/ScheduleFeatures.h"
 
@@ -75,11 +74,18 @@ Expected<GroupSignature> signatureOf(const KernelGroup& group, KernelTarget targ
   return s;
 }
 
-bool TuningTask::hasLibraryCall() const {
-  if (target != KernelTarget::Gpu || groups.empty()) return false;
-  const codegen::KernelGroup& group = *groups.front();
-  return codegen::libraryCallFor(group, /*allowTf32=*/false) ||
-         (plan && codegen::splitForLibrary(*plan, group, codegen::LibraryTactics::All, /*allowTf32=*/false));
+bool TuningTask::hasLibraryCall() const { return libraryCallOf(*this).has_value(); }
+
+std::optional<TaskLibraryCall> libraryCallOf(const TuningTask& task) {
+  if (task.target != KernelTarget::Gpu || task.groups.empty()) return std::nullopt;
+  const codegen::KernelGroup& group = *task.groups.front();
+  if (std::optional<codegen::LibraryMatch> whole = codegen::libraryCallFor(group, /*allowTf32=*/false))
+    return TaskLibraryCall{std::move(*whole), std::nullopt};
+  std::optional<codegen::LibrarySplit> split;
+  if (task.plan) split = codegen::splitForLibrary(*task.plan, group, codegen::LibraryTactics::All, /*allowTf32=*/false);
+  if (!split) return std::nullopt;
+  codegen::LibraryMatch head = split->head;
+  return TaskLibraryCall{std::move(head), std::move(split)};
 }
 
 Expected<TaskSet> extractTasks(ir::Graph& graph, KernelTarget target, const std::string& fusionPlanText) {

@@ -12,10 +12,12 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "kiln/codegen/FusionPlan.h"
+#include "kiln/codegen/LibraryTactics.h"
 #include "kiln/codegen/ScheduleTemplate.h"
 
 namespace kiln::tune {
@@ -31,11 +33,20 @@ struct TuningTask {
   std::string spaceVersion;  ///< hash of the template's full knob space text
   double flops = 0;          ///< arithmetic of one run (default schedule's kernel IR)
   std::vector<std::string> groupNames() const;
-  /// Whether a library call computes its groups in f32 (a cuBLASLt matmul or
-  /// cuDNN convolution, or the head the compiler splits off for one; GPU
-  /// tasks only): what kiln tune --target cuda measures beside its kernels.
+  /// Whether a library call computes its groups (libraryCallOf).
   bool hasLibraryCall() const;
 };
+
+/// The library call kiln tune --target cuda measures beside a GPU task's
+/// kernels, in f32: a cuBLASLt matmul or cuDNN convolution computing the
+/// whole group, or (split set) the head the compiler splits off for one,
+/// with the rest as a kernel of its own. What the measurer times, batch
+/// mode exports and applying a database expects, from this one place.
+struct TaskLibraryCall {
+  codegen::LibraryMatch match;
+  std::optional<codegen::LibrarySplit> split;
+};
+std::optional<TaskLibraryCall> libraryCallOf(const TuningTask& task);
 
 /// The tasks of a graph: its fusion plan (defaults, or `fusionPlanText`) and
 /// one task per distinct kernel a template lowers, in first-use order. Groups
