@@ -33,6 +33,7 @@ class CudaCodegenBackend final : public Backend {
   int threads() const override { return 1; }
   bool usesGpu() const override { return true; }
   std::string tuningSummary() const override { return tuningSummary_; }
+  std::string launchSummary() const override { return executor_ ? executor_->graphSummary() : ""; }
   Status prepare(std::unique_ptr<ir::Module> module, CompilePhases& phases) override {
     module_ = std::move(module);
     Stopwatch timer;

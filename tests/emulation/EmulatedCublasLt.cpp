@@ -18,7 +18,9 @@
 // D's type (TF32 compute rounds A and B to 10 mantissa bits first). Every
 // element it reads or writes must lie in one allocation of the emulated
 // driver (KILN_CUDA_DRIVER), so a wrong leading dimension or batch stride
-// is an error, not a silent read of a neighbour. Calls run synchronously.
+// is an error, not a silent read of a neighbour. A matmul's checks run when
+// it is called, its arithmetic in stream order (enqueueOnStream: at once,
+// or at each launch of the CUDA graph a capture recorded it in).
 //
 // kiln_emulated_cublaslt_live_objects() counts handles and descriptors not
 // destroyed; kiln_emulated_cublaslt_matmuls() the matmuls run.
@@ -241,7 +243,7 @@ cublasStatus_t CUBLASWINAPI cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_
                                            cublasLtMatrixLayout_t adesc, const void* B, cublasLtMatrixLayout_t bdesc,
                                            const void* beta, const void* C, cublasLtMatrixLayout_t cdesc, void* D,
                                            cublasLtMatrixLayout_t ddesc, const cublasLtMatmulAlgo_t* algo, void* workspace,
-                                           size_t workspaceBytes, cudaStream_t) {
+                                           size_t workspaceBytes, cudaStream_t stream) {
   const Desc& d = *reinterpret_cast<const Desc*>(desc);
   const Layout &a = *reinterpret_cast<const Layout*>(adesc), &b = *reinterpret_cast<const Layout*>(bdesc);
   const Layout &c = *reinterpret_cast<const Layout*>(cdesc), &dl = *reinterpret_cast<const Layout*>(ddesc);
@@ -260,24 +262,27 @@ cublasStatus_t CUBLASWINAPI cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_
   const bool tf32 = d.compute == CUBLAS_COMPUTE_32F_FAST_TF32;
   uint64_t ar, ac;
   opDims(a, d.transa, ar, ac);
-  auto at = [&](const Layout& l, const void* base, int32_t op, int64_t batch, uint64_t i, uint64_t j) {
-    const uint64_t row = op == CUBLAS_OP_N ? i : j, col = op == CUBLAS_OP_N ? j : i;
-    double v = load(base, batch * l.batchStride + int64_t(col) * l.ld + int64_t(row), l.type);
-    return tf32 ? toTf32(v) : v;
+  // Checked now, computed in stream order (a graph capture runs it at every launch) on copies of the descriptors.
+  auto compute = [d, a, b, c, dl, A, B, C, D, alphaValue, betaValue, bias, relu, tf32, ac] {
+    auto at = [&](const Layout& l, const void* base, int32_t op, int64_t batch, uint64_t i, uint64_t j) {
+      const uint64_t row = op == CUBLAS_OP_N ? i : j, col = op == CUBLAS_OP_N ? j : i;
+      double v = load(base, batch * l.batchStride + int64_t(col) * l.ld + int64_t(row), l.type);
+      return tf32 ? toTf32(v) : v;
+    };
+    for (int64_t batch = 0; batch < dl.batch; ++batch)
+      for (uint64_t j = 0; j < dl.cols; ++j)
+        for (uint64_t i = 0; i < dl.rows; ++i) {
+          double sum = 0;
+          for (uint64_t p = 0; p < ac; ++p) sum += at(a, A, d.transa, batch, i, p) * at(b, B, d.transb, batch, p, j);
+          double v = alphaValue * sum;
+          if (betaValue != 0) v += betaValue * load(C, batch * c.batchStride + int64_t(j) * c.ld + int64_t(i), c.type);
+          if (bias) v += load(d.bias, batch * d.biasBatchStride + int64_t(i), dl.type);
+          if (relu) v = v > 0 ? v : 0;
+          store(D, batch * dl.batchStride + int64_t(j) * dl.ld + int64_t(i), dl.type, v);
+        }
+    ++matmuls;
   };
-  for (int64_t batch = 0; batch < dl.batch; ++batch)
-    for (uint64_t j = 0; j < dl.cols; ++j)
-      for (uint64_t i = 0; i < dl.rows; ++i) {
-        double sum = 0;
-        for (uint64_t p = 0; p < ac; ++p) sum += at(a, A, d.transa, batch, i, p) * at(b, B, d.transb, batch, p, j);
-        double v = alphaValue * sum;
-        if (betaValue != 0) v += betaValue * load(C, batch * c.batchStride + int64_t(j) * c.ld + int64_t(i), c.type);
-        if (bias) v += load(d.bias, batch * d.biasBatchStride + int64_t(i), dl.type);
-        if (relu) v = v > 0 ? v : 0;
-        store(D, batch * dl.batchStride + int64_t(j) * dl.ld + int64_t(i), dl.type, v);
-      }
-  ++matmuls;
-  return CUBLAS_STATUS_SUCCESS;
+  return kiln::emulation::enqueueOnStream(stream, compute) ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_EXECUTION_FAILED;
 }
 
 }  // extern "C"

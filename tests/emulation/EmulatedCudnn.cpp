@@ -24,7 +24,10 @@
 // memory; the convolutions refuse a workspace smaller than their algorithm
 // needs, an IDENTITY activation in the fused call with any algorithm but
 // IMPLICIT_PRECOMP_GEMM (cuDNN's restriction), and any operand whose bytes
-// are not in one allocation of the emulated driver. Calls run synchronously.
+// are not in one allocation of the emulated driver. A call's checks run when
+// it is made, its arithmetic in the order of the handle's stream
+// (enqueueOnStream: at once, or at each launch of the CUDA graph a capture
+// recorded it in).
 // Refusals the real cuDNN 9 made on an H100, for the runtime's fallbacks:
 // with KILN_EMULATED_CUDNN_REFUSE_FUSED set, the fused call refuses 16-bit
 // data with CUDNN_STATUS_BAD_PARAM (the runtime must use the unfused
@@ -182,6 +185,13 @@ void forEachElement(const Tensor& t, F f) {
 
 double relu(double v) { return v > 0 ? v : (v != v ? v : 0); }
 
+/// Enqueues a checked call's arithmetic on the handle's stream (copies of its descriptors in `work`).
+template <class Work>
+cudnnStatus_t enqueue(cudnnHandle_t handle, Work work) {
+  return kiln::emulation::enqueueOnStream(object<Handle>(handle).stream, std::move(work)) ? CUDNN_STATUS_SUCCESS
+                                                                                          : CUDNN_STATUS_EXECUTION_FAILED;
+}
+
 }  // namespace
 
 extern "C" {
@@ -194,6 +204,7 @@ const char* CUDNNWINAPI cudnnGetErrorString(cudnnStatus_t status) {
     case CUDNN_STATUS_SUCCESS: return "CUDNN_STATUS_SUCCESS";
     case CUDNN_STATUS_BAD_PARAM: return "CUDNN_STATUS_BAD_PARAM";
     case CUDNN_STATUS_NOT_SUPPORTED: return "CUDNN_STATUS_NOT_SUPPORTED";
+    case CUDNN_STATUS_EXECUTION_FAILED: return "CUDNN_STATUS_EXECUTION_FAILED";
     default: return "CUDNN_STATUS_INTERNAL_ERROR";
   }
 }
@@ -291,7 +302,7 @@ cudnnStatus_t CUDNNWINAPI cudnnGetConvolutionForwardAlgorithm_v7(cudnnHandle_t, 
   return CUDNN_STATUS_SUCCESS;
 }
 
-cudnnStatus_t CUDNNWINAPI cudnnConvolutionForward(cudnnHandle_t, const void* alpha, const cudnnTensorDescriptor_t xDesc,
+cudnnStatus_t CUDNNWINAPI cudnnConvolutionForward(cudnnHandle_t handle, const void* alpha, const cudnnTensorDescriptor_t xDesc,
                                                   const void* x, const cudnnFilterDescriptor_t wDesc, const void* w,
                                                   const cudnnConvolutionDescriptor_t convDesc, cudnnConvolutionFwdAlgo_t algo,
                                                   void* workspace, size_t workspaceBytes, const void* beta,
@@ -303,18 +314,19 @@ cudnnStatus_t CUDNNWINAPI cudnnConvolutionForward(cudnnHandle_t, const void* alp
   if (cudnnStatus_t s = checkConvolution(xd, x, wd, w, cv, algo, workspace, workspaceBytes, yd, y); s != CUDNN_STATUS_SUCCESS)
     return s;
   const double a = *static_cast<const float*>(alpha), b = *static_cast<const float*>(beta);
-  const Element yt = elementOf(yd.type);
-  forEachElement(yd, [&](int n, int k, int oh, int ow, int64_t at) {
-    double v = a * convolveAt(cv, xd, x, wd, w, n, k, oh, ow);
-    if (b != 0) v += b * kiln::emulation::loadElement(y, at, yt);
-    kiln::emulation::storeElement(y, at, yt, v);
+  return enqueue(handle, [xd, yd, wd, cv, x, w, y, a, b] {
+    const Element yt = elementOf(yd.type);
+    forEachElement(yd, [&](int n, int k, int oh, int ow, int64_t at) {
+      double v = a * convolveAt(cv, xd, x, wd, w, n, k, oh, ow);
+      if (b != 0) v += b * kiln::emulation::loadElement(y, at, yt);
+      kiln::emulation::storeElement(y, at, yt, v);
+    });
+    ++convolutions;
   });
-  ++convolutions;
-  return CUDNN_STATUS_SUCCESS;
 }
 
 cudnnStatus_t CUDNNWINAPI cudnnConvolutionBiasActivationForward(
-    cudnnHandle_t, const void* alpha1, const cudnnTensorDescriptor_t xDesc, const void* x, const cudnnFilterDescriptor_t wDesc,
+    cudnnHandle_t handle, const void* alpha1, const cudnnTensorDescriptor_t xDesc, const void* x, const cudnnFilterDescriptor_t wDesc,
     const void* w, const cudnnConvolutionDescriptor_t convDesc, cudnnConvolutionFwdAlgo_t algo, void* workspace,
     size_t workspaceBytes, const void* alpha2, const cudnnTensorDescriptor_t zDesc, const void* z,
     const cudnnTensorDescriptor_t biasDesc, const void* bias, const cudnnActivationDescriptor_t activationDesc,
@@ -339,17 +351,19 @@ cudnnStatus_t CUDNNWINAPI cudnnConvolutionBiasActivationForward(
   if (zd.n != yd.n || zd.c != yd.c || zd.h != yd.h || zd.w != yd.w || zd.type != yd.type ||
       (a2 != 0 && !inDeviceMemory(z, bytesOf(zd.elements(), zd.type))))
     return CUDNN_STATUS_BAD_PARAM;
-  const Element yt = elementOf(yd.type);
-  forEachElement(yd, [&](int n, int k, int oh, int ow, int64_t at) {
-    double v = a1 * convolveAt(cv, xd, x, wd, w, n, k, oh, ow) + kiln::emulation::loadElement(bias, k, yt);
-    if (a2 != 0) v += a2 * kiln::emulation::loadElement(z, at, yt);
-    kiln::emulation::storeElement(y, at, yt, act.mode == CUDNN_ACTIVATION_RELU ? relu(v) : v);
+  const bool applyRelu = act.mode == CUDNN_ACTIVATION_RELU;
+  return enqueue(handle, [xd, yd, wd, cv, x, w, y, z, bias, a1, a2, applyRelu] {
+    const Element yt = elementOf(yd.type);
+    forEachElement(yd, [&](int n, int k, int oh, int ow, int64_t at) {
+      double v = a1 * convolveAt(cv, xd, x, wd, w, n, k, oh, ow) + kiln::emulation::loadElement(bias, k, yt);
+      if (a2 != 0) v += a2 * kiln::emulation::loadElement(z, at, yt);
+      kiln::emulation::storeElement(y, at, yt, applyRelu ? relu(v) : v);
+    });
+    ++convolutions;
   });
-  ++convolutions;
-  return CUDNN_STATUS_SUCCESS;
 }
 
-cudnnStatus_t CUDNNWINAPI cudnnAddTensor(cudnnHandle_t, const void* alpha, const cudnnTensorDescriptor_t aDesc, const void* A,
+cudnnStatus_t CUDNNWINAPI cudnnAddTensor(cudnnHandle_t handle, const void* alpha, const cudnnTensorDescriptor_t aDesc, const void* A,
                                          const void* beta, const cudnnTensorDescriptor_t cDesc, void* C) {
   const Tensor &ad = object<Tensor>(aDesc), &cd = object<Tensor>(cDesc);
   if (!alpha || !beta || ad.type != cd.type || !supported(cd.type)) return CUDNN_STATUS_BAD_PARAM;
@@ -359,17 +373,18 @@ cudnnStatus_t CUDNNWINAPI cudnnAddTensor(cudnnHandle_t, const void* alpha, const
   if (!inDeviceMemory(A, bytesOf(ad.elements(), ad.type)) || !inDeviceMemory(C, bytesOf(cd.elements(), cd.type)))
     return CUDNN_STATUS_BAD_PARAM;
   const double a = *static_cast<const float*>(alpha), b = *static_cast<const float*>(beta);
-  const Element t = elementOf(cd.type);
-  forEachElement(cd, [&](int n, int c, int h, int w, int64_t at) {
-    const int64_t from = ((int64_t(n % ad.n) * ad.c + c % ad.c) * ad.h + h % ad.h) * ad.w + w % ad.w;
-    double v = a * kiln::emulation::loadElement(A, from, t);
-    if (b != 0) v += b * kiln::emulation::loadElement(C, at, t);
-    kiln::emulation::storeElement(C, at, t, v);
+  return enqueue(handle, [ad, cd, A, C, a, b] {
+    const Element t = elementOf(cd.type);
+    forEachElement(cd, [&](int n, int c, int h, int w, int64_t at) {
+      const int64_t from = ((int64_t(n % ad.n) * ad.c + c % ad.c) * ad.h + h % ad.h) * ad.w + w % ad.w;
+      double v = a * kiln::emulation::loadElement(A, from, t);
+      if (b != 0) v += b * kiln::emulation::loadElement(C, at, t);
+      kiln::emulation::storeElement(C, at, t, v);
+    });
   });
-  return CUDNN_STATUS_SUCCESS;
 }
 
-cudnnStatus_t CUDNNWINAPI cudnnActivationForward(cudnnHandle_t, cudnnActivationDescriptor_t activationDesc, const void* alpha,
+cudnnStatus_t CUDNNWINAPI cudnnActivationForward(cudnnHandle_t handle, cudnnActivationDescriptor_t activationDesc, const void* alpha,
                                                  const cudnnTensorDescriptor_t xDesc, const void* x, const void* beta,
                                                  const cudnnTensorDescriptor_t yDesc, void* y) {
   const Tensor &xd = object<Tensor>(xDesc), &yd = object<Tensor>(yDesc);
@@ -380,13 +395,14 @@ cudnnStatus_t CUDNNWINAPI cudnnActivationForward(cudnnHandle_t, cudnnActivationD
   if (!inDeviceMemory(x, bytesOf(xd.elements(), xd.type)) || !inDeviceMemory(y, bytesOf(yd.elements(), yd.type)))
     return CUDNN_STATUS_BAD_PARAM;
   const double a = *static_cast<const float*>(alpha), b = *static_cast<const float*>(beta);
-  const Element t = elementOf(yd.type);
-  for (int64_t i = 0; i < yd.elements(); ++i) {
-    double v = a * relu(kiln::emulation::loadElement(x, i, t));
-    if (b != 0) v += b * kiln::emulation::loadElement(y, i, t);
-    kiln::emulation::storeElement(y, i, t, v);
-  }
-  return CUDNN_STATUS_SUCCESS;
+  return enqueue(handle, [yd, x, y, a, b] {
+    const Element t = elementOf(yd.type);
+    for (int64_t i = 0; i < yd.elements(); ++i) {
+      double v = a * relu(kiln::emulation::loadElement(x, i, t));
+      if (b != 0) v += b * kiln::emulation::loadElement(y, i, t);
+      kiln::emulation::storeElement(y, i, t, v);
+    }
+  });
 }
 
 }  // extern "C"

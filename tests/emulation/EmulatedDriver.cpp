@@ -14,10 +14,18 @@
 // kiln_emulate_<name> (and its parameter count), and cuLaunchKernel runs it over the grid and block
 // the runtime passes. Launches and copies run synchronously.
 //
-// CUDA graphs are kept as their kernel nodes and dependency lists; a launch
-// runs them in a valid order that differs from the order they were added
-// in (of the nodes whose dependencies are done, the one added last runs
-// first), so a dependency the runtime forgot shows up as a wrong result.
+// CUDA graphs are kept as their nodes (kernels, child graphs, and the
+// emulated libraries' calls) and dependency lists; a launch runs them in a
+// valid order that differs from the order they were added in (of the nodes
+// whose dependencies are done, the one added last runs first), so a
+// dependency the runtime forgot shows up as a wrong result. Stream capture
+// (cuStreamBeginCapture / cuStreamEndCapture) records a stream's kernel
+// launches and library calls as a chain of nodes; a copy, a wait or an
+// event on a capturing stream is refused and invalidates the capture, as
+// the driver refuses what a graph cannot hold. The emulated libraries
+// enqueue their calls through kiln_emulated_enqueue: run at once, or
+// recorded while the stream is captured (KILN_EMULATED_LIBRARY_CAPTURE=0
+// refuses them there, as a library whose call cannot be captured does).
 // KILN_EMULATED_MEMORY_LIMIT (bytes) makes device allocations beyond it
 // fail with CUDA_ERROR_OUT_OF_MEMORY. Pinned host memory is ordinary memory.
 //
@@ -35,6 +43,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -54,15 +63,46 @@ struct Module {
   std::map<std::string, Function> functions;
 };
 
-struct KernelNode {
+/// A library call recorded in a graph (kiln_emulated_enqueue): run at every
+/// launch, released with the last graph holding it.
+struct HostWork {
+  void (*run)(void*) = nullptr;
+  void* data = nullptr;
+  void (*release)(void*) = nullptr;
+  HostWork(void (*r)(void*), void* d, void (*f)(void*)) : run(r), data(d), release(f) {}
+  HostWork(const HostWork&) = delete;
+  HostWork& operator=(const HostWork&) = delete;
+  ~HostWork() {
+    if (release) release(data);
+  }
+};
+
+struct Graph;
+
+/// A kernel launch (function set), a library call (host set) or a child graph (child set).
+struct Node {
   const Function* function = nullptr;
   unsigned grid[3] = {1, 1, 1}, block[3] = {1, 1, 1};
   std::vector<CUdeviceptr> args;
+  std::shared_ptr<const HostWork> host;
+  std::shared_ptr<const Graph> child;
   std::vector<size_t> dependencies;  ///< indices of earlier nodes
 };
 
 struct Graph {
-  std::vector<KernelNode> nodes;
+  std::vector<Node> nodes;
+  /// Appends `n` after the graph's last node (a captured stream's order); returns its 1-based handle.
+  size_t chain(Node n) {
+    if (!nodes.empty()) n.dependencies = {nodes.size() - 1};
+    nodes.push_back(std::move(n));
+    return nodes.size();
+  }
+};
+
+/// A stream: the graph it is being captured into, if any.
+struct Stream {
+  Graph* capture = nullptr;
+  bool invalidated = false;  ///< something the capture cannot hold was enqueued
 };
 
 struct State {
@@ -122,6 +162,55 @@ CUresult run(const Function& f, const unsigned grid[3], const unsigned block[3],
   return CUDA_SUCCESS;
 }
 
+/// Runs a graph's nodes, of those whose dependencies are done the one added last first.
+CUresult runGraph(const Graph& g) {
+  std::vector<bool> done(g.nodes.size(), false);
+  for (size_t finished = 0; finished < g.nodes.size(); ++finished) {
+    size_t next = g.nodes.size();
+    for (size_t i = g.nodes.size(); i-- > 0 && next == g.nodes.size();) {
+      if (done[i]) continue;
+      bool ready = true;
+      for (size_t d : g.nodes[i].dependencies) ready = ready && done[d];
+      if (ready) next = i;
+    }
+    const Node& n = g.nodes[next];
+    if (n.host) {
+      n.host->run(n.host->data);
+    } else if (n.child) {
+      if (CUresult r = runGraph(*n.child)) return r;
+    } else {
+      std::vector<void*> args;
+      for (CUdeviceptr p : n.args) args.push_back(reinterpret_cast<void*>(uintptr_t(p)));
+      if (CUresult r = run(*n.function, n.grid, n.block, args.data())) return r;
+    }
+    done[next] = true;
+  }
+  return CUDA_SUCCESS;
+}
+
+/// The stream's capture state (null for the legacy stream, which is never captured).
+Stream* streamOf(CUstream stream) { return reinterpret_cast<Stream*>(stream); }
+
+bool capturing(CUstream stream) { return streamOf(stream) && streamOf(stream)->capture; }
+
+/// Refuses an operation a captured graph cannot hold: the capture becomes invalid.
+CUresult refuseInCapture(CUstream stream) {
+  streamOf(stream)->invalidated = true;
+  return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+}
+
+/// Adds `n` to `g` after `dependencies` (1-based node handles); `*handle` is its handle.
+CUresult addNode(CUgraphNode* handle, Graph& g, const CUgraphNode* dependencies, size_t numDependencies, Node n) {
+  for (size_t d = 0; d < numDependencies; ++d) {
+    size_t index = size_t(reinterpret_cast<uintptr_t>(dependencies[d])) - 1;
+    if (index >= g.nodes.size()) return CUDA_ERROR_INVALID_VALUE;
+    n.dependencies.push_back(index);
+  }
+  g.nodes.push_back(std::move(n));
+  *handle = reinterpret_cast<CUgraphNode>(uintptr_t(g.nodes.size()));
+  return CUDA_SUCCESS;
+}
+
 /// The kernel's device-pointer arguments, read from the launch's parameter array.
 CUresult readParams(const Function& f, void** params, std::vector<CUdeviceptr>& out) {
   out.assign(size_t(f.params), 0);
@@ -151,6 +240,25 @@ unsigned long long kiln_emulated_graph_launches() {
 /// Whether [ptr, ptr + bytes) lies in one device allocation (for the emulated cuBLASLt's checks).
 int kiln_emulated_in_device_memory(const void* ptr, unsigned long long bytes) {
   return inDeviceMemory(CUdeviceptr(uintptr_t(ptr)), size_t(bytes)) ? 1 : 0;
+}
+
+/// An emulated library's call on `stream`: `run(data)` now, or, while the
+/// stream is captured, a graph node that runs it at each launch; `release`
+/// frees `data` once nothing holds the call any more. CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED
+/// (and the capture invalidated) under KILN_EMULATED_LIBRARY_CAPTURE=0.
+int kiln_emulated_enqueue(void* stream, void (*run)(void*), void* data, void (*release)(void*)) {
+  auto work = std::make_shared<const HostWork>(run, data, release);
+  CUstream s = static_cast<CUstream>(stream);
+  if (!capturing(s)) {
+    work->run(work->data);
+    return CUDA_SUCCESS;
+  }
+  const char* allowed = std::getenv("KILN_EMULATED_LIBRARY_CAPTURE");
+  if (allowed && std::string(allowed) == "0") return refuseInCapture(s);
+  Node n;
+  n.host = std::move(work);
+  streamOf(s)->capture->chain(std::move(n));
+  return CUDA_SUCCESS;
 }
 
 CUresult CUDAAPI cuInit(unsigned int) { return CUDA_SUCCESS; }
@@ -291,11 +399,13 @@ CUresult CUDAAPI cuMemcpyDtoH(void* to, CUdeviceptr from, size_t bytes) {
   return copy(to, reinterpret_cast<const void*>(uintptr_t(from)), bytes);
 }
 
-CUresult CUDAAPI cuMemcpyHtoDAsync(CUdeviceptr to, const void* from, size_t bytes, CUstream) {
+CUresult CUDAAPI cuMemcpyHtoDAsync(CUdeviceptr to, const void* from, size_t bytes, CUstream stream) {
+  if (capturing(stream)) return refuseInCapture(stream);
   return cuMemcpyHtoD(to, from, bytes);
 }
 
-CUresult CUDAAPI cuMemcpyDtoHAsync(void* to, CUdeviceptr from, size_t bytes, CUstream) {
+CUresult CUDAAPI cuMemcpyDtoHAsync(void* to, CUdeviceptr from, size_t bytes, CUstream stream) {
+  if (capturing(stream)) return refuseInCapture(stream);
   return cuMemcpyDtoH(to, from, bytes);
 }
 
@@ -305,26 +415,66 @@ CUresult CUDAAPI cuMemcpyDtoD(CUdeviceptr to, CUdeviceptr from, size_t bytes) {
 }
 
 CUresult CUDAAPI cuStreamCreate(CUstream* stream, unsigned int) {
-  static int streamObject;
-  *stream = reinterpret_cast<CUstream>(&streamObject);
+  *stream = reinterpret_cast<CUstream>(new Stream);
   count(&State::streams, +1);
   return CUDA_SUCCESS;
 }
 
-CUresult CUDAAPI cuStreamDestroy(CUstream) {
+CUresult CUDAAPI cuStreamDestroy(CUstream stream) {
+  Stream* s = streamOf(stream);
+  if (!s) return CUDA_ERROR_INVALID_HANDLE;
+  if (s->capture) count(&State::graphs, -1);
+  delete s->capture;
+  delete s;
   count(&State::streams, -1);
   return CUDA_SUCCESS;
 }
 
-CUresult CUDAAPI cuStreamSynchronize(CUstream) { return CUDA_SUCCESS; }
+CUresult CUDAAPI cuStreamSynchronize(CUstream stream) {
+  if (capturing(stream)) return refuseInCapture(stream);
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuStreamBeginCapture(CUstream stream, CUstreamCaptureMode) {
+  Stream* s = streamOf(stream);
+  if (!s) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;  // the legacy stream
+  if (s->capture) return CUDA_ERROR_ILLEGAL_STATE;
+  s->capture = new Graph;
+  s->invalidated = false;
+  count(&State::graphs, +1);
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuStreamEndCapture(CUstream stream, CUgraph* graph) {
+  Stream* s = streamOf(stream);
+  if (!s || !s->capture) return CUDA_ERROR_ILLEGAL_STATE;
+  Graph* captured = s->capture;
+  s->capture = nullptr;
+  *graph = nullptr;
+  if (s->invalidated) {
+    delete captured;
+    count(&State::graphs, -1);
+    return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+  }
+  *graph = reinterpret_cast<CUgraph>(captured);
+  return CUDA_SUCCESS;
+}
 
 CUresult CUDAAPI cuLaunchKernel(CUfunction function, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
-                                unsigned bz, unsigned sharedBytes, CUstream, void** params, void** extra) {
+                                unsigned bz, unsigned sharedBytes, CUstream stream, void** params, void** extra) {
   if (extra || sharedBytes) return CUDA_ERROR_NOT_SUPPORTED;
   const Function& f = *reinterpret_cast<const Function*>(function);
   // Parameters arrive as pointers to the values; every kiln kernel parameter is a device pointer.
   std::vector<CUdeviceptr> values;
   if (CUresult r = readParams(f, params, values)) return r;
+  if (capturing(stream)) {
+    Node n;
+    n.function = &f;
+    n.grid[0] = gx, n.grid[1] = gy, n.grid[2] = gz, n.block[0] = bx, n.block[1] = by, n.block[2] = bz;
+    n.args = std::move(values);
+    streamOf(stream)->capture->chain(std::move(n));
+    return CUDA_SUCCESS;
+  }
   std::vector<void*> args;
   for (CUdeviceptr p : values) args.push_back(reinterpret_cast<void*>(uintptr_t(p)));
   const unsigned grid[3] = {gx, gy, gz}, block[3] = {bx, by, bz};
@@ -350,7 +500,8 @@ CUresult CUDAAPI cuEventDestroy(CUevent event) {
   return CUDA_SUCCESS;
 }
 
-CUresult CUDAAPI cuEventRecord(CUevent event, CUstream) {
+CUresult CUDAAPI cuEventRecord(CUevent event, CUstream stream) {
+  if (capturing(stream)) return refuseInCapture(stream);
   auto* e = reinterpret_cast<Event*>(event);
   e->at = std::chrono::steady_clock::now();
   e->recorded = true;
@@ -386,19 +537,20 @@ CUresult CUDAAPI cuGraphAddKernelNode(CUgraphNode* node, CUgraph graph, const CU
                                       size_t numDependencies, const CUDA_KERNEL_NODE_PARAMS* p) {
   auto* g = reinterpret_cast<Graph*>(graph);
   if (!p || !p->func || p->extra || p->sharedMemBytes) return CUDA_ERROR_INVALID_VALUE;
-  KernelNode n;
+  Node n;
   n.function = reinterpret_cast<const Function*>(p->func);
   n.grid[0] = p->gridDimX, n.grid[1] = p->gridDimY, n.grid[2] = p->gridDimZ;
   n.block[0] = p->blockDimX, n.block[1] = p->blockDimY, n.block[2] = p->blockDimZ;
   if (CUresult r = readParams(*n.function, p->kernelParams, n.args)) return r;
-  for (size_t d = 0; d < numDependencies; ++d) {
-    size_t index = size_t(reinterpret_cast<uintptr_t>(dependencies[d])) - 1;  // nodes are 1-based handles
-    if (index >= g->nodes.size()) return CUDA_ERROR_INVALID_VALUE;
-    n.dependencies.push_back(index);
-  }
-  g->nodes.push_back(std::move(n));
-  *node = reinterpret_cast<CUgraphNode>(uintptr_t(g->nodes.size()));
-  return CUDA_SUCCESS;
+  return addNode(node, *g, dependencies, numDependencies, std::move(n));
+}
+
+CUresult CUDAAPI cuGraphAddChildGraphNode(CUgraphNode* node, CUgraph graph, const CUgraphNode* dependencies,
+                                          size_t numDependencies, CUgraph childGraph) {
+  if (!childGraph) return CUDA_ERROR_INVALID_VALUE;
+  Node n;
+  n.child = std::make_shared<const Graph>(*reinterpret_cast<const Graph*>(childGraph));  // cloned, as the driver does
+  return addNode(node, *reinterpret_cast<Graph*>(graph), dependencies, numDependencies, std::move(n));
 }
 
 CUresult CUDAAPI cuGraphInstantiate(CUgraphExec* instance, CUgraph graph, unsigned long long flags) {
@@ -414,26 +566,10 @@ CUresult CUDAAPI cuGraphExecDestroy(CUgraphExec instance) {
   return CUDA_SUCCESS;
 }
 
-CUresult CUDAAPI cuGraphLaunch(CUgraphExec instance, CUstream) {
-  const Graph& g = *reinterpret_cast<const Graph*>(instance);
+CUresult CUDAAPI cuGraphLaunch(CUgraphExec instance, CUstream stream) {
+  if (capturing(stream)) return refuseInCapture(stream);
   count(&State::graphLaunches, +1);
-  // Of the nodes whose dependencies are done, run the one added last.
-  std::vector<bool> done(g.nodes.size(), false);
-  for (size_t finished = 0; finished < g.nodes.size(); ++finished) {
-    size_t next = g.nodes.size();
-    for (size_t i = g.nodes.size(); i-- > 0 && next == g.nodes.size();) {
-      if (done[i]) continue;
-      bool ready = true;
-      for (size_t d : g.nodes[i].dependencies) ready = ready && done[d];
-      if (ready) next = i;
-    }
-    const KernelNode& n = g.nodes[next];
-    std::vector<void*> args;
-    for (CUdeviceptr p : n.args) args.push_back(reinterpret_cast<void*>(uintptr_t(p)));
-    if (CUresult r = run(*n.function, n.grid, n.block, args.data())) return r;
-    done[next] = true;
-  }
-  return CUDA_SUCCESS;
+  return runGraph(*reinterpret_cast<const Graph*>(instance));
 }
 
 CUresult CUDAAPI cuGetErrorName(CUresult error, const char** name) {
@@ -443,6 +579,9 @@ CUresult CUDAAPI cuGetErrorName(CUresult error, const char** name) {
     case CUDA_ERROR_LAUNCH_FAILED: *name = "CUDA_ERROR_LAUNCH_FAILED"; break;
     case CUDA_ERROR_NOT_FOUND: *name = "CUDA_ERROR_NOT_FOUND"; break;
     case CUDA_ERROR_NOT_SUPPORTED: *name = "CUDA_ERROR_NOT_SUPPORTED"; break;
+    case CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED: *name = "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED"; break;
+    case CUDA_ERROR_STREAM_CAPTURE_INVALIDATED: *name = "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED"; break;
+    case CUDA_ERROR_ILLEGAL_STATE: *name = "CUDA_ERROR_ILLEGAL_STATE"; break;
     default: *name = "CUDA_ERROR (emulated)"; break;
   }
   return CUDA_SUCCESS;

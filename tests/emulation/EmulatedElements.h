@@ -4,7 +4,9 @@
 // share: f32 / f16 / bf16 elements read as double and stored rounded once,
 // TF32 rounding as tensor cores apply it, and the check that an operand's
 // bytes lie in one allocation of the emulated driver (KILN_CUDA_DRIVER), so
-// a wrong size or stride is an error, not a silent read of a neighbour.
+// a wrong size or stride is an error, not a silent read of a neighbour;
+// and how their calls go onto a stream (enqueueOnStream), so that CUDA
+// graph capture records them.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -49,15 +51,36 @@ inline double toTf32(double v) {
   return f;
 }
 
+/// A symbol of the emulated driver (KILN_CUDA_DRIVER, already loaded by the runtime); null without one.
+inline void* driverSymbol(const char* name) {
+  const char* path = std::getenv("KILN_CUDA_DRIVER");
+  void* driver = path ? dlopen(path, RTLD_NOW | RTLD_NOLOAD) : nullptr;
+  return driver ? dlsym(driver, name) : nullptr;
+}
+
 /// Whether [ptr, ptr + bytes) lies in one allocation of the emulated driver.
 inline bool inDeviceMemory(const void* ptr, uint64_t bytes) {
-  static auto check = [] {
-    const char* path = std::getenv("KILN_CUDA_DRIVER");
-    void* driver = path ? dlopen(path, RTLD_NOW | RTLD_NOLOAD) : nullptr;
-    return driver ? reinterpret_cast<int (*)(const void*, unsigned long long)>(dlsym(driver, "kiln_emulated_in_device_memory"))
-                  : nullptr;
-  }();
+  static auto check = reinterpret_cast<int (*)(const void*, unsigned long long)>(driverSymbol("kiln_emulated_in_device_memory"));
   return check && check(ptr, bytes);
+}
+
+/// Runs a library call's `work` in the order of `stream`, as the real
+/// libraries enqueue kernels: now, or, while the stream is being captured
+/// into a CUDA graph, at each launch of that graph (the emulated driver's
+/// kiln_emulated_enqueue; `work` owns copies of what it reads, as a
+/// captured call does). False when the driver refuses it (a capture that
+/// does not accept library calls).
+template <class Work>
+bool enqueueOnStream(void* stream, Work work) {
+  using Enqueue = int (*)(void*, void (*)(void*), void*, void (*)(void*));
+  static auto enqueue = reinterpret_cast<Enqueue>(driverSymbol("kiln_emulated_enqueue"));
+  if (!enqueue) {
+    work();
+    return true;
+  }
+  auto* owned = new Work(std::move(work));
+  return enqueue(
+             stream, [](void* w) { (*static_cast<Work*>(w))(); }, owned, [](void* w) { delete static_cast<Work*>(w); }) == 0;
 }
 
 }  // namespace kiln::emulation

@@ -595,6 +595,64 @@ TEST_CASE("tiny zoo models with every matmul and convolution in a library match 
   }
 }
 
+TEST_CASE("library steps are captured into the CUDA graphs, and run between them with the same results where a library refuses capture") {
+  ::setenv("KILN_CUBLASLT", KILN_EMULATED_CUBLASLT, 1);
+  ::setenv("KILN_CUDNN", KILN_EMULATED_CUDNN, 1);
+  codegen::CompileOptions options;
+  options.libraryTactics = codegen::LibraryTactics::All;
+  CompiledModel compiled = compile("resnet_tiny-raw.onnx", options);
+  auto exe = runtime::loadArtifact(compiled.artifact);
+  REQUIRE(exe.isOk());
+  auto shared = std::make_shared<const runtime::Executable>(std::move(*exe));
+  size_t librarySteps = 0;
+  for (const runtime::KernelStep& s : shared->steps) librarySteps += s.kind == runtime::StepKind::Library;
+  REQUIRE(librarySteps > 1);
+  const size_t withCapture = runtime::kernelSegments(*shared, true).size();
+  const size_t withoutCapture = runtime::kernelSegments(*shared, false).size();
+  CHECK(withCapture == 1);  // no host steps: the whole model is one graph
+  CHECK(withoutCapture > 1);
+  std::vector<Tensor> inputs = testing::randomInputs(compiled.module->graph(), 5);
+
+  // Two runs each: the second replays the same graphs, so every captured library call runs again.
+  auto runTwice = [&](size_t graphsPerRun, const std::string& summary) {
+    auto executor = runtime::CudaExecutor::create(shared);
+    INFO((executor.isOk() ? std::string() : executor.error().str()));
+    REQUIRE(executor.isOk());
+    CHECK_THAT((*executor)->graphSummary(), Catch::StartsWith(summary));
+    std::vector<Tensor> out;
+    for (int run = 0; run < 2; ++run) {
+      const unsigned long long graphsBefore = graphLaunches(), callsBefore = libraryCallsRun();
+      auto got = (*executor)->run(inputs);
+      INFO((got.isOk() ? std::string() : got.error().str()));
+      REQUIRE(got.isOk());
+      CHECK(graphLaunches() - graphsBefore == graphsPerRun);
+      CHECK(libraryCallsRun() - callsBefore == librarySteps);
+      out = std::move(*got);
+    }
+    return out;
+  };
+  const std::string n = std::to_string(librarySteps);
+  std::vector<Tensor> captured = runTwice(1, "1 CUDA graph per run (" + n + " library calls captured in them)");
+  ::setenv("KILN_EMULATED_LIBRARY_CAPTURE", "0", 1);  // the emulated libraries' calls refuse capture
+  // The refusal names the call and the library's error (the stem's convolution is the first one captured).
+  std::vector<Tensor> between = runTwice(withoutCapture, std::to_string(withoutCapture) + " CUDA graphs per run; " + n +
+                                                             " library calls run between them (capture refused: "
+                                                             "cudnnConvolutionBiasActivationForward " +
+                                                             shared->libraryCalls[0].name + " failed: CUDNN_STATUS_EXECUTION_FAILED)");
+  ::unsetenv("KILN_EMULATED_LIBRARY_CAPTURE");
+
+  runtime::Interpreter reference(compiled.module->graph());
+  auto want = reference.run(std::vector<RuntimeValue>(inputs.begin(), inputs.end()));
+  REQUIRE(want.isOk());
+  requireClose(captured, *want, 1e-4, false);
+  REQUIRE(captured.size() == between.size());
+  for (size_t o = 0; o < captured.size(); ++o) {
+    REQUIRE(captured[o].byteSize() == between[o].byteSize());
+    CHECK(std::memcmp(captured[o].rawData(), between[o].rawData(), captured[o].byteSize()) == 0);
+  }
+  CHECK(liveDriverObjects() == 0);  // the captured graphs (and the refused capture's) released
+}
+
 TEST_CASE("library tactics: what cuBLASLt or cuDNN cannot fuse stays generated, auto keeps small products and depthwise convs generated") {
   auto groupsOf = [](const std::string& text) {
     auto m = testing::parse(text);

@@ -3,7 +3,8 @@
 // The edges the CUDA runtime builds its graphs from: independent steps get
 // none, a value's readers wait for its producer, a step reusing arena space
 // waits for the space's earlier readers and writers, redundant edges are
-// dropped, and host steps split the steps into segments.
+// dropped, and host steps split the steps into segments; library steps
+// join the segments when asked and wait for each other (one workspace).
 //
 //===----------------------------------------------------------------------===//
 #include <catch2/catch.hpp>
@@ -81,4 +82,35 @@ TEST_CASE("kernel steps depend on producers and on earlier users of reused arena
   auto deps3 = kernelStepDependencies(exe, segments[1]);
   REQUIRE(deps3.size() == 1);
   CHECK(deps3[0].empty());
+}
+
+TEST_CASE("library steps join the kernel segments when captured, and each waits for the library step before it") {
+  Executable exe;
+  exe.target = "cuda";
+  uint32_t x = addBuffer(exe, "x", BufferKind::Input), w = addBuffer(exe, "w", BufferKind::Weight);
+  uint32_t a = addBuffer(exe, "a", BufferKind::Intermediate, 0), b = addBuffer(exe, "b", BufferKind::Intermediate, 16);
+  uint32_t c = addBuffer(exe, "c", BufferKind::Intermediate, 32), y = addBuffer(exe, "y", BufferKind::Output);
+  addStep(exe, StepKind::Kernel, {a, x});      // 0: a = f(x)
+  addStep(exe, StepKind::Library, {x, w, b});  // 1: b = x W (library), independent of 0
+  addStep(exe, StepKind::Library, {x, w, c});  // 2: c = x W (library), no data shared with 1 but its workspace
+  addStep(exe, StepKind::Kernel, {y, a, b, c});  // 3: y = f(a, b, c)
+
+  // Without capture the library steps split the kernels; with it, one segment.
+  std::vector<KernelSegment> apart = kernelSegments(exe), together = kernelSegments(exe, true);
+  REQUIRE(apart.size() == 2);
+  CHECK(apart[0].end == 1);
+  CHECK(apart[1].begin == 3);
+  REQUIRE(together.size() == 1);
+  CHECK(together[0].begin == 0);
+  CHECK(together[0].end == 4);
+
+  auto deps = kernelStepDependencies(exe, together[0]);
+  REQUIRE(deps.size() == 4);
+  CHECK(deps[0].empty());
+  CHECK(deps[1].empty());                              // beside the kernel
+  CHECK(deps[2] == std::vector<uint32_t>{1});          // the shared workspace orders the two calls
+  CHECK(deps[3] == std::vector<uint32_t>{0, 2});       // 1 is implied through 2
+  CHECK(stepOverlap(exe, true).segments == 1);
+  CHECK(stepOverlap(exe, true).independent == 1);      // step 1 beside step 0
+  CHECK(stepOverlap(exe).segments == 2);
 }

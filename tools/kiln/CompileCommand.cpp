@@ -137,8 +137,8 @@ int compileCuda(const CompileOptions& o, const std::vector<int>& archs, ir::Modu
   std::cout << "  schedules      " << gpuScheduleSummary(model->kernels) << "\n";
   if (!tuningSummary.empty()) std::cout << "  " << tuningSummary << "\n";
   // What the runtime's CUDA graphs can overlap: steps that need not wait for the step before them.
-  const runtime::StepOverlap overlap = runtime::stepOverlap(*model->executable);
-  std::cout << "  cuda graphs    " << overlap.segments << " (kernel runs between host and library steps); " << overlap.independent
+  const runtime::StepOverlap overlap = runtime::stepOverlap(*model->executable, true);
+  std::cout << "  cuda graphs    " << overlap.segments << " (kernel and library steps between host steps); " << overlap.independent
             << " of " << overlap.steps << " steps may run beside the step before them\n";
   std::cout << "  time ms        import " << importMs << ", passes " << passesMs << ", plan " << st.planMs << ", lower "
             << st.lowerMs << ", emit " << st.emitMs << ", nvrtc " << st.nvrtcMs << "\n";

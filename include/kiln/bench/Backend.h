@@ -47,6 +47,8 @@ class Backend {
   virtual int threads() const = 0;
   /// After prepare() with a tuning database: what it applied (TuningApplication::summary); "" otherwise.
   virtual std::string tuningSummary() const { return ""; }
+  /// After prepare(), how a run launches on the device (the CUDA backend's graphs); "" for host backends.
+  virtual std::string launchSummary() const { return ""; }
   /// True when runs execute on a GPU (the harness then samples NVML).
   virtual bool usesGpu() const { return false; }
   /// Takes the module and prepares to run it; fills the phases it has.

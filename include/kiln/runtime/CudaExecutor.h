@@ -9,7 +9,7 @@
 // out. Runs of one executor are serialized (one device arena). No driver or
 // no device is KE5005; an architecture the artifact has no code for is
 // KE5004; device memory the model does not fit in KE5007; a failing
-// driver call KE5006. Kernel steps replay as CUDA graphs (see
+// driver call KE5006. Kernel and library steps replay as CUDA graphs (see
 // CudaExecutor.cpp; KILN_CUDA_GRAPHS=0 turns them off). profile() times
 // every kernel step on the device with CUDA events around its launch (kiln
 // bench --profile): launched one by one, not as graphs, so the per-step
@@ -47,6 +47,10 @@ class CudaExecutor {
   const std::string& device() const;
   /// Device memory the loaded model holds (arena, weights, inputs, outputs).
   uint64_t deviceBytes() const;
+  /// How a run launches: "1 CUDA graph per run (25 library calls captured
+  /// in them)", or the library calls between the graphs and why their
+  /// capture was refused, or graphs off.
+  std::string graphSummary() const;
   /// The SM number (90 for sm_90) of the device a CUDA executor would use
   /// (KILN_CUDA_DEVICE); KE5005 without a driver or device.
   static Expected<uint32_t> deviceArchitecture();

@@ -9,6 +9,9 @@
 // the memory plan reuses arena space. A step writes the intermediate and
 // output buffers it is the first step to name (the lowering creates every
 // result buffer for its producer); weights and inputs are only read.
+// Library steps (cuBLASLt, cuDNN) join the graphs when their calls can be
+// captured; they all use the executor's one workspace, so each waits for
+// the library step before it as well.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -20,13 +23,14 @@
 
 namespace kiln::runtime {
 
-/// A run of consecutive kernel steps, [begin, end) in Executable::steps.
+/// A run of consecutive kernel (and library) steps, [begin, end) in Executable::steps.
 struct KernelSegment {
   uint32_t begin = 0, end = 0;
 };
 
-/// The maximal runs of kernel steps between host steps, in order.
-std::vector<KernelSegment> kernelSegments(const Executable& exe);
+/// The maximal runs of kernel steps between host steps (and, unless
+/// `withLibrarySteps`, library steps), in order.
+std::vector<KernelSegment> kernelSegments(const Executable& exe, bool withLibrarySteps = false);
 
 /// For each step of `segment`, the steps of the same segment it must wait
 /// for: absolute step indices, ascending, transitively reduced (an edge
@@ -39,6 +43,6 @@ std::vector<std::vector<uint32_t>> kernelStepDependencies(const Executable& exe,
 struct StepOverlap {
   size_t segments = 0, steps = 0, independent = 0;
 };
-StepOverlap stepOverlap(const Executable& exe);
+StepOverlap stepOverlap(const Executable& exe, bool withLibrarySteps = false);
 
 }  // namespace kiln::runtime

@@ -63,6 +63,9 @@ Loaded load() {
   need("cuGraphLaunch", d.graphLaunch);
   need("cuGraphExecDestroy", d.graphExecDestroy);
   need("cuGraphDestroy", d.graphDestroy);
+  need("cuGraphAddChildGraphNode", d.graphAddChildGraphNode);
+  need("cuStreamBeginCapture_v2", d.streamBeginCapture);
+  need("cuStreamEndCapture", d.streamEndCapture);
   need("cuEventCreate", d.eventCreate);
   need("cuEventDestroy_v2", d.eventDestroy);
   need("cuEventRecord", d.eventRecord);

@@ -51,6 +51,9 @@ struct CudaDriver {
   decltype(&::cuGraphLaunch) graphLaunch = nullptr;
   decltype(&::cuGraphExecDestroy) graphExecDestroy = nullptr;
   decltype(&::cuGraphDestroy) graphDestroy = nullptr;
+  decltype(&::cuGraphAddChildGraphNode) graphAddChildGraphNode = nullptr;
+  decltype(&::cuStreamBeginCapture) streamBeginCapture = nullptr;
+  decltype(&::cuStreamEndCapture) streamEndCapture = nullptr;
   decltype(&::cuEventCreate) eventCreate = nullptr;
   decltype(&::cuEventDestroy) eventDestroy = nullptr;
   decltype(&::cuEventRecord) eventRecord = nullptr;

@@ -13,9 +13,13 @@
 // driver call sequence, so the executor works from any thread. The stream is
 // a blocking one: the synchronous copies of host steps (legacy default
 // stream) order with its work. Library steps (cuBLASLt matmuls and cuDNN
-// convolutions, LibrarySteps.h) are planned and tried once at load time
-// and enqueued on the stream between the graphs of the kernel steps around
-// them (they are not captured into the graphs yet).
+// convolutions, LibrarySteps.h) are planned and tried once at load time,
+// then each is recorded by stream capture into a graph of its own, which
+// becomes a child node of its segment's graph (a model without host steps
+// is one graph launch per run). Where a library refuses capture, the
+// executor builds the graphs again without them and enqueues library steps
+// on the stream between the graphs of the kernel steps around them;
+// graphSummary() says which happened.
 //
 //===----------------------------------------------------------------------===//
 #include "kiln/runtime/CudaExecutor.h"
@@ -68,8 +72,9 @@ struct CudaExecutor::Impl {
   std::vector<std::unique_ptr<HostProgram>> hostPrograms;
   std::unique_ptr<LibrarySteps> librarySteps;  ///< planned when there are library steps
   CUdeviceptr libraryWorkspace = 0;
-  std::vector<KernelSegment> segments;
-  std::vector<CUgraphExec> graphs;  ///< one per segment; empty with KILN_CUDA_GRAPHS=0
+  std::vector<KernelSegment> segments;  ///< with library steps unless their capture failed
+  std::vector<CUgraphExec> graphs;      ///< one per segment; empty with KILN_CUDA_GRAPHS=0
+  std::string captureRefused;           ///< why library steps run between the graphs (empty: captured)
   uint8_t* staging = nullptr;       ///< pinned host memory for inputs and outputs
   std::vector<uint64_t> inputStaging, outputStaging;  ///< offsets in staging
   uint64_t deviceBytesNeeded = 0, allocatedBytes = 0;
@@ -125,10 +130,45 @@ struct CudaExecutor::Impl {
     for (CUdeviceptr& p : args) params.push_back(&p);
   }
 
-  /// Builds and instantiates one CUDA graph per kernel segment.
-  Status buildGraphs() {
+  /// Library step `s` recorded by stream capture into a graph of its own
+  /// (the library enqueues kernels of its choosing; capture is how a graph
+  /// gets them). The capture always ends, so the stream is usable after a refusal.
+  Expected<CUgraph> captureLibraryStep(size_t s) const {
+    const std::string& name = exe->libraryCalls[exe->steps[s].kernel].name;
+    KILN_TRY(cu->check(cu->streamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL), "cuStreamBeginCapture for " + name));
+    Status enqueued = librarySteps->enqueue(s, libraryWorkspace, stream);
+    CUgraph captured = nullptr;
+    Status ended = cu->check(cu->streamEndCapture(stream, &captured), "capturing library step " + name);
+    if (enqueued.isOk() && ended.isOk()) return captured;
+    if (captured) cu->graphDestroy(captured);
+    return enqueued.isOk() ? ended.error() : enqueued.error();
+  }
+
+  /// Adds step `s` to `graph` after `before`: a kernel node, or a library step's captured graph as a child node.
+  Status addStepNode(uint32_t s, CUgraph graph, const std::vector<CUgraphNode>& before, CUgraphNode& added) const {
+    const KernelStep& step = exe->steps[s];
+    if (step.kind == StepKind::Library) {
+      KILN_ASSIGN(CUgraph child, captureLibraryStep(s));
+      Status status = cu->check(cu->graphAddChildGraphNode(&added, graph, before.data(), before.size(), child),
+                                "cuGraphAddChildGraphNode " + exe->libraryCalls[step.kernel].name);
+      cu->graphDestroy(child);  // the node holds a clone
+      return status;
+    }
     std::vector<CUdeviceptr> args;
     std::vector<void*> params;
+    const CudaKernelCode& c = exe->cudaKernels[step.kernel];
+    kernelParams(step, args, params);
+    CUDA_KERNEL_NODE_PARAMS node{};
+    node.func = functions[step.kernel];
+    node.gridDimX = c.grid[0], node.gridDimY = c.grid[1], node.gridDimZ = c.grid[2];
+    node.blockDimX = c.block[0], node.blockDimY = c.block[1], node.blockDimZ = c.block[2];
+    node.kernelParams = params.data();
+    return cu->check(cu->graphAddKernelNode(&added, graph, before.data(), before.size(), &node),
+                     "cuGraphAddKernelNode " + exe->kernelNames[step.kernel]);
+  }
+
+  /// Builds and instantiates one CUDA graph per segment.
+  Status buildGraphs() {
     for (const KernelSegment& segment : segments) {
       CUgraph graph = nullptr;
       KILN_TRY(cu->check(cu->graphCreate(&graph, 0), "cuGraphCreate"));
@@ -136,19 +176,10 @@ struct CudaExecutor::Impl {
       Status built = Status::ok();
       std::vector<std::vector<uint32_t>> deps = kernelStepDependencies(*exe, segment);
       for (uint32_t s = segment.begin; s < segment.end && built.isOk(); ++s) {
-        const KernelStep& step = exe->steps[s];
-        const CudaKernelCode& c = exe->cudaKernels[step.kernel];
-        kernelParams(step, args, params);
-        CUDA_KERNEL_NODE_PARAMS node{};
-        node.func = functions[step.kernel];
-        node.gridDimX = c.grid[0], node.gridDimY = c.grid[1], node.gridDimZ = c.grid[2];
-        node.blockDimX = c.block[0], node.blockDimY = c.block[1], node.blockDimZ = c.block[2];
-        node.kernelParams = params.data();
         std::vector<CUgraphNode> before;
         for (uint32_t d : deps[s - segment.begin]) before.push_back(nodes[d - segment.begin]);
         CUgraphNode added = nullptr;
-        built = cu->check(cu->graphAddKernelNode(&added, graph, before.data(), before.size(), &node),
-                          "cuGraphAddKernelNode " + exe->kernelNames[step.kernel]);
+        built = addStepNode(s, graph, before, added);
         nodes.push_back(added);
       }
       CUgraphExec instance = nullptr;
@@ -160,13 +191,29 @@ struct CudaExecutor::Impl {
     return Status::ok();
   }
 
-  /// Enqueues a segment's kernels one by one (no CUDA graphs); with `timer`,
-  /// each launch between two of its events.
+  /// The graphs, with the library steps captured in them where the libraries allow it.
+  Status buildGraphsCapturingLibraries() {
+    segments = kernelSegments(*exe, true);
+    Status built = buildGraphs();
+    if (built.isOk() || exe->libraryCalls.empty()) return built;
+    captureRefused = built.error().message();
+    for (CUgraphExec g : graphs) cu->graphExecDestroy(g);
+    graphs.clear();
+    segments = kernelSegments(*exe, false);
+    return buildGraphs();
+  }
+
+  /// Enqueues a segment's steps one by one (no CUDA graphs); with `timer`,
+  /// each between two of its events.
   Status launchSegment(const KernelSegment& segment, StepTimer* timer) const {
     std::vector<CUdeviceptr> args;
     std::vector<void*> params;
     for (uint32_t s = segment.begin; s < segment.end; ++s) {
       const KernelStep& step = exe->steps[s];
+      if (step.kind == StepKind::Library) {
+        KILN_TRY(enqueueLibraryStep(s, timer));
+        continue;
+      }
       const CudaKernelCode& c = exe->cudaKernels[step.kernel];
       kernelParams(step, args, params);
       KILN_TRY(StepTimer::record(timer, s, true, stream));
@@ -298,10 +345,22 @@ Expected<std::unique_ptr<CudaExecutor>> CudaExecutor::create(std::shared_ptr<con
     m.hostPrograms.push_back(std::move(program));
   }
   KILN_TRY(m.planLibrarySteps());
-  m.segments = kernelSegments(*exe);
   const char* graphs = std::getenv("KILN_CUDA_GRAPHS");
-  if (!(graphs && std::string(graphs) == "0")) KILN_TRY(m.buildGraphs());
+  if (graphs && std::string(graphs) == "0") m.segments = kernelSegments(*exe, true);
+  else KILN_TRY(m.buildGraphsCapturingLibraries());
   return e;
+}
+
+std::string CudaExecutor::graphSummary() const {
+  const Impl& m = *impl_;
+  size_t librarySteps = 0;
+  for (const KernelStep& step : m.exe->steps) librarySteps += step.kind == StepKind::Library;
+  if (m.graphs.empty())
+    return m.segments.empty() ? "no kernel steps" : "CUDA graphs off (KILN_CUDA_GRAPHS=0): every step launched on the stream";
+  std::string text = std::to_string(m.graphs.size()) + (m.graphs.size() == 1 ? " CUDA graph" : " CUDA graphs") + " per run";
+  if (!librarySteps) return text;
+  if (m.captureRefused.empty()) return text + " (" + std::to_string(librarySteps) + " library calls captured in them)";
+  return text + "; " + std::to_string(librarySteps) + " library calls run between them (capture refused: " + m.captureRefused + ")";
 }
 
 Expected<std::vector<Tensor>> CudaExecutor::run(const std::vector<Tensor>& inputs) const {
@@ -370,7 +429,7 @@ Expected<std::vector<Tensor>> CudaExecutor::Impl::runOnce(const std::vector<Tens
   size_t segment = 0;
   for (size_t s = 0; s < exe.steps.size();) {
     const KernelStep& step = exe.steps[s];
-    if (step.kind == StepKind::Kernel) {
+    if (segment < m.segments.size() && m.segments[segment].begin == s) {
       const KernelSegment& seg = m.segments[segment];
       if (m.graphs.empty() || timer) KILN_TRY(m.launchSegment(seg, timer));
       else KILN_TRY(cu.check(cu.graphLaunch(m.graphs[segment], m.stream), "launching the CUDA graph of steps " +

@@ -138,7 +138,7 @@ Expected<std::unique_ptr<CudaKernelTimer>> CudaKernelTimer::createLibrary(const 
     return makeError(ErrorCode::InvalidArgument, "library call ", call.name, " takes ", elements.size(), " operands, got ",
                      args.size());
   for (size_t a = 0; a < args.size(); ++a)
-    if (args[a].numElements() != elements[a] || args[a].dtype() != call.dtype)
+    if (uint64_t(args[a].numElements()) != elements[a] || args[a].dtype() != call.dtype)
       return makeError(ErrorCode::InvalidArgument, "library call ", call.name, ": operand ", a, " is ",
                        dtypeName(args[a].dtype()), " with ", args[a].numElements(), " elements, the call needs ",
                        dtypeName(call.dtype), " with ", elements[a]);

@@ -6,8 +6,9 @@
 // LibraryStepPlan per step, made when the artifact loads so that a run only
 // enqueues. tryEach() enqueues every plan once at load time (on scratch
 // data), so that a call a library refuses fails the load, or falls back,
-// rather than the first run. Library steps run on the executor's stream
-// between the CUDA graphs of the kernel steps around them.
+// rather than the first run. The executor then captures each step's
+// enqueue into a CUDA graph (CudaExecutor.cpp), or, where a library refuses
+// capture, enqueues the steps on its stream between the graphs.
 //
 //===----------------------------------------------------------------------===//
 #pragma once

@@ -13,8 +13,11 @@
 namespace kiln::runtime {
 namespace {
 
+/// The memory space every library step writes: the executor's one workspace.
+constexpr uint64_t kLibraryWorkspaceSpace = ~uint64_t(0);
+
 struct Access {
-  uint64_t space = 0;  ///< 0: the arena; id + 1: buffer id's own allocation
+  uint64_t space = 0;  ///< 0: the arena; id + 1: buffer id's own allocation; kLibraryWorkspaceSpace
   uint64_t begin = 0, end = 0;
   bool write = false;
 };
@@ -25,10 +28,11 @@ bool conflict(const Access& a, const Access& b) {
 
 }  // namespace
 
-std::vector<KernelSegment> kernelSegments(const Executable& exe) {
+std::vector<KernelSegment> kernelSegments(const Executable& exe, bool withLibrarySteps) {
   std::vector<KernelSegment> segments;
   for (uint32_t s = 0; s < exe.steps.size(); ++s) {
-    if (exe.steps[s].kind != StepKind::Kernel) continue;
+    const StepKind kind = exe.steps[s].kind;
+    if (kind != StepKind::Kernel && !(withLibrarySteps && kind == StepKind::Library)) continue;
     if (segments.empty() || segments.back().end != s) segments.push_back({s, s});
     segments.back().end = s + 1;
   }
@@ -57,6 +61,7 @@ std::vector<std::vector<uint32_t>> kernelStepDependencies(const Executable& exe,
       a.write = producer[id] == int64_t(s) && (b.kind == BufferKind::Intermediate || b.kind == BufferKind::Output);
       accesses[i].push_back(a);
     }
+    if (exe.steps[s].kind == StepKind::Library) accesses[i].push_back({kLibraryWorkspaceSpace, 0, 1, true});
   }
   // Direct conflicts, then the transitive reduction through ancestor sets.
   const size_t words = (n + 63) / 64;
@@ -89,9 +94,9 @@ std::vector<std::vector<uint32_t>> kernelStepDependencies(const Executable& exe,
   return result;
 }
 
-StepOverlap stepOverlap(const Executable& exe) {
+StepOverlap stepOverlap(const Executable& exe, bool withLibrarySteps) {
   StepOverlap o;
-  for (const KernelSegment& segment : kernelSegments(exe)) {
+  for (const KernelSegment& segment : kernelSegments(exe, withLibrarySteps)) {
     ++o.segments;
     std::vector<std::vector<uint32_t>> deps = kernelStepDependencies(exe, segment);
     for (uint32_t s = segment.begin + 1; s < segment.end; ++s, ++o.steps) {
