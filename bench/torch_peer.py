@@ -120,7 +120,7 @@ def measure(name, batch=0, mode="eager", device="cuda", warmup=100, runs=1000, m
                     "cores": os.cpu_count(), "os": platform.platform(), "gpu": gpu},
         "config": {"warmup": warmup, "runs": runs, "threads": torch.get_num_threads(), "batch": b, "sigmas": 3,
                    "seed": 0, "options": mode + ("" if precision == "f32" else f" {precision}"), "inputs": {k: [b] + v["shape"][1:] for k, v in spec["inputs"].items()}},
-        "runs_completed": len(samples), "samples": len(samples) - outliers, "outliers": outliers, "latency_ms": latency,
+        "launch": None, "runs_completed": len(samples), "samples": len(samples) - outliers, "outliers": outliers, "latency_ms": latency,
         "throughput_per_s": b * 1000.0 / latency["mean"],
         "compile_ms": {"import": None, "passes": None, "codegen": compile_ms, "total": compile_ms or 0.0},
         "memory": {"peak_host_bytes": None,

@@ -135,7 +135,7 @@ async function main() {
       os: `${os.type()} ${os.release()} ${process.arch === 'x64' ? 'x86_64' : process.arch}`, gpu: null },
     config: { warmup: opts.warmup, runs: opts.runs, threads: opts.threads > 0 ? opts.threads : null, batch: opts.batch,
       sigmas: opts.sigmas, seed: null, options: 'graphOptimizationLevel=all', inputs: shapes },
-    runs_completed: times.length, samples: s.samples, outliers: s.outliers, latency_ms: s.latency,
+    launch: null, runs_completed: times.length, samples: s.samples, outliers: s.outliers, latency_ms: s.latency,
     throughput_per_s: opts.batch * 1000 / s.latency.mean,
     compile_ms: { import: null, passes: null, codegen: null, total: createMs },
     memory: { peak_host_bytes: process.resourceUsage().maxRSS * 1024, peak_device_bytes: null },

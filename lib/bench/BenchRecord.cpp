@@ -45,6 +45,7 @@ std::string toJsonLine(const BenchRecord& r) {
   for (const auto& [name, dims] : r.inputShapes) inputs[name] = dims;
   j["config"] = {{"warmup", r.warmup}, {"runs", r.runs},       {"threads", r.threads}, {"batch", r.batch},
                  {"sigmas", r.sigmas}, {"seed", r.seed},       {"options", r.options}, {"inputs", inputs}};
+  j["launch"] = r.launch.empty() ? nlohmann::json() : nlohmann::json(r.launch);
   j["runs_completed"] = r.runsCompleted;
   j["samples"] = r.latencyMs.samples;
   j["outliers"] = r.latencyMs.outliers;
@@ -87,6 +88,7 @@ void printTable(std::ostream& os, const BenchRecord& r) {
      << r.compileMs.totalMs() << "\n"
      << "memory       peak host " << megabytes(r.peakHostBytes) << ", peak device "
      << (r.peakDeviceBytes ? megabytes(*r.peakDeviceBytes) : std::string("-")) << "\n";
+  if (!r.launch.empty()) os << "launch       " << r.launch << "\n";
   if (r.gpu)
     os << "gpu          " << r.gpu->name << ": power mean " << r.gpu->powerMeanW << " W, max " << r.gpu->powerMaxW
        << " W; temperature max " << r.gpu->temperatureMaxC << " C\n";

@@ -325,15 +325,16 @@ expect_in "(library)" bench_lib.txt
 expect_in "[cuBLASLt f32 1x1x10x" bench_lib.txt
 expect_in "[cuDNN f32 conv 1x" bench_lib.txt
 # The library calls are captured into the CUDA graph (one launch per run); a library refusing capture
-# leaves them between the graphs, and the bench says why.
+# leaves them between the graphs, and the bench says why (table and record).
 KILN_CUDA_DRIVER=$EMULATED_DRIVER KILN_EMULATED_KERNELS=$EMU_LIBT KILN_CUBLASLT=$EMULATED_CUBLASLT KILN_CUDNN=$EMULATED_CUDNN \
-  "$KILN" bench "$MOBILE" --backend cuda --library-tactics all --warmup 1 --runs 1 > /dev/null 2> bench_lib_graphs.txt
-grep -qE "^kiln bench: 1 CUDA graph per run \([1-9][0-9]* library calls captured in them\)$" bench_lib_graphs.txt \
+  "$KILN" bench "$MOBILE" --backend cuda --library-tactics all --warmup 1 --runs 1 --quiet > bench_lib_graphs.txt
+grep -qE "^launch       1 CUDA graph per run \([1-9][0-9]* library calls captured in them\)$" bench_lib_graphs.txt \
   || { cat bench_lib_graphs.txt; fail "kiln bench does not report the library calls captured in one CUDA graph"; }
 KILN_CUDA_DRIVER=$EMULATED_DRIVER KILN_EMULATED_KERNELS=$EMU_LIBT KILN_CUBLASLT=$EMULATED_CUBLASLT KILN_CUDNN=$EMULATED_CUDNN \
   KILN_EMULATED_LIBRARY_CAPTURE=0 "$KILN" bench "$MOBILE" --backend cuda --library-tactics all --warmup 1 --runs 1 \
-  > /dev/null 2> bench_lib_refused.txt
-expect_in "library calls run between them (capture refused: " bench_lib_refused.txt
+  --format json --quiet > bench_lib_refused.json
+/usr/bin/python3 -c "import json,sys; r=json.loads(open('bench_lib_refused.json').read().splitlines()[-1]); l=r['launch']; assert 'library calls run between them (capture refused: ' in l and 'CUDNN_STATUS_EXECUTION_FAILED' in l, l" \
+  || fail "kiln bench's record does not say the library calls were not captured, and why"
 KILN_CUDA_DRIVER=$EMULATED_DRIVER KILN_EMULATED_KERNELS=$EMU_LIBT KILN_CUBLASLT=/nonexistent/libcublasLt.so.13 \
   KILN_CUDNN=$EMULATED_CUDNN \
   expect_fail "cuBLASLt (/nonexistent/libcublasLt.so.13) not found: the artifact has library steps" "$KILN" run mobile_lib.kiln

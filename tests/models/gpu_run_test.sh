@@ -67,6 +67,7 @@ expect_in "| resnet_tiny (library tactics off) | ok |" results-lib/gpu-run.md
 expect_in "| model | batch | kiln off ms | kiln all ms |" results-lib/gpu-run.md
 expect_in "Library steps against generated kernels" results-lib/gpu-run.md
 expect_in "resnet_tiny, batch 1, f32, library tactics all**: 18 library steps (18 kernels)" results-lib/gpu-run.md
+expect_in "- resnet_tiny, batch 1, library tactics all: 1 CUDA graph per run (18 library calls captured in them)" results-lib/gpu-run.md
 grep -q "(library)  *l0__stem_stem_0_Conv" results-lib/profile/resnet_tiny-b1-f32-all.txt || fail "library step in the profile"
 [ ! -e results-lib/models ] || fail "models exported into the results despite --models-dir"
 /usr/bin/python3 - <<'PY' || fail "library-pairs.jsonl"

@@ -130,6 +130,7 @@ TEST_CASE("runBenchmark measures the interpreter backend and fills the record", 
   CHECK(j["compile_ms"]["total"] == 1.5);
   CHECK(j["memory"]["peak_device_bytes"].is_null());
   CHECK(j["gpu"].is_null());
+  CHECK(j["launch"].is_null());  // a host backend
   CHECK(j["latency_ms"]["p50"].get<double>() == record.latencyMs.p50);
   for (const char* key : {"runtime", "runtime_version", "backend", "model", "model_path", "date", "machine", "config",
                           "samples", "outliers", "throughput_per_s", "memory", "wall_s"})

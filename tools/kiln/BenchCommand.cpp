@@ -68,7 +68,7 @@ int benchModel(const BenchCommandOptions& o) {
   if (progress) *progress << "kiln bench: preparing " << record.model << " for " << o.backend << "\n";
   Status prepared = (*backend)->prepare(std::move(model->module), record.compileMs);
   if (!prepared.isOk()) return reportError(prepared.error());
-  if (progress && !(*backend)->launchSummary().empty()) *progress << "kiln bench: " << (*backend)->launchSummary() << "\n";
+  record.launch = (*backend)->launchSummary();
   if (!o.tuningDb.empty()) {
     record.options += " --tuning-db " + o.tuningDb;
     if (progress) *progress << "kiln bench: " << (*backend)->tuningSummary() << "\n";

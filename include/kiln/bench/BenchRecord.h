@@ -44,6 +44,7 @@ struct BenchRecord {
   uint64_t seed = 0;
   std::string options;    ///< backend options as given ("-O0", a pipeline, ...)
   std::vector<std::pair<std::string, Dims>> inputShapes;
+  std::string launch;     ///< how a run launches on the device (Backend::launchSummary); empty on the host
   // What was measured.
   LatencySummary latencyMs;
   double throughputPerS = 0;  ///< batch * 1000 / mean latency
