@@ -59,7 +59,7 @@ Expected<BlockedShape> shapeOf(const ir::Node& node) {
 
 /// Whether the default register block is one channel block (tob 1) rather
 /// than two: on AMD's cores (the cpu target compiles for this machine). On
-/// an AMD EPYC (Zen 4, 512-bit FMAs on two 256-bit units) 7 pixels x 2
+/// an AMD EPYC (Zen 5, CPU family 26: two 512-bit FMA pipes) 7 pixels x 2
 /// blocks with the 16 input channels unrolled ran ResNet-50's 3x3 convs in
 /// 1.5 to 1.7 ms where 7 x 1 took 1.09 (within 2% of the best of the whole
 /// knob space; bench/tuning.py's tables); the whole model's kernels took
