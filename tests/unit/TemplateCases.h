@@ -222,9 +222,10 @@ inline std::vector<TemplateCase> templateCases(const std::string& family = "") {
   }
 })",
        "LayerNormalization", 48},
+      // Graph values named like softmax's kernel-local rows (rowmax, exps) get parameter names of their own.
       {"rowwise", R"(module @m {
-  graph @main(%x: f32[5,40]) {
-    %s = Softmax(%x) {axis = -1} : f32[5,40]
+  graph @main(%rowmax: f32[5,40]) {
+    %s = Softmax(%rowmax) {axis = -1} : f32[5,40]
     %t = Constant() {value = tensor<f32[]: [3.0]>} : f32[]
     %m = Mul(%s, %t) : f32[5,40]
     return %m
@@ -244,8 +245,8 @@ inline std::vector<TemplateCase> templateCases(const std::string& family = "") {
   graph @main(%x: f32[3,32]) {
     %k = Constant() {value = tensor<f32[32]: [0.0, -10000.0, 0.0, 0.0, -10000.0, 0.0, 0.0, -10000.0, 0.0, 0.0, -10000.0, 0.0, 0.0, -10000.0, 0.0, 0.0, -10000.0, 0.0, 0.0, -10000.0, 0.0, 0.0, -10000.0, 0.0, 0.0, -10000.0, 0.0, 0.0, -10000.0, 0.0, 0.0, -10000.0]>} : f32[32]
     %a = Add(%x, %k) : f32[3,32]
-    %s = Softmax(%a) {axis = -1} : f32[3,32]
-    return %s
+    %exps = Softmax(%a) {axis = -1} : f32[3,32]
+    return %exps
   }
 })",
        "Softmax", 16},
