@@ -73,7 +73,7 @@ std::string identifierOf(const std::string& name) {
 /// The names templates give kernel-local buffers (acc, shared tiles,
 /// fragments, register tiles, argmax state, softmax's row state): parameters never take them.
 const std::set<std::string>& localBufferNames() {
-  static const std::set<std::string> names{"acc", "As", "Bs", "af", "bf", "regA", "regB", "best", "at", "exps", "rowmax"};
+  static const std::set<std::string> names{"acc", "As", "Bs", "af", "bf", "regA", "regB", "best", "at", "exps", "rowmax", "rowsum", "rowsq"};
   return names;
 }
 

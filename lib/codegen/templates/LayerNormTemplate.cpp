@@ -1,7 +1,8 @@
 //===- lib/codegen/templates/LayerNormTemplate.cpp - LayerNormalization ----===//
 //
 // LayerNormalization over the dims from `axis` on: per row, the mean, then
-// the variance about it (two passes, as the interpreter computes it), then
+// the variance about it (two passes, as the interpreter computes it; on the
+// CPU each sum 16 lanes at a time, cpuRowReduce), then
 // the store of (x - mean) / sqrt(var + epsilon) * scale + bias through the
 // epilogue; the Mean and InvStdDev results, when used, once per row.
 //
@@ -53,6 +54,19 @@ class LayerNormTemplate final : public ScheduleTemplate {
     Expr count = constantOf(ct, double(len));
     Stmt sum = rowLoop(j, lane, len, warp, store(acc, intImm(0), mean + xv));
     Stmt sq = rowLoop(j, lane, len, warp, store(acc, intImm(1), var + (xv - mean) * (xv - mean)));
+    if (target == KernelTarget::Cpu) {  // the sums 16 lanes at a time
+      auto at = [&](const Expr& position) {
+        Index i = unflatten(varRef(o), rowDims), within = unflatten(position, normDims);
+        i.insert(i.end(), within.begin(), within.end());
+        return el.at(node.input(0), i);
+      };
+      auto deviation = [&](const Expr& position) -> Expected<Expr> {
+        KILN_ASSIGN(Expr v, at(position));
+        return (v - mean) * (v - mean);
+      };
+      KILN_ASSIGN(sum, cpuRowReduce(acc, 0, BinaryOp::Add, at, len, ct, "rowsum"));
+      KILN_ASSIGN(sq, cpuRowReduce(acc, 1, BinaryOp::Add, deviation, len, ct, "rowsq"));
+    }
     if (warp) {
       sum = seq({sum, warpAllReduce(acc, 0, BinaryOp::Add)});
       sq = seq({sq, warpAllReduce(acc, 1, BinaryOp::Add)});
@@ -79,7 +93,9 @@ class LayerNormTemplate final : public ScheduleTemplate {
                             sum, store(acc, intImm(0), mean / count), sq};
     if (!rowStores.empty())
       steps.push_back(warp ? ifThen(binary(BinaryOp::Eq, varRef(lane), intImm(0)), seq(rowStores)) : seq(rowStores));
-    steps.push_back(rowLoop(j, lane, len, warp, epilogue));
+    // The CPU's store pass as explicit vectors (LLVM left the unrolled row's divisions by the deviation scalar).
+    steps.push_back(target == KernelTarget::Cpu && len >= 16 ? forLoop(j, intImm(len), LoopKind::Vectorized, epilogue)
+                                                              : rowLoop(j, lane, len, warp, epilogue));
     Stmt body = allocate(acc, seq(std::move(steps)));
     if (warp) return warpPerItem(o, lane, rows, c.at("threads"), body);
     if (target == KernelTarget::Gpu) return threadPerItem(o, rows, c.at("threads"), body);

@@ -8,17 +8,14 @@
 // CPU, rows up to 16384 long keep the second pass's exponentials in a
 // local row for the third (one exp per element instead of two; the same
 // values, so the same results), and rows of at least 2 x 16 elements take
-// their maximum 16 lanes at a time (a vector of partial maxima, halved
-// three times, then the tail one by one) instead of one element after the
-// other: a chain of NaN-propagating scalar maxima was most of a short
-// row's time (the maximum is exact either way, so the results are too).
+// their maximum 16 lanes at a time (cpuRowReduce; the maximum is exact, so
+// the results are the same too).
 //
 //   knobs: parallel {0,1}; GPU: threads per block, warp {0,1}: one row per
 //   thread, or per warp (lanes take every 32nd element; the max and the sum
 //   are combined across the warp by xor shuffles)
 //
 //===----------------------------------------------------------------------===//
-#include <functional>
 #include <limits>
 
 #include "Templates.h"
@@ -29,34 +26,6 @@ namespace {
 
 /// The longest row whose exponentials the CPU kernel keeps (on the stack: 64 KiB of f32).
 constexpr int64_t kKeptRow = 16384;
-/// Lanes of the CPU kernel's partial row maxima (one AVX-512 vector of f32).
-constexpr int64_t kMaxLanes = 16;
-
-/// CPU: `acc[0]` = the maximum of the row's `len` (at least 2 x kMaxLanes)
-/// values `at(j)`: kMaxLanes at a time into a local vector of partial
-/// maxima, which is then halved down to one lane, and the last len % kMaxLanes
-/// values one by one.
-Expected<Stmt> vectorRowMax(const Buffer& acc, const std::function<Expected<Expr>(const Expr&)>& at, int64_t len, ScalarType ct) {
-  Var jo = makeVar("jo"), l = makeVar("l"), j = makeVar("j");
-  Buffer part = makeBuffer("rowmax", ct, MemoryScope::Local, kMaxLanes);
-  const int64_t blocks = len / kMaxLanes;
-  KILN_ASSIGN(Expr first, at(varRef(l)));
-  KILN_ASSIGN(Expr later, at((varRef(jo) + 1) * kMaxLanes + varRef(l)));
-  Expr lane = load(part, varRef(l));
-  std::vector<Stmt> steps{forLoop(l, intImm(kMaxLanes), LoopKind::Vectorized, store(part, varRef(l), first)),
-                          forLoop(jo, intImm(blocks - 1), LoopKind::Serial,
-                                  forLoop(l, intImm(kMaxLanes), LoopKind::Vectorized, store(part, varRef(l), maxOf(lane, later))))};
-  for (int64_t w = kMaxLanes / 2; w >= 1; w /= 2)
-    steps.push_back(forLoop(l, intImm(w), w > 1 ? LoopKind::Vectorized : LoopKind::Serial,
-                            store(part, varRef(l), maxOf(lane, load(part, varRef(l) + w)))));
-  steps.push_back(store(acc, intImm(0), load(part, intImm(0))));
-  if (len % kMaxLanes) {
-    KILN_ASSIGN(Expr tail, at(varRef(j) + blocks * kMaxLanes));
-    steps.push_back(forLoop(j, intImm(len % kMaxLanes), LoopKind::Serial, store(acc, intImm(0), maxOf(load(acc, intImm(0)), tail))));
-  }
-  return allocate(part, seq(std::move(steps)));
-}
-
 class SoftmaxTemplate final : public ScheduleTemplate {
  public:
   const char* name() const override { return "softmax"; }
@@ -89,13 +58,13 @@ class SoftmaxTemplate final : public ScheduleTemplate {
     Buffer acc = makeBuffer("acc", ct, MemoryScope::Local, 2);  // [max, sum]
     Expr mx = load(acc, intImm(0)), sum = load(acc, intImm(1));
     Stmt findMax = rowLoop(j, lane, len, warp, store(acc, intImm(0), maxOf(mx, xv)));
-    if (target == KernelTarget::Cpu && len >= 2 * kMaxLanes) {
+    if (target == KernelTarget::Cpu) {
       auto at = [&](const Expr& position) {
         Index i = row;
         i.insert(i.begin() + axis, position);
         return el.at(node.input(0), i);
       };
-      KILN_ASSIGN(findMax, vectorRowMax(acc, at, len, ct));
+      KILN_ASSIGN(findMax, cpuRowReduce(acc, 0, BinaryOp::Max, at, len, ct, "rowmax"));
     }
     // On the CPU a Softmax row's exponentials are kept from the sum's pass for the store's (one exp per element,
     // not two: the exp is most of the kernel's work); the row lives on the stack, so only rows up to kKeptRow.
@@ -114,7 +83,9 @@ class SoftmaxTemplate final : public ScheduleTemplate {
                                                 : e / sum;
     el.setSource(node.output(0), [result](const Index&) { return result; });
     KILN_ASSIGN(Stmt epilogue, storeEpilogue(el, idx));
-    Stmt write = rowLoop(j, lane, len, warp, epilogue);
+    // The CPU's store pass as explicit vectors (LLVM left an unrolled row's divisions scalar).
+    Stmt write = target == KernelTarget::Cpu && len >= 16 ? forLoop(j, intImm(len), LoopKind::Vectorized, epilogue)
+                                                          : rowLoop(j, lane, len, warp, epilogue);
     Stmt body = allocate(acc, seq({store(acc, intImm(0), constantOf(ct, -std::numeric_limits<double>::infinity())),
                                    store(acc, intImm(1), constantOf(ct, 0)), findMax, addExp, write}));
     if (keepExp) body = allocate(exps, body);

@@ -74,6 +74,35 @@ Stmt rowLoop(const Var& j, const Var& lane, int64_t len, bool warp, Stmt body) {
   return warp ? laneStrided(j, lane, len, body) : forLoop(j, intImm(len), LoopKind::Serial, body);
 }
 
+Expected<Stmt> cpuRowReduce(const Buffer& acc, int64_t slot, BinaryOp op, const std::function<Expected<Expr>(const Expr&)>& at,
+                            int64_t len, ScalarType ct, const std::string& scratch) {
+  constexpr int64_t kLanes = 16;  // one AVX-512 vector of f32
+  Var jo = makeVar("jo"), l = makeVar("l"), j = makeVar("j");
+  Expr total = load(acc, intImm(slot));
+  auto oneByOne = [&](int64_t from, int64_t count) -> Expected<Stmt> {
+    KILN_ASSIGN(Expr value, at(varRef(j) + from));
+    return forLoop(j, intImm(count), LoopKind::Serial, store(acc, intImm(slot), binary(op, total, value)));
+  };
+  if (len < 2 * kLanes) return oneByOne(0, len);
+  Buffer part = makeBuffer(scratch, ct, MemoryScope::Local, kLanes);
+  const int64_t blocks = len / kLanes;
+  KILN_ASSIGN(Expr first, at(varRef(l)));
+  KILN_ASSIGN(Expr later, at((varRef(jo) + 1) * kLanes + varRef(l)));
+  Expr lane = load(part, varRef(l));
+  std::vector<Stmt> steps{forLoop(l, intImm(kLanes), LoopKind::Vectorized, store(part, varRef(l), first)),
+                          forLoop(jo, intImm(blocks - 1), LoopKind::Serial,
+                                  forLoop(l, intImm(kLanes), LoopKind::Vectorized, store(part, varRef(l), binary(op, lane, later))))};
+  for (int64_t w = kLanes / 2; w >= 1; w /= 2)
+    steps.push_back(forLoop(l, intImm(w), w > 1 ? LoopKind::Vectorized : LoopKind::Serial,
+                            store(part, varRef(l), binary(op, lane, load(part, varRef(l) + w)))));
+  steps.push_back(store(acc, intImm(slot), binary(op, total, load(part, intImm(0)))));
+  if (len % kLanes) {
+    KILN_ASSIGN(Stmt tail, oneByOne(blocks * kLanes, len % kLanes));
+    steps.push_back(tail);
+  }
+  return allocate(part, seq(std::move(steps)));
+}
+
 Knob threadsKnob(int64_t items) {
   // Enough blocks to fill a GPU (~132 SMs x 2) before making blocks large.
   int64_t preferred = 256;

@@ -127,6 +127,15 @@ Stmt warpAllReduce(const Buffer& acc, int64_t index, BinaryOp op);
 /// A row loop `j in [0, len)` of a rowwise template as the GPU config asks:
 /// serial per thread, or strided over a warp's lanes (warp = 1).
 Stmt rowLoop(const Var& j, const Var& lane, int64_t len, bool warp, Stmt body);
+/// CPU: acc[slot] = op(acc[slot], op over the row's `len` values at(j)), op
+/// Add or Max. Rows of at least 2 x 16 go 16 lanes at a time into a local
+/// vector of partial results named `scratch` (a name kernel parameters never
+/// take: TensorExpr.cpp), halved down to one lane, then the last len % 16
+/// one by one; shorter rows one by one. (A chain of scalar adds or
+/// NaN-propagating maxima, which LLVM leaves unvectorized once it has
+/// unrolled a short row, was most of a row-wise kernel's time.)
+Expected<Stmt> cpuRowReduce(const Buffer& acc, int64_t slot, BinaryOp op, const std::function<Expected<Expr>(const Expr&)>& at,
+                            int64_t len, ScalarType ct, const std::string& scratch);
 /// The type an anchor computes its (first) result in.
 Expected<ScalarType> resultComputeType(const ir::Node& anchor);
 
