@@ -7,9 +7,9 @@
 // exp(x - max) / sum (or x - max - log(sum)) through the epilogue. On the
 // CPU, rows up to 16384 long keep the second pass's exponentials in a
 // local row for the third (one exp per element instead of two; the same
-// values, so the same results), and rows of at least 2 x 16 elements take
+// values, so the same results); rows of at least 2 x 16 elements take
 // their maximum 16 lanes at a time (cpuRowReduce; the maximum is exact, so
-// the results are the same too).
+// the results are the same too), and rows of 16 or more store as vectors.
 //
 //   knobs: parallel {0,1}; GPU: threads per block, warp {0,1}: one row per
 //   thread, or per warp (lanes take every 32nd element; the max and the sum
@@ -26,6 +26,7 @@ namespace {
 
 /// The longest row whose exponentials the CPU kernel keeps (on the stack: 64 KiB of f32).
 constexpr int64_t kKeptRow = 16384;
+
 class SoftmaxTemplate final : public ScheduleTemplate {
  public:
   const char* name() const override { return "softmax"; }

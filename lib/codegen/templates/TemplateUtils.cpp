@@ -80,7 +80,7 @@ Expected<Stmt> cpuRowReduce(const Buffer& acc, int64_t slot, BinaryOp op, const 
   Var jo = makeVar("jo"), l = makeVar("l"), j = makeVar("j");
   Expr total = load(acc, intImm(slot));
   auto oneByOne = [&](int64_t from, int64_t count) -> Expected<Stmt> {
-    KILN_ASSIGN(Expr value, at(varRef(j) + from));
+    KILN_ASSIGN(Expr value, at(from ? varRef(j) + from : varRef(j)));
     return forLoop(j, intImm(count), LoopKind::Serial, store(acc, intImm(slot), binary(op, total, value)));
   };
   if (len < 2 * kLanes) return oneByOne(0, len);
