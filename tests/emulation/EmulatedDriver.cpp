@@ -91,11 +91,10 @@ struct Node {
 
 struct Graph {
   std::vector<Node> nodes;
-  /// Appends `n` after the graph's last node (a captured stream's order); returns its 1-based handle.
-  size_t chain(Node n) {
+  /// Appends `n` after the graph's last node (a captured stream's order).
+  void chain(Node n) {
     if (!nodes.empty()) n.dependencies = {nodes.size() - 1};
     nodes.push_back(std::move(n));
-    return nodes.size();
   }
 };
 

@@ -38,9 +38,15 @@ class LayerNormTemplate final : public ScheduleTemplate {
     const int64_t rows = product(rowDims), len = product(normDims);
     const bool warp = target == KernelTarget::Gpu && knobIs(c, "warp");
     Var o = makeVar("o"), j = makeVar("j"), lane = makeVar("lane");
-    Index idx = unflatten(varRef(o), rowDims), inner = unflatten(varRef(j), normDims);
-    idx.insert(idx.end(), inner.begin(), inner.end());
-    KILN_ASSIGN(Expr xv, el.at(node.input(0), idx));
+    // The row's element at flat `position` within the normalized dims.
+    auto indexAt = [&](const Expr& position) {
+      Index i = unflatten(varRef(o), rowDims), within = unflatten(position, normDims);
+      i.insert(i.end(), within.begin(), within.end());
+      return i;
+    };
+    auto at = [&](const Expr& position) { return el.at(node.input(0), indexAt(position)); };
+    const Index idx = indexAt(varRef(j));
+    KILN_ASSIGN(Expr xv, at(varRef(j)));
     auto paramAt = [&](size_t input) -> Expected<Expr> {
       KILN_ASSIGN(Dims d, staticDims(node.input(input)));
       Index pi;
@@ -55,11 +61,6 @@ class LayerNormTemplate final : public ScheduleTemplate {
     Stmt sum = rowLoop(j, lane, len, warp, store(acc, intImm(0), mean + xv));
     Stmt sq = rowLoop(j, lane, len, warp, store(acc, intImm(1), var + (xv - mean) * (xv - mean)));
     if (target == KernelTarget::Cpu) {  // the sums 16 lanes at a time
-      auto at = [&](const Expr& position) {
-        Index i = unflatten(varRef(o), rowDims), within = unflatten(position, normDims);
-        i.insert(i.end(), within.begin(), within.end());
-        return el.at(node.input(0), i);
-      };
       auto deviation = [&](const Expr& position) -> Expected<Expr> {
         KILN_ASSIGN(Expr v, at(position));
         return (v - mean) * (v - mean);

@@ -52,19 +52,20 @@ class SoftmaxTemplate final : public ScheduleTemplate {
     const bool warp = target == KernelTarget::Gpu && knobIs(c, "warp");
     Var o = makeVar("o"), j = makeVar("j"), lane = makeVar("lane");
     Index row = unflatten(varRef(o), rowDims);
-    Index idx = row;
-    idx.insert(idx.begin() + axis, varRef(j));
-    KILN_ASSIGN(Expr xv, el.at(node.input(0), idx));
+    // The row's element at `position` along the axis (the index stores go to, and the value read there).
+    auto indexAt = [&](const Expr& position) {
+      Index i = row;
+      i.insert(i.begin() + axis, position);
+      return i;
+    };
+    auto at = [&](const Expr& position) { return el.at(node.input(0), indexAt(position)); };
+    const Index idx = indexAt(varRef(j));
+    KILN_ASSIGN(Expr xv, at(varRef(j)));
 
     Buffer acc = makeBuffer("acc", ct, MemoryScope::Local, 2);  // [max, sum]
     Expr mx = load(acc, intImm(0)), sum = load(acc, intImm(1));
     Stmt findMax = rowLoop(j, lane, len, warp, store(acc, intImm(0), maxOf(mx, xv)));
     if (target == KernelTarget::Cpu) {
-      auto at = [&](const Expr& position) {
-        Index i = row;
-        i.insert(i.begin() + axis, position);
-        return el.at(node.input(0), i);
-      };
       KILN_ASSIGN(findMax, cpuRowReduce(acc, 0, BinaryOp::Max, at, len, ct, "rowmax"));
     }
     // On the CPU a Softmax row's exponentials are kept from the sum's pass for the store's (one exp per element,
