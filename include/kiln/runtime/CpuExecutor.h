@@ -39,7 +39,7 @@ class CpuExecutor {
   std::vector<KernelEntry> entries_;
   std::vector<std::unique_ptr<HostProgram>> hostPrograms_;
   mutable std::mutex arenasMutex_;
-  mutable std::vector<std::unique_ptr<uint8_t[]>> freeArenas_;
+  mutable std::vector<std::shared_ptr<Buffer>> freeArenas_;
 };
 
 }  // namespace kiln::runtime

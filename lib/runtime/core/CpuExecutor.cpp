@@ -40,7 +40,7 @@ Expected<std::unique_ptr<CpuExecutor>> CpuExecutor::create(std::shared_ptr<const
 Expected<std::vector<Tensor>> CpuExecutor::run(const std::vector<Tensor>& inputs, std::vector<double>* stepMs) const {
   const Executable& exe = *exe_;
   KILN_TRY(exe.checkInputs(inputs));
-  std::unique_ptr<uint8_t[]> arena;
+  std::shared_ptr<Buffer> arena;
   {
     std::lock_guard<std::mutex> lock(arenasMutex_);
     if (!freeArenas_.empty()) {
@@ -48,10 +48,12 @@ Expected<std::vector<Tensor>> CpuExecutor::run(const std::vector<Tensor>& inputs
       freeArenas_.pop_back();
     }
   }
-  if (!arena && exe.arenaBytes) arena.reset(new uint8_t[exe.arenaBytes]);
+  // 64-byte aligned (Buffer::allocate), as the memory plan's offsets assume: kernels read and write
+  // whole cache lines, and a 512-bit access that straddles two lines costs two.
+  if (!arena && exe.arenaBytes) arena = Buffer::allocate(exe.arenaBytes);
   struct ArenaReturn {  // the arena goes back to the free list however the run ends
     const CpuExecutor* self;
-    std::unique_ptr<uint8_t[]>& arena;
+    std::shared_ptr<Buffer>& arena;
     ~ArenaReturn() {
       if (!arena) return;
       std::lock_guard<std::mutex> lock(self->arenasMutex_);
@@ -69,7 +71,7 @@ Expected<std::vector<Tensor>> CpuExecutor::run(const std::vector<Tensor>& inputs
     switch (b.kind) {
       case BufferKind::Input: pointers[id] = const_cast<void*>(inputs[b.index].rawData()); break;
       case BufferKind::Weight: pointers[id] = const_cast<void*>(exe.weights[b.index].rawData()); break;
-      case BufferKind::Intermediate: pointers[id] = arena.get() + b.offset; break;
+      case BufferKind::Intermediate: pointers[id] = arena ? arena->mutableData() + b.offset : nullptr; break;
       case BufferKind::Output:
         outputs[b.index] = Tensor(b.dtype, b.dims, Buffer::allocate(b.bytes()));
         pointers[id] = outputs[b.index].mutableRawData();
