@@ -76,6 +76,22 @@ int checkCompiledKernels(ir::Graph& graph, const codegen::CompileOptions& option
   return 0;
 }
 
+/// `config` over the group's defaults when its knob space names every knob
+/// in it (values unchecked: lowering reports a bad one); nothing otherwise.
+std::optional<codegen::Config> mergedConfig(const codegen::KernelGroup& g, codegen::KernelTarget target,
+                                            const codegen::Config& config) {
+  auto t = codegen::templateFor(g);
+  if (!t) return std::nullopt;
+  auto space = (*t)->knobSpace(g, target);
+  if (!space) return std::nullopt;
+  codegen::Config merged = space->defaultConfig();
+  for (const auto& [knob, value] : config) {
+    if (!merged.count(knob)) return std::nullopt;
+    merged[knob] = value;
+  }
+  return merged;
+}
+
 /// --emit fusion-plan|kernels|llvm|cuda: what code generation makes of the graph.
 int emitCode(ir::Graph& graph, const std::string& emit, const std::string& planFile, const std::string& configText,
              bool printKnobs, bool gpu) {
@@ -108,13 +124,9 @@ int emitCode(ir::Graph& graph, const std::string& emit, const std::string& planF
     if (config)
       for (const codegen::KernelGroup& g : plan->groups()) {
         if (g.role == codegen::KernelRole::Extern) continue;
-        auto t = codegen::templateFor(g);
-        if (!t) continue;
-        auto space = (*t)->knobSpace(g, codegen::KernelTarget::Cpu);
-        if (!space) continue;
-        codegen::Config merged = space->defaultConfig();
-        for (const auto& [knob, value] : *config) merged[knob] = value;
-        if (space->check(merged).isOk()) options.configs[g.name()] = merged;
+        auto merged = mergedConfig(g, codegen::KernelTarget::Cpu, *config);
+        if (merged && (*codegen::templateFor(g))->knobSpace(g, codegen::KernelTarget::Cpu)->check(*merged).isOk())
+          options.configs[g.name()] = *merged;
       }
     return checkCompiledKernels(graph, options, emit == "profile");
   }
@@ -122,21 +134,30 @@ int emitCode(ir::Graph& graph, const std::string& emit, const std::string& planF
   // host steps (printed as a comment line in place of a kernel).
   std::vector<codegen::LoweredKernel> kernels;
   std::vector<std::string> hostSteps;
+  // --config applies to each kernel whose knob space names every knob given (the
+  // others from its defaults; a value the space lacks is an error), the other
+  // kernels keep their defaults; a config no kernel takes is an error.
+  bool configUsed = false;
   for (const codegen::KernelGroup& g : plan->groups()) {
     std::string reason = "no kernel template (extern op or data-dependent shape)";
     if (g.role != codegen::KernelRole::Extern) {
-      auto k = codegen::lowerGroup(g, target, config ? &*config : nullptr);
+      std::optional<codegen::Config> merged;
+      if (config) merged = mergedConfig(g, target, *config);
+      configUsed |= merged.has_value();
+      auto k = codegen::lowerGroup(g, target, merged ? &*merged : nullptr);
       if (k) {
         kernels.push_back(std::move(*k));
         continue;
       }
-      if (k.error().code() != ErrorCode::CodegenUnsupported || config) return fail(k.error());
+      if (k.error().code() != ErrorCode::CodegenUnsupported || merged) return fail(k.error());
       reason = k.error().message();
     }
     std::string ops;
     for (const ir::Node* n : g.nodes) ops += (ops.empty() ? "" : ", ") + n->qualifiedOpType();
     hostSteps.push_back("// host step h" + g.name().substr(1) + " (" + ops + "): " + reason + "\n");
   }
+  if (config && !configUsed)
+    return fail(Error(ErrorCode::InvalidArgument, "--config " + configText + ": no kernel has all these knobs (--knobs lists them)"));
   if (emit == "kernels") {
     for (const std::string& h : hostSteps) std::cout << h;
     for (const codegen::LoweredKernel& k : kernels) {
@@ -199,7 +220,7 @@ int main(int argc, char** argv) {
       ->default_val("ir")
       ->check(CLI::IsMember({"ir", "fusion-plan", "kernels", "llvm", "check", "profile", "cuda"}));
   app.add_option("--fusion-plan", planFile, "Fusion decisions to apply (a file in the --emit fusion-plan form)");
-  app.add_option("--config", configText, "Knob values for every kernel, e.g. tm=2,tn=16 (kernels/llvm: all knobs; check/profile: overrides the defaults where the values are valid)");
+  app.add_option("--config", configText, "Knob values, e.g. tm=2,tn=16 (kernels/llvm/cuda: for each kernel whose space has all the knobs named, over its defaults; check/profile: overrides the defaults where the values are valid)");
   app.add_flag("--knobs", printKnobs, "With --emit kernels: print each kernel's template and knob space");
   bool gpu = false;
   app.add_flag("--gpu", gpu, "With --emit kernels: the templates' GPU schedules (--emit cuda implies it)");
