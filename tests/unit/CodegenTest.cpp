@@ -464,12 +464,107 @@ TEST_CASE("conv2d-nchwc has no GPU schedule and says so at the node") {
   CHECK(gpu.error().str().find("producing c") != std::string::npos);  // the node
 }
 
+TEST_CASE("conv2d-nchwc's default register block: 7 x 2, rolled channels on AMD except strided convs with taps") {
+  // The default configuration of the one kernel of a module's text.
+  auto defaultOf = [](const std::string& text) {
+    auto m = parse(text);
+    auto plan = FusionPlan::build(m->graph());
+    REQUIRE(plan.isOk());
+    REQUIRE(plan->groups().size() == 1);
+    auto tmpl = templateFor(plan->groups().front());
+    REQUIRE(tmpl.isOk());
+    auto space = (*tmpl)->knobSpace(plan->groups().front(), KernelTarget::Cpu);
+    REQUIRE(space.isOk());
+    return space->defaultConfig();
+  };
+  // ResNet-50's shapes in small: a 3x3 and a 1x1 conv of stride 1, a 3x3 and a 1x1 of stride 2.
+  const Config same3x3 = defaultOf(blockedConv("1,4,14,14,16", {4, 4, 3, 3, 16, 16}, " {pads = [1, 1, 1, 1]}", "1,4,14,14,16", 41));
+  const Config same1x1 = defaultOf(blockedConv("1,4,14,14,16", {4, 4, 1, 1, 16, 16}, "", "1,4,14,14,16", 42));
+  const Config strided3x3 =
+      defaultOf(blockedConv("1,4,14,14,16", {4, 4, 3, 3, 16, 16}, " {pads = [1, 1, 1, 1], strides = [2, 2]}", "1,4,7,7,16", 43));
+  const Config strided1x1 = defaultOf(blockedConv("1,4,14,14,16", {4, 4, 1, 1, 16, 16}, " {strides = [2, 2]}", "1,4,7,7,16", 44));
+  for (const Config* c : {&same3x3, &same1x1, &strided3x3, &strided1x1}) CHECK(c->at("tw") == 7);
+  const bool amd = __builtin_cpu_is("amd");
+  INFO("AMD cores: " << amd);
+  for (const Config* c : {&same3x3, &same1x1, &strided1x1}) {
+    CHECK(c->at("tob") == 2);
+    CHECK(c->at("unroll") == (amd ? 0 : 1));  // unrolled, 7 x 2 spills on AMD's cores
+  }
+  CHECK(strided3x3.at("tob") == (amd ? 1 : 2));
+  CHECK(strided3x3.at("unroll") == 1);
+}
+
 TEST_CASE("pool, reduce, softmax and layernorm templates match the interpreter") {
   for (const testing::TemplateCase& c : testing::templateCases("rowwise")) checkAllConfigs(c.text, c.anchorOp, c.limit);
 }
 
 TEST_CASE("injective template: broadcasting, reshapes, slices, concat, pad, gather, where") {
   for (const testing::TemplateCase& c : testing::templateCases("injective")) checkAllConfigs(c.text, c.anchorOp, c.limit);
+}
+
+namespace {
+// A kernel entry that records the pointers it is given (with each parameter's
+// buffer id, from the executable's kernel steps in run order) instead of running.
+const runtime::Executable* recordedExe = nullptr;
+size_t recordedStep = 0;
+std::vector<std::pair<uint32_t, const void*>> recordedArgs;
+void recordArgs(void* const* args) {
+  while (recordedExe->steps[recordedStep].kind != runtime::StepKind::Kernel) ++recordedStep;
+  const runtime::KernelStep& step = recordedExe->steps[recordedStep++];
+  for (size_t i = 0; i < step.args.size(); ++i) recordedArgs.push_back({step.args[i], args[i]});
+}
+}  // namespace
+
+TEST_CASE("every buffer a CPU kernel gets is 64-byte aligned: arena intermediates and unaligned weights") {
+  // A 256 KiB intermediate (the conv's result: a Transpose does not fuse into
+  // it), so the arena is allocated the way large blocks are (malloc's mmap path,
+  // 16 bytes past a page: what `new uint8_t[]` gave); and an Add operand whose
+  // storage starts 16 bytes into a line, as an initializer adopted from its
+  // protobuf string does.
+  auto m = parse(R"(module @m {
+  graph @main(%x: f32[1,16,64,64]) {
+    %w = Constant() {value = )" + literal({16, 16, 3, 3}, 31) + R"(} : f32[16,16,3,3]
+    %b = Constant() {value = )" + literal({1, 16, 1, 1}, 32) + R"(} : f32[1,16,1,1]
+    %c = Conv(%x, %w) {pads = [1, 1, 1, 1]} : f32[1,16,64,64]
+    %t = Transpose(%c) {perm = [0, 1, 3, 2]} : f32[1,16,64,64]
+    %a = Add(%t, %b) : f32[1,16,64,64]
+    return %a
+  }
+})");
+  ir::Node* bias = nullptr;
+  for (ir::Node* n : m->graph().nodes())
+    if (n->opType() == "Constant" && n->output(0)->name() == "b") bias = n;
+  REQUIRE(bias);
+  const Tensor aligned = bias->findAttr("value")->t();
+  auto storage = std::make_shared<std::vector<uint8_t>>(aligned.byteSize() + 80);
+  uint8_t* start = storage->data() + (64 - reinterpret_cast<uintptr_t>(storage->data()) % 64) % 64 + 16;
+  std::memcpy(start, aligned.rawData(), aligned.byteSize());
+  bias->setAttr("value", Tensor(DType::F32, aligned.dims(), kiln::Buffer::view(storage, start, aligned.byteSize())));
+  REQUIRE(reinterpret_cast<uintptr_t>(bias->findAttr("value")->t().rawData()) % 64 == 16);
+
+  auto jit = compileForCpu(m->graph());
+  REQUIRE(jit.isOk());
+  std::shared_ptr<const runtime::Executable> exe = jit->lowered.executable;
+  REQUIRE(exe->arenaBytes >= 256 * 1024);
+  std::vector<Tensor> inputs = randomInputs(m->graph(), 5);
+  auto results = checkKernels(m->graph(), *jit, inputs);  // the kernels still compute the right values
+  REQUIRE(results.isOk());
+  for (const KernelCheckResult& r : *results) CHECK(r.maxRelError < 2e-5);
+
+  auto recorder = runtime::CpuExecutor::create(exe, std::vector<runtime::KernelEntry>(exe->kernelNames.size(), &recordArgs));
+  REQUIRE(recorder.isOk());
+  recordedExe = exe.get();
+  recordedStep = 0;
+  recordedArgs.clear();
+  REQUIRE((*recorder)->run(inputs).isOk());
+  std::set<runtime::BufferKind> kinds;
+  for (auto [id, pointer] : recordedArgs) {
+    INFO("buffer " << id << " kind " << int(exe->buffers[id].kind));
+    CHECK(reinterpret_cast<uintptr_t>(pointer) % 64 == 0);
+    kinds.insert(exe->buffers[id].kind);
+  }
+  CHECK(kinds.count(runtime::BufferKind::Intermediate));
+  CHECK(kinds.count(runtime::BufferKind::Weight));
 }
 
 TEST_CASE("artifacts round-trip and load through kiln::Model without the compiler") {

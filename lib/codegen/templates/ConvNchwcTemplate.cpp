@@ -57,15 +57,9 @@ Expected<BlockedShape> shapeOf(const ir::Node& node) {
   return s;
 }
 
-/// Whether the default register block is one channel block (tob 1) rather
-/// than two: on AMD's cores (the cpu target compiles for this machine). On
-/// an AMD EPYC (Zen 5, CPU family 26: two 512-bit FMA pipes) 7 pixels x 2
-/// blocks with the 16 input channels unrolled ran ResNet-50's 3x3 convs in
-/// 1.5 to 1.7 ms where 7 x 1 took 1.09 (within 2% of the best of the whole
-/// knob space; bench/tuning.py's tables); the whole model's kernels took
-/// 41..43 ms against 47..52, MobileNetV2's 5.6..6.0 against 7.3..8.8.
-/// Intel's Xeons, where 7 x 2 was measured best, keep it.
-bool narrowRegisterBlocks() {
+/// Whether this machine's cores are AMD's (the cpu target compiles for this
+/// machine): the default register blocks differ (ConvNchwcTemplate::knobSpace).
+bool amdCores() {
 #if defined(__x86_64__) || defined(__i386__)
   static const bool amd = __builtin_cpu_is("amd");
   return amd;
@@ -89,11 +83,23 @@ class ConvNchwcTemplate final : public ScheduleTemplate {
     KILN_ASSIGN(BlockedShape s, shapeOf(*g.anchor));
     const int64_t ow = s.y[3], blocks = s.y[1];
     KnobSpace space;
-    // Default: 7 pixels x 2 channel blocks (14 accumulator vectors), the
-    // fastest on ResNet-50's convs on an Intel Xeon (AVX-512, 16 lanes: 30.7
-    // ms of conv time against 38.4 for 14 x 1 and 34.3 for 14 x 2), 7 x 1 on
-    // AMD's cores (narrowRegisterBlocks), with a width dividing the row where
-    // 7 does not (overlapping blocks recompute pixels).
+    // Default register block: 7 pixels (a width dividing the row where 7
+    // does not: overlapping blocks recompute pixels) x 2 channel blocks (14
+    // accumulator vectors) where the channel blocks pair up, else 1.
+    // - Intel Xeon (AVX-512, 16 lanes): 7 x 2 with the 16 input channels of
+    //   a block unrolled was fastest on ResNet-50's convs (30.7 ms of conv
+    //   time against 38.4 for 14 x 1 and 34.3 for 14 x 2).
+    // - AMD EPYC (Zen 5: two 512-bit FMA pipes), the same 7 x 2 without the
+    //   unrolling: unrolled, LLVM's scheduler hoists the 7 x 16 broadcast
+    //   loads of a kx step ahead of their multiply-adds and spills (50 stack
+    //   accesses in the innermost loop); a loop over the 16 channels has
+    //   none. Every configuration of ResNet-50's 24 distinct blocked convs
+    //   measured (2026-11-27, `kiln tune --strategy grid`): these defaults
+    //   22.5 ms of conv time (uses x time) against 27.3 for the earlier 7 x 1
+    //   unrolled everywhere and 21.6 for each conv's own best. Strided convs
+    //   with more than one tap (3x3 stride 2, the 7x7 stem) keep 7 x 1
+    //   unrolled (2.5 ms against 3.6 for 7 x 2 rolled); strided 1x1 convs
+    //   take 7 x 2 rolled (1.66 against 2.11).
     int64_t preferred = std::min<int64_t>(ow, 7);
     for (int64_t v : {7, 8, 6, 4, 14, 12})
       if (v <= ow && ow % v == 0) {
@@ -102,13 +108,16 @@ class ConvNchwcTemplate final : public ScheduleTemplate {
       }
     space.knobs.push_back(makeKnob("tw", {1, 2, 3, 4, 5, 6, 7, 8, 12, 14, 16, 28}, preferred,
                                    "output pixels of a row per register block", [&](int64_t v) { return v <= ow; }));
-    const int64_t preferredBlocks = blocks % 2 == 0 && preferred <= 8 && !narrowRegisterBlocks() ? 2 : 1;
+    const bool strided = s.geo.strides[0] > 1 || s.geo.strides[1] > 1;
+    const bool amdStrided = amdCores() && strided && taps(s) > 1;
+    const bool amdRolled = amdCores() && !s.depthwise && !amdStrided;
+    const int64_t preferredBlocks = blocks % 2 == 0 && preferred <= 8 && !amdStrided ? 2 : 1;
     space.knobs.push_back(makeKnob("tob", {1, 2, 4}, preferredBlocks, "output channel blocks per register block",
                                    [&](int64_t v) { return blocks % v == 0; }));
     if (s.depthwise)
       space.knobs.push_back(makeKnob("unroll", {0, 1}, 1, "unroll the taps", [&](int64_t v) { return v == 0 || taps(s) <= 27; }));
     else
-      space.knobs.push_back(makeKnob("unroll", {0, 1}, s.x[4] <= 16 ? 1 : 0, "unroll the input channels of a block"));
+      space.knobs.push_back(makeKnob("unroll", {0, 1}, s.x[4] <= 16 && !amdRolled ? 1 : 0, "unroll the input channels of a block"));
     const bool reordered = !s.depthwise && !s.grouped && s.x[1] > 1 && taps(s) > 1;
     space.knobs.push_back(makeKnob("order", {0, 1}, 0, "reduction order: 0 channel blocks outside the taps, 1 taps outside",
                                    [&](int64_t v) { return v == 0 || reordered; }));
