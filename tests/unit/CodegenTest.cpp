@@ -90,6 +90,17 @@ std::string blockedConv(const std::string& x, const Dims& w, const std::string& 
          "]\n    return %c\n  }\n}";
 }
 
+/// The knob space for `target` of the one kernel group of the module `text`.
+Expected<KnobSpace> onlyKernelSpace(const std::string& text, KernelTarget target) {
+  auto m = parse(text);
+  auto plan = FusionPlan::build(m->graph());
+  REQUIRE(plan.isOk());
+  REQUIRE(plan->groups().size() == 1);
+  auto tmpl = templateFor(plan->groups().front());
+  REQUIRE(tmpl.isOk());
+  return (*tmpl)->knobSpace(plan->groups().front(), target);
+}
+
 }  // namespace
 
 TEST_CASE("kernel IR builders fold constants and re-flattened indices") {
@@ -429,18 +440,12 @@ TEST_CASE("channel-blocked pools (alter-op-layout's) match the interpreter on th
   }
 })",
                     "AveragePool", 8);
-  auto m = parse(R"(module @m {
+  auto gpu = onlyKernelSpace(R"(module @m {
   graph @main(%x: f32[1,1,4,4,8]) {
     %p = MaxPool(%x) {kernel_shape = [2, 2, 1], strides = [2, 2, 1]} : f32[1,1,2,2,8]
     return %p
   }
-})");
-  auto plan = FusionPlan::build(m->graph());
-  REQUIRE(plan.isOk());
-  REQUIRE(plan->groups().size() == 1);
-  auto tmpl = templateFor(plan->groups().front());
-  REQUIRE(tmpl.isOk());
-  auto gpu = (*tmpl)->knobSpace(plan->groups().front(), KernelTarget::Gpu);
+})", KernelTarget::Gpu);
   REQUIRE_FALSE(gpu.isOk());
   CHECK(gpu.error().code() == ErrorCode::CodegenUnsupported);
   CHECK(gpu.error().str().find("channel-blocked pools (alter-op-layout's) run on the cpu target only") != std::string::npos);
@@ -465,15 +470,8 @@ TEST_CASE("conv2d-nchwc has no GPU schedule and says so at the node") {
 }
 
 TEST_CASE("conv2d-nchwc's default register block: 7 x 2, rolled channels on AMD except strided convs with taps") {
-  // The default configuration of the one kernel of a module's text.
   auto defaultOf = [](const std::string& text) {
-    auto m = parse(text);
-    auto plan = FusionPlan::build(m->graph());
-    REQUIRE(plan.isOk());
-    REQUIRE(plan->groups().size() == 1);
-    auto tmpl = templateFor(plan->groups().front());
-    REQUIRE(tmpl.isOk());
-    auto space = (*tmpl)->knobSpace(plan->groups().front(), KernelTarget::Cpu);
+    auto space = onlyKernelSpace(text, KernelTarget::Cpu);
     REQUIRE(space.isOk());
     return space->defaultConfig();
   };
