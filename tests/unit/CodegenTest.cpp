@@ -469,7 +469,7 @@ TEST_CASE("conv2d-nchwc has no GPU schedule and says so at the node") {
   CHECK(gpu.error().str().find("producing c") != std::string::npos);  // the node
 }
 
-TEST_CASE("conv2d-nchwc's default register block: 7 x 2, rolled channels on AMD except strided convs with taps") {
+TEST_CASE("conv2d-nchwc's default register block: 7 x 2, rolled channels on AMD except depthwise and strided convs with taps") {
   auto defaultOf = [](const std::string& text) {
     auto space = onlyKernelSpace(text, KernelTarget::Cpu);
     REQUIRE(space.isOk());
@@ -490,6 +490,11 @@ TEST_CASE("conv2d-nchwc's default register block: 7 x 2, rolled channels on AMD 
   }
   CHECK(strided3x3.at("tob") == (amd ? 1 : 2));
   CHECK(strided3x3.at("unroll") == 1);
+  // Depthwise (weights [C/c, 1, kH, kW, 1, c]): one channel block on AMD, the taps unrolled everywhere.
+  const Config depthwise = defaultOf(
+      blockedConv("1,4,14,14,16", {4, 1, 3, 3, 1, 16}, " {group = 64, pads = [1, 1, 1, 1]}", "1,4,14,14,16", 45));
+  CHECK(depthwise.at("tob") == (amd ? 1 : 2));
+  CHECK(depthwise.at("unroll") == 1);
 }
 
 TEST_CASE("pool, reduce, softmax and layernorm templates match the interpreter") {
