@@ -77,9 +77,10 @@ int checkCompiledKernels(ir::Graph& graph, const codegen::CompileOptions& option
 }
 
 /// `config` over the group's defaults when its knob space names every knob
-/// in it (values unchecked: lowering reports a bad one); nothing otherwise.
+/// in it, and with `onlyValid` when the space has each value too (without it
+/// values are unchecked: lowering reports a bad one); nothing otherwise.
 std::optional<codegen::Config> mergedConfig(const codegen::KernelGroup& g, codegen::KernelTarget target,
-                                            const codegen::Config& config) {
+                                            const codegen::Config& config, bool onlyValid) {
   auto t = codegen::templateFor(g);
   if (!t) return std::nullopt;
   auto space = (*t)->knobSpace(g, target);
@@ -89,6 +90,7 @@ std::optional<codegen::Config> mergedConfig(const codegen::KernelGroup& g, codeg
     if (!merged.count(knob)) return std::nullopt;
     merged[knob] = value;
   }
+  if (onlyValid && !space->check(merged).isOk()) return std::nullopt;
   return merged;
 }
 
@@ -124,9 +126,7 @@ int emitCode(ir::Graph& graph, const std::string& emit, const std::string& planF
     if (config)
       for (const codegen::KernelGroup& g : plan->groups()) {
         if (g.role == codegen::KernelRole::Extern) continue;
-        auto merged = mergedConfig(g, codegen::KernelTarget::Cpu, *config);
-        if (merged && (*codegen::templateFor(g))->knobSpace(g, codegen::KernelTarget::Cpu)->check(*merged).isOk())
-          options.configs[g.name()] = *merged;
+        if (auto merged = mergedConfig(g, codegen::KernelTarget::Cpu, *config, true)) options.configs[g.name()] = *merged;
       }
     return checkCompiledKernels(graph, options, emit == "profile");
   }
@@ -142,7 +142,7 @@ int emitCode(ir::Graph& graph, const std::string& emit, const std::string& planF
     std::string reason = "no kernel template (extern op or data-dependent shape)";
     if (g.role != codegen::KernelRole::Extern) {
       std::optional<codegen::Config> merged;
-      if (config) merged = mergedConfig(g, target, *config);
+      if (config) merged = mergedConfig(g, target, *config, false);
       configUsed |= merged.has_value();
       auto k = codegen::lowerGroup(g, target, merged ? &*merged : nullptr);
       if (k) {

@@ -110,10 +110,10 @@ class ConvNchwcTemplate final : public ScheduleTemplate {
       }
     space.knobs.push_back(makeKnob("tw", {1, 2, 3, 4, 5, 6, 7, 8, 12, 14, 16, 28}, preferred,
                                    "output pixels of a row per register block", [&](int64_t v) { return v <= ow; }));
-    const bool strided = s.geo.strides[0] > 1 || s.geo.strides[1] > 1;
-    const bool amdStrided = amdCores() && strided && taps(s) > 1;
-    const bool amdRolled = amdCores() && !s.depthwise && !amdStrided;
-    const bool amdOneBlock = amdStrided || (amdCores() && s.depthwise);
+    // AMD's exceptions to 7 x 2 unrolled (above).
+    const bool stridedTaps = (s.geo.strides[0] > 1 || s.geo.strides[1] > 1) && taps(s) > 1;
+    const bool amdOneBlock = amdCores() && (s.depthwise || stridedTaps);
+    const bool amdRolled = amdCores() && !s.depthwise && !stridedTaps;
     const int64_t preferredBlocks = blocks % 2 == 0 && preferred <= 8 && !amdOneBlock ? 2 : 1;
     space.knobs.push_back(makeKnob("tob", {1, 2, 4}, preferredBlocks, "output channel blocks per register block",
                                    [&](int64_t v) { return blocks % v == 0; }));

@@ -61,6 +61,7 @@ Expected<std::vector<Tensor>> CpuExecutor::run(const std::vector<Tensor>& inputs
     }
   } arenaReturn{this, arena};
 
+  uint8_t* const arenaBase = arena ? arena->mutableData() : nullptr;
   std::vector<Tensor> outputs(exe.outputs.size());
   std::vector<void*> pointers(exe.buffers.size(), nullptr);
   std::vector<Tensor> dynamicValues(exe.hostGraphs.empty() ? 0 : exe.buffers.size());
@@ -71,7 +72,7 @@ Expected<std::vector<Tensor>> CpuExecutor::run(const std::vector<Tensor>& inputs
     switch (b.kind) {
       case BufferKind::Input: pointers[id] = const_cast<void*>(inputs[b.index].rawData()); break;
       case BufferKind::Weight: pointers[id] = const_cast<void*>(exe.weights[b.index].rawData()); break;
-      case BufferKind::Intermediate: pointers[id] = arena ? arena->mutableData() + b.offset : nullptr; break;
+      case BufferKind::Intermediate: pointers[id] = arenaBase ? arenaBase + b.offset : nullptr; break;
       case BufferKind::Output:
         outputs[b.index] = Tensor(b.dtype, b.dims, Buffer::allocate(b.bytes()));
         pointers[id] = outputs[b.index].mutableRawData();
