@@ -37,7 +37,7 @@ void printKernelProfile(std::ostream& os, const std::vector<KernelTime>& kernels
   auto flags = os.flags();
   os << "kernel profile: " << kernels.size() << " kernels, " << launches << " launches per run, " << std::fixed
      << std::setprecision(3) << total << " ms per run on the device (mean of " << runs
-     << " runs, each launch timed by CUDA events, no CUDA graphs)\n";
+     << " runs, each launch timed by CUDA events; kernels launched one by one, library calls from graphs of their own)\n";
   os << "      ms    share  cumul  launches  grid x block        kernel  [schedule]\n";
   double cumulative = 0;
   auto share = [&](double ms) { return total > 0 ? 100.0 * ms / total : 0.0; };

@@ -244,9 +244,10 @@ bool useLibrary(LibraryTactics tactics, const LibraryMatch& match) {
   const runtime::ConvGeometry& g = c.conv;
   if (g.groups != 1) return false;
   if (c.batch >= kLibraryThroughputBatch) return flops >= kLibraryMinFlops;
-  const int64_t pixels = c.batch * g.outHeight() * g.outWidth();
-  return flops >= kLibraryMinSmallBatchConvFlops && pixels <= kLibraryMaxSmallBatchConvPixels &&
-         (c.dtype == DType::F32 || g.kernelH * g.kernelW > 1);
+  const int64_t taps = g.kernelH * g.kernelW;
+  if (flops < kLibraryMinSmallBatchConvFlops) return false;
+  return g.channels * taps >= kLibraryMinSmallBatchConvReduction || (taps > 1 && flops >= kLibraryMinFlops) ||
+         (c.dtype == DType::F32 && flops >= kLibraryMinSmallBatchF32ConvFlops);
 }
 
 std::optional<LibrarySplit> splitForLibrary(const FusionPlan& plan, const KernelGroup& group, LibraryTactics tactics,

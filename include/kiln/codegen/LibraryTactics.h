@@ -13,21 +13,28 @@
 // CompileOptions::libraryTactics: `off` (CompileOptions' default, so that
 // the library API asks for vendor libraries explicitly; `kiln compile
 // --target cuda` defaults to `auto`), `auto` (the heuristic below) or
-// `all` (every group that can). The heuristic, fitted to each library step
-// timed against the generated kernel it replaces on an H100
-// (docs/cuda-target.md, "Library tactics"; flops = 2 x multiply-adds):
+// `all` (every group that can). The heuristic, fitted to each library call
+// timed against the generated kernel it replaces (flops = 2 x multiply-adds;
+// docs/cuda-target.md, "Library tactics"):
 //  - a matmul goes to cuBLASLt from 1 MFLOP (a batch-1 classifier's
-//    1 x 2048 x 1000 product: 0.008 ms against 0.096), except a strided
-//    batch of small products under 64 MFLOP (BERT's per-head attention
-//    products at batch 1, where the generated kernel is 15% faster);
+//    1 x 2048 x 1000 product: 0.004 ms against 0.054 on an H200), except a
+//    strided batch of small products under 64 MFLOP (BERT's per-head
+//    attention products at batch 1, where the generated kernel is as fast
+//    or up to 1.4x faster in f32);
 //  - a convolution goes to cuDNN only ungrouped (kiln's depthwise kernels
 //    win), and at a batch of 8 or more from 16 MFLOP (cuDNN won 23 of
-//    ResNet-50's 25 distinct convolutions at batch 32); below a batch of 8
-//    only where kiln's kernel would leave the GPU idle: at least 50 MFLOP
-//    on at most 196 output pixels (14 x 14; cuDNN 0.46-0.95x there) and, in
-//    16-bit, a kernel larger than 1 x 1 (cuDNN's f16 1 x 1 convolutions in
-//    NCHW lost 2-5x). 56 x 56 and 28 x 28 maps at batch 1 stay generated
-//    (cuDNN 1.1-12x slower).
+//    ResNet-50's 25 distinct convolutions at batch 32 on an H100); below a
+//    batch of 8 from 8 MFLOP where its reduction (input channels x kernel
+//    taps) is 256 or more, or its kernel is larger than 1 x 1 (from
+//    16 MFLOP), or, in f32, from 100 MFLOP. Fitted on an H200 at batch 1 (2026-11-27: each
+//    call timed as a graph replay, as models run it): cuDNN won 22 of
+//    ResNet-50's 24 f32 convolutions (0.44-0.83x), every 3 x 3 and the stem
+//    in f16 (0.10-0.43x), and MobileNetV2's 1 x 1 convolutions from 384
+//    input channels (0.47-0.92x); it lost (1.05-2.3x) on 1 x 1
+//    convolutions reducing over 32-192 channels, except f32 ones from
+//    100 MFLOP. (An earlier rule, fitted to per-launch profiles that timed
+//    each cuDNN call's host-side cost as device time, kept 56 x 56 and
+//    28 x 28 maps generated at batch 1.)
 // A matmul group whose epilogue goes on past what cuBLASLt fuses is split
 // (splitForLibrary) when its head qualifies; convolution groups are not
 // (cuDNN's losses at batch 1 would only grow by the extra pass).
@@ -55,9 +62,11 @@ Expected<LibraryTactics> parseLibraryTactics(const std::string& text);
 inline constexpr double kLibraryMinMatmulFlops = double(1 << 20);
 inline constexpr double kLibraryMinBatchedMatmulFlops = 64e6;
 inline constexpr int64_t kLibraryThroughputBatch = 8;
-inline constexpr double kLibraryMinFlops = double(1 << 24);  ///< convolutions at kLibraryThroughputBatch or more
-inline constexpr double kLibraryMinSmallBatchConvFlops = 50e6;
-inline constexpr int64_t kLibraryMaxSmallBatchConvPixels = 196;
+inline constexpr double kLibraryMinFlops = double(1 << 24);  ///< convolutions at kLibraryThroughputBatch or more,
+                                                             ///< and those with a kernel over 1 x 1 below it
+inline constexpr double kLibraryMinSmallBatchConvFlops = 8e6;
+inline constexpr int64_t kLibraryMinSmallBatchConvReduction = 256;  ///< input channels (per group) x kernel taps
+inline constexpr double kLibraryMinSmallBatchF32ConvFlops = 100e6;
 
 /// A group as one library call, with the values its operands are (in LibraryCall's order).
 struct LibraryMatch {

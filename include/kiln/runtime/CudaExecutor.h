@@ -12,8 +12,10 @@
 // driver call KE5006. Kernel and library steps replay as CUDA graphs (see
 // CudaExecutor.cpp; KILN_CUDA_GRAPHS=0 turns them off). profile() times
 // every kernel step on the device with CUDA events around its launch (kiln
-// bench --profile): launched one by one, not as graphs, so the per-step
-// times add up to more than a graph replay takes.
+// bench --profile): kernels launched one by one, not as graphs, so the
+// per-step times add up to more than a graph replay takes; each library
+// step replayed from a graph of its own call (where the library allows
+// capture), so its time is the device's, not the call's host-side cost.
 //
 //===----------------------------------------------------------------------===//
 #pragma once

@@ -8,13 +8,15 @@
 // call planned as an artifact's library step is, on the device
 // KILN_CUDA_DEVICE names, its arguments copied to device buffers once, one
 // launch whose outputs are copied back for checking, then timing with CUDA
-// events around launches on the timer's stream. Without an L2 flush a sample is enough back-to-back
-// launches to last minSampleMs (warm caches, as in a model where the
-// producer just wrote the input); with flushL2 every launch is preceded by
-// an untimed device-to-device copy as large as the L2 cache (cold caches,
-// each launch timed alone). Errors as in CudaExecutor: KE5005 without a
-// driver or device, KE5006 for a failing call (a launch failure names the
-// kernel).
+// events around replays of a CUDA graph of back-to-back launches (recorded
+// by stream capture, as a model's steps run in CudaExecutor's graphs, so a
+// library call's host-side cost is not timed; a call refusing capture is
+// launched directly). Without an L2 flush a sample is enough launches to
+// last minSampleMs (warm caches, as in a model where the producer just
+// wrote the input); with flushL2 every launch is preceded by an untimed
+// device-to-device copy as large as the L2 cache (cold caches, each launch
+// timed alone). Errors as in CudaExecutor: KE5005 without a driver or
+// device, KE5006 for a failing call (a launch failure names the kernel).
 //
 //===----------------------------------------------------------------------===//
 #pragma once
