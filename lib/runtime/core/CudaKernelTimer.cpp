@@ -71,13 +71,18 @@ struct CudaKernelTimer::Impl {
                      "launching kernel " + launch.entry);
   }
 
+  /// Back to direct launches (a graph of an earlier time() is not replayed by the next one's calibration).
+  void dropGraph() {
+    if (graph) cu->graphExecDestroy(graph);
+    graph = nullptr;
+    graphCalls = 0;
+  }
+
   /// Records `calls` back-to-back launches into `graph` by stream capture;
   /// false (and no graph) where the call cannot be captured. The capture
   /// always ends, so the stream is usable after a refusal.
   Expected<bool> capture(int calls) {
-    if (graph) KILN_TRY(cu->check(cu->graphExecDestroy(graph), "cuGraphExecDestroy"));
-    graph = nullptr;
-    graphCalls = 0;
+    dropGraph();
     KILN_TRY(cu->check(cu->streamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
                        "cuStreamBeginCapture for " + launch.entry));
     Status enqueued = Status::ok();
@@ -221,6 +226,7 @@ Expected<double> CudaKernelTimer::time(const CudaTimingOptions& options) {
       m.flush.push_back(p);
     }
   }
+  m.dropGraph();
   for (int i = 0; i < options.warmup; ++i) KILN_TRY(m.launchOnce());
   // Calibration: how many launches make a sample of minSampleMs (one each when
   // flushing), from one direct launch (an upper bound: it includes the host's cost).
