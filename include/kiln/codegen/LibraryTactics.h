@@ -26,13 +26,13 @@
 //    ResNet-50's 25 distinct convolutions at batch 32 on an H100); below a
 //    batch of 8 from 8 MFLOP where its reduction (input channels x kernel
 //    taps) is 256 or more, or its kernel is larger than 1 x 1 (from
-//    16 MFLOP), or, in f32, from 100 MFLOP. Fitted on an H200 at batch 1 (2026-11-27: each
-//    call timed as a graph replay, as models run it): cuDNN won 22 of
-//    ResNet-50's 24 f32 convolutions (0.44-0.83x), every 3 x 3 and the stem
-//    in f16 (0.10-0.43x), and MobileNetV2's 1 x 1 convolutions from 384
-//    input channels (0.47-0.92x); it lost (1.05-2.3x) on 1 x 1
-//    convolutions reducing over 32-192 channels, except f32 ones from
-//    100 MFLOP. (An earlier rule, fitted to per-launch profiles that timed
+//    16 MFLOP), or, in f32, from 100 MFLOP. Fitted on an H200 at batch 1
+//    (2026-11-27: each call timed as a graph replay, as models run it):
+//    cuDNN won 22 of ResNet-50's 24 f32 convolutions (0.44-0.83x), every
+//    3 x 3 and the stem in f16 (0.10-0.43x), and MobileNetV2's 1 x 1
+//    convolutions from 384 input channels (0.31-0.92x); on 1 x 1
+//    convolutions reducing over 32-192 channels it mostly lost (up to
+//    2.3x; a few within 5% either way), except f32 ones from 100 MFLOP. (An earlier rule, fitted to per-launch profiles that timed
 //    each cuDNN call's host-side cost as device time, kept 56 x 56 and
 //    28 x 28 maps generated at batch 1.)
 // A matmul group whose epilogue goes on past what cuBLASLt fuses is split
