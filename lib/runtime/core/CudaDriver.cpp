@@ -128,4 +128,23 @@ Expected<CudaDevice> selectCudaDevice(const CudaDriver& cu) {
   return d;
 }
 
+Expected<CUgraph> captureGraph(const CudaDriver& cu, CUstream stream, const std::string& what,
+                               const std::function<Status()>& enqueue) {
+  KILN_TRY(cu.check(cu.streamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL), "cuStreamBeginCapture for " + what));
+  Status enqueued = enqueue();
+  CUgraph captured = nullptr;
+  Status ended = cu.check(cu.streamEndCapture(stream, &captured), "capturing " + what);
+  if (enqueued.isOk() && ended.isOk()) return captured;
+  if (captured) cu.graphDestroy(captured);
+  return enqueued.isOk() ? ended.error() : enqueued.error();
+}
+
+Expected<CUgraphExec> instantiateGraph(const CudaDriver& cu, CUgraph graph, const std::string& what) {
+  CUgraphExec instance = nullptr;
+  Status made = cu.check(cu.graphInstantiate(&instance, graph, 0), "cuGraphInstantiate for " + what);
+  cu.graphDestroy(graph);
+  KILN_TRY(made);
+  return instance;
+}
+
 }  // namespace kiln::runtime

@@ -12,6 +12,7 @@
 
 #include <cuda.h>
 
+#include <functional>
 #include <string>
 
 #include "kiln/support/Status.h"
@@ -91,5 +92,14 @@ struct CudaDevice {
 };
 /// KE5005 without a device or with KILN_CUDA_DEVICE out of range.
 Expected<CudaDevice> selectCudaDevice(const CudaDriver& cu);
+
+/// What `enqueue` puts on `stream`, recorded into a graph by stream capture
+/// (thread-local mode); `what` names it in errors. The capture always ends,
+/// so the stream is usable after a refusal; an error from `enqueue` (a
+/// library refusing capture) comes before the driver's.
+Expected<CUgraph> captureGraph(const CudaDriver& cu, CUstream stream, const std::string& what,
+                               const std::function<Status()>& enqueue);
+/// An executable instance of `graph`, which is destroyed either way.
+Expected<CUgraphExec> instantiateGraph(const CudaDriver& cu, CUgraph graph, const std::string& what);
 
 }  // namespace kiln::runtime

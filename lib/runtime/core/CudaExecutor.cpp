@@ -139,16 +139,10 @@ struct CudaExecutor::Impl {
 
   /// Library step `s` recorded by stream capture into a graph of its own
   /// (the library enqueues kernels of its choosing; capture is how a graph
-  /// gets them). The capture always ends, so the stream is usable after a refusal.
+  /// gets them); the stream is usable after a refusal.
   Expected<CUgraph> captureLibraryStep(size_t s) const {
-    const std::string& name = exe->libraryCalls[exe->steps[s].kernel].name;
-    KILN_TRY(cu->check(cu->streamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL), "cuStreamBeginCapture for " + name));
-    Status enqueued = librarySteps->enqueue(s, libraryWorkspace, stream);
-    CUgraph captured = nullptr;
-    Status ended = cu->check(cu->streamEndCapture(stream, &captured), "capturing library step " + name);
-    if (enqueued.isOk() && ended.isOk()) return captured;
-    if (captured) cu->graphDestroy(captured);
-    return enqueued.isOk() ? ended.error() : enqueued.error();
+    return captureGraph(*cu, stream, "library step " + exe->libraryCalls[exe->steps[s].kernel].name,
+                        [&] { return librarySteps->enqueue(s, libraryWorkspace, stream); });
   }
 
   /// Adds step `s` to `graph` after `before`: a kernel node, or a library step's captured graph as a child node.
@@ -404,9 +398,7 @@ Expected<std::vector<KernelStepTime>> CudaExecutor::profile(const std::vector<Te
     if (exe.steps[t.step].kind != StepKind::Library) continue;
     Expected<CUgraph> captured = m.captureLibraryStep(t.step);
     if (!captured.isOk()) continue;  // refused: the call is timed launched directly, host-side cost included
-    Status made = m.cu->check(m.cu->graphInstantiate(&timer.library[t.step], *captured, 0), "cuGraphInstantiate");
-    m.cu->graphDestroy(*captured);
-    KILN_TRY(made);
+    KILN_ASSIGN(timer.library[t.step], instantiateGraph(*m.cu, *captured, t.kernel));
   }
   for (int r = 0; r < runs; ++r) {
     KILN_TRY(m.runOnce(inputs, &timer).status());  // waits for the device: every event has completed

@@ -79,23 +79,16 @@ struct CudaKernelTimer::Impl {
   }
 
   /// Records `calls` back-to-back launches into `graph` by stream capture;
-  /// false (and no graph) where the call cannot be captured. The capture
-  /// always ends, so the stream is usable after a refusal.
+  /// false (and no graph) where the call cannot be captured.
   Expected<bool> capture(int calls) {
     dropGraph();
-    KILN_TRY(cu->check(cu->streamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
-                       "cuStreamBeginCapture for " + launch.entry));
-    Status enqueued = Status::ok();
-    for (int i = 0; i < calls && enqueued.isOk(); ++i) enqueued = launchOnce();
-    CUgraph captured = nullptr;
-    const bool ended = cu->streamEndCapture(stream, &captured) == CUDA_SUCCESS && captured;
-    if (!enqueued.isOk() || !ended) {
-      if (captured) cu->graphDestroy(captured);
-      return false;
-    }
-    Status made = cu->check(cu->graphInstantiate(&graph, captured, 0), "cuGraphInstantiate for " + launch.entry);
-    cu->graphDestroy(captured);
-    KILN_TRY(made);
+    Expected<CUgraph> captured = captureGraph(*cu, stream, launch.entry, [&] {
+      Status enqueued = Status::ok();
+      for (int i = 0; i < calls && enqueued.isOk(); ++i) enqueued = launchOnce();
+      return enqueued;
+    });
+    if (!captured.isOk()) return false;
+    KILN_ASSIGN(graph, instantiateGraph(*cu, *captured, launch.entry));
     graphCalls = calls;
     return true;
   }
