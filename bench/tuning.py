@@ -11,7 +11,9 @@ and seeds, two ways:
   other kernel of the same template's table in the database (AutoTVM's
   transfer learning); plus `sa` with batches of 1 (a model refit after every
   measurement) and of 64 (AutoTVM's default plan size: with this budget a
-  single random round unless transfer data guides it) for context;
+  single random round unless transfer data guides it) for context, and the
+  ablations of the incumbent start (`--start`: sa starting from the default's
+  neighbourhood, sa-as starting at random as AutoTVM does);
 - live (`kiln tune --no-transfer`, --seeds seeds): measured on this
   machine, for wall time; proposals scored against the table too.
 Reported per kernel and strategy: best-so-far curves (replayed, mean over
@@ -23,9 +25,14 @@ Runtime on the CPU (MLAS) and by `kiln bench` with and without the
 reference table as tuning database, each through its own runtime. Results go to --out as JSON and
 the tables/charts into docs/tuning.md between the markers.
 
+Held-out kernels (--held-out): eight more kernels of the same models, not
+used to design the strategies, each with its own reference table, replayed
+the same way (sa, sa-as, rl-as and the two ablations, no transfer): whether
+the comparison's verdict carries over to kernels it was not chosen on.
+
     bench/tuning.py [--kiln build/tools/kiln/kiln] [--zoo DIR] [--out build/tuning]
                     [--trials 48] [--seeds 4] [--replay-seeds 16] [--skip-run] [--baseline-only]
-                    [--replay-only] [--rerun STRATEGY,...]
+                    [--replay-only] [--rerun STRATEGY,...] [--held-out]
 """
 import collections
 import datetime
@@ -54,15 +61,47 @@ KERNELS = [
     ("bert_base", r"MatMul 1x128x3072 -> 1x128x768", "BERT-base FFN down, 3072->768 (+residual)", ("matmul_residual", 3072, 768)),
 ]
 STRATEGIES = ["random", "grid", "sa", "rl", "sa-as", "rl-as"]
+BATCH = 8
 CHAMELEON = ["rl", "sa-as", "rl-as"]  # the strategies the criterion compares with sa
 # Replayed only: sa with other batch sizes (name, strategy, batch), and adaptive sampling over AutoTVM's plan
 # size (the explorer proposes 64, clustering measures the knee's k of them: CHAMELEON's own setting).
-CONTEXT = [("sa, batch 1", "sa", 1), ("sa, batch 64", "sa", 64), ("sa-as, batch 64", "sa-as", 64)]
+# (name, strategy, batch, extra kiln tune arguments)
+CONTEXT = [("sa, batch 1", "sa", 1, []), ("sa, batch 64", "sa", 64, []), ("sa-as, batch 64", "sa-as", 64, []),
+           ("sa, incumbent start", "sa", BATCH, ["--start", "incumbent"]),
+           ("sa-as, random start", "sa-as", BATCH, ["--start", "random"])]
+ABLATIONS = ["sa, incumbent start", "sa-as, random start"]
+
+
+def conv_is(cin, size, cout, out_size, epilogue):
+    """A predicate on task descriptions: the channel-blocked convolution with these
+    channels, map sizes and fused epilogue (whatever the channel block)."""
+    def match(description):
+        m = re.match(r"kiln::ConvNCHWc 1x(\d+)x(\d+)x\d+x(\d+) -> 1x(\d+)x(\d+)x\d+x(\d+)(.*)$", description)
+        return bool(m) and (int(m[1]) * int(m[3]), int(m[2]), int(m[4]) * int(m[6]), int(m[5]), m[7]) == (
+            cin, size, cout, out_size, epilogue)
+    return match
+
+
+# Held out (--held-out): (model, leading text of the description, predicate, label).
+HELD_OUT = [
+    ("resnet50", "kiln::ConvNCHWc", conv_is(128, 28, 128, 28, "+Relu"), "ResNet-50 conv 3x3, 128 ch, 28x28"),
+    ("resnet50", "kiln::ConvNCHWc", conv_is(512, 7, 512, 7, "+Relu"), "ResNet-50 conv 3x3, 512 ch, 7x7"),
+    ("bert_base", "MatMul 1x128x768 -> 1x128x768", lambda d: d == "MatMul 1x128x768 -> 1x128x768+Add",
+     "BERT-base Q/K/V projection, 768->768"),
+    ("resnet50", "kiln::ConvNCHWc", conv_is(256, 56, 64, 56, "+Relu"), "ResNet-50 conv 1x1, 256->64, 56x56"),
+    ("resnet50", "kiln::ConvNCHWc", conv_is(256, 56, 512, 28, ""), "ResNet-50 conv 1x1 stride 2, 256->512"),
+    ("resnet50", "kiln::ConvNCHWc", conv_is(128, 56, 128, 28, "+Relu"), "ResNet-50 conv 3x3 stride 2, 128 ch"),
+    ("resnet50", "MatMul 1x2048", lambda d: d == "MatMul 1x2048 -> 1x1000+Add", "ResNet-50 classifier, 2048->1000"),
+    ("resnet50", "kiln::ConvNCHWc", conv_is(64, 56, 256, 56, "+Add+Relu"), "ResNet-50 conv 1x1, 64->256 (+residual)"),
+]
+HELD_OUT_STRATEGIES = [("sa", "sa", []), ("sa-as", "sa-as", []), ("rl-as", "rl-as", []),
+                       ("sa, incumbent start", "sa", ["--start", "incumbent"]),
+                       ("sa-as, random start", "sa-as", ["--start", "random"])]
+HELD_BEGIN, HELD_END = "<!-- tuning-held-out:begin (bench/tuning.py --held-out) -->", "<!-- tuning-held-out:end -->"
 SIBLING = {0: 1, 1: 0, 2: 3, 3: 2}  # the other kernel of the same template: transfer data
 COLORS = {"random": "#888888", "grid": "#bbbbbb", "sa": "#1f77b4", "rl": "#2ca02c", "sa-as": "#ff7f0e", "rl-as": "#d62728"}
 BEGIN, END = "<!-- tuning:begin (bench/tuning.py) -->", "<!-- tuning:end -->"
 MEASURE = ["--repeats", "3", "--min-sample-ms", "1", "--quiet"]
-BATCH = 8
 
 
 def kiln_tune(kiln, model, args, db, report=None, log=True):
@@ -80,12 +119,15 @@ def key(config):
     return json.dumps(config, sort_keys=True)
 
 
-def pick_task(kiln, model, pattern, work):
-    """The signature and description of the heaviest task whose description matches pattern."""
+def pick_task(kiln, model, pattern, work, literal=None):
+    """The signature and description of the heaviest task whose description matches pattern (a regular
+    expression, or a predicate with `literal`, the descriptions' leading text)."""
     report = os.path.join(work, "tasks.json")
-    literal = re.split(r"[\\^$.|?*+()\[\]{}]", pattern)[0]  # the pattern's leading plain text narrows the listing
+    if literal is None:
+        literal = re.split(r"[\\^$.|?*+()\[\]{}]", pattern)[0]  # the pattern's leading plain text narrows the listing
+    matches = pattern if callable(pattern) else (lambda d: re.match(pattern, d))
     kiln_tune(kiln, model, ["--trials", "1", "--kernel", literal], os.path.join(work, "tasks.jsonl"), report)
-    tasks = [t for t in json.load(open(report))["tasks"] if re.match(pattern, t["description"])]
+    tasks = [t for t in json.load(open(report))["tasks"] if matches(t["description"])]
     if not tasks:
         sys.exit("bench/tuning.py: no task of %s matches %r" % (model, pattern))
     best = max(tasks, key=lambda t: t["uses"] * t["default_ms"])
@@ -173,20 +215,21 @@ def replay_kernel(kiln, zoo_dir, out, index, result, trials, seeds, only=None):
     table = os.path.join(out, "k%d" % index, "table.jsonl")
     load_table(result, table)
     transfer_table = os.path.join(out, "k%d" % SIBLING[index], "table.jsonl")
-    variants = [v for v in [(s, s, BATCH) for s in STRATEGIES] + CONTEXT if not only or v[0] in only]
-    jobs = [(mode, name, strategy, batch, seed) for mode in ("replay", "transfer") for name, strategy, batch in variants
+    variants = [v for v in [(s, s, BATCH, []) for s in STRATEGIES] + CONTEXT if not only or v[0] in only]
+    jobs = [(mode, name, strategy, batch, extra, seed) for mode in ("replay", "transfer")
+            for name, strategy, batch, extra in variants
             for seed in range(seeds) if mode == "replay" or os.path.exists(transfer_table)]
     print("bench/tuning.py: kernel %d: %d replayed runs" % (index, len(jobs)), file=sys.stderr, flush=True)
 
     def run(job):
-        mode, name, strategy, batch, seed = job
-        db = os.path.join(work, "%s-%s-%d-%d.jsonl" % (mode, strategy, batch, seed))
+        mode, name, strategy, batch, extra, seed = job
+        db = os.path.join(work, "%s-%s-%d-%d.jsonl" % (mode, zoo.sanitize(name), batch, seed))
         if mode == "transfer":
             shutil.copy(transfer_table, db)
         elif os.path.exists(db):
             os.remove(db)
         kiln_tune(kiln, model, ["--replay", table, "--strategy", strategy, "--trials", str(trials), "--kernel",
-                                result["signature"], "--seed", str(seed), "--batch", str(batch)]
+                                result["signature"], "--seed", str(seed), "--batch", str(batch)] + extra
                   + (["--no-transfer"] if mode == "replay" else []), db, log=False)
         return {"mode": mode, "strategy": name, "seed": seed, "proposals": proposals_of(db, result["signature"])}
 
@@ -387,6 +430,10 @@ def render(results, doc, charts_dir, trials, seeds):
         verdicts.append(ratio <= 0.5)
         lines += ["", "Replayed, best CHAMELEON-style strategy vs sa (mean trials to 95%%): %s %.1f vs %.1f (%.2fx) -> %s." % (
                       best, replay[best]["mean"], sa, ratio, "at most half" if ratio <= 0.5 else "not at most half")]
+        inc, rand = (replay.get(n) for n in ABLATIONS)
+        if inc and rand:
+            lines += ["Where it comes from: sa starting from the incumbent %.1f (%.2fx of sa), sa-as starting at random "
+                      "%.1f (%.2fx)." % (inc["mean"], inc["mean"] / sa, rand["mean"], rand["mean"] / sa)]
         wide, wide_as = replay.get("sa, batch 64"), replay.get("sa-as, batch 64")
         if wide and wide_as:
             plan_ratio = wide_as["mean"] / wide["mean"]
@@ -419,6 +466,66 @@ def render(results, doc, charts_dir, trials, seeds):
     zoo.replace_section(doc, BEGIN, END, lines)
 
 
+def held_out(kiln, zoo_dir, out, trials, seeds):
+    """The held-out kernels: a reference table each, then sa, sa-as, rl-as and
+    the ablations replayed on it without transfer; results to held_out.json."""
+    rows = []
+    for i, (model_name, literal, predicate, label) in enumerate(HELD_OUT):
+        model = os.path.join(zoo_dir, model_name + "-default.onnx")
+        work = os.path.join(out, "held%d" % i)
+        os.makedirs(work, exist_ok=True)
+        signature, description = pick_task(kiln, model, predicate, work, literal)
+        table = os.path.join(work, "table.jsonl")
+        if os.path.exists(table):
+            os.remove(table)
+        kiln_tune(kiln, model, ["--strategy", "grid", "--trials", "100000", "--kernel", signature, "--batch",
+                                str(BATCH), "--no-transfer"], table)
+        result = {"model": model_name, "label": label, "signature": signature, "description": description,
+                  "trials": trials, "runs": []}
+        load_table(result, table)
+
+        def run(job):
+            name, strategy, extra, seed = job
+            db = os.path.join(work, "%s-%d.jsonl" % (zoo.sanitize(name), seed))
+            if os.path.exists(db):
+                os.remove(db)
+            kiln_tune(kiln, model, ["--replay", table, "--strategy", strategy, "--trials", str(trials), "--kernel",
+                                    signature, "--seed", str(seed), "--batch", str(BATCH), "--no-transfer"] + extra,
+                      db, log=False)
+            return {"mode": "replay", "strategy": name, "seed": seed, "proposals": proposals_of(db, signature)}
+
+        jobs = [(n, st, extra, seed) for n, st, extra in HELD_OUT_STRATEGIES for seed in range(seeds)]
+        with ThreadPoolExecutor(os.cpu_count() or 1) as pool:
+            result["runs"] = list(pool.map(run, jobs))
+        rows.append(result)
+    with open(os.path.join(out, "held_out.json"), "w") as f:
+        json.dump({"date": datetime.date.today().isoformat(), "seeds": seeds, "kernels": rows}, f)
+    return rows
+
+
+def render_held_out(rows, doc, seeds):
+    names = [n for n, _, _ in HELD_OUT_STRATEGIES]
+    lines = [HELD_BEGIN, "", "Measured %s on %s; each kernel's whole space measured once by `grid`, then %d seeds per "
+             "strategy replayed on it (`--no-transfer`, budget %d, batches of %d). Mean trials to 95%% of the "
+             "table's best (a run that never gets there counts as %d); in brackets, the ratio to sa." % (
+                 datetime.date.today().isoformat(), zoo.describe_machine(), seeds, rows[0]["trials"], BATCH,
+                 rows[0]["trials"] + 1), "",
+             "| kernel | configurations | within 95% of the best | " + " | ".join(names) + " |",
+             "|---|---:|---:|" + "---:|" * len(names)]
+    halved = 0
+    for r in rows:
+        summary = summarize(r, "replay", names)
+        sa = summary["sa"]["mean"]
+        good = sum(1 for ms in r["table"].values() if r["best_ms"] / ms >= 0.95)
+        cells = [r["label"], str(r["space"]), str(good)]
+        cells += ["%.1f" % sa] + ["%.1f (%.2f)" % (summary[n]["mean"], summary[n]["mean"] / sa) for n in names[1:]]
+        halved += min(summary["sa-as"]["mean"], summary["rl-as"]["mean"]) <= 0.5 * sa
+        lines.append("| " + " | ".join(cells) + " |")
+    lines += ["", "Held-out kernels where sa-as or rl-as needed at most half of sa's trials: %d of %d." % (
+        halved, len(rows)), "", HELD_END]
+    zoo.replace_section(doc, HELD_BEGIN, HELD_END, lines)
+
+
 def main():
     ap = zoo.bench_parser(__doc__, "tuning")
     ap.add_argument("--trials", type=int, default=48)
@@ -433,7 +540,13 @@ def main():
     ap.add_argument("--rerun", default="",
                     help="comma-separated strategies whose live and replayed runs to redo (the tables and other runs kept)")
     ap.add_argument("--doc", default=os.path.join(ROOT, "docs/tuning.md"))
+    ap.add_argument("--held-out", action="store_true",
+                    help="only the held-out kernels: their tables and replayed runs, rendered into their own section")
     a = ap.parse_args()
+    if a.held_out:
+        os.makedirs(a.out, exist_ok=True)
+        render_held_out(held_out(a.kiln, a.zoo, a.out, a.trials, a.replay_seeds), a.doc, a.replay_seeds)
+        return
     rerun = [x for x in a.rerun.split(",") if x]
     if any(x not in STRATEGIES for x in rerun):
         sys.exit("bench/tuning.py: --rerun takes strategies of %s" % ",".join(STRATEGIES))

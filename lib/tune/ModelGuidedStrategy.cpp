@@ -13,9 +13,17 @@
 // instead of a whole random batch.
 // With transfer data (other kernels' measurements) the model is trained on
 // it from the start, so the first batch is already guided.
+// Starting from the incumbent (sa-as and rl-as by default, StrategyOptions::
+// start): the first round is the incumbent's unmeasured one-knob neighbours
+// in random order (the incumbent is the default schedule then, the one
+// configuration measured: a hand-chosen default lies nearer good
+// configurations than a random point does), and every later round begins
+// with the model's best-predicted unmeasured neighbours of the incumbent
+// (two, or fewer in small rounds: a trust region beside the global search).
 //
 //===----------------------------------------------------------------------===//
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <set>
 
@@ -50,6 +58,7 @@ class ModelGuidedStrategy final : public SearchStrategy {
       : name_(std::move(name)), space_(std::move(space)), options_(options), rng_(options.seed ^ 0x5eed5a11ULL),
         model_(options.model), explorer_(std::move(explorer)), adaptive_(adaptive) {
     if (!options_.transfer.empty()) transferStatus_ = model_.fit(options_.transfer.x, options_.transfer.y, options_.transfer.groups);
+    fromIncumbent_ = options_.start == SearchStart::Incumbent || (options_.start == SearchStart::Auto && adaptive_);
   }
 
   std::string name() const override { return name_; }
@@ -57,7 +66,10 @@ class ModelGuidedStrategy final : public SearchStrategy {
   Expected<std::vector<Config>> next(size_t count) override {
     KILN_TRY(transferStatus_);
     std::vector<uint64_t> picked;
-    if (!model_.trained() && adaptive_) {
+    if (!model_.trained() && fromIncumbent_) picked = unvisitedNeighbours(count);
+    if (!picked.empty()) {
+      // Nothing learned yet: the incumbent's neighbours (above).
+    } else if (!model_.trained() && adaptive_) {
       // Nothing learned yet: cluster a random sample and measure one configuration per cluster.
       std::vector<uint64_t> sample = randomUnvisited(std::max(options_.planSize, count));
       for (uint64_t i : sample) visited_.erase(i);
@@ -68,12 +80,19 @@ class ModelGuidedStrategy final : public SearchStrategy {
       KILN_ASSIGN(std::vector<uint64_t> candidates,
                   explorer_->explore(*space_, model_, visited_, std::max(options_.planSize, count)));
       if (adaptive_ && candidates.size() > 2 * count) candidates.resize(2 * count);  // cluster the promising ones
+      if (fromIncumbent_) {
+        KILN_ASSIGN(picked, bestPredictedNeighbours(std::min<size_t>(2, count / 2)));
+      }
       if (adaptive_) {
-        picked = adaptiveSample(*space_, candidates, visited_, count, rng_);
+        std::set<uint64_t> taken = visited_;
+        taken.insert(picked.begin(), picked.end());
+        std::vector<uint64_t> sampled = adaptiveSample(*space_, candidates, taken, count - picked.size(), rng_);
+        picked.insert(picked.end(), sampled.begin(), sampled.end());
       } else {
         size_t greedy = count - size_t(double(count) * options_.epsilon);
         for (uint64_t c : candidates)
-          if (picked.size() < greedy && !visited_.count(c)) picked.push_back(c);
+          if (picked.size() < greedy && !visited_.count(c) && std::find(picked.begin(), picked.end(), c) == picked.end())
+            picked.push_back(c);
       }
       for (uint64_t c : picked) visited_.insert(c);
       if (picked.size() < count && !adaptive_) {
@@ -95,7 +114,7 @@ class ModelGuidedStrategy final : public SearchStrategy {
       uint64_t index = space_->indexOf(r.config);
       visited_.insert(index);
       measured_.emplace_back(index, r.ok() ? r.ms : 0.0);
-      if (r.ok()) best_ = std::min(best_, r.ms);
+      if (r.ok() && r.ms < best_) best_ = r.ms, incumbent_ = index;
     }
     std::vector<std::vector<float>> x;
     std::vector<float> y;
@@ -118,6 +137,33 @@ class ModelGuidedStrategy final : public SearchStrategy {
   }
 
  private:
+  /// Up to `count` unmeasured one-knob neighbours of the incumbent, in random order.
+  std::vector<uint64_t> unvisitedNeighbours(size_t count) {
+    std::vector<uint64_t> out;
+    if (incumbent_ == kNone) return out;
+    for (uint64_t i : space_->neighbours(incumbent_))
+      if (!visited_.count(i)) out.push_back(i);
+    rng_.shuffle(out);
+    out.resize(std::min(out.size(), count));
+    return out;
+  }
+
+  /// The `count` unmeasured neighbours of the incumbent the model ranks highest.
+  Expected<std::vector<uint64_t>> bestPredictedNeighbours(size_t count) {
+    std::vector<uint64_t> near;
+    if (incumbent_ == kNone || count == 0) return near;
+    for (uint64_t i : space_->neighbours(incumbent_))
+      if (!visited_.count(i)) near.push_back(i);
+    KILN_ASSIGN(std::vector<double> scores, predictScores(*space_, model_, near));
+    std::vector<size_t> order(near.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return scores[a] > scores[b]; });
+    std::vector<uint64_t> out;
+    for (size_t i : order)
+      if (out.size() < count && std::isfinite(scores[i])) out.push_back(near[i]);
+    return out;
+  }
+
   std::vector<uint64_t> randomUnvisited(size_t count) {
     std::vector<uint64_t> out;
     const uint64_t n = space_->size();
@@ -147,6 +193,9 @@ class ModelGuidedStrategy final : public SearchStrategy {
   std::set<uint64_t> visited_;
   std::vector<std::pair<uint64_t, double>> measured_;  ///< index, ms (0: invalid)
   double best_ = std::numeric_limits<double>::infinity();
+  static constexpr uint64_t kNone = UINT64_MAX;
+  uint64_t incumbent_ = kNone;  ///< the fastest configuration measured
+  bool fromIncumbent_ = false;   ///< first round and trust region from the incumbent (StrategyOptions::start)
   Status transferStatus_ = Status::ok();
 };
 

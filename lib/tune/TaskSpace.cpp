@@ -64,6 +64,19 @@ uint64_t TaskSpace::neighbour(uint64_t index, SplitMix64& rng) const {
   return fromDigits(d);
 }
 
+std::vector<uint64_t> TaskSpace::neighbours(uint64_t index) const {
+  std::vector<uint64_t> out;
+  const std::vector<size_t> d = digits(index);
+  for (size_t k = 0; k < d.size(); ++k)
+    for (size_t v = 0; v < task_.space.knobs[k].values.size(); ++v) {
+      if (v == d[k]) continue;
+      std::vector<size_t> moved = d;
+      moved[k] = v;
+      out.push_back(fromDigits(moved));
+    }
+  return out;
+}
+
 const TaskSpace::Lowered& TaskSpace::lowered(uint64_t index) {
   auto it = lowered_.find(index);
   if (it == lowered_.end()) {

@@ -114,6 +114,21 @@ assert runs[0] == runs[1] and len(runs[0]) >= 12, runs
 for config, ms, status in runs[0]:
     if status == 'ok': assert ms == statistics.median_low(table[config]) or ms == statistics.median_high(table[config]), (config, ms)
 PY
+# --start: sa-as begins with the default schedule's one-knob neighbours (auto), or with a random sample.
+"$KILN" tune "$MODEL" --replay table.jsonl --strategy sa-as --start random --trials 12 --kernel "$K16" --batch 4 \
+  --db replay_random.jsonl --quiet > /dev/null
+/usr/bin/python3 - <<'PY'
+import json
+def first_round(f):
+    lines = [json.loads(l) for l in open(f)]
+    default = next(r['config'] for r in lines if r['default'])
+    searched = [r['config'] for r in lines if not r['default'] and r['strategy'] not in ('confirm', 'same-code')]
+    moved = lambda c: sum(c[k] != default[k] for k in c)
+    return [moved(c) for c in searched[:3]]
+assert first_round('replay1.jsonl') == [1, 1, 1], first_round('replay1.jsonl')
+assert any(m != 1 for m in first_round('replay_random.jsonl')), first_round('replay_random.jsonl')
+PY
+expect_fail "not in" "$KILN" tune "$MODEL" --replay table.jsonl --strategy sa-as --start sideways --kernel "$K16" --db p.jsonl
 head -n 6 table.jsonl > partial.jsonl
 expect_fail "has no record of" "$KILN" tune "$MODEL" --replay partial.jsonl --strategy sa --trials 12 --kernel "$K16" --db p.jsonl
 expect_fail "has no cpu records of the kernels to tune" "$KILN" tune "$MODEL" --replay table.jsonl --kernel "ConvNCHWc 1x1x64x64x3" \

@@ -336,6 +336,86 @@ TEST_CASE("transfer data guides the first batch of a model-guided strategy") {
   CHECK(guided > 2.0);  // near the top of the 0..3 scale
 }
 
+TEST_CASE("sa-as and rl-as start from the incumbent: its neighbours first and then the model's best of them") {
+  Fixture f;
+  const TuningTask& t = f.conv();
+  const codegen::Config base = t.space.defaultConfig();
+  auto knobsMoved = [&](const codegen::Config& a, const codegen::Config& b) {
+    int moved = 0;
+    for (const auto& [knob, value] : a) moved += b.at(knob) != value;
+    return moved;
+  };
+  TaskSpace space(t);
+  const size_t round = space.neighbours(space.indexOf(base)).size();
+  REQUIRE(round >= 4);
+  size_t expected = 0;
+  for (const codegen::Knob& k : t.space.knobs) expected += k.values.size() - 1;
+  CHECK(round == expected);
+  for (uint64_t i : space.neighbours(space.indexOf(base))) CHECK(knobsMoved(space.config(i), base) == 1);
+  // How many configurations the first round after the default's measurement proposes, and how many of them are its neighbours.
+  auto firstRound = [&](const std::string& name, SearchStart start) {
+    StrategyOptions o;
+    o.seed = 3;
+    o.start = start;
+    auto s = makeStrategy(name, t, o);
+    REQUIRE(s.isOk());
+    REQUIRE((*s)->update({fakeResult(base, 1.0)}).isOk());  // the tuner measures the default first
+    auto batch = (*s)->next(round);
+    REQUIRE(batch.isOk());
+    REQUIRE(!batch->empty());
+    size_t neighbours = 0;
+    for (const codegen::Config& c : *batch) neighbours += knobsMoved(c, base) == 1;
+    return std::make_pair(batch->size(), neighbours);
+  };
+  using Counts = std::pair<size_t, size_t>;
+  for (const std::string& name : {"sa-as", "rl-as"}) {
+    INFO(name);
+    CHECK(firstRound(name, SearchStart::Auto) == Counts(round, round));  // every neighbour, none twice
+    Counts random = firstRound(name, SearchStart::Random);  // the former behaviour: a clustered random sample
+    CHECK(random.second < random.first);
+  }
+  Counts autotvm = firstRound("sa", SearchStart::Auto);  // AutoTVM's random first round
+  CHECK(autotvm.first == round);
+  CHECK(autotvm.second < round);
+  CHECK(firstRound("sa", SearchStart::Incumbent) == Counts(round, round));
+
+  // Later rounds begin with the model's two best-predicted neighbours of the new incumbent.
+  StrategyOptions o;
+  o.seed = 3;
+  auto s = makeStrategy("sa-as", t, o);
+  REQUIRE(s.isOk());
+  auto time = [](const codegen::Config& c) { return 1.0 / double(c.at("tw")) + (c.at("parallel") ? 0.0 : 0.5); };
+  REQUIRE((*s)->update({fakeResult(base, time(base))}).isOk());
+  std::vector<MeasureResult> results;
+  for (int round = 0; round < 2; ++round) {
+    auto batch = (*s)->next(4);
+    REQUIRE(batch.isOk());
+    REQUIRE(!batch->empty());
+    if (round == 1) {
+      codegen::Config incumbent = base;
+      for (const MeasureResult& r : results)
+        if (r.ms < time(incumbent)) incumbent = r.config;
+      REQUIRE(batch->size() >= 2);
+      CHECK(knobsMoved((*batch)[0], incumbent) == 1);
+      CHECK(knobsMoved((*batch)[1], incumbent) == 1);
+    }
+    std::vector<MeasureResult> now;
+    for (const codegen::Config& c : *batch) now.push_back(fakeResult(c, time(c)));
+    REQUIRE((*s)->update(now).isOk());
+    results.insert(results.end(), now.begin(), now.end());
+  }
+
+  // No incumbent (the default schedule failed): a clustered random sample, as before.
+  auto failed = makeStrategy("sa-as", t, o);
+  REQUIRE(failed.isOk());
+  MeasureResult broken = fakeResult(base, 0);
+  broken.status = MeasureStatus::WrongOutput;
+  REQUIRE((*failed)->update({broken}).isOk());
+  auto batch = (*failed)->next(4);
+  REQUIRE(batch.isOk());
+  CHECK(!batch->empty());
+}
+
 TEST_CASE("the RL explorer's PPO agent learns to move knobs the way the model rewards") {
   Fixture f;
   TaskSpace space(f.conv());

@@ -48,6 +48,7 @@ struct TuneCommandOptions {
   std::vector<std::string> kernels;  ///< --kernel filters
   std::string exportDir, importFile;  ///< batch mode
   std::string replayTable;            ///< --replay: results looked up, not measured
+  std::string start = "auto";         ///< --start: where model-guided strategies begin
   tune::TuneOptions tune;
   tune::MeasureOptions measure;
   int threads = 0;
@@ -171,6 +172,9 @@ int tuneModel(TuneCommandOptions o) {
     return reportError(Error(ErrorCode::InvalidArgument,
                              "kiln tune --replay needs --db: a replayed run's records are not measurements of this machine "
                              "and should not go into the model's tuning database"));
+  o.tune.search.start = o.start == "incumbent" ? tune::SearchStart::Incumbent
+                        : o.start == "random"  ? tune::SearchStart::Random
+                                               : tune::SearchStart::Auto;
   if (o.database.empty()) o.database = o.model.path.substr(0, o.model.path.rfind('.')) + ".tune.jsonl";
   std::ostream* log = o.quiet ? nullptr : &std::cerr;
   if (o.threads > 0) ThreadPool::global().setThreads(o.threads);
@@ -254,6 +258,12 @@ void addTuneCommand(CLI::App& app, int& exitCode) {
       ->default_val("sa-as")
       ->check(CLI::IsMember(tune::strategyNames()));
   cmd->add_option("--batch", o->tune.batch, "Candidates per measurement round")->default_val(8)->check(CLI::Range(1, 1024));
+  cmd->add_option("--start", o->start,
+                  "Where a model-guided strategy begins: incumbent (the default schedule's one-knob neighbours first, "
+                  "then each round also tries the model's best neighbours of the fastest so far), random (a random "
+                  "first round, as AutoTVM), auto (incumbent for sa-as and rl-as, random for sa and rl)")
+      ->default_val("auto")
+      ->check(CLI::IsMember({"auto", "incumbent", "random"}));
   cmd->add_option("--tasks", o->tune.maxTasks, "Tune only the N kernels with the most default time (0: all)")->default_val(0);
   cmd->add_option("--kernel", o->kernels,
                   "Tune only kernels whose description (e.g. 'Conv 1x64x56x56 -> 1x64x56x56') or signature contains "

@@ -22,6 +22,13 @@
 //              representative was already measured
 //   rl-as      CHAMELEON: adaptive exploration + adaptive sampling
 //
+// sa-as and rl-as also work from the incumbent (the fastest configuration
+// measured, at first the default schedule): their first round is its
+// one-knob neighbours (random order) instead of a random sample, and every
+// later round begins with the model's two best-predicted unmeasured
+// neighbours of the incumbent (`--start`, StrategyOptions::start; sa and rl
+// start at random, as AutoTVM does).
+//
 //===----------------------------------------------------------------------===//
 #pragma once
 
@@ -57,6 +64,8 @@ class TaskSpace {
   uint64_t fromDigits(const std::vector<size_t>& digits) const;
   /// A configuration differing from `index` in one knob, chosen at random.
   uint64_t neighbour(uint64_t index, SplitMix64& rng) const;
+  /// Every configuration differing from `index` in one knob (knob by knob, values in order).
+  std::vector<uint64_t> neighbours(uint64_t index) const;
   const std::vector<float>* features(uint64_t index);
   /// A hash of the kernel IR the configuration lowers to (names aside):
   /// configurations with equal keys compile to the same code (e.g. a knob
@@ -86,8 +95,16 @@ struct TransferData {
   bool empty() const { return x.empty(); }
 };
 
+/// Where a model-guided strategy's first round comes from, before the model has learned anything.
+enum class SearchStart {
+  Auto,       ///< Incumbent for sa-as and rl-as, Random for sa and rl
+  Random,     ///< a random sample (AutoTVM; the adaptive strategies cluster it)
+  Incumbent,  ///< the best measured configuration's one-knob neighbours (at first, the default schedule's)
+};
+
 struct StrategyOptions {
   uint64_t seed = 0;
+  SearchStart start = SearchStart::Auto;
   size_t planSize = 64;      ///< candidates the explorer hands to the sampler
   int chains = 32;           ///< annealing: parallel chains
   int annealSteps = 60;      ///< annealing: steps per call (stops early when the top list settles)
