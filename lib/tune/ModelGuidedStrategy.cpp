@@ -66,16 +66,15 @@ class ModelGuidedStrategy final : public SearchStrategy {
   Expected<std::vector<Config>> next(size_t count) override {
     KILN_TRY(transferStatus_);
     std::vector<uint64_t> picked;
-    if (!model_.trained() && fromIncumbent_) picked = unvisitedNeighbours(count);
-    if (!picked.empty()) {
-      // Nothing learned yet: the incumbent's neighbours (above).
-    } else if (!model_.trained() && adaptive_) {
-      // Nothing learned yet: cluster a random sample and measure one configuration per cluster.
-      std::vector<uint64_t> sample = randomUnvisited(std::max(options_.planSize, count));
-      for (uint64_t i : sample) visited_.erase(i);
-      picked = adaptiveSample(*space_, sample, visited_, count, rng_);
-    } else if (!model_.trained()) {
-      picked = randomUnvisited(count);
+    if (!model_.trained()) {  // nothing learned yet
+      if (fromIncumbent_) picked = randomNeighbours(count);
+      if (picked.empty() && adaptive_) {  // cluster a random sample and measure one configuration per cluster
+        std::vector<uint64_t> sample = randomUnvisited(std::max(options_.planSize, count));
+        for (uint64_t i : sample) visited_.erase(i);
+        picked = adaptiveSample(*space_, sample, visited_, count, rng_);
+      } else if (picked.empty()) {
+        picked = randomUnvisited(count);
+      }
     } else {
       KILN_ASSIGN(std::vector<uint64_t> candidates,
                   explorer_->explore(*space_, model_, visited_, std::max(options_.planSize, count)));
@@ -137,23 +136,27 @@ class ModelGuidedStrategy final : public SearchStrategy {
   }
 
  private:
-  /// Up to `count` unmeasured one-knob neighbours of the incumbent, in random order.
-  std::vector<uint64_t> unvisitedNeighbours(size_t count) {
+  /// The incumbent's one-knob neighbours not measured or proposed yet (none without an incumbent).
+  std::vector<uint64_t> unvisitedNeighbours() const {
     std::vector<uint64_t> out;
     if (incumbent_ == kNone) return out;
     for (uint64_t i : space_->neighbours(incumbent_))
       if (!visited_.count(i)) out.push_back(i);
+    return out;
+  }
+
+  /// Up to `count` of them, in random order.
+  std::vector<uint64_t> randomNeighbours(size_t count) {
+    std::vector<uint64_t> out = unvisitedNeighbours();
     rng_.shuffle(out);
     out.resize(std::min(out.size(), count));
     return out;
   }
 
-  /// The `count` unmeasured neighbours of the incumbent the model ranks highest.
+  /// The `count` of them the model ranks highest.
   Expected<std::vector<uint64_t>> bestPredictedNeighbours(size_t count) {
-    std::vector<uint64_t> near;
-    if (incumbent_ == kNone || count == 0) return near;
-    for (uint64_t i : space_->neighbours(incumbent_))
-      if (!visited_.count(i)) near.push_back(i);
+    if (count == 0) return std::vector<uint64_t>{};
+    std::vector<uint64_t> near = unvisitedNeighbours();
     KILN_ASSIGN(std::vector<double> scores, predictScores(*space_, model_, near));
     std::vector<size_t> order(near.size());
     for (size_t i = 0; i < order.size(); ++i) order[i] = i;
