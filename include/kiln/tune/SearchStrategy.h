@@ -95,11 +95,12 @@ struct TransferData {
   bool empty() const { return x.empty(); }
 };
 
-/// Where a model-guided strategy's first round comes from, before the model has learned anything.
+/// Where a model-guided strategy searches from: its first round (before the model has learned
+/// anything), and whether each later round begins with the incumbent's best-predicted neighbours.
 enum class SearchStart {
   Auto,       ///< Incumbent for sa-as and rl-as, Random for sa and rl
-  Random,     ///< a random sample (AutoTVM; the adaptive strategies cluster it)
-  Incumbent,  ///< the best measured configuration's one-knob neighbours (at first, the default schedule's)
+  Random,     ///< a random first round (AutoTVM; the adaptive strategies cluster it), no trust region
+  Incumbent,  ///< the incumbent's one-knob neighbours first (the default schedule's), then a trust region around it
 };
 
 struct StrategyOptions {
