@@ -1,16 +1,16 @@
 //===- lib/tune/ModelGuidedStrategy.cpp - Cost-model-guided search ---------===//
 //
 // The strategies sa, rl, sa-as and rl-as (kiln/tune/SearchStrategy.h): the
-// first batch is random (nothing to learn from, unless transfer data is
-// given); afterwards the XGBoost
+// first batch is random or the incumbent's neighbours (nothing to learn
+// from, unless transfer data is given); afterwards the XGBoost
 // model, refitted on every measured configuration (score = best time /
 // time, 0 for an invalid one), ranks what an explorer proposes, and a
 // sampler picks the batch: the top of the list with an epsilon share of
 // random configurations (AutoTVM), or adaptive sampling (CHAMELEON), which
 // may measure fewer than asked when the candidates form few clusters. The
 // adaptive strategies cluster the explorer's top 2 x batch candidates, and
-// their first round too: one configuration per cluster of a random sample
-// instead of a whole random batch.
+// their first round too when they start at random: one configuration per
+// cluster of a random sample instead of a whole random batch.
 // With transfer data (other kernels' measurements) the model is trained on
 // it from the start, so the first batch is already guided.
 // Starting from the incumbent (sa-as and rl-as by default, StrategyOptions::

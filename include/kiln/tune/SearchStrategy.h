@@ -16,10 +16,11 @@
 //              model's predicted improvement, replaces annealing
 //   sa-as      annealing, then CHAMELEON's adaptive sampling: k-means over
 //              the top candidates with the cluster count at the knee of the
-//              loss curve, one configuration per cluster (the first round:
-//              clusters of a random sample), and sample synthesis (each
-//              knob's most common value in the cluster) for clusters whose
-//              representative was already measured
+//              loss curve, one configuration per cluster (started at
+//              random, the first round: clusters of a random sample), and
+//              sample synthesis (each knob's most common value in the
+//              cluster) for clusters whose representative was already
+//              measured
 //   rl-as      CHAMELEON: adaptive exploration + adaptive sampling
 //
 // sa-as and rl-as also work from the incumbent (the fastest configuration
