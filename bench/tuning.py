@@ -94,9 +94,8 @@ HELD_OUT = [
     ("resnet50", "MatMul 1x2048", lambda d: d == "MatMul 1x2048 -> 1x1000+Add", "ResNet-50 classifier, 2048->1000"),
     ("resnet50", "kiln::ConvNCHWc", conv_is(64, 56, 256, 56, "+Add+Relu"), "ResNet-50 conv 1x1, 64->256 (+residual)"),
 ]
-HELD_OUT_STRATEGIES = [("sa", "sa", []), ("sa-as", "sa-as", []), ("rl-as", "rl-as", []),
-                       ("sa, incumbent start", "sa", ["--start", "incumbent"]),
-                       ("sa-as, random start", "sa-as", ["--start", "random"])]
+HELD_OUT_STRATEGIES = [(s, s, []) for s in ("sa", "sa-as", "rl-as")] + [
+    (name, strategy, extra) for name, strategy, _, extra in CONTEXT if name in ABLATIONS]
 HELD_BEGIN, HELD_END = "<!-- tuning-held-out:begin (bench/tuning.py --held-out) -->", "<!-- tuning-held-out:end -->"
 SIBLING = {0: 1, 1: 0, 2: 3, 3: 2}  # the other kernel of the same template: transfer data
 COLORS = {"random": "#888888", "grid": "#bbbbbb", "sa": "#1f77b4", "rl": "#2ca02c", "sa-as": "#ff7f0e", "rl-as": "#d62728"}
@@ -183,6 +182,25 @@ def rerun_live(kiln, zoo_dir, out, index, result, strategies, trials, seeds):
     return result
 
 
+def measure_table(kiln, model, signature, work):
+    """The reference table: the kernel's whole space measured once (plus the default's confirmations)."""
+    table_db = os.path.join(work, "table.jsonl")
+    if os.path.exists(table_db):
+        os.remove(table_db)
+    kiln_tune(kiln, model, ["--strategy", "grid", "--trials", "100000", "--kernel", signature, "--batch", str(BATCH),
+                            "--no-transfer"], table_db)
+    return table_db
+
+
+def replayed_run(kiln, model, table, signature, name, strategy, batch, extra, seed, trials, db, transfer):
+    """One strategy run answered from `table` into `db` (which, with transfer, already holds the transfer data)."""
+    kiln_tune(kiln, model, ["--replay", table, "--strategy", strategy, "--trials", str(trials), "--kernel", signature,
+                            "--seed", str(seed), "--batch", str(batch)] + extra + ([] if transfer else ["--no-transfer"]),
+              db, log=False)
+    return {"mode": "transfer" if transfer else "replay", "strategy": name, "seed": seed,
+            "proposals": proposals_of(db, signature)}
+
+
 def run_kernel(kiln, zoo_dir, out, index, trials, seeds):
     """The reference table and the live runs of one kernel."""
     model_name, pattern, label, _ = KERNELS[index]
@@ -190,12 +208,7 @@ def run_kernel(kiln, zoo_dir, out, index, trials, seeds):
     work = os.path.join(out, "k%d" % index)
     os.makedirs(work, exist_ok=True)
     signature, description = pick_task(kiln, model, pattern, work)
-    # Reference table: the whole space, measured once (plus the default's confirmations).
-    table_db = os.path.join(work, "table.jsonl")
-    if os.path.exists(table_db):
-        os.remove(table_db)
-    kiln_tune(kiln, model, ["--strategy", "grid", "--trials", "100000", "--kernel", signature, "--batch", str(BATCH),
-                            "--no-transfer"], table_db)
+    table_db = measure_table(kiln, model, signature, work)
     runs = live_runs(kiln, model, signature, work, STRATEGIES, trials, seeds)
     result = {"model": model_name, "label": label, "signature": signature, "description": description,
               "runs": runs, "trials": trials, "date": datetime.date.today().isoformat()}
@@ -228,10 +241,8 @@ def replay_kernel(kiln, zoo_dir, out, index, result, trials, seeds, only=None):
             shutil.copy(transfer_table, db)
         elif os.path.exists(db):
             os.remove(db)
-        kiln_tune(kiln, model, ["--replay", table, "--strategy", strategy, "--trials", str(trials), "--kernel",
-                                result["signature"], "--seed", str(seed), "--batch", str(batch)] + extra
-                  + (["--no-transfer"] if mode == "replay" else []), db, log=False)
-        return {"mode": mode, "strategy": name, "seed": seed, "proposals": proposals_of(db, result["signature"])}
+        return replayed_run(kiln, model, table, result["signature"], name, strategy, batch, extra, seed, trials, db,
+                            mode == "transfer")
 
     with ThreadPoolExecutor(os.cpu_count() or 1) as pool:
         replayed = list(pool.map(run, jobs))
@@ -475,11 +486,7 @@ def held_out(kiln, zoo_dir, out, trials, seeds):
         work = os.path.join(out, "held%d" % i)
         os.makedirs(work, exist_ok=True)
         signature, description = pick_task(kiln, model, predicate, work, literal)
-        table = os.path.join(work, "table.jsonl")
-        if os.path.exists(table):
-            os.remove(table)
-        kiln_tune(kiln, model, ["--strategy", "grid", "--trials", "100000", "--kernel", signature, "--batch",
-                                str(BATCH), "--no-transfer"], table)
+        table = measure_table(kiln, model, signature, work)
         result = {"model": model_name, "label": label, "signature": signature, "description": description,
                   "trials": trials, "runs": []}
         load_table(result, table)
@@ -489,10 +496,7 @@ def held_out(kiln, zoo_dir, out, trials, seeds):
             db = os.path.join(work, "%s-%d.jsonl" % (zoo.sanitize(name), seed))
             if os.path.exists(db):
                 os.remove(db)
-            kiln_tune(kiln, model, ["--replay", table, "--strategy", strategy, "--trials", str(trials), "--kernel",
-                                    signature, "--seed", str(seed), "--batch", str(BATCH), "--no-transfer"] + extra,
-                      db, log=False)
-            return {"mode": "replay", "strategy": name, "seed": seed, "proposals": proposals_of(db, signature)}
+            return replayed_run(kiln, model, table, signature, name, strategy, BATCH, extra, seed, trials, db, False)
 
         jobs = [(n, st, extra, seed) for n, st, extra in HELD_OUT_STRATEGIES for seed in range(seeds)]
         with ThreadPoolExecutor(os.cpu_count() or 1) as pool:
