@@ -422,6 +422,12 @@ def chart(result, path):
         f.write("\n".join(out) + "\n")
 
 
+def passes_text(result):
+    """How the result's reference table was measured, for the rendered text."""
+    passes = result.get("table_passes", 1)
+    return "once" if passes == 1 else "in %d passes, one after another, its time the median of the passes" % passes
+
+
 def measured_when(result):
     """The date of the measurements, and of any later rerun of some strategies."""
     text = result.get("date", datetime.date.today().isoformat())
@@ -437,11 +443,10 @@ def render(results, doc, charts_dir, trials, seeds):
              "proposal's time read from the reference table (`kiln tune --replay`), without transfer and with the "
              "other kernel of the same template's table as transfer data. Live: %d seeds, measured, `--no-transfer`, "
              "proposals scored against the table. The reference table: every configuration of the space measured "
-             "in %d `grid` passes, one after another (each a median of 3 samples), its time the median of the "
-             "passes. Trials to 95%%: configurations the search measured until one is within 95%% of the table's best (the default, measured first, is not the search's find); a run that "
+             "by `grid` %s (each a median of 3 samples). Trials to 95%%: configurations the search measured until one is within 95%% of the table's best (the default, measured first, is not the search's find); a run that "
              "never gets there counts as %d." % (
                  measured_when(results[0]), zoo.describe_machine(), trials, BATCH, replay_seeds, seeds,
-                 results[0].get("table_passes", 1), trials + 1), ""]
+                 passes_text(results[0]), trials + 1), ""]
     fmt = lambda v, f: "-" if v is None else f % v
     verdicts, clear, plan_verdicts = [], [], []
     for i, r in enumerate(results):
@@ -544,11 +549,10 @@ def held_out(kiln, zoo_dir, out, trials, seeds):
 
 def render_held_out(rows, doc, seeds, date):
     names = [n for n, _, _ in HELD_OUT_STRATEGIES]
-    lines = [HELD_BEGIN, "", "Measured %s on %s; each kernel's whole space measured by `grid` in %d passes (a configuration's time: "
-             "the median of its passes), then %d seeds per "
+    lines = [HELD_BEGIN, "", "Measured %s on %s; each kernel's whole space measured by `grid` %s, then %d seeds per "
              "strategy replayed on it (`--no-transfer`, budget %d, batches of %d). Mean trials to 95%% of the "
              "table's best (a run that never gets there counts as %d); in brackets, the ratio to sa." % (
-                 date, zoo.describe_machine(), rows[0].get("table_passes", 1), seeds, rows[0]["trials"], BATCH,
+                 date, zoo.describe_machine(), passes_text(rows[0]), seeds, rows[0]["trials"], BATCH,
                  rows[0]["trials"] + 1), "",
              "| kernel | configurations | default / best | within 95% of the best | " + " | ".join(names) + " |",
              "|---|---:|---:|---:|" + "---:|" * len(names)]
