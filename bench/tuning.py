@@ -443,8 +443,9 @@ def render(results, doc, charts_dir, trials, seeds):
              "proposal's time read from the reference table (`kiln tune --replay`), without transfer and with the "
              "other kernel of the same template's table as transfer data. Live: %d seeds, measured, `--no-transfer`, "
              "proposals scored against the table. The reference table: every configuration of the space measured "
-             "by `grid` %s (each a median of 3 samples). Trials to 95%%: configurations the search measured until one is within 95%% of the table's best (the default, measured first, is not the search's find); a run that "
-             "never gets there counts as %d." % (
+             "by `grid` %s (each a median of 3 samples). Trials to 95%%: configurations the search measured "
+             "until one is within 95%% of the table's best (the default, measured first, is not the search's find); "
+             "a run that never gets there counts as %d." % (
                  measured_when(results[0]), zoo.describe_machine(), trials, BATCH, replay_seeds, seeds,
                  passes_text(results[0]), trials + 1), ""]
     fmt = lambda v, f: "-" if v is None else f % v
@@ -475,8 +476,8 @@ def render(results, doc, charts_dir, trials, seeds):
         low, high = ratio_interval(replay[best]["counted"], replay["sa"]["counted"])
         verdicts.append(ratio <= 0.5)
         clear.append(high <= 0.5)
-        lines += ["", "Replayed, best CHAMELEON-style strategy vs sa (mean trials to 95%%): %s %.1f vs %.1f (%.2fx, 90%% "
-                  "bootstrap interval %.2f-%.2f) -> %s." % (
+        lines += ["", "Replayed, best CHAMELEON-style strategy vs sa (mean trials to 95%%): %s %.1f vs %.1f "
+                  "(%.2fx, 90%% bootstrap interval %.2f-%.2f) -> %s." % (
                       best, replay[best]["mean"], sa, ratio, low, high,
                       "not at most half" if ratio > 0.5 else "at most half" if high <= 0.5 else
                       "at most half, but the interval reaches past 0.5")]
