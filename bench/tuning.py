@@ -189,11 +189,11 @@ def rerun_live(kiln, zoo_dir, out, index, result, strategies, trials, seeds):
 TABLE_PASSES = 3
 
 
-def measure_table(kiln, model, signature, work):
-    """The reference table: the kernel's whole space measured TABLE_PASSES
-    times, one `grid` pass after another (plus the default's confirmations),
-    so that a configuration's time (the median of its passes, load_table)
-    is not one moment's: on a shared VM back-to-back passes of one kernel
+def measure_table(kiln, model, signature, work, result):
+    """The reference table, loaded into `result` (load_table): the kernel's
+    whole space measured TABLE_PASSES times, one `grid` pass after another
+    (plus the default's confirmations), so that a configuration's time (the
+    median of its passes) is not one moment's: on a shared VM back-to-back passes of one kernel
     disagreed by 0.5x to 1.8x per configuration (5th to 95th percentiles,
     2026-11-27), and a one-pass table's best was often a configuration
     measured in a fast moment."""
@@ -207,6 +207,8 @@ def measure_table(kiln, model, signature, work):
                                     str(BATCH), "--no-transfer"], pass_db)
             with open(pass_db) as f:
                 table.write(f.read())
+    result["table_passes"] = TABLE_PASSES
+    load_table(result, table_db)
     return table_db
 
 
@@ -226,11 +228,10 @@ def run_kernel(kiln, zoo_dir, out, index, trials, seeds):
     work = os.path.join(out, "k%d" % index)
     os.makedirs(work, exist_ok=True)
     signature, description = pick_task(kiln, model, pattern, work)
-    table_db = measure_table(kiln, model, signature, work)
-    runs = live_runs(kiln, model, signature, work, STRATEGIES, trials, seeds)
     result = {"model": model_name, "label": label, "signature": signature, "description": description,
-              "runs": runs, "trials": trials, "date": datetime.date.today().isoformat(), "table_passes": TABLE_PASSES}
-    load_table(result, table_db)
+              "trials": trials, "date": datetime.date.today().isoformat()}
+    measure_table(kiln, model, signature, work, result)
+    result["runs"] = live_runs(kiln, model, signature, work, STRATEGIES, trials, seeds)
     with open(os.path.join(out, "kernel%d.json" % index), "w") as f:
         json.dump(result, f)
     return result
@@ -527,10 +528,9 @@ def held_out(kiln, zoo_dir, out, trials, seeds):
         work = os.path.join(out, "held%d" % i)
         os.makedirs(work, exist_ok=True)
         signature, description = pick_task(kiln, model, predicate, work, literal)
-        table = measure_table(kiln, model, signature, work)
         result = {"model": model_name, "label": label, "signature": signature, "description": description,
-                  "trials": trials, "runs": [], "table_passes": TABLE_PASSES}
-        load_table(result, table)
+                  "trials": trials, "runs": []}
+        table = measure_table(kiln, model, signature, work, result)
 
         def run(job):
             name, strategy, extra, seed = job
@@ -618,8 +618,8 @@ def main():
         result = json.load(open(path)) if reuse else run_kernel(a.kiln, a.zoo, a.out, i, a.trials, a.seeds)
         if a.remeasure_tables:
             model = os.path.join(a.zoo, result["model"] + "-default.onnx")
-            load_table(result, measure_table(a.kiln, model, result["signature"], os.path.join(a.out, "k%d" % i)))
-            result.update({"date": datetime.date.today().isoformat(), "table_passes": TABLE_PASSES})
+            measure_table(a.kiln, model, result["signature"], os.path.join(a.out, "k%d" % i), result)
+            result["date"] = datetime.date.today().isoformat()
         if rerun:
             result = rerun_live(a.kiln, a.zoo, a.out, i, result, rerun, a.trials, a.seeds)
         elif not (a.skip_run or a.replay_only):
