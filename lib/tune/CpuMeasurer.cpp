@@ -4,7 +4,9 @@
 // the CPU and JIT-compiled in parallel, one LLVM JIT per candidate; each is
 // bound to copies of the reference values its group reads (packed constants
 // packed, tables as code generation made them, outputs filled with NaN
-// bits), run once and checked, and timed with the kernel pool pinned.
+// bits), run once and checked, and timed with the kernel pool pinned
+// (one candidate after the other, or in interleaved rounds next to the
+// default configuration: MeasureOptions::interleave).
 // Also here: binding a candidate's arguments, shared by both measurers and
 // batch mode.
 //
@@ -61,6 +63,10 @@ class CpuMeasurer final : public StagedMeasurer<Candidate> {
     c.fn(p);
     if (outputsMatch(args, r)) r.ms = timeKernel([&] { c.fn(p); }, options_);
     return Status::ok();
+  }
+
+  std::function<void()> runner(Candidate& c, KernelArguments& args) const override {
+    return [fn = c.fn, pointers = args.pointers()] { fn(pointers.data()); };
   }
 
   /// Builds are done: nothing else runs while timing, on threads pinned to cores.

@@ -149,6 +149,8 @@ Expected<CudaCandidateSource> cudaCandidate(const KernelGroup& group, const Conf
 std::string cudaToolkitName() { return std::string("kiln ") + KILN_VERSION + ", NVRTC " + nvrtcVersion(); }
 
 Expected<std::unique_ptr<Measurer>> createCudaMeasurer(std::map<std::string, Tensor> reference, MeasureOptions options) {
+  // CUDA events time each candidate on the GPU alone, where a shared host's drift does not reach.
+  if (options.interleave) return makeError(ErrorCode::InvalidArgument, "interleaved timing is supported on the cpu target only");
   KILN_ASSIGN(auto device, runtime::CudaKernelTimer::device());
   return std::unique_ptr<Measurer>(new CudaMeasurer(std::move(reference), options, device.first, device.second));
 }

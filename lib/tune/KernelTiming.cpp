@@ -104,21 +104,50 @@ double maxRelativeError(const Tensor& got, const Tensor& want) {
   return worst;
 }
 
-double timeKernel(const std::function<void()>& run, const MeasureOptions& options) {
+namespace {
+
+/// Warm-up runs, then how many back-to-back runs make a sample of minSampleMs.
+int calibrateRuns(const std::function<void()>& run, const MeasureOptions& options) {
   for (int w = 0; w < options.warmup; ++w) run();
   Stopwatch once;
   run();
   const double single = std::max(once.elapsedMs(), 1e-6);
-  const int inner = int(std::clamp(std::ceil(options.minSampleMs / single), 1.0, 1e6));
-  std::vector<double> samples;
-  for (int s = 0; s < std::max(options.repeats, 1); ++s) {
-    Stopwatch timer;
-    for (int k = 0; k < inner; ++k) run();
-    samples.push_back(timer.elapsedMs() / inner);
-  }
+  return int(std::clamp(std::ceil(options.minSampleMs / single), 1.0, 1e6));
+}
+
+double sampleMs(const std::function<void()>& run, int inner) {
+  Stopwatch timer;
+  for (int k = 0; k < inner; ++k) run();
+  return timer.elapsedMs() / inner;
+}
+
+double median(std::vector<double> samples) {
   std::sort(samples.begin(), samples.end());
   const size_t n = samples.size();
   return n % 2 ? samples[n / 2] : 0.5 * (samples[n / 2 - 1] + samples[n / 2]);
+}
+
+}  // namespace
+
+double timeKernel(const std::function<void()>& run, const MeasureOptions& options) {
+  const int inner = calibrateRuns(run, options);
+  std::vector<double> samples;
+  for (int s = 0; s < std::max(options.repeats, 1); ++s) samples.push_back(sampleMs(run, inner));
+  return median(std::move(samples));
+}
+
+std::vector<double> timeInterleaved(const std::vector<std::function<void()>>& runs, const MeasureOptions& options) {
+  std::vector<int> inner;
+  for (const auto& run : runs) inner.push_back(calibrateRuns(run, options));
+  std::vector<std::vector<double>> samples(runs.size());
+  for (int s = 0; s < std::max(options.repeats, 1); ++s)
+    for (size_t i = 0; i < runs.size(); ++i) {
+      runs[i]();
+      samples[i].push_back(sampleMs(runs[i], inner[i]));
+    }
+  std::vector<double> out;
+  for (auto& s : samples) out.push_back(median(std::move(s)));
+  return out;
 }
 
 std::string cpuDeviceName() {

@@ -7,7 +7,10 @@
 // only as invalid keeps that status. It is how search strategies are
 // compared on one consistent, noise-free oracle with many seeds in seconds
 // (bench/tuning.py), and how a strategy is developed without the machine
-// the table was measured on. Target, device and toolkit are the table's:
+// the table was measured on. A kernel whose valid records all carry an
+// anchor (kiln tune --interleave) is replayed drift-corrected: a
+// configuration's time is the median of its time / anchor ratios, scaled
+// by the median anchor of all the kernel's records. Target, device and toolkit are the table's:
 // the records of its first matching record's key are used, others ignored.
 // A configuration the table lacks is an error, never a guess.
 //
@@ -22,8 +25,13 @@
 namespace kiln::tune {
 namespace {
 
+double medianOf(std::vector<double> v) {
+  std::nth_element(v.begin(), v.begin() + long(v.size() / 2), v.end());
+  return v[v.size() / 2];
+}
+
 struct Entry {
-  std::vector<double> ms;  ///< valid records
+  std::vector<double> ms;  ///< valid records (with an anchor scale: their time / anchor ratios)
   MeasureStatus failed = MeasureStatus::Ok;  ///< an invalid record's status
   std::string error;
 };
@@ -48,13 +56,11 @@ class ReplayMeasurer final : public Measurer {
                                                          task.signature + " (" + task.description + ") on " + device_);
       MeasureResult r;
       r.config = c;
-      std::vector<double> ms = it->second.ms;
-      if (ms.empty()) {
+      if (it->second.ms.empty()) {
         r.status = it->second.failed;
         r.error = "replayed: " + it->second.error;
       } else {
-        std::nth_element(ms.begin(), ms.begin() + long(ms.size() / 2), ms.end());
-        r.ms = ms[ms.size() / 2];
+        r.ms = medianOf(it->second.ms);
       }
       out.push_back(std::move(r));
     }
@@ -82,12 +88,30 @@ Expected<std::unique_ptr<Measurer>> createReplayMeasurer(const std::string& tabl
   if (!first)
     return makeError(ErrorCode::InvalidArgument,
                      "--replay " + table + " has no " + target + " records of the kernels to tune");
+  auto sameKey = [&](const TuningRecord& r) {
+    return r.target == first->target && r.device == first->device && r.toolkit == first->toolkit;
+  };
+  // Per kernel: the median anchor when every valid record has one, else 0 (plain medians).
+  std::map<std::string, std::vector<double>> anchors;
+  std::set<std::string> unanchored;
+  for (const TuningRecord& r : db.records())
+    if (sameKey(r) && r.status == MeasureStatus::Ok) {
+      if (r.anchorMs > 0) anchors[r.signature].push_back(r.anchorMs);
+      else unanchored.insert(r.signature);
+    }
+  std::map<std::string, double> scale;
+  for (const auto& [signature, a] : anchors)
+    if (!unanchored.count(signature)) scale[signature] = medianOf(a);
   std::map<std::string, Entry> entries;
   for (const TuningRecord& r : db.records()) {
-    if (r.target != first->target || r.device != first->device || r.toolkit != first->toolkit) continue;
+    if (!sameKey(r)) continue;
     Entry& e = entries[r.signature + " " + codegen::configToString(r.config)];
-    if (r.status == MeasureStatus::Ok) e.ms.push_back(r.ms);
-    else e.failed = r.status, e.error = std::string(measureStatusName(r.status)) + " when the table was measured";
+    if (r.status == MeasureStatus::Ok) {
+      auto s = scale.find(r.signature);
+      e.ms.push_back(s == scale.end() ? r.ms : r.ms / r.anchorMs * s->second);
+    } else {
+      e.failed = r.status, e.error = std::string(measureStatusName(r.status)) + " when the table was measured";
+    }
   }
   return std::unique_ptr<Measurer>(
       std::make_unique<ReplayMeasurer>(table, first->target, first->device, first->toolkit, std::move(entries)));

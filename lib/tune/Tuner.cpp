@@ -93,6 +93,7 @@ class TuningRun {
     rec.config = r.config;
     rec.status = r.status;
     rec.ms = r.ms;
+    rec.anchorMs = r.anchorMs;
     rec.flops = task.flops;
     rec.isDefault = isDefault;
     rec.strategy = how ? how : isDefault ? "default" : options_.strategy;

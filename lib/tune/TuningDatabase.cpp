@@ -53,6 +53,7 @@ std::string tuningRecordJson(const TuningRecord& r) {
                            {"strategy", r.strategy},
                            {"seed", r.seed},
                            {"time", r.time}};
+  if (r.anchorMs > 0) j["anchor_ms"] = r.anchorMs;
   if (!r.features.empty()) j["features"] = r.features;
   if (!r.library.empty()) j["library"] = r.library;
   if (!r.libraryVersion.empty()) j["library_version"] = r.libraryVersion;
@@ -92,6 +93,9 @@ Expected<TuningRecord> parseTuningRecord(const std::string& line) {
       return makeError(ErrorCode::FileFormat, "library_version '", r.libraryVersion, "' on a record that is not a library call's");
     if (r.status == MeasureStatus::Ok && !(r.ms > 0 && std::isfinite(r.ms)))
       return makeError(ErrorCode::FileFormat, "time ", r.ms, " ms of an ok record is not positive");
+    r.anchorMs = j.value("anchor_ms", 0.0);
+    if (j.contains("anchor_ms") && !(r.anchorMs > 0 && std::isfinite(r.anchorMs)))
+      return makeError(ErrorCode::FileFormat, "anchor time ", r.anchorMs, " ms is not positive");
     return r;
   } catch (const nlohmann::json::exception& e) {
     return makeError(ErrorCode::FileFormat, "missing or mistyped field: ", e.what());

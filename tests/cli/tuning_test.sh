@@ -136,6 +136,32 @@ expect_fail "has no cpu records of the kernels to tune" "$KILN" tune "$MODEL" --
 expect_fail "excludes" "$KILN" tune "$MODEL" --replay table.jsonl --export-candidates exported --trials 4
 expect_fail "--replay needs --db" "$KILN" tune "$MODEL" --replay table.jsonl --kernel "$K16" --trials 4
 
+# --interleave: the table's batches timed in interleaved rounds beside the
+# default, each record keeping the default's time (anchor_ms); its replay is
+# drift-corrected: a configuration's time / anchor ratios' median, times the
+# kernel's median anchor.
+"$KILN" tune "$MODEL" --strategy grid --trials 100000 --kernel "$K16" "${FAST[@]}" --interleave --db itable.jsonl --quiet \
+  > /dev/null
+"$KILN" tune "$MODEL" --replay itable.jsonl --strategy sa-as --trials 12 --kernel "$K16" --batch 4 --db ireplay.jsonl \
+  --quiet > /dev/null
+/usr/bin/python3 - <<'PY'
+import json, statistics, collections
+def lines(f): return [json.loads(l) for l in open(f)]
+ok = [r for r in lines('itable.jsonl') if r['status'] == 'ok']
+assert ok and all(r['anchor_ms'] > 0 for r in ok), ok[:2]
+assert all(r['anchor_ms'] == r['ms'] for r in ok if r['default']), [r for r in ok if r['default']]
+scale = statistics.median_high([r['anchor_ms'] for r in ok])
+ratios = collections.defaultdict(list)
+for r in ok: ratios[json.dumps(r['config'], sort_keys=True)].append(r['ms'] / r['anchor_ms'])
+replayed = [r for r in lines('ireplay.jsonl') if r['status'] == 'ok']
+assert len(replayed) >= 12, replayed
+for r in replayed:
+    want = statistics.median_high(ratios[json.dumps(r['config'], sort_keys=True)]) * scale
+    assert abs(r['ms'] - want) <= 1e-9 * want, (r['config'], r['ms'], want)
+PY
+expect_fail "excludes" "$KILN" tune "$MODEL" --replay itable.jsonl --interleave --kernel "$K16" --trials 4 --db p.jsonl
+expect_fail "cpu target only" "$KILN" tune "$MODEL" --target cuda --interleave --trials 4 --db p.jsonl
+
 # Transfer within a run: from an empty database, kernels of a template tuned
 # after another one of it learn from its measurements.
 "$KILN" tune "$MODEL" --strategy sa --trials 24 --kernel "ConvNCHWc 1x1x16x16x8" --kernel "ConvNCHWc 1x1x16x16x16 ->" "${FAST[@]}" --db run_transfer.jsonl --json run_transfer.json \

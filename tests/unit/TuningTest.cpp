@@ -26,6 +26,7 @@
 #include "kiln/codegen/KernelCheck.h"
 #include "kiln/ir/Parser.h"
 #include "kiln/support/File.h"
+#include "kiln/support/Stopwatch.h"
 #include "kiln/tune/CostModel.h"
 #include "kiln/tune/LibraryCallJson.h"
 #include "kiln/tune/ScheduleFeatures.h"
@@ -76,10 +77,11 @@ struct Fixture {
 };
 
 /// The CPU measurer with short samples (the tests' kernels are tiny).
-Expected<std::unique_ptr<Measurer>> quickMeasurer(const std::map<std::string, Tensor>& reference) {
+Expected<std::unique_ptr<Measurer>> quickMeasurer(const std::map<std::string, Tensor>& reference, bool interleave = false) {
   MeasureOptions o;
   o.repeats = 2;
   o.minSampleMs = 0.05;
+  o.interleave = interleave;
   return createCpuMeasurer(reference, o);
 }
 
@@ -505,6 +507,92 @@ TEST_CASE("the CPU measurer times valid candidates and rejects wrong ones") {
   CHECK(w->front().error.find("tolerance") != std::string::npos);
 }
 
+TEST_CASE("interleaved timing samples every run in turn and keeps their proportions") {
+  // Two "kernels" that busy-wait 0.2 and 0.6 ms: timed in interleaved
+  // rounds each keeps its own time (the rounds alternate, so a slow moment
+  // would hit both), and each is warmed, calibrated and sampled as often as
+  // the options say.
+  auto spin = [](double ms, int& calls) {
+    return [ms, &calls] {
+      ++calls;
+      Stopwatch t;
+      while (t.elapsedMs() < ms) {
+      }
+    };
+  };
+  int shortCalls = 0, longCalls = 0;
+  MeasureOptions o;
+  o.warmup = 2;
+  o.repeats = 5;
+  o.minSampleMs = 0.1;
+  std::vector<double> ms = timeInterleaved({spin(0.2, shortCalls), spin(0.6, longCalls)}, o);
+  REQUIRE(ms.size() == 2);
+  CHECK(ms[0] >= 0.2);
+  CHECK(ms[1] >= 0.6);
+  CHECK(ms[1] / ms[0] > 2.0);
+  CHECK(ms[1] / ms[0] < 4.0);
+  // Warm-up 2, calibration 1, then per round an untimed run and one timed run (each lasts minSampleMs alone).
+  CHECK(shortCalls == 2 + 1 + 5 * 2);
+  CHECK(longCalls == shortCalls);
+  CHECK(timeInterleaved({}, o).empty());
+}
+
+TEST_CASE("the CPU measurer's interleaved timing measures the default beside the batch as its anchor") {
+  Fixture f;
+  const TuningTask& t = f.conv();
+  auto measurer = quickMeasurer(f.reference, /*interleave=*/true);
+  REQUIRE(measurer.isOk());
+  codegen::Config bad = t.space.defaultConfig();
+  bad["tw"] = 3;  // not a candidate
+  // The default is not asked for: it is measured all the same, and only what was asked comes back.
+  const codegen::Config other = t.space.configAt(1) == t.space.defaultConfig() ? t.space.configAt(2) : t.space.configAt(1);
+  auto results = (*measurer)->measure(t, {other, bad});
+  REQUIRE(results.isOk());
+  REQUIRE(results->size() == 2);
+  CHECK((*results)[0].ok());
+  CHECK((*results)[0].ms > 0);
+  CHECK((*results)[0].anchorMs > 0);
+  CHECK((*results)[0].anchorMs != (*results)[0].ms);
+  CHECK((*results)[1].status == MeasureStatus::LowerError);
+  CHECK((*results)[1].anchorMs == 0);
+  // Asked for, the default is its own anchor.
+  auto withDefault = (*measurer)->measure(t, {t.space.defaultConfig(), other});
+  REQUIRE(withDefault.isOk());
+  CHECK((*withDefault)[0].anchorMs == (*withDefault)[0].ms);
+  CHECK((*withDefault)[1].anchorMs == (*withDefault)[0].ms);
+  // Wrong outputs are still caught before any timing.
+  auto wrongRef = f.reference;
+  for (auto& [name, value] : wrongRef)
+    if (name == "r1") value = Tensor::fromVector<float>(value.dims(), std::vector<float>(value.numElements(), 42.0f));
+  auto wrong = quickMeasurer(wrongRef, true);
+  REQUIRE(wrong.isOk());
+  auto w = (*wrong)->measure(t, {other});
+  REQUIRE(w.isOk());
+  CHECK(w->front().status == MeasureStatus::WrongOutput);
+  CHECK(w->front().anchorMs == 0);
+  // The tuning loop records each measurement's anchor.
+  auto db = scratchDatabase("tuning-interleaved");
+  REQUIRE(db.isOk());
+  TuneOptions o;
+  o.strategy = "random";
+  o.trials = 4;
+  o.batch = 2;
+  o.maxTasks = 1;
+  REQUIRE(tuneTasks(f.tasks, **measurer, o, &*db).isOk());
+  auto reread = TuningDatabase::open(db->path(), true);
+  REQUIRE(reread.isOk());
+  size_t anchored = 0;
+  for (const TuningRecord& r : reread->records()) anchored += r.status == MeasureStatus::Ok && r.anchorMs > 0;
+  CHECK(anchored >= 4);
+  // The GPU measurer refuses it, with or without a GPU.
+  MeasureOptions cuda;
+  cuda.interleave = true;
+  auto refused = createCudaMeasurer(f.reference, cuda);
+  REQUIRE_FALSE(refused.isOk());
+  CHECK(refused.error().code() == ErrorCode::InvalidArgument);
+  CHECK(refused.error().message().find("cpu target only") != std::string::npos);
+}
+
 TEST_CASE("the tuning database round-trips, skips corrupt lines and applies what is faster") {
   Fixture f;
   const TuningTask& t = f.conv();
@@ -720,6 +808,73 @@ TEST_CASE("the replay measurer answers from a table and refuses what it lacks") 
   auto none = createReplayMeasurer(path, f.tasks, "cuda");
   REQUIRE_FALSE(none.isOk());
   CHECK(none.error().message().find("no cuda records") != std::string::npos);
+}
+
+TEST_CASE("the replay measurer divides an interleaved table's drift out through its anchors") {
+  // The default runs in 1.0 ms on a quiet machine. Configuration A (0.8 ms
+  // quiet) was measured while the machine ran at half speed, B (0.9 ms)
+  // while it was quiet: plain medians would rank B first; the anchors
+  // measured beside each restore A's lead. One unanchored record makes a
+  // kernel's replay plain medians again.
+  Fixture f;
+  const TuningTask& conv = f.conv();
+  TaskSpace space(conv);
+  const codegen::Config a = space.config(1), b = space.config(2), d = conv.space.defaultConfig();
+  REQUIRE(a != d);
+  REQUIRE(b != d);
+  const std::string dir = testing::scratchDir("tuning-replay-anchored");
+  std::filesystem::create_directories(dir);
+  auto write = [&](const std::string& name, bool oneUnanchored) {
+    const std::string path = dir + "/" + name;
+    std::filesystem::remove(path);
+    auto table = TuningDatabase::open(path);
+    REQUIRE(table.isOk());
+    auto add = [&](const codegen::Config& c, double ms, double anchor) {
+      TuningRecord r;
+      r.target = "cpu", r.device = "table-cpu", r.toolkit = "table-toolkit";
+      r.signature = conv.signature, r.spaceVersion = conv.spaceVersion, r.templateName = conv.templateName;
+      r.config = c;
+      r.isDefault = c == d;
+      r.ms = ms;
+      r.anchorMs = anchor;
+      REQUIRE(table->append(r).isOk());
+    };
+    for (int pass = 0; pass < 3; ++pass) {
+      add(d, 1.0, 1.0);
+      add(a, 0.8 * 2, 2.0);  // half speed: A and its anchor both twice as long
+      add(b, 0.9, 1.0);
+    }
+    if (oneUnanchored) add(b, 0.9, 0);
+    return path;
+  };
+  auto replay = [&](const std::string& path) {
+    auto measurer = createReplayMeasurer(path, f.tasks, "cpu");
+    REQUIRE(measurer.isOk());
+    auto r = (*measurer)->measure(conv, {a, b, d});
+    REQUIRE(r.isOk());
+    return std::vector<double>{(*r)[0].ms, (*r)[1].ms, (*r)[2].ms};
+  };
+  // Anchors 1, 2, 1 per pass: their median is 1.0, so A replays as 0.8, B 0.9, the default 1.0.
+  std::vector<double> anchored = replay(write("anchored.jsonl", false));
+  CHECK(anchored[0] == Approx(0.8));
+  CHECK(anchored[1] == Approx(0.9));
+  CHECK(anchored[2] == Approx(1.0));
+  std::vector<double> plain = replay(write("mixed.jsonl", true));
+  CHECK(plain[0] == Approx(1.6));
+  CHECK(plain[1] == Approx(0.9));
+  // A non-positive anchor is a damaged line.
+  TuningRecord r;
+  r.target = "cpu", r.device = "dev", r.toolkit = "tk", r.signature = "s", r.spaceVersion = "v";
+  r.ms = 1.0;
+  r.anchorMs = 2.5;
+  auto back = parseTuningRecord(tuningRecordJson(r));
+  REQUIRE(back.isOk());
+  CHECK(back->anchorMs == 2.5);
+  std::string line = tuningRecordJson(r);
+  line.replace(line.find("\"anchor_ms\":2.5"), 15, "\"anchor_ms\":-1.0");
+  auto negative = parseTuningRecord(line);
+  REQUIRE_FALSE(negative.isOk());
+  CHECK(negative.error().message().find("anchor") != std::string::npos);
 }
 
 TEST_CASE("tuning database lines: mutated records parse or fail cleanly") {

@@ -279,6 +279,11 @@ void addTuneCommand(CLI::App& app, int& exitCode) {
       ->default_val(1e-3);
   cmd->add_flag("--flush-l2", o->measure.flushL2,
                 "cuda: evict the GPU's L2 cache before every timed launch (cold-cache times; default: warm, back to back)");
+  auto* interleaveOption = cmd->add_flag(
+      "--interleave", o->measure.interleave,
+      "cpu: time each batch in interleaved rounds (one sample of each candidate per round) together with the default "
+      "configuration, whose time each record keeps (anchor_ms); --replay of such a table divides the machine's drift "
+      "between batches out");
   cmd->add_option("--threads", o->threads, "Kernel threads (0: one per core)")->default_val(0);
   cmd->add_option("--build-threads", o->measure.buildThreads, "Parallel candidate builds (0: one per core)")->default_val(0);
   auto* exportOption = cmd->add_option("--export-candidates", o->exportDir,
@@ -291,7 +296,9 @@ void addTuneCommand(CLI::App& app, int& exitCode) {
                   "Measure nothing: look every candidate's time up in TABLE, a tuning database holding the whole space "
                   "(e.g. from --strategy grid); for comparing strategies on one oracle (bench/tuning.py)")
       ->excludes(exportOption)
-      ->excludes(importOption);
+      ->excludes(importOption)
+      ->excludes(interleaveOption);
+  interleaveOption->excludes(exportOption)->excludes(importOption);
   cmd->add_flag("--no-transfer", [o](int64_t) { o->tune.transfer = false; },
                 "Do not train the cost model on the database's records of similar kernels (other shapes of the same template)");
   cmd->add_flag("--no-library", [o](int64_t) { o->tune.libraries = false; },

@@ -34,6 +34,12 @@ struct MeasureOptions {
   int buildThreads = 0;      ///< parallel builds (0: one per core)
   bool pinThreads = true;    ///< pin the kernel thread pool while timing
   bool flushL2 = false;      ///< CUDA: evict the L2 cache before every timed launch
+  /// CPU: a batch's candidates are timed in interleaved rounds (one sample
+  /// of each per round) together with the task's default configuration,
+  /// whose median is recorded beside each (MeasureResult::anchorMs), so a
+  /// slow moment of the machine hits every candidate of the batch alike and
+  /// times of different batches can be compared through their anchors.
+  bool interleave = false;
 };
 
 /// Largest |got - want| / max(1, |want|, rms(want)) (infinite where one is
@@ -61,6 +67,11 @@ KernelOutcome checkOutputs(const std::vector<Tensor>& args, const ExpectedOutput
 /// Median milliseconds of one run: `warmup` runs, one calibration run, then
 /// `repeats` samples of enough back-to-back runs to last minSampleMs.
 double timeKernel(const std::function<void()>& run, const MeasureOptions& options);
+/// Median milliseconds of one run of each of `runs`, timed in interleaved
+/// rounds: each gets its warm-up and calibration runs, then `repeats`
+/// rounds take one sample of each in turn (an untimed run first, so each
+/// sample starts as warm as timeKernel's).
+std::vector<double> timeInterleaved(const std::vector<std::function<void()>>& runs, const MeasureOptions& options);
 
 /// A CUDA candidate on the GPU KILN_CUDA_DEVICE names: `image` (its cubin)
 /// loaded with `args`, run once, checked (checkOutputs), timed with CUDA

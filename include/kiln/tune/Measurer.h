@@ -10,7 +10,10 @@
 // times in this process with the kernel thread pool pinned to cores; the
 // CUDA measurer with CUDA events on the GPU (optionally flushing the L2
 // cache before each timed launch); the replay measurer looks results up in
-// a table measured earlier.
+// a table measured earlier. With MeasureOptions::interleave the CPU
+// measurer times a batch in interleaved rounds next to the default
+// configuration (the anchor), for tables that must outlast a machine's
+// drift; the CUDA measurer refuses it.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -37,6 +40,7 @@ struct MeasureResult {
   double ms = 0;         ///< median time of one run (Ok only)
   double buildMs = 0;    ///< lowering + code generation
   double maxError = 0;   ///< worst relative error vs the reference
+  double anchorMs = 0;   ///< MeasureOptions::interleave: the default configuration's time in the same rounds (0: none)
   std::string error;     ///< why it is not Ok
   std::string library;   ///< a library call's routine ("cuBLASLt", "cuDNN"; config empty), "" for a generated kernel
   std::string libraryVersion;  ///< the version of that library it ran on ("" when it did not load)
@@ -94,14 +98,19 @@ Expected<CudaCandidateSource> cudaCandidate(const codegen::KernelGroup& group, c
                                             const std::string& name);
 
 /// The GPU measurer (target "cuda") on the device KILN_CUDA_DEVICE names
-/// (default 0), compiling for its architecture; KE5005 without a driver or device.
+/// (default 0), compiling for its architecture; KE5005 without a driver or
+/// device, an invalid-argument error for MeasureOptions::interleave.
 Expected<std::unique_ptr<Measurer>> createCudaMeasurer(std::map<std::string, Tensor> reference, MeasureOptions options);
 
 /// A measurer that replays the tuning database `table` (which must hold
 /// every configuration a strategy proposes for `tasks`' kernels, e.g. a grid
 /// run over the whole space): the median of a configuration's valid records
-/// of `target`, measured on the device of the first such record. For
-/// comparing strategies on one noise-free oracle (kiln tune --replay).
+/// of `target`, measured on the device of the first such record. Where
+/// every valid record of a kernel carries its anchor's time (measured with
+/// MeasureOptions::interleave), a configuration's time is instead the
+/// median of its records' time / anchor ratios times the median anchor of
+/// the kernel's records: the machine's drift between batches divided out.
+/// For comparing strategies on one noise-free oracle (kiln tune --replay).
 Expected<std::unique_ptr<Measurer>> createReplayMeasurer(const std::string& table, const TaskSet& tasks,
                                                          const std::string& target);
 

@@ -5,8 +5,9 @@
 // crash or several tuners never leave half a line. A record is keyed by
 // (target, device, toolkit), the kernel signature and the knob space
 // version; it holds the configuration, its status and median time, and
-// whether it is the template's default. Lines that are not records are
-// reported with their line number and skipped.
+// whether it is the template's default (and, measured with interleaved
+// timing, the default's time in the same rounds: anchor_ms). Lines that
+// are not records are reported with their line number and skipped.
 //
 // Applying (kiln compile --tuning-db): for each kernel group of a model the
 // configuration with the lowest mean time over the valid records of its key
@@ -43,6 +44,7 @@ struct TuningRecord {
   codegen::Config config;
   MeasureStatus status = MeasureStatus::Ok;
   double ms = 0;            ///< median per run (ok records)
+  double anchorMs = 0;      ///< the default configuration's time in the same interleaved rounds (0: not interleaved)
   double flops = 0;
   bool isDefault = false;   ///< the template's default configuration
   std::string strategy;     ///< what proposed it ("default": the baseline; "confirm": the final side-by-side re-measurement;
