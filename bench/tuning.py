@@ -2,9 +2,11 @@
 """The tuning-strategy comparison of issue 8 (docs/tuning.md).
 
 For each benchmark kernel (two ResNet-50 convolutions, two BERT-base
-matmuls) it measures the whole knob space with `kiln tune --strategy grid`,
-TABLE_PASSES passes one after another (the reference table: each
-configuration's median). Then every strategy runs with the same budget
+matmuls) it measures the whole knob space with `kiln tune --strategy grid
+--interleave`, TABLE_PASSES passes one after another (the reference table:
+each configuration's median time relative to the default measured beside
+it, times the default's median; how well the passes' two halves agree is
+reported). Then every strategy runs with the same budget
 and seeds, two ways:
 - replayed (`kiln tune --replay TABLE`, --replay-seeds seeds): each
   proposal's time is the table's, so strategies are compared on one
@@ -107,8 +109,8 @@ BEGIN, END = "<!-- tuning:begin (bench/tuning.py) -->", "<!-- tuning:end -->"
 MEASURE = ["--repeats", "3", "--min-sample-ms", "1", "--quiet"]
 
 
-def kiln_tune(kiln, model, args, db, report=None, log=True):
-    cmd = [kiln, "tune", model, "--db", db] + args + MEASURE + (["--json", report] if report else [])
+def kiln_tune(kiln, model, args, db, report=None, log=True, measure=MEASURE):
+    cmd = [kiln, "tune", model, "--db", db] + args + measure + (["--json", report] if report else [])
     if log:
         print("bench/tuning.py:", " ".join(cmd), file=sys.stderr, flush=True)
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
@@ -146,17 +148,46 @@ def proposals_of(db, signature):
 
 
 def load_table(result, table_db):
-    """The reference table into `result`: a configuration's time is the
-    median of its valid records, as `kiln tune --replay` takes it."""
-    table = collections.defaultdict(list)
-    default = None
-    for r in records(table_db):
-        if r["signature"] == result["signature"] and r["status"] == "ok":
-            table[key(r["config"])].append(r["ms"])
-            if r["default"]:
-                default = key(r["config"])
-    table = {k: statistics.median_high(v) for k, v in table.items()}
+    """The reference table into `result`, as `kiln tune --replay` takes it: a
+    configuration's time is the median of its valid records; where every one
+    carries an anchor (measured with --interleave), the median of its
+    time / anchor ratios times the median anchor (the drift divided out)."""
+    table, default = anchored_medians([r for r in records(table_db) if r["signature"] == result["signature"]])
     result.update({"space": len(table), "default_ms": table[default], "best_ms": min(table.values()), "table": table})
+
+
+def anchored_medians(recs):
+    """Per configuration key, its time as --replay computes it from `recs` (one kernel's records); and the default's key."""
+    ok = [r for r in recs if r["status"] == "ok"]
+    anchored = all(r.get("anchor_ms", 0) > 0 for r in ok)
+    scale = statistics.median_high([r["anchor_ms"] for r in ok]) if anchored else 1.0
+    times = collections.defaultdict(list)
+    for r in ok:
+        times[key(r["config"])].append(r["ms"] / r["anchor_ms"] if anchored else r["ms"])
+    default = next(key(r["config"]) for r in ok if r["default"])
+    return {k: statistics.median_high(v) * scale for k, v in times.items()}, default
+
+
+def table_agreement(work, signature):
+    """How far the reference table can be trusted: the table of the first half
+    of its passes against the second half's. Returns the share of the first
+    half's configurations within 95% of its best that are within 95% in the
+    second (and the other way round, the lower of the two), and the 5th..95th
+    percentiles of the ratio of a configuration's time relative to its half's
+    best, first half over second, over the configurations within 1.25x of
+    the best in either half."""
+    passes = [[r for r in records(os.path.join(work, "table-pass%d.jsonl" % n)) if r["signature"] == signature]
+              for n in range(TABLE_PASSES)]
+    half = TABLE_PASSES // 2
+    a, _ = anchored_medians([r for p in passes[:half] for r in p])
+    b, _ = anchored_medians([r for p in passes[half:] for r in p])
+    near = lambda t, factor: {k for k, v in t.items() if v <= factor * min(t.values())}
+    kept = lambda x, y: sum(1 for k in near(x, 1 / 0.95) if k in near(y, 1 / 0.95)) / len(near(x, 1 / 0.95))
+    ratios = sorted(a[k] / min(a.values()) / (b[k] / min(b.values())) for k in near(a, 1.25) | near(b, 1.25)
+                    if k in a and k in b)
+    pct = lambda q: ratios[int(q * (len(ratios) - 1))]
+    return {"targets_kept": min(kept(a, b), kept(b, a)), "targets": [len(near(a, 1 / 0.95)), len(near(b, 1 / 0.95))],
+            "near_ratio_p5": pct(0.05), "near_ratio_p95": pct(0.95), "near": len(ratios)}
 
 
 def live_runs(kiln, model, signature, work, strategies, trials, seeds):
@@ -186,28 +217,34 @@ def rerun_live(kiln, zoo_dir, out, index, result, strategies, trials, seeds):
     return result
 
 
-TABLE_PASSES = 3
+TABLE_PASSES = 6
+# Each pass's batches timed in interleaved rounds beside the default (its time kept as each record's anchor), 9
+# samples each: the drift between batches divides out (load_table, kiln tune --replay).
+TABLE_MEASURE = ["--interleave", "--repeats", "9", "--batch", "16", "--min-sample-ms", "1", "--quiet"]
 
 
 def measure_table(kiln, model, signature, work, result):
     """The reference table, loaded into `result` (load_table): the kernel's
-    whole space measured TABLE_PASSES times, one `grid` pass after another
-    (plus the default's confirmations), so that a configuration's time (the
-    median of its passes) is not one moment's: on a shared VM back-to-back passes of one kernel
+    whole space measured TABLE_PASSES times, one `grid` pass after another,
+    each batch timed in interleaved rounds next to the default (the anchor).
+    On a shared VM a configuration's plain time drifts: back-to-back passes
     disagreed by 0.5x to 1.8x per configuration (5th to 95th percentiles,
-    2026-11-27), and a one-pass table's best was often a configuration
-    measured in a fast moment."""
+    2026-11-27), and a table's best was often a configuration measured in a
+    fast moment; anchored, the drift between batches divides out. The
+    table's agreement with itself (table_agreement) goes into `result`."""
     table_db = os.path.join(work, "table.jsonl")
     with open(table_db, "w") as table:
         for n in range(TABLE_PASSES):
             pass_db = os.path.join(work, "table-pass%d.jsonl" % n)
             if os.path.exists(pass_db):
                 os.remove(pass_db)
-            kiln_tune(kiln, model, ["--strategy", "grid", "--trials", "100000", "--kernel", signature, "--batch",
-                                    str(BATCH), "--no-transfer"], pass_db)
+            kiln_tune(kiln, model, ["--strategy", "grid", "--trials", "100000", "--kernel", signature, "--no-transfer"],
+                      pass_db, measure=TABLE_MEASURE)
             with open(pass_db) as f:
                 table.write(f.read())
     result["table_passes"] = TABLE_PASSES
+    result["table_timing"] = "interleaved"
+    result["table_agreement"] = table_agreement(work, signature)
     load_table(result, table_db)
     return table_db
 
@@ -426,7 +463,24 @@ def chart(result, path):
 def passes_text(result):
     """How the result's reference table was measured, for the rendered text."""
     passes = result.get("table_passes", 1)
-    return "once" if passes == 1 else "in %d passes, one after another, its time the median of the passes" % passes
+    if result.get("table_timing") == "interleaved":
+        return ("in %d passes, one after another, each batch of 16 timed in interleaved rounds (9 samples each) "
+                "beside the default configuration, the anchor; a configuration's time is the median of its time / "
+                "anchor ratios times the median anchor, so the machine's drift between batches divides out" % passes)
+    return "once (each a median of 3 samples)" if passes == 1 else (
+        "in %d passes, one after another, its time the median of the passes (each a median of 3 samples)" % passes)
+
+
+def agreement_text(result):
+    """How well the table's two halves agree (table_agreement), for the rendered text; "" if not measured."""
+    a = result.get("table_agreement")
+    if not a:
+        return ""
+    return ("The table against itself (its first %d passes against the last %d): %d and %d configurations within 95%% "
+            "of each half's best, at least %.0f%% of either half's within 95%% in the other; near-best configurations' times "
+            "relative to the best agree within %.2f..%.2f (5th..95th percentiles, %d configurations)." % (
+                result["table_passes"] // 2, result["table_passes"] - result["table_passes"] // 2, a["targets"][0],
+                a["targets"][1], 100 * a["targets_kept"], a["near_ratio_p5"], a["near_ratio_p95"], a["near"]))
 
 
 def measured_when(result):
@@ -444,7 +498,7 @@ def render(results, doc, charts_dir, trials, seeds):
              "proposal's time read from the reference table (`kiln tune --replay`), without transfer and with the "
              "other kernel of the same template's table as transfer data. Live: %d seeds, measured, `--no-transfer`, "
              "proposals scored against the table. The reference table: every configuration of the space measured "
-             "by `grid` %s (each a median of 3 samples). Trials to 95%%: configurations the search measured "
+             "by `grid` %s. Trials to 95%%: configurations the search measured "
              "until one is within 95%% of the table's best (the default, measured first, is not the search's find); "
              "a run that never gets there counts as %d." % (
                  measured_when(results[0]), zoo.describe_machine(), trials, BATCH, replay_seeds, seeds,
@@ -458,7 +512,8 @@ def render(results, doc, charts_dir, trials, seeds):
         replay, transfer, live = (summarize(r, m, names) for m in ("replay", "transfer", "live"))
         lines += ["### %s" % r["label"], "",
                   "`%s` (`%s`), %d configurations; default %.3f ms, best known %.3f ms (%.2fx)." %
-                  (r["description"], r["signature"], r["space"], r["default_ms"], r["best_ms"], r["default_ms"] / r["best_ms"]), "",
+                  (r["description"], r["signature"], r["space"], r["default_ms"], r["best_ms"], r["default_ms"] / r["best_ms"]),
+                  ""] + ([agreement_text(r), ""] if agreement_text(r) else []) + [
                   "![%s](tuning/%s)" % (r["label"], name), "",
                   "| strategy | replayed: reaching 95% | mean trials | median | with transfer: reaching | mean trials "
                   "| live: reaching | mean trials | seconds to 95% | final best ms |",

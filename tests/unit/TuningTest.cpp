@@ -85,6 +85,16 @@ Expected<std::unique_ptr<Measurer>> quickMeasurer(const std::map<std::string, Te
   return createCpuMeasurer(reference, o);
 }
 
+/// Tuning-loop options: `strategy` with a budget of `trials` in batches of `batch`, on at most `maxTasks` kernels (0: all).
+TuneOptions tuneOptions(const std::string& strategy, size_t trials, size_t batch, size_t maxTasks = 0) {
+  TuneOptions o;
+  o.strategy = strategy;
+  o.trials = trials;
+  o.batch = batch;
+  o.maxTasks = maxTasks;
+  return o;
+}
+
 /// A new, empty tuning database in a scratch directory of its own.
 Expected<TuningDatabase> scratchDatabase(const std::string& name) {
   const std::string dir = testing::scratchDir(name);
@@ -370,7 +380,7 @@ TEST_CASE("sa-as and rl-as start from the incumbent: its neighbours first and th
     return std::make_pair(batch->size(), neighbours);
   };
   using Counts = std::pair<size_t, size_t>;
-  for (const std::string& name : {"sa-as", "rl-as"}) {
+  for (const char* name : {"sa-as", "rl-as"}) {
     INFO(name);
     CHECK(firstRound(name, SearchStart::Auto) == Counts(round, round));  // every neighbour, none twice
     Counts random = firstRound(name, SearchStart::Random);  // the former behaviour: a clustered random sample
@@ -573,12 +583,7 @@ TEST_CASE("the CPU measurer's interleaved timing measures the default beside the
   // The tuning loop records each measurement's anchor.
   auto db = scratchDatabase("tuning-interleaved");
   REQUIRE(db.isOk());
-  TuneOptions o;
-  o.strategy = "random";
-  o.trials = 4;
-  o.batch = 2;
-  o.maxTasks = 1;
-  REQUIRE(tuneTasks(f.tasks, **measurer, o, &*db).isOk());
+  REQUIRE(tuneTasks(f.tasks, **measurer, tuneOptions("random", 4, 2, 1), &*db).isOk());
   auto reread = TuningDatabase::open(db->path(), true);
   REQUIRE(reread.isOk());
   size_t anchored = 0;
@@ -661,10 +666,7 @@ TEST_CASE("the tuning loop keeps its budget and records every measurement") {
   REQUIRE(measurer.isOk());
   auto db = scratchDatabase("tuning-loop");
   REQUIRE(db.isOk());
-  TuneOptions o;
-  o.strategy = "sa-as";
-  o.trials = 10;
-  o.batch = 4;
+  TuneOptions o = tuneOptions("sa-as", 10, 4);
   size_t progressCalls = 0;
   o.progress = [&](const TuneProgress& p) {
     ++progressCalls;
@@ -700,10 +702,7 @@ TEST_CASE("the tuning loop measures each distinct kernel once") {
   REQUIRE(measurer.isOk());
   auto db = scratchDatabase("tuning-same-code");
   REQUIRE(db.isOk());
-  TuneOptions o;
-  o.strategy = "grid";
-  o.trials = 100000;
-  o.batch = 16;
+  TuneOptions o = tuneOptions("grid", 100000, 16);
   auto report = tuneTasks(f.tasks, **measurer, o, &*db);
   REQUIRE(report.isOk());
   TaskSpace space(t);
@@ -789,12 +788,7 @@ TEST_CASE("the replay measurer answers from a table and refuses what it lacks") 
   CHECK(lacking.error().message().find("no record") != std::string::npos);
   // A strategy run on the table is reproducible; grid reaches the missing configuration and stops with the error.
   auto replayRun = [&](const std::string& strategy, size_t trials) {
-    TuneOptions o;
-    o.strategy = strategy;
-    o.trials = trials;
-    o.batch = 4;
-    o.maxTasks = 1;
-    return tuneTasks(f.tasks, **measurer, o, nullptr);
+    return tuneTasks(f.tasks, **measurer, tuneOptions(strategy, trials, 4, 1), nullptr);
   };
   auto first = replayRun("sa-as", 12), again = replayRun("sa-as", 12);
   REQUIRE(first.isOk());
