@@ -9,10 +9,11 @@
 // (bench/tuning.py), and how a strategy is developed without the machine
 // the table was measured on. A kernel whose valid records all carry an
 // anchor (kiln tune --interleave) is replayed drift-corrected: a
-// configuration's time is the median of its time / anchor ratios, scaled
-// by the median anchor of all the kernel's records. Target, device and toolkit are the table's:
-// the records of its first matching record's key are used, others ignored.
-// A configuration the table lacks is an error, never a guess.
+// configuration's time is the median of its time / anchor ratios, scaled by
+// the median anchor of all the kernel's records. Target, device and toolkit
+// are the table's: the records of its first matching record's key are used,
+// others ignored. A configuration the table lacks is an error, never a
+// guess.
 //
 //===----------------------------------------------------------------------===//
 #include <algorithm>
@@ -91,7 +92,7 @@ Expected<std::unique_ptr<Measurer>> createReplayMeasurer(const std::string& tabl
   auto sameKey = [&](const TuningRecord& r) {
     return r.target == first->target && r.device == first->device && r.toolkit == first->toolkit;
   };
-  // Per kernel: the median anchor when every valid record has one, else 0 (plain medians).
+  // Per kernel whose valid records all carry an anchor: their median anchor (the others replay plain medians).
   std::map<std::string, std::vector<double>> anchors;
   std::set<std::string> unanchored;
   for (const TuningRecord& r : db.records())
