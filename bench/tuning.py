@@ -181,12 +181,14 @@ def table_agreement(work, signature):
     half = TABLE_PASSES // 2
     a, _ = anchored_medians([r for p in passes[:half] for r in p])
     b, _ = anchored_medians([r for p in passes[half:] for r in p])
-    near = lambda t, factor: {k for k, v in t.items() if v <= factor * min(t.values())}
-    kept = lambda x, y: sum(1 for k in near(x, 1 / 0.95) if k in near(y, 1 / 0.95)) / len(near(x, 1 / 0.95))
-    ratios = sorted(a[k] / min(a.values()) / (b[k] / min(b.values())) for k in near(a, 1.25) | near(b, 1.25)
+    relative = [{k: v / min(t.values()) for k, v in t.items()} for t in (a, b)]  # each half's times over its best
+    near = lambda t, factor: {k for k, v in t.items() if v <= factor}
+    target_a, target_b = (near(t, 1 / 0.95) for t in relative)
+    ratios = sorted(relative[0][k] / relative[1][k] for k in near(relative[0], 1.25) | near(relative[1], 1.25)
                     if k in a and k in b)
     pct = lambda q: ratios[int(q * (len(ratios) - 1))]
-    return {"targets_kept": min(kept(a, b), kept(b, a)), "targets": [len(near(a, 1 / 0.95)), len(near(b, 1 / 0.95))],
+    return {"targets_kept": min(len(target_a & target_b) / len(target_a), len(target_a & target_b) / len(target_b)),
+            "targets": [len(target_a), len(target_b)],
             "near_ratio_p5": pct(0.05), "near_ratio_p95": pct(0.95), "near": len(ratios)}
 
 
@@ -220,7 +222,9 @@ def rerun_live(kiln, zoo_dir, out, index, result, strategies, trials, seeds):
 TABLE_PASSES = 6
 # Each pass's batches timed in interleaved rounds beside the default (its time kept as each record's anchor), 9
 # samples each: the drift between batches divides out (load_table, kiln tune --replay).
-TABLE_MEASURE = ["--interleave", "--repeats", "9", "--batch", "16", "--min-sample-ms", "1", "--quiet"]
+TABLE_BATCH, TABLE_REPEATS = 16, 9
+TABLE_MEASURE = ["--interleave", "--repeats", str(TABLE_REPEATS), "--batch", str(TABLE_BATCH), "--min-sample-ms", "1",
+                 "--quiet"]
 
 
 def measure_table(kiln, model, signature, work, result):
@@ -464,9 +468,10 @@ def passes_text(result):
     """How the result's reference table was measured, for the rendered text."""
     passes = result.get("table_passes", 1)
     if result.get("table_timing") == "interleaved":
-        return ("in %d passes, one after another, each batch of 16 timed in interleaved rounds (9 samples each) "
+        return ("in %d passes, one after another, each batch of %d timed in interleaved rounds (%d samples each) "
                 "beside the default configuration, the anchor; a configuration's time is the median of its time / "
-                "anchor ratios times the median anchor, so the machine's drift between batches divides out" % passes)
+                "anchor ratios times the median anchor, so the machine's drift between batches divides out" % (
+                    passes, TABLE_BATCH, TABLE_REPEATS))
     return "once (each a median of 3 samples)" if passes == 1 else (
         "in %d passes, one after another, its time the median of the passes (each a median of 3 samples)" % passes)
 
