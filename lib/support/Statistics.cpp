@@ -1,6 +1,6 @@
 //===- lib/support/Statistics.cpp - Latency summaries ----------------------===//
 //
-// Outlier removal and nearest-rank percentiles; see Statistics.h for the
+// Medians, outlier removal and nearest-rank percentiles; see Statistics.h for the
 // definitions (they are part of the benchmark record's meaning).
 //
 //===----------------------------------------------------------------------===//
@@ -28,6 +28,19 @@ double nearestRankPercentile(const std::vector<double>& sorted, double p) {
   double rank = std::ceil(p / 100.0 * double(sorted.size()));
   size_t index = rank < 1 ? 0 : std::min(sorted.size(), size_t(rank)) - 1;
   return sorted[index];
+}
+
+double median(std::vector<double> values) {
+  const size_t n = values.size();
+  if (n == 0) return 0;
+  std::sort(values.begin(), values.end());
+  return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
+
+double upperMedian(std::vector<double> values) {
+  if (values.empty()) return 0;
+  std::nth_element(values.begin(), values.begin() + long(values.size() / 2), values.end());
+  return values[values.size() / 2];
 }
 
 LatencySummary summarizeLatencies(std::vector<double> values, double sigmas) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kiln/support/ProcessInfo.h"
+#include "kiln/support/Statistics.h"
 #include "kiln/support/Stopwatch.h"
 
 namespace kiln::tune {
@@ -119,12 +120,6 @@ double sampleMs(const std::function<void()>& run, int inner) {
   Stopwatch timer;
   for (int k = 0; k < inner; ++k) run();
   return timer.elapsedMs() / inner;
-}
-
-double median(std::vector<double> samples) {
-  std::sort(samples.begin(), samples.end());
-  const size_t n = samples.size();
-  return n % 2 ? samples[n / 2] : 0.5 * (samples[n / 2 - 1] + samples[n / 2]);
 }
 
 }  // namespace

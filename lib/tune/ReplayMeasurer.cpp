@@ -16,20 +16,15 @@
 // guess.
 //
 //===----------------------------------------------------------------------===//
-#include <algorithm>
 #include <map>
 #include <set>
 
+#include "kiln/support/Statistics.h"
 #include "kiln/tune/Measurer.h"
 #include "kiln/tune/TuningDatabase.h"
 
 namespace kiln::tune {
 namespace {
-
-double medianOf(std::vector<double> v) {
-  std::nth_element(v.begin(), v.begin() + long(v.size() / 2), v.end());
-  return v[v.size() / 2];
-}
 
 struct Entry {
   std::vector<double> ms;  ///< valid records (with an anchor scale: their time / anchor ratios)
@@ -61,7 +56,7 @@ class ReplayMeasurer final : public Measurer {
         r.status = it->second.failed;
         r.error = "replayed: " + it->second.error;
       } else {
-        r.ms = medianOf(it->second.ms);
+        r.ms = upperMedian(it->second.ms);
       }
       out.push_back(std::move(r));
     }
@@ -102,7 +97,7 @@ Expected<std::unique_ptr<Measurer>> createReplayMeasurer(const std::string& tabl
     }
   std::map<std::string, double> scale;
   for (const auto& [signature, a] : anchors)
-    if (!unanchored.count(signature)) scale[signature] = medianOf(a);
+    if (!unanchored.count(signature)) scale[signature] = upperMedian(a);
   std::map<std::string, Entry> entries;
   for (const TuningRecord& r : db.records()) {
     if (!sameKey(r)) continue;

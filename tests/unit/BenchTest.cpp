@@ -54,6 +54,17 @@ TEST_CASE("Nearest-rank percentiles", "[bench]") {
   CHECK(nearestRankPercentile({}, 50) == 0);
 }
 
+TEST_CASE("Medians: the middle value, the two middle values' mean, or the upper one", "[bench]") {
+  CHECK(median({3.0, 1.0, 2.0}) == 2);
+  CHECK(median({4.0, 1.0, 3.0, 2.0}) == 2.5);
+  CHECK(median({7.0}) == 7);
+  CHECK(median({}) == 0);
+  CHECK(upperMedian({5.0, 1.0, 3.0}) == 3);
+  CHECK(upperMedian({4.0, 1.0, 3.0, 2.0}) == 3);  // one of the values, as Python's median_high
+  CHECK(upperMedian({2.0, 1.0}) == 2);
+  CHECK(upperMedian({}) == 0);
+}
+
 TEST_CASE("Latencies beyond three sigma are dropped before summarising", "[bench]") {
   std::vector<double> v(999, 10.0);
   for (size_t i = 0; i < v.size(); ++i) v[i] += (i % 3) * 0.1;  // 10.0, 10.1, 10.2

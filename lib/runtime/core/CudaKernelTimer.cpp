@@ -19,6 +19,7 @@
 
 #include "CudaDriver.h"
 #include "LibrarySteps.h"
+#include "kiln/support/Statistics.h"
 
 namespace kiln::runtime {
 
@@ -244,9 +245,7 @@ Expected<double> CudaKernelTimer::time(const CudaTimingOptions& options) {
     KILN_ASSIGN(double ms, m.sample(repeats, options.flushL2));
     perLaunch.push_back(ms / perSample);
   }
-  std::sort(perLaunch.begin(), perLaunch.end());
-  const size_t n = perLaunch.size();
-  return n % 2 ? perLaunch[n / 2] : 0.5 * (perLaunch[n / 2 - 1] + perLaunch[n / 2]);
+  return median(std::move(perLaunch));
 }
 
 }  // namespace kiln::runtime
