@@ -38,6 +38,17 @@ struct TaskState {
   bool started = false;        ///< its first round was proposed
   std::vector<MeasureResult> defaultResults;
   std::map<uint64_t, MeasureResult> byCode;  ///< code key -> its measurement in this run
+  double referenceMs = 0;  ///< the default's first time: the scale of anchored times
+
+  /// `results` as the loop compares them and the strategy learns them: one
+  /// timed beside the default (interleaved, its anchorMs) as its time
+  /// relative to that default's, times referenceMs, so the machine's drift
+  /// between batches divides out; others as measured.
+  std::vector<MeasureResult> comparable(std::vector<MeasureResult> results) const {
+    for (MeasureResult& r : results)
+      if (r.ok() && r.anchorMs > 0 && referenceMs > 0) r.ms = r.ms / r.anchorMs * referenceMs;
+    return results;
+  }
 
   /// Those of `configs` to measure: not those whose code (kernel IR) was
   /// measured already in this run or comes earlier in the batch.
@@ -168,7 +179,8 @@ Expected<TuneReport> tuneTasks(const TaskSet& tasks, Measurer& measurer, const T
       s.outcome.skipped = std::string("default schedule ") + measureStatusName(r.front().status) + ": " + r.front().error;
       continue;
     }
-    s.defaultResults = s.withReused({r.front().config}, r);
+    s.referenceMs = r.front().ms;
+    s.defaultResults = s.comparable(s.withReused({r.front().config}, r));
     KILN_TRY(s.strategy->update(s.defaultResults));
     s.outcome.defaultMs = s.outcome.bestMs = r.front().ms;
     s.outcome.bestConfig = r.front().config;
@@ -219,22 +231,23 @@ Expected<TuneReport> tuneTasks(const TaskSet& tasks, Measurer& measurer, const T
       KILN_ASSIGN(results, measurer.measure(*pick->task, fresh));
     }
     std::vector<MeasureResult> all = pick->withReused(configs, results);
-    KILN_TRY(pick->strategy->update(all));
+    KILN_TRY(pick->strategy->update(pick->comparable(all)));
     pick->attempts += configs.size() - fresh.size();
     report.reused += configs.size() - fresh.size();
     const double before = pick->outcome.bestMs;
     TaskOutcome& o = pick->outcome;
-    for (const MeasureResult& r : results) {
+    const std::vector<MeasureResult> scored = pick->comparable(results);
+    for (size_t i = 0; i < results.size(); ++i) {
       ++pick->attempts;
-      KILN_TRY(run.record(*pick->task, pick->space.get(), r, false));
-      if (!r.ok()) {
+      KILN_TRY(run.record(*pick->task, pick->space.get(), results[i], false));  // as measured, with its anchor
+      if (!results[i].ok()) {
         ++o.invalid, ++report.invalid;
         continue;
       }
       ++o.trials, ++report.trials;
-      if (r.ms < o.bestMs) {
-        o.bestMs = r.ms;
-        o.bestConfig = r.config;
+      if (scored[i].ms < o.bestMs) {
+        o.bestMs = scored[i].ms;
+        o.bestConfig = scored[i].config;
         o.keptDefault = false;
       }
       o.curve.push_back(o.bestMs);

@@ -8,8 +8,9 @@
 // clusters and synthesizes; the CPU measurer times valid candidates and
 // rejects wrong ones; the tuning database round-trips, skips corrupt lines
 // and applies best / keeps the default / reports missing and stale; the
-// tuning loop keeps its budget and its curve falls monotonically; the
-// replay measurer answers from a table.
+// tuning loop keeps its budget and its curve falls monotonically, and
+// compares interleaved candidates by their anchored times; the replay
+// measurer answers from a table.
 //
 //===----------------------------------------------------------------------===//
 #include <catch2/catch.hpp>
@@ -20,6 +21,7 @@
 #include <fstream>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <set>
 
 #include "ScratchDir.h"
@@ -733,6 +735,81 @@ TEST_CASE("the tuning loop measures each distinct kernel once") {
   }
   CHECK(copies == report->reused);
   CHECK(measured.size() == distinct.size());
+}
+
+/// Made-up times for the tuning loop's test of anchors: each configuration
+/// of `task` takes 1 ms (plus a microsecond per place in its batch) but one,
+/// `fast`, 0.5 ms: the first of the third batch asked for. Each batch runs at
+/// a speed of its own (3x slower for that third batch, 0.8x for the fourth),
+/// and with `anchored` every result carries the default's time in its
+/// batch, as interleaved timing records it. Other tasks take 1 us.
+class DriftingMeasurer final : public Measurer {
+ public:
+  DriftingMeasurer(const TuningTask& task, bool anchored) : task_(task), anchored_(anchored) {}
+  std::string target() const override { return "cpu"; }
+  std::string device() const override { return "drifting"; }
+  std::string toolkit() const override { return "test"; }
+  Expected<std::vector<MeasureResult>> measure(const TuningTask& task, const std::vector<codegen::Config>& configs) override {
+    std::vector<MeasureResult> out;
+    if (task.signature != task_.signature) {
+      for (const codegen::Config& c : configs) out.push_back(fakeResult(c, 0.001));
+      return out;
+    }
+    if (++batches_ == 3) fast = configs.front();
+    const double drift = batches_ == 3 ? 3.0 : batches_ == 4 ? 0.8 : 1.0;
+    for (const codegen::Config& c : configs) {
+      MeasureResult r = fakeResult(c, (fast && c == *fast ? 0.5 : 1.0 + 0.001 * double(out.size())) * drift);
+      if (anchored_) r.anchorMs = drift;
+      out.push_back(r);
+    }
+    return out;
+  }
+  std::optional<codegen::Config> fast;
+
+ private:
+  const TuningTask& task_;
+  bool anchored_;
+  int batches_ = 0;
+};
+
+TEST_CASE("the tuning loop compares interleaved candidates by their time relative to the default beside them") {
+  // The fastest configuration is measured in a batch that ran 3x slow, and
+  // the next batch ran fast: by plain times a configuration of the fast batch
+  // wins, and the confirmation beside the default rejects it; by anchored
+  // times the fastest wins and is confirmed. The database keeps the times as
+  // measured.
+  Fixture f;
+  const TuningTask& conv = f.conv();
+  for (bool anchored : {false, true}) {
+    DYNAMIC_SECTION((anchored ? "anchored" : "plain")) {
+      DriftingMeasurer measurer(conv, anchored);
+      auto db = scratchDatabase(anchored ? "tuning-anchored" : "tuning-plain");
+      REQUIRE(db.isOk());
+      auto report = tuneTasks(f.tasks, measurer, tuneOptions("grid", 12, 4, 1), &*db);
+      REQUIRE(report.isOk());
+      REQUIRE(measurer.fast);
+      const auto t = std::find_if(report->tasks.begin(), report->tasks.end(),
+                                  [&](const TaskOutcome& o) { return o.signature == conv.signature; });
+      REQUIRE(t != report->tasks.end());
+      REQUIRE(t->trials >= 12);
+      if (!anchored) {
+        CHECK(t->keptDefault);
+        CHECK(t->bestConfig == conv.space.defaultConfig());
+      } else {
+        CHECK_FALSE(t->keptDefault);
+        CHECK(t->bestConfig == *measurer.fast);
+        CHECK(t->bestMs == Approx(0.5));
+        size_t found = 0;
+        for (const TuningRecord& r : db->records())
+          if (r.config == *measurer.fast && r.strategy == "grid") {
+            ++found;
+            CHECK(r.ms == Approx(1.5));
+            CHECK(r.anchorMs == Approx(3.0));
+          }
+        CHECK(found == 1);
+      }
+    }
+  }
 }
 
 TEST_CASE("the replay measurer answers from a table and refuses what it lacks") {

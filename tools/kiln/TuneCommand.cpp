@@ -282,8 +282,8 @@ void addTuneCommand(CLI::App& app, int& exitCode) {
   auto* interleaveOption = cmd->add_flag(
       "--interleave", o->measure.interleave,
       "cpu: time each batch in interleaved rounds (one sample of each candidate per round) together with the default "
-      "configuration, whose time each record keeps (anchor_ms); --replay of such a table divides the machine's drift "
-      "between batches out");
+      "configuration, whose time each record keeps (anchor_ms); the search compares candidates by their time relative "
+      "to it, and --replay of such a table divides the machine's drift between batches out the same way");
   cmd->add_option("--threads", o->threads, "Kernel threads (0: one per core)")->default_val(0);
   cmd->add_option("--build-threads", o->measure.buildThreads, "Parallel candidate builds (0: one per core)")->default_val(0);
   auto* exportOption = cmd->add_option("--export-candidates", o->exportDir,

@@ -12,7 +12,12 @@
 // target with library tactics each task's library call is measured beside
 // its default (and again with the confirmation), and a task's weight is
 // then the faster of the two: tuning a kernel a library call already beats
-// gains nothing until it beats the call.
+// gains nothing until it beats the call. Where the measurer times batches
+// beside the default (MeasureOptions::interleave), candidates are compared,
+// and their strategy learns them, by their time relative to the default's in
+// the same rounds (scaled by the default's first time), so a batch caught in
+// a slow or fast moment of a shared machine does not decide the winner; the
+// database keeps the times as measured, with the anchor.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
