@@ -35,9 +35,14 @@ over to kernels it was not chosen on. The last four were not used to
 design the strategies; the first four were among the eight kernels
 (tables measured separately) that sa-as's incumbent start was sized on.
 
+Replication (--replicate): each benchmark kernel's table measured a second
+time, as the first was, hours later; sa, sa-as and rl-as replayed (no
+transfer) on the first table, the second and the two together: whether
+the verdict is the kernels' or one table's.
+
     bench/tuning.py [--kiln build/tools/kiln/kiln] [--zoo DIR] [--out build/tuning]
                     [--trials 48] [--seeds 4] [--replay-seeds 48] [--skip-run] [--baseline-only]
-                    [--replay-only] [--remeasure-tables] [--rerun STRATEGY,...] [--held-out]
+                    [--replay-only] [--remeasure-tables] [--rerun STRATEGY,...] [--held-out] [--replicate]
 """
 import collections
 import datetime
@@ -49,6 +54,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -103,6 +109,9 @@ HELD_OUT = [
 HELD_OUT_STRATEGIES = [(s, s, []) for s in ("sa", "sa-as", "rl-as")] + [
     (name, strategy, extra) for name, strategy, _, extra in CONTEXT if name in ABLATIONS]
 HELD_BEGIN, HELD_END = "<!-- tuning-held-out:begin (bench/tuning.py --held-out) -->", "<!-- tuning-held-out:end -->"
+REPLICA_STRATEGIES = [(s, s, []) for s in ("sa", "sa-as", "rl-as")]
+REPLICA_BEGIN = "<!-- tuning-replication:begin (bench/tuning.py --replicate) -->"
+REPLICA_END = "<!-- tuning-replication:end -->"
 SIBLING = {0: 1, 1: 0, 2: 3, 3: 2}  # the other kernel of the same template: transfer data
 COLORS = {"random": "#888888", "grid": "#bbbbbb", "sa": "#1f77b4", "rl": "#2ca02c", "sa-as": "#ff7f0e", "rl-as": "#d62728"}
 BEGIN, END = "<!-- tuning:begin (bench/tuning.py) -->", "<!-- tuning:end -->"
@@ -170,18 +179,23 @@ def anchored_medians(recs):
 
 def table_agreement(work, signature):
     """How far the reference table can be trusted: the table of the first half
-    of its passes against the second half's. Returns the share of the first
-    half's configurations within 95% of its best that are within 95% in the
-    second (and the other way round, the lower of the two), and the 5th..95th
-    percentiles of the ratio of a configuration's time relative to its half's
-    best, first half over second, over the configurations within 1.25x of
-    the best in either half."""
+    of its passes against the second half's (tables_agreement)."""
     passes = [[r for r in records(os.path.join(work, "table-pass%d.jsonl" % n)) if r["signature"] == signature]
               for n in range(TABLE_PASSES)]
     half = TABLE_PASSES // 2
-    a, _ = anchored_medians([r for p in passes[:half] for r in p])
-    b, _ = anchored_medians([r for p in passes[half:] for r in p])
-    relative = [{k: v / min(t.values()) for k, v in t.items()} for t in (a, b)]  # each half's times over its best
+    return tables_agreement([r for p in passes[:half] for r in p], [r for p in passes[half:] for r in p])
+
+
+def tables_agreement(first, second):
+    """How well two tables of one kernel (their records) agree: the share of
+    the first's configurations within 95% of its best that are within 95% in
+    the second (and the other way round, the lower of the two), and the
+    5th..95th percentiles of the ratio of a configuration's time relative to
+    its table's best, first over second, over the configurations within 1.25x
+    of the best in either table."""
+    a, _ = anchored_medians(first)
+    b, _ = anchored_medians(second)
+    relative = [{k: v / min(t.values()) for k, v in t.items()} for t in (a, b)]  # each table's times over its best
     near = lambda t, factor: {k for k, v in t.items() if v <= factor}
     target_a, target_b = (near(t, 1 / 0.95) for t in relative)
     ratios = sorted(relative[0][k] / relative[1][k] for k in near(relative[0], 1.25) | near(relative[1], 1.25)
@@ -260,6 +274,22 @@ def replayed_run(kiln, model, table, signature, name, strategy, batch, extra, se
               db, log=False)
     return {"mode": "transfer" if transfer else "replay", "strategy": name, "seed": seed,
             "proposals": proposals_of(db, signature)}
+
+
+def replay_without_transfer(kiln, model, table, signature, work, strategies, trials, seeds):
+    """`strategies` ((name, strategy, extra kiln tune arguments)) replayed on
+    `table`, `seeds` seeds each, batches of BATCH, no transfer; each run's
+    database in `work`. Returns the runs."""
+    def run(job):
+        name, strategy, extra, seed = job
+        db = os.path.join(work, "%s-%d.jsonl" % (zoo.sanitize(name), seed))
+        if os.path.exists(db):
+            os.remove(db)
+        return replayed_run(kiln, model, table, signature, name, strategy, BATCH, extra, seed, trials, db, False)
+
+    jobs = [(name, strategy, extra, seed) for name, strategy, extra in strategies for seed in range(seeds)]
+    with ThreadPoolExecutor(os.cpu_count() or 1) as pool:
+        return list(pool.map(run, jobs))
 
 
 def run_kernel(kiln, zoo_dir, out, index, trials, seeds):
@@ -407,6 +437,15 @@ def ratio_interval(numerator, denominator, resamples=2000):
     return ratios[int(0.05 * resamples)], ratios[int(0.95 * resamples) - 1]
 
 
+def criterion(summary):
+    """The issue's comparison on one kernel (a summarize() of its replayed
+    runs): the CHAMELEON-style strategy with the fewest mean trials to 95%,
+    that mean over sa's, and the ratio's 90% bootstrap interval."""
+    best = min((n for n in CHAMELEON if n in summary), key=lambda n: summary[n]["mean"])
+    low, high = ratio_interval(summary[best]["counted"], summary["sa"]["counted"])
+    return best, summary[best]["mean"] / summary["sa"]["mean"], low, high
+
+
 def summarize(result, mode, names):
     """Per strategy name: runs reaching 95%, mean and median trials to 95%
     (a run that never reaches it counts as budget + 1; `counted` keeps each
@@ -532,9 +571,7 @@ def render(results, doc, charts_dir, trials, seeds):
                        "%.3f" % l["final_ms"]] if l else ["-"] * 4)
             lines.append("| " + " | ".join(cells) + " |")
         sa = replay["sa"]["mean"]
-        best = min(CHAMELEON, key=lambda n: replay[n]["mean"])
-        ratio = replay[best]["mean"] / sa  # at least 1: the default is not counted as found
-        low, high = ratio_interval(replay[best]["counted"], replay["sa"]["counted"])
+        best, ratio, low, high = criterion(replay)
         verdicts.append(ratio <= 0.5)
         clear.append(high <= 0.5)
         lines += ["", "Replayed, best CHAMELEON-style strategy vs sa (mean trials to 95%%): %s %.1f vs %.1f "
@@ -591,19 +628,15 @@ def held_out(kiln, zoo_dir, out, trials, seeds):
         result = {"model": model_name, "label": label, "signature": signature, "description": description,
                   "trials": trials, "runs": []}
         table = measure_table(kiln, model, signature, work, result)
-
-        def run(job):
-            name, strategy, extra, seed = job
-            db = os.path.join(work, "%s-%d.jsonl" % (zoo.sanitize(name), seed))
-            if os.path.exists(db):
-                os.remove(db)
-            return replayed_run(kiln, model, table, signature, name, strategy, BATCH, extra, seed, trials, db, False)
-
-        jobs = [(n, st, extra, seed) for n, st, extra in HELD_OUT_STRATEGIES for seed in range(seeds)]
-        with ThreadPoolExecutor(os.cpu_count() or 1) as pool:
-            result["runs"] = list(pool.map(run, jobs))
+        result["runs"] = replay_without_transfer(kiln, model, table, signature, work, HELD_OUT_STRATEGIES, trials, seeds)
         rows.append(result)
-    with open(os.path.join(out, "held_out.json"), "w") as f:
+    return save_section(os.path.join(out, "held_out.json"), rows, seeds)
+
+
+def save_section(path, rows, seeds):
+    """The results of a section of its own (held-out kernels, replication) to
+    `path` with the date and seeds, for --skip-run; returns `rows`."""
+    with open(path, "w") as f:
         json.dump({"date": datetime.date.today().isoformat(), "seeds": seeds, "kernels": rows}, f)
     return rows
 
@@ -612,28 +645,114 @@ def render_held_out(rows, doc, seeds, date):
     names = [n for n, _, _ in HELD_OUT_STRATEGIES]
     lines = [HELD_BEGIN, "", "Measured %s on %s; each kernel's whole space measured by `grid` %s, then %d seeds per "
              "strategy replayed on it (`--no-transfer`, budget %d, batches of %d). Mean trials to 95%% of the "
-             "table's best (a run that never gets there counts as %d); in brackets, the ratio to sa." % (
+             "table's best (a run that never gets there counts as %d); in brackets, the ratio to sa; the last column "
+             "the better of sa-as and rl-as over sa with its 90%% bootstrap interval.%s" % (
                  date, zoo.describe_machine(), passes_text(rows[0]), seeds, rows[0]["trials"], BATCH,
-                 rows[0]["trials"] + 1), "",
-             "| kernel | configurations | default / best | within 95% of the best | " + " | ".join(names) + " |",
-             "|---|---:|---:|---:|" + "---:|" * len(names)]
-    halved, to_find, halved_to_find = 0, 0, 0
+                 rows[0]["trials"] + 1, " Halves: of the configurations within 95% of the best in the table of "
+                 "the first half of the passes, and in the last half's, the lower share within 95% in the other."
+                 if "table_agreement" in rows[0] else ""), "",
+             "| kernel | configurations | default / best | within 95% of the best | halves | " + " | ".join(names) +
+             " | best vs sa |", "|---|---:|---:|---:|---:|" + "---:|" * len(names) + "---|"]
+    halved, clear, to_find, halved_to_find = 0, 0, 0, 0
     for r in rows:
         summary = summarize(r, "replay", names)
         sa = summary["sa"]["mean"]
         good = sum(1 for ms in r["table"].values() if r["best_ms"] / ms >= 0.95)
-        cells = [r["label"], str(r["space"]), "%.2f" % (r["default_ms"] / r["best_ms"]), str(good)]
+        agreement = r.get("table_agreement")
+        cells = [r["label"], str(r["space"]), "%.2f" % (r["default_ms"] / r["best_ms"]), str(good),
+                 "%.0f%%" % (100 * agreement["targets_kept"]) if agreement else "-"]
         cells += ["%.1f" % sa] + ["%.1f (%.2f)" % (summary[n]["mean"], summary[n]["mean"] / sa) for n in names[1:]]
-        half = min(summary["sa-as"]["mean"], summary["rl-as"]["mean"]) <= 0.5 * sa
+        best, ratio, low, high = criterion(summary)
+        cells.append("%s %.2f (%.2f-%.2f)" % (best, ratio, low, high))
+        half = ratio <= 0.5
         halved += half
+        clear += high <= 0.5
         if r["default_ms"] / r["best_ms"] > 1 / 0.95:  # the default is not within 95%: something to find
             to_find += 1
             halved_to_find += half
         lines.append("| " + " | ".join(cells) + " |")
-    lines += ["", "Held-out kernels where sa-as or rl-as needed at most half of sa's trials: %d of %d; of the %d whose "
-              "default is not within 95%% of the best (the others' search finds a second configuration that good, "
-              "which the tuned model hardly needs): %d." % (halved, len(rows), to_find, halved_to_find), "", HELD_END]
+    lines += ["", "Held-out kernels where sa-as or rl-as needed at most half of sa's trials: %d of %d (%d with the whole "
+              "interval below 0.5); of the %d whose default is not within 95%% of the best (the others' search finds a "
+              "second configuration that good, which the tuned model hardly needs): %d." % (
+                  halved, len(rows), clear, to_find, halved_to_find), "", HELD_END]
     zoo.replace_section(doc, HELD_BEGIN, HELD_END, lines)
+
+
+def passes_written(work):
+    """When a table's passes were written: the first and last pass file's times."""
+    times = sorted(os.path.getmtime(os.path.join(work, f)) for f in os.listdir(work) if f.startswith("table-pass"))
+    return [time.strftime("%Y-%m-%d %H:%M", time.localtime(t)) for t in (times[0], times[-1])]
+
+
+def replicate(kiln, zoo_dir, out, kernels, trials, seeds, measure=True):
+    """Each benchmark kernel's reference table measured a second time as the
+    first was (measure_table, into k<i>/replica), all four before anything is
+    replayed (the replays would only slow the machine between them); then the
+    two tables' agreement, and sa, sa-as and rl-as replayed without transfer
+    on the first table, the second and the two together; results to
+    replication.json. Without `measure`, the second tables measured before
+    are replayed again."""
+    firsts = [json.load(open(os.path.join(out, "kernel%d.json" % i))) for i in kernels]
+    model = lambda first: os.path.join(zoo_dir, first["model"] + "-default.onnx")
+    works = [os.path.join(out, "k%d" % i, "replica") for i in kernels]
+    for first, work in zip(firsts, works if measure else []):
+        os.makedirs(work, exist_ok=True)
+        measure_table(kiln, model(first), first["signature"], work, {"signature": first["signature"]})
+    rows = []
+    for i, first, work in zip(kernels, firsts, works):
+        first_table, second_table = os.path.join(out, "k%d" % i, "table.jsonl"), os.path.join(work, "table.jsonl")
+        both_table = os.path.join(work, "both.jsonl")
+        with open(both_table, "w") as f:
+            for table in (first_table, second_table):
+                with open(table) as t:
+                    f.write(t.read())
+        own = lambda table: [r for r in records(table) if r["signature"] == first["signature"]]
+        row = {"label": first["label"], "passes": TABLE_PASSES,
+               "written": [passes_written(os.path.dirname(first_table)), passes_written(work)],
+               "agreement": tables_agreement(own(first_table), own(second_table)), "tables": {}}
+        for name, table in (("first", first_table), ("second", second_table), ("both", both_table)):
+            result = {"signature": first["signature"], "trials": trials}
+            load_table(result, table)
+            replays = os.path.join(work, "replay-" + name)
+            os.makedirs(replays, exist_ok=True)
+            result["runs"] = replay_without_transfer(kiln, model(first), table, first["signature"], replays,
+                                                     REPLICA_STRATEGIES, trials, seeds)
+            row["tables"][name] = result
+        print("bench/tuning.py: replicated %s" % first["label"], file=sys.stderr, flush=True)
+        rows.append(row)
+    return save_section(os.path.join(out, "replication.json"), rows, seeds)
+
+
+def render_replication(rows, doc, seeds, date):
+    names = [n for n, _, _ in REPLICA_STRATEGIES]
+    lines = [REPLICA_BEGIN, "",
+             "Measured %s on %s: each benchmark kernel's table measured a second time as the first was (%d passes, "
+             "interleaved), later (when: the table's columns); sa, sa-as and rl-as replayed on the first table, the second and both "
+             "together (%d seeds, `--no-transfer`, budget %d, batches of %d). Cells: the better of sa-as and rl-as, "
+             "mean trials to 95%% of that table's best over sa's, with the 90%% bootstrap interval. Agreement: of "
+             "each table's configurations within 95%% of its best, the lower share within 95%% in the other; near-best "
+             "configurations' times relative to the best, first table over second, 5th..95th percentiles." % (
+                 date, zoo.describe_machine(), rows[0]["passes"], seeds, rows[0]["tables"]["first"]["trials"], BATCH),
+             "", "| kernel | first table written | second table written | within 95% (first / second / both) | "
+             "kept | near-best agreement | first table | second table | both |", "|---|---|---|---|---:|---|---|---|---|"]
+    counts = {name: [0, 0] for name in ("first", "second", "both")}  # at most half; with the interval too
+    for row in rows:
+        cells = [row["label"]] + ["%s..%s" % (w[0], w[1][-5:]) for w in row["written"]]
+        cells.append(" / ".join(str(sum(1 for ms in t["table"].values() if t["best_ms"] / ms >= 0.95))
+                                for t in row["tables"].values()))
+        a = row["agreement"]
+        cells += ["%.0f%%" % (100 * a["targets_kept"]), "%.2f..%.2f" % (a["near_ratio_p5"], a["near_ratio_p95"])]
+        for name, table in row["tables"].items():
+            best, ratio, low, high = criterion(summarize(table, "replay", names))
+            counts[name][0] += ratio <= 0.5
+            counts[name][1] += high <= 0.5
+            cells.append("%s %.2f (%.2f-%.2f)" % (best, ratio, low, high))
+        lines.append("| " + " | ".join(cells) + " |")
+    where = {"first": "on the first table", "second": "on the second", "both": "on both together"}
+    lines += ["", "Kernels where sa-as or rl-as needed at most half of sa's trials: " + ", ".join(
+        "%s %d of %d (%d with the whole interval below 0.5)" % (
+            where[name], n, len(rows), clear) for name, (n, clear) in counts.items()) + ".", "", REPLICA_END]
+    zoo.replace_section(doc, REPLICA_BEGIN, REPLICA_END, lines)
 
 
 def main():
@@ -656,15 +775,25 @@ def main():
     ap.add_argument("--doc", default=os.path.join(ROOT, "docs/tuning.md"))
     ap.add_argument("--held-out", action="store_true",
                     help="only the held-out kernels: their tables and replayed runs, rendered into their own section")
+    ap.add_argument("--replicate", action="store_true",
+                    help="measure the benchmark kernels' tables a second time and replay sa, sa-as and rl-as on each "
+                         "and on both together, rendered into their own section (needs a finished run in --out; with "
+                         "--replay-only the second tables measured before are replayed again)")
     a = ap.parse_args()
-    if a.held_out:
-        os.makedirs(a.out, exist_ok=True)
+    if a.replicate or a.held_out:
+        name, render_section = ("replication.json", render_replication) if a.replicate else (
+            "held_out.json", render_held_out)
         if a.skip_run:
-            saved = json.load(open(os.path.join(a.out, "held_out.json")))
-            render_held_out(saved["kernels"], a.doc, saved["seeds"], saved["date"])
+            saved = json.load(open(os.path.join(a.out, name)))
+            render_section(saved["kernels"], a.doc, saved["seeds"], saved["date"])
+            return
+        os.makedirs(a.out, exist_ok=True)
+        if a.replicate:
+            rows = replicate(a.kiln, a.zoo, a.out, [int(x) for x in a.kernels.split(",")], a.trials, a.replay_seeds,
+                             measure=not a.replay_only)
         else:
             rows = held_out(a.kiln, a.zoo, a.out, a.trials, a.replay_seeds)
-            render_held_out(rows, a.doc, a.replay_seeds, datetime.date.today().isoformat())
+        render_section(rows, a.doc, a.replay_seeds, datetime.date.today().isoformat())
         return
     rerun = [x for x in a.rerun.split(",") if x]
     if any(x not in STRATEGIES for x in rerun):
