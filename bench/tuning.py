@@ -727,7 +727,7 @@ def render_replication(rows, doc, seeds, date):
     names = [n for n, _, _ in REPLICA_STRATEGIES]
     lines = [REPLICA_BEGIN, "",
              "Measured %s on %s: each benchmark kernel's table measured a second time as the first was (%d passes, "
-             "interleaved), later (when: the table's columns); sa, sa-as and rl-as replayed on the first table, the second and both "
+             "interleaved) later, at the times in the table; sa, sa-as and rl-as replayed on the first table, the second and both "
              "together (%d seeds, `--no-transfer`, budget %d, batches of %d). Cells: the better of sa-as and rl-as, "
              "mean trials to 95%% of that table's best over sa's, with the 90%% bootstrap interval. Agreement: of "
              "each table's configurations within 95%% of its best, the lower share within 95%% in the other; near-best "
