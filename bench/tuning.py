@@ -36,7 +36,7 @@ design the strategies; the first four were among the eight kernels
 (tables measured separately) that sa-as's incumbent start was sized on.
 
 Replication (--replicate): each benchmark kernel's table measured a second
-time, as the first was, hours later; sa, sa-as and rl-as replayed (no
+time, as the first was, later; sa, sa-as and rl-as replayed (no
 transfer) on the first table, the second and the two together: whether
 the verdict is the kernels' or one table's.
 
@@ -727,8 +727,8 @@ def render_replication(rows, doc, seeds, date):
     names = [n for n, _, _ in REPLICA_STRATEGIES]
     lines = [REPLICA_BEGIN, "",
              "Measured %s on %s: each benchmark kernel's table measured a second time as the first was (%d passes, "
-             "interleaved) later, at the times in the table; sa, sa-as and rl-as replayed on the first table, the second and both "
-             "together (%d seeds, `--no-transfer`, budget %d, batches of %d). Cells: the better of sa-as and rl-as, "
+             "interleaved) later, at the times in the table; sa, sa-as and rl-as replayed on the first table, the "
+             "second and both together (%d seeds, `--no-transfer`, budget %d, batches of %d). Cells: the better of sa-as and rl-as, "
              "mean trials to 95%% of that table's best over sa's, with the 90%% bootstrap interval. Agreement: of "
              "each table's configurations within 95%% of its best, the lower share within 95%% in the other; near-best "
              "configurations' times relative to the best, first table over second, 5th..95th percentiles." % (
