@@ -241,7 +241,7 @@ TABLE_MEASURE = ["--interleave", "--repeats", str(TABLE_REPEATS), "--batch", str
                  "--quiet"]
 
 
-def measure_table(kiln, model, signature, work, result):
+def measure_table(kiln, model, signature, work, result, measure=True):
     """The reference table, loaded into `result` (load_table): the kernel's
     whole space measured TABLE_PASSES times, one `grid` pass after another,
     each batch timed in interleaved rounds next to the default (the anchor).
@@ -249,17 +249,20 @@ def measure_table(kiln, model, signature, work, result):
     disagreed by 0.5x to 1.8x per configuration (5th to 95th percentiles,
     2026-11-27), and a table's best was often a configuration measured in a
     fast moment; anchored, the drift between batches divides out. The
-    table's agreement with itself (table_agreement) goes into `result`."""
+    table's agreement with itself (table_agreement) goes into `result`.
+    Without `measure`, the table and passes measured before in `work` are
+    loaded instead."""
     table_db = os.path.join(work, "table.jsonl")
-    with open(table_db, "w") as table:
-        for n in range(TABLE_PASSES):
-            pass_db = os.path.join(work, "table-pass%d.jsonl" % n)
-            if os.path.exists(pass_db):
-                os.remove(pass_db)
-            kiln_tune(kiln, model, ["--strategy", "grid", "--trials", "100000", "--kernel", signature, "--no-transfer"],
-                      pass_db, measure=TABLE_MEASURE)
-            with open(pass_db) as f:
-                table.write(f.read())
+    if measure:
+        with open(table_db, "w") as table:
+            for n in range(TABLE_PASSES):
+                pass_db = os.path.join(work, "table-pass%d.jsonl" % n)
+                if os.path.exists(pass_db):
+                    os.remove(pass_db)
+                kiln_tune(kiln, model, ["--strategy", "grid", "--trials", "100000", "--kernel", signature,
+                                        "--no-transfer"], pass_db, measure=TABLE_MEASURE)
+                with open(pass_db) as f:
+                    table.write(f.read())
     result["table_passes"] = TABLE_PASSES
     result["table_timing"] = "interleaved"
     result["table_agreement"] = table_agreement(work, signature)
@@ -616,9 +619,10 @@ def render(results, doc, charts_dir, trials, seeds):
     zoo.replace_section(doc, BEGIN, END, lines)
 
 
-def held_out(kiln, zoo_dir, out, trials, seeds):
+def held_out(kiln, zoo_dir, out, trials, seeds, measure=True):
     """The held-out kernels: a reference table each, then sa, sa-as, rl-as and
-    the ablations replayed on it without transfer; results to held_out.json."""
+    the ablations replayed on it without transfer; results to held_out.json.
+    Without `measure`, the tables measured before are replayed again."""
     rows = []
     for i, (model_name, literal, predicate, label) in enumerate(HELD_OUT):
         model = os.path.join(zoo_dir, model_name + "-default.onnx")
@@ -627,7 +631,7 @@ def held_out(kiln, zoo_dir, out, trials, seeds):
         signature, description = pick_task(kiln, model, predicate, work, literal)
         result = {"model": model_name, "label": label, "signature": signature, "description": description,
                   "trials": trials, "runs": []}
-        table = measure_table(kiln, model, signature, work, result)
+        table = measure_table(kiln, model, signature, work, result, measure)
         result["runs"] = replay_without_transfer(kiln, model, table, signature, work, HELD_OUT_STRATEGIES, trials, seeds)
         rows.append(result)
     return save_section(os.path.join(out, "held_out.json"), rows, seeds)
@@ -774,7 +778,8 @@ def main():
                     help="comma-separated strategies whose live and replayed runs to redo (the tables and other runs kept)")
     ap.add_argument("--doc", default=os.path.join(ROOT, "docs/tuning.md"))
     ap.add_argument("--held-out", action="store_true",
-                    help="only the held-out kernels: their tables and replayed runs, rendered into their own section")
+                    help="only the held-out kernels: their tables and replayed runs, rendered into their own section "
+                         "(with --replay-only the tables measured before are replayed again)")
     ap.add_argument("--replicate", action="store_true",
                     help="measure the benchmark kernels' tables a second time and replay sa, sa-as and rl-as on each "
                          "and on both together, rendered into their own section (needs a finished run in --out; with "
@@ -792,7 +797,7 @@ def main():
             rows = replicate(a.kiln, a.zoo, a.out, [int(x) for x in a.kernels.split(",")], a.trials, a.replay_seeds,
                              measure=not a.replay_only)
         else:
-            rows = held_out(a.kiln, a.zoo, a.out, a.trials, a.replay_seeds)
+            rows = held_out(a.kiln, a.zoo, a.out, a.trials, a.replay_seeds, measure=not a.replay_only)
         render_section(rows, a.doc, a.replay_seeds, datetime.date.today().isoformat())
         return
     rerun = [x for x in a.rerun.split(",") if x]
