@@ -38,15 +38,16 @@ struct TaskState {
   bool started = false;        ///< its first round was proposed
   std::vector<MeasureResult> defaultResults;
   std::map<uint64_t, MeasureResult> byCode;  ///< code key -> its measurement in this run
-  double referenceMs = 0;  ///< the default's first time: the scale of anchored times
 
   /// `results` as the loop compares them and the strategy learns them: one
   /// timed beside the default (interleaved, its anchorMs) as its time
-  /// relative to that default's, times referenceMs, so the machine's drift
-  /// between batches divides out; others as measured.
+  /// relative to that default's, times the default's first time
+  /// (outcome.defaultMs, which only the confirmation after the search
+  /// replaces), so the machine's drift between batches divides out; others
+  /// as measured.
   std::vector<MeasureResult> comparable(std::vector<MeasureResult> results) const {
     for (MeasureResult& r : results)
-      if (r.ok() && r.anchorMs > 0 && referenceMs > 0) r.ms = r.ms / r.anchorMs * referenceMs;
+      if (r.ok() && r.anchorMs > 0 && outcome.defaultMs > 0) r.ms = r.ms / r.anchorMs * outcome.defaultMs;
     return results;
   }
 
@@ -179,10 +180,9 @@ Expected<TuneReport> tuneTasks(const TaskSet& tasks, Measurer& measurer, const T
       s.outcome.skipped = std::string("default schedule ") + measureStatusName(r.front().status) + ": " + r.front().error;
       continue;
     }
-    s.referenceMs = r.front().ms;
+    s.outcome.defaultMs = s.outcome.bestMs = r.front().ms;
     s.defaultResults = s.comparable(s.withReused({r.front().config}, r));
     KILN_TRY(s.strategy->update(s.defaultResults));
-    s.outcome.defaultMs = s.outcome.bestMs = r.front().ms;
     s.outcome.bestConfig = r.front().config;
     s.outcome.curve.push_back(r.front().ms);
     if (options.libraries) KILN_TRY(measureLibrary(s, measurer, run, "library"));
