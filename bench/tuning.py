@@ -418,6 +418,11 @@ def curve(result, run):
     return out
 
 
+def within_95(result):
+    """How many configurations of the result's table are within 95% of its best."""
+    return sum(1 for ms in result["table"].values() if result["best_ms"] / ms >= 0.95)
+
+
 def to_95(result, run):
     """Trials until the search measures a configuration within 95% of the
     table's best. The default, measured before the search, does not count:
@@ -661,7 +666,7 @@ def render_held_out(rows, doc, seeds, date):
     for r in rows:
         summary = summarize(r, "replay", names)
         sa = summary["sa"]["mean"]
-        good = sum(1 for ms in r["table"].values() if r["best_ms"] / ms >= 0.95)
+        good = within_95(r)
         agreement = r.get("table_agreement")
         cells = [r["label"], str(r["space"]), "%.2f" % (r["default_ms"] / r["best_ms"]), str(good),
                  "%.0f%%" % (100 * agreement["targets_kept"]) if agreement else "-"]
@@ -742,8 +747,7 @@ def render_replication(rows, doc, seeds, date):
     counts = {name: [0, 0] for name in ("first", "second", "both")}  # at most half; with the interval too
     for row in rows:
         cells = [row["label"]] + ["%s..%s" % (w[0], w[1][-5:]) for w in row["written"]]
-        cells.append(" / ".join(str(sum(1 for ms in t["table"].values() if t["best_ms"] / ms >= 0.95))
-                                for t in row["tables"].values()))
+        cells.append(" / ".join(str(within_95(t)) for t in row["tables"].values()))
         a = row["agreement"]
         cells += ["%.0f%%" % (100 * a["targets_kept"]), "%.2f..%.2f" % (a["near_ratio_p5"], a["near_ratio_p95"])]
         for name, table in row["tables"].items():
