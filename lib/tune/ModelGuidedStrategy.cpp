@@ -14,10 +14,12 @@
 // With transfer data (other kernels' measurements) the model is trained on
 // it from the start, so the first batch is already guided.
 // Starting from the incumbent (sa-as and rl-as by default, StrategyOptions::
-// start): the first round is the incumbent's unmeasured one-knob neighbours
-// in random order (the incumbent is the default schedule then, the one
-// configuration measured: a hand-chosen default lies nearer good
-// configurations than a random point does), and every later round begins
+// start): the first round is the incumbent's unmeasured one-knob neighbours,
+// adjacent values first and in random order among equal steps (the
+// incumbent is the default schedule then, the one configuration measured: a
+// hand-chosen default lies nearer good configurations than a random point
+// does, and a small step from it more often than a large one; measured in
+// docs/tuning.md), and every later round begins
 // with the model's best-predicted unmeasured neighbours of the incumbent
 // (two, or fewer in small rounds: a trust region beside the global search).
 //
@@ -67,7 +69,7 @@ class ModelGuidedStrategy final : public SearchStrategy {
     KILN_TRY(transferStatus_);
     std::vector<uint64_t> picked;
     if (!model_.trained()) {  // nothing learned yet
-      if (fromIncumbent_) picked = randomNeighbours(count);
+      if (fromIncumbent_) picked = nearestNeighbours(count);
       if (picked.empty() && adaptive_) {  // cluster a random sample and measure one configuration per cluster
         std::vector<uint64_t> sample = randomUnvisited(std::max(options_.planSize, count));
         for (uint64_t i : sample) visited_.erase(i);
@@ -145,10 +147,20 @@ class ModelGuidedStrategy final : public SearchStrategy {
     return out;
   }
 
-  /// Up to `count` of them, in random order.
-  std::vector<uint64_t> randomNeighbours(size_t count) {
+  /// Up to `count` of them, the smallest steps first (a knob's value moved to
+  /// the adjacent candidate before one further along its list), in random
+  /// order among equal steps.
+  std::vector<uint64_t> nearestNeighbours(size_t count) {
     std::vector<uint64_t> out = unvisitedNeighbours();
     rng_.shuffle(out);
+    const std::vector<size_t> from = space_->digits(incumbent_);
+    auto step = [&](uint64_t index) {
+      const std::vector<size_t> to = space_->digits(index);
+      size_t places = 0;
+      for (size_t k = 0; k < to.size(); ++k) places += to[k] > from[k] ? to[k] - from[k] : from[k] - to[k];
+      return places;
+    };
+    std::stable_sort(out.begin(), out.end(), [&](uint64_t a, uint64_t b) { return step(a) < step(b); });
     out.resize(std::min(out.size(), count));
     return out;
   }

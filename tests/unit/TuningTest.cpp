@@ -393,6 +393,37 @@ TEST_CASE("sa-as and rl-as start from the incumbent: its neighbours first and th
   CHECK(autotvm.second < round);
   CHECK(firstRound("sa", SearchStart::Incumbent) == Counts(round, round));
 
+  // The first round takes the smallest steps first: a knob moved to the adjacent value in its list before further along.
+  const std::vector<size_t> baseDigits = space.digits(space.indexOf(base));
+  auto places = [&](const codegen::Config& c) {
+    const std::vector<size_t> d = space.digits(space.indexOf(c));
+    size_t moved = 0;
+    for (size_t k = 0; k < d.size(); ++k) moved += d[k] > baseDigits[k] ? d[k] - baseDigits[k] : baseDigits[k] - d[k];
+    return moved;
+  };
+  size_t adjacent = 0;
+  for (uint64_t i : space.neighbours(space.indexOf(base))) adjacent += places(space.config(i)) == 1;
+  REQUIRE(adjacent >= 2);
+  REQUIRE(adjacent < round);  // some neighbours are further steps, so the order matters
+  for (const char* name : {"sa-as", "rl-as"})
+    for (uint64_t seed : {1, 2, 3}) {
+      INFO(name << " seed " << seed);
+      StrategyOptions o;
+      o.seed = seed;
+      for (size_t count : {adjacent, round}) {
+        auto s = makeStrategy(name, t, o);
+        REQUIRE(s.isOk());
+        REQUIRE((*s)->update({fakeResult(base, 1.0)}).isOk());
+        auto batch = (*s)->next(count);
+        REQUIRE(batch.isOk());
+        REQUIRE(batch->size() == count);
+        for (size_t i = 0; i < batch->size(); ++i) {
+          if (i < adjacent) CHECK(places((*batch)[i]) == 1);
+          if (i > 0) CHECK(places((*batch)[i - 1]) <= places((*batch)[i]));
+        }
+      }
+    }
+
   // Later rounds begin with the model's two best-predicted neighbours of the new incumbent.
   StrategyOptions o;
   o.seed = 3;
