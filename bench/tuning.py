@@ -35,6 +35,11 @@ over to kernels it was not chosen on. The last four were not used to
 design the strategies; the first four were among the eight kernels
 (tables measured separately) that sa-as's incumbent start was sized on.
 
+Fresh kernels (--fresh): six more, chosen after the first round's
+ordering by step (adjacent values first) landed and measured after it,
+replayed as the held-out ones: the strategies as they stand against
+tables nobody had seen.
+
 Replication (--replicate): each benchmark kernel's table measured a second
 time, as the first was, later; sa, sa-as and rl-as replayed (no
 transfer) on the first table, the second and the two together: whether
@@ -42,7 +47,8 @@ the verdict is the kernels' or one table's.
 
     bench/tuning.py [--kiln build/tools/kiln/kiln] [--zoo DIR] [--out build/tuning]
                     [--trials 48] [--seeds 4] [--replay-seeds 48] [--skip-run] [--baseline-only]
-                    [--replay-only] [--remeasure-tables] [--rerun STRATEGY,...] [--held-out] [--replicate]
+                    [--replay-only [--replay-strategies 'VARIANT;...']] [--remeasure-tables]
+                    [--rerun STRATEGY,...] [--held-out] [--fresh] [--replicate]
 """
 import collections
 import datetime
@@ -106,9 +112,24 @@ HELD_OUT = [
     ("resnet50", "MatMul 1x2048", lambda d: d == "MatMul 1x2048 -> 1x1000+Add", "ResNet-50 classifier, 2048->1000"),
     ("resnet50", "kiln::ConvNCHWc", conv_is(64, 56, 256, 56, "+Add+Relu"), "ResNet-50 conv 1x1, 64->256 (+residual)"),
 ]
+# Fresh (--fresh): kernels chosen on 2026-11-28 after the first round's ordering by step landed, before any
+# of them had been measured: their tables are the first the strategies, as they stand, meet.
+FRESH = [
+    ("resnet50", "kiln::ConvNCHWc", conv_is(256, 28, 256, 14, "+Relu"), "ResNet-50 conv 3x3 stride 2, 256 ch"),
+    ("resnet50", "kiln::ConvNCHWc", conv_is(512, 14, 512, 7, "+Relu"), "ResNet-50 conv 3x3 stride 2, 512 ch"),
+    ("resnet50", "kiln::ConvNCHWc", conv_is(1024, 14, 256, 14, "+Relu"), "ResNet-50 conv 1x1, 1024->256, 14x14"),
+    ("resnet50", "kiln::ConvNCHWc", conv_is(128, 28, 512, 28, "+Add+Relu"), "ResNet-50 conv 1x1, 128->512 (+residual)"),
+    ("resnet50", "kiln::ConvNCHWc", conv_is(2048, 7, 512, 7, "+Relu"), "ResNet-50 conv 1x1, 2048->512, 7x7"),
+    ("bert_base", "MatMul 1x128x768 -> 1x128x768", lambda d: d == "MatMul 1x128x768 -> 1x128x768+Add+Add",
+     "BERT-base attention output, 768->768 (+residual)"),
+]
 HELD_OUT_STRATEGIES = [(s, s, []) for s in ("sa", "sa-as", "rl-as")] + [
     (name, strategy, extra) for name, strategy, _, extra in CONTEXT if name in ABLATIONS]
 HELD_BEGIN, HELD_END = "<!-- tuning-held-out:begin (bench/tuning.py --held-out) -->", "<!-- tuning-held-out:end -->"
+FRESH_BEGIN, FRESH_END = "<!-- tuning-fresh:begin (bench/tuning.py --fresh) -->", "<!-- tuning-fresh:end -->"
+# A section of kernels outside the comparison: (kernels, work folder prefix, results file, doc markers, noun).
+HELD_SECTIONS = {"held_out": (HELD_OUT, "held", "held_out.json", HELD_BEGIN, HELD_END, "Held-out kernels"),
+                 "fresh": (FRESH, "fresh", "fresh.json", FRESH_BEGIN, FRESH_END, "Fresh kernels")}
 REPLICA_STRATEGIES = [(s, s, []) for s in ("sa", "sa-as", "rl-as")]
 REPLICA_BEGIN = "<!-- tuning-replication:begin (bench/tuning.py --replicate) -->"
 REPLICA_END = "<!-- tuning-replication:end -->"
@@ -624,14 +645,16 @@ def render(results, doc, charts_dir, trials, seeds):
     zoo.replace_section(doc, BEGIN, END, lines)
 
 
-def held_out(kiln, zoo_dir, out, trials, seeds, measure=True):
-    """The held-out kernels: a reference table each, then sa, sa-as, rl-as and
-    the ablations replayed on it without transfer; results to held_out.json.
-    Without `measure`, the tables measured before are replayed again."""
+def held_out(kiln, zoo_dir, out, trials, seeds, section, measure=True):
+    """The kernels of a HELD_SECTIONS section: a reference table each, then
+    sa, sa-as, rl-as and the ablations replayed on it without transfer;
+    results to the section's file. Without `measure`, the tables measured
+    before are replayed again."""
+    kernels, prefix, name = HELD_SECTIONS[section][:3]
     rows = []
-    for i, (model_name, literal, predicate, label) in enumerate(HELD_OUT):
+    for i, (model_name, literal, predicate, label) in enumerate(kernels):
         model = os.path.join(zoo_dir, model_name + "-default.onnx")
-        work = os.path.join(out, "held%d" % i)
+        work = os.path.join(out, "%s%d" % (prefix, i))
         os.makedirs(work, exist_ok=True)
         signature, description = pick_task(kiln, model, predicate, work, literal)
         result = {"model": model_name, "label": label, "signature": signature, "description": description,
@@ -639,7 +662,7 @@ def held_out(kiln, zoo_dir, out, trials, seeds, measure=True):
         table = measure_table(kiln, model, signature, work, result, measure)
         result["runs"] = replay_without_transfer(kiln, model, table, signature, work, HELD_OUT_STRATEGIES, trials, seeds)
         rows.append(result)
-    return save_section(os.path.join(out, "held_out.json"), rows, seeds)
+    return save_section(os.path.join(out, name), rows, seeds)
 
 
 def save_section(path, rows, seeds):
@@ -650,9 +673,10 @@ def save_section(path, rows, seeds):
     return rows
 
 
-def render_held_out(rows, doc, seeds, date):
+def render_held_out(rows, doc, seeds, date, section="held_out"):
+    begin, end, noun = HELD_SECTIONS[section][3:]
     names = [n for n, _, _ in HELD_OUT_STRATEGIES]
-    lines = [HELD_BEGIN, "", "Measured %s on %s; each kernel's whole space measured by `grid` %s, then %d seeds per "
+    lines = [begin, "", "Measured %s on %s; each kernel's whole space measured by `grid` %s, then %d seeds per "
              "strategy replayed on it (`--no-transfer`, budget %d, batches of %d). Mean trials to 95%% of the "
              "table's best (a run that never gets there counts as %d); in brackets, the ratio to sa; the last column "
              "the better of sa-as and rl-as over sa with its 90%% bootstrap interval.%s" % (
@@ -680,11 +704,11 @@ def render_held_out(rows, doc, seeds, date):
             to_find += 1
             halved_to_find += half
         lines.append("| " + " | ".join(cells) + " |")
-    lines += ["", "Held-out kernels where sa-as or rl-as needed at most half of sa's trials: %d of %d (%d with the whole "
+    lines += ["", noun + " where sa-as or rl-as needed at most half of sa's trials: %d of %d (%d with the whole "
               "interval below 0.5); of the %d whose default is not within 95%% of the best (the others' search finds a "
               "second configuration that good, which the tuned model hardly needs): %d." % (
-                  halved, len(rows), clear, to_find, halved_to_find), "", HELD_END]
-    zoo.replace_section(doc, HELD_BEGIN, HELD_END, lines)
+                  halved, len(rows), clear, to_find, halved_to_find), "", end]
+    zoo.replace_section(doc, begin, end, lines)
 
 
 def passes_written(work):
@@ -780,6 +804,9 @@ def main():
                          "against the new ones), then the baseline and the replayed runs, re-render")
     ap.add_argument("--rerun", default="",
                     help="comma-separated strategies whose live and replayed runs to redo (the tables and other runs kept)")
+    ap.add_argument("--replay-strategies", default="",
+                    help="with --replay-only: replay only these variants, named as in the tables and separated by "
+                         "semicolons (e.g. 'sa-as;rl-as;sa, incumbent start'), the other replayed runs kept")
     ap.add_argument("--doc", default=os.path.join(ROOT, "docs/tuning.md"))
     ap.add_argument("--held-out", action="store_true",
                     help="only the held-out kernels: their tables and replayed runs, rendered into their own section "
@@ -788,10 +815,14 @@ def main():
                     help="measure the benchmark kernels' tables a second time and replay sa, sa-as and rl-as on each "
                          "and on both together, rendered into their own section (needs a finished run in --out; with "
                          "--replay-only the second tables measured before are replayed again)")
+    ap.add_argument("--fresh", action="store_true",
+                    help="as --held-out, for the kernels chosen after the first round's ordering landed (FRESH), "
+                         "rendered into their own section")
     a = ap.parse_args()
-    if a.replicate or a.held_out:
+    if a.replicate or a.held_out or a.fresh:
+        section = "fresh" if a.fresh else "held_out"
         name, render_section = ("replication.json", render_replication) if a.replicate else (
-            "held_out.json", render_held_out)
+            HELD_SECTIONS[section][2], lambda rows, doc, seeds, date: render_held_out(rows, doc, seeds, date, section))
         if a.skip_run:
             saved = json.load(open(os.path.join(a.out, name)))
             render_section(saved["kernels"], a.doc, saved["seeds"], saved["date"])
@@ -801,12 +832,17 @@ def main():
             rows = replicate(a.kiln, a.zoo, a.out, [int(x) for x in a.kernels.split(",")], a.trials, a.replay_seeds,
                              measure=not a.replay_only)
         else:
-            rows = held_out(a.kiln, a.zoo, a.out, a.trials, a.replay_seeds, measure=not a.replay_only)
+            rows = held_out(a.kiln, a.zoo, a.out, a.trials, a.replay_seeds, section, measure=not a.replay_only)
         render_section(rows, a.doc, a.replay_seeds, datetime.date.today().isoformat())
         return
     rerun = [x for x in a.rerun.split(",") if x]
     if any(x not in STRATEGIES for x in rerun):
         sys.exit("bench/tuning.py: --rerun takes strategies of %s" % ",".join(STRATEGIES))
+    variants = STRATEGIES + [c[0] for c in CONTEXT]
+    replay_only = [x.strip() for x in a.replay_strategies.split(";") if x.strip()]
+    if replay_only and (not a.replay_only or any(x not in variants for x in replay_only)):
+        sys.exit("bench/tuning.py: --replay-strategies goes with --replay-only and takes variants of %s" %
+                 ";".join(variants))
     os.makedirs(a.out, exist_ok=True)
     results = []
     kernels = [int(x) for x in a.kernels.split(",")]
@@ -824,7 +860,7 @@ def main():
             result = measure_baseline(a.kiln, a.out, i, result)
         results.append(result)
     if not (a.skip_run or a.baseline_only):  # every table exists now: the transfer runs need the sibling's
-        results = [replay_kernel(a.kiln, a.zoo, a.out, i, r, a.trials, a.replay_seeds, rerun)
+        results = [replay_kernel(a.kiln, a.zoo, a.out, i, r, a.trials, a.replay_seeds, rerun or replay_only)
                    for i, r in zip(kernels, results)]
     render(results, a.doc, os.path.join(os.path.dirname(a.doc), "tuning"), a.trials, a.seeds)
 
