@@ -362,6 +362,7 @@ def replay_kernel(kiln, zoo_dir, out, index, result, trials, seeds, only=None):
         replayed = list(pool.map(run, jobs))
     result["runs"] = [r for r in result["runs"] if r["mode"] == "live" or (only and r["strategy"] not in only)] + replayed
     result["replay_seeds"] = seeds
+    result["replayed"] = datetime.date.today().isoformat()
     with open(os.path.join(out, "kernel%d.json" % index), "w") as f:
         json.dump(result, f)
     return result
@@ -561,6 +562,8 @@ def measured_when(result):
     text = result.get("date", datetime.date.today().isoformat())
     if result.get("rerun"):
         text += " (%s again on %s)" % (" and ".join(result["rerun"]["strategies"]), result["rerun"]["date"])
+    if result.get("replayed", text) != result.get("date"):
+        text += " (replayed %s)" % result["replayed"]
     return text
 
 
@@ -660,6 +663,7 @@ def held_out(kiln, zoo_dir, out, trials, seeds, section, measure=True):
         result = {"model": model_name, "label": label, "signature": signature, "description": description,
                   "trials": trials, "runs": []}
         table = measure_table(kiln, model, signature, work, result, measure)
+        result["written"] = passes_written(work)
         result["runs"] = replay_without_transfer(kiln, model, table, signature, work, HELD_OUT_STRATEGIES, trials, seeds)
         rows.append(result)
     return save_section(os.path.join(out, name), rows, seeds)
@@ -676,6 +680,8 @@ def save_section(path, rows, seeds):
 def render_held_out(rows, doc, seeds, date, section="held_out"):
     begin, end, noun = HELD_SECTIONS[section][3:]
     names = [n for n, _, _ in HELD_OUT_STRATEGIES]
+    if all("written" in r for r in rows):  # the tables' times, and the replays' date
+        date = "%s..%s (replayed %s)" % (min(r["written"][0] for r in rows), max(r["written"][1] for r in rows), date)
     lines = [begin, "", "Measured %s on %s; each kernel's whole space measured by `grid` %s, then %d seeds per "
              "strategy replayed on it (`--no-transfer`, budget %d, batches of %d). Mean trials to 95%% of the "
              "table's best (a run that never gets there counts as %d); in brackets, the ratio to sa; the last column "
@@ -759,7 +765,7 @@ def replicate(kiln, zoo_dir, out, kernels, trials, seeds, measure=True):
 def render_replication(rows, doc, seeds, date):
     names = [n for n, _, _ in REPLICA_STRATEGIES]
     lines = [REPLICA_BEGIN, "",
-             "Measured %s on %s: each benchmark kernel's table measured a second time as the first was (%d passes, "
+             "Replayed %s on %s: each benchmark kernel's table measured a second time as the first was (%d passes, "
              "interleaved) later, at the times in the table; sa, sa-as and rl-as replayed on the first table, the "
              "second and both together (%d seeds, `--no-transfer`, budget %d, batches of %d). Cells: the better of sa-as and rl-as, "
              "mean trials to 95%% of that table's best over sa's, with the 90%% bootstrap interval. Agreement: of "
