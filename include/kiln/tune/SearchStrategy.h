@@ -25,10 +25,10 @@
 //
 // sa-as and rl-as also work from the incumbent (the fastest configuration
 // measured, at first the default schedule): their first round is its
-// one-knob neighbours (random order) instead of a random sample, and every
-// later round begins with the model's two best-predicted unmeasured
-// neighbours of the incumbent (`--start`, StrategyOptions::start; sa and rl
-// start at random, as AutoTVM does).
+// one-knob neighbours (adjacent values first) instead of a random sample,
+// and every later round begins with the model's two best-predicted
+// unmeasured neighbours of the incumbent (`--start`, StrategyOptions::start;
+// sa and rl start at random, as AutoTVM does).
 //
 //===----------------------------------------------------------------------===//
 #pragma once
