@@ -680,8 +680,10 @@ def save_section(path, rows, seeds):
 def render_held_out(rows, doc, seeds, date, section="held_out"):
     begin, end, noun = HELD_SECTIONS[section][3:]
     names = [n for n, _, _ in HELD_OUT_STRATEGIES]
-    if all("written" in r for r in rows):  # the tables' times, and the replays' date
-        date = "%s..%s (replayed %s)" % (min(r["written"][0] for r in rows), max(r["written"][1] for r in rows), date)
+    if all("written" in r for r in rows):  # the tables' times, and the replays' date where it is another day
+        first, last = min(r["written"][0] for r in rows), max(r["written"][1] for r in rows)
+        span = "%s..%s" % (first, last[11:] if last[:10] == first[:10] else last)
+        date = span if date == first[:10] else "%s (replayed %s)" % (span, date)
     lines = [begin, "", "Measured %s on %s; each kernel's whole space measured by `grid` %s, then %d seeds per "
              "strategy replayed on it (`--no-transfer`, budget %d, batches of %d). Mean trials to 95%% of the "
              "table's best (a run that never gets there counts as %d); in brackets, the ratio to sa; the last column "
