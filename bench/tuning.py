@@ -559,12 +559,13 @@ def agreement_text(result):
 
 def measured_when(result):
     """The date of the measurements, and of any later rerun of some strategies."""
-    text = result.get("date", datetime.date.today().isoformat())
+    date = result.get("date", datetime.date.today().isoformat())
+    later = []
     if result.get("rerun"):
-        text += " (%s again on %s)" % (" and ".join(result["rerun"]["strategies"]), result["rerun"]["date"])
-    if result.get("replayed", text) != result.get("date"):
-        text += " (replayed %s)" % result["replayed"]
-    return text
+        later.append("%s measured again on %s" % (" and ".join(result["rerun"]["strategies"]), result["rerun"]["date"]))
+    if result.get("replayed", date) != date:
+        later.append("replayed again on %s" % result["replayed"])
+    return date + (" (%s)" % "; ".join(later) if later else "")
 
 
 def render(results, doc, charts_dir, trials, seeds):
