@@ -558,7 +558,7 @@ def agreement_text(result):
 
 
 def measured_when(result):
-    """The date of the measurements, and of any later rerun of some strategies."""
+    """The date of the measurements, and of any later rerun of some strategies or replay of the tables."""
     date = result.get("date", datetime.date.today().isoformat())
     later = []
     if result.get("rerun"):
