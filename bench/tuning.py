@@ -127,9 +127,10 @@ HELD_OUT_STRATEGIES = [(s, s, []) for s in ("sa", "sa-as", "rl-as")] + [
     (name, strategy, extra) for name, strategy, _, extra in CONTEXT if name in ABLATIONS]
 HELD_BEGIN, HELD_END = "<!-- tuning-held-out:begin (bench/tuning.py --held-out) -->", "<!-- tuning-held-out:end -->"
 FRESH_BEGIN, FRESH_END = "<!-- tuning-fresh:begin (bench/tuning.py --fresh) -->", "<!-- tuning-fresh:end -->"
-# A section of kernels outside the comparison: (kernels, work folder prefix, results file, doc markers, noun).
-HELD_SECTIONS = {"held_out": (HELD_OUT, "held", "held_out.json", HELD_BEGIN, HELD_END, "Held-out kernels"),
-                 "fresh": (FRESH, "fresh", "fresh.json", FRESH_BEGIN, FRESH_END, "Fresh kernels")}
+# A section of kernels outside the comparison: its kernels, work folder prefix, results file, doc markers, noun.
+HeldSection = collections.namedtuple("HeldSection", "kernels prefix results begin end noun")
+HELD_SECTIONS = {"held_out": HeldSection(HELD_OUT, "held", "held_out.json", HELD_BEGIN, HELD_END, "Held-out kernels"),
+                 "fresh": HeldSection(FRESH, "fresh", "fresh.json", FRESH_BEGIN, FRESH_END, "Fresh kernels")}
 REPLICA_STRATEGIES = [(s, s, []) for s in ("sa", "sa-as", "rl-as")]
 REPLICA_BEGIN = "<!-- tuning-replication:begin (bench/tuning.py --replicate) -->"
 REPLICA_END = "<!-- tuning-replication:end -->"
@@ -654,11 +655,11 @@ def held_out(kiln, zoo_dir, out, trials, seeds, section, measure=True):
     sa, sa-as, rl-as and the ablations replayed on it without transfer;
     results to the section's file. Without `measure`, the tables measured
     before are replayed again."""
-    kernels, prefix, name = HELD_SECTIONS[section][:3]
+    sect = HELD_SECTIONS[section]
     rows = []
-    for i, (model_name, literal, predicate, label) in enumerate(kernels):
+    for i, (model_name, literal, predicate, label) in enumerate(sect.kernels):
         model = os.path.join(zoo_dir, model_name + "-default.onnx")
-        work = os.path.join(out, "%s%d" % (prefix, i))
+        work = os.path.join(out, "%s%d" % (sect.prefix, i))
         os.makedirs(work, exist_ok=True)
         signature, description = pick_task(kiln, model, predicate, work, literal)
         result = {"model": model_name, "label": label, "signature": signature, "description": description,
@@ -667,7 +668,7 @@ def held_out(kiln, zoo_dir, out, trials, seeds, section, measure=True):
         result["written"] = passes_written(work)
         result["runs"] = replay_without_transfer(kiln, model, table, signature, work, HELD_OUT_STRATEGIES, trials, seeds)
         rows.append(result)
-    return save_section(os.path.join(out, name), rows, seeds)
+    return save_section(os.path.join(out, sect.results), rows, seeds)
 
 
 def save_section(path, rows, seeds):
@@ -679,13 +680,13 @@ def save_section(path, rows, seeds):
 
 
 def render_held_out(rows, doc, seeds, date, section="held_out"):
-    begin, end, noun = HELD_SECTIONS[section][3:]
+    sect = HELD_SECTIONS[section]
     names = [n for n, _, _ in HELD_OUT_STRATEGIES]
     if all("written" in r for r in rows):  # the tables' times, and the replays' date where it is another day
         first, last = min(r["written"][0] for r in rows), max(r["written"][1] for r in rows)
-        span = "%s..%s" % (first, last[11:] if last[:10] == first[:10] else last)
+        span = written_span(first, last)
         date = span if date == first[:10] else "%s (replayed %s)" % (span, date)
-    lines = [begin, "", "Measured %s on %s; each kernel's whole space measured by `grid` %s, then %d seeds per "
+    lines = [sect.begin, "", "Measured %s on %s; each kernel's whole space measured by `grid` %s, then %d seeds per "
              "strategy replayed on it (`--no-transfer`, budget %d, batches of %d). Mean trials to 95%% of the "
              "table's best (a run that never gets there counts as %d); in brackets, the ratio to sa; the last column "
              "the better of sa-as and rl-as over sa with its 90%% bootstrap interval.%s" % (
@@ -713,11 +714,17 @@ def render_held_out(rows, doc, seeds, date, section="held_out"):
             to_find += 1
             halved_to_find += half
         lines.append("| " + " | ".join(cells) + " |")
-    lines += ["", noun + " where sa-as or rl-as needed at most half of sa's trials: %d of %d (%d with the whole "
+    lines += ["", sect.noun + " where sa-as or rl-as needed at most half of sa's trials: %d of %d (%d with the whole "
               "interval below 0.5); of the %d whose default is not within 95%% of the best (the others' search finds a "
               "second configuration that good, which the tuned model hardly needs): %d." % (
-                  halved, len(rows), clear, to_find, halved_to_find), "", end]
-    zoo.replace_section(doc, begin, end, lines)
+                  halved, len(rows), clear, to_find, halved_to_find), "", sect.end]
+    zoo.replace_section(doc, sect.begin, sect.end, lines)
+
+
+def written_span(first, last):
+    """Two passes_written times as one span: 'YYYY-MM-DD HH:MM..HH:MM', the
+    last one's date repeated only when it is another day."""
+    return "%s..%s" % (first, last[11:] if last[:10] == first[:10] else last)
 
 
 def passes_written(work):
@@ -779,7 +786,7 @@ def render_replication(rows, doc, seeds, date):
              "kept | near-best agreement | first table | second table | both |", "|---|---|---|---|---:|---|---|---|---|"]
     counts = {name: [0, 0] for name in ("first", "second", "both")}  # at most half; with the interval too
     for row in rows:
-        cells = [row["label"]] + ["%s..%s" % (w[0], w[1][-5:]) for w in row["written"]]
+        cells = [row["label"]] + [written_span(*w) for w in row["written"]]
         cells.append(" / ".join(str(within_95(t)) for t in row["tables"].values()))
         a = row["agreement"]
         cells += ["%.0f%%" % (100 * a["targets_kept"]), "%.2f..%.2f" % (a["near_ratio_p5"], a["near_ratio_p95"])]
@@ -831,7 +838,7 @@ def main():
     if a.replicate or a.held_out or a.fresh:
         section = "fresh" if a.fresh else "held_out"
         name, render_section = ("replication.json", render_replication) if a.replicate else (
-            HELD_SECTIONS[section][2], lambda rows, doc, seeds, date: render_held_out(rows, doc, seeds, date, section))
+            HELD_SECTIONS[section].results, lambda rows, doc, seeds, date: render_held_out(rows, doc, seeds, date, section))
         if a.skip_run:
             saved = json.load(open(os.path.join(a.out, name)))
             render_section(saved["kernels"], a.doc, saved["seeds"], saved["date"])
