@@ -125,7 +125,7 @@ def measure(name, batch=0, mode="eager", device="cuda", warmup=100, runs=1000, m
         "compile_ms": {"import": None, "passes": None, "codegen": compile_ms, "total": compile_ms or 0.0},
         "memory": {"peak_host_bytes": None,
                    "peak_device_bytes": torch.cuda.max_memory_allocated() if device == "cuda" else None},
-        "gpu": None, "wall_s": time.time() - started,
+        "gpu": None, "versus": None, "wall_s": time.time() - started,
     }
 
 

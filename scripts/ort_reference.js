@@ -139,7 +139,7 @@ async function main() {
     throughput_per_s: opts.batch * 1000 / s.latency.mean,
     compile_ms: { import: null, passes: null, codegen: null, total: createMs },
     memory: { peak_host_bytes: process.resourceUsage().maxRSS * 1024, peak_device_bytes: null },
-    gpu: null, wall_s: msSince(start) / 1000,
+    gpu: null, versus: null, wall_s: msSince(start) / 1000,
   };
   const line = JSON.stringify(record);
   if (opts.json) fs.appendFileSync(opts.json, line + '\n');

@@ -13,6 +13,16 @@
 namespace kiln::bench {
 namespace {
 
+nlohmann::ordered_json latencyJson(const LatencySummary& l) {
+  return {{"mean", l.mean}, {"stddev", l.stddev}, {"min", l.min}, {"max", l.max},
+          {"p50", l.p50},   {"p90", l.p90},       {"p99", l.p99}};
+}
+
+void printLatency(std::ostream& os, const LatencySummary& l) {
+  os << "mean " << l.mean << "  p50 " << l.p50 << "  p90 " << l.p90 << "  p99 " << l.p99 << "  (min " << l.min << ", max "
+     << l.max << ", stddev " << l.stddev << ")\n";
+}
+
 nlohmann::json optionalNumber(const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(); }
 
 std::string megabytes(uint64_t bytes) {
@@ -49,9 +59,7 @@ std::string toJsonLine(const BenchRecord& r) {
   j["runs_completed"] = r.runsCompleted;
   j["samples"] = r.latencyMs.samples;
   j["outliers"] = r.latencyMs.outliers;
-  const LatencySummary& l = r.latencyMs;
-  j["latency_ms"] = {{"mean", l.mean}, {"stddev", l.stddev}, {"min", l.min}, {"max", l.max},
-                     {"p50", l.p50},   {"p90", l.p90},       {"p99", l.p99}};
+  j["latency_ms"] = latencyJson(r.latencyMs);
   j["throughput_per_s"] = r.throughputPerS;
   j["compile_ms"] = {{"import", optionalNumber(r.compileMs.importMs)},
                      {"passes", optionalNumber(r.compileMs.passesMs)},
@@ -67,6 +75,15 @@ std::string toJsonLine(const BenchRecord& r) {
                 {"samples", r.gpu->samples}};
   else
     j["gpu"] = nullptr;
+  if (r.versus)
+    j["versus"] = {{"baseline", r.versus->baseline},
+                   {"baseline_latency_ms", latencyJson(r.versus->baselineMs)},
+                   {"ratio_of_medians", r.versus->ratioOfMedians},
+                   {"median_pair_ratio", r.versus->medianPairRatio},
+                   {"pairs", r.versus->pairs},
+                   {"pairs_faster", r.versus->pairsFaster}};
+  else
+    j["versus"] = nullptr;
   j["wall_s"] = r.wallS;
   return j.dump();
 }
@@ -80,9 +97,16 @@ void printTable(std::ostream& os, const BenchRecord& r) {
      << (r.threads == 1 ? " thread" : " threads") << ", batch " << r.batch << "\n"
      << "runs         " << r.runsCompleted << " timed after " << r.warmup << " warm-up; " << l.outliers
      << " outliers beyond " << std::defaultfloat << r.sigmas << std::fixed << " sigma removed\n"
-     << "latency ms   mean " << l.mean << "  p50 " << l.p50 << "  p90 " << l.p90 << "  p99 " << l.p99 << "  (min "
-     << l.min << ", max " << l.max << ", stddev " << l.stddev << ")\n"
-     << std::setprecision(2) << "throughput   " << r.throughputPerS << " inferences/s\n"
+     << "latency ms   ";
+  printLatency(os, l);
+  if (r.versus) {
+    const PairedComparison& v = *r.versus;
+    os << std::left << std::setw(13) << v.baseline << std::right;
+    printLatency(os, v.baselineMs);
+    os << "versus       " << v.pairs << " alternating pairs with " << v.baseline << ": p50 ratio " << v.ratioOfMedians
+       << ", median of pair ratios " << v.medianPairRatio << ", faster in " << v.pairsFaster << " of " << v.pairs << "\n";
+  }
+  os << std::setprecision(2) << "throughput   " << r.throughputPerS << " inferences/s\n"
      << std::setprecision(1) << "compile ms   import " << phase(r.compileMs.importMs) << "  passes "
      << phase(r.compileMs.passesMs) << "  codegen " << phase(r.compileMs.codegenMs) << "  total "
      << r.compileMs.totalMs() << "\n"

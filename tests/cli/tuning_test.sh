@@ -202,6 +202,19 @@ same_outputs out_ref out_tuned
 # kiln bench applies it too.
 "$KILN" bench "$MODEL" --backend cpu --tuning-db db_sa.jsonl --runs 5 --warmup 1 > bench.txt 2> bench.err
 expect_in "kiln bench: tuning db: " bench.err
+# --versus-untuned alternates the tuned and the untuned model run by run and compares them pair by pair.
+"$KILN" bench "$MODEL" --backend cpu --tuning-db db_sa.jsonl --versus-untuned --runs 20 --warmup 2 > versus.txt 2> versus.err
+expect_in "tuned and untuned alternating" versus.err
+expect_in "20 alternating pairs with untuned: p50 ratio" versus.txt
+"$KILN" bench "$MODEL" --backend cpu --tuning-db db_sa.jsonl --versus-untuned --runs 20 --warmup 0 --format json > versus.json
+expect_in '"baseline":"untuned"' versus.json
+expect_in '"pairs":20,' versus.json
+"$KILN" bench "$MODEL" --backend cpu --runs 3 --warmup 0 --format json > alone.json
+expect_in '"versus":null' alone.json
+"$KILN" bench "$MODEL" --backend cpu --tuning-db db_sa.jsonl --versus-untuned --untuned-first --runs 4 --warmup 0 > first.txt
+expect_in "4 alternating pairs with untuned" first.txt
+expect_fail "--versus-untuned compares against --tuning-db" "$KILN" bench "$MODEL" --backend cpu --versus-untuned
+expect_fail "--untuned-first requires --versus-untuned" "$KILN" bench "$MODEL" --backend cpu --tuning-db db_sa.jsonl --untuned-first
 
 # A corrupt line is reported with its number and skipped; a changed knob space makes records stale.
 cp db_sa.jsonl corrupt.jsonl

@@ -1,7 +1,8 @@
 //===- tests/unit/BenchTest.cpp - The benchmark harness -------------------===//
 //
 // Latency statistics (outlier removal, nearest-rank percentiles), the backend
-// registry, the measurement loop on the interpreter backend, the kiln-bench/1
+// registry, the measurement loop on the interpreter backend (alone and paired
+// with another, as kiln bench --versus-untuned runs it), the kiln-bench/1
 // JSON record, and NVML's absence or presence.
 //
 //===----------------------------------------------------------------------===//
@@ -36,6 +37,21 @@ std::unique_ptr<bench::Backend> preparedInterpreter(bench::CompilePhases& phases
   auto backend = bench::createBackend("interpreter", {});
   REQUIRE(backend.isOk());
   REQUIRE((*backend)->prepare(smallModel(), phases).isOk());
+  return std::move(backend).value();
+}
+
+/// The same input as smallModel() through a chain of `n` Relus: many more steps for the interpreter.
+std::unique_ptr<bench::Backend> preparedReluChain(int n) {
+  std::string text = "module @m {\n  graph @main(%x: f32[4,8]) {\n    %r0 = Relu(%x) : f32[4,8]\n";
+  for (int i = 1; i < n; ++i)
+    text += "    %r" + std::to_string(i) + " = Relu(%r" + std::to_string(i - 1) + ") : f32[4,8]\n";
+  text += "    return %r" + std::to_string(n - 1) + "\n  }\n}\n";
+  auto m = ir::parseModule(text, "chain.kir");
+  REQUIRE(m.isOk());
+  auto backend = bench::createBackend("interpreter", {});
+  REQUIRE(backend.isOk());
+  bench::CompilePhases phases;
+  REQUIRE((*backend)->prepare(std::move(m).value(), phases).isOk());
   return std::move(backend).value();
 }
 
@@ -142,6 +158,7 @@ TEST_CASE("runBenchmark measures the interpreter backend and fills the record", 
   CHECK(j["memory"]["peak_device_bytes"].is_null());
   CHECK(j["gpu"].is_null());
   CHECK(j["launch"].is_null());  // a host backend
+  CHECK(j["versus"].is_null());  // runBenchmark measures one backend
   CHECK(j["latency_ms"]["p50"].get<double>() == record.latencyMs.p50);
   for (const char* key : {"runtime", "runtime_version", "backend", "model", "model_path", "date", "machine", "config",
                           "samples", "outliers", "throughput_per_s", "memory", "wall_s"})
@@ -170,6 +187,52 @@ TEST_CASE("runBenchmark stops at --max-seconds and reports bad inputs with the r
   CHECK_THAT(bad.error().str(), Catch::Contains("warm-up run 1"));
   Status noRuns = bench::runBenchmark(*backend, {RuntimeValue(x)}, {.warmup = 0, .runs = 0}, record, nullptr);
   CHECK_FALSE(noRuns.isOk());
+}
+
+TEST_CASE("runPairedBenchmark alternates two backends run by run and compares them pair by pair", "[bench]") {
+  bench::CompilePhases phases;
+  auto fast = preparedInterpreter(phases);
+  auto slow = preparedReluChain(400);
+  Tensor x = Tensor::fromVector<float>({4, 8}, std::vector<float>(32, 1.0f));
+  bench::BenchRecord record;
+  REQUIRE(bench::runPairedBenchmark(*fast, *slow, "chain", {RuntimeValue(x)}, {.warmup = 2, .runs = 30}, record, nullptr)
+              .isOk());
+  REQUIRE(record.versus.has_value());
+  const bench::PairedComparison& v = *record.versus;
+  CHECK(record.runsCompleted == 30);
+  CHECK(v.baseline == "chain");
+  CHECK(v.pairs == 30);
+  CHECK(v.baselineMs.samples + v.baselineMs.outliers == 30);
+  CHECK(v.ratioOfMedians == Approx(record.latencyMs.p50 / v.baselineMs.p50));
+  // Two steps against 400: the record's backend is the faster in (nearly) every pair.
+  CHECK(v.ratioOfMedians < 0.5);
+  CHECK(v.medianPairRatio < 0.5);
+  CHECK(v.pairsFaster >= 27);
+  // The other way round, the comparison turns over.
+  bench::BenchRecord reverse;
+  REQUIRE(bench::runPairedBenchmark(*slow, *fast, "small", {RuntimeValue(x)}, {.warmup = 0, .runs = 30}, reverse, nullptr)
+              .isOk());
+  CHECK(reverse.versus->medianPairRatio > 2);
+  CHECK(reverse.versus->pairsFaster <= 3);
+
+  auto j = nlohmann::json::parse(bench::toJsonLine(record));
+  CHECK(j["versus"]["baseline"] == "chain");
+  CHECK(j["versus"]["pairs"] == 30);
+  CHECK(j["versus"]["pairs_faster"] == v.pairsFaster);
+  CHECK(j["versus"]["baseline_latency_ms"]["p50"].get<double>() == v.baselineMs.p50);
+  CHECK(j["versus"]["median_pair_ratio"].get<double>() == v.medianPairRatio);
+  std::ostringstream table;
+  bench::printTable(table, record);
+  CHECK_THAT(table.str(), Catch::Contains("30 alternating pairs with chain"));
+  CHECK_THAT(table.str(), Catch::Contains("faster in " + std::to_string(v.pairsFaster) + " of 30"));
+
+  // A failing run names which of the two it was; the baseline runs first in the first pair.
+  Tensor wrong = Tensor::fromVector<float>({2, 2}, {1, 2, 3, 4});
+  Status bad = bench::runPairedBenchmark(*fast, *slow, "chain", {RuntimeValue(wrong)}, {.warmup = 1, .runs = 5}, record, nullptr);
+  REQUIRE_FALSE(bad.isOk());
+  CHECK_THAT(bad.error().str(), Catch::Contains("chain warm-up run 1"));
+  CHECK_FALSE(bench::runPairedBenchmark(*fast, *slow, "chain", {RuntimeValue(x)}, {.warmup = 0, .runs = 0}, record, nullptr)
+                  .isOk());
 }
 
 TEST_CASE("GpuMonitor reports NVML's absence, or samples a GPU when there is one", "[bench]") {

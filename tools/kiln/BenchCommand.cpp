@@ -8,11 +8,16 @@
 // --profile N then times every kernel on the device over N more runs and
 // prints where the time goes (kiln/bench/KernelProfile.h: the slowest 25;
 // every kernel, on stderr, with --format json, so stdout stays one record).
+// --versus-untuned (with --tuning-db) prepares the model a second time without
+// the database and alternates the two run by run (kiln/bench/BenchRunner.h
+// runPairedBenchmark): on a machine whose speed drifts by more than tuning
+// gains, the paired ratio still says whether the tuned code is faster.
 //
 //===----------------------------------------------------------------------===//
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 
 #include "Commands.h"
 #include "kiln/passes/OptLevels.h"
@@ -35,16 +40,28 @@ struct BenchCommandOptions {
   bool quiet = false;
   int profileRuns = 0;
   std::string tuningDb;
+  bool versusUntuned = false;
+  bool untunedFirst = false;
 };
 
 int benchModel(const BenchCommandOptions& o) {
   std::ostream* progress = o.quiet ? nullptr : &std::cerr;
+  if (o.versusUntuned && o.tuningDb.empty())
+    return reportError(Error(ErrorCode::InvalidArgument, "--versus-untuned compares against --tuning-db: give the database"));
+  // --versus-untuned's baseline is the same model imported a second time. Which import comes first shifts
+  // the two by about 1% on a shared VM (where each lands in memory); --untuned-first swaps them.
+  std::optional<Expected<ModelWithInputs>> untunedModel;
+  if (o.versusUntuned && o.untunedFirst) untunedModel = loadModelWithInputs(o.model, o.inputs, o.seed);
   auto model = loadModelWithInputs(o.model, o.inputs, o.seed);
   if (!model) return reportError(model.error());
+  if (o.versusUntuned && !o.untunedFirst) untunedModel = loadModelWithInputs(o.model, o.inputs, o.seed);
+  if (untunedModel && !*untunedModel) return reportError(untunedModel->error());
   if (Status s = checkPrecisionTarget(o.model, o.backend == "cuda"); !s.isOk()) return reportError(s.error());
-  auto backend = bench::createBackend(o.backend, {.threads = o.threads, .seed = o.seed, .allowTf32 = o.model.precision == "tf32",
-                                                       .libraryTactics = effectiveLibraryTactics(o.model, o.backend == "cuda"),
-                                                       .tuningDb = o.tuningDb});
+  auto backendOptions = [&](const std::string& tuningDb) {
+    return bench::BackendOptions{.threads = o.threads, .seed = o.seed, .allowTf32 = o.model.precision == "tf32",
+                                 .libraryTactics = effectiveLibraryTactics(o.model, o.backend == "cuda"), .tuningDb = tuningDb};
+  };
+  auto backend = bench::createBackend(o.backend, backendOptions(o.tuningDb));
   if (!backend) return reportError(backend.error());
   if (!o.tuningDb.empty() && o.backend != "cpu" && o.backend != "cuda")
     return reportError(Error(ErrorCode::InvalidArgument,
@@ -68,14 +85,27 @@ int benchModel(const BenchCommandOptions& o) {
   if (progress) *progress << "kiln bench: preparing " << record.model << " for " << o.backend << "\n";
   Status prepared = (*backend)->prepare(std::move(model->module), record.compileMs);
   if (!prepared.isOk()) return reportError(prepared.error());
+  // The baseline of --versus-untuned, prepared without the database after the timed preparation.
+  std::unique_ptr<bench::Backend> untuned;
+  if (o.versusUntuned) {
+    auto b = bench::createBackend(o.backend, backendOptions(""));
+    if (!b) return reportError(b.error());
+    if (progress) *progress << "kiln bench: preparing " << o.model.path << " untuned, to alternate with the tuned runs\n";
+    bench::CompilePhases ignored;
+    if (Status s = (*b)->prepare(std::move((*untunedModel)->module), ignored); !s.isOk()) return reportError(s.error());
+    untuned = std::move(*b);
+  }
   record.launch = (*backend)->launchSummary();
   if (!o.tuningDb.empty()) {
     record.options += " --tuning-db " + o.tuningDb;
     if (progress) *progress << "kiln bench: " << (*backend)->tuningSummary() << "\n";
   }
   if (progress)
-    *progress << "kiln bench: " << o.bench.warmup << " warm-up and " << o.bench.runs << " timed runs\n" << std::flush;
-  Status measured = bench::runBenchmark(**backend, model->inputs, o.bench, record, progress);
+    *progress << "kiln bench: " << o.bench.warmup << " warm-up and " << o.bench.runs << " timed runs"
+              << (untuned ? " of each, tuned and untuned alternating" : "") << "\n"
+              << std::flush;
+  Status measured = untuned ? bench::runPairedBenchmark(**backend, *untuned, "untuned", model->inputs, o.bench, record, progress)
+                            : bench::runBenchmark(**backend, model->inputs, o.bench, record, progress);
   if (!measured.isOk()) return reportError(measured.error());
 
   std::string line = bench::toJsonLine(record);
@@ -123,6 +153,15 @@ void addBenchCommand(CLI::App& app, int& exitCode) {
       ->check(CLI::IsMember({"table", "json"}));
   cmd->add_option("--json", o->jsonFile, "Append the record to this .jsonl file");
   cmd->add_option("--tuning-db", o->tuningDb, "cpu and cuda backends: use the schedules this tuning database holds for this CPU or GPU (kiln tune)");
+  auto* versus = cmd->add_flag("--versus-untuned", o->versusUntuned,
+                "With --tuning-db: also prepare the model without it and alternate the runs one by one (untuned, tuned, "
+                "untuned, ...), so the machine's drift hits both alike; prints both latencies, the p50 ratio, the "
+                "median ratio of each tuned run to the untuned runs beside it, and in how many pairs the tuned run "
+                "was faster");
+  cmd->add_flag("--untuned-first", o->untunedFirst,
+                "With --versus-untuned: import the untuned copy before the tuned one (which comes first shifts them "
+                "by about 1% on a shared VM; alternate it over several processes)")
+      ->needs(versus);
   cmd->add_flag("--quiet", o->quiet, "No progress on stderr");
   cmd->add_option("--profile", o->profileRuns,
                   "After measuring, time every kernel on the device over this many runs and print the slowest "

@@ -27,6 +27,19 @@ namespace kiln::bench {
 
 inline constexpr const char* kBenchSchema = "kiln-bench/1";
 
+/// A paired measurement against a baseline (kiln bench --versus-untuned):
+/// the record's timed runs alternated one by one with the baseline's (the
+/// same model prepared without the tuning database), so the machine's drift
+/// and its neighbours' load hit both alike.
+struct PairedComparison {
+  std::string baseline;        ///< what the record is compared with, e.g. "untuned"
+  LatencySummary baselineMs;   ///< the baseline's runs, summarised as the record's own
+  double ratioOfMedians = 0;   ///< the record's p50 over the baseline's
+  double medianPairRatio = 0;  ///< the median over the record's runs of (run / mean of the baseline runs beside it)
+  int pairs = 0;
+  int pairsFaster = 0;         ///< pairs in which the record's run was the faster
+};
+
 struct BenchRecord {
   // What ran, where and when.
   std::string runtime = "kiln";
@@ -52,6 +65,7 @@ struct BenchRecord {
   uint64_t peakHostBytes = 0;
   std::optional<uint64_t> peakDeviceBytes;
   std::optional<GpuSample> gpu;
+  std::optional<PairedComparison> versus;  ///< set by runPairedBenchmark
   double wallS = 0;
 };
 
