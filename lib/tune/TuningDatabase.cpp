@@ -16,6 +16,7 @@
 #include "kiln/support/File.h"
 #include "kiln/tune/KernelTiming.h"
 #include "kiln/tune/SearchStrategy.h"
+#include "ScheduleVerdict.h"
 
 namespace kiln::tune {
 
@@ -167,8 +168,7 @@ TuningApplication applyTuningDatabase(const TaskSet& tasks, const TuningDatabase
   TuningApplication out;
   std::map<std::string, std::string> librariesHere;  // library -> its version here, looked up once
   for (const TuningTask& task : tasks.tasks) {
-    // Mean time per configuration over its valid records of this key.
-    std::map<Config, std::pair<double, int>> times;
+    std::vector<const TuningRecord*> generated;  // this key's generated-code records, in file order
     std::map<std::string, std::pair<double, int>> libraryTimes;  // per library
     std::string staleWhy, libraryUnusedWhy;
     std::optional<bool> callable;  // whether a library call computes the task, looked up at its first library record
@@ -182,8 +182,8 @@ TuningApplication applyTuningDatabase(const TaskSet& tasks, const TuningDatabase
         staleWhy = "knob space changed since it was measured (version " + r.spaceVersion + ", now " + task.spaceVersion + ")";
         continue;
       }
-      if (r.status != MeasureStatus::Ok) continue;
       if (!r.library.empty()) {
+        if (r.status != MeasureStatus::Ok) continue;
         if (!callable) callable = task.hasLibraryCall();
         if (!*callable) {
           libraryUnusedWhy = "no " + r.library + " call computes this kernel";
@@ -204,18 +204,9 @@ TuningApplication applyTuningDatabase(const TaskSet& tasks, const TuningDatabase
         staleWhy = "its configuration is not in the current knob space";
         continue;
       }
-      auto& [sum, n] = times[r.config];
-      sum += r.ms;
-      ++n;
+      generated.push_back(&r);
     }
-    const Config defaultConfig = task.space.defaultConfig();
-    const Config* best = nullptr;
-    double bestMs = std::numeric_limits<double>::infinity(), defaultMs = bestMs;
-    for (const auto& [config, t] : times) {
-      double mean = t.first / t.second;
-      if (config == defaultConfig) defaultMs = mean;
-      if (mean < bestMs) bestMs = mean, best = &config;
-    }
+    const ScheduleVerdict verdict = scheduleVerdict(generated, task.space.defaultConfig());
     std::string library;  // the fastest library call measured for it
     double libraryMs = 0;
     for (const auto& [name, t] : libraryTimes)
@@ -228,25 +219,18 @@ TuningApplication applyTuningDatabase(const TaskSet& tasks, const TuningDatabase
       k.library = library;
       k.libraryMs = libraryMs;
       if (library.empty()) k.libraryUnused = libraryUnusedWhy;
-      // bestMs is the fastest generated kernel's, the default included.
-      const bool libraryFaster = best && !library.empty() && libraryMs < bestMs;
-      if (best && !library.empty()) out.libraryMeasuredFaster[k.group] = libraryFaster;
-      if (best) {
-        k.tunedMs = bestMs;
-        k.defaultMs = std::isfinite(defaultMs) ? defaultMs : 0;
-        if (libraryFaster) {
-          k.status = ApplyStatus::Library;
-          if (!std::isfinite(defaultMs) || bestMs < defaultMs) {  // the kernel's, should it run generated after all
-            k.config = *best;
-            out.configs[k.group] = *best;
-          }
-        } else if (std::isfinite(defaultMs) && !(bestMs < defaultMs)) {
-          k.status = ApplyStatus::KeptDefault;
-        } else {
-          k.status = ApplyStatus::Applied;
-          k.config = *best;
-          out.configs[k.group] = *best;
+      const bool libraryFaster = verdict.measured && !library.empty() && libraryMs < verdict.generatedMs();
+      if (verdict.measured && !library.empty()) out.libraryMeasuredFaster[k.group] = libraryFaster;
+      if (verdict.measured) {
+        k.tunedMs = verdict.tunedMs > 0 ? verdict.tunedMs : verdict.defaultMs;
+        k.defaultMs = verdict.defaultMs;
+        if (verdict.winner) {  // the kernel's schedule: applied, or kept for when it runs generated after all
+          k.config = *verdict.winner;
+          out.configs[k.group] = *verdict.winner;
         }
+        k.status = libraryFaster    ? ApplyStatus::Library
+                   : verdict.winner ? ApplyStatus::Applied
+                                    : ApplyStatus::KeptDefault;
       } else {
         k.status = staleWhy.empty() ? ApplyStatus::Missing : ApplyStatus::Stale;
         k.why = staleWhy;

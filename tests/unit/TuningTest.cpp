@@ -693,6 +693,64 @@ TEST_CASE("the tuning database round-trips, skips corrupt lines and applies what
   CHECK(s2.kernels[0].why.find("knob space") != std::string::npos);
 }
 
+TEST_CASE("applying a database follows the confirmations, else the times relative to the default beside them") {
+  Fixture f;
+  const TuningTask& t = f.conv();
+  const codegen::Config def = t.space.defaultConfig(), a = t.space.configAt(1), b = t.space.configAt(2);
+  REQUIRE((a != def && b != def && a != b));
+  auto rec = [&](const codegen::Config& c, double ms, double anchorMs, const std::string& strategy,
+                 MeasureStatus status = MeasureStatus::Ok) {
+    TuningRecord r;
+    r.target = "cpu", r.device = "dev", r.toolkit = "tk";
+    r.signature = t.signature;
+    r.spaceVersion = t.spaceVersion;
+    r.config = c, r.ms = ms, r.anchorMs = anchorMs, r.status = status;
+    r.isDefault = c == def;
+    r.strategy = strategy;
+    return r;
+  };
+  auto applied = [&](const std::vector<TuningRecord>& records) {
+    auto db = scratchDatabase("tuning-verdict");
+    REQUIRE(db.isOk());
+    for (const TuningRecord& r : records) REQUIRE(db->append(r).isOk());
+    TuningApplication app = applyTuningDatabase(f.tasks, *db, "cpu", "dev", "tk");
+    const auto k = std::find_if(app.kernels.begin(), app.kernels.end(),
+                                [&](const KernelApplication& x) { return x.signature == t.signature; });
+    REQUIRE(k != app.kernels.end());
+    return *k;
+  };
+  SECTION("interleaved records without confirmations: by the time relative to the default beside each") {
+    // b is fastest as measured (0.8 ms, in a fast moment: its default ran 0.8 too), a is 25% faster than the
+    // default beside it.
+    KernelApplication k = applied({rec(def, 1.0, 1.0, "default"), rec(a, 0.9, 1.2, "sa"), rec(b, 0.8, 0.8, "sa")});
+    CHECK(k.status == ApplyStatus::Applied);
+    CHECK(k.config == a);
+    CHECK(k.tunedMs == Approx(0.75));  // a's relative time on the default's 1.0 ms
+    CHECK(k.defaultMs == Approx(1.0));
+    // The same times without anchors: as measured, b.
+    k = applied({rec(def, 1.0, 0, "default"), rec(a, 0.9, 0, "sa"), rec(b, 0.8, 0, "sa")});
+    CHECK(k.config == b);
+  }
+  SECTION("confirmations decide over separate measurements") {
+    // b measured fastest, but the confirmation pair (default, then the winner) kept the default.
+    KernelApplication k = applied({rec(def, 1.0, 0, "default"), rec(b, 0.5, 0, "sa"), rec(def, 1.0, 0, "confirm"),
+                                   rec(b, 1.1, 0, "confirm")});
+    CHECK(k.status == ApplyStatus::KeptDefault);
+    CHECK(k.tunedMs == Approx(1.1));
+    CHECK(k.defaultMs == Approx(1.0));
+    // Two tuning runs: a won its pair (0.9), b won one (0.8) and lost one (1.4): a, on the mean ratio.
+    k = applied({rec(def, 2.0, 0, "confirm"), rec(b, 1.6, 0, "confirm"), rec(def, 1.0, 0, "confirm"),
+                 rec(a, 0.9, 0, "confirm"), rec(def, 1.0, 0, "confirm"), rec(b, 1.4, 0, "confirm")});
+    CHECK(k.status == ApplyStatus::Applied);
+    CHECK(k.config == a);
+    CHECK(k.tunedMs == Approx(0.9));
+    // A confirmation whose run failed disqualifies its configuration.
+    k = applied({rec(def, 1.0, 0, "confirm"), rec(a, 0.5, 0, "confirm"), rec(def, 1.0, 0, "confirm"),
+                 rec(a, 0, 0, "confirm", MeasureStatus::RunError)});
+    CHECK(k.status == ApplyStatus::KeptDefault);
+  }
+}
+
 TEST_CASE("the tuning loop keeps its budget and records every measurement") {
   Fixture f;
   auto measurer = quickMeasurer(f.reference);
@@ -823,10 +881,20 @@ TEST_CASE("the tuning loop compares interleaved candidates by their time relativ
                                   [&](const TaskOutcome& o) { return o.signature == conv.signature; });
       REQUIRE(t != report->tasks.end());
       REQUIRE(t->trials >= 12);
+      // Applying the database follows the tuner's confirmation, not the fastest separate measurement (which
+      // in both sections is a configuration of the batch that ran at 0.8x).
+      TuningApplication applied = applyTuningDatabase(f.tasks, *db, "cpu", measurer.device(), measurer.toolkit());
+      const auto k = std::find_if(applied.kernels.begin(), applied.kernels.end(),
+                                  [&](const KernelApplication& a) { return a.signature == conv.signature; });
+      REQUIRE(k != applied.kernels.end());
       if (!anchored) {
         CHECK(t->keptDefault);
         CHECK(t->bestConfig == conv.space.defaultConfig());
+        CHECK(k->status == ApplyStatus::KeptDefault);
+        CHECK(applied.configs.count(k->group) == 0);
       } else {
+        CHECK(k->status == ApplyStatus::Applied);
+        CHECK(k->config == *measurer.fast);
         CHECK_FALSE(t->keptDefault);
         CHECK(t->bestConfig == *measurer.fast);
         CHECK(t->bestMs == Approx(0.5));

@@ -10,11 +10,14 @@
 // are not records are reported with their line number and skipped.
 //
 // Applying (kiln compile --tuning-db): for each kernel group of a model the
-// configuration with the lowest mean time over the valid records of its key
-// is used, unless the default's mean on the same key is at least as low (the
-// default is kept: tuned code is never slower than untuned); a group whose signature has records only for another
-// knob space version or toolkit is stale, one with none is missing (default
-// schedule). The summary counts each kind once per compilation. A record
+// records of its key decide (lib/tune/ScheduleVerdict.h): the tuner's
+// side-by-side confirmations of winner and default where there are any
+// (the winner applies only where it was faster there), else the lowest mean
+// time over the valid records (relative to the default's time beside each
+// where all are interleaved), unless the default's is at least as low (the
+// default is kept: tuned code is never slower than untuned); a group whose
+// signature has records only for another knob space version or toolkit is
+// stale, one with none is missing (default schedule). The summary counts each kind once per compilation. A record
 // with a `library` field is the group's library call (cuBLASLt or cuDNN,
 // config empty), measured by kiln tune --target cuda: where its mean beats
 // the generated kernel's best (tuned or default), the group runs as that
