@@ -1,15 +1,18 @@
 #!/usr/bin/python3
 """End-to-end effect of tuning (issue 8, docs/tuning.md): for ResNet-50 and
 BERT-base (default forms) on the CPU target it runs `kiln tune` with one
-budget and strategy, then benchmarks the model untuned (`kiln bench
---backend cpu`), tuned (`--tuning-db`) and on ONNX Runtime (CPU, all graph
-optimisations) on the same inputs, in interleaved rounds (untuned, tuned,
-ORT, repeated) so machine drift hits all three alike; the median of the
-rounds' p50 latencies is reported with the ratios. Results go to --out and
-the table into docs/tuning.md between the e2e markers.
+budget and strategy, then benchmarks the model tuned and untuned (`kiln
+bench --backend cpu --tuning-db DB --versus-untuned`: one process whose
+tuned and untuned runs alternate one by one, so the machine's drift hits
+both alike) and on ONNX Runtime (CPU, all graph optimisations) on the same
+inputs, in rounds (kiln, ORT, repeated); the median of the rounds' p50
+latencies is reported with the ratios, and the paired comparison (the
+median of the rounds' median pair ratios, the pairs the tuned run won).
+Results go to --out and the table into docs/tuning.md between the e2e
+markers.
 
     bench/tuned_models.py [--kiln build/tools/kiln/kiln] [--zoo DIR] [--out build/tuned]
-                          [--trials 1000] [--strategy sa-as] [--rounds 3] [--skip-tune] [--skip-run]
+                          [--trials 1000] [--strategy sa-as] [--interleave] [--rounds 3] [--skip-tune] [--skip-run]
                           [--pipeline PASSES --tag NAME]
 
 --pipeline runs kiln's passes instead of -O3 for tuning, compiling and both
@@ -46,7 +49,7 @@ def measure(a, name):
         if os.path.exists(db):
             os.remove(db)
         cmd = [a.kiln, "tune", model, "--trials", str(a.trials), "--strategy", a.strategy, "--db", db, "--json", report,
-               "--quiet"] + passes
+               "--quiet"] + passes + (["--interleave"] if a.interleave else [])
         print("bench/tuned_models.py:", " ".join(cmd), file=sys.stderr, flush=True)
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
     work = os.path.join(a.out, name + "-inputs")
@@ -54,18 +57,37 @@ def measure(a, name):
     paths = zoo.make_inputs(zoo.input_specs(model), work, 0)
     runs = ["--warmup", "10", "--runs", str(a.runs)]
     kiln_runs = runs + passes
+    # The A/A control: the same comparison against an empty database (both sides untuned) shows the
+    # comparison's own bias and spread, e.g. where each import lands in memory.
+    empty = os.path.join(a.out, "empty.tune.jsonl")
+    open(empty, "w").close()
     p50 = {"untuned": [], "tuned": [], "ort": []}
+    paired = {"median_pair_ratio": [], "pairs_faster": 0, "pairs": 0, "control_median_pair_ratio": []}
     for r in range(a.rounds):
         print(f"bench/tuned_models.py: {name} round {r + 1}/{a.rounds}", file=sys.stderr, flush=True)
-        p50["untuned"].append(zoo.run_kiln_bench(a.kiln, model, paths, "cpu", kiln_runs)["latency_ms"]["p50"])
-        p50["tuned"].append(zoo.run_kiln_bench(a.kiln, model, paths, "cpu", kiln_runs + ["--tuning-db", db])["latency_ms"]["p50"])
+        # one process, the tuned and untuned runs alternating; every other round imports the untuned copy first
+        versus = ["--versus-untuned"] + (["--untuned-first"] if r % 2 else [])
+        rec = zoo.run_kiln_bench(a.kiln, model, paths, "cpu", kiln_runs + ["--tuning-db", db] + versus)
+        p50["untuned"].append(rec["versus"]["baseline_latency_ms"]["p50"])
+        p50["tuned"].append(rec["latency_ms"]["p50"])
+        paired["median_pair_ratio"].append(rec["versus"]["median_pair_ratio"])
+        paired["pairs_faster"] += rec["versus"]["pairs_faster"]
+        paired["pairs"] += rec["versus"]["pairs"]
         p50["ort"].append(zoo.run_ort(model, paths, extra=runs)["latency_ms"]["p50"])
+        control = zoo.run_kiln_bench(a.kiln, model, paths, "cpu", kiln_runs + ["--tuning-db", empty] + versus)
+        paired["control_median_pair_ratio"].append(control["versus"]["median_pair_ratio"])
     tune = json.load(open(report))
+    previous = os.path.join(a.out, key + ".json")
+    # --skip-tune keeps how the database was tuned
+    interleave = a.interleave
+    if a.skip_tune and os.path.exists(previous):
+        interleave = json.load(open(previous)).get("interleave", False)
     applied = subprocess.run([a.kiln, "compile", model, "--tuning-db", db, "-o", os.path.join(a.out, key + ".kiln"), "--quiet"]
                              + passes, check=True, capture_output=True, text=True).stdout
     summary = [l.strip() for l in applied.splitlines() if "tuning db:" in l][0]
-    result = {"model": name, "tag": a.tag, "pipeline": a.pipeline, "date": datetime.date.today().isoformat(), "p50": p50, "trials": tune["trials"], "strategy": tune["strategy"], "tune_seconds": tune["seconds"],
-              "default_kernel_ms": tune["default_kernel_ms"], "tuned_kernel_ms": tune["tuned_kernel_ms"], "applied": summary}
+    result = {"model": name, "tag": a.tag, "pipeline": a.pipeline, "date": datetime.date.today().isoformat(), "p50": p50,
+              "paired": paired, "trials": tune["trials"], "strategy": tune["strategy"], "interleave": interleave,
+              "runs": a.runs, "tune_seconds": tune["seconds"], "default_kernel_ms": tune["default_kernel_ms"], "tuned_kernel_ms": tune["tuned_kernel_ms"], "applied": summary}
     with open(os.path.join(a.out, key + ".json"), "w") as f:
         json.dump(result, f)
     return result
@@ -87,21 +109,48 @@ def stored_results(out):
     return sorted(found, key=lambda r: (order.get(r["model"], len(order)), r.get("tag") or ""))
 
 
+def paired_cell(r):
+    """The paired comparison: the median over rounds of each round's median
+    pair ratio and the pairs the tuned run won; for a result measured before
+    --versus-untuned (separate processes, one after the other in each round),
+    the rounds the tuned model was faster in."""
+    if "paired" not in r:
+        faster = sum(t < u for u, t in zip(r["p50"]["untuned"], r["p50"]["tuned"]))
+        return "(separate runs) %d of %d rounds" % (faster, len(r["p50"]["tuned"]))
+    p = r["paired"]
+    return "%.3f (rounds %.3f..%.3f), %d of %d pairs" % (
+        median(p["median_pair_ratio"]), min(p["median_pair_ratio"]), max(p["median_pair_ratio"]), p["pairs_faster"],
+        p["pairs"])
+
+
+def control_cell(r):
+    """The A/A control's median over rounds and its range, or - where it was not run."""
+    c = r.get("paired", {}).get("control_median_pair_ratio")
+    return "%.3f (%.3f..%.3f)" % (median(c), min(c), max(c)) if c else "-"
+
+
 def render(results, doc, a):
     lines = [BEGIN, "",
              "Measured on %s (`kiln bench --backend cpu`, default threads; ONNX Runtime 1.30 CPU through "
-             "onnxruntime-node); p50 latency, median of %d interleaved rounds of %d runs each; the date of each "
+             "onnxruntime-node); p50 latency, median of the rounds (their number and runs in the tuning column; in each round one "
+             "`kiln bench --tuning-db DB --versus-untuned`, whose tuned and untuned runs alternate one by one, then "
+             "ONNX Runtime); *paired*: the median over rounds of the round's median ratio of a tuned run to the mean "
+             "of the untuned runs on either side of it (with the range of the rounds' medians), and how many of those pairs the tuned run won; "
+             "every other round imports the untuned copy first (`--untuned-first`); *A/A control*: the same "
+             "comparison with an empty database, both sides untuned, which shows the comparison's own bias "
+             "(where each copy lands in memory shifts a round by up to 2.5%%); the date of each "
              "row's run in its first column. Rows with a pass list after the model ran `--pipeline` (-O3's passes "
              "and that one) for tuning and both kiln benchmarks; the others -O3 (which on the cpu target runs "
              "alter-op-layout since 2026-11-24: the earlier -O3 rows have NCHW convolutions)." %
-             (zoo.describe_machine(), a.rounds, a.runs), "",
-             "| date | model | tuning | kiln untuned ms | kiln tuned ms | tuned / untuned | ONNX Runtime ms | untuned / ORT | tuned / ORT |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             zoo.describe_machine(), "",
+             "| date | model | tuning | kiln untuned ms | kiln tuned ms | tuned / untuned | paired: tuned / untuned, tuned faster | A/A control | ONNX Runtime ms | untuned / ORT | tuned / ORT |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in results:
         u, t, o = median(r["p50"]["untuned"]), median(r["p50"]["tuned"]), median(r["p50"]["ort"])
-        lines.append("| %s | %s | %s, %d trials, %.0f s | %.2f | %.2f | %.3f | %.2f | %.2f | %.2f |" % (
-            r.get("date", "2026-11-23"), label(r), r["strategy"], r["trials"], r["tune_seconds"], u, t, t / u, o, u / o,
-            t / o))
+        rounds = "; %d rounds of %d runs" % (len(r["p50"]["tuned"]), r["runs"]) if "runs" in r else ""
+        lines.append("| %s | %s | %s%s, %d trials, %.0f s%s | %.2f | %.2f | %.3f | %s | %s | %.2f | %.2f | %.2f |" % (
+            r.get("date", "2026-11-23"), label(r), r["strategy"], " --interleave" if r.get("interleave") else "",
+            r["trials"], r["tune_seconds"], rounds, u, t, t / u, paired_cell(r), control_cell(r), o, u / o, t / o))
     lines += [""] + ["- %s: %s; kernel time estimate (uses x measured kernel time) %.1f -> %.1f ms." % (
         label(r), r["applied"], r["default_kernel_ms"], r["tuned_kernel_ms"]) for r in results] + ["", END]
     zoo.replace_section(doc, BEGIN, END, lines)
@@ -114,6 +163,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--runs", type=int, default=50)
     ap.add_argument("--models", default=",".join(MODELS))
+    ap.add_argument("--interleave", action="store_true",
+                    help="tune with kiln tune --interleave (each batch timed in rounds beside the default, so drift cancels)")
     ap.add_argument("--skip-tune", action="store_true", help="reuse the tuning databases in --out")
     ap.add_argument("--skip-run", action="store_true", help="re-render from the JSON in --out")
     ap.add_argument("--doc", default=os.path.join(ROOT, "docs/tuning.md"))
