@@ -53,7 +53,7 @@ std::optional<ScheduleVerdict> fromConfirmations(const std::vector<const TuningR
   }
   if (!any) return std::nullopt;
   ScheduleVerdict v;
-  v.measured = v.confirmed = true;
+  v.measured = true;
   v.defaultMs = defaultTimes.n ? defaultTimes.rawMean() : 0;
   double bestRatio = std::numeric_limits<double>::infinity();
   for (const auto& [config, m] : ratios) {
@@ -93,8 +93,14 @@ ScheduleVerdict fromMeans(const std::vector<const TuningRecord*>& records, const
 }  // namespace
 
 ScheduleVerdict scheduleVerdict(const std::vector<const TuningRecord*>& records, const Config& defaultConfig) {
-  if (auto v = fromConfirmations(records)) return *v;
-  return fromMeans(records, defaultConfig);
+  std::optional<ScheduleVerdict> v = fromConfirmations(records);
+  if (!v) return fromMeans(records, defaultConfig);
+  if (v->defaultMs <= 0) {  // no pair without a failed run: the verdict stands (the default), the times from the means
+    const ScheduleVerdict means = fromMeans(records, defaultConfig);
+    v->defaultMs = means.defaultMs;
+    v->tunedMs = means.tunedMs;
+  }
+  return *v;
 }
 
 }  // namespace kiln::tune

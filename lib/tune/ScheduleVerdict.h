@@ -31,7 +31,6 @@ struct ScheduleVerdict {
   const codegen::Config* winner = nullptr;  ///< the configuration to apply; null: keep the default
   double tunedMs = 0;    ///< the fastest non-default configuration's time (ms; 0: none measured)
   double defaultMs = 0;  ///< the default's (0: never measured)
-  bool confirmed = false;  ///< decided by the tuner's confirmations
   /// The fastest generated kernel's time, the default included (what a library call must beat).
   double generatedMs() const { return winner || defaultMs <= 0 ? tunedMs : defaultMs; }
 };

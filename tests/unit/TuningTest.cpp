@@ -748,6 +748,12 @@ TEST_CASE("applying a database follows the confirmations, else the times relativ
     k = applied({rec(def, 1.0, 0, "confirm"), rec(a, 0.5, 0, "confirm"), rec(def, 1.0, 0, "confirm"),
                  rec(a, 0, 0, "confirm", MeasureStatus::RunError)});
     CHECK(k.status == ApplyStatus::KeptDefault);
+    // With no pair left, the default stays and the times come from the means (the default's 1.0 ms; a's 0.5 and 0.6).
+    k = applied({rec(def, 1.0, 0, "default"), rec(a, 0.5, 0, "sa"), rec(def, 0, 0, "confirm", MeasureStatus::RunError),
+                 rec(a, 0.6, 0, "confirm")});
+    CHECK(k.status == ApplyStatus::KeptDefault);
+    CHECK(k.defaultMs == Approx(1.0));
+    CHECK(k.tunedMs == Approx(0.55));
   }
 }
 
