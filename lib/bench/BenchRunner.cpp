@@ -109,8 +109,10 @@ Status runPairedBenchmark(Backend& backend, Backend& baseline, const std::string
   // follows a run of the other model (none finds its own data warm from the
   // run before), and run ti is compared with the mean of the baseline runs on
   // either side of it, which cancels a linear drift across the three.
-  auto base = [&](int i, const char* what) { return timedRun(baseline, inputs, baselineName + " " + what + " " + std::to_string(i + 1)); };
-  auto own = [&](int i, const char* what) { return timedRun(backend, inputs, std::string(what) + " " + std::to_string(i + 1)); };
+  auto base = [&](int i, const std::string& what) {
+    return timedRun(baseline, inputs, baselineName + " " + what + " " + std::to_string(i + 1));
+  };
+  auto own = [&](int i, const std::string& what) { return timedRun(backend, inputs, what + " " + std::to_string(i + 1)); };
   for (int i = 0; i < options.warmup; ++i) {
     KILN_TRY(base(i, "warm-up run"));
     KILN_TRY(own(i, "warm-up run"));

@@ -8,6 +8,7 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <set>
 
 namespace kiln::tune {
 namespace {
@@ -30,7 +31,7 @@ struct Mean {
 /// Source 1: the confirmation pairs; nullopt when there are none.
 std::optional<ScheduleVerdict> fromConfirmations(const std::vector<const TuningRecord*>& records) {
   std::map<Config, Mean> ratios;        // per confirmed configuration: winner / default over its pairs
-  std::map<Config, bool> disqualified;  // a pair of it had a failed run
+  std::set<Config> disqualified;        // a pair of it had a failed run
   Mean defaultTimes;
   const TuningRecord* pendingDefault = nullptr;
   bool any = false;
@@ -45,7 +46,7 @@ std::optional<ScheduleVerdict> fromConfirmations(const std::vector<const TuningR
     const TuningRecord& d = *pendingDefault;
     pendingDefault = nullptr;
     if (d.status != MeasureStatus::Ok || r->status != MeasureStatus::Ok || !(d.ms > 0)) {
-      disqualified[r->config] = true;
+      disqualified.insert(r->config);
       continue;
     }
     ratios[r->config].add(r->ms / d.ms, r->ms, r->config);
@@ -83,9 +84,7 @@ ScheduleVerdict fromMeans(const std::vector<const TuningRecord*>& records, const
     if (config != defaultConfig && (!best || m.mean() < best->mean())) best = &m;
   if (!best) return v;
   // In ms: as measured, or relative to the default and scaled by the default's mean time.
-  v.tunedMs = anchored && v.defaultMs > 0 ? best->mean() / defaultMean * v.defaultMs
-              : anchored                  ? best->rawMean()
-                                          : best->mean();
+  v.tunedMs = anchored && v.defaultMs > 0 ? best->mean() / defaultMean * v.defaultMs : best->rawMean();
   if (best->mean() < defaultMean) v.winner = best->config;
   return v;
 }

@@ -17,8 +17,8 @@
 // where all are interleaved), unless the default's is at least as low (the
 // default is kept: tuned code is never slower than untuned); a group whose
 // signature has records only for another knob space version or toolkit is
-// stale, one with none is missing (default schedule). The summary counts each kind once per compilation. A record
-// with a `library` field is the group's library call (cuBLASLt or cuDNN,
+// stale, one with none is missing (default schedule). The summary counts
+// each kind once per compilation. A record with a `library` field is the group's library call (cuBLASLt or cuDNN,
 // config empty), measured by kiln tune --target cuda: where its mean beats
 // the generated kernel's best (tuned or default), the group runs as that
 // library call under `auto` (its best tuned configuration is still given,
