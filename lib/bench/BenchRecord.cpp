@@ -101,7 +101,7 @@ void printTable(std::ostream& os, const BenchRecord& r) {
   printLatency(os, l);
   if (r.versus) {
     const PairedComparison& v = *r.versus;
-    os << std::left << std::setw(13) << v.baseline << std::right;
+    os << std::left << std::setw(13) << (v.baseline.size() < 13 ? v.baseline : "baseline") << std::right;
     printLatency(os, v.baselineMs);
     os << "versus       " << v.pairs << " alternating pairs with " << v.baseline << ": p50 ratio " << v.ratioOfMedians
        << ", median of pair ratios " << v.medianPairRatio << ", faster in " << v.pairsFaster << " of " << v.pairs << "\n";

@@ -42,20 +42,25 @@ bool SearchSpace::contains(const std::string& pass) const {
   return std::any_of(passes.begin(), passes.end(), [&](const passes::PassInfo* p) { return p->name == pass; });
 }
 
+std::vector<const passes::PassInfo*> classCandidates(const std::vector<std::string>& classes, const PruneOptions& options,
+                                                     std::vector<DroppedPass>& dropped) {
+  std::vector<const passes::PassInfo*> candidates;
+  for (const passes::PassInfo& p : passes::allPasses()) {
+    auto excluded = std::find_if(options.excluded.begin(), options.excluded.end(),
+                                 [&](const ExcludedPass& e) { return e.pass == p.name; });
+    if (excluded != options.excluded.end()) dropped.push_back({&p, excluded->reason});
+    else if (!sharesClass(p, classes)) dropped.push_back({&p, "class"});
+    else candidates.push_back(&p);
+  }
+  return orderByRules(std::move(candidates));
+}
+
 SearchSpace pruneSearchSpace(const ir::Graph& graph, const std::vector<std::string>& classes,
                              const PruneOptions& options) {
   SearchSpace space;
   space.classes = classes;
   space.catalogueSize = passes::allPasses().size();
-  std::vector<const passes::PassInfo*> candidates;
-  for (const passes::PassInfo& p : passes::allPasses()) {
-    auto excluded = std::find_if(options.excluded.begin(), options.excluded.end(),
-                                 [&](const ExcludedPass& e) { return e.pass == p.name; });
-    if (excluded != options.excluded.end()) space.dropped.push_back({&p, excluded->reason});
-    else if (!sharesClass(p, classes)) space.dropped.push_back({&p, "class"});
-    else candidates.push_back(&p);
-  }
-  candidates = orderByRules(std::move(candidates));
+  std::vector<const passes::PassInfo*> candidates = classCandidates(classes, options, space.dropped);
 
   Stopwatch timer;
   std::unique_ptr<ir::Graph> probe = ir::cloneGraph(graph);

@@ -191,15 +191,20 @@ Expected<std::vector<StrategySpec>> parseStrategies(std::string_view text) {
   return specs;
 }
 
-std::vector<const passes::PassInfo*> archPasses(const SearchSpace& space) {
-  std::vector<const passes::PassInfo*> out;
-  for (const passes::PassInfo* p : space.passes)
-    if (p->name != kCleanup) out.push_back(p);
+std::vector<const passes::PassInfo*> archOrder(const std::vector<const passes::PassInfo*>& firstRound,
+                                               const std::vector<const passes::PassInfo*>& changedSecondRound) {
+  std::vector<const passes::PassInfo*> out = firstRound;
   // A second round for the passes whose work appears only after others ran.
-  for (const passes::PassInfo* p : space.changedSecondRound)
-    if (p->name != kCleanup) out.push_back(p);
-  if (const passes::PassInfo* cleanup = cleanupPass(space)) out.push_back(cleanup);
+  out.insert(out.end(), changedSecondRound.begin(), changedSecondRound.end());
+  // Dead-code elimination ranks last in a round; it closes the pipeline when the second round did not end with it.
+  const bool cleanup = std::any_of(firstRound.begin(), firstRound.end(),
+                                   [](const passes::PassInfo* p) { return p->name == kCleanup; });
+  if (cleanup && out.back()->name != kCleanup) out.push_back(passes::findPass(kCleanup));
   return out;
+}
+
+std::vector<const passes::PassInfo*> archPasses(const SearchSpace& space) {
+  return archOrder(space.passes, space.changedSecondRound);
 }
 
 Status checkStrategyInputs(const StrategySpec& spec, const StrategyInputs& in) {

@@ -74,6 +74,34 @@ svg = ET.parse("study/mobilenet_tiny-raw.svg").getroot()
 texts = "".join(svg.itertext())
 assert "exhaustive-2 [" in texts and "random:3" in texts and "latency, ms" in texts, texts[:300]
 PY
+# --pipeline arch is the study's arch pipeline, for kiln passes run, compile and bench.
+"$KILN" passes run "$TINY/mobilenet_tiny-raw.onnx" --pipeline arch --target cpu --json > arch_run.json
+/usr/bin/python3 -c "
+import json
+study = [r for r in json.load(open('study/mobilenet_tiny-raw.json'))['records'] if r['label'] == 'arch'][0]
+run = json.load(open('arch_run.json'))
+assert [p['pass'] for p in run['passes']] == [p['pass'] for p in study['passes']], (run['passes'], study['passes'])
+assert len(run['passes']) >= 3" || fail "--pipeline arch is not the study's arch pipeline"
+"$KILN" compile "$TINY/bert_tiny-raw.onnx" --pipeline arch -o arch.kiln --quiet > /dev/null
+"$KILN" run arch.kiln --output-dir out_arch > /dev/null
+"$KILN" run "$TINY/bert_tiny-raw.onnx" --output-dir out_ref > /dev/null
+same_outputs out_ref out_arch
+# --versus-pipeline alternates two pipelines of one model run by run.
+"$KILN" bench "$TINY/bert_tiny-raw.onnx" --backend cpu --pipeline arch --versus-pipeline O3 --runs 12 --warmup 2 \
+  > versus.txt 2> versus_err.txt
+expect_in "12 alternating pairs with O3: p50 ratio" versus.txt
+expect_in "alternating with the baseline 'O3'" versus_err.txt
+expect_in "(--pipeline arch (" versus.txt
+"$KILN" bench "$TINY/bert_tiny-raw.onnx" --backend cpu -O1 --versus-pipeline O1 --baseline-first --runs 6 --warmup 0 \
+  --format json > same.json
+/usr/bin/python3 -c "
+import json
+r = json.load(open('same.json'))
+v = r['versus']
+assert v['baseline'] == 'O1' and v['pairs'] == 6 and 0 <= v['pairs_faster'] <= 6, v
+assert 0.2 < v['median_pair_ratio'] < 5 and v['baseline_latency_ms']['p50'] > 0, v" || fail "--versus-pipeline JSON wrong"
+expect_fail "unknown pass 'no-such-pass'" "$KILN" bench "$TINY/bert_tiny-raw.onnx" --backend cpu --versus-pipeline no-such-pass
+
 # The same seed proposes the same random pipelines.
 "$KILN" passes compare "$TINY/mobilenet_tiny-raw.onnx" --strategies random:3 --runs 2 --warmup 0 --compile-repeats 1 \
   --out again --seed 4 --quiet > again.txt

@@ -23,18 +23,6 @@ EMULATED_CUDNN=$8
 rm -rf "$WORK" && mkdir -p "$WORK" && cd "$WORK"
 MODEL=$SRC/models/tiny/resnet_tiny-default.onnx
 source "$SRC/tests/cli/expect.sh"
-# same_outputs A B: every output .npy in A has a twin in B that matches it closely.
-same_outputs() {
-  /usr/bin/python3 - "$1" "$2" <<'PY'
-import glob, os, sys
-import numpy as np
-files = sorted(glob.glob(os.path.join(sys.argv[1], '*.npy')))
-assert files, sys.argv[1]
-for f in files:
-    a, b = np.load(f), np.load(os.path.join(sys.argv[2], os.path.basename(f)))
-    assert np.allclose(a, b, rtol=1e-3, atol=1e-4), (f, np.abs(a - b).max())
-PY
-}
 "$KILN" tune --help > help.txt
 expect_in "--strategy" help.txt
 expect_in "rl-as" help.txt
@@ -207,7 +195,7 @@ same_outputs out_ref out_tuned
 expect_in "kiln bench: tuning db: " bench.err
 # --versus-untuned alternates the tuned and the untuned model run by run and compares them pair by pair.
 "$KILN" bench "$MODEL" --backend cpu --tuning-db db_sa.jsonl --versus-untuned --runs 20 --warmup 2 > versus.txt 2> versus.err
-expect_in "tuned and untuned alternating" versus.err
+expect_in "alternating with the baseline 'untuned'" versus.err
 expect_in "20 alternating pairs with untuned: p50 ratio" versus.txt
 "$KILN" bench "$MODEL" --backend cpu --tuning-db db_sa.jsonl --versus-untuned --runs 20 --warmup 0 --format json > versus.json
 expect_in '"baseline":"untuned"' versus.json
@@ -217,7 +205,8 @@ expect_in '"versus":null' alone.json
 "$KILN" bench "$MODEL" --backend cpu --tuning-db db_sa.jsonl --versus-untuned --untuned-first --runs 4 --warmup 0 > first.txt
 expect_in "4 alternating pairs with untuned" first.txt
 expect_fail "--versus-untuned compares against --tuning-db" "$KILN" bench "$MODEL" --backend cpu --versus-untuned
-expect_fail "--untuned-first requires --versus-untuned" "$KILN" bench "$MODEL" --backend cpu --tuning-db db_sa.jsonl --untuned-first
+expect_fail "--baseline-first orders the copies of --versus-untuned or --versus-pipeline" "$KILN" bench "$MODEL" --backend cpu --tuning-db db_sa.jsonl --untuned-first
+expect_fail "give --versus-untuned or --versus-pipeline, not both" "$KILN" bench "$MODEL" --backend cpu --tuning-db db_sa.jsonl --versus-untuned --versus-pipeline O1
 
 # A corrupt line is reported with its number and skipped; a changed knob space makes records stale.
 cp db_sa.jsonl corrupt.jsonl

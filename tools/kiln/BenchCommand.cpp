@@ -9,9 +9,10 @@
 // prints where the time goes (kiln/bench/KernelProfile.h: the slowest 25;
 // every kernel, on stderr, with --format json, so stdout stays one record).
 // --versus-untuned (with --tuning-db) prepares the model a second time without
-// the database and alternates the two run by run (kiln/bench/BenchRunner.h
-// runPairedBenchmark): on a machine whose speed drifts by more than tuning
-// gains, the paired ratio still says whether the tuned code is faster.
+// the database, --versus-pipeline P a second time with pipeline P, and the two
+// copies alternate run by run (kiln/bench/BenchRunner.h runPairedBenchmark):
+// on a machine whose speed drifts by more than tuning or a pass gains, the
+// paired ratio still says which is faster.
 //
 //===----------------------------------------------------------------------===//
 #include <filesystem>
@@ -41,21 +42,45 @@ struct BenchCommandOptions {
   int profileRuns = 0;
   std::string tuningDb;
   bool versusUntuned = false;
-  bool untunedFirst = false;
+  std::string versusPipeline;
+  bool baselineFirst = false;
 };
+
+/// The baseline of a paired measurement: what it is called and how its copy is loaded and prepared.
+struct Baseline {
+  std::string name;
+  ModelOptions model;
+  std::string tuningDb;
+};
+
+Expected<std::optional<Baseline>> pairedBaseline(const BenchCommandOptions& o) {
+  if (o.versusUntuned && !o.versusPipeline.empty())
+    return Error(ErrorCode::InvalidArgument, "give --versus-untuned or --versus-pipeline, not both (one baseline per measurement)");
+  if (o.versusUntuned && o.tuningDb.empty())
+    return Error(ErrorCode::InvalidArgument, "--versus-untuned compares against --tuning-db: give the database");
+  if (o.versusUntuned) return std::optional<Baseline>(Baseline{"untuned", o.model, ""});
+  if (o.versusPipeline.empty() && o.baselineFirst)
+    return Error(ErrorCode::InvalidArgument, "--baseline-first orders the copies of --versus-untuned or --versus-pipeline: give one");
+  if (o.versusPipeline.empty()) return std::optional<Baseline>();
+  Baseline b{o.versusPipeline, o.model, o.tuningDb};  // the same database: the pipelines differ, nothing else
+  b.model.pipeline = o.versusPipeline;
+  b.model.optLevel = -1;
+  return std::optional<Baseline>(std::move(b));
+}
 
 int benchModel(const BenchCommandOptions& o) {
   std::ostream* progress = o.quiet ? nullptr : &std::cerr;
-  if (o.versusUntuned && o.tuningDb.empty())
-    return reportError(Error(ErrorCode::InvalidArgument, "--versus-untuned compares against --tuning-db: give the database"));
-  // --versus-untuned's baseline is the same model imported a second time. Which import comes first shifts
-  // the two by about 1% on a shared VM (where each lands in memory); --untuned-first swaps them.
-  std::optional<Expected<ModelWithInputs>> untunedModel;
-  if (o.versusUntuned && o.untunedFirst) untunedModel = loadModelWithInputs(o.model, o.inputs, o.seed);
+  auto baseline = pairedBaseline(o);
+  if (!baseline) return reportError(baseline.error());
+  // The baseline is the model imported a second time. Which import comes first shifts the two
+  // by up to 2.5% on a shared VM (where each lands in memory); --baseline-first swaps them.
+  std::optional<Expected<ModelWithInputs>> baselineModel;
+  auto loadBaseline = [&] { baselineModel = loadModelWithInputs((*baseline)->model, o.inputs, o.seed); };
+  if (*baseline && o.baselineFirst) loadBaseline();
   auto model = loadModelWithInputs(o.model, o.inputs, o.seed);
   if (!model) return reportError(model.error());
-  if (o.versusUntuned && !o.untunedFirst) untunedModel = loadModelWithInputs(o.model, o.inputs, o.seed);
-  if (untunedModel && !*untunedModel) return reportError(untunedModel->error());
+  if (*baseline && !o.baselineFirst) loadBaseline();
+  if (baselineModel && !*baselineModel) return reportError(baselineModel->error());
   if (Status s = checkPrecisionTarget(o.model, o.backend == "cuda"); !s.isOk()) return reportError(s.error());
   auto backendOptions = [&](const std::string& tuningDb) {
     return bench::BackendOptions{.threads = o.threads, .seed = o.seed, .allowTf32 = o.model.precision == "tf32",
@@ -74,6 +99,7 @@ int benchModel(const BenchCommandOptions& o) {
   record.model = std::filesystem::path(o.model.path).filename().string();
   record.seed = o.seed;
   record.options = o.model.pipeline.empty() ? "-O" + std::to_string(o.model.optLevel < 0 ? passes::kDefaultOptLevel : o.model.optLevel) : "--pipeline " + o.model.pipeline;
+  if (o.model.pipeline == "arch") record.options += " (" + model->pipeline + ")";
   if (o.model.precision != "f32") record.options += " --precision " + o.model.precision;
   const std::string tactics = effectiveLibraryTactics(o.model, o.backend == "cuda");
   if (tactics != "off") record.options += " --library-tactics " + tactics;
@@ -85,15 +111,17 @@ int benchModel(const BenchCommandOptions& o) {
   if (progress) *progress << "kiln bench: preparing " << record.model << " for " << o.backend << "\n";
   Status prepared = (*backend)->prepare(std::move(model->module), record.compileMs);
   if (!prepared.isOk()) return reportError(prepared.error());
-  // The baseline of --versus-untuned, prepared without the database after the timed preparation.
-  std::unique_ptr<bench::Backend> untuned;
-  if (o.versusUntuned) {
-    auto b = bench::createBackend(o.backend, backendOptions(""));
+  // The baseline's copy, prepared after the timed preparation.
+  std::unique_ptr<bench::Backend> other;
+  if (*baseline) {
+    auto b = bench::createBackend(o.backend, backendOptions((*baseline)->tuningDb));
     if (!b) return reportError(b.error());
-    if (progress) *progress << "kiln bench: preparing " << o.model.path << " untuned, to alternate with the tuned runs\n";
+    if (progress)
+      *progress << "kiln bench: preparing " << o.model.path << " as the baseline '" << (*baseline)->name
+                << "' (pipeline " << (*baselineModel)->pipeline << "), to alternate with it\n";
     bench::CompilePhases ignored;
-    if (Status s = (*b)->prepare(std::move((*untunedModel)->module), ignored); !s.isOk()) return reportError(s.error());
-    untuned = std::move(*b);
+    if (Status s = (*b)->prepare(std::move((*baselineModel)->module), ignored); !s.isOk()) return reportError(s.error());
+    other = std::move(*b);
   }
   record.launch = (*backend)->launchSummary();
   if (!o.tuningDb.empty()) {
@@ -102,10 +130,10 @@ int benchModel(const BenchCommandOptions& o) {
   }
   if (progress)
     *progress << "kiln bench: " << o.bench.warmup << " warm-up and " << o.bench.runs << " timed runs"
-              << (untuned ? " of each, tuned and untuned alternating" : "") << "\n"
+              << (other ? " of each, alternating with the baseline '" + (*baseline)->name + "'" : "") << "\n"
               << std::flush;
-  Status measured = untuned ? bench::runPairedBenchmark(**backend, *untuned, "untuned", model->inputs, o.bench, record, progress)
-                            : bench::runBenchmark(**backend, model->inputs, o.bench, record, progress);
+  Status measured = other ? bench::runPairedBenchmark(**backend, *other, (*baseline)->name, model->inputs, o.bench, record, progress)
+                          : bench::runBenchmark(**backend, model->inputs, o.bench, record, progress);
   if (!measured.isOk()) return reportError(measured.error());
 
   std::string line = bench::toJsonLine(record);
@@ -153,15 +181,18 @@ void addBenchCommand(CLI::App& app, int& exitCode) {
       ->check(CLI::IsMember({"table", "json"}));
   cmd->add_option("--json", o->jsonFile, "Append the record to this .jsonl file");
   cmd->add_option("--tuning-db", o->tuningDb, "cpu and cuda backends: use the schedules this tuning database holds for this CPU or GPU (kiln tune)");
-  auto* versus = cmd->add_flag("--versus-untuned", o->versusUntuned,
+  cmd->add_flag("--versus-untuned", o->versusUntuned,
                 "With --tuning-db: also prepare the model without it and alternate the runs one by one (untuned, tuned, "
                 "untuned, ...), so the machine's drift hits both alike; prints both latencies, the p50 ratio, the "
                 "median ratio of each tuned run to the untuned runs beside it, and in how many pairs the tuned run "
                 "was faster");
-  cmd->add_flag("--untuned-first", o->untunedFirst,
-                "With --versus-untuned: import the untuned copy before the tuned one (which comes first shifts them "
-                "by about 1% on a shared VM; alternate it over several processes)")
-      ->needs(versus);
+  cmd->add_option(
+      "--versus-pipeline", o->versusPipeline,
+      "Also prepare the model with this pipeline (any --pipeline form: O3, arch, pass lists) and alternate the runs "
+      "one by one with it, as --versus-untuned does; e.g. --pipeline arch --versus-pipeline O3");
+  cmd->add_flag("--baseline-first,--untuned-first", o->baselineFirst,
+                "With --versus-untuned or --versus-pipeline: import the baseline's copy first (which comes first "
+                "shifts the two by up to 2.5% on a shared VM; alternate it over several processes)");
   cmd->add_flag("--quiet", o->quiet, "No progress on stderr");
   cmd->add_option("--profile", o->profileRuns,
                   "After measuring, time every kernel on the device over this many runs and print the slowest "

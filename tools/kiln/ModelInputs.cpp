@@ -111,6 +111,7 @@ Expected<ModelWithInputs> loadModelWithInputs(const ModelOptions& options, const
   }
   KILN_ASSIGN(passes::PassReport report, applyPipeline(*result.module, options));
   result.passesMs = report.totalMs;
+  result.pipeline = report.pipeline;
   const ir::Graph& g = result.module->graph();
   for (size_t i = 0; i < g.inputs().size(); ++i) {
     const ir::Value* in = g.inputs()[i];

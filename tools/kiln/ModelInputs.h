@@ -25,6 +25,7 @@ struct ModelWithInputs {
   std::vector<RuntimeValue> inputs;  ///< in the order of the graph's inputs
   double importMs = 0;               ///< the final import (with bindings)
   std::optional<double> passesMs;    ///< --pipeline, when given
+  std::string pipeline;              ///< the passes run, as printed (--pipeline arch resolved)
 };
 
 /// `inputSpecs` are "name=path" strings.

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "kiln/bench/Backend.h"
+#include "kiln/bench/PassStudy.h"
 #include "kiln/codegen/CudaBackend.h"
 #include "kiln/frontend/onnx/OnnxImporter.h"
 #include "kiln/ir/Parser.h"
@@ -19,6 +20,7 @@
 #include "kiln/ir/Verifier.h"
 #include "kiln/passes/OptLevels.h"
 #include "kiln/passes/PassRegistry.h"
+#include "kiln/select/ArchPipeline.h"
 #include "kiln/support/File.h"
 #include "kiln/support/Strings.h"
 
@@ -34,7 +36,8 @@ void addModelOptions(CLI::App& cmd, ModelOptions& o, bool withOptLevel) {
   cmd.add_option("--pipeline", o.pipeline,
                  "Passes to run after import instead of an -O level, e.g. fold-constant,dead-code-elimination; O0..O3 stand for a "
                  "level's passes for the target (O3,combine-parallel-conv2d; on the cpu target -O3 ends with alter-op-layout: "
-                 "channel-blocked convolutions)");
+                 "channel-blocked convolutions); 'arch' alone is the pipeline `kiln passes compare --strategies arch` "
+                 "selects for this model and target (its architecture classes' passes in ordering-rule order)");
   cmd.add_option("--disable-pass", o.disabledPasses, "Skip this pass wherever the pipeline names it (repeatable)");
   cmd.add_option("--precision", o.precision,
                  "f32 (default); tf32: the GPU's f32 matmuls and convs on TF32 tensor cores (cuda only); f16 / bf16: "
@@ -91,7 +94,9 @@ Expected<std::vector<passes::PipelineEntry>> selectedPipeline(const ModelOptions
     if (!passes::findPass(name))
       return Error(ErrorCode::InvalidArgument, "--disable-pass: unknown pass '" + name + "' (see `kiln passes list`)");
   std::vector<passes::PipelineEntry> pipeline;
-  if (!o.pipeline.empty()) {
+  if (o.pipeline == "arch") {
+    return Error(ErrorCode::InvalidArgument, "--pipeline arch depends on the model: run it with runSelectedPipeline");
+  } else if (!o.pipeline.empty()) {
     KILN_ASSIGN(pipeline, passes::parsePipeline(o.pipeline, o.target));
   } else {
     KILN_ASSIGN(pipeline, passes::optLevelPipeline(o.optLevel >= 0 ? o.optLevel : passes::kDefaultOptLevel, o.target));
@@ -108,10 +113,27 @@ passes::PassContext selectedContext(const ModelOptions& o, bool verifyEach) {
   return ctx;
 }
 
+Expected<passes::PassReport> runSelectedPipeline(ir::Graph& graph, const ModelOptions& o, const passes::RunOptions& run) {
+  if (o.pipeline != "arch") {
+    KILN_ASSIGN(auto pipeline, selectedPipeline(o));
+    return passes::runPipeline(graph, pipeline, run);
+  }
+  if (o.optLevel >= 0) return Error(ErrorCode::InvalidArgument, "give either -O" + std::to_string(o.optLevel) + " or --pipeline, not both");
+  const std::string backend = o.target.empty() ? "interpreter" : o.target;
+  KILN_ASSIGN(select::ArchRun arch, select::runArchPipeline(graph, {bench::backendExclusions(backend)}, run));
+  passes::PassReport report = std::move(arch.report);
+  KILN_ASSIGN(auto mixed, passes::precisionPasses(o.precision));
+  if (mixed.empty()) return report;
+  KILN_ASSIGN(passes::PassReport precision, passes::runPipeline(graph, mixed, run));
+  report.pipeline += "," + precision.pipeline;
+  report.passes.insert(report.passes.end(), precision.passes.begin(), precision.passes.end());
+  report.totalMs += precision.totalMs;
+  return report;
+}
+
 Expected<passes::PassReport> applyPipeline(ir::Module& module, const ModelOptions& options) {
-  KILN_ASSIGN(auto pipeline, selectedPipeline(options));
   passes::RunOptions run{.context = selectedContext(options, false)};
-  KILN_ASSIGN(passes::PassReport report, passes::runPipeline(module.graph(), pipeline, run));
+  KILN_ASSIGN(passes::PassReport report, runSelectedPipeline(module.graph(), options, run));
   KILN_TRY(ir::verify(module.graph()));
   return report;
 }

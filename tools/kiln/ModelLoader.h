@@ -24,7 +24,7 @@ struct ModelOptions {
   std::string path;
   std::vector<std::string> shapes;  ///< "name:1x3x224x224"
   int optLevel = -1;      ///< -O; -1 when not given (then -O3 unless --pipeline)
-  std::string pipeline;  ///< --pipeline: passes to run after import, instead of -O
+  std::string pipeline;  ///< --pipeline: passes to run after import, instead of -O; "arch": the arch strategy's for the model
   std::string target;    ///< the backend the passes prepare for (cpu, cuda, interpreter; empty: none): -O3 adds its layout
   std::vector<std::string> disabledPasses;  ///< --disable-pass
   std::string precision = "f32";  ///< --precision: f16 / bf16 append to-mixed-precision to the pipeline; tf32 allows TF32 (cuda)
@@ -46,7 +46,15 @@ Expected<std::unique_ptr<ir::Module>> loadModel(const ModelOptions& options,
 
 /// The pipeline the options ask for: --pipeline, else the -O level's (default
 /// -O3), then to-mixed-precision for --precision f16 / bf16; giving both -O and --pipeline is an error.
+/// --pipeline arch depends on the graph: runSelectedPipeline runs it.
 Expected<std::vector<passes::PipelineEntry>> selectedPipeline(const ModelOptions& options);
+
+/// Runs the pipeline the options ask for on `graph`: selectedPipeline's, or
+/// for --pipeline arch the arch strategy for the target's backend
+/// (kiln/select/ArchPipeline.h: what `kiln passes compare --strategies arch`
+/// runs) followed by the --precision passes.
+Expected<passes::PassReport> runSelectedPipeline(ir::Graph& graph, const ModelOptions& options,
+                                                 const passes::RunOptions& run);
 /// The pass context the options ask for (--disable-pass), verify-each as given.
 passes::PassContext selectedContext(const ModelOptions& options, bool verifyEach);
 

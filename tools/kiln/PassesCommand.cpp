@@ -90,11 +90,9 @@ struct PassRunOptions {
 int runPasses(const PassRunOptions& o) {
   auto module = loadModel(o.model);
   if (!module) return reportError(module.error());
-  auto pipeline = selectedPipeline(o.model);
-  if (!pipeline) return reportError(pipeline.error());
   passes::RunOptions run{.context = selectedContext(o.model, true)};
   if (o.printAfterChange) run.afterChange = passes::printIrAfterChange(std::cerr, true);
-  auto report = passes::runPipeline((*module)->graph(), *pipeline, run);
+  auto report = runSelectedPipeline((*module)->graph(), o.model, run);
   if (!report) return reportError(report.error());
   if (o.json) std::cout << passes::reportToJson(*report) << "\n";
   else passes::printReportTable(std::cout, *report);
@@ -157,7 +155,7 @@ void addPassesCommand(CLI::App& app, int& exitCode) {
   run->add_flag("--print-after-change", o->printAfterChange, "Print the IR to stderr after each pass that changed it");
   run->add_option("-o,--output", o->output, "Write the optimised model (.kir or .onnx)");
   run->add_option("--target", o->model.target,
-                  "Run -O levels as for this backend (cpu: -O3 ends with alter-op-layout, the CPU's blocked conv "
+                  "Run -O levels and --pipeline arch as for this backend (cpu: -O3 ends with alter-op-layout, the CPU's blocked conv "
                   "layout); default none")
       ->check(CLI::IsMember({"cpu", "cuda", "interpreter"}));
   run->callback([o, &exitCode] { exitCode = runPasses(*o); });

@@ -56,6 +56,12 @@ struct SearchSpace {
 /// Orderings of distinct passes drawn from n: sum over k = 0..n of n!/(n-k)!.
 long double sequenceCount(size_t n);
 
+/// The catalogue's passes of `classes` that `options` does not exclude, in
+/// ordering-rule order (what the probe runs); the others go to `dropped`
+/// with the reason ("class" or the exclusion's).
+std::vector<const passes::PassInfo*> classCandidates(const std::vector<std::string>& classes, const PruneOptions& options,
+                                                     std::vector<DroppedPass>& dropped);
+
 /// Prunes the catalogue for `graph` (not modified) and `classes`.
 SearchSpace pruneSearchSpace(const ir::Graph& graph, const std::vector<std::string>& classes,
                              const PruneOptions& options = {});

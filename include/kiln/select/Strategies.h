@@ -6,7 +6,9 @@
 //   O0..O3      the opt-level pipelines (O3 is the research's baseline, BL);
 //   arch        the research's AS: the pruned space's passes in ordering-rule
 //               order, then a second round of the passes that still found
-//               work in the probe's second round, dead-code-elimination last;
+//               work in the probe's second round, dead-code-elimination
+//               closing (kiln/select/ArchPipeline.h runs it on a graph in
+//               place, for --pipeline arch);
 //   random:N    the research's PO: N random subsets of the pruned space in
 //               random orders;
 //   exhaustive[:K]  every order of the (at most K, default 5) passes that
@@ -86,8 +88,16 @@ Status checkStrategyInputs(const StrategySpec& spec, const StrategyInputs& input
 /// aborts; a candidate that fails to compile or run is an Evaluation with ok false.
 Expected<StrategyResult> runStrategy(const StrategySpec& spec, const StrategyInputs& inputs, const Evaluate& evaluate);
 
-/// The arch pipeline of a space (see above).
+/// The arch pipeline of a space (see above): archOrder(space.passes, space.changedSecondRound).
 std::vector<const passes::PassInfo*> archPasses(const SearchSpace& space);
+
+/// The arch order: the first round's passes (rule order, dead-code-elimination
+/// at its rank), then those that changed the IR in the probe's second round,
+/// then dead-code-elimination if the first round had it and the second did
+/// not end with it. Running it gives the IR the probe's two rounds left, plus
+/// that last cleanup (runArchPipeline relies on this).
+std::vector<const passes::PassInfo*> archOrder(const std::vector<const passes::PassInfo*>& firstRound,
+                                               const std::vector<const passes::PassInfo*>& changedSecondRound);
 
 /// Deterministic random numbers for the strategies (support/Random.h).
 using StrategyRandom = SplitMix64;
