@@ -8,13 +8,13 @@ O3` (both sides the same IR: the comparison's own bias, e.g. where each copy
 lands in memory). Reports per model the median over rounds of each round's
 median pair ratio (arch run / mean of the -O3 runs beside it) with the
 rounds' range, the pairs arch won and the control. Each round also compiles
-the model with `kiln compile -O3` and `kiln compile --pipeline arch` (in
-alternating order) and reads the compile time after import (passes, with
+the model --compile-pairs times with `kiln compile -O3` and `kiln compile
+--pipeline arch` (in alternating order) and reads the compile time after import (passes, with
 arch's selection, plus code generation) from its summary. Results go to
 --out and the table into docs/pass-selection.md between the paired markers.
 
     bench/arch_versus_o3.py [--kiln build/tools/kiln/kiln] [--zoo DIR] [--out build/arch-vs-o3]
-                            [--models resnet50-default,...] [--rounds 8] [--runs 60] [--skip-run]
+                            [--models resnet50-default,...] [--rounds 8] [--runs 60] [--compile-pairs 3] [--skip-run]
 """
 import datetime
 import json
@@ -69,10 +69,11 @@ def measure(a, name):
         result["arch_pipeline"] = rec["config"]["options"]
         control = zoo.run_kiln_bench(a.kiln, model, paths, "cpu", runs + ["-O3", "--versus-pipeline", "O3"] + first)
         result["control_median_pair_ratio"].append(control["versus"]["median_pair_ratio"])
-        for pipeline in (["arch", "O3"] if r % 2 else ["O3", "arch"]):
-            total, passes = compile_ms(a, model, pipeline)
-            result["compile_ms"][pipeline].append(total)
-            result["passes_ms"][pipeline].append(passes)
+        for pair in range(a.compile_pairs):
+            for pipeline in (["arch", "O3"] if (r + pair) % 2 else ["O3", "arch"]):
+                total, passes = compile_ms(a, model, pipeline)
+                result["compile_ms"][pipeline].append(total)
+                result["passes_ms"][pipeline].append(passes)
     with open(os.path.join(a.out, name + ".json"), "w") as f:
         json.dump(result, f)
     return result
@@ -103,8 +104,8 @@ def render(results, doc):
              "runs on either side of it (the rounds' range in brackets); *p50*: the medians over rounds of each "
              "side's p50 latency; *control*: the same for the A/A comparison, whose distance from 1 is the "
              "comparison's own bias; *compile*: `kiln compile` after import (passes, for arch with its selection: "
-             "classification and the two rounds on the model, plus code generation), median of the rounds, and the "
-             "ratio of the medians with the rounds' range of per-round ratios." % "; ".join(machines), "",
+             "classification and the two rounds on the model, plus code generation), median over every compile "
+             "(%s pairs per round, order alternating), and the ratio of the medians with the range of the pairs' ratios." % ("; ".join(machines), "/".join(sorted({str(len(r["compile_ms"]["O3"]) // len(r["median_pair_ratio"])) for r in results}))), "",
              "| date | model | rounds x runs | O3 p50 ms | arch p50 ms | arch / O3, paired | arch faster in | A/A control "
              "| O3 compile ms (passes) | arch compile ms (passes) | arch / O3 compile |",
              "|---|---|---|---:|---:|---|---|---|---:|---:|---|"]
@@ -127,6 +128,7 @@ def main():
     ap.add_argument("--models", default=",".join(MODELS), help="zoo files without .onnx, comma-separated")
     ap.add_argument("--rounds", type=int, default=8)
     ap.add_argument("--runs", type=int, default=60)
+    ap.add_argument("--compile-pairs", type=int, default=3, help="pairs of -O3 and arch compiles per round")
     ap.add_argument("--skip-run", action="store_true", help="re-render from the JSON in --out")
     ap.add_argument("--doc", default=os.path.join(ROOT, "docs/pass-selection.md"))
     a = ap.parse_args()

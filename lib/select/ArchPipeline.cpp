@@ -1,6 +1,6 @@
 //===- lib/select/ArchPipeline.cpp - The arch strategy, run in place -------===//
 //
-// See kiln/select/ArchPipeline.h. The two rounds run pass by pass through
+// See kiln/select/ArchPipeline.h. The two rounds run as one pipeline through
 // the PassManager (verification and hooks as the caller asks); the report
 // keeps the first round's records of passes applicable in either round and
 // the second round's records of passes that changed the IR, which is
@@ -21,27 +21,30 @@ Expected<ArchRun> runArchPipeline(ir::Graph& graph, const PruneOptions& options,
   ArchRun result;
   result.classes = classesOf(classify(computeFeatures(graph)));
   std::vector<DroppedPass> dropped;
-  const std::vector<const passes::PassInfo*> candidates = classCandidates(result.classes, options, dropped);
-  std::vector<passes::PassRecord> rounds[2];
-  for (auto& records : rounds)
-    for (const passes::PassInfo* p : candidates) {
-      auto report = passes::runPipeline(graph, {passes::withDefaultOptions(*p)}, run);
-      if (!report)
-        return std::move(report).error().withContext("--pipeline arch (the graph is left half rewritten; "
-                                                     "--disable-pass " + p->name + " leaves the pass out)");
-      records.push_back(std::move(report->passes.front()));
-    }
+  std::vector<const passes::PassInfo*> candidates = classCandidates(result.classes, options, dropped);
+  // A pass that requires others fails the probe's one-pass runs, so it is never in arch's space.
+  std::erase_if(candidates, [](const passes::PassInfo* p) { return !p->requiredPasses.empty(); });
+  // Both rounds as one pipeline: the graph is hashed once and then only after a pass changed it.
+  std::vector<passes::PipelineEntry> rounds;
+  for (int round = 0; round < 2; ++round)
+    for (const passes::PassInfo* p : candidates) rounds.push_back(passes::withDefaultOptions(*p));
+  auto ran = passes::runPipeline(graph, rounds, run);
+  if (!ran)
+    return std::move(ran).error().withContext("--pipeline arch (the graph is left half rewritten; --disable-pass PASS "
+                                              "leaves a pass out)");
+  const size_t n = candidates.size();
+  auto record = [&](int round, size_t i) -> const passes::PassRecord& { return ran->passes[size_t(round) * n + i]; };
   std::vector<const passes::PassInfo*> firstRound, changedSecondRound;
   for (size_t i = 0; i < candidates.size(); ++i) {
-    if (rounds[0][i].applicable || rounds[1][i].applicable) {
+    if (record(0, i).applicable || record(1, i).applicable) {
       firstRound.push_back(candidates[i]);
-      result.report.passes.push_back(rounds[0][i]);
+      result.report.passes.push_back(record(0, i));
     }
   }
   for (size_t i = 0; i < candidates.size(); ++i)
-    if (rounds[1][i].changed) {
+    if (record(1, i).changed) {
       changedSecondRound.push_back(candidates[i]);
-      result.report.passes.push_back(rounds[1][i]);
+      result.report.passes.push_back(record(1, i));
     }
   const std::vector<const passes::PassInfo*> order = archOrder(firstRound, changedSecondRound);
   if (order.size() > firstRound.size() + changedSecondRound.size()) {  // the closing cleanup
