@@ -68,7 +68,8 @@ AlignedStorage alignedStorage(size_t bytes) {
   if (rounded >= kPopulateBytes) {
     const uintptr_t page = uintptr_t(sysconf(_SC_PAGESIZE));
     const uintptr_t begin = (uintptr_t(p) + page - 1) / page * page, end = (uintptr_t(p) + rounded) / page * page;
-    if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_POPULATE_WRITE);  // advice: failure changes nothing
+    if (end > begin)  // advice: a failure changes nothing
+      madvise(reinterpret_cast<void*>(begin), end - begin, MADV_POPULATE_WRITE);
   }
 #endif
   std::shared_ptr<const void> owner(p, [](const void* q) { std::free(const_cast<void*>(q)); });

@@ -101,6 +101,8 @@ v = r['versus']
 assert v['baseline'] == 'O1' and v['pairs'] == 6 and 0 <= v['pairs_faster'] <= 6, v
 assert 0.2 < v['median_pair_ratio'] < 5 and v['baseline_latency_ms']['p50'] > 0, v" || fail "--versus-pipeline JSON wrong"
 expect_fail "unknown pass 'no-such-pass'" "$KILN" bench "$TINY/bert_tiny-raw.onnx" --backend cpu --versus-pipeline no-such-pass
+expect_fail "give either -O2 or --pipeline, not both" "$KILN" passes run "$TINY/bert_tiny-raw.onnx" --pipeline arch -O2
+expect_fail "--disable-pass: unknown pass 'nope'" "$KILN" compile "$TINY/bert_tiny-raw.onnx" --pipeline arch --disable-pass nope
 
 # The same seed proposes the same random pipelines.
 "$KILN" passes compare "$TINY/mobilenet_tiny-raw.onnx" --strategies random:3 --runs 2 --warmup 0 --compile-repeats 1 \

@@ -87,15 +87,24 @@ Expected<std::unique_ptr<ir::Module>> loadModel(const ModelOptions& o, const std
   return onnx::importOnnxFile(o.path, import);
 }
 
-Expected<std::vector<passes::PipelineEntry>> selectedPipeline(const ModelOptions& o) {
-  if (!o.pipeline.empty() && o.optLevel >= 0)
-    return Error(ErrorCode::InvalidArgument, "give either -O" + std::to_string(o.optLevel) + " or --pipeline, not both");
+namespace {
+
+Status checkDisabledPasses(const ModelOptions& o) {
   for (const std::string& name : o.disabledPasses)
     if (!passes::findPass(name))
       return Error(ErrorCode::InvalidArgument, "--disable-pass: unknown pass '" + name + "' (see `kiln passes list`)");
+  return Status::ok();
+}
+
+}  // namespace
+
+Expected<std::vector<passes::PipelineEntry>> selectedPipeline(const ModelOptions& o) {
+  if (!o.pipeline.empty() && o.optLevel >= 0)
+    return Error(ErrorCode::InvalidArgument, "give either -O" + std::to_string(o.optLevel) + " or --pipeline, not both");
+  KILN_TRY(checkDisabledPasses(o));
   std::vector<passes::PipelineEntry> pipeline;
   if (o.pipeline == "arch") {
-    return Error(ErrorCode::InvalidArgument, "--pipeline arch depends on the model: run it with runSelectedPipeline");
+    return Error(ErrorCode::InvalidArgument, "--pipeline arch is chosen per model: it has no fixed pass list");
   } else if (!o.pipeline.empty()) {
     KILN_ASSIGN(pipeline, passes::parsePipeline(o.pipeline, o.target));
   } else {
@@ -119,6 +128,7 @@ Expected<passes::PassReport> runSelectedPipeline(ir::Graph& graph, const ModelOp
     return passes::runPipeline(graph, pipeline, run);
   }
   if (o.optLevel >= 0) return Error(ErrorCode::InvalidArgument, "give either -O" + std::to_string(o.optLevel) + " or --pipeline, not both");
+  KILN_TRY(checkDisabledPasses(o));
   const std::string backend = o.target.empty() ? "interpreter" : o.target;
   KILN_ASSIGN(select::ArchRun arch, select::runArchPipeline(graph, {bench::backendExclusions(backend)}, run));
   passes::PassReport report = std::move(arch.report);
