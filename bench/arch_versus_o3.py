@@ -15,6 +15,8 @@ arch's selection, plus code generation) from its summary. Results go to
 
     bench/arch_versus_o3.py [--kiln build/tools/kiln/kiln] [--zoo DIR] [--out build/arch-vs-o3]
                             [--models resnet50-default,...] [--rounds 8] [--runs 60] [--compile-pairs 3] [--skip-run]
+
+The tiny zoo: --zoo models/tiny --models resnet_tiny-raw,... (rows join the table).
 """
 import datetime
 import json
@@ -86,7 +88,9 @@ def stored_results(out):
             r = json.load(open(os.path.join(out, f)))
             if "median_pair_ratio" in r:
                 found[r["model"]] = r
-    order = {m: i for i, m in enumerate(MODELS)}
+    order = {m: i for i, m in enumerate(MODELS + [m.replace("resnet50", "resnet").replace("mobilenet_v2", "mobilenet")
+                                                   .replace("ssdlite320", "ssdlite").replace("bert_base", "bert")
+                                                   .replace("-", "_tiny-") for m in MODELS])}
     return sorted(found.values(), key=lambda r: (order.get(r["model"], len(order)), r["model"]))
 
 
@@ -112,7 +116,7 @@ def render(results, doc):
     for r in results:
         c, p = r["compile_ms"], r["passes_ms"]
         ratios = [x / o for x, o in zip(c["arch"], c["O3"])]
-        lines.append("| %s | %s | %d x %d | %.2f | %.2f | %s | %d of %d pairs | %s | %.0f (%.0f) | %.0f (%.0f) | %.2f (%.2f..%.2f) |" % (
+        lines.append("| %s | %s | %d x %d | %.4g | %.4g | %s | %d of %d pairs | %s | %.0f (%.0f) | %.0f (%.0f) | %.2f (%.2f..%.2f) |" % (
             r["date"], r["model"], len(r["median_pair_ratio"]), r["runs"], median(r["o3_p50"]), median(r["arch_p50"]),
             cell(r["median_pair_ratio"]), r["pairs_faster"], r["pairs"], cell(r["control_median_pair_ratio"]),
             median(c["O3"]), median(p["O3"]), median(c["arch"]), median(p["arch"]), median(c["arch"]) / median(c["O3"]),
