@@ -104,6 +104,21 @@ expect_fail "unknown pass 'no-such-pass'" "$KILN" bench "$TINY/bert_tiny-raw.onn
 expect_fail "give either -O2 or --pipeline, not both" "$KILN" passes run "$TINY/bert_tiny-raw.onnx" --pipeline arch -O2
 expect_fail "--disable-pass: unknown pass 'nope'" "$KILN" compile "$TINY/bert_tiny-raw.onnx" --pipeline arch --disable-pass nope
 
+# bench/arch_versus_o3.py: paired rounds, the A/A control and compile pairs, rendered between the markers.
+printf '# doc\n<!-- paired:begin (bench/arch_versus_o3.py) -->\n<!-- paired:end -->\ntail\n' > paired.md
+/usr/bin/python3 "$SRC/bench/arch_versus_o3.py" --kiln "$KILN" --zoo "$TINY" --models bert_tiny-raw --rounds 2 --runs 5 \
+  --compile-pairs 1 --out arch_vs --doc paired.md 2> arch_vs.err || { cat arch_vs.err; fail "arch_versus_o3.py failed"; }
+expect_in "| bert_tiny-raw | 2 x 5 |" paired.md
+expect_in "of 10 pairs |" paired.md
+expect_in "- bert_tiny-raw: \`--pipeline arch (fold-constant," paired.md
+expect_in "tail" paired.md
+/usr/bin/python3 -c "
+import json
+r = json.load(open('arch_vs/bert_tiny-raw.json'))
+assert len(r['median_pair_ratio']) == 2 and len(r['control_median_pair_ratio']) == 2, r
+assert len(r['compile_ms']['O3']) == 2 and len(r['compile_ms']['arch']) == 2 and min(r['compile_ms']['arch']) > 0, r
+assert r['pairs'] == 10 and 0 <= r['pairs_faster'] <= 10, r" || fail "arch_versus_o3.py record wrong"
+
 # The same seed proposes the same random pipelines.
 "$KILN" passes compare "$TINY/mobilenet_tiny-raw.onnx" --strategies random:3 --runs 2 --warmup 0 --compile-repeats 1 \
   --out again --seed 4 --quiet > again.txt
