@@ -16,7 +16,7 @@ arch's selection, plus code generation) from its summary. Results go to
     bench/arch_versus_o3.py [--kiln build/tools/kiln/kiln] [--zoo DIR] [--out build/arch-vs-o3]
                             [--models resnet50-default,...] [--rounds 8] [--runs 60] [--compile-pairs 3] [--skip-run]
 
-The tiny zoo: --zoo models/tiny --models resnet_tiny-raw,... (rows join the table).
+The tiny zoo: --zoo models/tiny --models resnet_tiny-raw,... (TINY; rows join the table).
 """
 import datetime
 import json
@@ -31,6 +31,8 @@ import zoo  # noqa: E402
 
 MODELS = ["resnet50-raw", "resnet50-default", "mobilenet_v2-raw", "mobilenet_v2-default", "ssdlite320-raw",
           "ssdlite320-default", "bert_base-raw", "bert_base-default"]
+TINY = ["resnet_tiny-raw", "resnet_tiny-default", "mobilenet_tiny-raw", "mobilenet_tiny-default", "ssdlite_tiny-raw",
+        "ssdlite_tiny-default", "bert_tiny-raw", "bert_tiny-default"]  # --zoo models/tiny
 BEGIN, END = "<!-- paired:begin (bench/arch_versus_o3.py) -->", "<!-- paired:end -->"
 
 
@@ -88,9 +90,7 @@ def stored_results(out):
             r = json.load(open(os.path.join(out, f)))
             if "median_pair_ratio" in r:
                 found[r["model"]] = r
-    order = {m: i for i, m in enumerate(MODELS + [m.replace("resnet50", "resnet").replace("mobilenet_v2", "mobilenet")
-                                                   .replace("ssdlite320", "ssdlite").replace("bert_base", "bert")
-                                                   .replace("-", "_tiny-") for m in MODELS])}
+    order = {m: i for i, m in enumerate(MODELS + TINY)}
     return sorted(found.values(), key=lambda r: (order.get(r["model"], len(order)), r["model"]))
 
 
@@ -100,6 +100,7 @@ def cell(values):
 
 def render(results, doc):
     machines = sorted({r["machine"] for r in results})
+    pairs = sorted({str(len(r["compile_ms"]["O3"]) // len(r["median_pair_ratio"])) for r in results})
     lines = [BEGIN, "",
              "Measured on %s with `bench/arch_versus_o3.py` (kiln's cpu backend, default threads): per round one "
              "`kiln bench MODEL --backend cpu --pipeline arch --versus-pipeline O3`, whose arch and -O3 runs alternate "
@@ -109,7 +110,7 @@ def render(results, doc):
              "side's p50 latency; *control*: the same for the A/A comparison, whose distance from 1 is the "
              "comparison's own bias; *compile*: `kiln compile` after import (passes, for arch with its selection: "
              "classification and the two rounds on the model, plus code generation), median over every compile "
-             "(%s pairs per round, order alternating), and the ratio of the medians with the range of the pairs' ratios." % ("; ".join(machines), "/".join(sorted({str(len(r["compile_ms"]["O3"]) // len(r["median_pair_ratio"])) for r in results}))), "",
+             "(%s pairs per round, order alternating), and the ratio of the medians with the range of the pairs' ratios." % ("; ".join(machines), "/".join(pairs)), "",
              "| date | model | rounds x runs | O3 p50 ms | arch p50 ms | arch / O3, paired | arch faster in | A/A control "
              "| O3 compile ms (passes) | arch compile ms (passes) | arch / O3 compile |",
              "|---|---|---|---:|---:|---|---|---|---:|---:|---|"]

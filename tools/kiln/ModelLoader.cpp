@@ -89,7 +89,10 @@ Expected<std::unique_ptr<ir::Module>> loadModel(const ModelOptions& o, const std
 
 namespace {
 
-Status checkDisabledPasses(const ModelOptions& o) {
+/// What every pipeline's options must satisfy: -O or --pipeline, not both; known --disable-pass names.
+Status checkPipelineOptions(const ModelOptions& o) {
+  if (!o.pipeline.empty() && o.optLevel >= 0)
+    return Error(ErrorCode::InvalidArgument, "give either -O" + std::to_string(o.optLevel) + " or --pipeline, not both");
   for (const std::string& name : o.disabledPasses)
     if (!passes::findPass(name))
       return Error(ErrorCode::InvalidArgument, "--disable-pass: unknown pass '" + name + "' (see `kiln passes list`)");
@@ -99,9 +102,7 @@ Status checkDisabledPasses(const ModelOptions& o) {
 }  // namespace
 
 Expected<std::vector<passes::PipelineEntry>> selectedPipeline(const ModelOptions& o) {
-  if (!o.pipeline.empty() && o.optLevel >= 0)
-    return Error(ErrorCode::InvalidArgument, "give either -O" + std::to_string(o.optLevel) + " or --pipeline, not both");
-  KILN_TRY(checkDisabledPasses(o));
+  KILN_TRY(checkPipelineOptions(o));
   std::vector<passes::PipelineEntry> pipeline;
   if (o.pipeline == "arch") {
     return Error(ErrorCode::InvalidArgument, "--pipeline arch is chosen per model: it has no fixed pass list");
@@ -127,8 +128,7 @@ Expected<passes::PassReport> runSelectedPipeline(ir::Graph& graph, const ModelOp
     KILN_ASSIGN(auto pipeline, selectedPipeline(o));
     return passes::runPipeline(graph, pipeline, run);
   }
-  if (o.optLevel >= 0) return Error(ErrorCode::InvalidArgument, "give either -O" + std::to_string(o.optLevel) + " or --pipeline, not both");
-  KILN_TRY(checkDisabledPasses(o));
+  KILN_TRY(checkPipelineOptions(o));
   const std::string backend = o.target.empty() ? "interpreter" : o.target;
   KILN_ASSIGN(select::ArchRun arch, select::runArchPipeline(graph, {bench::backendExclusions(backend)}, run));
   passes::PassReport report = std::move(arch.report);
