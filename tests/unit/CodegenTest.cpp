@@ -28,6 +28,7 @@
 #include "kiln/runtime/ObjectLoader.h"
 #include "kiln/support/ThreadPool.h"
 #include "../../lib/codegen/MemoryPlanner.h"
+#include "kiln/support/File.h"
 #include "kiln/support/Hash.h"
 #include "TemplateCases.h"
 #include <cstring>
@@ -631,6 +632,44 @@ TEST_CASE("artifacts round-trip and load through kiln::Model without the compile
     auto r = (*model)->run({Tensor::zeros(DType::F32, {1, 3, 8, 9})});
     REQUIRE_FALSE(r.isOk());
     CHECK(r.error().code() == ErrorCode::ExecInput);
+  }
+  std::remove(path.c_str());
+}
+
+TEST_CASE("saving streams the weights: the file is serializeExecutable's bytes and loads") {
+  // Weights of 64 KiB or more are written from where they are, hashed a slice at a time.
+  auto m = parse(R"(module @m {
+  graph @main(%x: f32[2,96]) {
+    %w = Constant() {value = )" + literal({96, 400}, 5) + R"(} : f32[96,400]
+    %b = Constant() {value = )" + literal({400}, 6) + R"(} : f32[400]
+    %y = MatMul(%x, %w) : f32[2,400]
+    %z = Add(%y, %b) : f32[2,400]
+    return %z
+  }
+})");
+  auto artifact = compileCpuArtifact(m->graph());
+  REQUIRE(artifact.isOk());
+  std::vector<uint8_t> bytes = runtime::serializeExecutable(*artifact->executable);
+  std::string path = "codegen_streamed.kiln";
+  REQUIRE(runtime::saveArtifact(*artifact->executable, path).isOk());
+  auto file = readFile(path);
+  REQUIRE(file.isOk());
+  CHECK(file->size() > 96 * 400 * 4);
+  CHECK(*file == std::string(bytes.begin(), bytes.end()));
+  auto model = Model::load(path);
+  REQUIRE(model.isOk());
+  auto jit = compileForCpu(m->graph());
+  REQUIRE(jit.isOk());
+  std::vector<Tensor> inputs = randomInputs(m->graph(), 4);
+  auto fromArtifact = (*model)->run(inputs);
+  auto fromJit = jit->executor->run(inputs);
+  REQUIRE(fromArtifact.isOk());
+  REQUIRE(fromJit.isOk());
+  CHECK((*fromArtifact)[0].bitwiseEqual((*fromJit)[0]));
+  SECTION("a directory that does not exist is an I/O error") {
+    auto r = runtime::saveArtifact(*artifact->executable, "no-such-dir/x.kiln");
+    REQUIRE_FALSE(r.isOk());
+    CHECK(r.error().code() == ErrorCode::IoError);
   }
   std::remove(path.c_str());
 }

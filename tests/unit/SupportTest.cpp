@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -144,6 +145,35 @@ TEST_CASE("hashes are stable and sensitive to content", "[hash]") {
   big2[999] = 'b';
   CHECK(hashString(big) != hashString(big2));
   CHECK(hashString("") != hashString(std::string(1, '\0')));
+}
+
+TEST_CASE("hashes keep their values, whole or fed in pieces", "[hash]") {
+  // Artifact checksums, tuning-database keys and the NVRTC cache are keyed by
+  // these values: they must not change from one kiln to the next.
+  std::string s;
+  for (int i = 0; i < 1000; ++i) s.push_back(char(i * 7 + 3));
+  const std::pair<size_t, uint64_t> pinned[] = {
+      {0, 0x1f2e5cd296bc3575ull},  {1, 0x5fc63c4a02342723ull},  {7, 0x02c8a84ca38ef735ull},
+      {8, 0x175b82802634cccfull},  {15, 0x0aef97e3fb72a918ull}, {16, 0x399519d5e81a34c5ull},
+      {17, 0xd0256b57952434bbull}, {31, 0x36af05d7c5d91a92ull}, {33, 0xb1c8242388041f2dull},
+      {1000, 0x87ade4cc40ecb2a8ull}};
+  for (auto [n, value] : pinned) {
+    INFO(n << " bytes");
+    CHECK(hashBytes(s.data(), n) == value);
+    // Every split into three pieces gives the same value.
+    for (size_t a = 0; a <= n; a += (n > 40 ? 37 : 1))
+      for (size_t b = a; b <= n; b += (n > 40 ? 53 : 1)) {
+        BytesHasher h(n);
+        h.update(s.data(), a);
+        h.update(s.data() + a, b - a);
+        h.update(s.data() + b, n - b);
+        CHECK(h.finish() == value);
+      }
+  }
+  CHECK(hashBytes(s.data(), 1000, 42) == 0x73a38c9974a120f0ull);
+  BytesHasher seeded(1000, 42);
+  for (size_t at = 0; at < 1000; at += 3) seeded.update(s.data() + at, std::min<size_t>(3, 1000 - at));
+  CHECK(seeded.finish() == 0x73a38c9974a120f0ull);
 }
 
 TEST_CASE("file names from tensor names keep only safe characters", "[file]") {

@@ -4,7 +4,9 @@
 // the JIT), parses its host steps' graphs, and runs them in order: inputs are
 // checked against the declared types, each run takes an arena for
 // intermediates from a free list (so concurrent runs of one executor are
-// safe), dynamic values live for the run, outputs are fresh tensors.
+// safe), dynamic values live for the run, outputs are fresh tensors. Weights
+// that are not 64-byte aligned (initializers in their protobuf strings) are
+// copied to aligned storage once, when the executor is created.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -37,6 +39,7 @@ class CpuExecutor {
   CpuExecutor() = default;
   std::shared_ptr<const Executable> exe_;
   std::vector<KernelEntry> entries_;
+  std::vector<Tensor> weights_;  ///< exe_->weights, each 64-byte aligned
   std::vector<std::unique_ptr<HostProgram>> hostPrograms_;
   mutable std::mutex arenasMutex_;
   mutable std::vector<std::shared_ptr<Buffer>> freeArenas_;

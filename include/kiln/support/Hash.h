@@ -14,6 +14,21 @@ namespace kiln {
 
 /// 64-bit hash of a byte range; word-at-a-time, fast on large weights.
 uint64_t hashBytes(const void* data, size_t size, uint64_t seed = 0);
+
+/// hashBytes of a range that arrives in pieces (a file written as it is hashed).
+/// The total size seeds the hash, so it is given up front; finish() after
+/// exactly that many bytes returns what hashBytes of the whole range returns.
+class BytesHasher {
+ public:
+  explicit BytesHasher(size_t totalSize, uint64_t seed = 0);
+  void update(const void* data, size_t size);
+  uint64_t finish() const;
+
+ private:
+  uint64_t h_, h2_;
+  unsigned char carry_[16];  ///< the start of a 16-byte block the last piece ended in
+  size_t carried_ = 0, seen_ = 0, total_;
+};
 inline uint64_t hashString(std::string_view s, uint64_t seed = 0) {
   return hashBytes(s.data(), s.size(), seed);
 }

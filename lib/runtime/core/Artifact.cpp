@@ -3,11 +3,13 @@
 // Little-endian fixed-width integers, strings and byte blobs as
 // length-prefixed runs. The Reader refuses any length that runs past the
 // end, so a corrupt payload that slipped past the checksum still cannot make
-// it read out of bounds.
+// it read out of bounds. Saving streams the weights from where they are
+// (no copy of the payload), hashing each slice as it is written.
 //
 //===----------------------------------------------------------------------===//
 #include "kiln/runtime/Artifact.h"
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 #include <fstream>
@@ -28,21 +30,46 @@ auto convFields(Geometry& g) {
                     &g.padW,     &g.strideH, &g.strideW, &g.dilationH,   &g.dilationW, &g.groups};
 }
 
+/// The payload as it is written: small fields gathered into runs of bytes the
+/// Writer owns, large blobs (weights, object code) referenced where they live,
+/// so saving streams them to the file without first copying them together.
 class Writer {
  public:
-  std::vector<uint8_t> bytes;
   template <class T>
   void pod(T v) {
     uint8_t b[sizeof(T)];
     std::memcpy(b, &v, sizeof(T));
-    bytes.insert(bytes.end(), b, b + sizeof(T));
+    append(b, sizeof(T));
   }
   void blob(const void* p, uint64_t n) {
     pod<uint64_t>(n);
-    const uint8_t* c = static_cast<const uint8_t*>(p);
-    bytes.insert(bytes.end(), c, c + n);
+    if (n < kReferencedBytes) return append(p, n);
+    runs_.push_back({{}, static_cast<const uint8_t*>(p), n});
+    size_ += n;
   }
   void str(const std::string& s) { blob(s.data(), s.size()); }
+  size_t size() const { return size_; }
+  /// Calls f(data, bytes) for each run, in order.
+  template <class F>
+  void forEachRun(F&& f) const {
+    for (const Run& r : runs_) r.external ? f(r.external, r.externalBytes) : f(r.owned.data(), r.owned.size());
+  }
+
+ private:
+  static constexpr uint64_t kReferencedBytes = 64 * 1024;
+  struct Run {
+    std::vector<uint8_t> owned;
+    const uint8_t* external = nullptr;
+    size_t externalBytes = 0;
+  };
+  void append(const void* p, size_t n) {
+    if (runs_.empty() || runs_.back().external) runs_.emplace_back();
+    const uint8_t* c = static_cast<const uint8_t*>(p);
+    runs_.back().owned.insert(runs_.back().owned.end(), c, c + n);
+    size_ += n;
+  }
+  std::vector<Run> runs_;
+  size_t size_ = 0;
 };
 
 class Reader {
@@ -105,20 +132,9 @@ Expected<DType> readDType(Reader& r) {
   return DType(t);
 }
 
-}  // namespace
-
-std::vector<uint8_t> serializeExecutable(const Executable& exe) {
-  // The header is written last, in place; the payload's size is known up to
-  // the names and tables, so the bytes are reserved once (no regrowth copies).
+/// The payload (everything after the header); its blobs point into `exe`.
+Writer payloadOf(const Executable& exe) {
   Writer w;
-  size_t bulk = exe.objectCodeBytes();
-  for (const Tensor& t : exe.weights) bulk += t.byteSize();
-  for (const CudaKernelCode& c : exe.cudaKernels) {
-    bulk += c.ptx.size();
-    for (const auto& cubin : c.cubins) bulk += cubin.size();
-  }
-  w.bytes.reserve(kHeaderBytes + bulk + (size_t(1) << 20));
-  w.bytes.resize(kHeaderBytes);
   w.str(exe.target);
   w.str(exe.cpu);
   w.pod<uint64_t>(exe.cpuFeatures.size());
@@ -194,15 +210,30 @@ std::vector<uint8_t> serializeExecutable(const Executable& exe) {
     writeDims(w, t.dims());
     w.blob(t.rawData(), t.byteSize());
   }
-  Writer header;
-  header.bytes.insert(header.bytes.end(), kMagic, kMagic + 8);
-  header.pod<uint32_t>(kArtifactFormatVersion);
-  header.pod<uint32_t>(0);
-  const size_t payload = w.bytes.size() - kHeaderBytes;
-  header.pod<uint64_t>(payload);
-  header.pod<uint64_t>(hashBytes(w.bytes.data() + kHeaderBytes, payload));
-  std::copy(header.bytes.begin(), header.bytes.end(), w.bytes.begin());
-  return std::move(w.bytes);
+  return w;
+}
+
+/// The header of a payload of `payloadBytes` with checksum `checksum`.
+std::array<uint8_t, kHeaderBytes> headerFor(uint64_t payloadBytes, uint64_t checksum) {
+  std::array<uint8_t, kHeaderBytes> h{};
+  const uint32_t version = kArtifactFormatVersion;
+  std::memcpy(h.data(), kMagic, 8);
+  std::memcpy(h.data() + 8, &version, 4);  // then 4 reserved bytes, zero
+  std::memcpy(h.data() + 16, &payloadBytes, 8);
+  std::memcpy(h.data() + 24, &checksum, 8);
+  return h;
+}
+
+}  // namespace
+
+std::vector<uint8_t> serializeExecutable(const Executable& exe) {
+  Writer w = payloadOf(exe);
+  std::vector<uint8_t> bytes(kHeaderBytes);
+  bytes.reserve(kHeaderBytes + w.size());
+  w.forEachRun([&](const uint8_t* p, size_t n) { bytes.insert(bytes.end(), p, p + n); });
+  auto header = headerFor(w.size(), hashBytes(bytes.data() + kHeaderBytes, w.size()));
+  std::copy(header.begin(), header.end(), bytes.begin());
+  return bytes;
 }
 
 Expected<Executable> deserializeExecutable(const uint8_t* data, size_t size) {
@@ -364,10 +395,27 @@ Expected<Executable> deserializeExecutable(const uint8_t* data, size_t size) {
 }
 
 Status saveArtifact(const Executable& exe, const std::string& path) {
-  std::vector<uint8_t> bytes = serializeExecutable(exe);
+  // The weights go to the file from where they are, hashed a slice at a time
+  // just before the slice is written; the header with the checksum goes last.
+  Writer w = payloadOf(exe);
   std::ofstream out(path, std::ios::binary);
   if (!out) return Error(ErrorCode::IoError, "cannot write '" + path + "'");
-  out.write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
+  std::array<uint8_t, kHeaderBytes> header{};
+  out.write(reinterpret_cast<const char*>(header.data()), std::streamsize(header.size()));
+  BytesHasher checksum(w.size());
+  constexpr size_t kSlice = size_t(1) << 20;
+  w.forEachRun([&](const uint8_t* p, size_t n) {
+    for (size_t at = 0; at < n && out; at += kSlice) {
+      const size_t len = std::min(kSlice, n - at);
+      checksum.update(p + at, len);
+      out.write(reinterpret_cast<const char*>(p + at), std::streamsize(len));
+    }
+  });
+  if (!out) return Error(ErrorCode::IoError, "writing '" + path + "' failed");
+  header = headerFor(w.size(), checksum.finish());
+  out.seekp(0);
+  out.write(reinterpret_cast<const char*>(header.data()), std::streamsize(header.size()));
+  out.close();
   if (!out) return Error(ErrorCode::IoError, "writing '" + path + "' failed");
   return Status::ok();
 }
