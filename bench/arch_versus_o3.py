@@ -41,12 +41,18 @@ def median(v):
     return v[len(v) // 2] if len(v) % 2 else 0.5 * (v[len(v) // 2 - 1] + v[len(v) // 2])
 
 
-def compile_ms(a, model, pipeline):
-    """`kiln compile` with -O3 or --pipeline arch: the phases after import (passes, plan, lower, llvm), in ms."""
+def compile_phases(kiln, out_dir, model, pipeline, extra=()):
+    """`kiln compile` with -O3 or --pipeline arch (and `extra` flags): its summary's phases in ms and its summary."""
     flags = ["-O3"] if pipeline == "O3" else ["--pipeline", pipeline]
-    out = subprocess.run([a.kiln, "compile", model, "-o", os.path.join(a.out, "compiled.kiln"), "--quiet"] + flags,
-                         check=True, capture_output=True, text=True).stdout
+    out = subprocess.run([kiln, "compile", model, "-o", os.path.join(out_dir, "compiled.kiln"), "--quiet"] + flags +
+                         list(extra), check=True, capture_output=True, text=True).stdout
     phases = dict((k, float(v)) for k, v in re.findall(r"(\w+) ([0-9.]+)", out.split("time ms", 1)[1].splitlines()[0]))
+    return phases, out
+
+
+def compile_ms(a, model, pipeline):
+    """The phases after import (passes, plan, lower, llvm) of a cpu compile, in ms, and the passes' share."""
+    phases, _ = compile_phases(a.kiln, a.out, model, pipeline)
     return sum(v for k, v in phases.items() if k != "import"), phases["passes"]
 
 

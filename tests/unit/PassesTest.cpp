@@ -141,6 +141,25 @@ TEST_CASE("The pass manager records changes, hashes and node counts, recursing i
   passes::printReportTable(table, *report);
   CHECK_THAT(table.str(), Catch::Contains("dead-code-elimination"));
   CHECK_THAT(table.str(), Catch::Contains("n/a"));
+
+  SECTION("without hashes (compile, run, bench): the same records and IR, the hash fields empty") {
+    auto unhashed = parse(kLoopWithDeadCode);
+    auto quiet = passes::runPipeline(unhashed->graph(), *pipeline, {.context = {}, .hashes = false});
+    REQUIRE(quiet.isOk());
+    REQUIRE(quiet->passes.size() == 2);
+    for (size_t i = 0; i < 2; ++i) {
+      CHECK(quiet->passes[i].changed == report->passes[i].changed);
+      CHECK(quiet->passes[i].nodesAfter == report->passes[i].nodesAfter);
+      CHECK(quiet->passes[i].hashBefore.empty());
+      CHECK(quiet->passes[i].hashAfter.empty());
+    }
+    CHECK(ir::structuralHash(unhashed->graph()) == ir::structuralHash(m->graph()));
+    // --verify-each needs the hashes for its change check and keeps them.
+    auto verified = passes::runPipeline(parse(kLoopWithDeadCode)->graph(), *pipeline,
+                                        {.context = {.verifyEach = true}, .hashes = false});
+    REQUIRE(verified.isOk());
+    CHECK(verified->passes[0].hashAfter == first.hashAfter);
+  }
 }
 
 TEST_CASE("The pass manager enforces required passes and honest change flags", "[passes]") {

@@ -142,7 +142,7 @@ Expected<passes::PassReport> runSelectedPipeline(ir::Graph& graph, const ModelOp
 }
 
 Expected<passes::PassReport> applyPipeline(ir::Module& module, const ModelOptions& options) {
-  passes::RunOptions run{.context = selectedContext(options, false)};
+  passes::RunOptions run{.context = selectedContext(options, false), .hashes = false};  // no report printed
   KILN_ASSIGN(passes::PassReport report, runSelectedPipeline(module.graph(), options, run));
   KILN_TRY(ir::verify(module.graph()));
   return report;

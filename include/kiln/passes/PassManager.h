@@ -1,12 +1,12 @@
 //===- kiln/passes/PassManager.h - Running pipelines, measured ----*- C++ -*-===//
 //
 // Runs a pipeline over a graph and records, per pass: wall time, whether it
-// was applicable and whether it changed the IR, the structural hash and node
-// count before and after. With verifyEach the IR (and its types) is verified
-// after every pass, and a pass that reports no change must have left the
-// structural hash as it was; a failure names the pass. The report prints as a table
-// or as JSON (schema "kiln-pass-report/1"), which the pass-selection
-// experiments consume.
+// was applicable and whether it changed the IR, the structural hash (unless
+// RunOptions::hashes is off) and node count before and after. With
+// verifyEach the IR (and its types) is verified after every pass, and a pass
+// that reports no change must have left the structural hash as it was; a
+// failure names the pass. The report prints as a table or as JSON (schema
+// "kiln-pass-report/1"), which the pass-selection experiments consume.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -39,6 +39,11 @@ struct PassReport {
 
 struct RunOptions {
   PassContext context;
+  /// Hash the IR before and after each pass for the report. Off (commands that
+  /// print no report: compile, run, bench, tune), hashBefore/After are empty and
+  /// the weights are not read for them (BERT-base's first hash reads 414 MB);
+  /// verifyEach hashes regardless (its change check compares them).
+  bool hashes = true;
   /// Called after each pass that changed the IR (for --print-after-change).
   std::function<void(const PassRecord&, const ir::Graph&)> afterChange = nullptr;
 };

@@ -4,7 +4,8 @@
 // length-prefixed runs. The Reader refuses any length that runs past the
 // end, so a corrupt payload that slipped past the checksum still cannot make
 // it read out of bounds. Saving streams the weights from where they are
-// (no copy of the payload), hashing each slice as it is written.
+// (no copy of the payload), hashing each slice as it is written; loading
+// maps the file and copies the weights out of the page cache.
 //
 //===----------------------------------------------------------------------===//
 #include "kiln/runtime/Artifact.h"
@@ -14,6 +15,13 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <optional>
+#if defined(__linux__)
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#endif
 
 #include "kiln/support/Hash.h"
 
@@ -420,7 +428,10 @@ Status saveArtifact(const Executable& exe, const std::string& path) {
   return Status::ok();
 }
 
-Expected<Executable> loadArtifact(const std::string& path) {
+namespace {
+
+/// The file read into one buffer (where it cannot be mapped).
+Expected<std::vector<uint8_t>> readWhole(const std::string& path) {
   std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) return Error(ErrorCode::IoError, "cannot read '" + path + "'");
   const std::streamoff size = in.tellg();
@@ -428,12 +439,44 @@ Expected<Executable> loadArtifact(const std::string& path) {
   std::vector<uint8_t> bytes(static_cast<size_t>(size));  // one read, not a byte at a time
   in.seekg(0);
   if (!in.read(reinterpret_cast<char*>(bytes.data()), size)) return Error(ErrorCode::IoError, "reading '" + path + "' failed");
-  Expected<Executable> exe = deserializeExecutable(bytes.data(), bytes.size());
-  if (!exe) {
-    Error e = std::move(exe).error();
+  return bytes;
+}
+
+/// deserializeExecutable of the file mapped read-only (its pages are the page
+/// cache's: no file-sized copy before the weights are copied out), or nullopt
+/// where it cannot be mapped.
+std::optional<Expected<Executable>> deserializeMapped(const std::string& path) {
+#if defined(__linux__)
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  struct stat st {};
+  void* p = MAP_FAILED;
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0)
+    p = ::mmap(nullptr, size_t(st.st_size), PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+  ::close(fd);
+  if (p == MAP_FAILED) return std::nullopt;
+  Expected<Executable> exe = deserializeExecutable(static_cast<const uint8_t*>(p), size_t(st.st_size));
+  ::munmap(p, size_t(st.st_size));  // nothing in `exe` points into the mapping
+  return exe;
+#else
+  (void)path;
+  return std::nullopt;
+#endif
+}
+
+}  // namespace
+
+Expected<Executable> loadArtifact(const std::string& path) {
+  std::optional<Expected<Executable>> mapped = deserializeMapped(path);
+  if (!mapped) {
+    KILN_ASSIGN(std::vector<uint8_t> bytes, readWhole(path));
+    mapped = deserializeExecutable(bytes.data(), bytes.size());
+  }
+  if (!*mapped) {
+    Error e = std::move(*mapped).error();
     return Error(e.code(), path + ": " + e.message());
   }
-  return exe;
+  return std::move(**mapped);
 }
 
 }  // namespace kiln::runtime
