@@ -119,6 +119,21 @@ assert len(r['median_pair_ratio']) == 2 and len(r['control_median_pair_ratio']) 
 assert len(r['compile_ms']['O3']) == 2 and len(r['compile_ms']['arch']) == 2 and min(r['compile_ms']['arch']) > 0, r
 assert r['pairs'] == 10 and 0 <= r['pairs_faster'] <= 10, r" || fail "arch_versus_o3.py record wrong"
 
+# bench/arch_compile_cuda.py: -O3 and arch compiled for a GPU (NVRTC, no GPU needed), rendered between its markers.
+printf '# doc\n<!-- cuda-compile:begin (bench/arch_compile_cuda.py) -->\n<!-- cuda-compile:end -->\ntail\n' > cuda_compile.md
+/usr/bin/python3 "$SRC/bench/arch_compile_cuda.py" --kiln "$KILN" --zoo "$TINY" --models bert_tiny-raw --pairs 2 \
+  --out arch_cuda --doc cuda_compile.md 2> arch_cuda.err || { cat arch_cuda.err; fail "arch_compile_cuda.py failed"; }
+expect_in "| bert_tiny-raw | " cuda_compile.md
+expect_in "--target cuda:sm_90 --no-cache" cuda_compile.md
+expect_in "tail" cuda_compile.md
+/usr/bin/python3 -c "
+import json
+r = json.load(open('arch_cuda/bert_tiny-raw.json'))
+assert len(r['after_import_ms']['O3']) == 2 and len(r['after_import_ms']['arch']) == 2, r
+assert min(r['nvrtc_ms']['O3'] + r['nvrtc_ms']['arch']) > 0, r
+# arch fuses bert_tiny's layer norms and GELUs: fewer distinct kernels for NVRTC than -O3's.
+assert 0 < r['nvrtc_compiles']['arch'] < r['nvrtc_compiles']['O3'], r" || fail "arch_compile_cuda.py record wrong"
+
 # The same seed proposes the same random pipelines.
 "$KILN" passes compare "$TINY/mobilenet_tiny-raw.onnx" --strategies random:3 --runs 2 --warmup 0 --compile-repeats 1 \
   --out again --seed 4 --quiet > again.txt
