@@ -17,7 +17,7 @@ import os
 import re
 import sys
 
-from arch_versus_o3 import MODELS, ROOT, compile_phases, median, zoo
+from arch_versus_o3 import arch_parser, compile_phases, median, stored_results, zoo
 
 BEGIN, END = "<!-- cuda-compile:begin (bench/arch_compile_cuda.py) -->", "<!-- cuda-compile:end -->"
 
@@ -62,20 +62,15 @@ def render(results, doc):
 
 
 def main():
-    ap = zoo.bench_parser(__doc__, "arch-compile-cuda")
-    ap.add_argument("--models", default=",".join(MODELS), help="zoo files without .onnx, comma-separated")
+    ap = arch_parser(__doc__, "arch-compile-cuda")
     ap.add_argument("--pairs", type=int, default=5)
     ap.add_argument("--arch", default="sm_90", help="the GPU architecture NVRTC compiles for")
-    ap.add_argument("--skip-run", action="store_true", help="re-render from the JSON in --out")
-    ap.add_argument("--doc", default=os.path.join(ROOT, "docs/pass-selection.md"))
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
-    results = [] if a.skip_run else [measure(a, m) for m in a.models.split(",")]
-    if a.skip_run:
-        results = [json.load(open(os.path.join(a.out, f))) for f in sorted(os.listdir(a.out)) if f.endswith(".json")]
-        order = {m: i for i, m in enumerate(MODELS)}
-        results.sort(key=lambda r: order.get(r["model"], len(order)))
-    render(results, a.doc)
+    if not a.skip_run:
+        for m in a.models.split(","):
+            measure(a, m)
+    render(stored_results(a.out, "after_import_ms"), a.doc)
 
 
 if __name__ == "__main__":

@@ -89,12 +89,13 @@ def measure(a, name):
     return result
 
 
-def stored_results(out):
+def stored_results(out, key="median_pair_ratio"):
+    """The records in --out that have `key`, one per model, in the zoo's order."""
     found = {}
     for f in os.listdir(out):
         if f.endswith(".json"):
             r = json.load(open(os.path.join(out, f)))
-            if "median_pair_ratio" in r:
+            if key in r:
                 found[r["model"]] = r
     order = {m: i for i, m in enumerate(MODELS + TINY)}
     return sorted(found.values(), key=lambda r: (order.get(r["model"], len(order)), r["model"]))
@@ -134,14 +135,20 @@ def render(results, doc):
     zoo.replace_section(doc, BEGIN, END, lines)
 
 
-def main():
-    ap = zoo.bench_parser(__doc__, "arch-vs-o3")
+def arch_parser(doc, out_name):
+    """zoo.bench_parser with the options of both arch-against-O3 scripts: --models, --skip-run, --doc."""
+    ap = zoo.bench_parser(doc, out_name)
     ap.add_argument("--models", default=",".join(MODELS), help="zoo files without .onnx, comma-separated")
+    ap.add_argument("--skip-run", action="store_true", help="re-render from the JSON in --out")
+    ap.add_argument("--doc", default=os.path.join(ROOT, "docs/pass-selection.md"))
+    return ap
+
+
+def main():
+    ap = arch_parser(__doc__, "arch-vs-o3")
     ap.add_argument("--rounds", type=int, default=8)
     ap.add_argument("--runs", type=int, default=60)
     ap.add_argument("--compile-pairs", type=int, default=3, help="pairs of -O3 and arch compiles per round")
-    ap.add_argument("--skip-run", action="store_true", help="re-render from the JSON in --out")
-    ap.add_argument("--doc", default=os.path.join(ROOT, "docs/pass-selection.md"))
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     if not a.skip_run:
