@@ -5,7 +5,7 @@
 // end, so a corrupt payload that slipped past the checksum still cannot make
 // it read out of bounds. Saving streams the weights from where they are
 // (no copy of the payload), hashing each slice as it is written; loading
-// maps the file and copies the weights out of the page cache.
+// maps the file (MappedFile) and copies the weights out of the page cache.
 //
 //===----------------------------------------------------------------------===//
 #include "kiln/runtime/Artifact.h"
@@ -15,14 +15,8 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
-#include <optional>
-#if defined(__linux__)
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-#endif
 
+#include "kiln/support/File.h"
 #include "kiln/support/Hash.h"
 
 namespace kiln::runtime {
@@ -428,55 +422,17 @@ Status saveArtifact(const Executable& exe, const std::string& path) {
   return Status::ok();
 }
 
-namespace {
-
-/// The file read into one buffer (where it cannot be mapped).
-Expected<std::vector<uint8_t>> readWhole(const std::string& path) {
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  if (!in) return Error(ErrorCode::IoError, "cannot read '" + path + "'");
-  const std::streamoff size = in.tellg();
-  if (size < 0) return Error(ErrorCode::IoError, "cannot read '" + path + "'");
-  std::vector<uint8_t> bytes(static_cast<size_t>(size));  // one read, not a byte at a time
-  in.seekg(0);
-  if (!in.read(reinterpret_cast<char*>(bytes.data()), size)) return Error(ErrorCode::IoError, "reading '" + path + "' failed");
-  return bytes;
-}
-
-/// deserializeExecutable of the file mapped read-only (its pages are the page
-/// cache's: no file-sized copy before the weights are copied out), or nullopt
-/// where it cannot be mapped.
-std::optional<Expected<Executable>> deserializeMapped(const std::string& path) {
-#if defined(__linux__)
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return std::nullopt;
-  struct stat st {};
-  void* p = MAP_FAILED;
-  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0)
-    p = ::mmap(nullptr, size_t(st.st_size), PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
-  ::close(fd);
-  if (p == MAP_FAILED) return std::nullopt;
-  Expected<Executable> exe = deserializeExecutable(static_cast<const uint8_t*>(p), size_t(st.st_size));
-  ::munmap(p, size_t(st.st_size));  // nothing in `exe` points into the mapping
-  return exe;
-#else
-  (void)path;
-  return std::nullopt;
-#endif
-}
-
-}  // namespace
-
 Expected<Executable> loadArtifact(const std::string& path) {
-  std::optional<Expected<Executable>> mapped = deserializeMapped(path);
-  if (!mapped) {
-    KILN_ASSIGN(std::vector<uint8_t> bytes, readWhole(path));
-    mapped = deserializeExecutable(bytes.data(), bytes.size());
-  }
-  if (!*mapped) {
-    Error e = std::move(*mapped).error();
+  // Mapped read-only, not read into a buffer: the checksum is computed on the
+  // page cache's pages and the weights are copied out of them (nothing in the
+  // Executable points into the mapping, which closes on return).
+  KILN_ASSIGN(std::shared_ptr<MappedFile> file, MappedFile::open(path));
+  Expected<Executable> exe = deserializeExecutable(file->data(), file->size());
+  if (!exe) {
+    Error e = std::move(exe).error();
     return Error(e.code(), path + ": " + e.message());
   }
-  return std::move(**mapped);
+  return exe;
 }
 
 }  // namespace kiln::runtime
