@@ -17,9 +17,11 @@
 #include "kiln/c_api.h"
 
 static int has_dynamic_outputs(const kiln_model* model) {
-  for (size_t o = 0; o < kiln_model_num_outputs(model); ++o)
+  for (size_t o = 0; o < kiln_model_num_outputs(model); ++o) {
+    if (kiln_model_output_rank(model, o) == KILN_UNKNOWN_RANK) return 1;
     for (size_t d = 0; d < kiln_model_output_rank(model, o); ++d)
       if (kiln_model_output_dims(model, o)[d] < 0) return 1;
+  }
   return 0;
 }
 

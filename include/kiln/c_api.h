@@ -36,7 +36,10 @@ void kiln_model_free(kiln_model* model);
 
 size_t kiln_model_num_inputs(const kiln_model* model);
 size_t kiln_model_num_outputs(const kiln_model* model);
-/* Name, element type, rank, dims and size in bytes of input/output i (null / 0 when out of range). */
+/* Name, element type, rank, dims and size in bytes of input/output i (null / 0 when out of range).
+   A dim that depends on the data is -1 (the bytes are then 0); an output whose rank too
+   depends on the data (an If whose branches differ) has rank KILN_UNKNOWN_RANK. */
+#define KILN_UNKNOWN_RANK ((size_t)-1)
 const char* kiln_model_input_name(const kiln_model* model, size_t i);
 const char* kiln_model_output_name(const kiln_model* model, size_t i);
 int kiln_model_input_dtype(const kiln_model* model, size_t i);
@@ -50,8 +53,8 @@ size_t kiln_model_output_bytes(const kiln_model* model, size_t i);
 
 /* Runs once: inputs[i] points at input i's data (dense, row-major, its type);
    outputs[i] at room for output i (kiln_model_output_bytes). Models with an
-   output whose shape depends on the data (its dims hold -1, its bytes are 0)
-   need kiln_model_run_outputs instead. */
+   output whose shape depends on the data (its dims hold -1 or its rank is
+   KILN_UNKNOWN_RANK, its bytes are 0) need kiln_model_run_outputs instead. */
 int kiln_model_run(const kiln_model* model, const void* const* inputs, void* const* outputs);
 
 /* Runs once and returns outputs the runtime allocated, with their actual

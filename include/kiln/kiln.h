@@ -26,7 +26,8 @@ namespace kiln {
 struct TensorInfo {
   std::string name;
   DType dtype = DType::F32;
-  Dims dims;
+  Dims dims;               ///< -1 where a dim depends on the data
+  bool rankKnown = true;   ///< false: the rank too depends on the data (dims empty; run() returns the shape)
 };
 
 class Model {

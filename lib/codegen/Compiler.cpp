@@ -106,9 +106,11 @@ Expected<LoweredModel> lowerModel(ir::Graph& graph, KernelTarget target, const C
     bool dynamicOk = kind == runtime::BufferKind::Intermediate || kind == runtime::BufferKind::Output;
     if (Expected<Dims> dims = staticDims(v)) {
       b.dims = *dims;
-    } else if (dynamicOk && v->type().isTensor() && v->tensorType().hasRank()) {
+    } else if (dynamicOk && v->type().isTensor()) {  // computed on the host at run time
       b.dynamic = true;
-      for (int64_t d : v->tensorType().dims()) b.dims.push_back(d == ir::kUnknownDim ? -1 : d);
+      b.unknownRank = !v->tensorType().hasRank();
+      if (!b.unknownRank)
+        for (int64_t d : v->tensorType().dims()) b.dims.push_back(d == ir::kUnknownDim ? -1 : d);
     } else {
       return std::move(dims).error();
     }

@@ -8,7 +8,9 @@
 // (cheap to recompute while reducing) and Pad into conv and pooling, but not
 // other prologues of matmul/conv (they would be recomputed for every use).
 // Edges are honoured in id order; an edge whose merge would make a group that
-// no template can lower is recorded as not honoured.
+// no template can lower, or a cycle among the groups (checked over groups, as
+// they run: a path reaching one node of a group goes on from all of them), is
+// recorded as not honoured.
 //
 //===----------------------------------------------------------------------===//
 #include "kiln/codegen/FusionPlan.h"
@@ -151,7 +153,22 @@ void FusionPlan::setDefaultDecisions() {
   partition();
 }
 
-bool FusionPlan::mergeable(const std::vector<ir::Node*>& members) const {
+/// The groups while partition() merges them: union-find over plan positions, each root's
+/// nodes (graph order) and positions, and who uses each node's results.
+struct FusionPlan::PartitionState {
+  std::vector<std::vector<uint32_t>> users;  ///< plan positions of the nodes that read a node's results
+  std::vector<uint32_t> parent;
+  std::vector<std::vector<ir::Node*>> nodes;       ///< by root
+  std::vector<std::vector<uint32_t>> positions;    ///< by root
+
+  uint32_t find(uint32_t x) {
+    while (parent[x] != x) x = parent[x] = parent[parent[x]];
+    return x;
+  }
+  const std::vector<uint32_t>& members(uint32_t p) { return positions[find(p)]; }
+};
+
+bool FusionPlan::mergeable(const std::vector<ir::Node*>& members, PartitionState& groups) const {
   std::set<const ir::Node*> in(members.begin(), members.end());
   ir::Node* anchor = nullptr;
   size_t externs = 0;
@@ -189,57 +206,75 @@ bool FusionPlan::mergeable(const std::vector<ir::Node*>& members) const {
       }
     }
   }
-  // No path may leave the group and come back (the group runs as one kernel).
-  const auto& pos = position_;
-  size_t last = 0;
-  for (ir::Node* m : members) last = std::max(last, pos.at(m));
-  std::set<const ir::Node*> outside;
-  std::vector<const ir::Node*> work;
-  auto userOf = [&](const ir::Use& u) -> const ir::Node* { return u.isGraphOutput() ? nullptr : ir::ancestorIn(*graph_, u.user); };
-  auto pushUsers = [&](const ir::Node* n) {
-    for (const ir::Value* v : n->outputs())
-      for (const ir::Use& u : v->uses())
-        if (const ir::Node* user = userOf(u); user && !in.count(user) && pos.count(user) && pos.at(user) < last &&
-                                              outside.insert(user).second)
-          work.push_back(user);
+  return !reentered(members, groups);
+}
+
+bool FusionPlan::reentered(const std::vector<ir::Node*>& members, PartitionState& groups) const {
+  // The group runs as one kernel, so no path may leave it and come back. Paths run over
+  // groups, not nodes: another group runs as one unit too, so a path that reaches one of
+  // its nodes goes on from all of them (two groups that each feed the other are a cycle
+  // even when no path of nodes is). Positions do not bound such paths: the search covers
+  // everything downstream of the group.
+  std::vector<uint8_t> inside(order_.size(), 0), reached(order_.size(), 0);
+  for (ir::Node* m : members) inside[position_.at(m)] = 1;
+  std::vector<uint32_t> work;
+  auto reach = [&](uint32_t p) {
+    for (uint32_t mate : groups.members(p))
+      if (!reached[mate]) {
+        reached[mate] = 1;
+        work.push_back(mate);
+      }
   };
-  for (ir::Node* m : members) pushUsers(m);
+  for (ir::Node* m : members)
+    for (uint32_t user : groups.users[position_.at(m)])
+      if (!inside[user]) reach(user);
   while (!work.empty()) {
-    const ir::Node* n = work.back();
+    uint32_t n = work.back();
     work.pop_back();
-    for (const ir::Value* v : n->outputs())
-      for (const ir::Use& u : v->uses())
-        if (const ir::Node* user = userOf(u); user && in.count(user)) return false;
-    pushUsers(n);
+    for (uint32_t user : groups.users[n]) {
+      if (inside[user]) return true;
+      reach(user);
+    }
   }
-  return true;
+  return false;
 }
 
 void FusionPlan::partition() {
   const auto& pos = position_;
-  std::vector<size_t> parent(order_.size());
-  std::iota(parent.begin(), parent.end(), 0);
-  std::vector<std::vector<ir::Node*>> members(order_.size());
-  for (size_t i = 0; i < order_.size(); ++i) members[i] = {order_[i]};
-  auto find = [&](size_t x) {
-    while (parent[x] != x) x = parent[x] = parent[parent[x]];
-    return x;
-  };
+  PartitionState state;
+  const size_t n = order_.size();
+  state.users.resize(n);
+  state.parent.resize(n);
+  std::iota(state.parent.begin(), state.parent.end(), 0u);
+  state.nodes.resize(n);
+  state.positions.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    state.nodes[i] = {order_[i]};
+    state.positions[i] = {uint32_t(i)};
+    for (const ir::Value* v : order_[i]->outputs())
+      for (const ir::Use& u : v->uses()) {
+        const ir::Node* user = u.isGraphOutput() ? nullptr : ir::ancestorIn(*graph_, u.user);
+        if (auto it = user ? pos.find(user) : pos.end(); it != pos.end()) state.users[i].push_back(uint32_t(it->second));
+      }
+  }
+  auto find = [&](size_t x) { return state.find(uint32_t(x)); };
   for (FusionEdge& e : edges_) {
     e.honored = false;
-    size_t a = find(pos.at(e.producer)), b = find(pos.at(e.consumer));
+    uint32_t a = find(pos.at(e.producer)), b = find(pos.at(e.consumer));
     if (a == b) {
       e.honored = e.fuse;
       continue;
     }
     if (!e.fuse) continue;
-    std::vector<ir::Node*> merged = members[a];
-    merged.insert(merged.end(), members[b].begin(), members[b].end());
+    std::vector<ir::Node*> merged = state.nodes[a];
+    merged.insert(merged.end(), state.nodes[b].begin(), state.nodes[b].end());
     std::sort(merged.begin(), merged.end(), [&](ir::Node* x, ir::Node* y) { return pos.at(x) < pos.at(y); });
-    if (!mergeable(merged)) continue;
-    parent[b] = a;
-    members[a] = std::move(merged);
-    members[b].clear();
+    if (!mergeable(merged, state)) continue;
+    state.parent[b] = a;
+    state.nodes[a] = std::move(merged);
+    state.nodes[b].clear();
+    state.positions[a].insert(state.positions[a].end(), state.positions[b].begin(), state.positions[b].end());
+    state.positions[b].clear();
     e.honored = true;
   }
   // Edges inside a group whose decision is split are still in one kernel.
@@ -252,7 +287,7 @@ void FusionPlan::partition() {
     size_t root = find(i);
     if (groupIndex_[root] < 0) {
       groupIndex_[root] = int(groups_.size());
-      groups_.push_back(makeGroup(int(groups_.size()), members[root]));
+      groups_.push_back(makeGroup(int(groups_.size()), state.nodes[root]));
     }
     groupIndex_[i] = groupIndex_[root];
   }

@@ -105,7 +105,7 @@ void collect(const ir::Graph& g, ArchitectureFeatures& f) {
     if (onnx && op == "Add" && isComputed(n->input(0)) && isComputed(n->input(1)) &&
         n->input(0)->type() == n->input(1)->type() && n->input(0)->tensorType().rank() >= 2) {
       ++f.residualAdds;
-      f.featureMapResidualAdds += n->input(0)->tensorType().rank() == 4;
+      f.featureMapResidualAdds += n->input(0)->tensorType().rank() >= 4;  // images and video volumes
     }
     if (onnx && op == "Softmax" && fromActivationProduct(n->input(0), 4) && intoActivationProduct(n->output(0), 2))
       ++f.attentionBlocks;

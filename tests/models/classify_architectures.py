@@ -109,6 +109,20 @@ def tiny_fpn_detector(kind):
     return Detector(make(backbone, num_classes=5, min_size=128, max_size=128))
 
 
+def tiny_faster_rcnn():
+    """A two-stage detector (region proposals, RoIAlign, NMS in both stages)
+    on a ResNet-18 FPN; torchvision exports its eval path for a list of images."""
+    from torchvision.models.detection.backbone_utils import resnet_fpn_backbone
+    backbone = resnet_fpn_backbone(backbone_name="resnet18", weights=None, trainable_layers=5)
+    return det.FasterRCNN(backbone, num_classes=5, min_size=128, max_size=128)
+
+
+def tiny_video_resnet():
+    """R3D: a ResNet of 3-D convolutions over video clips (rank-5 feature maps)."""
+    from torchvision.models.video.resnet import BasicBlock, BasicStem, Conv3DSimple, VideoResNet
+    return VideoResNet(BasicBlock, [Conv3DSimple] * 4, [1, 1, 1, 1], BasicStem, num_classes=10)
+
+
 # (name, expected classes, tiny: (builder, example input), full: (builder, example input))
 MODELS = [
     ("resnet", ["RN"], (lambda: tv.resnet18(num_classes=10), image(64)), (lambda: tv.resnet50(), image(224))),
@@ -126,6 +140,14 @@ MODELS = [
     ("googlenet", ["RN"], (lambda: tv.googlenet(num_classes=10, aux_logits=False, init_weights=True), image(64)),
      (lambda: tv.googlenet(aux_logits=False, init_weights=True), image(224))),
     ("inception_v3", ["RN"], None, (lambda: tv.inception_v3(aux_logits=False, init_weights=True), image(299))),
+    ("resnet101", ["RN"], None, (lambda: tv.resnet101(), image(224))),
+    ("vgg19_bn", ["RN"], None, (lambda: tv.vgg19_bn(), image(224))),
+    ("regnet_y_1_6gf", ["RN"], None, (lambda: tv.regnet_y_1_6gf(), image(224))),
+    ("video_resnet", ["RN"], (tiny_video_resnet, torch.rand(1, 3, 4, 32, 32)),
+     (lambda: tv.video.r3d_18(), torch.rand(1, 3, 8, 112, 112))),
+    ("r2plus1d_18", ["RN"], None, (lambda: tv.video.r2plus1d_18(), torch.rand(1, 3, 8, 112, 112))),
+    ("deeplabv3_resnet50", ["RN"], None,
+     (lambda: tv.segmentation.deeplabv3_resnet50(weights_backbone=None), image(256))),
     ("fcn_resnet50", ["RN"], None, (lambda: tv.segmentation.fcn_resnet50(weights_backbone=None), image(256))),
     ("mobilenet_v3_small", ["MN"], (lambda: tv.mobilenet_v3_small(num_classes=10), image(64)),
      (lambda: tv.mobilenet_v3_small(), image(224))),
@@ -136,6 +158,10 @@ MODELS = [
     ("efficientnet_b0", ["MN"], (lambda: tv.efficientnet_b0(num_classes=10), image(64)),
      (lambda: tv.efficientnet_b0(), image(224))),
     ("efficientnet_v2_s", ["MN"], None, (lambda: tv.efficientnet_v2_s(), image(224))),
+    ("efficientnet_b3", ["MN"], None, (lambda: tv.efficientnet_b3(), image(224))),
+    ("lraspp_mobilenet_v3", ["MN"], None,
+     (lambda: tv.segmentation.lraspp_mobilenet_v3_large(weights_backbone=None), image(256))),
+    ("convnext_small", ["MN"], None, (lambda: tv.convnext_small(), image(224))),
     ("convnext", ["MN"], (tiny_convnext, image(32)), (lambda: tv.convnext_tiny(), image(224))),
     ("deeplabv3_mobilenet_v3", ["MN"], None,
      (lambda: tv.segmentation.deeplabv3_mobilenet_v3_large(weights_backbone=None), image(256))),
@@ -145,9 +171,18 @@ MODELS = [
      (lambda: Detector(det.retinanet_resnet50_fpn(weights_backbone=None)), torch.rand(3, 320, 320))),
     ("fcos", ["SSD", "RN"], (lambda: tiny_fpn_detector("fcos"), torch.rand(3, 128, 128)),
      (lambda: Detector(det.fcos_resnet50_fpn(weights_backbone=None)), torch.rand(3, 320, 320))),
+    ("faster_rcnn", ["SSD", "RN"], (tiny_faster_rcnn, ([torch.rand(3, 128, 128)],)),
+     (lambda: det.fasterrcnn_resnet50_fpn(weights_backbone=None, min_size=320, max_size=320),
+      ([torch.rand(3, 320, 320)],))),
+    ("faster_rcnn_mobilenet_v3", ["SSD", "MN"], None,
+     (lambda: det.fasterrcnn_mobilenet_v3_large_320_fpn(weights_backbone=None), ([torch.rand(3, 320, 320)],))),
+    ("maskrcnn_resnet50_fpn", ["SSD", "RN"], None,
+     (lambda: det.maskrcnn_resnet50_fpn(weights_backbone=None, min_size=320, max_size=320), ([torch.rand(3, 320, 320)],))),
     ("vit", ["BR"], (lambda: tv.VisionTransformer(32, 8, 2, 2, 32, 64, num_classes=10), image(32)),
      (lambda: tv.vit_b_16(), image(224))),
     ("swin", ["BR"], (tiny_swin, image(32)), (lambda: tv.swin_t(), image(224))),
+    ("swin_s", ["BR"], None, (lambda: tv.swin_s(), image(224))),
+    ("vit_l_32", ["BR"], None, (lambda: tv.vit_l_32(), image(224))),
     ("gpt_decoder", ["BR"], (lambda: Decoder(32, 2, 2), tokens()), (lambda: Decoder(256, 4, 4, 64), tokens(64))),
     ("lstm_language_model", [], (lambda: LstmLanguageModel(32), tokens()), (lambda: LstmLanguageModel(128), tokens())),
 ]

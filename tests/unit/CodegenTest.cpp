@@ -23,6 +23,7 @@
 #include "kiln/ir/Parser.h"
 #include "kiln/ir/Printer.h"
 #include "kiln/runtime/Interpreter.h"
+#include "kiln/c_api.h"
 #include "kiln/kiln.h"
 #include "kiln/runtime/Artifact.h"
 #include "kiln/runtime/ObjectLoader.h"
@@ -674,6 +675,39 @@ TEST_CASE("saving streams the weights: the file is serializeExecutable's bytes a
   std::remove(path.c_str());
 }
 
+/// Runs `model` (compiled from `module`) and the interpreter on `inputs` and checks that
+/// every output has the interpreter's shape and values; returns the model's outputs.
+std::vector<Tensor> runsLikeInterpreter(const Model& model, const ir::Module& module, const std::vector<Tensor>& inputs) {
+  auto copy = parse(ir::printModule(module));
+  runtime::Interpreter reference(copy->graph());
+  auto got = model.run(inputs);
+  INFO((got.isOk() ? std::string() : got.error().str()));
+  REQUIRE(got.isOk());
+  auto want = reference.run(std::vector<RuntimeValue>(inputs.begin(), inputs.end()));
+  REQUIRE(want.isOk());
+  REQUIRE(got->size() == want->size());
+  for (size_t i = 0; i < got->size(); ++i) {
+    const Tensor& w = (*want)[i].tensor();
+    INFO("output " << i << ": " << (*got)[i].typeString() << " vs " << w.typeString());
+    REQUIRE((*got)[i].dims() == w.dims());
+    std::vector<double> a = (*got)[i].toDoubles(), b = w.toDoubles();
+    for (size_t j = 0; j < a.size(); ++j) CHECK(std::fabs(a[j] - b[j]) <= 1e-6 * std::max(1.0, std::fabs(b[j])));
+  }
+  return std::move(*got);
+}
+
+/// Compiles `module` for the CPU, saves and loads the artifact.
+std::unique_ptr<Model> compileAndLoad(ir::Module& module, const std::string& path) {
+  auto artifact = compileCpuArtifact(module.graph());
+  INFO((artifact.isOk() ? std::string() : artifact.error().str()));
+  REQUIRE(artifact.isOk());
+  REQUIRE(runtime::saveArtifact(*artifact->executable, path).isOk());
+  auto model = Model::load(path);
+  INFO((model.isOk() ? std::string() : model.error().str()));
+  REQUIRE(model.isOk());
+  return std::move(*model);
+}
+
 TEST_CASE("host steps: extern ops and data-dependent shapes run on reference kernels, kernels around them") {
   auto m = parse(R"(module @m {
   graph @main(%x: f32[6], %w: f32[2,3]) {
@@ -717,25 +751,12 @@ TEST_CASE("host steps: extern ops and data-dependent shapes run on reference ker
   CHECK((*model)->outputs()[1].dims == Dims{2, 3});
 
   // Inputs with 4, then 0 positive elements: the dynamic shapes follow the data.
-  auto m2 = parse(ir::printModule(*m));
-  runtime::Interpreter reference(m2->graph());
   for (std::vector<double> xs : {std::vector<double>{1, -2, 3, 0.5, -1, 2}, std::vector<double>{-1, -2, -3, 0, -1, -2}}) {
     std::vector<Tensor> inputs = {Tensor::fromVector<double>({6}, xs).castTo(DType::F32),
                                   Tensor::fromVector<double>({2, 3}, {0.5, -1, 2, 1.5, 0.25, -3}).castTo(DType::F32)};
-    auto got = (*model)->run(inputs);
-    INFO((got.isOk() ? std::string() : got.error().str()));
-    REQUIRE(got.isOk());
-    auto want = reference.run(std::vector<RuntimeValue>(inputs.begin(), inputs.end()));
-    REQUIRE(want.isOk());
-    REQUIRE(got->size() == want->size());
-    for (size_t i = 0; i < got->size(); ++i) {
-      const Tensor& w = (*want)[i].tensor();
-      INFO("output " << i << ": " << (*got)[i].typeString() << " vs " << w.typeString());
-      REQUIRE((*got)[i].dims() == w.dims());
-      std::vector<double> a = (*got)[i].toDoubles(), b = w.toDoubles();
-      for (size_t j = 0; j < a.size(); ++j) CHECK(std::fabs(a[j] - b[j]) <= 1e-6 * std::max(1.0, std::fabs(b[j])));
-    }
-    CHECK((*got)[0].dims() == Dims{int64_t(std::count_if(xs.begin(), xs.end(), [](double v) { return v > 0; }))});
+    std::vector<Tensor> got = runsLikeInterpreter(**model, *m, inputs);
+    REQUIRE(!got.empty());
+    CHECK(got[0].dims() == Dims{int64_t(std::count_if(xs.begin(), xs.end(), [](double v) { return v > 0; }))});
   }
 
   SECTION("disallowed host steps are an error naming the node") {
@@ -768,6 +789,86 @@ TEST_CASE("host steps: extern ops and data-dependent shapes run on reference ker
     CHECK(r.error().code() == ErrorCode::ArtifactCorrupt);
   }
   std::remove(path.c_str());
+}
+
+TEST_CASE("host steps: results whose rank depends on the data, and groups that would feed each other") {
+  SECTION("an If whose branches differ in rank returns an output of unknown rank") {
+    // torchvision's detectors trace `squeeze(1)` of a data-dependent count this way.
+    auto m = parse(R"(module @m {
+  graph @main(%x: f32[6]) {
+    %zero = Constant() {value = tensor<f32[]: [0.0]>} : f32[]
+    %ax = Constant() {value = tensor<i64[1]: [0]>} : i64[1]
+    %g = Greater(%x, %zero) : bool[6]
+    %n = NonZero(%g) : i64[1,?]
+    %sum = ReduceSum(%x) {keepdims = 0} : f32[]
+    %c = Greater(%sum, %zero) : bool[]
+    %r = If(%c) {then_branch = graph @t() {
+        %q = Squeeze(%n, %ax) : i64[?]
+        return %q
+      }, else_branch = graph @f() {
+        return %n
+      }} : i64[*]
+    return %r, %sum
+  }
+})");
+    std::string path = "codegen_test_rank.kiln";
+    std::unique_ptr<Model> model = compileAndLoad(*m, path);
+    CHECK_FALSE(model->outputs()[0].rankKnown);
+    CHECK(model->outputs()[1].rankKnown);
+    std::vector<Tensor> positive = runsLikeInterpreter(*model, *m, {Tensor::fromVector<float>({6}, {1, -2, 3, 0.5, -1, 2})});
+    CHECK(positive[0].dims() == Dims{4});
+    std::vector<Tensor> negative = runsLikeInterpreter(*model, *m, {Tensor::fromVector<float>({6}, {-1, 2, -3, 0, -1, -2})});
+    CHECK(negative[0].dims() == Dims{1, 1});
+    // The C API says so rather than giving a scalar's rank and bytes.
+    kiln_model* c = nullptr;
+    REQUIRE(kiln_model_load(path.c_str(), &c) == 0);
+    CHECK(kiln_model_output_rank(c, 0) == KILN_UNKNOWN_RANK);
+    CHECK(kiln_model_output_bytes(c, 0) == 0);
+    CHECK(kiln_model_output_rank(c, 1) == 0);
+    float x[6] = {1, 2, 3, 4, 5, 6}, sum = 0;
+    int64_t r[8];
+    const void* in[] = {x};
+    void* out[] = {r, &sum};
+    CHECK(kiln_model_run(c, in, out) == int(ErrorCode::InvalidArgument));
+    kiln_model_free(c);
+    std::remove(path.c_str());
+  }
+  SECTION("two groups that each read the other's result are not formed") {
+    // The host step {d, h1, df, h2} and the kernel chain i1 -> i2: no path of nodes leaves
+    // either and comes back, but h1 feeds i2 and i1 feeds h2, so as groups they would
+    // wait for each other (Faster R-CNN's proposal reshapes at -O0 did this).
+    auto m = parse(R"(module @m {
+  graph @main(%x: f32[6], %y: f32[1,2]) {
+    %zero = Constant() {value = tensor<f32[]: [0.0]>} : f32[]
+    %g = Greater(%x, %zero) : bool[6]
+    %d = NonZero(%g) : i64[1,?]
+    %i1 = Neg(%y) : f32[1,2]
+    %h1 = Shape(%d) : i64[2]
+    %df = Cast(%d) {to = 1} : f32[1,?]
+    %h2 = Concat(%df, %i1) {axis = 1} : f32[1,?]
+    %h1f = Cast(%h1) {to = 1} : f32[2]
+    %i2 = Add(%i1, %h1f) : f32[1,2]
+    return %h2, %i2
+  }
+})");
+    auto plan = FusionPlan::build(m->graph());
+    REQUIRE(plan.isOk());
+    INFO(plan->print());
+    auto groupOf = [&](const std::string& value) {
+      for (const ir::Node* n : m->graph().nodes())
+        if (n->numOutputs() && n->output(0)->name() == value) return plan->groupOf(n).id;
+      FAIL("no node makes " << value);
+      return -1;
+    };
+    CHECK(groupOf("d") == groupOf("h2"));
+    CHECK(groupOf("h1f") == groupOf("i2"));
+    CHECK(groupOf("i1") != groupOf("i2"));  // the merge that would close the cycle
+    std::string path = "codegen_test_cycle.kiln";
+    std::unique_ptr<Model> model = compileAndLoad(*m, path);
+    runsLikeInterpreter(*model, *m, {Tensor::fromVector<float>({6}, {1, -2, 3, 0.5, -1, 2}),
+                                     Tensor::fromVector<float>({1, 2}, {0.5, -4})});
+    std::remove(path.c_str());
+  }
 }
 
 TEST_CASE("the artifact reader and the object linker survive mutated input") {

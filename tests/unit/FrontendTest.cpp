@@ -196,3 +196,55 @@ TEST_CASE("legacy op forms are rewritten to their opset-17 form", "[frontend][op
   for (int i = 0; i < 6; ++i) sum += y[size_t(i)];
   CHECK(sum == Approx(1.0));
 }
+
+TEST_CASE("RoiAlign before opset 16 samples without the half-pixel shift", "[frontend][opset]") {
+  // RoiAlign-10 has no coordinate_transformation_mode and samples as output_half_pixel;
+  // opset 16 added the attribute with half_pixel as its default. One 2x2 region of a 4x4
+  // map, one bin, one sample at the region's centre: (1, 1) unshifted, (0.5, 0.5) shifted.
+  auto roiAlign = [](int64_t opset) {
+    ::onnx::ModelProto model;
+    model.set_ir_version(8);
+    model.add_opset_import()->set_version(opset);
+    auto* g = model.mutable_graph();
+    g->set_name("g");
+    auto addInput = [&](const char* name, int type, std::vector<int64_t> dims) {
+      auto* tt = g->add_input();
+      tt->set_name(name);
+      auto* t = tt->mutable_type()->mutable_tensor_type();
+      t->set_elem_type(type);
+      for (int64_t d : dims) t->mutable_shape()->add_dim()->set_dim_value(d);
+    };
+    addInput("x", ::onnx::TensorProto::FLOAT, {1, 1, 4, 4});
+    addInput("rois", ::onnx::TensorProto::FLOAT, {1, 4});
+    addInput("batch", ::onnx::TensorProto::INT64, {1});
+    auto* n = g->add_node();
+    n->set_op_type("RoiAlign");
+    n->set_name("roi_align");
+    for (const char* in : {"x", "rois", "batch"}) n->add_input(in);
+    n->add_output("y");
+    for (const char* name : {"output_height", "output_width", "sampling_ratio"}) {
+      auto* a = n->add_attribute();
+      a->set_name(name);
+      a->set_type(::onnx::AttributeProto::INT);
+      a->set_i(1);
+    }
+    g->add_output()->set_name("y");
+    std::string bytes;
+    REQUIRE(model.SerializeToString(&bytes));
+    auto m = kiln::onnx::importOnnxBytes(bytes, ".");
+    REQUIRE(m.isOk());
+    std::vector<float> xs(16);
+    for (size_t i = 0; i < xs.size(); ++i) xs[i] = float(i);
+    runtime::Interpreter interp((*m)->graph());
+    auto r = interp.run(std::vector<RuntimeValue>{Tensor::fromVector<float>({1, 1, 4, 4}, xs),
+                                                  Tensor::fromVector<float>({1, 4}, {0, 0, 2, 2}),
+                                                  Tensor::fromVector<int64_t>({1}, {0})});
+    REQUIRE(r.isOk());
+    return std::make_pair(ir::printModule(**m), (*r)[0].tensor().toDoubles().at(0));
+  };
+  auto [legacy, legacyValue] = roiAlign(13);
+  CHECK_THAT(legacy, Catch::Contains("coordinate_transformation_mode = \"output_half_pixel\""));
+  CHECK(legacyValue == Approx(5.0));  // x[1][1]
+  auto [current, currentValue] = roiAlign(16);
+  CHECK(currentValue == Approx(2.5));  // the mean of x[0..1][0..1]
+}

@@ -93,7 +93,12 @@ class FusionPlan {
   Status applyDecisions(const std::string& text);
 
  private:
-  bool mergeable(const std::vector<ir::Node*>& members) const;
+  struct PartitionState;
+  /// Whether `members` (graph order) can run as one kernel or host step: one anchor with
+  /// its epilogue, host steps apart from kernels, and no path back into the group.
+  bool mergeable(const std::vector<ir::Node*>& members, PartitionState& groups) const;
+  /// Whether a path leaves `members` and comes back, through the groups as they are.
+  bool reentered(const std::vector<ir::Node*>& members, PartitionState& groups) const;
 
   ir::Graph* graph_ = nullptr;
   std::vector<ir::Node*> order_;  ///< nodes that belong to kernels, in graph order

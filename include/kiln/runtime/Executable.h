@@ -39,6 +39,7 @@ struct BufferSpec {
   uint64_t offset = 0;   ///< Intermediate: byte offset in the arena
   int32_t aliasOf = -1;  ///< Output that is another buffer (an input or weight): copied after the run
   bool dynamic = false;  ///< shape known only at run time (dims hold -1 there); written by host steps only
+  bool unknownRank = false;  ///< dynamic, and the rank too is known only at run time (dims empty): an If whose branches differ in rank
   uint64_t bytes() const;  ///< 0 for a dynamic buffer
   /// Whether `t` fits this buffer (a dynamic buffer's -1 dims accept any size).
   bool accepts(const Tensor& t) const;

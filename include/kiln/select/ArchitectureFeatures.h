@@ -8,7 +8,8 @@
 //  - convolutions: dense (group 1), depthwise (group = input channels > 1),
 //    other grouped, pointwise (1x1 kernels, group 1);
 //  - residual adds: Adds of two computed tensors of the same static shape
-//    (a skip connection joining its branch), those of rank 4 between feature maps;
+//    (a skip connection joining its branch), those of rank 4 or 5 between feature
+//    maps (2-D images, 3-D video volumes);
 //  - attention blocks: a Softmax fed by a MatMul of two computed operands
 //    (through scaling, masking and casts) and feeding another such MatMul,
 //    or an already fused attention op;

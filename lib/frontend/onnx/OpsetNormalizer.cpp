@@ -5,6 +5,7 @@
 //   Squeeze/Unsqueeze/ReduceSum/Split(<13), TopK(<10): ditto;
 //   Softmax/LogSoftmax/Hardmax(<13): 2-D coercion expressed with Flatten+Reshape;
 //   Upsample, Resize(10): become Resize(13) with the old coordinate rules;
+//   RoiAlign(<16): its fixed sampling, output_half_pixel, made explicit;
 //   Scatter: becomes ScatterElements; Dropout/BatchNormalization: drop
 //   attributes that no longer exist; Constant: value_* become value.
 //
@@ -222,6 +223,12 @@ Status normalizeDraft(NodeDraft& d, int64_t opset, DraftBuilder& b) {
     d.set("coordinate_transformation_mode", "asymmetric");
     KILN_ASSIGN(const ir::Attribute* mode, d.attrAs("mode", ir::AttrKind::String));
     if (!mode || mode->s() == "nearest") d.set("nearest_mode", "floor");
+    return Status::ok();
+  }
+  if (op == "RoiAlign" && opset < 16) {
+    // RoiAlign-10 has no coordinate_transformation_mode: it samples as output_half_pixel
+    // does (no half-pixel shift); opset 16 added the attribute, defaulting to half_pixel.
+    d.set("coordinate_transformation_mode", "output_half_pixel");
     return Status::ok();
   }
   if (op == "Dropout") {

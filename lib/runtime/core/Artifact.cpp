@@ -151,7 +151,7 @@ Writer payloadOf(const Executable& exe) {
     w.pod<uint32_t>(b.index);
     w.pod<uint64_t>(b.offset);
     w.pod<int32_t>(b.aliasOf);
-    w.pod<uint8_t>(b.dynamic ? 1 : 0);
+    w.pod<uint8_t>(b.unknownRank ? 2 : b.dynamic ? 1 : 0);  // 2: dynamic of unknown rank
   }
   w.pod<uint64_t>(exe.kernelNames.size());
   for (size_t k = 0; k < exe.kernelNames.size(); ++k) {
@@ -278,8 +278,9 @@ Expected<Executable> deserializeExecutable(const uint8_t* data, size_t size) {
     KILN_ASSIGN(b.offset, r.pod<uint64_t>());
     KILN_ASSIGN(b.aliasOf, r.pod<int32_t>());
     KILN_ASSIGN(uint8_t dynamic, r.pod<uint8_t>());
-    if (dynamic > 1) return Error(ErrorCode::ArtifactCorrupt, "artifact: bad buffer flag");
-    b.dynamic = dynamic;
+    if (dynamic > 2) return Error(ErrorCode::ArtifactCorrupt, "artifact: bad buffer flag");
+    b.dynamic = dynamic != 0;
+    b.unknownRank = dynamic == 2;
     exe.buffers.push_back(std::move(b));
   }
   KILN_ASSIGN(uint64_t kernels, r.count(16));

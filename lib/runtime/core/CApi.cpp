@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 #include "kiln/c_api.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "kiln/kiln.h"
@@ -33,9 +34,9 @@ const kiln::TensorInfo* info(const kiln_model* m, size_t i, bool input) {
   return i < list.size() ? &list[i] : nullptr;
 }
 
-/// Bytes of a tensor of this type; 0 when a dim depends on the data (-1).
+/// Bytes of a tensor of this type; 0 when a dim (-1) or the rank depends on the data.
 size_t bytesOf(const kiln::TensorInfo* t) {
-  if (!t) return 0;
+  if (!t || !t->rankKnown) return 0;
   size_t n = kiln::dtypeSize(t->dtype);
   for (int64_t d : t->dims) n *= d < 0 ? 0 : size_t(d);
   return n;
@@ -81,7 +82,10 @@ const char* kiln_model_output_name(const kiln_model* m, size_t i) { auto* t = in
 int kiln_model_input_dtype(const kiln_model* m, size_t i) { auto* t = info(m, i, true); return t ? int(t->dtype) : 0; }
 int kiln_model_output_dtype(const kiln_model* m, size_t i) { auto* t = info(m, i, false); return t ? int(t->dtype) : 0; }
 size_t kiln_model_input_rank(const kiln_model* m, size_t i) { auto* t = info(m, i, true); return t ? t->dims.size() : 0; }
-size_t kiln_model_output_rank(const kiln_model* m, size_t i) { auto* t = info(m, i, false); return t ? t->dims.size() : 0; }
+size_t kiln_model_output_rank(const kiln_model* m, size_t i) {
+  auto* t = info(m, i, false);
+  return !t ? 0 : t->rankKnown ? t->dims.size() : KILN_UNKNOWN_RANK;
+}
 const int64_t* kiln_model_input_dims(const kiln_model* m, size_t i) { auto* t = info(m, i, true); return t ? t->dims.data() : nullptr; }
 const int64_t* kiln_model_output_dims(const kiln_model* m, size_t i) { auto* t = info(m, i, false); return t ? t->dims.data() : nullptr; }
 size_t kiln_model_input_bytes(const kiln_model* m, size_t i) { return bytesOf(info(m, i, true)); }
@@ -92,8 +96,7 @@ int kiln_model_run(const kiln_model* m, const void* const* inputs, void* const* 
     return fail(kiln::Error(kiln::ErrorCode::InvalidArgument, "kiln_model_run: null argument"));
   try {
     for (const kiln::TensorInfo& t : m->model->outputs())
-      for (int64_t d : t.dims)
-        if (d < 0)
+      if (!t.rankKnown || std::any_of(t.dims.begin(), t.dims.end(), [](int64_t d) { return d < 0; }))
           return fail(kiln::Error(kiln::ErrorCode::InvalidArgument, "output " + t.name +
                                                                         " has a data-dependent shape; use kiln_model_run_outputs"));
     auto in = inputTensors(m, inputs);

@@ -114,7 +114,9 @@ uint64_t BufferSpec::bytes() const {
 }
 
 bool BufferSpec::accepts(const Tensor& t) const {
-  if (t.dtype() != dtype || t.dims().size() != dims.size()) return false;
+  if (t.dtype() != dtype) return false;
+  if (unknownRank) return true;
+  if (t.dims().size() != dims.size()) return false;
   for (size_t i = 0; i < dims.size(); ++i)
     if (dims[i] >= 0 && dims[i] != t.dims()[i]) return false;
   return true;
@@ -147,6 +149,7 @@ Status Executable::validate() const {
       if (d < (b.dynamic ? -1 : 0) || d > (int64_t(1) << 40)) return bad("buffer ", b.name, " has dim ", d);
     if (b.dynamic && b.kind != BufferKind::Intermediate && b.kind != BufferKind::Output)
       return bad(bufferKindName(b.kind), " buffer ", b.name, " cannot be dynamic");
+    if (b.unknownRank && (!b.dynamic || !b.dims.empty())) return bad("buffer ", b.name, " of unknown rank is not dynamic");
     if (dtypeSize(b.dtype) == 0) return bad("buffer ", b.name, " has no storable dtype");
     switch (b.kind) {
       case BufferKind::Input:

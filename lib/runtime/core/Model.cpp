@@ -34,7 +34,10 @@ Expected<std::unique_ptr<Model>> Model::load(const std::string& path) {
   std::unique_ptr<Model> model(new Model);
   Impl& m = *model->impl_;
   for (uint32_t id : exe.inputs) m.inputs.push_back({exe.buffers[id].name, exe.buffers[id].dtype, exe.buffers[id].dims});
-  for (uint32_t id : exe.outputs) m.outputs.push_back({exe.buffers[id].name, exe.buffers[id].dtype, exe.buffers[id].dims});
+  for (uint32_t id : exe.outputs) {
+    const runtime::BufferSpec& b = exe.buffers[id];
+    m.outputs.push_back({b.name, b.dtype, b.dims, !b.unknownRank});
+  }
   if (exe.target == "cuda") {
     m.exe = std::make_shared<const runtime::Executable>(std::move(exe));
     auto executor = runtime::CudaExecutor::create(m.exe);
