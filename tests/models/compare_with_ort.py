@@ -4,14 +4,16 @@ and compares every output.
 
     compare_with_ort.py --kiln KILN --model M.onnx [--shape name:dims] [--tolerance T]
                         [--work DIR] [--kiln-arg ARG ...] [--compile-arg ARG ...]
-                        [--detections BOXES,SCORES,LABELS [--min-matched F]]
+                        [--detections BOXES,SCORES,LABELS[,PER_DETECTION...] [--min-matched F]]
 
 Zoo models (<name>-<form>.onnx, see models/zoo.json) take their inputs,
 tolerance and detection rule from the manifest; other models get inputs from
 their declared types (dynamic dims from --shape, else 1). --detections names
 a detector's box, score and label outputs to compare by the detection rule
 below (any detector: torchvision's RetinaNet, FCOS, ...; it overrides the
-manifest's), --min-matched its share (default 0.98).
+manifest's), --min-matched its share (default 0.98). Names after the third
+are per-detection outputs (Mask R-CNN's masks, keypoints): row i belongs to
+detection i, so they are compared detection by detection along the matching.
 
 Measures:
 - values: max|kiln - ort| / max|ort| per output (relative to the output's
@@ -47,35 +49,54 @@ def relative_error(a, b):
 
 def match_detections(kiln, ort, tolerance):
     """Greedy matching; returns (matched, total) where total is the larger count."""
+    pairs, total = detection_pairs(kiln, ort, tolerance)
+    return len(pairs), total
+
+
+def detection_pairs(kiln, ort, tolerance):
+    """Greedy matching; returns ([(ort index, kiln index), ...], total) where
+    total is the larger count."""
     kb, ks, kl = kiln
     ob, os_, ol = ort
     box_tol = tolerance * max(float(np.abs(ob).max()) if ob.size else 1.0, 1.0)
     score_tol = tolerance * max(float(np.abs(os_).max()) if os_.size else 1.0, 1e-30)
     used = np.zeros(len(kl), dtype=bool)
-    matched = 0
+    pairs = []
     for i in range(len(ol)):
         ok = (~used) & (kl == ol[i]) & (np.abs(ks - os_[i]) <= score_tol) & \
              (np.abs(kb - ob[i]).max(axis=1, initial=0) <= box_tol if len(kb) else np.zeros(0, dtype=bool))
         hits = np.flatnonzero(ok)
         if hits.size:
             used[hits[0]] = True
-            matched += 1
-    return matched, max(len(ol), len(kl))
+            pairs.append((i, int(hits[0])))
+    return pairs, max(len(ol), len(kl))
+
+
+def per_detection_error(kiln_values, ort_values, pairs):
+    """relative_error over the rows of a per-detection output (masks, keypoints)
+    taken in matched pairs, so detections in another order compare as themselves."""
+    if not pairs:
+        return relative_error(kiln_values[:0], ort_values[:0])
+    o, k = zip(*pairs)
+    return relative_error(kiln_values[list(k)], ort_values[list(o)])
 
 
 def detection_rule(names, min_matched, outputs):
-    """The detection rule of --detections BOXES,SCORES,LABELS: a dict like the
-    manifest's; ValueError naming what is wrong."""
+    """The detection rule of --detections BOXES,SCORES,LABELS[,PER_DETECTION...]:
+    a dict like the manifest's; ValueError naming what is wrong."""
     parts = [p.strip() for p in names.split(",")]
-    if len(parts) != 3 or not all(parts):
-        raise ValueError(f"--detections wants three output names BOXES,SCORES,LABELS, got '{names}'")
+    if len(parts) < 3 or not all(parts):
+        raise ValueError(f"--detections wants output names BOXES,SCORES,LABELS[,PER_DETECTION...], got '{names}'")
     missing = [p for p in parts if p not in outputs]
     if missing:
         raise ValueError(f"--detections: the model has no output {', '.join(repr(m) for m in missing)} "
                          f"(its outputs: {', '.join(outputs)})")
     if not 0 < min_matched <= 1:
         raise ValueError(f"--min-matched must be in (0, 1], got {min_matched:g}")
-    return {"boxes": parts[0], "scores": parts[1], "labels": parts[2], "min_matched": min_matched}
+    rule = {"boxes": parts[0], "scores": parts[1], "labels": parts[2], "min_matched": min_matched}
+    if len(parts) > 3:
+        rule["per_detection"] = parts[3:]
+    return rule
 
 
 def has_cuda_device():
@@ -100,8 +121,9 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--kiln-arg", action="append", default=[], help="extra argument for `kiln run` (repeatable)")
     ap.add_argument("--compile-arg", action="append", default=[], help="with --compile: extra argument for `kiln compile` (repeatable)")
-    ap.add_argument("--detections", metavar="BOXES,SCORES,LABELS",
-                    help="compare these outputs by the detection rule (any detector; overrides the manifest's)")
+    ap.add_argument("--detections", metavar="BOXES,SCORES,LABELS[,PER_DETECTION...]",
+                    help="compare these outputs by the detection rule (any detector; overrides the manifest's); "
+                         "further names: per-detection outputs (masks), compared along the matching")
     ap.add_argument("--min-matched", type=float, default=0.98,
                     help="with --detections: the share of detections that must match (default 0.98)")
     ap.add_argument("--compile", action="store_true",
@@ -163,9 +185,12 @@ def main():
 
     detections = spec.get("detections")
     det_names = [detections["boxes"], detections["scores"], detections["labels"]] if detections else []
+    per_detection = detections.get("per_detection", []) if detections else []
     ok = True
     for out in outputs:
         a, b = zoo.load_output(kiln_dir, out), zoo.load_output(ort_dir, out)
+        if out in per_detection:
+            continue
         if a.dtype != b.dtype or (a.shape != b.shape and out not in det_names):
             print(f"{name}/{out}: {a.dtype}{list(a.shape)} vs ONNX Runtime {b.dtype}{list(b.shape)} FAILED")
             ok = False
@@ -178,12 +203,24 @@ def main():
     if detections:
         kiln_det = [zoo.load_output(kiln_dir, n) for n in det_names]
         ort_det = [zoo.load_output(ort_dir, n) for n in det_names]
-        matched, total = match_detections(kiln_det, ort_det, tolerance)
-        share = matched / total if total else 1.0
+        pairs, total = detection_pairs(kiln_det, ort_det, tolerance)
+        share = len(pairs) / total if total else 1.0
         good = share >= detections["min_matched"] and total > 0
         ok &= good
-        print(f"{name}/detections: kiln {len(kiln_det[2])}, ONNX Runtime {len(ort_det[2])}, matched {matched} "
-              f"({100 * share:.1f}%, need {100 * detections['min_matched']:g}%) {'ok' if good else 'FAILED'}")
+        why = "" if total else " (no detections on either side: nothing was compared)"
+        print(f"{name}/detections: kiln {len(kiln_det[2])}, ONNX Runtime {len(ort_det[2])}, matched {len(pairs)} "
+              f"({100 * share:.1f}%, need {100 * detections['min_matched']:g}%) {'ok' if good else 'FAILED'}{why}")
+        for out in per_detection:
+            a, b = zoo.load_output(kiln_dir, out), zoo.load_output(ort_dir, out)
+            if a.dtype != b.dtype or a.shape[1:] != b.shape[1:]:
+                print(f"{name}/{out}: {a.dtype}{list(a.shape)} vs ONNX Runtime {b.dtype}{list(b.shape)} FAILED")
+                ok = False
+                continue
+            err, scale, rel = per_detection_error(a, b, pairs)
+            good = rel <= tolerance
+            ok &= good
+            print(f"{name}/{out}: {len(pairs)} matched detections' rows, max abs diff {err:.3g}, scale {scale:.3g}, "
+                  f"relative {rel:.3g} (tolerance {tolerance:g}) {'ok' if good else 'FAILED'}")
     print(f"onnxruntime: {record['latency_ms']['mean']:.1f} ms")
     sys.exit(0 if ok else 1)
 

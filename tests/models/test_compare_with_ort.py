@@ -7,7 +7,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from compare_with_ort import detection_rule, match_detections, relative_error  # noqa: E402
+from compare_with_ort import detection_pairs, detection_rule, match_detections, per_detection_error, relative_error  # noqa: E402
 
 
 def detections(n, seed):
@@ -38,6 +38,16 @@ def main():
     # No detections at all: nothing matched.
     empty = (np.zeros((0, 4), np.float32), np.zeros(0, np.float32), np.zeros(0, np.int64))
     assert match_detections(empty, ref, 1e-4) == (0, 300)
+    # Per-detection outputs (masks) follow the matching: reordered detections with their
+    # masks reordered alike compare equal; a changed mask of a matched detection does not.
+    masks = np.random.RandomState(2).uniform(0, 1, (300, 1, 4, 4)).astype(np.float32)
+    pairs, total = detection_pairs(tuple(a[perm] for a in ref), ref, 1e-4)
+    assert total == 300 and len(pairs) == 300
+    assert per_detection_error(masks[perm], masks, pairs)[2] == 0.0
+    assert relative_error(masks[perm], masks)[2] > 0.5  # in output order they differ
+    changed = masks[perm].copy()
+    changed[7] += 0.5
+    assert abs(per_detection_error(changed, masks, pairs)[2] - 0.5 / float(masks.max())) < 1e-6
     # Values: relative to the reference's scale.
     err, scale, rel = relative_error(np.array([1.0, 101.0]), np.array([1.0, 100.0]))
     assert (err, scale) == (1.0, 100.0) and abs(rel - 0.01) < 1e-12
@@ -45,7 +55,8 @@ def main():
     outs = ["boxes", "scores", "labels", "features"]
     assert detection_rule("boxes, scores,labels", 0.9, outs) == \
         {"boxes": "boxes", "scores": "scores", "labels": "labels", "min_matched": 0.9}
-    for bad, share, words in [("boxes,scores", 0.98, "three output names"), ("boxes,scores,label", 0.98, "no output 'label'"),
+    assert detection_rule("boxes,scores,labels,features", 0.9, outs)["per_detection"] == ["features"]
+    for bad, share, words in [("boxes,scores", 0.98, "BOXES,SCORES,LABELS"), ("boxes,scores,label", 0.98, "no output 'label'"),
                               ("boxes,scores,labels", 0.0, "--min-matched")]:
         try:
             detection_rule(bad, share, outs)
