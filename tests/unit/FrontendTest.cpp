@@ -39,6 +39,15 @@ fs::path tempDir(const std::string& name) {
   return p;
 }
 
+/// Declares a graph input of element type `type` (a TensorProto::DataType) and static `dims`.
+void addTensorInput(::onnx::GraphProto* g, const char* name, int type, const std::vector<int64_t>& dims) {
+  auto* in = g->add_input();
+  in->set_name(name);
+  auto* tt = in->mutable_type()->mutable_tensor_type();
+  tt->set_elem_type(type);
+  for (int64_t d : dims) tt->mutable_shape()->add_dim()->set_dim_value(d);
+}
+
 }  // namespace
 
 TEST_CASE("each importer diagnostic names its code, node and cause", "[frontend][errors]") {
@@ -145,14 +154,7 @@ TEST_CASE("legacy op forms are rewritten to their opset-17 form", "[frontend][op
   model.add_opset_import()->set_version(9);
   auto* g = model.mutable_graph();
   g->set_name("g");
-  auto addInput = [&](const char* name, std::vector<int64_t> dims) {
-    auto* in = g->add_input();
-    in->set_name(name);
-    auto* tt = in->mutable_type()->mutable_tensor_type();
-    tt->set_elem_type(::onnx::TensorProto::FLOAT);
-    for (int64_t d : dims) tt->mutable_shape()->add_dim()->set_dim_value(d);
-  };
-  addInput("x", {2, 3, 4});
+  addTensorInput(g, "x", ::onnx::TensorProto::FLOAT, {2, 3, 4});
   auto* slice = g->add_node();
   slice->set_op_type("Slice");
   slice->set_name("slice");
@@ -207,16 +209,9 @@ TEST_CASE("RoiAlign before opset 16 samples without the half-pixel shift", "[fro
     model.add_opset_import()->set_version(opset);
     auto* g = model.mutable_graph();
     g->set_name("g");
-    auto addInput = [&](const char* name, int type, std::vector<int64_t> dims) {
-      auto* tt = g->add_input();
-      tt->set_name(name);
-      auto* t = tt->mutable_type()->mutable_tensor_type();
-      t->set_elem_type(type);
-      for (int64_t d : dims) t->mutable_shape()->add_dim()->set_dim_value(d);
-    };
-    addInput("x", ::onnx::TensorProto::FLOAT, {1, 1, 4, 4});
-    addInput("rois", ::onnx::TensorProto::FLOAT, {1, 4});
-    addInput("batch", ::onnx::TensorProto::INT64, {1});
+    addTensorInput(g, "x", ::onnx::TensorProto::FLOAT, {1, 1, 4, 4});
+    addTensorInput(g, "rois", ::onnx::TensorProto::FLOAT, {1, 4});
+    addTensorInput(g, "batch", ::onnx::TensorProto::INT64, {1});
     auto* n = g->add_node();
     n->set_op_type("RoiAlign");
     n->set_name("roi_align");

@@ -97,8 +97,8 @@ int kiln_model_run(const kiln_model* m, const void* const* inputs, void* const* 
   try {
     for (const kiln::TensorInfo& t : m->model->outputs())
       if (!t.rankKnown || std::any_of(t.dims.begin(), t.dims.end(), [](int64_t d) { return d < 0; }))
-          return fail(kiln::Error(kiln::ErrorCode::InvalidArgument, "output " + t.name +
-                                                                        " has a data-dependent shape; use kiln_model_run_outputs"));
+        return fail(kiln::Error(kiln::ErrorCode::InvalidArgument,
+                                "output " + t.name + " has a data-dependent shape; use kiln_model_run_outputs"));
     auto in = inputTensors(m, inputs);
     if (!in) return fail(in.error());
     auto out = m->model->run(*in);
