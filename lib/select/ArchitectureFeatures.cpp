@@ -30,22 +30,28 @@ bool passesThrough(const ir::Node* n) {
   return n && n->domain().empty() && ops.count(n->opType());
 }
 
-/// Whether a MatMul of two computed operands produces `v`, looking back through up to `depth` pass-through ops.
+/// A product of two operands: MatMul, or a two-operand Einsum (how torch exports
+/// `einsum("bhid,bhjd->bhij", q, k)`, e.g. MaxViT's attention).
+bool isProduct(const ir::Node* n) {
+  return n && n->domain().empty() && (n->opType() == "MatMul" || (n->opType() == "Einsum" && n->numInputs() == 2));
+}
+
+/// Whether a product of two computed operands produces `v`, looking back through up to `depth` pass-through ops.
 bool fromActivationProduct(const ir::Value* v, int depth) {
   const ir::Node* p = v ? v->producer() : nullptr;
   if (!p) return false;
-  if (isOp(p, "MatMul")) return isComputed(p->input(0)) && isComputed(p->input(1));
+  if (isProduct(p)) return isComputed(p->input(0)) && isComputed(p->input(1));
   if (depth == 0 || !passesThrough(p)) return false;
   return std::any_of(p->inputs().begin(), p->inputs().end(),
                      [&](const ir::Value* in) { return isComputed(in) && fromActivationProduct(in, depth - 1); });
 }
 
-/// Whether `v` reaches a MatMul whose other operand is computed, through up to `depth` pass-through ops.
+/// Whether `v` reaches a product whose other operand is computed, through up to `depth` pass-through ops.
 bool intoActivationProduct(const ir::Value* v, int depth) {
   for (const ir::Use& use : v->uses()) {
     const ir::Node* user = use.user;
     if (!user) continue;
-    if (isOp(user, "MatMul")) {
+    if (isProduct(user)) {
       const ir::Value* other = user->input(0) == v ? user->input(1) : user->input(0);
       if (isComputed(other)) return true;
     } else if (depth > 0 && passesThrough(user) && user->numOutputs() >= 1 &&

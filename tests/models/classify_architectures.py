@@ -9,7 +9,7 @@ NMS post-processing, BR attention models; an LSTM has none). The tiny forms
 (small widths and inputs, exported in seconds) are a CI test; the full forms
 (torchvision's own configurations) give the table in docs/pass-selection.md.
 
-    classify_architectures.py --kiln build/tools/kiln/kiln --work DIR [--size tiny|full] [--markdown]
+    classify_architectures.py --kiln build/tools/kiln/kiln --work DIR [--size tiny|full] [--markdown] [--only A,B]
 
 Exit status 1 when a model is classified other than expected.
 """
@@ -117,13 +117,30 @@ def tiny_faster_rcnn():
     return det.FasterRCNN(backbone, num_classes=5, min_size=128, max_size=128)
 
 
+def tiny_maxvit():
+    """MaxViT: MBConv blocks (depthwise convolutions) and block / grid attention written as einsum."""
+    return tv.MaxVit(input_size=(32, 32), stem_channels=8, partition_size=2, block_channels=[16, 32], block_layers=[1, 1],
+                     head_dim=8, stochastic_depth_prob=0.0, num_classes=10)
+
+
+class OpticalFlow(torch.nn.Module):
+    """RAFT's last flow estimate after four refinement updates (GridSample: opset 16)."""
+
+    def __init__(self):
+        super().__init__()
+        self.m = torchvision.models.optical_flow.raft_small()
+
+    def forward(self, first, second):
+        return self.m(first, second, num_flow_updates=4)[-1]
+
+
 def tiny_video_resnet():
     """R3D: a ResNet of 3-D convolutions over video clips (rank-5 feature maps)."""
     from torchvision.models.video.resnet import BasicBlock, BasicStem, Conv3DSimple, VideoResNet
     return VideoResNet(BasicBlock, [Conv3DSimple] * 4, [1, 1, 1, 1], BasicStem, num_classes=10)
 
 
-# (name, expected classes, tiny: (builder, example input), full: (builder, example input))
+# (name, expected classes, tiny: (builder, example input[, opset]), full: (builder, example input[, opset]))
 MODELS = [
     ("resnet", ["RN"], (lambda: tv.resnet18(num_classes=10), image(64)), (lambda: tv.resnet50(), image(224))),
     ("resnext50_32x4d", ["RN"], None, (lambda: tv.resnext50_32x4d(), image(224))),
@@ -146,6 +163,9 @@ MODELS = [
     ("video_resnet", ["RN"], (tiny_video_resnet, torch.rand(1, 3, 4, 32, 32)),
      (lambda: tv.video.r3d_18(), torch.rand(1, 3, 8, 112, 112))),
     ("r2plus1d_18", ["RN"], None, (lambda: tv.video.r2plus1d_18(), torch.rand(1, 3, 8, 112, 112))),
+    ("mc3_18", ["RN"], None, (lambda: tv.video.mc3_18(), torch.rand(1, 3, 8, 112, 112))),
+    ("s3d", ["RN"], None, (lambda: tv.video.s3d(), torch.rand(1, 3, 16, 224, 224))),
+    ("raft_small", ["RN"], None, (OpticalFlow, (image(128), image(128)), 16)),
     ("deeplabv3_resnet50", ["RN"], None,
      (lambda: tv.segmentation.deeplabv3_resnet50(weights_backbone=None), image(256))),
     ("fcn_resnet50", ["RN"], None, (lambda: tv.segmentation.fcn_resnet50(weights_backbone=None), image(256))),
@@ -178,21 +198,25 @@ MODELS = [
      (lambda: det.fasterrcnn_mobilenet_v3_large_320_fpn(weights_backbone=None), ([torch.rand(3, 320, 320)],))),
     ("maskrcnn_resnet50_fpn", ["SSD", "RN"], None,
      (lambda: det.maskrcnn_resnet50_fpn(weights_backbone=None, min_size=320, max_size=320), ([torch.rand(3, 320, 320)],))),
+    ("keypointrcnn_resnet50_fpn", ["SSD", "RN"], None,
+     (lambda: det.keypointrcnn_resnet50_fpn(weights_backbone=None, min_size=320, max_size=320),
+      ([torch.rand(3, 320, 320)],))),
     ("vit", ["BR"], (lambda: tv.VisionTransformer(32, 8, 2, 2, 32, 64, num_classes=10), image(32)),
      (lambda: tv.vit_b_16(), image(224))),
     ("swin", ["BR"], (tiny_swin, image(32)), (lambda: tv.swin_t(), image(224))),
     ("swin_s", ["BR"], None, (lambda: tv.swin_s(), image(224))),
     ("vit_l_32", ["BR"], None, (lambda: tv.vit_l_32(), image(224))),
+    ("maxvit", ["MN", "BR"], (tiny_maxvit, image(32)), (lambda: tv.maxvit_t(), image(224))),
     ("gpt_decoder", ["BR"], (lambda: Decoder(32, 2, 2), tokens()), (lambda: Decoder(256, 4, 4, 64), tokens(64))),
     ("lstm_language_model", [], (lambda: LstmLanguageModel(32), tokens()), (lambda: LstmLanguageModel(128), tokens())),
 ]
 
 
-def export(build, example, path):
-    model = build().eval()
+def export(build, example, path, opset=13):
     with warnings.catch_warnings():  # not under no_grad: MultiheadAttention would take its fused path, which does not export
         warnings.simplefilter("ignore")
-        torch.onnx.export(model, example, path, opset_version=13)
+        model = build().eval()
+        torch.onnx.export(model, example, path, opset_version=opset)
 
 
 def classify(kiln, path):
@@ -208,18 +232,19 @@ def main():
     ap.add_argument("--work", required=True, help="directory for the exported models")
     ap.add_argument("--size", choices=["tiny", "full"], default="tiny")
     ap.add_argument("--markdown", action="store_true", help="print the docs table")
+    ap.add_argument("--only", help="comma-separated model names (default: all)")
     a = ap.parse_args()
     os.makedirs(a.work, exist_ok=True)
     torch.manual_seed(0)
     failures, rows = [], []
     for name, expected, tiny, full in MODELS:
         spec = tiny if a.size == "tiny" else full
-        if spec is None:
+        if spec is None or (a.only and name not in a.only.split(",")):
             continue
         path = os.path.join(a.work, "%s-%s.onnx" % (name, a.size))
         start = time.time()
         if not os.path.exists(path):
-            export(spec[0], spec[1], path)
+            export(spec[0], spec[1], path, *spec[2:])
         record, error = classify(a.kiln, path)
         if record is None:
             failures.append(name)

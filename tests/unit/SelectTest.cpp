@@ -4,7 +4,8 @@
 // class, SSDLite also MN) and on hand-written graphs whose feature counts
 // are known: depthwise / grouped / pointwise convolutions, residual adds
 // (constant bias adds and broadcasts excluded), attention through scaling
-// and masking (and a Dropout with a mask output), NMS and multi-scale heads,
+// and masking (and a Dropout with a mask output), attention written as
+// Einsum (MaxViT), NMS and multi-scale heads,
 // 1x1 layers written as MatMuls over NHWC maps (ConvNeXt).
 //
 //===----------------------------------------------------------------------===//
@@ -130,4 +131,23 @@ TEST_CASE("attention is found through a Dropout with a mask output, and 1x1 laye
   CHECK(convnext.convShare() == 1.0);
   std::vector<select::ClassScore> scores = select::classify(convnext);
   CHECK(select::classesOf(scores) == std::vector<std::string>{"MN"});
+}
+
+TEST_CASE("attention written as Einsum is found (MaxViT), a one-operand Einsum is no product") {
+  // MaxViT's block attention: einsum("bghid,bghjd->bghij") of q and k, a relative-position bias, Softmax,
+  // einsum("bghij,bghjd->bghid") with v. %t sums a single operand: no product of activations.
+  select::ArchitectureFeatures f = featuresOf(R"(module @m {
+  graph @main(%q: f32[1,4,2,3,8], %k: f32[1,4,2,3,8], %v: f32[1,4,2,3,8], %bias: f32[1,1,2,3,3], %x: f32[1,4,2,3,3]) {
+    %s = Einsum(%q, %k) {equation = "bghid,bghjd->bghij"} : f32[1,4,2,3,3]
+    %e = Add(%s, %bias) : f32[1,4,2,3,3]
+    %p = Softmax(%e) {axis = -1} : f32[1,4,2,3,3]
+    %o = Einsum(%p, %v) {equation = "bghij,bghjd->bghid"} : f32[1,4,2,3,8]
+    %t = Einsum(%x) {equation = "bghij->bghji"} : f32[1,4,2,3,3]
+    %z = Softmax(%t) {axis = -1} : f32[1,4,2,3,3]
+    %y = Einsum(%z, %v) {equation = "bghij,bghjd->bghid"} : f32[1,4,2,3,8]
+    return %o, %y
+  }
+})");
+  CHECK(f.attentionBlocks == 1);  // %z feeds a product but comes from a transpose of an input
+  CHECK(select::classesOf(select::classify(f)) == std::vector<std::string>{"BR"});
 }

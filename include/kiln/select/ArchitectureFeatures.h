@@ -10,8 +10,9 @@
 //  - residual adds: Adds of two computed tensors of the same static shape
 //    (a skip connection joining its branch), those of rank 4 or 5 between feature
 //    maps (2-D images, 3-D video volumes);
-//  - attention blocks: a Softmax fed by a MatMul of two computed operands
-//    (through scaling, masking and casts) and feeding another such MatMul,
+//  - attention blocks: a Softmax fed by a MatMul (or two-operand Einsum) of
+//    two computed operands (through scaling, masking and casts) and feeding
+//    another such product,
 //    or an already fused attention op;
 //  - layer norms: LayerNormalization ops or the ReduceMean pairs of an
 //    unfused one; mobile activations: Clip (ReLU6), HardSwish, HardSigmoid;
