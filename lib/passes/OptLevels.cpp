@@ -46,6 +46,9 @@ Expected<std::vector<PipelineEntry>> optLevelPipeline(int level, std::string_vie
     p.push_back("simplify-inference");
     // Constants next, so simplify-expr's x*1 / x+0 rules see folded operands.
     p.push_back("fold-constant");
+    // Matrix-product Einsums become MatMuls before simplify-expr, which
+    // merges the transposes around them with their neighbours'.
+    p.push_back("lower-einsum");
     p.push_back("simplify-expr");
   }
   if (level >= 2) {

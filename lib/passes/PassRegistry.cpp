@@ -30,6 +30,7 @@ void registerAllPasses() {
     r.push_back(foldExplicitPaddingPass());
     r.push_back(forwardFoldScaleAxisPass());
     r.push_back(dynamicToStaticPass());
+    r.push_back(lowerEinsumPass());
     r.push_back(canonicalizeOpsPass());
     r.push_back(simplifyFcTransposePass());
     r.push_back(combineParallelDensePass());

@@ -16,6 +16,7 @@ const std::vector<OrderingRule>& orderingRules() {
       {"defuse-ops", 0, "groups of a model saved after fusion are inlined first, so every later pass sees plain ops"},
       {"simplify-inference", 10, "BatchNorm statistics become weights before folding, so folds see plain Conv/Gemm weights"},
       {"fold-constant", 20, "constants next, so the algebraic rules see folded operands"},
+      {"lower-einsum", 22, "matrix-product Einsums become MatMuls before simplify-expr merges their transposes and attention recognition looks for MatMuls"},
       {"dynamic-to-static", 25, "shape arithmetic is constant only once fold-constant made the weights final"},
       {"simplify-expr", 30, "x*1, x+0 and reshape chains on folded operands"},
       {"eliminate-common-subexpr", 35, "identical constants and the ops over them merge after folding"},

@@ -8,7 +8,8 @@
 // documents (the sum over a pipeline; a detector's NMS outputs only under
 // tight tolerances, see checkPipeline). The test also checks that -O2 and -O3
 // change the raw forms (BatchNorm folded, shape arithmetic removed), so a
-// pipeline that silently does nothing fails.
+// pipeline that silently does nothing fails. No zoo model has an Einsum, so
+// lower-einsum is checked on a hand-written graph of them.
 //
 //===----------------------------------------------------------------------===//
 #include <catch2/catch.hpp>
@@ -18,6 +19,7 @@
 #include <random>
 
 #include "kiln/frontend/onnx/OnnxImporter.h"
+#include "kiln/ir/Parser.h"
 #include "kiln/passes/OptLevels.h"
 #include "kiln/passes/PassManager.h"
 #include "kiln/passes/PassRegistry.h"
@@ -199,4 +201,36 @@ TEST_CASE("combine-parallel-conv2d merges resnet_tiny's unaligned branches when 
     REQUIRE(report.passes.size() == 2);
     CHECK(report.passes[1].changed == (options[0] != '\0'));
   }
+}
+
+TEST_CASE("lower-einsum keeps the values of matrix-product Einsums in every label order", "[passes]") {
+  // Operands and results in orders that need no Transpose, one on either
+  // operand, and one on the result; ellipsis batch dims; a diagonal that stays.
+  auto module = ir::parseModule(R"(module @m {
+  graph @main(%q: f32[2,3,4,5], %k: f32[2,3,6,5], %p: f32[2,3,4,6], %a: f32[5,4], %b: f32[6,5], %c: f32[7,3,4], %s: f32[4,4]) {
+    %scores = Einsum(%q, %k) {equation = "bhid,bhjd->bhij"} : f32[2,3,4,6]
+    %mixed = Einsum(%p, %k) {equation = "bhij,bhjd->bhid"} : f32[2,3,4,5]
+    %swapped = Einsum(%k, %q) {equation = "bhjd,bhid->hbji"} : f32[3,2,6,4]
+    %plain = Einsum(%a, %b) {equation = "ki,jk->ij"} : f32[4,6]
+    %ellipsis = Einsum(%c, %s) {equation = "...ij,jk->...ik"} : f32[7,3,4]
+    %diag = Einsum(%s, %s) {equation = "ii,ij->j"} : f32[4]
+    return %scores, %mixed, %swapped, %plain, %ellipsis, %diag
+  }
+})");
+  INFO((module.isOk() ? std::string() : module.error().str()));
+  REQUIRE(module.isOk());
+  ir::Graph& g = (*module)->graph();
+  std::vector<RuntimeValue> inputs = makeInputs(g, "");
+  std::vector<RuntimeValue> reference = run(g, inputs);
+  auto pipeline = passes::parsePipeline("lower-einsum");
+  REQUIRE(pipeline.isOk());
+  auto report = passes::runPipeline(g, *pipeline, {.context = {.verifyEach = true}});
+  REQUIRE(report.isOk());
+  CHECK(report->passes[0].changed);
+  int einsums = 0;
+  for (const ir::Node* n : g.nodes()) einsums += n->opType() == "Einsum";
+  CHECK(einsums == 1);  // the diagonal
+  double err = relativeError(run(g, inputs), reference);
+  INFO("relative error " << err);
+  CHECK(err <= passes::findPass("lower-einsum")->tolerance);
 }

@@ -30,6 +30,7 @@ PassInfo canonicalizeCastPass();
 PassInfo foldExplicitPaddingPass();
 PassInfo forwardFoldScaleAxisPass();
 PassInfo dynamicToStaticPass();
+PassInfo lowerEinsumPass();
 PassInfo canonicalizeOpsPass();
 PassInfo simplifyFcTransposePass();
 PassInfo combineParallelDensePass();
