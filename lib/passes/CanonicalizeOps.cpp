@@ -89,11 +89,7 @@ Expected<bool> canonicalizeNode(ir::Node* n) {
   int rule = ruleFor(*n);
   if (!rule) return false;
   KILN_ASSIGN(ir::Value * result, rewrite(*n, rule));
-  if (result->type() != n->output(0)->type() && n->output(0)->tensorType().isStatic())
-    return Error(ErrorCode::Internal, "canonicalize-ops changed the type of '" + n->output(0)->name() + "' from " +
-                                          n->output(0)->type().str() + " to " + result->type().str());
-  replaceValue(n->output(0), result, true);
-  eraseWithDeadProducers(n);
+  KILN_TRY(replaceNode(n, result, "canonicalize-ops"));
   return true;
 }
 

@@ -93,11 +93,7 @@ Expected<bool> lowerNode(ir::Node* n) {
   KILN_ASSIGN(ir::Value * b, reordered(g, n->input(1), labels->einsum.inputs[1], labels->b, base + "_rhs", n));
   KILN_ASSIGN(ir::Node * mm, createTypedNode(g, "MatMul", {a, b}, {}, base + "_matmul", n));
   KILN_ASSIGN(ir::Value * result, reordered(g, mm->output(0), labels->product, labels->einsum.output, base + "_result", n));
-  if (result->type() != n->output(0)->type() && n->output(0)->tensorType().isStatic())
-    return Error(ErrorCode::Internal, "lower-einsum changed the type of '" + n->output(0)->name() + "' from " +
-                                          n->output(0)->type().str() + " to " + result->type().str());
-  replaceValue(n->output(0), result, true);
-  eraseWithDeadProducers(n);
+  KILN_TRY(replaceNode(n, result, "lower-einsum"));
   return true;
 }
 

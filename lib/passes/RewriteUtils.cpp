@@ -254,6 +254,16 @@ ir::Node* earliestNode(const std::vector<ir::Node*>& nodes) {
   return nullptr;
 }
 
+Status replaceNode(ir::Node* node, ir::Value* result, const std::string& pass) {
+  ir::Value* old = node->output(0);
+  if (result->type() != old->type() && old->tensorType().isStatic())
+    return Error(ErrorCode::Internal, pass + " changed the type of '" + old->name() + "' from " + old->type().str() +
+                                          " to " + result->type().str());
+  replaceValue(old, result, true);
+  eraseWithDeadProducers(node);
+  return Status::ok();
+}
+
 void eraseWithDeadProducers(ir::Node* node) {
   std::vector<ir::Node*> work{node};
   while (!work.empty()) {

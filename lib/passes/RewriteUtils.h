@@ -63,6 +63,10 @@ ir::Node* earliestNode(const std::vector<ir::Node*>& nodes);
 
 /// Erases `node` and then every producer chain that became unused.
 void eraseWithDeadProducers(ir::Node* node);
+/// Replaces a single-result `node` by `result` (which takes its name) and
+/// erases it with its dead producers; an Internal error naming `pass` when
+/// `result`'s type differs from the node's static one (a pass bug).
+Status replaceNode(ir::Node* node, ir::Value* result, const std::string& pass);
 
 /// Equal kind and value (tensors: type and bytes); graph attributes never compare equal.
 bool attributesEqual(const ir::Attribute& a, const ir::Attribute& b);
