@@ -81,6 +81,24 @@ def per_detection_error(kiln_values, ort_values, pairs):
     return relative_error(kiln_values[list(k)], ort_values[list(o)])
 
 
+def check_detection_outputs(names, arrays):
+    """ValueError when ONNX Runtime's boxes, scores and labels (named `names`)
+    are not float [N, 4], float [N] and integer [N]: a detector whose outputs
+    were named in another order (torchvision's are boxes, labels, scores)
+    would otherwise be compared as nonsense."""
+    want = [("BOXES", "floating", 2), ("SCORES", "floating", 1), ("LABELS", "integer", 1)]
+    for (role, kind, rank), name, a in zip(want, names, arrays):
+        is_kind = np.issubdtype(a.dtype, np.floating if kind == "floating" else np.integer)
+        if not is_kind or a.ndim != rank or (role == "BOXES" and a.shape[1] != 4):
+            shape = "[N, 4]" if role == "BOXES" else "[N]"
+            raise ValueError(f"--detections: {role} output '{name}' is {a.dtype}{list(a.shape)}, expected {kind} {shape}; "
+                             f"the order is BOXES,SCORES,LABELS (outputs by dtype: "
+                             f"{', '.join(f'{n} {x.dtype}{list(x.shape)}' for n, x in zip(names, arrays))})")
+    if not arrays[0].shape[0] == arrays[1].shape[0] == arrays[2].shape[0]:
+        raise ValueError(f"--detections: '{names[0]}', '{names[1]}' and '{names[2]}' hold different numbers of detections "
+                         f"({arrays[0].shape[0]}, {arrays[1].shape[0]}, {arrays[2].shape[0]})")
+
+
 def detection_rule(names, min_matched, outputs):
     """The detection rule of --detections BOXES,SCORES,LABELS[,PER_DETECTION...]:
     a dict like the manifest's; ValueError naming what is wrong."""
@@ -203,6 +221,11 @@ def main():
     if detections:
         kiln_det = [zoo.load_output(kiln_dir, n) for n in det_names]
         ort_det = [zoo.load_output(ort_dir, n) for n in det_names]
+        try:
+            check_detection_outputs(det_names, ort_det)
+        except ValueError as e:
+            print(f"{name}: {e}")
+            sys.exit(2)
         pairs, total = detection_pairs(kiln_det, ort_det, tolerance)
         share = len(pairs) / total if total else 1.0
         good = share >= detections["min_matched"] and total > 0

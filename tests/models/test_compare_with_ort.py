@@ -7,7 +7,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from compare_with_ort import detection_pairs, detection_rule, match_detections, per_detection_error, relative_error  # noqa: E402
+from compare_with_ort import check_detection_outputs, detection_pairs, detection_rule, match_detections, per_detection_error, relative_error  # noqa: E402
 
 
 def detections(n, seed):
@@ -61,6 +61,17 @@ def main():
         try:
             detection_rule(bad, share, outs)
             raise AssertionError(f"accepted {bad} {share}")
+        except ValueError as e:
+            assert words in str(e), e
+    # Outputs named in another order (torchvision's detectors return boxes, labels, scores) are refused.
+    check_detection_outputs(["b", "s", "l"], list(ref))
+    boxes, scores, labels = ref
+    for arrays, words in [([boxes, labels, scores], "SCORES output 's' is int64[300]"),
+                          ([scores, boxes, labels], "BOXES output 'b' is float32[300]"),
+                          ([boxes, scores, labels[:5]], "different numbers of detections")]:
+        try:
+            check_detection_outputs(["b", "s", "l"], arrays)
+            raise AssertionError(f"accepted {words}")
         except ValueError as e:
             assert words in str(e), e
     print("compare_with_ort rules ok")
