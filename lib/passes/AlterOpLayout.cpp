@@ -397,7 +397,10 @@ Status hoistChannelConstant(ir::Node* u) {
 ir::Node* hoistable(const ir::Node& move) {
   if (!isMove(&move) || isGraphOutput(move.output(0))) return nullptr;
   static const std::set<std::string> kUnary = {"Relu", "Clip", "Sigmoid", "HardSigmoid", "HardSwish", "LeakyRelu",
-                                               "Neg", "Abs", "Exp", "Tanh", "Erf", "Sqrt", "kiln::Gelu"};
+                                               "Neg", "Abs", "Exp", "Tanh", "Erf", "Sqrt", "kiln::Gelu",
+                                               // fast-math's forms of Exp, Erf and Tanh (before 2026-11-28 a
+                                               // FastErf sent MaxViT's stem back to NCHW around it: 15% slower)
+                                               "kiln::FastExp", "kiln::FastErf", "kiln::FastTanh"};
   auto unary = [&](const ir::Node& u) {
     if (!kUnary.count(u.qualifiedOpType()) || u.input(0) != move.output(0)) return false;
     for (size_t i = 1; i < u.numInputs(); ++i) {
