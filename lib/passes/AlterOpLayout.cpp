@@ -398,8 +398,8 @@ ir::Node* hoistable(const ir::Node& move) {
   if (!isMove(&move) || isGraphOutput(move.output(0))) return nullptr;
   static const std::set<std::string> kUnary = {"Relu", "Clip", "Sigmoid", "HardSigmoid", "HardSwish", "LeakyRelu",
                                                "Neg", "Abs", "Exp", "Tanh", "Erf", "Sqrt", "kiln::Gelu",
-                                               // fast-math's forms of Exp, Erf and Tanh (before 2026-11-28 a
-                                               // FastErf sent MaxViT's stem back to NCHW around it: 15% slower)
+                                               // fast-math's forms of Exp, Erf and Tanh (arch runs fast-math
+                                               // before this pass: MaxViT's stem GELU has a FastErf)
                                                "kiln::FastExp", "kiln::FastErf", "kiln::FastTanh"};
   auto unary = [&](const ir::Node& u) {
     if (!kUnary.count(u.qualifiedOpType()) || u.input(0) != move.output(0)) return false;

@@ -13,9 +13,10 @@
 // into the result's order. torch exports `torch.einsum` as Einsum (MaxViT's
 // attention, many hand-written transformers); Einsum has no kernel template,
 // so it ran as a host step on the reference kernel, and as a MatMul it gets
-// the matmul kernels (MaxViT: 4.6 s -> 56 ms on the CPU target). Diagonals, sums over one operand, outer
-// products, several contracted labels, one-operand batch dims on both
-// sides, and non-f32 Einsums stay. Exact up to the summation order.
+// the matmul kernels (MaxViT: 4.6 s -> 56 ms on the CPU target). Diagonals,
+// sums over one operand, outer products, several contracted labels,
+// one-operand batch dims on both sides, and non-f32 Einsums stay. Exact up
+// to the summation order.
 //
 //===----------------------------------------------------------------------===//
 #include <optional>
