@@ -120,7 +120,7 @@ Tensor transposed2d(const Tensor& t) {
   KILN_CHECK(t.rank() == 2, "transposed2d of a rank-", t.rank(), " tensor");
   int64_t rows = t.dim(0), cols = t.dim(1);
   size_t size = dtypeSize(t.dtype());
-  Tensor out = Tensor::zeros(t.dtype(), {cols, rows});
+  Tensor out = Tensor::forWrite(t.dtype(), {cols, rows});
   const auto* src = static_cast<const uint8_t*>(t.rawData());
   auto* dst = static_cast<uint8_t*>(out.mutableRawData());
   for (int64_t r = 0; r < rows; ++r)
@@ -137,7 +137,7 @@ Tensor permuted(const Tensor& t, const std::vector<int64_t>& perm) {
     out[i] = t.dim(perm[i]);
     strides[i] = inStrides[size_t(perm[i])];  // the source step of output dim i
   }
-  Tensor result = Tensor::zeros(t.dtype(), out);
+  Tensor result = Tensor::forWrite(t.dtype(), out);
   const auto* src = static_cast<const uint8_t*>(t.rawData());
   auto* dst = static_cast<uint8_t*>(result.mutableRawData());
   // An odometer over the output index that keeps the source offset in step
@@ -176,7 +176,7 @@ Tensor concatenated(const std::vector<const Tensor*>& parts, int64_t axis) {
   for (int64_t d = axis + 1; d < int64_t(dims.size()); ++d) inner *= dims[size_t(d)];
   dims[size_t(axis)] = 0;
   for (const Tensor* p : parts) dims[size_t(axis)] += p->dim(axis);
-  Tensor out = Tensor::zeros(parts[0]->dtype(), dims);
+  Tensor out = Tensor::forWrite(parts[0]->dtype(), dims);
   auto* dst = static_cast<uint8_t*>(out.mutableRawData());
   for (int64_t o = 0; o < outer; ++o)
     for (const Tensor* p : parts) {

@@ -52,7 +52,7 @@ Expected<ir::Value*> foldAffineIntoWeights(ir::Node& node, const std::vector<dou
   ir::Graph& g = *node.graph();
   const Tensor& w = *constantValue(node.input(layout.weightOperand));
   int64_t channels = int64_t(scale.size());
-  Tensor w2 = Tensor::zeros(DType::F32, w.dims());
+  Tensor w2 = Tensor::forWrite(DType::F32, w.dims());
   const float* src = w.data<float>();
   float* dst = w2.mutableData<float>();
   // W[C, inner] (channels first) or W[outer, C] (channels last): no division per element.

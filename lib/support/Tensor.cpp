@@ -56,6 +56,7 @@ struct AlignedStorage {
 };
 
 constexpr size_t kPopulateBytes = size_t(1) << 20;
+constexpr size_t kHugePageBytes = size_t(2) << 20;
 
 AlignedStorage alignedStorage(size_t bytes) {
   size_t rounded = (bytes + 63) / 64 * 64;
@@ -64,12 +65,18 @@ AlignedStorage alignedStorage(size_t bytes) {
   if (!p) throw std::bad_alloc();
 #if defined(__linux__) && defined(MADV_POPULATE_WRITE)
   // Weight-sized buffers: map their fresh pages in one call rather than one fault per 4 KiB page
-  // (each fault an exit to the hypervisor on a VM). Pages already mapped are left as they are.
+  // (each fault an exit to the hypervisor on a VM), whole 2 MiB pages where the buffer covers
+  // them. Pages already mapped (reused memory) are left as they are; both calls are advice, and a
+  // failure changes nothing.
   if (rounded >= kPopulateBytes) {
     const uintptr_t page = uintptr_t(sysconf(_SC_PAGESIZE));
     const uintptr_t begin = (uintptr_t(p) + page - 1) / page * page, end = (uintptr_t(p) + rounded) / page * page;
-    if (end > begin)  // advice: a failure changes nothing
-      madvise(reinterpret_cast<void*>(begin), end - begin, MADV_POPULATE_WRITE);
+#if defined(MADV_HUGEPAGE)
+    const uintptr_t hugeBegin = (uintptr_t(p) + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
+    const uintptr_t hugeEnd = (uintptr_t(p) + rounded) / kHugePageBytes * kHugePageBytes;
+    if (hugeEnd > hugeBegin) madvise(reinterpret_cast<void*>(hugeBegin), hugeEnd - hugeBegin, MADV_HUGEPAGE);
+#endif
+    if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_POPULATE_WRITE);
   }
 #endif
   std::shared_ptr<const void> owner(p, [](const void* q) { std::free(const_cast<void*>(q)); });
@@ -79,16 +86,21 @@ AlignedStorage alignedStorage(size_t bytes) {
 }  // namespace
 
 std::shared_ptr<Buffer> Buffer::allocate(size_t bytes) {
+  auto buffer = allocateForWrite(bytes);
+  std::memset(buffer->mutableData(), 0, bytes);
+  return buffer;
+}
+
+std::shared_ptr<Buffer> Buffer::allocateForWrite(size_t bytes) {
   AlignedStorage s = alignedStorage(bytes);
-  std::memset(s.data, 0, s.capacity);
+  std::memset(s.data + bytes, 0, s.capacity - bytes);  // the rest of the last line, zero as allocate leaves it
   return std::shared_ptr<Buffer>(new Buffer(std::move(s.owner), s.data, bytes, true));
 }
 
 std::shared_ptr<Buffer> Buffer::copyOf(const void* data, size_t bytes) {
-  AlignedStorage s = alignedStorage(bytes);
-  if (bytes) std::memcpy(s.data, data, bytes);
-  std::memset(s.data + bytes, 0, s.capacity - bytes);  // the rest of the last line, zero as allocate leaves it
-  return std::shared_ptr<Buffer>(new Buffer(std::move(s.owner), s.data, bytes, true));
+  auto buffer = allocateForWrite(bytes);
+  if (bytes) std::memcpy(buffer->mutableData(), data, bytes);
+  return buffer;
 }
 
 std::shared_ptr<Buffer> Buffer::view(std::shared_ptr<const void> owner, const void* data,
@@ -125,9 +137,15 @@ Tensor::Tensor(DType dtype, Dims dims, std::shared_ptr<Buffer> buffer)
 }
 
 Tensor Tensor::zeros(DType dtype, Dims dims) {
+  Tensor t = forWrite(dtype, std::move(dims));
+  std::memset(t.buffer_->mutableData(), 0, t.byteSize());
+  return t;
+}
+
+Tensor Tensor::forWrite(DType dtype, Dims dims) {
   auto n = checkedNumElements(dims);
   KILN_CHECK(n.has_value(), "invalid tensor dims ", dimsToString(dims));
-  auto buffer = Buffer::allocate(size_t(*n) * dtypeSize(dtype));
+  auto buffer = Buffer::allocateForWrite(size_t(*n) * dtypeSize(dtype));
   return Tensor(dtype, std::move(dims), std::move(buffer));
 }
 
@@ -148,7 +166,7 @@ Tensor Tensor::clone() const {
 
 Tensor Tensor::castTo(DType dtype) const {
   if (dtype == dtype_) return *this;
-  Tensor out = zeros(dtype, dims_);
+  Tensor out = forWrite(dtype, dims_);
   dispatchDType(dtype_, [&]<class From>() {
     dispatchDType(dtype, [&]<class To>() {
       const From* in = data<From>();

@@ -259,3 +259,35 @@ TEST_CASE("The pass context skips disabled passes and passes above its opt level
   CHECK(report->passes[0].skipped.empty());
   CHECK(report->passes[1].changed);  // the dead Exp and Neg go
 }
+
+TEST_CASE("eliminate-common-subexpr merges large constants only when every byte is equal", "[passes]") {
+  // 2048 floats: past the 4 KiB that eliminate-common-subexpr hashes whole, so
+  // its key samples the contents; %c3 differs from %c1 in one element (16,
+  // byte 64) that no sample reads, and must stay apart all the same.
+  auto literal = [](int changed) {
+    std::string s;
+    for (int i = 0; i < 2048; ++i) s += (i ? ", " : "") + std::to_string(i == changed ? -1.0 : i * 0.5);
+    return "tensor<f32[2048]: [" + s + "]>";
+  };
+  std::string text = "module @m {\n  graph @main(%x: f32[2048]) {\n"
+                     "    %c1 = Constant() {value = " + literal(-1) + "} : f32[2048]\n"
+                     "    %c2 = Constant() {value = " + literal(-1) + "} : f32[2048]\n"
+                     "    %c3 = Constant() {value = " + literal(16) + "} : f32[2048]\n"
+                     "    %a = Add(%x, %c1) : f32[2048]\n"
+                     "    %b = Add(%x, %c2) : f32[2048]\n"
+                     "    %c = Add(%x, %c3) : f32[2048]\n"
+                     "    return %a, %b, %c\n  }\n}\n";
+  auto m = parse(text.c_str());
+  auto pipeline = passes::parsePipeline("eliminate-common-subexpr");
+  REQUIRE(pipeline.isOk());
+  auto report = passes::runPipeline(m->graph(), *pipeline, passes::RunOptions{.context = {.verifyEach = true}});
+  REQUIRE(report.isOk());
+  CHECK(report->passes[0].changed);
+  size_t constants = 0, adds = 0;
+  for (const ir::Node* n : m->graph().nodes()) {
+    constants += n->opType() == "Constant";
+    adds += n->opType() == "Add";
+  }
+  CHECK(constants == 2);  // %c2 merged into %c1; %c3 kept
+  CHECK(adds == 2);       // %b merged into %a; %c kept
+}

@@ -87,6 +87,20 @@ TEST_CASE("reshaped tensors share their buffer and read-only buffers refuse writ
   CHECK(view.toDoubles() == std::vector<double>{0, 0});
 }
 
+TEST_CASE("zeros are zero where a buffer for writing left bytes behind", "[tensor]") {
+  for (int64_t n : {int64_t(100), int64_t(3) << 20}) {  // a small buffer and one of 12 MiB (huge pages asked for)
+    {
+      Tensor dirty = Tensor::forWrite(DType::F32, {n});
+      CHECK(dirty.numElements() == n);
+      std::memset(dirty.mutableRawData(), 0xff, dirty.byteSize());  // freed with these bytes: zeros may reuse them
+      CHECK(reinterpret_cast<uintptr_t>(dirty.rawData()) % 64 == 0);
+    }
+    Tensor clean = Tensor::zeros(DType::F32, {n});
+    const float* v = clean.data<float>();
+    CHECK(std::all_of(v, v + n, [](float x) { return x == 0.0f; }));
+  }
+}
+
 TEST_CASE("element counts reject negative and overflowing dims", "[tensor]") {
   CHECK(checkedNumElements({2, 3, 4}) == 24);
   CHECK(checkedNumElements({}) == 1);

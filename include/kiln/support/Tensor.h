@@ -33,6 +33,9 @@ class Buffer {
  public:
   /// Zero-filled, 64-byte aligned, writable.
   static std::shared_ptr<Buffer> allocate(size_t bytes);
+  /// As allocate, but the `bytes` bytes are left unset: for a caller that writes every one
+  /// (a weight repack or fold writes 100 MB; zeroing them first costs as much again).
+  static std::shared_ptr<Buffer> allocateForWrite(size_t bytes);
   /// A 64-byte aligned, writable copy of `bytes` bytes at `data` (not zero-filled first).
   static std::shared_ptr<Buffer> copyOf(const void* data, size_t bytes);
   /// Read-only view of memory owned by `owner`.
@@ -66,6 +69,8 @@ class Tensor {
 
   /// Zero-filled writable tensor.
   static Tensor zeros(DType dtype, Dims dims);
+  /// Writable tensor whose elements are unset: the caller writes every one.
+  static Tensor forWrite(DType dtype, Dims dims);
   template <class T>
   static Tensor fromVector(Dims dims, const std::vector<T>& values);
   template <class T>
