@@ -10,12 +10,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
-#if defined(__linux__)
-#include <sys/mman.h>
-#include <unistd.h>
-#endif
 
 #include "kiln/support/Hash.h"
+#include "kiln/support/ProcessInfo.h"
 
 namespace kiln {
 
@@ -56,29 +53,15 @@ struct AlignedStorage {
 };
 
 constexpr size_t kPopulateBytes = size_t(1) << 20;
-constexpr size_t kHugePageBytes = size_t(2) << 20;
 
 AlignedStorage alignedStorage(size_t bytes) {
   size_t rounded = (bytes + 63) / 64 * 64;
   if (rounded == 0) rounded = 64;
   void* p = std::aligned_alloc(64, rounded);
   if (!p) throw std::bad_alloc();
-#if defined(__linux__) && defined(MADV_POPULATE_WRITE)
-  // Weight-sized buffers: map their fresh pages in one call rather than one fault per 4 KiB page
-  // (each fault an exit to the hypervisor on a VM), whole 2 MiB pages where the buffer covers
-  // them. Pages already mapped (reused memory) are left as they are; both calls are advice, and a
-  // failure changes nothing.
-  if (rounded >= kPopulateBytes) {
-    const uintptr_t page = uintptr_t(sysconf(_SC_PAGESIZE));
-    const uintptr_t begin = (uintptr_t(p) + page - 1) / page * page, end = (uintptr_t(p) + rounded) / page * page;
-#if defined(MADV_HUGEPAGE)
-    const uintptr_t hugeBegin = (uintptr_t(p) + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
-    const uintptr_t hugeEnd = (uintptr_t(p) + rounded) / kHugePageBytes * kHugePageBytes;
-    if (hugeEnd > hugeBegin) madvise(reinterpret_cast<void*>(hugeBegin), hugeEnd - hugeBegin, MADV_HUGEPAGE);
-#endif
-    if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_POPULATE_WRITE);
-  }
-#endif
+  // Weight-sized buffers: their fresh pages mapped in one call (each 4 KiB fault is an exit to
+  // the hypervisor on a VM), in huge pages where whole ones fit.
+  if (rounded >= kPopulateBytes) mapPagesForWrite(p, rounded);
   std::shared_ptr<const void> owner(p, [](const void* q) { std::free(const_cast<void*>(q)); });
   return {static_cast<uint8_t*>(p), std::move(owner), rounded};
 }

@@ -10,11 +10,13 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <vector>
 
 #include "kiln/support/FastMath.h"
 #include "kiln/support/File.h"
 #include "kiln/support/Hash.h"
 #include "kiln/support/Npy.h"
+#include "kiln/support/ProcessInfo.h"
 #include "kiln/support/Status.h"
 #include "kiln/support/Tensor.h"
 
@@ -99,6 +101,17 @@ TEST_CASE("zeros are zero where a buffer for writing left bytes behind", "[tenso
     const float* v = clean.data<float>();
     CHECK(std::all_of(v, v + n, [](float x) { return x == 0.0f; }));
   }
+}
+
+TEST_CASE("mapping pages ahead of writes leaves what is already written", "[memory]") {
+  // 5 MiB starting 64 bytes into a block: a partial first page, whole huge pages, a partial last one.
+  std::vector<uint8_t> block((size_t(5) << 20) + 128);
+  for (size_t i = 0; i < block.size(); ++i) block[i] = uint8_t(i * 131 + 7);
+  mapPagesForWrite(block.data() + 64, size_t(5) << 20);
+  bool intact = true;
+  for (size_t i = 0; i < block.size(); ++i) intact &= block[i] == uint8_t(i * 131 + 7);
+  CHECK(intact);
+  mapPagesForWrite(block.data(), 0);  // nothing to map
 }
 
 TEST_CASE("element counts reject negative and overflowing dims", "[tensor]") {

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 #include "ModelLoader.h"
 
+#include <filesystem>
 #include <iostream>
 #include <sstream>
 
@@ -22,6 +23,7 @@
 #include "kiln/passes/PassRegistry.h"
 #include "kiln/select/ArchPipeline.h"
 #include "kiln/support/File.h"
+#include "kiln/support/ProcessInfo.h"
 #include "kiln/support/Strings.h"
 
 namespace kiln::cli {
@@ -84,6 +86,10 @@ Expected<std::unique_ptr<ir::Module>> loadModel(const ModelOptions& o, const std
   }
   if (!o.path.ends_with(".onnx"))
     std::cerr << "kiln: note: '" << o.path << "' has no .onnx/.kir extension; reading it as ONNX\n";
+  // The importer copies the weights out of the file into heap strings: have that memory mapped first.
+  std::error_code sizeError;
+  uintmax_t fileBytes = std::filesystem::file_size(o.path, sizeError);
+  if (!sizeError) reserveHeapFor(size_t(fileBytes));
   return onnx::importOnnxFile(o.path, import);
 }
 
