@@ -34,7 +34,7 @@ class Buffer {
   /// Zero-filled, 64-byte aligned, writable.
   static std::shared_ptr<Buffer> allocate(size_t bytes);
   /// As allocate, but the `bytes` bytes are left unset: for a caller that writes every one
-  /// (a weight repack or fold writes 100 MB; zeroing them first costs as much again).
+  /// (a weight repack or fold writes 100 MB; zeroing them first is a second pass over them).
   static std::shared_ptr<Buffer> allocateForWrite(size_t bytes);
   /// A 64-byte aligned, writable copy of `bytes` bytes at `data` (not zero-filled first).
   static std::shared_ptr<Buffer> copyOf(const void* data, size_t bytes);
