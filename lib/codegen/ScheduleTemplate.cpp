@@ -98,12 +98,14 @@ Expected<Tensor> packConstant(const Tensor& source, const PackSpec& spec) {
   const int64_t k = spec.transposed ? source.dim(1) : source.dim(0), n = spec.transposed ? source.dim(0) : source.dim(1);
   const int64_t w = spec.width, panels = (n + w - 1) / w;
   const size_t elem = dtypeSize(source.dtype());
-  Tensor out = Tensor::zeros(source.dtype(), {panels, k, w});
+  Tensor out = Tensor::forWrite(source.dtype(), {panels, k, w});  // every byte written below
   const uint8_t* src = static_cast<const uint8_t*>(source.rawData());
   uint8_t* dst = static_cast<uint8_t*>(out.mutableRawData());
   for (int64_t p = 0; p < panels; ++p) {
-    const int64_t cols = std::min(w, n - p * w);  // the last panel's missing columns stay zero
+    const int64_t cols = std::min(w, n - p * w);
     uint8_t* panel = dst + size_t(p * k * w) * elem;
+    if (cols < w)  // the last panel's missing columns are zero (the artifact's bytes are the same every compile)
+      for (int64_t kk = 0; kk < k; ++kk) std::memset(panel + size_t(kk * w + cols) * elem, 0, size_t(w - cols) * elem);
     if (!spec.transposed) {  // a panel row is a contiguous run of the source row
       for (int64_t kk = 0; kk < k; ++kk)
         std::memcpy(panel + size_t(kk * w) * elem, src + size_t(kk * n + p * w) * elem, size_t(cols) * elem);

@@ -266,6 +266,34 @@ TEST_CASE("knob spaces enumerate, check and featurize configurations") {
   CHECK_FALSE(parseConfig("tm=two").isOk());
 }
 
+TEST_CASE("packed panels hold the source's columns and zeros past its last column") {
+  // [K=3, N=10] in panels of 4: two whole panels and one with 2 columns, its other 2 zero even
+  // where the heap hands back dirty bytes (the packed buffer is not zeroed before it is written).
+  const int64_t k = 3, n = 10, w = 4;
+  std::vector<float> rows(size_t(k * n)), cols(size_t(k * n));
+  for (int64_t kk = 0; kk < k; ++kk)
+    for (int64_t j = 0; j < n; ++j) rows[size_t(kk * n + j)] = cols[size_t(j * k + kk)] = float(100 * kk + j + 1);
+  for (bool transposed : {false, true}) {
+    Tensor source = transposed ? Tensor::fromVector<float>({n, k}, cols) : Tensor::fromVector<float>({k, n}, rows);
+    {
+      Tensor dirty = Tensor::forWrite(DType::F32, {3, k, w});
+      std::memset(dirty.mutableRawData(), 0xff, dirty.byteSize());  // freed with these bytes: the pack may reuse them
+    }
+    auto packed = packConstant(source, PackSpec{"panels", w, transposed, {}});
+    REQUIRE(packed.isOk());
+    REQUIRE(packed->dims() == Dims{3, k, w});
+    const float* v = packed->data<float>();
+    for (int64_t p = 0; p < 3; ++p)
+      for (int64_t kk = 0; kk < k; ++kk)
+        for (int64_t j = 0; j < w; ++j) {
+          const int64_t col = p * w + j;
+          INFO("transposed " << transposed << " panel " << p << " row " << kk << " column " << j);
+          CHECK(v[(p * k + kk) * w + j] == (col < n ? float(100 * kk + col + 1) : 0.0f));
+        }
+  }
+  CHECK_FALSE(packConstant(Tensor::zeros(DType::F32, {2, 2, 2}), PackSpec{"panels", 4, false, {}}).isOk());
+}
+
 TEST_CASE("the memory planner never overlaps live buffers and reuses dead ones") {
   MemoryPlan chain = planMemory({{100, 0, 1}, {100, 1, 2}, {100, 2, 3}});
   CHECK(chain.offsets[0] == chain.offsets[2]);  // 0 is dead when 2 is born
