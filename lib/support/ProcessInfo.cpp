@@ -97,7 +97,7 @@ void mapPagesForWrite(void* data, size_t bytes) {
 }
 
 void reserveHeapFor(size_t bytes) {
-  if (!keepingFreedMemory || bytes < (size_t(1) << 20) || bytes > size_t(kKeptHeapBytes)) return;
+  if (!keepingFreedMemory || bytes < kWeightSizedBytes || bytes > size_t(kKeptHeapBytes)) return;
   void* block = std::malloc(bytes);
   if (!block) return;
   mapPagesForWrite(block, bytes);

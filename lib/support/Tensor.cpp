@@ -52,8 +52,6 @@ struct AlignedStorage {
   size_t capacity;
 };
 
-constexpr size_t kPopulateBytes = size_t(1) << 20;
-
 AlignedStorage alignedStorage(size_t bytes) {
   size_t rounded = (bytes + 63) / 64 * 64;
   if (rounded == 0) rounded = 64;
@@ -61,7 +59,7 @@ AlignedStorage alignedStorage(size_t bytes) {
   if (!p) throw std::bad_alloc();
   // Weight-sized buffers: their fresh pages mapped in one call (each 4 KiB fault is an exit to
   // the hypervisor on a VM), in huge pages where whole ones fit.
-  if (rounded >= kPopulateBytes) mapPagesForWrite(p, rounded);
+  if (rounded >= kWeightSizedBytes) mapPagesForWrite(p, rounded);
   std::shared_ptr<const void> owner(p, [](const void* q) { std::free(const_cast<void*>(q)); });
   return {static_cast<uint8_t*>(p), std::move(owner), rounded};
 }

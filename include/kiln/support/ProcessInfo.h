@@ -42,6 +42,10 @@ std::string utcTimestamp();
 /// price of a higher peak (ResNet-50: +16%; docs/performance.md).
 void keepFreedMemoryForReuse();
 
+/// The size from which a buffer is weight-sized: Tensor storage this big
+/// gets mapPagesForWrite, and reserveHeapFor maps nothing smaller.
+inline constexpr size_t kWeightSizedBytes = size_t(1) << 20;
+
 /// Maps the pages of [data, data + bytes) that are not mapped yet in one
 /// call, in 2 MiB pages where the range covers whole ones and the kernel
 /// has them (Linux: MADV_HUGEPAGE, MADV_POPULATE_WRITE), for memory about
@@ -55,7 +59,7 @@ void mapPagesForWrite(void* data, size_t bytes);
 /// does, and frees it for the allocations about to come (the ONNX importer
 /// copies a model's weights into heap strings, about the file's size).
 /// Does nothing without keepFreedMemoryForReuse, whose untrimmed heap
-/// keeps the block, or for less than 1 MiB or more than 1 GiB.
+/// keeps the block, or for less than kWeightSizedBytes or more than 1 GiB.
 void reserveHeapFor(size_t bytes);
 
 }  // namespace kiln
