@@ -29,6 +29,7 @@ class CpuCodegenBackend final : public Backend {
     module_ = std::move(module);
     Stopwatch timer;
     codegen::CompileOptions options;
+    options.releaseConsumedWeights = true;  // module_ is only kept alive from here on
     if (!options_.tuningDb.empty()) {  // the schedules `kiln tune` measured on this CPU
       KILN_ASSIGN(tune::TuningApplication applied, appliedTuning(options_.tuningDb, module_->graph(), codegen::KernelTarget::Cpu,
                                                                  tune::cpuDeviceName(), tune::cpuToolkitName()));

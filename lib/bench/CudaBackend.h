@@ -42,6 +42,7 @@ class CudaCodegenBackend final : public Backend {
     cuda.archs = {int(sm)};
     cuda.cacheDir = codegen::NvrtcCache::defaultDir();
     codegen::CompileOptions options;
+    options.releaseConsumedWeights = true;  // module_ is only kept alive from here on
     options.allowTf32 = allowTf32_;
     KILN_ASSIGN(options.libraryTactics, codegen::parseLibraryTactics(libraryTactics_));
     if (!tuningDb_.empty()) {  // the schedules `kiln tune --target cuda` measured on this GPU

@@ -72,6 +72,20 @@ const Tensor* constantTensor(const ir::Value* v) {
   return &p->getTensor("value");
 }
 
+/// Constants that only the groups of `order` read (not graph outputs, not
+/// read from inside a subgraph), each with its count of groups.
+std::map<const ir::Value*, size_t> constantReaders(const ir::Graph& graph, const std::vector<const KernelGroup*>& order) {
+  std::map<const ir::Value*, size_t> readers;
+  for (const KernelGroup* g : order)
+    for (const ir::Value* v : g->inputs)
+      if (constantTensor(v)) ++readers[v];
+  std::erase_if(readers, [&](const auto& entry) {
+    const auto& uses = entry.first->uses();
+    return std::any_of(uses.begin(), uses.end(), [&](const ir::Use& u) { return u.isGraphOutput() || u.user->graph() != &graph; });
+  });
+  return readers;
+}
+
 /// Constants with at most this many elements are copied into host graphs;
 /// larger ones are weight buffers (stored once, shared by kernels).
 constexpr int64_t kInlineConstantElements = 64;
@@ -314,10 +328,11 @@ Expected<LoweredModel> lowerModel(ir::Graph& graph, KernelTarget target, const C
   std::vector<const KernelGroup*> order = topologicalGroups(*out.plan);
   if (order.size() != out.plan->groups().size())
     return makeError(ErrorCode::Internal, "fusion plan groups form a cycle");
-  for (const KernelGroup* g : order) {
+  // One group's steps: a host step, nothing (empty results), a library step, or a kernel.
+  auto addGroupSteps = [&](const KernelGroup* g) -> Status {
     if (g->role == KernelRole::Extern) {
       KILN_TRY(addHostStep(*g, "no kernel template (extern op or data-dependent shape)"));
-      continue;
+      return Status::ok();
     }
     // A group whose results are all empty has nothing to compute.
     bool empty = true;
@@ -327,7 +342,7 @@ Expected<LoweredModel> lowerModel(ir::Graph& graph, KernelTarget target, const C
     }
     if (empty) {
       for (ir::Value* v : g->outputs) KILN_TRY(resultBuffer(v).status());
-      continue;
+      return Status::ok();
     }
     // Under auto, what kiln tune measured for the group decides, else the heuristic. A configuration given for the
     // group keeps it generated, unless its library call measured faster (the tuning database still gives the
@@ -340,7 +355,7 @@ Expected<LoweredModel> lowerModel(ir::Graph& graph, KernelTarget target, const C
       if (std::optional<LibraryMatch> match = libraryCallFor(*g, options.allowTf32);
           match && (byMeasurement ? measured->second : useLibrary(options.libraryTactics, *match))) {
         KILN_TRY(addLibraryStep(*match));
-        continue;
+        return Status::ok();
       }
       const LibraryTactics splitTactics =
           byMeasurement ? (measured->second ? LibraryTactics::All : LibraryTactics::Off) : options.libraryTactics;
@@ -348,10 +363,18 @@ Expected<LoweredModel> lowerModel(ir::Graph& graph, KernelTarget target, const C
         KILN_TRY(addLibraryStep(split->head));
         out.libraryTails.push_back(std::make_unique<KernelGroup>(std::move(split->tail)));
         KILN_TRY(addKernelStep(out.libraryTails.back().get()));
-        continue;
+        return Status::ok();
       }
     }
-    KILN_TRY(addKernelStep(g));
+    return addKernelStep(g);
+  };
+  // With releaseConsumedWeights, the groups yet to read each constant.
+  std::map<const ir::Value*, size_t> readersLeft;
+  if (options.releaseConsumedWeights) readersLeft = constantReaders(graph, order);
+  for (const KernelGroup* g : order) {
+    KILN_TRY(addGroupSteps(g));
+    for (const ir::Value* v : g->inputs)
+      if (auto it = readersLeft.find(v); it != readersLeft.end() && --it->second == 0) v->producer()->removeAttr("value");
   }
   // Outputs in graph order; values no kernel computes (inputs, constants) are copied.
   for (const ir::Value* v : graph.outputs()) {

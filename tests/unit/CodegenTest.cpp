@@ -665,6 +665,58 @@ TEST_CASE("artifacts round-trip and load through kiln::Model without the compile
   std::remove(path.c_str());
 }
 
+TEST_CASE("releasing consumed weights empties the graph's constants as lowering reads them, not the artifact") {
+  // %w is packed for a matmul and then read as it is by a Mul; %v only packed; %b read as it is;
+  // %keep a graph output. With releaseConsumedWeights each leaves the graph once its last reader
+  // is lowered (%v's storage freed: only its packed copy is needed), %keep stays, and the
+  // artifact is byte for byte the one compiled without the option.
+  const std::string text = R"(module @m {
+  graph @main(%x: f32[2,96]) {
+    %w = Constant() {value = )" + literal({96, 40}, 5) + R"(} : f32[96,40]
+    %v = Constant() {value = )" + literal({96, 24}, 6) + R"(} : f32[96,24]
+    %b = Constant() {value = )" + literal({40}, 7) + R"(} : f32[40]
+    %keep = Constant() {value = )" + literal({3}, 8) + R"(} : f32[3]
+    %y = MatMul(%x, %w) : f32[2,40]
+    %z = Add(%y, %b) : f32[2,40]
+    %u = MatMul(%x, %v) : f32[2,24]
+    %d = Mul(%w, %w) : f32[96,40]
+    return %z, %u, %d, %keep
+  }
+})";
+  auto plain = parse(text);
+  auto kept = compileCpuArtifact(plain->graph());
+  REQUIRE(kept.isOk());
+
+  auto m = parse(text);
+  std::map<std::string, ir::Node*> constants;
+  for (ir::Node* n : m->graph().nodes())
+    if (n->opType() == "Constant") constants[n->output(0)->name()] = n;
+  REQUIRE(constants.size() == 4);
+  std::weak_ptr<kiln::Buffer> packedOnly = constants["v"]->findAttr("value")->t().buffer();
+  std::weak_ptr<kiln::Buffer> readAsIs = constants["w"]->findAttr("value")->t().buffer();
+  CompileOptions release;
+  release.releaseConsumedWeights = true;
+  auto released = compileCpuArtifact(m->graph(), release);
+  INFO((released.isOk() ? std::string() : released.error().str()));
+  REQUIRE(released.isOk());
+  CHECK(runtime::serializeExecutable(*released->executable) == runtime::serializeExecutable(*kept->executable));
+  for (const char* name : {"w", "v", "b"}) {
+    INFO(name);
+    CHECK_FALSE(constants[name]->hasAttr("value"));
+  }
+  CHECK(constants["keep"]->hasAttr("value"));
+  CHECK(packedOnly.expired());
+  CHECK_FALSE(readAsIs.expired());  // the executable's weight buffer
+  for (const ir::Node* n : plain->graph().nodes())
+    if (n->opType() == "Constant") CHECK(n->hasAttr("value"));  // without the option the graph keeps them
+
+  SECTION("lowering the emptied graph again is an error, not old data") {
+    auto again = compileCpuArtifact(m->graph(), release);
+    REQUIRE_FALSE(again.isOk());
+    CHECK(again.error().code() == ErrorCode::Internal);
+  }
+}
+
 TEST_CASE("saving streams the weights: the file is serializeExecutable's bytes and loads") {
   // Weights of 64 KiB or more are written from where they are, hashed a slice at a time.
   auto m = parse(R"(module @m {

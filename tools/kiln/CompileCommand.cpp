@@ -224,6 +224,7 @@ int compileModel(const CompileOptions& o) {
   double passesMs = timer.elapsedMs();
   codegen::CompileOptions options;
   options.allowHostSteps = !o.noHostSteps;
+  options.releaseConsumedWeights = true;  // after lowering only the executable is written
   options.allowTf32 = o.model.precision == "tf32";
   options.libraryTactics = *codegen::parseLibraryTactics(effectiveLibraryTactics(o.model, cuda));  // checked by CLI::IsMember
   if (!o.fusionPlan.empty()) {

@@ -39,6 +39,16 @@ struct CompileOptions {
   /// instead of the heuristic and of a config given for the group; `off`
   /// and `all` are not overridden.
   std::map<std::string, bool> libraryMeasuredFaster;
+  /// The caller is done with the graph's weights once it is lowered (`kiln
+  /// compile`, the benchmark backends): a Constant loses its value as soon
+  /// as the last group reading it is lowered, since the executable holds
+  /// what it needs (the tensor, shared, or its packed copy). A packed
+  /// weight's memory then takes the packed panels that follow instead of
+  /// fresh pages (docs/performance.md, "Weights released as they are
+  /// packed"). The graph is not fit to run, print or lower again afterwards:
+  /// a later reader of such a constant finds no value (lowering reports an
+  /// internal error, other readers stop on a failed check), never old data.
+  bool releaseConsumedWeights = false;
 };
 
 /// A group that runs as a host step, and why.
