@@ -227,6 +227,10 @@ Expected<LoweredModel> lowerModel(ir::Graph& graph, KernelTarget target, const C
 
   std::map<std::string, uint32_t> kernelByBody;
   std::map<std::string, uint32_t> packedWeights;  ///< constant + pack -> weight buffer
+  // With releaseConsumedWeights, the groups yet to read each constant (filled once the order is known), and where
+  // a constant's last reader packs it in place, the copy it packs from.
+  std::map<const ir::Value*, size_t> readersLeft;
+  std::vector<uint8_t> packScratch;
   // A group as a generated kernel (a host step where no template lowers it).
   auto addKernelStep = [&](const KernelGroup* g) -> Status {
     const Config* config = nullptr;
@@ -288,7 +292,14 @@ Expected<LoweredModel> lowerModel(ir::Graph& graph, KernelTarget target, const C
         if (it == packedWeights.end()) {
           const Tensor* t = constantTensor(v);
           if (!t) return makeError(ErrorCode::Internal, "kernel ", lk.kernel.name, " packs ", v->name(), ", not a constant");
-          KILN_ASSIGN(Tensor packed, packConstant(*t, pack));
+          // The constant's last reader, reading nothing else of it: the graph gives it up now, and its storage may
+          // take the panels.
+          auto left = readersLeft.find(v);
+          const bool lastRead = left != readersLeft.end() && left->second == 1 &&
+                                std::count(lk.args.begin(), lk.args.end(), v) == 1;
+          Tensor source = lastRead ? *t : Tensor();
+          if (lastRead) v->producer()->removeAttr("value");
+          KILN_ASSIGN(Tensor packed, lastRead ? packConstantInPlace(std::move(source), pack, packScratch) : packConstant(*t, pack));
           runtime::BufferSpec b;
           b.name = v->name() + ".packed" + std::to_string(pack.width);
           b.dtype = packed.dtype();
@@ -368,8 +379,6 @@ Expected<LoweredModel> lowerModel(ir::Graph& graph, KernelTarget target, const C
     }
     return addKernelStep(g);
   };
-  // With releaseConsumedWeights, the groups yet to read each constant.
-  std::map<const ir::Value*, size_t> readersLeft;
   if (options.releaseConsumedWeights) readersLeft = constantReaders(graph, order);
   for (const KernelGroup* g : order) {
     KILN_TRY(addGroupSteps(g));

@@ -92,15 +92,18 @@ Expected<Config> parseConfig(const std::string& text) {
   return c;
 }
 
-Expected<Tensor> packConstant(const Tensor& source, const PackSpec& spec) {
+namespace {
+
+/// The pack's [K, N] extents of `source`, or an error where it is no panel pack of a matrix.
+Expected<std::pair<int64_t, int64_t>> panelExtents(const Tensor& source, const PackSpec& spec) {
   if (spec.kind != "panels" || source.rank() != 2 || spec.width <= 0)
     return makeError(ErrorCode::Internal, "cannot pack a ", source.typeString(), " constant as ", spec.kind);
-  const int64_t k = spec.transposed ? source.dim(1) : source.dim(0), n = spec.transposed ? source.dim(0) : source.dim(1);
+  return std::pair{spec.transposed ? source.dim(1) : source.dim(0), spec.transposed ? source.dim(0) : source.dim(1)};
+}
+
+/// Writes the [ceil(n / w), k, w] panels of the [k, n] (or transposed [n, k]) matrix at `src` to `dst`.
+void writePanels(const uint8_t* src, int64_t k, int64_t n, size_t elem, const PackSpec& spec, uint8_t* dst) {
   const int64_t w = spec.width, panels = (n + w - 1) / w;
-  const size_t elem = dtypeSize(source.dtype());
-  Tensor out = Tensor::forWrite(source.dtype(), {panels, k, w});  // every byte written below
-  const uint8_t* src = static_cast<const uint8_t*>(source.rawData());
-  uint8_t* dst = static_cast<uint8_t*>(out.mutableRawData());
   for (int64_t p = 0; p < panels; ++p) {
     const int64_t cols = std::min(w, n - p * w);
     uint8_t* panel = dst + size_t(p * k * w) * elem;
@@ -120,7 +123,28 @@ Expected<Tensor> packConstant(const Tensor& source, const PackSpec& spec) {
       }
     });
   }
+}
+
+}  // namespace
+
+Expected<Tensor> packConstant(const Tensor& source, const PackSpec& spec) {
+  KILN_ASSIGN(auto extents, panelExtents(source, spec));
+  const auto [k, n] = extents;
+  Tensor out = Tensor::forWrite(source.dtype(), {(n + spec.width - 1) / spec.width, k, spec.width});  // every byte written
+  writePanels(static_cast<const uint8_t*>(source.rawData()), k, n, dtypeSize(source.dtype()), spec,
+              static_cast<uint8_t*>(out.mutableRawData()));
   return out;
+}
+
+Expected<Tensor> packConstantInPlace(Tensor&& source, const PackSpec& spec, std::vector<uint8_t>& scratch) {
+  KILN_ASSIGN(auto extents, panelExtents(source, spec));
+  const auto [k, n] = extents;
+  const std::shared_ptr<kiln::Buffer>& buffer = source.buffer();
+  if (n % spec.width != 0 || buffer.use_count() != 1 || !buffer->isMutable()) return packConstant(source, spec);
+  scratch.resize(std::max(scratch.size(), source.byteSize()));
+  std::memcpy(scratch.data(), source.rawData(), source.byteSize());
+  writePanels(scratch.data(), k, n, dtypeSize(source.dtype()), spec, static_cast<uint8_t*>(buffer->mutableData()));
+  return Tensor(source.dtype(), {n / spec.width, k, spec.width}, buffer);
 }
 
 const std::vector<const ScheduleTemplate*>& allTemplates() {

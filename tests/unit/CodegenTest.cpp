@@ -292,6 +292,40 @@ TEST_CASE("packed panels hold the source's columns and zeros past its last colum
         }
   }
   CHECK_FALSE(packConstant(Tensor::zeros(DType::F32, {2, 2, 2}), PackSpec{"panels", 4, false, {}}).isOk());
+
+  // In place: the same panels, over the source's own storage where nothing else holds it and N
+  // fills whole panels; a copy where another tensor shares the storage (left as it was) or the
+  // last panel is ragged.
+  std::vector<uint8_t> scratch;
+  std::vector<float> values(size_t(k * 2 * w));
+  for (size_t i = 0; i < values.size(); ++i) values[i] = float(i) + 0.5f;
+  for (bool transposed : {false, true}) {
+    INFO("transposed " << transposed);
+    const PackSpec spec{"panels", w, transposed, {}};
+    const Dims dims = transposed ? Dims{2 * w, k} : Dims{k, 2 * w};
+    Tensor own = Tensor::fromVector<float>(dims, values);
+    auto expected = packConstant(own, spec);
+    REQUIRE(expected.isOk());
+    const void* storage = own.rawData();
+    auto inPlace = packConstantInPlace(std::move(own), spec, scratch);
+    REQUIRE(inPlace.isOk());
+    CHECK(inPlace->rawData() == storage);
+    CHECK(inPlace->bitwiseEqual(*expected));
+
+    Tensor shared = Tensor::fromVector<float>(dims, values);
+    const Tensor alias = shared;
+    auto copied = packConstantInPlace(std::move(shared), spec, scratch);
+    REQUIRE(copied.isOk());
+    CHECK(copied->rawData() != alias.rawData());
+    CHECK(copied->bitwiseEqual(*expected));
+    CHECK(alias.bitwiseEqual(Tensor::fromVector<float>(dims, values)));
+  }
+  Tensor ragged = Tensor::fromVector<float>({k, n}, rows);
+  const void* raggedStorage = ragged.rawData();
+  auto padded = packConstantInPlace(std::move(ragged), PackSpec{"panels", w, false, {}}, scratch);
+  REQUIRE(padded.isOk());
+  CHECK(padded->rawData() != raggedStorage);
+  CHECK(padded->dims() == Dims{3, k, w});
 }
 
 TEST_CASE("the memory planner never overlaps live buffers and reuses dead ones") {
@@ -666,21 +700,24 @@ TEST_CASE("artifacts round-trip and load through kiln::Model without the compile
 }
 
 TEST_CASE("releasing consumed weights empties the graph's constants as lowering reads them, not the artifact") {
-  // %w is packed for a matmul and then read as it is by a Mul; %v only packed; %b read as it is;
-  // %keep a graph output. With releaseConsumedWeights each leaves the graph once its last reader
-  // is lowered (%v's storage freed: only its packed copy is needed), %keep stays, and the
-  // artifact is byte for byte the one compiled without the option.
+  // %w is packed for a matmul and then read as it is by a Mul; %v only packed, into a ragged last
+  // panel; %p only packed, into whole panels; %b read as it is; %keep a graph output. With
+  // releaseConsumedWeights each leaves the graph once its last reader is lowered (%v's storage
+  // freed: only its packed copy is needed; %p's panels written over its own storage), %keep
+  // stays, and the artifact is byte for byte the one compiled without the option.
   const std::string text = R"(module @m {
   graph @main(%x: f32[2,96]) {
     %w = Constant() {value = )" + literal({96, 40}, 5) + R"(} : f32[96,40]
     %v = Constant() {value = )" + literal({96, 24}, 6) + R"(} : f32[96,24]
     %b = Constant() {value = )" + literal({40}, 7) + R"(} : f32[40]
+    %p = Constant() {value = )" + literal({96, 64}, 9) + R"(} : f32[96,64]
     %keep = Constant() {value = )" + literal({3}, 8) + R"(} : f32[3]
     %y = MatMul(%x, %w) : f32[2,40]
     %z = Add(%y, %b) : f32[2,40]
     %u = MatMul(%x, %v) : f32[2,24]
     %d = Mul(%w, %w) : f32[96,40]
-    return %z, %u, %d, %keep
+    %q = MatMul(%x, %p) : f32[2,64]
+    return %z, %u, %d, %q, %keep
   }
 })";
   auto plain = parse(text);
@@ -691,7 +728,8 @@ TEST_CASE("releasing consumed weights empties the graph's constants as lowering 
   std::map<std::string, ir::Node*> constants;
   for (ir::Node* n : m->graph().nodes())
     if (n->opType() == "Constant") constants[n->output(0)->name()] = n;
-  REQUIRE(constants.size() == 4);
+  REQUIRE(constants.size() == 5);
+  const void* pStorage = constants["p"]->findAttr("value")->t().rawData();
   std::weak_ptr<kiln::Buffer> packedOnly = constants["v"]->findAttr("value")->t().buffer();
   std::weak_ptr<kiln::Buffer> readAsIs = constants["w"]->findAttr("value")->t().buffer();
   CompileOptions release;
@@ -700,13 +738,17 @@ TEST_CASE("releasing consumed weights empties the graph's constants as lowering 
   INFO((released.isOk() ? std::string() : released.error().str()));
   REQUIRE(released.isOk());
   CHECK(runtime::serializeExecutable(*released->executable) == runtime::serializeExecutable(*kept->executable));
-  for (const char* name : {"w", "v", "b"}) {
+  for (const char* name : {"w", "v", "b", "p"}) {
     INFO(name);
     CHECK_FALSE(constants[name]->hasAttr("value"));
   }
   CHECK(constants["keep"]->hasAttr("value"));
   CHECK(packedOnly.expired());
   CHECK_FALSE(readAsIs.expired());  // the executable's weight buffer
+  auto holds = [](const runtime::Executable& exe, const void* data) {
+    return std::any_of(exe.weights.begin(), exe.weights.end(), [&](const Tensor& t) { return t.rawData() == data; });
+  };
+  CHECK(holds(*released->executable, pStorage));  // %p's panels, in its own storage
   for (const ir::Node* n : plain->graph().nodes())
     if (n->opType() == "Constant") CHECK(n->hasAttr("value"));  // without the option the graph keeps them
 
