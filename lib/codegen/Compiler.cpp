@@ -12,7 +12,9 @@
 // tuning database's measurement) gives to a library becomes a library step
 // (LibraryTactics.h) instead of a kernel, and a matmul group whose epilogue
 // goes on past what cuBLASLt fuses becomes a library step and a kernel for
-// the rest (splitForLibrary).
+// the rest (splitForLibrary). With options.releaseConsumedWeights each
+// constant leaves the graph once its last reader is lowered, and a last
+// reader that packs it may write the panels over its storage.
 //
 //===----------------------------------------------------------------------===//
 #include "kiln/codegen/Compiler.h"

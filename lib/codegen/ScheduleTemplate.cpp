@@ -1,8 +1,10 @@
 //===- lib/codegen/ScheduleTemplate.cpp - Knob spaces and group lowering ---===//
 //
 // Knob-space arithmetic (size, mixed-radix enumeration, features, checks),
-// the config text form ("tm=4,tn=32"), the template table and lowerGroup,
-// which instantiates a template and verifies the kernel it produced.
+// the config text form ("tm=4,tn=32"), constants packed into GEMM panels
+// (into new storage, or over a source nobody else holds), the template
+// table and lowerGroup, which instantiates a template and verifies the
+// kernel it produced.
 //
 //===----------------------------------------------------------------------===//
 #include "kiln/codegen/ScheduleTemplate.h"
