@@ -232,7 +232,7 @@ Expected<LoweredModel> lowerModel(ir::Graph& graph, KernelTarget target, const C
   // With releaseConsumedWeights, the groups yet to read each constant (filled once the order is known), and where
   // a constant's last reader packs it in place, the copy it packs from.
   std::map<const ir::Value*, size_t> readersLeft;
-  std::vector<uint8_t> packScratch;
+  std::shared_ptr<kiln::Buffer> packScratch;
   // A group as a generated kernel (a host step where no template lowers it).
   auto addKernelStep = [&](const KernelGroup* g) -> Status {
     const Config* config = nullptr;

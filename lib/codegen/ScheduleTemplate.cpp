@@ -138,14 +138,14 @@ Expected<Tensor> packConstant(const Tensor& source, const PackSpec& spec) {
   return out;
 }
 
-Expected<Tensor> packConstantInPlace(Tensor&& source, const PackSpec& spec, std::vector<uint8_t>& scratch) {
+Expected<Tensor> packConstantInPlace(Tensor&& source, const PackSpec& spec, std::shared_ptr<kiln::Buffer>& scratch) {
   KILN_ASSIGN(auto extents, panelExtents(source, spec));
   const auto [k, n] = extents;
   const std::shared_ptr<kiln::Buffer>& buffer = source.buffer();
   if (n % spec.width != 0 || buffer.use_count() != 1 || !buffer->isMutable()) return packConstant(source, spec);
-  scratch.resize(std::max(scratch.size(), source.byteSize()));
-  std::memcpy(scratch.data(), source.rawData(), source.byteSize());
-  writePanels(scratch.data(), k, n, dtypeSize(source.dtype()), spec, static_cast<uint8_t*>(buffer->mutableData()));
+  if (!scratch || scratch->size() < source.byteSize()) scratch = kiln::Buffer::copyOf(source.rawData(), source.byteSize());
+  else std::memcpy(scratch->mutableData(), source.rawData(), source.byteSize());
+  writePanels(scratch->data(), k, n, dtypeSize(source.dtype()), spec, static_cast<uint8_t*>(buffer->mutableData()));
   return Tensor(source.dtype(), {n / spec.width, k, spec.width}, buffer);
 }
 

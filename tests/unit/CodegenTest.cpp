@@ -296,7 +296,7 @@ TEST_CASE("packed panels hold the source's columns and zeros past its last colum
   // In place: the same panels, over the source's own storage where nothing else holds it and N
   // fills whole panels; a copy where another tensor shares the storage (left as it was) or the
   // last panel is ragged.
-  std::vector<uint8_t> scratch;
+  std::shared_ptr<kiln::Buffer> scratch;
   std::vector<float> values(size_t(k * 2 * w));
   for (size_t i = 0; i < values.size(); ++i) values[i] = float(i) + 0.5f;
   for (bool transposed : {false, true}) {

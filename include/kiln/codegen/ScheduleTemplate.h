@@ -84,9 +84,9 @@ Expected<Tensor> packConstant(const Tensor& source, const PackSpec& spec);
 /// packConstant for a source its caller gives up: where nothing else holds
 /// its storage, the storage is writable and the panels fill it exactly (N a
 /// multiple of the width), the panels are written over it from a copy in
-/// `scratch` (grown as needed, reused across calls) instead of into fresh
-/// memory; otherwise as packConstant.
-Expected<Tensor> packConstantInPlace(Tensor&& source, const PackSpec& spec, std::vector<uint8_t>& scratch);
+/// `scratch` (replaced by a larger one as needed, reused across calls)
+/// instead of into fresh memory; otherwise as packConstant.
+Expected<Tensor> packConstantInPlace(Tensor&& source, const PackSpec& spec, std::shared_ptr<kiln::Buffer>& scratch);
 
 /// A lowered kernel: its IR, how it was made, and which graph value each parameter holds.
 struct LoweredKernel {
