@@ -105,7 +105,7 @@ Expected<std::pair<int64_t, int64_t>> panelExtents(const Tensor& source, const P
 
 /// Writes the [ceil(n / w), k, w] panels of the [k, n] (or transposed [n, k]) matrix at `src` to `dst`.
 void writePanels(const uint8_t* src, int64_t k, int64_t n, size_t elem, const PackSpec& spec, uint8_t* dst) {
-  const int64_t w = spec.width, panels = (n + w - 1) / w;
+  const int64_t w = spec.width, panels = ceilDiv(n, w);
   for (int64_t p = 0; p < panels; ++p) {
     const int64_t cols = std::min(w, n - p * w);
     uint8_t* panel = dst + size_t(p * k * w) * elem;
@@ -132,7 +132,7 @@ void writePanels(const uint8_t* src, int64_t k, int64_t n, size_t elem, const Pa
 Expected<Tensor> packConstant(const Tensor& source, const PackSpec& spec) {
   KILN_ASSIGN(auto extents, panelExtents(source, spec));
   const auto [k, n] = extents;
-  Tensor out = Tensor::forWrite(source.dtype(), {(n + spec.width - 1) / spec.width, k, spec.width});  // every byte written
+  Tensor out = Tensor::forWrite(source.dtype(), {ceilDiv(n, spec.width), k, spec.width});  // every byte written
   writePanels(static_cast<const uint8_t*>(source.rawData()), k, n, dtypeSize(source.dtype()), spec,
               static_cast<uint8_t*>(out.mutableRawData()));
   return out;
