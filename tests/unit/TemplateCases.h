@@ -7,7 +7,8 @@
 // layernorm, an injective group of reshapes, slices, concat, pad, gather and
 // where, a concat of five inputs (a balanced tree of picks; read by index and
 // through a transpose), and one of broadcasts and a transpose over a last dim of 8; rows of
-// 40 and 60 elements, which the GPU's warp-per-row schedules split unevenly), and the helpers that parse them and make deterministic inputs.
+// 40 and 60 elements, which the GPU's warp-per-row schedules split unevenly, and of 129 and 200,
+// longer than the CPU's widest vector), and the helpers that parse them and make deterministic inputs.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -266,6 +267,25 @@ inline std::vector<TemplateCase> templateCases(const std::string& family = "") {
   }
 })",
        "LayerNormalization", 48},
+      // Rows longer than the CPU's widest vector (64 lanes): the store pass
+      // loops over 64-lane vectors, then one lane (129) or an 8-lane vector (200).
+      {"rowwise", R"(module @m {
+  graph @main(%x: f32[2,129]) {
+    %g = Constant() {value = )" + literal({129}, 13) + R"(} : f32[129]
+    %n = LayerNormalization(%x, %g) {axis = -1} : f32[2,129]
+    return %n
+  }
+})",
+       "LayerNormalization", 16},
+      {"rowwise", R"(module @m {
+  graph @main(%x: f32[2,200]) {
+    %s = Softmax(%x) {axis = -1} : f32[2,200]
+    %t = Constant() {value = tensor<f32[]: [2.0]>} : f32[]
+    %m = Mul(%s, %t) : f32[2,200]
+    return %m
+  }
+})",
+       "Softmax", 16},
       {"injective", R"(module @m {
   graph @main(%x: f32[2,3,4], %y: f32[4], %i: i64[2,2]) {
     %a = Add(%x, %y) : f32[2,3,4]

@@ -11,7 +11,8 @@
 //
 // Loops are emitted by kind. Unrolled loops are emitted once per iteration
 // with the variable a constant (so local accumulators indexed by it end up
-// in registers). Vectorized loops are emitted as one vector iteration: the
+// in registers). Vectorized loops are emitted as one vector iteration (up to
+// 64 lanes; a longer row as a loop of 64-lane vectors and one for the rest): the
 // loop variable is the lane vector <0..W-1>, every expression that depends
 // on it becomes a W-lane vector, loads and stores whose index advances by
 // one element per lane are vector loads/stores (loads advancing by 2-4, a
@@ -25,6 +26,7 @@
 #include "LlvmEmitter.h"
 
 #include <cmath>
+#include <functional>
 #include <map>
 #include <optional>
 
@@ -36,6 +38,10 @@
 
 namespace kiln::codegen::cpu {
 namespace {
+
+/// The widest vector a vectorized loop is emitted as (4 AVX-512 registers of
+/// f32): a template's register tile is at most this wide; longer rows loop.
+constexpr int64_t kMaxVectorLanes = 64;
 
 using llvm::IRBuilder;
 using llvm::Value;
@@ -62,6 +68,16 @@ class FunctionEmitter {
 
   Status stmt(const Stmt& s);
   Status loop(const Var& var, Value* begin, Value* end, LoopKind kind, const Stmt& body);
+  /// A loop over [begin, end) whose body `body` emits given the counter;
+  /// `hint`: a loop metadata property (loopHint), or none.
+  Status countedLoop(const std::string& name, Value* begin, Value* end, llvm::MDNode* hint,
+                     const std::function<Status(Value*)>& body);
+  /// The loop property !{!"llvm.loop.NAME"}, or with `enable` !{!"llvm.loop.NAME", i1 true}.
+  llvm::MDNode* loopHint(const char* name, bool enable = false) {
+    std::vector<llvm::Metadata*> ops{llvm::MDString::get(ctx_, name)};
+    if (enable) ops.push_back(llvm::ConstantAsMetadata::get(b_.getTrue()));
+    return llvm::MDNode::get(ctx_, ops);
+  }
   void bindVar(const Var& v, Value* value) { vars_[v.get()] = value; }
   IRBuilder<>& builder() { return b_; }
 
@@ -119,6 +135,12 @@ class FunctionEmitter {
   void storeTo(const Buffer& buffer, const Expr& index, Value* value, Value* mask);
   Status vectorBody(const Stmt& s, Value* mask);
   Status emitLoop(const StmtNode& s);
+  /// A vectorized loop of constant `extent`: one vector iteration, or for a
+  /// long row (a layer norm's 768 elements) a loop of kMaxVectorLanes-lane
+  /// vectors and a shorter one for the rest. One <768 x float> iteration
+  /// legalizes into 48 registers' worth of straight-line code that LLVM's
+  /// register allocator took 30 ms over, per kernel.
+  Status vectorLoop(const StmtNode& s, int64_t extent);
   /// f32 -> bf16, rounding to nearest even, NaN kept quiet; inline (LLVM
   /// would call a compiler-rt routine the runtime does not have).
   Value* toBFloat16(Value* f) {
@@ -144,6 +166,7 @@ class FunctionEmitter {
   std::map<const VarDecl*, Value*> vars_;
   std::map<const ExprNode*, Value*> cache_;
   const VarDecl* vectorVar_ = nullptr;  ///< the vectorized loop's variable, while emitting its body
+  Value* vectorBase_ = nullptr;         ///< its first lane's value (nullptr: 0)
   Value* loadMask_ = nullptr;           ///< lanes whose loads may run (under a lane-varying guard)
   unsigned lanes_ = 0;
 };
@@ -346,7 +369,7 @@ Value* FunctionEmitter::laneZero(const Expr& e) {
   unsigned savedLanes = lanes_;
   auto savedCache = std::move(cache_);
   cache_.clear();
-  vars_[saved] = b_.getInt64(0);
+  vars_[saved] = vectorBase_ ? vectorBase_ : b_.getInt64(0);
   vectorVar_ = nullptr;
   lanes_ = 0;
   Value* v = index(e);
@@ -456,6 +479,7 @@ Value* FunctionEmitter::expr(const Expr& e) {
         std::vector<llvm::Constant*> lanes;
         for (unsigned l = 0; l < lanes_; ++l) lanes.push_back(b_.getInt64(l));
         v = llvm::ConstantVector::get(lanes);
+        if (vectorBase_) v = b_.CreateAdd(b_.CreateVectorSplat(lanes_, vectorBase_), v, "", true, true);
       } else {
         v = vars_.at(e->var.get());
       }
@@ -501,36 +525,70 @@ Value* FunctionEmitter::expr(const Expr& e) {
   return v;
 }
 
-Status FunctionEmitter::loop(const Var& var, Value* begin, Value* end, LoopKind kind, const Stmt& body) {
+Status FunctionEmitter::countedLoop(const std::string& name, Value* begin, Value* end, llvm::MDNode* hint,
+                                    const std::function<Status(Value*)>& body) {
   llvm::BasicBlock* pre = b_.GetInsertBlock();
-  auto* header = llvm::BasicBlock::Create(ctx_, var->name + ".header", fn_);
-  auto* bodyBlock = llvm::BasicBlock::Create(ctx_, var->name + ".body", fn_);
-  auto* exit = llvm::BasicBlock::Create(ctx_, var->name + ".exit", fn_);
+  auto* header = llvm::BasicBlock::Create(ctx_, name + ".header", fn_);
+  auto* bodyBlock = llvm::BasicBlock::Create(ctx_, name + ".body", fn_);
+  auto* exit = llvm::BasicBlock::Create(ctx_, name + ".exit", fn_);
   b_.CreateBr(header);
   b_.SetInsertPoint(header);
-  llvm::PHINode* i = b_.CreatePHI(b_.getInt64Ty(), 2, var->name);
+  llvm::PHINode* i = b_.CreatePHI(b_.getInt64Ty(), 2, name);
   i->addIncoming(begin, pre);
   b_.CreateCondBr(b_.CreateICmpSLT(i, end), bodyBlock, exit);
   b_.SetInsertPoint(bodyBlock);
-  vars_[var.get()] = i;
-  KILN_TRY(stmt(body));
-  Value* next = b_.CreateAdd(i, b_.getInt64(1), var->name + ".next", true, true);
+  KILN_TRY(body(i));
+  Value* next = b_.CreateAdd(i, b_.getInt64(1), name + ".next", true, true);
   llvm::BranchInst* back = b_.CreateBr(header);
   i->addIncoming(next, b_.GetInsertBlock());
-  if (kind == LoopKind::Vectorized || kind == LoopKind::Unrolled) {
-    llvm::SmallVector<llvm::Metadata*, 3> ops{nullptr};
-    if (kind == LoopKind::Vectorized)
-      ops.push_back(llvm::MDNode::get(ctx_, {llvm::MDString::get(ctx_, "llvm.loop.vectorize.enable"),
-                                             llvm::ConstantAsMetadata::get(b_.getTrue())}));
-    else
-      ops.push_back(llvm::MDNode::get(ctx_, {llvm::MDString::get(ctx_, "llvm.loop.unroll.full")}));
+  if (hint) {
+    llvm::SmallVector<llvm::Metadata*, 2> ops{nullptr, hint};
     llvm::MDNode* id = llvm::MDNode::getDistinct(ctx_, ops);
     id->replaceOperandWith(0, id);
     back->setMetadata(llvm::LLVMContext::MD_loop, id);
   }
-  vars_.erase(var.get());
   b_.SetInsertPoint(exit);
   return Status::ok();
+}
+
+Status FunctionEmitter::loop(const Var& var, Value* begin, Value* end, LoopKind kind, const Stmt& body) {
+  llvm::MDNode* hint = kind == LoopKind::Vectorized ? loopHint("llvm.loop.vectorize.enable", true)
+                       : kind == LoopKind::Unrolled ? loopHint("llvm.loop.unroll.full")
+                                                    : nullptr;
+  KILN_TRY(countedLoop(var->name, begin, end, hint, [&](Value* i) {
+    vars_[var.get()] = i;
+    return stmt(body);
+  }));
+  vars_.erase(var.get());
+  return Status::ok();
+}
+
+Status FunctionEmitter::vectorLoop(const StmtNode& s, int64_t extent) {
+  // Lanes [first, first + lanes) as one vector iteration.
+  auto vectors = [&](Value* first, int64_t lanes) {
+    vectorVar_ = s.var.get();
+    vectorBase_ = first;
+    lanes_ = unsigned(lanes);
+    Status st = vectorBody(s.body[0], nullptr);
+    vectorVar_ = nullptr;
+    vectorBase_ = nullptr;
+    lanes_ = 0;
+    cache_.clear();
+    return st;
+  };
+  if (extent <= kMaxVectorLanes) return vectors(nullptr, extent);
+  const int64_t chunks = extent / kMaxVectorLanes, rest = extent % kMaxVectorLanes;
+  KILN_TRY(countedLoop(s.var->name + ".chunk", b_.getInt64(0), b_.getInt64(uint64_t(chunks)), loopHint("llvm.loop.unroll.disable"),
+                       [&](Value* c) {
+                         return vectors(b_.CreateMul(c, b_.getInt64(kMaxVectorLanes), "", true, true), kMaxVectorLanes);
+                       }));
+  if (rest == 0) return Status::ok();
+  Value* first = b_.getInt64(uint64_t(chunks * kMaxVectorLanes));
+  if (rest > 1) return vectors(first, rest);
+  vars_[s.var.get()] = first;  // one lane left: the body as scalar stores
+  Status st = stmt(s.body[0]);
+  vars_.erase(s.var.get());
+  return st;
 }
 
 Status FunctionEmitter::emitLoop(const StmtNode& s) {
@@ -544,15 +602,7 @@ Status FunctionEmitter::emitLoop(const StmtNode& s) {
     vars_.erase(s.var.get());
     return Status::ok();
   }
-  if (s.loop == LoopKind::Vectorized && constant && extent > 1 && !lanes_) {
-    vectorVar_ = s.var.get();
-    lanes_ = unsigned(extent);
-    Status st = vectorBody(s.body[0], nullptr);
-    vectorVar_ = nullptr;
-    lanes_ = 0;
-    cache_.clear();
-    return st;
-  }
+  if (s.loop == LoopKind::Vectorized && constant && extent > 1 && !lanes_) return vectorLoop(s, extent);
   return loop(s.var, b_.getInt64(0), expr(s.value), s.loop, s.body[0]);
 }
 
