@@ -5,11 +5,13 @@
 // stderr), and prints the result as text IR (or writes ONNX). With --emit it
 // prints what code generation makes of the result instead: the fusion plan,
 // the kernels (kernel IR, CPU or --gpu schedules), their LLVM IR or CUDA C;
-// or checks/profiles every compiled kernel.
+// or checks/profiles every compiled kernel, or times each one's LLVM compile.
 //
 //===----------------------------------------------------------------------===//
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
+#include <iomanip>
 #include <iostream>
 #include <iterator>
 
@@ -28,6 +30,7 @@
 #include "kiln/passes/OptLevels.h"
 #include "kiln/passes/PassManager.h"
 #include "kiln/support/File.h"
+#include "kiln/support/Stopwatch.h"
 
 using namespace kiln;
 
@@ -94,6 +97,30 @@ std::optional<codegen::Config> mergedConfig(const codegen::KernelGroup& g, codeg
   return merged;
 }
 
+/// --emit compile-time: each distinct kernel's LLVM compile (optimization and
+/// object code) on its own, one module and one thread, slowest first; what a
+/// compile's llvm phase spends, kernel by kernel, before it is split over threads.
+int timeKernelCompiles(ir::Graph& graph, const codegen::CompileOptions& options) {
+  auto lowered = codegen::lowerModel(graph, codegen::KernelTarget::Cpu, options);
+  if (!lowered) return fail(lowered.error());
+  if (lowered->kernels.empty()) return fail(Error(ErrorCode::InvalidArgument, "the graph has no kernels to compile"));
+  // LLVM's one-time start-up (target registration, option parsing) is no kernel's cost.
+  if (auto warm = codegen::compileToObject({&lowered->kernels.front().kernel}); !warm) return fail(warm.error());
+  std::vector<std::pair<double, const codegen::LoweredKernel*>> times;
+  double total = 0;
+  for (const codegen::LoweredKernel& k : lowered->kernels) {
+    Stopwatch watch;
+    if (auto object = codegen::compileToObject({&k.kernel}); !object) return fail(object.error());
+    times.emplace_back(watch.elapsedMs(), &k);
+    total += times.back().first;
+  }
+  std::stable_sort(times.begin(), times.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::cout << std::fixed << std::setprecision(2);
+  for (const auto& [ms, k] : times) std::cout << "compile-time " << ms << " ms " << k->kernel.name << " " << k->templateName << "\n";
+  std::cout << "compile-time total " << total << " ms, kernels " << times.size() << "\n";
+  return 0;
+}
+
 /// --emit fusion-plan|kernels|llvm|cuda: what code generation makes of the graph.
 int emitCode(ir::Graph& graph, const std::string& emit, const std::string& planFile, const std::string& configText,
              bool printKnobs, bool gpu) {
@@ -120,6 +147,7 @@ int emitCode(ir::Graph& graph, const std::string& emit, const std::string& planF
     if (!c) return fail(c.error());
     config = *c;
   }
+  if (emit == "compile-time") return timeKernelCompiles(graph, options);
   if (emit == "check" || emit == "profile") {
     // --config overrides the named knobs of every kernel whose knob space
     // accepts the values (the others keep their defaults).
@@ -216,9 +244,10 @@ int main(int argc, char** argv) {
   app.add_option("--emit", emit,
                  "What to print: ir (text IR), fusion-plan, kernels (kernel IR), llvm (optimized LLVM IR), "
                  "check (run each compiled kernel on random inputs against the interpreter; error per kernel), "
-                 "profile (time per kernel launch, mean of 5 runs after one warm-up run), cuda (CUDA C of the GPU schedules)")
+                 "profile (time per kernel launch, mean of 5 runs after one warm-up run), compile-time (each distinct "
+                 "kernel's LLVM compile on its own, slowest first), cuda (CUDA C of the GPU schedules)")
       ->default_val("ir")
-      ->check(CLI::IsMember({"ir", "fusion-plan", "kernels", "llvm", "check", "profile", "cuda"}));
+      ->check(CLI::IsMember({"ir", "fusion-plan", "kernels", "llvm", "check", "profile", "compile-time", "cuda"}));
   app.add_option("--fusion-plan", planFile, "Fusion decisions to apply (a file in the --emit fusion-plan form)");
   app.add_option("--config", configText, "Knob values, e.g. tm=2,tn=16 (kernels/llvm/cuda: for each kernel whose space has all the knobs named, over its defaults; check/profile: overrides the defaults where the values are valid)");
   app.add_flag("--knobs", printKnobs, "With --emit kernels: print each kernel's template and knob space");
