@@ -147,8 +147,7 @@ int emitCode(ir::Graph& graph, const std::string& emit, const std::string& planF
     if (!c) return fail(c.error());
     config = *c;
   }
-  if (emit == "compile-time") return timeKernelCompiles(graph, options);
-  if (emit == "check" || emit == "profile") {
+  if (emit == "check" || emit == "profile" || emit == "compile-time") {
     // --config overrides the named knobs of every kernel whose knob space
     // accepts the values (the others keep their defaults).
     if (config)
@@ -156,6 +155,7 @@ int emitCode(ir::Graph& graph, const std::string& emit, const std::string& planF
         if (g.role == codegen::KernelRole::Extern) continue;
         if (auto merged = mergedConfig(g, codegen::KernelTarget::Cpu, *config, true)) options.configs[g.name()] = *merged;
       }
+    if (emit == "compile-time") return timeKernelCompiles(graph, options);
     return checkCompiledKernels(graph, options, emit == "profile");
   }
   // As the compiler does: extern groups, and groups no template lowers, are
@@ -249,7 +249,7 @@ int main(int argc, char** argv) {
       ->default_val("ir")
       ->check(CLI::IsMember({"ir", "fusion-plan", "kernels", "llvm", "check", "profile", "compile-time", "cuda"}));
   app.add_option("--fusion-plan", planFile, "Fusion decisions to apply (a file in the --emit fusion-plan form)");
-  app.add_option("--config", configText, "Knob values, e.g. tm=2,tn=16 (kernels/llvm/cuda: for each kernel whose space has all the knobs named, over its defaults; check/profile: overrides the defaults where the values are valid)");
+  app.add_option("--config", configText, "Knob values, e.g. tm=2,tn=16 (kernels/llvm/cuda: for each kernel whose space has all the knobs named, over its defaults; check/profile/compile-time: overrides the defaults where the values are valid)");
   app.add_flag("--knobs", printKnobs, "With --emit kernels: print each kernel's template and knob space");
   bool gpu = false;
   app.add_flag("--gpu", gpu, "With --emit kernels: the templates' GPU schedules (--emit cuda implies it)");
