@@ -4,7 +4,12 @@
 //   y_i = MatMul(x, W_i) [+ b_i]   for i = 1..n, W_i constant [K, N_i]
 //   ->  y = MatMul(x, [W_1 .. W_n]) [+ [b_1 .. b_n]];  y_1..y_n = Split(y, last axis)
 // This is how the query, key and value projections of an attention block
-// become one matmul (batched over the sequence). Branches combine only when
+// become one matmul (batched over the sequence). A weight may also be
+// Transpose(W) of a constant [N_i, K] used by that MatMul alone (how a raw
+// export stores dense layers): the combined weights are then written
+// transposed in one pass, so the pass can run before fold-constant and the
+// transposes are never written on their own (BERT-base: 85 MB of Q/K/V
+// weights written once instead of twice). Branches combine only when
 // they have the same weight dtype and either all or none have a constant bias
 // of shape [N_i] (an Add that is the matmul's only user). Each output column
 // is the same dot product as before, so results are exact. Option
@@ -22,19 +27,29 @@ namespace {
 struct Branch {
   ir::Node* matmul = nullptr;
   ir::Node* biasAdd = nullptr;  ///< Add(matmul, b) with constant b [N], if any
-  const Tensor* weights = nullptr;
+  ColumnPart weights{nullptr, false};  ///< [K, N], or [N, K] behind the MatMul's own Transpose
   const Tensor* bias = nullptr;
+  int64_t k() const { return weights.tensor->dim(weights.transposed ? 1 : 0); }
+  int64_t n() const { return weights.tensor->dim(weights.transposed ? 0 : 1); }
 };
+
+/// The MatMul's constant weights: W, or W of Transpose(W) when the MatMul is the transpose's only user.
+std::optional<ColumnPart> weightsOf(const ir::Node* matmul) {
+  const ir::Value* v = matmul->input(1);
+  if (const Tensor* w = constantValue(v); w && w->rank() == 2) return ColumnPart{w, false};
+  if (const Tensor* w = transposedConstant(v); w && soleUser(v) == matmul) return ColumnPart{w, true};
+  return std::nullopt;
+}
 
 std::optional<Branch> branchOf(ir::Node* n, const ir::Value* x) {
   if (!isOp(n, "MatMul") || n->input(0) != x || !n->output(0)->type().isTensor()) return std::nullopt;
-  const Tensor* w = constantValue(n->input(1));
-  if (!w || w->rank() != 2 || !n->output(0)->tensorType().hasRank()) return std::nullopt;
-  Branch b{n, nullptr, w, nullptr};
+  std::optional<ColumnPart> w = weightsOf(n);
+  if (!w || !n->output(0)->tensorType().hasRank()) return std::nullopt;
+  Branch b{n, nullptr, *w, nullptr};
   if (ir::Node* add = soleUser(n->output(0)); isOp(add, "Add") && !isGraphOutput(n->output(0))) {
     const ir::Value* other = add->input(0) == n->output(0) ? add->input(1) : add->input(0);
     const Tensor* bias = constantValue(other);
-    if (bias && bias->rank() == 1 && bias->dim(0) == w->dim(1) && bias->dtype() == w->dtype() &&
+    if (bias && bias->rank() == 1 && bias->dim(0) == b.n() && bias->dtype() == w->tensor->dtype() &&
         add->output(0)->type() == n->output(0)->type()) {
       b.biasAdd = add;
       b.bias = bias;
@@ -49,7 +64,7 @@ std::vector<std::vector<Branch>> groupsFor(const ir::Value* x, int64_t minBranch
   for (const ir::Use& u : x->uses()) {
     if (u.isGraphOutput() || u.index != 0) continue;
     if (auto b = branchOf(u.user, x))
-      groups[{int(b->weights->dtype()), b->weights->dim(0), b->bias != nullptr}].push_back(*b);
+      groups[{int(b->weights.tensor->dtype()), b->k(), b->bias != nullptr}].push_back(*b);
   }
   std::vector<std::vector<Branch>> out;
   for (auto& [key, branches] : groups)
@@ -71,15 +86,16 @@ Status combine(ir::Graph& g, ir::Value* x, const std::vector<Branch>& group) {
   std::vector<ir::Node*> matmuls;
   for (const Branch& b : group) matmuls.push_back(b.matmul);
   ir::Node* first = earliestNode(matmuls);  // the combined nodes go before every branch
-  std::vector<const Tensor*> ws, bs;
+  std::vector<ColumnPart> ws;
+  std::vector<const Tensor*> bs;
   std::vector<int64_t> widths;
   for (const Branch& b : group) {
     ws.push_back(b.weights);
     if (b.bias) bs.push_back(b.bias);
-    widths.push_back(b.weights->dim(1));
+    widths.push_back(b.n());
   }
   std::string base = nameBase(*first) + "_combined";
-  ir::Value* w = makeConstant(g, concatenated(ws, 1), base + "_weights", first);
+  ir::Value* w = makeConstant(g, joinedColumns(ws), base + "_weights", first);
   KILN_ASSIGN(ir::Node * mm, createTypedNode(g, "MatMul", {x, w}, {}, base, first));
   ir::Value* y = mm->output(0);
   if (!bs.empty()) {
@@ -105,9 +121,9 @@ PassInfo combineParallelDensePass() {
   p.name = "combine-parallel-dense";
   p.summary = "Merge dense layers that share their input into one matmul";
   p.description =
-      "Combines MatMuls of one input with constant [K, N_i] weights (and their constant [N_i] bias Adds) into "
-      "one MatMul over concatenated weights, an Add and a Split; the Q/K/V projections of attention become one "
-      "matmul. Exact.";
+      "Combines MatMuls of one input with constant [K, N_i] weights, or Transpose of constant [N_i, K] weights "
+      "(and their constant [N_i] bias Adds), into one MatMul over concatenated weights, an Add and a Split; the "
+      "Q/K/V projections of attention become one matmul. Exact.";
   p.classes = {"RN", "BR"};  // Table 4: CombineParallelDense is RN (kiln adds BR: Q/K/V projections)
   p.optLevel = 3;
   p.options = {{"min-branches", PassOptionSpec::Kind::Int, "2", "fewest parallel branches worth combining"}};

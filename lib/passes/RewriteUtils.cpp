@@ -187,6 +187,49 @@ Tensor concatenated(const std::vector<const Tensor*>& parts, int64_t axis) {
   return out;
 }
 
+Tensor joinedColumns(const std::vector<ColumnPart>& parts) {
+  KILN_CHECK(!parts.empty(), "joinedColumns of nothing");
+  auto rowsOf = [](const ColumnPart& p) { return p.tensor->dim(p.transposed ? 1 : 0); };
+  auto colsOf = [](const ColumnPart& p) { return p.tensor->dim(p.transposed ? 0 : 1); };
+  const int64_t rows = rowsOf(parts[0]);
+  int64_t cols = 0;
+  for (const ColumnPart& p : parts) {
+    KILN_CHECK(p.tensor->rank() == 2 && rowsOf(p) == rows && p.tensor->dtype() == parts[0].tensor->dtype(),
+               "joinedColumns of ", p.tensor->typeString(), " with ", parts[0].tensor->typeString());
+    cols += colsOf(p);
+  }
+  Tensor out = Tensor::forWrite(parts[0].tensor->dtype(), {rows, cols});
+  byElementSize(dtypeSize(out.dtype()), [&]<class U>() {
+    U* dst = static_cast<U*>(out.mutableRawData());
+    int64_t offset = 0;
+    for (const ColumnPart& p : parts) {
+      const U* src = static_cast<const U*>(p.tensor->rawData());
+      const int64_t n = colsOf(p);
+      if (!p.transposed) {
+        for (int64_t r = 0; r < rows; ++r) std::memcpy(dst + r * cols + offset, src + r * n, size_t(n) * sizeof(U));
+      } else {
+        // Tiles of 32 x 32, so the strided side of the transpose stays in cache.
+        constexpr int64_t kTile = 32;
+        for (int64_t r0 = 0; r0 < rows; r0 += kTile)
+          for (int64_t c0 = 0; c0 < n; c0 += kTile)
+            for (int64_t c = c0; c < std::min(c0 + kTile, n); ++c)
+              for (int64_t r = r0; r < std::min(r0 + kTile, rows); ++r) dst[r * cols + offset + c] = src[c * rows + r];
+      }
+      offset += n;
+    }
+  });
+  return out;
+}
+
+const Tensor* transposedConstant(const ir::Value* v) {
+  const ir::Node* t = v->producer();
+  if (!isOp(t, "Transpose")) return nullptr;
+  const Tensor* w = constantValue(t->input(0));
+  if (!w || w->rank() != 2) return nullptr;
+  if (t->hasAttr("perm") && t->getInts("perm") != std::vector<int64_t>{1, 0}) return nullptr;
+  return w;
+}
+
 bool isGraphOutput(const ir::Value* v) {
   return std::any_of(v->uses().begin(), v->uses().end(), [](const ir::Use& u) { return u.isGraphOutput(); });
 }

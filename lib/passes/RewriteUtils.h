@@ -39,6 +39,18 @@ Tensor transposed2d(const Tensor& t);
 Tensor permuted(const Tensor& t, const std::vector<int64_t>& perm);
 /// Tensors of one dtype joined along `axis` (their other dims equal).
 Tensor concatenated(const std::vector<const Tensor*>& parts, int64_t axis);
+/// A matrix part of joinedColumns: [K, N], or [N, K] read transposed.
+struct ColumnPart {
+  const Tensor* tensor;
+  bool transposed;
+};
+/// 2-D tensors of one dtype joined along their columns into [K, N_1 + .. + N_n],
+/// a transposed part transposed on the way (one write of the result, no
+/// intermediate transpose).
+Tensor joinedColumns(const std::vector<ColumnPart>& parts);
+/// The 2-D constant W when `v` is Transpose(W, perm=[1,0]) (a dense layer's
+/// weights as exporters store them, [N, K]); null otherwise.
+const Tensor* transposedConstant(const ir::Value* v);
 
 /// Redirects every use of `from` to `to`. When `from` is a graph output its
 /// name moves to `to` (or, if `to` cannot take it because it is a graph input

@@ -20,13 +20,7 @@ const Tensor* transposedWeights(const ir::Node& n) {
     const Tensor* w = constantValue(n.input(1));
     return w && w->rank() == 2 ? w : nullptr;
   }
-  if (!isOp(&n, "MatMul")) return nullptr;
-  const ir::Node* t = n.input(1)->producer();
-  if (!isOp(t, "Transpose")) return nullptr;
-  const Tensor* w = constantValue(t->input(0));
-  if (!w || w->rank() != 2) return nullptr;
-  if (t->hasAttr("perm") && t->getInts("perm") != std::vector<int64_t>{1, 0}) return nullptr;
-  return w;
+  return isOp(&n, "MatMul") ? transposedConstant(n.input(1)) : nullptr;
 }
 
 Expected<bool> simplifyNode(ir::Node* n) {

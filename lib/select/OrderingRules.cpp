@@ -15,6 +15,7 @@ const std::vector<OrderingRule>& orderingRules() {
   static const std::vector<OrderingRule> rules = {
       {"defuse-ops", 0, "groups of a model saved after fusion are inlined first, so every later pass sees plain ops"},
       {"simplify-inference", 10, "BatchNorm statistics become weights before folding, so folds see plain Conv/Gemm weights"},
+      {"combine-parallel-dense", 15, "parallel dense layers (Q/K/V) combine before fold-constant: weights a raw export stores transposed are then transposed in the one write that joins them (BERT-base: 85 MB written once, not twice)"},
       {"fold-constant", 20, "constants next, so the algebraic rules see folded operands"},
       {"lower-einsum", 22, "matrix-product Einsums become MatMuls before simplify-expr merges their transposes and attention recognition looks for MatMuls"},
       {"dynamic-to-static", 25, "shape arithmetic is constant only once fold-constant made the weights final"},
@@ -25,8 +26,7 @@ const std::vector<OrderingRule>& orderingRules() {
       {"recognize-layer-norm", 50, "matched on the exported ops, before canonicalize-ops rewrites constant Sub/Div forms"},
       {"recognize-gelu", 51, "matched on the exported ops, next to layer norms (both are elementwise epilogues for matmuls)"},
       {"fuse-attention", 52, "after layer norm and GELU recognition, so the attention block between them is plain"},
-      {"simplify-fc-transpose", 60, "dense-layer transposes fold into weights before parallel dense layers are combined"},
-      {"combine-parallel-dense", 62, "parallel dense layers (Q/K/V) combine after their weights are final"},
+      {"simplify-fc-transpose", 60, "dense-layer transposes fold into weights (those no combination took) before canonicalize-ops"},
       {"combine-parallel-conv2d", 63, "parallel convolutions combine after BatchNorm and scale folding"},
       {"batching-ops", 64, "batches what the combine passes left"},
       {"canonicalize-ops", 70, "Gemm/Sub/Div become MatMul+Add/Add/Mul after every pass that matches the exported forms"},

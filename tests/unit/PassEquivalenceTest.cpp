@@ -234,3 +234,50 @@ TEST_CASE("lower-einsum keeps the values of matrix-product Einsums in every labe
   INFO("relative error " << err);
   CHECK(err <= passes::findPass("lower-einsum")->tolerance);
 }
+
+TEST_CASE("combine-parallel-dense joins weights read through their Transpose in one write, values exact", "[passes]") {
+  // A raw export's dense layers: MatMul(x, Transpose(W [N, K])). Widths around
+  // the 32-wide tiles of the transposing write, a plain [K, N] branch among
+  // them, and a transpose that is also a graph output, which stays.
+  auto constant = [](const std::string& name, const std::string& dims, int64_t count) {
+    std::string values;
+    for (int64_t i = 0; i < count; ++i) values += (i ? ", " : "") + std::to_string(double((i * 7) % 13 - 6) * 0.25);
+    const std::string type = "f32[" + dims + "]";
+    return "    %" + name + " = Constant() {value = tensor<" + type + ": [" + values + "]>} : " + type + "\n";
+  };
+  const std::string text = "module @m {\n  graph @main(%x: f32[2,37]) {\n" + constant("wq", "45,37", 45 * 37) +
+                           constant("wk", "37,3", 37 * 3) + constant("wv", "33,37", 33 * 37) +
+                           constant("wo", "40,37", 40 * 37) + constant("bq", "45", 45) + constant("bk", "3", 3) + constant("bv", "33", 33) + R"(    %wqt = Transpose(%wq) {perm = [1, 0]} : f32[37,45]
+    %q0 = MatMul(%x, %wqt) : f32[2,45]
+    %q = Add(%q0, %bq) : f32[2,45]
+    %k0 = MatMul(%x, %wk) : f32[2,3]
+    %k = Add(%bk, %k0) : f32[2,3]
+    %wvt = Transpose(%wv) : f32[37,33]
+    %v0 = MatMul(%x, %wvt) : f32[2,33]
+    %v = Add(%v0, %bv) : f32[2,33]
+    %wot = Transpose(%wo) {perm = [1, 0]} : f32[37,40]
+    %o = MatMul(%x, %wot) : f32[2,40]
+    return %q, %k, %v, %o, %wot
+  }
+})";
+  auto module = ir::parseModule(text);
+  INFO((module.isOk() ? std::string() : module.error().str()));
+  REQUIRE(module.isOk());
+  ir::Graph& g = (*module)->graph();
+  std::vector<RuntimeValue> inputs = makeInputs(g, "");
+  std::vector<RuntimeValue> reference = run(g, inputs);
+  auto pipeline = passes::parsePipeline("combine-parallel-dense");
+  REQUIRE(pipeline.isOk());
+  auto report = passes::runPipeline(g, *pipeline, {.context = {.verifyEach = true}});
+  INFO((report.isOk() ? std::string() : report.error().str()));
+  REQUIRE(report.isOk());
+  CHECK(report->passes[0].changed);
+  int transposes = 0, matmuls = 0;
+  for (const ir::Node* n : g.nodes()) {
+    transposes += n->opType() == "Transpose";
+    matmuls += n->opType() == "MatMul";
+  }
+  CHECK(transposes == 1);  // the one that is also an output
+  CHECK(matmuls == 2);     // q, k and v joined (123 columns); o apart
+  CHECK(relativeError(run(g, inputs), reference) == 0);
+}
