@@ -129,11 +129,16 @@ TEST_CASE("the passes excluded for code generation produce what it cannot compil
   const std::pair<const char*, const char*> cases[] = {{"fuse-attention", "bert_tiny-raw.onnx"},
                                                        {"fuse-ops", "resnet_tiny-raw.onnx"}};
   std::vector<select::ExcludedPass> excluded = bench::backendExclusions("cpu");
-  REQUIRE(excluded.size() == 3);
+  REQUIRE(excluded.size() == 5);
   CHECK(bench::backendExclusions("interpreter").empty());
   auto excludes = [](const std::vector<select::ExcludedPass>& list, const std::string& pass) {
     return std::any_of(list.begin(), list.end(), [&](const auto& e) { return e.pass == pass; });
   };
+  // Merging parallel dense layers: measured not worth its weight copy on the cpu backend only.
+  for (const char* merge : {"combine-parallel-dense", "batching-ops"}) {
+    CHECK(excludes(excluded, merge));
+    CHECK_FALSE(excludes(bench::backendExclusions("cuda"), merge));
+  }
   // kiln::ConvNCHWc has a CPU template only.
   CHECK_FALSE(excludes(excluded, "alter-op-layout"));
   CHECK(excludes(bench::backendExclusions("cuda"), "alter-op-layout"));
