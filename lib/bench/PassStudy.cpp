@@ -318,7 +318,7 @@ std::vector<select::ExcludedPass> backendExclusions(const std::string& backend) 
   if (backend != "cpu")  // kiln::ConvNCHWc has a CPU template only (a CPU layout)
     excluded.push_back({"alter-op-layout", "the " + backend + " backend has no kernel template for kiln::ConvNCHWc (a CPU layout)"});
   if (backend == "cpu") {
-    // Measured on BERT-base (docs/pass-selection.md): the merged Q/K/V matmul runs 0.5..1% faster
+    // Measured on BERT-base (docs/pass-selection.md): the merged Q/K/V matmul runs at most 1% faster
     // than three, and joining their weights costs 85 MB written into fresh pages (+9% compile on
     // the default export). The cuda backend keeps them: there each kernel is an NVRTC compile.
     const std::string merged = "on the cpu backend a merged matmul gains under 1% (BERT-base) for a copy of its weights";
