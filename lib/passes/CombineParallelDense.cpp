@@ -29,8 +29,6 @@ struct Branch {
   ir::Node* biasAdd = nullptr;  ///< Add(matmul, b) with constant b [N], if any
   ColumnPart weights{nullptr, false};  ///< [K, N], or [N, K] behind the MatMul's own Transpose
   const Tensor* bias = nullptr;
-  int64_t k() const { return weights.tensor->dim(weights.transposed ? 1 : 0); }
-  int64_t n() const { return weights.tensor->dim(weights.transposed ? 0 : 1); }
 };
 
 /// The MatMul's constant weights: W, or W of Transpose(W) when the MatMul is the transpose's only user.
@@ -49,7 +47,7 @@ std::optional<Branch> branchOf(ir::Node* n, const ir::Value* x) {
   if (ir::Node* add = soleUser(n->output(0)); isOp(add, "Add") && !isGraphOutput(n->output(0))) {
     const ir::Value* other = add->input(0) == n->output(0) ? add->input(1) : add->input(0);
     const Tensor* bias = constantValue(other);
-    if (bias && bias->rank() == 1 && bias->dim(0) == b.n() && bias->dtype() == w->tensor->dtype() &&
+    if (bias && bias->rank() == 1 && bias->dim(0) == b.weights.cols() && bias->dtype() == w->tensor->dtype() &&
         add->output(0)->type() == n->output(0)->type()) {
       b.biasAdd = add;
       b.bias = bias;
@@ -64,7 +62,7 @@ std::vector<std::vector<Branch>> groupsFor(const ir::Value* x, int64_t minBranch
   for (const ir::Use& u : x->uses()) {
     if (u.isGraphOutput() || u.index != 0) continue;
     if (auto b = branchOf(u.user, x))
-      groups[{int(b->weights.tensor->dtype()), b->k(), b->bias != nullptr}].push_back(*b);
+      groups[{int(b->weights.tensor->dtype()), b->weights.rows(), b->bias != nullptr}].push_back(*b);
   }
   std::vector<std::vector<Branch>> out;
   for (auto& [key, branches] : groups)
@@ -92,7 +90,7 @@ Status combine(ir::Graph& g, ir::Value* x, const std::vector<Branch>& group) {
   for (const Branch& b : group) {
     ws.push_back(b.weights);
     if (b.bias) bs.push_back(b.bias);
-    widths.push_back(b.n());
+    widths.push_back(b.weights.cols());
   }
   std::string base = nameBase(*first) + "_combined";
   ir::Value* w = makeConstant(g, joinedColumns(ws), base + "_weights", first);

@@ -189,14 +189,12 @@ Tensor concatenated(const std::vector<const Tensor*>& parts, int64_t axis) {
 
 Tensor joinedColumns(const std::vector<ColumnPart>& parts) {
   KILN_CHECK(!parts.empty(), "joinedColumns of nothing");
-  auto rowsOf = [](const ColumnPart& p) { return p.tensor->dim(p.transposed ? 1 : 0); };
-  auto colsOf = [](const ColumnPart& p) { return p.tensor->dim(p.transposed ? 0 : 1); };
-  const int64_t rows = rowsOf(parts[0]);
+  const int64_t rows = parts[0].rows();
   int64_t cols = 0;
   for (const ColumnPart& p : parts) {
-    KILN_CHECK(p.tensor->rank() == 2 && rowsOf(p) == rows && p.tensor->dtype() == parts[0].tensor->dtype(),
+    KILN_CHECK(p.tensor->rank() == 2 && p.rows() == rows && p.tensor->dtype() == parts[0].tensor->dtype(),
                "joinedColumns of ", p.tensor->typeString(), " with ", parts[0].tensor->typeString());
-    cols += colsOf(p);
+    cols += p.cols();
   }
   Tensor out = Tensor::forWrite(parts[0].tensor->dtype(), {rows, cols});
   byElementSize(dtypeSize(out.dtype()), [&]<class U>() {
@@ -204,7 +202,7 @@ Tensor joinedColumns(const std::vector<ColumnPart>& parts) {
     int64_t offset = 0;
     for (const ColumnPart& p : parts) {
       const U* src = static_cast<const U*>(p.tensor->rawData());
-      const int64_t n = colsOf(p);
+      const int64_t n = p.cols();
       if (!p.transposed) {
         for (int64_t r = 0; r < rows; ++r) std::memcpy(dst + r * cols + offset, src + r * n, size_t(n) * sizeof(U));
       } else {

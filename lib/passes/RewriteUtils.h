@@ -43,6 +43,8 @@ Tensor concatenated(const std::vector<const Tensor*>& parts, int64_t axis);
 struct ColumnPart {
   const Tensor* tensor;
   bool transposed;
+  int64_t rows() const { return tensor->dim(transposed ? 1 : 0); }  ///< K
+  int64_t cols() const { return tensor->dim(transposed ? 0 : 1); }  ///< N
 };
 /// 2-D tensors of one dtype joined along their columns into [K, N_1 + .. + N_n],
 /// a transposed part transposed on the way (one write of the result, no

@@ -26,7 +26,7 @@ const std::vector<OrderingRule>& orderingRules() {
       {"recognize-layer-norm", 50, "matched on the exported ops, before canonicalize-ops rewrites constant Sub/Div forms"},
       {"recognize-gelu", 51, "matched on the exported ops, next to layer norms (both are elementwise epilogues for matmuls)"},
       {"fuse-attention", 52, "after layer norm and GELU recognition, so the attention block between them is plain"},
-      {"simplify-fc-transpose", 60, "dense-layer transposes fold into weights (those no combination took) before canonicalize-ops"},
+      {"simplify-fc-transpose", 60, "dense-layer weights still stored transposed (a Gemm's transB) become [K, N] before canonicalize-ops turns Gemm into MatMul"},
       {"combine-parallel-conv2d", 63, "parallel convolutions combine after BatchNorm and scale folding"},
       {"batching-ops", 64, "batches what the combine passes left"},
       {"canonicalize-ops", 70, "Gemm/Sub/Div become MatMul+Add/Add/Mul after every pass that matches the exported forms"},
