@@ -93,6 +93,7 @@ KernelRole roleOf(const ir::Node& n) {
   // fast-math's softmax: code generation computes Exp and kiln::FastExp alike.
   if (n.domain() == "kiln" && n.opType() == "FastSoftmax") return KernelRole::Softmax;
   if (n.domain() == "kiln" && n.opType() == "ConvNCHWc") return KernelRole::Conv;  // alter-op-layout's
+  if (n.qualifiedOpType() == "kiln::Dense") return KernelRole::Matmul;  // simplify-fc-transpose's
   if (!n.domain().empty()) return hasElementExpr(n) ? KernelRole::Injective : KernelRole::Extern;
   const std::string& op = n.opType();
   if (isOneOf(op, {"MatMul", "Gemm"})) return KernelRole::Matmul;

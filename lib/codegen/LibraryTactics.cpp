@@ -6,7 +6,8 @@
 // convolution) and of a residual (the result's shape, from outside the
 // group: BERT's attention output and FFN down projections), then at most a
 // Relu, and the last of them is the group's one output. A MatMul's batch dims either fold into its rows (B is
-// a matrix) or match B's exactly (strided batch); Gemm takes transA/transB,
+// a matrix) or match B's exactly (strided batch); kiln::Dense is a MatMul with B a transposed matrix
+// (its W [N, K]); Gemm takes transA/transB,
 // alpha, and C as the bias when it is a row vector added with beta 1; Conv
 // takes its own bias input as the bias.
 //
@@ -115,6 +116,15 @@ bool shapeMatmul(const ir::Node& anchor, runtime::LibraryCall& call) {
     call.alpha = anchor.hasAttr("alpha") ? anchor.getFloat("alpha") : 1.0f;
     return true;
   }
+  if (anchor.qualifiedOpType() == "kiln::Dense") {  // every row times Wᵀ, W [N, K]
+    if (b->size() != 2) return false;
+    call.transB = true;
+    call.k = a->back();
+    call.n = (*b)[0];
+    call.m = productOf(*a, 0, a->size() - 1);
+    call.batchB = false;
+    return true;
+  }
   call.k = a->back();
   call.n = b->back();
   if (b->size() == 2) {  // every row of every batch times one matrix
@@ -146,11 +156,12 @@ bool shapeConv(const ir::Node& anchor, runtime::LibraryCall& call) {
          *y == Dims{call.batch, g.outChannels, g.outHeight(), g.outWidth()};
 }
 
-/// The anchor if `group` is a one-output group anchored by `op` in f32, f16 or bf16.
+/// The anchor if `group` is a one-output group anchored by `op` (kiln's ops as "kiln::Dense") in f32, f16 or bf16.
 const ir::Node* libraryAnchor(const KernelGroup& group, KernelRole role, std::initializer_list<const char*> ops) {
   const ir::Node* anchor = group.anchor;
-  if (group.role != role || !anchor || !anchor->domain().empty() || group.outputs.size() != 1) return nullptr;
-  if (std::none_of(ops.begin(), ops.end(), [&](const char* op) { return anchor->opType() == op; })) return nullptr;
+  if (group.role != role || !anchor || group.outputs.size() != 1) return nullptr;
+  const std::string op = anchor->qualifiedOpType();
+  if (std::none_of(ops.begin(), ops.end(), [&](const char* name) { return op == name; })) return nullptr;
   if (!anchor->output(0)->type().isTensor()) return nullptr;
   DType dtype = anchor->output(0)->tensorType().dtype();
   return libraryType(dtype) && inputsOfType(*anchor, dtype) ? anchor : nullptr;
@@ -166,7 +177,7 @@ Expected<LibraryTactics> parseLibraryTactics(const std::string& text) {
 }
 
 std::optional<LibraryMatch> cublasLtCallFor(const KernelGroup& group, bool allowTf32) {
-  const ir::Node* anchor = libraryAnchor(group, KernelRole::Matmul, {"MatMul", "Gemm"});
+  const ir::Node* anchor = libraryAnchor(group, KernelRole::Matmul, {"MatMul", "Gemm", "kiln::Dense"});
   if (!anchor) return std::nullopt;
   LibraryMatch match;
   runtime::LibraryCall& call = match.call;

@@ -116,12 +116,19 @@ void writePanels(const uint8_t* src, int64_t k, int64_t n, size_t elem, const Pa
         std::memcpy(panel + size_t(kk * w) * elem, src + size_t(kk * n + p * w) * elem, size_t(cols) * elem);
       continue;
     }
-    // Transposed: panel column j is source row p * w + j, read contiguously.
+    // Transposed: panel column j is source row p * w + j, read contiguously,
+    // kBlock rows of the panel at a time so the strided writes stay in L1
+    // (a whole 768-deep panel at once: 2.7x slower on BERT-base's weights in
+    // warm memory, 32-wide panels, Intel VM).
+    constexpr int64_t kBlock = 32;
     byElementSize(elem, [&]<class U>() {
-      for (int64_t j = 0; j < cols; ++j) {
-        const U* from = reinterpret_cast<const U*>(src) + (p * w + j) * k;
-        U* to = reinterpret_cast<U*>(panel) + j;
-        for (int64_t kk = 0; kk < k; ++kk) to[kk * w] = from[kk];
+      for (int64_t k0 = 0; k0 < k; k0 += kBlock) {
+        const int64_t k1 = std::min(k, k0 + kBlock);
+        for (int64_t j = 0; j < cols; ++j) {
+          const U* from = reinterpret_cast<const U*>(src) + (p * w + j) * k;
+          U* to = reinterpret_cast<U*>(panel) + j;
+          for (int64_t kk = k0; kk < k1; ++kk) to[kk * w] = from[kk];
+        }
       }
     });
   }

@@ -9,7 +9,8 @@
 // export stores dense layers): the combined weights are then written
 // transposed in one pass, so the pass can run before fold-constant and the
 // transposes are never written on their own (BERT-base: 85 MB of Q/K/V
-// weights written once instead of twice). Branches combine only when
+// weights written once instead of twice). A kiln::Dense(x, W) (what
+// simplify-fc-transpose makes of such a layer) is read the same way. Branches combine only when
 // they have the same weight dtype and either all or none have a constant bias
 // of shape [N_i] (an Add that is the matmul's only user). Each output column
 // is the same dot product as before, so results are exact. Option
@@ -31,16 +32,19 @@ struct Branch {
   const Tensor* bias = nullptr;
 };
 
-/// The MatMul's constant weights: W, or W of Transpose(W) when the MatMul is the transpose's only user.
+bool isDense(const ir::Node* n) { return n && n->qualifiedOpType() == "kiln::Dense"; }
+
+/// The MatMul's constant weights: W, or W of Transpose(W) when the MatMul is the transpose's only user
+/// (a kiln::Dense's W [N, K] alike).
 std::optional<ColumnPart> weightsOf(const ir::Node* matmul) {
   const ir::Value* v = matmul->input(1);
-  if (const Tensor* w = constantValue(v); w && w->rank() == 2) return ColumnPart{w, false};
+  if (const Tensor* w = constantValue(v); w && w->rank() == 2) return ColumnPart{w, isDense(matmul)};
   if (const Tensor* w = transposedConstant(v); w && soleUser(v) == matmul) return ColumnPart{w, true};
   return std::nullopt;
 }
 
 std::optional<Branch> branchOf(ir::Node* n, const ir::Value* x) {
-  if (!isOp(n, "MatMul") || n->input(0) != x || !n->output(0)->type().isTensor()) return std::nullopt;
+  if ((!isOp(n, "MatMul") && !isDense(n)) || n->input(0) != x || !n->output(0)->type().isTensor()) return std::nullopt;
   std::optional<ColumnPart> w = weightsOf(n);
   if (!w || !n->output(0)->tensorType().hasRank()) return std::nullopt;
   Branch b{n, nullptr, *w, nullptr};
@@ -119,8 +123,8 @@ PassInfo combineParallelDensePass() {
   p.name = "combine-parallel-dense";
   p.summary = "Merge dense layers that share their input into one matmul";
   p.description =
-      "Combines MatMuls of one input with constant [K, N_i] weights, or Transpose of constant [N_i, K] weights "
-      "(and their constant [N_i] bias Adds), into one MatMul over concatenated weights, an Add and a Split; the "
+      "Combines MatMuls of one input with constant [K, N_i] weights, or Transpose of constant [N_i, K] weights, "
+      "and kiln::Dense layers of constant [N_i, K] weights (and their constant [N_i] bias Adds), into one MatMul over concatenated weights, an Add and a Split; the "
       "Q/K/V projections of attention become one matmul. Exact.";
   p.classes = {"RN", "BR"};  // Table 4: CombineParallelDense is RN (kiln adds BR: Q/K/V projections)
   p.optLevel = 3;

@@ -28,7 +28,7 @@ const std::set<std::string>& allowList() {
   static const std::set<std::string> ops = {
       "Conv", "ConvTranspose", "MatMul", "Gemm", "Add", "Sub", "Mul", "Relu", "Clip", "LeakyRelu", "Sigmoid",
       "HardSigmoid", "HardSwish", "MaxPool", "AveragePool", "GlobalAveragePool", "Concat", "Reshape", "Transpose",
-      "Flatten", "Squeeze", "Unsqueeze", "Slice", "Identity", "kiln::Gelu"};
+      "Flatten", "Squeeze", "Unsqueeze", "Slice", "Identity", "kiln::Gelu", "kiln::Dense"};
   return ops;
 }
 
@@ -128,7 +128,7 @@ PassInfo toMixedPrecisionPass() {
   p.name = "to-mixed-precision";
   p.summary = "Run convolutions, matmuls and elementwise ops in f16 or bf16";
   p.description =
-      "Rebuilds f32 ops of the allow list (Conv, MatMul, Gemm, elementwise and data-movement ops, GELU) over 16-bit "
+      "Rebuilds f32 ops of the allow list (Conv, MatMul, Gemm, kiln::Dense, elementwise and data-movement ops, GELU) over 16-bit "
       "operands with Casts at the f32 boundaries; LayerNorm, Softmax, reductions, BatchNorm and exp/log/pow/div/"
       "sqrt/erf stay f32 (anchor: TVM's ToMixedPrecision). Options: dtype f16|bf16, deny ops. Within 2e-2 relative.";
   p.classes = {"AD"};  // Table 4: ToMixedPrecision is AD (the user's intent decides)

@@ -18,7 +18,7 @@ bool isF32Constant(const ir::Value* v) {
 /// Index of the weight operand and whether channels are its first axis.
 struct WeightLayout {
   size_t weightOperand = 1;
-  bool channelsFirst = true;  ///< Conv W[C,...] and Gemm transB W[N,K]; else W[K,N]
+  bool channelsFirst = true;  ///< Conv W[C,...], Gemm transB and kiln::Dense W[N,K]; else W[K,N]
   int biasOperand = -1;       ///< -1: the op has no bias operand
 };
 
@@ -27,6 +27,7 @@ std::optional<WeightLayout> layoutOf(const ir::Node& n) {
   if (isOp(&n, "Gemm") && n.getInt("transA") == 0) return WeightLayout{1, n.getInt("transB") != 0, 2};
   if (isOp(&n, "MatMul") && n.input(1)->type().isTensor() && n.input(1)->tensorType().rank() == 2)
     return WeightLayout{1, false, -1};
+  if (n.qualifiedOpType() == "kiln::Dense") return WeightLayout{1, true, -1};
   return std::nullopt;
 }
 
@@ -83,7 +84,7 @@ Expected<ir::Value*> foldAffineIntoWeights(ir::Node& node, const std::vector<dou
     if (operands.size() <= size_t(layout.biasOperand)) operands.resize(size_t(layout.biasOperand) + 1, nullptr);
     operands[size_t(layout.biasOperand)] = biasValue;
   }
-  KILN_ASSIGN(ir::Node * folded, createTypedNode(g, node.opType(), operands, attrs, node.name(), &node));
+  KILN_ASSIGN(ir::Node * folded, createTypedNode(g, node.qualifiedOpType(), operands, attrs, node.name(), &node));
   return folded->output(0);
 }
 

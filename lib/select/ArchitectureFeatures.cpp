@@ -103,7 +103,8 @@ void collect(const ir::Graph& g, ArchitectureFeatures& f) {
     const std::string& op = n->opType();
     const bool onnx = n->domain().empty();
     if (onnx && op == "Conv") addConv(n, f);
-    if (onnx && (op == "MatMul" || op == "Gemm") && (isConstant(n->input(0)) || isConstant(n->input(1)))) {
+    const bool dense = n->qualifiedOpType() == "kiln::Dense";  // simplify-fc-transpose's, in a saved .kir
+    if ((dense || (onnx && (op == "MatMul" || op == "Gemm"))) && (isConstant(n->input(0)) || isConstant(n->input(1)))) {
       ++f.denseMatmuls;
       const ir::Value* x = isConstant(n->input(0)) ? n->input(1) : n->input(0);
       if (isComputed(x) && x->tensorType().rank() == 4) ++f.channelsLastPointwise;

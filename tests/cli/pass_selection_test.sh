@@ -110,7 +110,7 @@ printf '# doc\n<!-- paired:begin (bench/arch_versus_o3.py) -->\n<!-- paired:end 
   --compile-pairs 1 --out arch_vs --doc paired.md 2> arch_vs.err || { cat arch_vs.err; fail "arch_versus_o3.py failed"; }
 expect_in "| bert_tiny-raw | 2 x 5 |" paired.md
 expect_in "of 10 pairs |" paired.md
-expect_in "- bert_tiny-raw: \`--pipeline arch (fold-constant," paired.md
+expect_in "- bert_tiny-raw: \`--pipeline arch (simplify-fc-transpose,fold-constant," paired.md
 expect_in "tail" paired.md
 /usr/bin/python3 -c "
 import json

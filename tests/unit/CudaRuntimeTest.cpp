@@ -437,7 +437,7 @@ TEST_CASE("matmuls run as cuBLASLt library steps (bias, residual, ReLU, transpos
   for (const char* type : {"f32", "f16", "bf16"}) {
     INFO(type);
     std::string text = R"(module @m {
-  graph @main(%x: T[2,6,12], %w: T[12,9], %b: T[9], %z: T[2,9,3], %y: T[5,7], %v: T[4,5], %c: T[4], %p: T[3,5], %k: T[12,12], %e: T[12]) {
+  graph @main(%x: T[2,6,12], %w: T[12,9], %b: T[9], %z: T[2,9,3], %y: T[5,7], %v: T[4,5], %c: T[4], %p: T[3,5], %k: T[12,12], %e: T[12], %d: T[7,12], %f: T[7]) {
     %m = MatMul(%x, %w) : T[2,6,9]
     %a = Add(%m, %b) : T[2,6,9]
     %r = Relu(%a) : T[2,6,9]
@@ -450,7 +450,9 @@ TEST_CASE("matmuls run as cuBLASLt library steps (bias, residual, ReLU, transpos
     %o = MatMul(%x, %k) : T[2,6,12]
     %ob = Add(%o, %e) : T[2,6,12]
     %or = Add(%x, %ob) : T[2,6,12]
-    return %n, %h, %or
+    %dn = kiln::Dense(%x, %d) : T[2,6,7]
+    %db = Add(%dn, %f) : T[2,6,7]
+    return %n, %h, %or, %db
   }
 })";
     CompiledModel compiled = compileWithLibraries(text, type, "library");
@@ -466,8 +468,8 @@ TEST_CASE("matmuls run as cuBLASLt library steps (bias, residual, ReLU, transpos
     // The last: BERT's output projections, a bias and the residual stream added (cuBLASLt's C, beta 1).
     CHECK(calls == std::multiset<std::string>{"1x12x9x12 B2d a=1.0 bias+relu", "2x6x3x9 a=1.0 none",
                                                "1x7x4x5 tA tB a=0.5 bias+relu", "1x12x5x3 B2d a=1.0 relu",
-                                               "1x12x12x12 B2d a=1.0 bias+residual"});
-    CHECK(runWithLibrarySteps(compiled, std::string(type) == "f32" ? 1e-5 : 2e-2) == 5);
+                                               "1x12x12x12 B2d a=1.0 bias+residual", "1x12x7x12 tB B2d a=1.0 bias"});
+    CHECK(runWithLibrarySteps(compiled, std::string(type) == "f32" ? 1e-5 : 2e-2) == 6);
   }
 }
 

@@ -484,6 +484,32 @@ TEST_CASE("tiny zoo models lower for the GPU, every kernel compiles with NVRTC a
   }
 }
 
+TEST_CASE("arch's BERT pipeline (dense layers as kiln::Dense, weights as stored) lowers for the GPU and matches under emulation") {
+  passes::registerAllPasses();
+  auto module = onnx::importOnnxFile(std::string(KILN_SOURCE_DIR) + "/models/tiny/bert_tiny-raw.onnx");
+  REQUIRE(module.isOk());
+  ir::Graph& g = (*module)->graph();
+  auto pipeline = passes::parsePipeline("simplify-fc-transpose,fold-constant,simplify-expr,recognize-layer-norm,recognize-gelu,fast-math");
+  REQUIRE(pipeline.isOk());
+  REQUIRE(passes::runPipeline(g, *pipeline, {}).isOk());
+  auto model = lowerModel(g, KernelTarget::Gpu, {});
+  INFO((model.isOk() ? std::string() : model.error().str()));
+  REQUIRE(model.isOk());
+  // Every dense layer is a kiln::Dense whose weights the GPU reads as the transposed pack made at compile time.
+  size_t dense = 0, transposedPacks = 0;
+  for (const LoweredKernel& lk : model->kernels) {
+    dense += lk.group->anchor && lk.group->anchor->qualifiedOpType() == "kiln::Dense";
+    for (const PackSpec& p : lk.packs) transposedPacks += p.kind == "panels" && p.transposed;
+  }
+  CHECK(dense >= 4);  // the projections, the feed-forward layers
+  CHECK(transposedPacks == dense);
+  std::vector<CudaKernel> kernels = emitAndCompile(*model, "");
+  auto lib = emulation::EmulatedKernels::build(kernels, testing::scratchDir("bert_tiny-raw-arch"));
+  INFO((lib.isOk() ? std::string() : lib.error().str()));
+  REQUIRE(lib.isOk());
+  checkUnderEmulation(g, *model, kernels, **lib, 0, testing::randomInputs(g, 11), 1e-4);
+}
+
 TEST_CASE("a mixed-precision (f16) model, or f32 with TF32 allowed, lowers for the GPU with tensor cores and matches under emulation") {
   passes::registerAllPasses();
   for (const char* file : {"resnet_tiny-raw.onnx", "bert_tiny-raw.onnx"})

@@ -237,8 +237,9 @@ TEST_CASE("lower-einsum keeps the values of matrix-product Einsums in every labe
 
 TEST_CASE("combine-parallel-dense joins weights read through their Transpose in one write, values exact", "[passes]") {
   // A raw export's dense layers: MatMul(x, Transpose(W [N, K])). Widths around
-  // the 32-wide tiles of the transposing write, a plain [K, N] branch among
-  // them, and a transpose that is also a graph output, which stays.
+  // the 32-wide tiles of the transposing write, a plain [K, N] branch and a
+  // kiln::Dense (W [N, K] as stored) among them, and a transpose that is also
+  // a graph output, which stays.
   auto constant = [](const std::string& name, const std::string& dims, int64_t count) {
     std::string values;
     for (int64_t i = 0; i < count; ++i) values += (i ? ", " : "") + std::to_string(double((i * 7) % 13 - 6) * 0.25);
@@ -247,7 +248,7 @@ TEST_CASE("combine-parallel-dense joins weights read through their Transpose in 
   };
   const std::string text = "module @m {\n  graph @main(%x: f32[2,37]) {\n" + constant("wq", "45,37", 45 * 37) +
                            constant("wk", "37,3", 37 * 3) + constant("wv", "33,37", 33 * 37) +
-                           constant("wo", "40,37", 40 * 37) + constant("bq", "45", 45) + constant("bk", "3", 3) + constant("bv", "33", 33) + R"(    %wqt = Transpose(%wq) {perm = [1, 0]} : f32[37,45]
+                           constant("wo", "40,37", 40 * 37) + constant("bq", "45", 45) + constant("bk", "3", 3) + constant("bv", "33", 33) + constant("wd", "7,37", 7 * 37) + constant("bd", "7", 7) + R"(    %wqt = Transpose(%wq) {perm = [1, 0]} : f32[37,45]
     %q0 = MatMul(%x, %wqt) : f32[2,45]
     %q = Add(%q0, %bq) : f32[2,45]
     %k0 = MatMul(%x, %wk) : f32[2,3]
@@ -257,7 +258,9 @@ TEST_CASE("combine-parallel-dense joins weights read through their Transpose in 
     %v = Add(%v0, %bv) : f32[2,33]
     %wot = Transpose(%wo) {perm = [1, 0]} : f32[37,40]
     %o = MatMul(%x, %wot) : f32[2,40]
-    return %q, %k, %v, %o, %wot
+    %d0 = kiln::Dense(%x, %wd) : f32[2,7]
+    %d = Add(%d0, %bd) : f32[2,7]
+    return %q, %k, %v, %o, %wot, %d
   }
 })";
   auto module = ir::parseModule(text);
@@ -272,12 +275,14 @@ TEST_CASE("combine-parallel-dense joins weights read through their Transpose in 
   INFO((report.isOk() ? std::string() : report.error().str()));
   REQUIRE(report.isOk());
   CHECK(report->passes[0].changed);
-  int transposes = 0, matmuls = 0;
+  int transposes = 0, matmuls = 0, dense = 0;
   for (const ir::Node* n : g.nodes()) {
     transposes += n->opType() == "Transpose";
     matmuls += n->opType() == "MatMul";
+    dense += n->qualifiedOpType() == "kiln::Dense";
   }
   CHECK(transposes == 1);  // the one that is also an output
-  CHECK(matmuls == 2);     // q, k and v joined (123 columns); o apart
+  CHECK(matmuls == 2);     // q, k, v and d joined (130 columns); o apart
+  CHECK(dense == 0);
   CHECK(relativeError(run(g, inputs), reference) == 0);
 }

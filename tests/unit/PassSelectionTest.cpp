@@ -80,6 +80,10 @@ TEST_CASE("every registered pass has an ordering rule and the rules encode the d
   CHECK(orderingRank("fold-explicit-padding") < orderingRank("forward-fold-scale-axis"));
   CHECK(orderingRank("forward-fold-scale-axis") < orderingRank("canonicalize-ops"));
   CHECK(orderingRank("alter-op-layout") < orderingRank("fuse-ops"));  // layout before fusion
+  // Dense layers read their weights as stored before fold-constant writes the transposes out, after the Q/K/V merge reads them.
+  CHECK(orderingRank("combine-parallel-dense") < orderingRank("simplify-fc-transpose"));
+  CHECK(orderingRank("simplify-fc-transpose") < orderingRank("fold-constant"));
+  CHECK(orderingRank("simplify-fc-transpose") < orderingRank("canonicalize-ops"));
   CHECK(orderingRank("dead-code-elimination") > orderingRank("merge-composite"));
   CHECK(orderingRank("no-such-pass") == select::kUnruledRank);
 }

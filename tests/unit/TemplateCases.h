@@ -3,7 +3,7 @@
 // Shared by the CPU target's tests (CodegenTest.cpp) and the CUDA target's
 // (CudaTest.cpp): small graphs that exercise every schedule template and
 // epilogue kind (padded, strided, grouped and depthwise convs, Gemm with
-// alpha/beta/bias, batched matmul, pools, reductions with prologues, softmax,
+// alpha/beta/bias, kiln::Dense (weights read transposed), batched matmul, pools, reductions with prologues, softmax,
 // layernorm, an injective group of reshapes, slices, concat, pad, gather and
 // where, a concat of five inputs (a balanced tree of picks; read by index and
 // through a transpose), and one of broadcasts and a transpose over a last dim of 8; rows of
@@ -83,6 +83,17 @@ inline std::vector<TemplateCase> templateCases(const std::string& family = "") {
   }
 })",
        "MatMul", 48},
+      {"matmul", R"(module @m {
+  graph @main(%x: f32[2,5,12]) {
+    %w = Constant() {value = )" + literal({9, 12}, 7) + R"(} : f32[9,12]
+    %b = Constant() {value = )" + literal({9}, 8) + R"(} : f32[9]
+    %m = kiln::Dense(%x, %w) : f32[2,5,9]
+    %a = Add(%m, %b) : f32[2,5,9]
+    %r = Relu(%a) : f32[2,5,9]
+    return %r
+  }
+})",
+       "Dense", 48},
       {"matmul", R"(module @m {
   graph @main(%x: f32[3,16]) {
     %w = Constant() {value = )" + literal({20, 16}, 3) + R"(} : f32[20,16]

@@ -1,7 +1,7 @@
 //===- lib/codegen/templates/MatmulTemplate.cpp - Tiled (batched) matmul ---===//
 //
-// MatMul (batched, numpy broadcasting of batch dims) and Gemm (transA/B,
-// alpha, beta, bias C). Register tiling: each (batch, row tile) iteration of
+// MatMul (batched, numpy broadcasting of batch dims), Gemm (transA/B,
+// alpha, beta, bias C) and kiln::Dense (x @ Wᵀ, W [N, K]: B transposed). Register tiling: each (batch, row tile) iteration of
 // the outer loop walks the column tiles; a tm x tn local accumulator is
 // cleared, updated over k (rows unrolled, columns vectorized), then the
 // epilogue stores it through the group's fused elementwise consumers. Tiles
@@ -9,7 +9,10 @@
 //
 // A constant B (weights) is packed at compile time into column panels
 // [N/tn][K][tn], so each k step reads one contiguous vector instead of
-// touching a new row (and page) of B.
+// touching a new row (and page) of B. On the GPU a constant B read
+// transposed (kiln::Dense's W [N, K], a Gemm's transB) is one such panel
+// [1][K][N], Bᵀ written once at compile time, so a warp's loads of B's row
+// stay contiguous.
 //
 //   knobs: tm {1,2,4,8} rows per tile, tn {4,8,16,32,64} columns per tile
 //          (at most the padded column count), order {0 row blocks outer,
@@ -31,7 +34,7 @@ struct MatmulShape {
   Dims outDims;  ///< batch..., M, N
   Dims a, b;     ///< operand dims
   int64_t m, n, k, batch;
-  bool gemm, ta, tb;  ///< Gemm, and its transA / transB
+  bool gemm, ta, tb;  ///< Gemm, and whether A / B are read transposed (Gemm's transA / transB; kiln::Dense's B)
 };
 
 Expected<MatmulShape> shapeOf(const ir::Node& node) {
@@ -43,7 +46,7 @@ Expected<MatmulShape> shapeOf(const ir::Node& node) {
   MatmulShape s;
   s.gemm = node.opType() == "Gemm";
   s.ta = s.gemm && node.getInt("transA");
-  s.tb = s.gemm && node.getInt("transB");
+  s.tb = (s.gemm && node.getInt("transB")) || node.qualifiedOpType() == "kiln::Dense";
   s.outDims = out;
   s.a = a;
   s.b = b;
@@ -175,13 +178,15 @@ class MatmulTemplate final : public ScheduleTemplate {
     KILN_ASSIGN(std::optional<MmaKind> kind, mmaKindOf(node));
     const Dims batchDims(s.outDims.begin(), s.outDims.end() - 2);
     auto batchIndex = [&](const Expr& batch) { return batchDims.empty() ? Index{} : unflatten(batch, batchDims); };
+    KILN_ASSIGN(Buffer bT, gpuTransposedB(el, s));
     GpuGemm gemm;
     gemm.batch = s.batch, gemm.m = s.m, gemm.n = s.n, gemm.k = s.k;
     gemm.a = [&](const Expr& batch, const Expr& row, const Expr& k) {
       Index bi = batchIndex(batch);
       return el.at(node.input(0), s.ta ? operandIndexOf(bi, s.a, k, row) : operandIndexOf(bi, s.a, row, k));
     };
-    gemm.b = [&](const Expr& batch, const Expr& k, const Expr& col) {
+    gemm.b = [&](const Expr& batch, const Expr& k, const Expr& col) -> Expected<Expr> {
+      if (bT) return cast(computeType(bT->type), load(bT, k * s.n + col));
       Index bi = batchIndex(batch);
       return el.at(node.input(1), s.tb ? operandIndexOf(bi, s.b, col, k) : operandIndexOf(bi, s.b, k, col));
     };
@@ -194,6 +199,14 @@ class MatmulTemplate final : public ScheduleTemplate {
       return storeEpilogue(el, outIdx);
     };
     return gpuGemm(std::move(gemm), kind, c);
+  }
+
+  /// GPU: a constant B read transposed as the one-panel pack [1][K][N] (Bᵀ, row-major); null where B is read as it is.
+  static Expected<Buffer> gpuTransposedB(ElementBuilder& el, const MatmulShape& s) {
+    if (!s.tb || !packableB(el.group())) return Buffer();
+    PackSpec pack;
+    pack.kind = "panels", pack.width = s.n, pack.transposed = true;
+    return el.packedBuffer(el.group().anchor->input(1), pack, s.k * s.n);
   }
 
   /// The index of an operand of `dims` at (row, col) for output batch index
@@ -243,7 +256,13 @@ class MatmulTemplate final : public ScheduleTemplate {
     };
     Expr ra = clampIndex(row, s.m), ca = clampIndex(ka, s.k), rb = clampIndex(kb, s.k), cb = clampIndex(col, s.n);
     KILN_ASSIGN(Expr av, el.at(node.input(0), ta ? operandIndexOf(batchIdx, aDims, ca, ra) : operandIndexOf(batchIdx, aDims, ra, ca)));
-    KILN_ASSIGN(Expr bv, el.at(node.input(1), tb ? operandIndexOf(batchIdx, bDims, cb, rb) : operandIndexOf(batchIdx, bDims, rb, cb)));
+    KILN_ASSIGN(Buffer bT, gpuTransposedB(el, s));
+    Expr bv;
+    if (bT) {
+      bv = cast(computeType(bT->type), load(bT, rb * s.n + cb));
+    } else {
+      KILN_ASSIGN(bv, el.at(node.input(1), tb ? operandIndexOf(batchIdx, bDims, cb, rb) : operandIndexOf(batchIdx, bDims, rb, cb)));
+    }
     Buffer as = makeBuffer("As", ct, MemoryScope::Shared, t * t), bs = makeBuffer("Bs", ct, MemoryScope::Shared, t * t);
     Buffer acc = makeBuffer("acc", ct, MemoryScope::Local, 1);
     Expr slot = varRef(ty) * t + varRef(tx), a0 = load(acc, intImm(0));

@@ -6,6 +6,7 @@
 //   kiln::FastExp, kiln::FastErf, kiln::FastTanh, kiln::FastSoftmax
 //                     the fast-math approximations of support/FastMath.h
 //   kiln::Attention   softmax(q @ kT · scale [+ mask]) @ v, with k already transposed
+//   kiln::Dense       x @ Wᵀ: a dense layer reading its weights W [N, K] as stored
 //   kiln::Fused       a fused group (fuse-ops): its body runs as one kernel
 //   kiln::Composite   a named pattern (merge-composite) for library offload
 // Fused and Composite own a body graph whose inputs are the node's operands
@@ -50,6 +51,25 @@ Status inferAttention(InferenceContext& ctx) {
   return Status::ok();
 }
 
+Status inferDense(InferenceContext& ctx) {
+  KILN_TRY(requireSameDType(ctx, {0, 1}));
+  KILN_ASSIGN(TensorType x, ctx.inputTensor(0));
+  KILN_ASSIGN(TensorType w, ctx.inputTensor(1));
+  KILN_TRY(requireRank(w, 2, "W"));
+  if (!x.hasRank() || !w.hasRank()) {
+    setUnranked(ctx, 0, x.dtype());
+    return Status::ok();
+  }
+  if (x.rank() < 2) return shapeError("X must have rank >= 2 ([..., M, K]), got " + x.str());
+  const int64_t k = x.dim(x.rank() - 1);
+  if (k >= 0 && w.dim(1) >= 0 && k != w.dim(1))
+    return shapeError("inner dims differ: X " + x.str() + ", W " + w.str() + " (W is [N, K])");
+  Dims out(x.dims().begin(), x.dims().end() - 1);
+  out.push_back(w.dim(0));
+  setOut(ctx, 0, x.dtype(), out);
+  return Status::ok();
+}
+
 Status inferGroup(InferenceContext& ctx) {
   Graph* body = ctx.node().getGraph("body");
   if (body->inputs().size() != ctx.numInputs() || body->outputs().size() != ctx.numOutputs())
@@ -83,6 +103,9 @@ void registerKilnOps(OpRegistry& r) {
   r.add(SchemaBuilder("Attention", "kiln").inputs(3, 4, {"q", "kT", "v", "mask"}).outputs(1, 1, {"output"})
             .attr("scale", 1.0f).pattern(FusionPattern::Opaque).infer(inferAttention)
             .doc("softmax(q @ kT * scale + mask) @ v over the last axis (scaled dot-product attention).").build());
+  r.add(SchemaBuilder("Dense", "kiln").inputs(2, 2, {"X", "W"}).outputs(1, 1, {"Y"})
+            .pattern(FusionPattern::OutEWiseFusable).infer(inferDense)
+            .doc("X @ Wᵀ for X [..., M, K] and W [N, K]: a dense layer whose weights stay as stored (simplify-fc-transpose).").build());
   r.add(SchemaBuilder("Fused", "kiln").inputs(0, INT_MAX, {"inputs"}).requiredInputs(0).outputs(1, INT_MAX, {"outputs"})
             .requiredAttr("body", AttrKind::Graph).attr("pattern", "injective")
             .pattern(FusionPattern::Opaque).infer(inferGroup)

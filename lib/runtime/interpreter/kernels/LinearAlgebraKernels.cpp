@@ -1,6 +1,7 @@
 //===- lib/runtime/interpreter/kernels/LinearAlgebraKernels.cpp - Matrix ops -===//
 //
-// MatMul (numpy broadcasting), Gemm, MatMulInteger, QLinearMatMul, a general
+// MatMul (numpy broadcasting), Gemm, kiln::Dense (x @ Wᵀ, W [N, K] as
+// stored), MatMulInteger, QLinearMatMul, a general
 // Einsum (explicit sum over all label assignments) and Det (LU with partial
 // pivoting).
 //
@@ -45,6 +46,23 @@ Status kMatMul(KernelContext& ctx) {
   else if (isFloat(a.dtype())) run.template operator()<float>();
   else if (isInteger(a.dtype())) run.template operator()<int64_t>();
   else return unsupportedDType(a.dtype());
+  return Status::ok();
+}
+
+/// kiln::Dense: every row of x [..., K] times Wᵀ (W [N, K]).
+Status kDense(KernelContext& ctx) {
+  const Tensor &x = ctx.input(0), &w = ctx.input(1);
+  Tensor& y = ctx.allocate(0);
+  const int64_t n = w.dim(0), k = w.dim(1), rows = k == 0 ? 0 : x.numElements() / k;
+  auto run = [&]<class C>() {
+    std::vector<C> xv = loadValues<C>(x), wv = loadValues<C>(w), wt(wv.size()), out(static_cast<size_t>(rows * n));
+    transposeInto(wv.data(), n, k, wt.data());
+    gemm<C>(rows, n, k, xv.data(), wt.data(), out.data());
+    storeValues(y, out);
+  };
+  if (x.dtype() == DType::F64) run.template operator()<double>();
+  else if (isFloat(x.dtype())) run.template operator()<float>();
+  else return unsupportedDType(x.dtype());
   return Status::ok();
 }
 
@@ -216,6 +234,7 @@ Status kDet(KernelContext& ctx) {
 void registerLinearAlgebraKernels(KernelRegistry& r) {
   r.add("MatMul", kMatMul);
   r.add("Gemm", kGemm);
+  r.add("kiln::Dense", kDense);
   r.add("MatMulInteger", kMatMulInteger);
   r.add("QLinearMatMul", kQLinearMatMul);
   r.add("Einsum", kEinsum);
