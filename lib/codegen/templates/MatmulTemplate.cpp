@@ -1,8 +1,9 @@
 //===- lib/codegen/templates/MatmulTemplate.cpp - Tiled (batched) matmul ---===//
 //
 // MatMul (batched, numpy broadcasting of batch dims), Gemm (transA/B,
-// alpha, beta, bias C) and kiln::Dense (x @ Wᵀ, W [N, K]: B transposed). Register tiling: each (batch, row tile) iteration of
-// the outer loop walks the column tiles; a tm x tn local accumulator is
+// alpha, beta, bias C) and kiln::Dense (x @ Wᵀ, W [N, K]: B transposed).
+// Register tiling: each (batch, row tile) iteration of the outer loop
+// walks the column tiles; a tm x tn local accumulator is
 // cleared, updated over k (rows unrolled, columns vectorized), then the
 // epilogue stores it through the group's fused elementwise consumers. Tiles
 // overhanging the matrix read clamped indices and skip their stores.
