@@ -10,11 +10,12 @@
 // transposed in one pass, so the pass can run before fold-constant and the
 // transposes are never written on their own (BERT-base: 85 MB of Q/K/V
 // weights written once instead of twice). A kiln::Dense(x, W) (what
-// simplify-fc-transpose makes of such a layer) is read the same way. Branches combine only when
-// they have the same weight dtype and either all or none have a constant bias
-// of shape [N_i] (an Add that is the matmul's only user). Each output column
-// is the same dot product as before, so results are exact. Option
-// min-branches (default 2): the fewest branches worth combining.
+// simplify-fc-transpose makes of such a layer) is read the same way.
+// Branches combine only when they have the same weight dtype and either
+// all or none have a constant bias of shape [N_i] (an Add that is the
+// matmul's only user). Each output column is the same dot product as
+// before, so results are exact. Option min-branches (default 2): the
+// fewest branches worth combining.
 //
 //===----------------------------------------------------------------------===//
 #include <map>
@@ -124,7 +125,8 @@ PassInfo combineParallelDensePass() {
   p.summary = "Merge dense layers that share their input into one matmul";
   p.description =
       "Combines MatMuls of one input with constant [K, N_i] weights, or Transpose of constant [N_i, K] weights, "
-      "and kiln::Dense layers of constant [N_i, K] weights (and their constant [N_i] bias Adds), into one MatMul over concatenated weights, an Add and a Split; the "
+      "and kiln::Dense layers of constant [N_i, K] weights (and their constant [N_i] bias Adds), into one MatMul "
+      "over concatenated weights, an Add and a Split; the "
       "Q/K/V projections of attention become one matmul. Exact.";
   p.classes = {"RN", "BR"};  // Table 4: CombineParallelDense is RN (kiln adds BR: Q/K/V projections)
   p.optLevel = 3;
