@@ -116,17 +116,11 @@ bool shapeMatmul(const ir::Node& anchor, runtime::LibraryCall& call) {
     call.alpha = anchor.hasAttr("alpha") ? anchor.getFloat("alpha") : 1.0f;
     return true;
   }
-  if (anchor.qualifiedOpType() == "kiln::Dense") {  // every row times Wᵀ, W [N, K]
-    if (b->size() != 2) return false;
-    call.transB = true;
-    call.k = a->back();
-    call.n = (*b)[0];
-    call.m = productOf(*a, 0, a->size() - 1);
-    call.batchB = false;
-    return true;
-  }
+  const bool dense = anchor.qualifiedOpType() == "kiln::Dense";  // a MatMul whose B is read transposed: W [N, K]
+  if (dense && b->size() != 2) return false;
+  call.transB = dense;
   call.k = a->back();
-  call.n = b->back();
+  call.n = dense ? (*b)[0] : b->back();
   if (b->size() == 2) {  // every row of every batch times one matrix
     call.m = productOf(*a, 0, a->size() - 1);
     call.batchB = false;
