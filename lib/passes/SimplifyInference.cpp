@@ -10,8 +10,6 @@
 // differ from the unfolded graph only by f32 rounding (relative 1e-6 typical).
 //
 //===----------------------------------------------------------------------===//
-#include <cmath>
-
 #include "RewriteUtils.h"
 #include "WeightFolding.h"
 #include "kiln/passes/PassRegistry.h"
@@ -26,25 +24,6 @@ bool isInferenceDropout(const ir::Node& n) {
   return n.output(1)->tensorType().isStatic();
 }
 
-/// s and t of an inference BatchNormalization with f32 constant statistics.
-std::optional<std::pair<std::vector<double>, std::vector<double>>> batchNormAffine(const ir::Node& n) {
-  if (!isOp(&n, "BatchNormalization") || n.getInt("training_mode") != 0) return std::nullopt;
-  for (size_t i = 1; i < n.numOutputs(); ++i)
-    if (n.output(i)->hasUses()) return std::nullopt;
-  std::optional<Tensor> gamma = floatConstant(n.input(1)), beta = floatConstant(n.input(2)),
-                        mean = floatConstant(n.input(3)), var = floatConstant(n.input(4));
-  if (!gamma || !beta || !mean || !var) return std::nullopt;
-  int64_t c = gamma->numElements();
-  if (beta->numElements() != c || mean->numElements() != c || var->numElements() != c) return std::nullopt;
-  double eps = n.getFloat("epsilon");
-  std::vector<double> s(static_cast<size_t>(c)), t(static_cast<size_t>(c));
-  for (int64_t i = 0; i < c; ++i) {
-    s[size_t(i)] = double(gamma->data<float>()[i]) / std::sqrt(double(var->data<float>()[i]) + eps);
-    t[size_t(i)] = double(beta->data<float>()[i]) - double(mean->data<float>()[i]) * s[size_t(i)];
-  }
-  return std::make_pair(std::move(s), std::move(t));
-}
-
 /// The producer a BatchNormalization folds into, or null.
 ir::Node* foldTarget(const ir::Node& bn, int64_t channels) {
   ir::Node* p = bn.input(0)->producer();
@@ -56,7 +35,7 @@ ir::Node* foldTarget(const ir::Node& bn, int64_t channels) {
 }
 
 Expected<bool> rewriteBatchNorm(ir::Node* bn) {
-  auto affine = batchNormAffine(*bn);
+  auto affine = inferenceBatchNormAffine(*bn);
   if (!affine) return false;
   auto& [s, t] = *affine;
   ir::Graph& g = *bn->graph();
@@ -115,7 +94,7 @@ PassInfo simplifyInferencePass() {
   p.tolerance = 1e-5;
   p.optLevel = 1;
   p.applicable = [](const ir::Graph& g, const PassOptions&) {
-    return anyNode(g, [](const ir::Node& n) { return isInferenceDropout(n) || batchNormAffine(n).has_value(); });
+    return anyNode(g, [](const ir::Node& n) { return isInferenceDropout(n) || inferenceBatchNormAffine(n).has_value(); });
   };
   p.run = [](ir::Graph& g, const PassOptions&, const PassContext&) -> Expected<bool> { return rewriteNodes(g, simplifyNode); };
   return p;

@@ -5,6 +5,8 @@
 //===----------------------------------------------------------------------===//
 #include "WeightFolding.h"
 
+#include <cmath>
+
 #include "RewriteUtils.h"
 
 namespace kiln::passes {
@@ -67,25 +69,49 @@ Expected<ir::Value*> foldAffineIntoWeights(ir::Node& node, const std::vector<dou
   std::vector<ir::Value*> operands = node.inputs();
   operands[layout.weightOperand] = makeConstant(g, std::move(w2), foldedName(node.input(layout.weightOperand)->name()),
                                                 &node);
-  bool hasShift = false;
-  for (double s : shift) hasShift |= s != 0;
-  bool hasBias = layout.biasOperand >= 0 && node.hasInput(size_t(layout.biasOperand));
-  std::vector<std::pair<std::string, ir::Attribute>> attrs = node.attributes();
-  if (hasBias || hasShift) {
-    KILN_CHECK(layout.biasOperand >= 0, "foldAffineIntoWeights: shift on an op without bias");
-    double beta = isOp(&node, "Gemm") && hasBias ? node.getFloat("beta") : 1.0;
-    std::vector<float> bias(static_cast<size_t>(channels));
-    const float* b = hasBias ? constantValue(node.input(size_t(layout.biasOperand)))->data<float>() : nullptr;
-    // Gemm adds beta*C: C' = C*scale + shift/beta keeps beta as it is.
-    for (int64_t c = 0; c < channels; ++c)
-      bias[size_t(c)] = float((b ? double(b[c]) : 0.0) * scale[size_t(c)] + shift[size_t(c)] / beta);
-    std::string base = hasBias ? foldedName(node.input(size_t(layout.biasOperand))->name()) : nameBase(node) + "_bias";
-    ir::Value* biasValue = makeConstant(g, Tensor::fromVector<float>({channels}, bias), base, &node);
-    if (operands.size() <= size_t(layout.biasOperand)) operands.resize(size_t(layout.biasOperand) + 1, nullptr);
-    operands[size_t(layout.biasOperand)] = biasValue;
+  if (auto bias = foldedBias(node, scale, shift)) {
+    const size_t at = size_t(layout.biasOperand);
+    if (operands.size() <= at) operands.resize(at + 1, nullptr);
+    operands[at] = makeConstant(g, std::move(bias->first), bias->second, &node);
   }
+  std::vector<std::pair<std::string, ir::Attribute>> attrs = node.attributes();
   KILN_ASSIGN(ir::Node * folded, createTypedNode(g, node.qualifiedOpType(), operands, attrs, node.name(), &node));
   return folded->output(0);
+}
+
+std::optional<std::pair<Tensor, std::string>> foldedBias(const ir::Node& node, const std::vector<double>& scale,
+                                                         const std::vector<double>& shift) {
+  const WeightLayout layout = *layoutOf(node);
+  bool hasShift = false;
+  for (double s : shift) hasShift |= s != 0;
+  const bool hasBias = layout.biasOperand >= 0 && node.hasInput(size_t(layout.biasOperand));
+  if (!hasBias && !hasShift) return std::nullopt;
+  KILN_CHECK(layout.biasOperand >= 0, "foldedBias: shift on an op without bias");
+  const double beta = isOp(&node, "Gemm") && hasBias ? node.getFloat("beta") : 1.0;
+  std::vector<float> bias(scale.size());
+  const float* b = hasBias ? constantValue(node.input(size_t(layout.biasOperand)))->data<float>() : nullptr;
+  // Gemm adds beta*C: C' = C*scale + shift/beta keeps beta as it is.
+  for (size_t c = 0; c < bias.size(); ++c) bias[c] = float((b ? double(b[c]) : 0.0) * scale[c] + shift[c] / beta);
+  std::string name = hasBias ? foldedName(node.input(size_t(layout.biasOperand))->name()) : nameBase(node) + "_bias";
+  return std::make_pair(Tensor::fromVector<float>({int64_t(bias.size())}, bias), std::move(name));
+}
+
+std::optional<std::pair<std::vector<double>, std::vector<double>>> inferenceBatchNormAffine(const ir::Node& n) {
+  if (!isOp(&n, "BatchNormalization") || n.getInt("training_mode") != 0) return std::nullopt;
+  for (size_t i = 1; i < n.numOutputs(); ++i)
+    if (n.output(i)->hasUses()) return std::nullopt;
+  std::optional<Tensor> gamma = floatConstant(n.input(1)), beta = floatConstant(n.input(2)),
+                        mean = floatConstant(n.input(3)), var = floatConstant(n.input(4));
+  if (!gamma || !beta || !mean || !var) return std::nullopt;
+  const int64_t c = gamma->numElements();
+  if (beta->numElements() != c || mean->numElements() != c || var->numElements() != c) return std::nullopt;
+  const double eps = n.getFloat("epsilon");
+  std::vector<double> s(static_cast<size_t>(c)), t(static_cast<size_t>(c));
+  for (int64_t i = 0; i < c; ++i) {
+    s[size_t(i)] = double(gamma->data<float>()[i]) / std::sqrt(double(var->data<float>()[i]) + eps);
+    t[size_t(i)] = double(beta->data<float>()[i]) - double(mean->data<float>()[i]) * s[size_t(i)];
+  }
+  return std::make_pair(std::move(s), std::move(t));
 }
 
 std::optional<std::vector<double>> perChannelValues(const ir::Value* constant, int64_t axis, int64_t rank,

@@ -66,7 +66,7 @@ int printSpace(const SpaceOptions& o) {
             << "kept, in ordering-rule order (rank):\n";
   for (const passes::PassInfo* p : space.passes)
     std::cout << "  " << std::left << std::setw(28) << p->name << std::right << std::setw(4)
-              << select::orderingRank(p->name) << "\n";
+              << select::orderingRankAmong(p->name, space.passes) << "\n";
   std::cout << "dropped:\n";
   for (const select::DroppedPass& d : space.dropped)
     std::cout << "  " << std::left << std::setw(28) << d.pass->name << d.reason << "\n";

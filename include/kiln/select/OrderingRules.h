@@ -2,7 +2,8 @@
 //
 // The documented ordering rules of the `arch` strategy: every pass has a rank
 // (lower runs earlier) and the reason for it, e.g. layout before fusion, or
-// BatchNorm simplification before constant folding. A pass without a rule is
+// BatchNorm simplification before constant folding (unless the layout pass
+// folds the BatchNorms as it packs the weights). A pass without a rule is
 // ranked mid-pipeline (kUnruledRank); a unit test keeps every registered pass
 // ruled. docs/pass-selection.md lists the table.
 //
@@ -23,11 +24,17 @@ struct OrderingRule {
 };
 
 inline constexpr int kUnruledRank = 50;
+/// simplify-inference's rank when alter-op-layout is in the pipeline: right
+/// after it, which folds the BatchNorms after the convs it packs.
+inline constexpr int kSimplifyInferenceAfterLayoutRank = 83;
 
 /// Every rule, by rank.
 const std::vector<OrderingRule>& orderingRules();
 /// The rank of `pass` (kUnruledRank when it has no rule).
 int orderingRank(const std::string& pass);
+/// The rank of `pass` in a pipeline of `pipeline`'s passes: orderingRank's,
+/// except simplify-inference's next to alter-op-layout.
+int orderingRankAmong(const std::string& pass, const std::vector<const passes::PassInfo*>& pipeline);
 /// True when `pass` has a rule.
 bool hasOrderingRule(const std::string& pass);
 /// `passes` sorted by rank; passes of one rank keep their order.
