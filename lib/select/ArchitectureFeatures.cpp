@@ -3,7 +3,10 @@
 // See kiln/select/ArchitectureFeatures.h. Patterns are followed through the
 // ops that only scale, mask, cast or reshape (kPassThrough), a few nodes
 // deep, so that the same block is recognised as exported by different
-// frameworks and before or after simplification passes.
+// frameworks and before or after simplification passes. The kiln ops that
+// arch's passes leave (kiln::ConvNCHWc, kiln::Dense, kiln::FastSoftmax)
+// count as the ops they replaced, so a model optimised and saved as .kir
+// classifies as its import did (unit test on the tiny zoo).
 //
 //===----------------------------------------------------------------------===//
 #include "kiln/select/ArchitectureFeatures.h"
@@ -71,18 +74,25 @@ bool isMultiScaleConcat(const ir::Node* n) {
   });
 }
 
+/// A Conv, or alter-op-layout's kiln::ConvNCHWc over blocked data x [N, C/c, H, W, c] with packed
+/// weights [O/b, C/c, kH, kW, c, b] (an optimised graph saved as .kir).
 void addConv(const ir::Node* n, ArchitectureFeatures& f) {
   ++f.convs;
+  const bool blocked = n->qualifiedOpType() == "kiln::ConvNCHWc";
   const int64_t group = n->hasAttr("group") ? n->getInt("group") : 1;
   const ir::Value* x = n->input(0);
   const ir::Value* w = n->input(1);
   int64_t channels = -1;
-  if (x && x->type().isTensor() && x->tensorType().rank() >= 2) channels = x->tensorType().dims()[1];
+  if (x && x->type().isTensor() && x->tensorType().rank() >= 2) {
+    const Dims& dims = x->tensorType().dims();
+    channels = blocked && dims.size() == 5 ? dims[1] * dims[4] : dims[1];
+  }
   if (group > 1 && group == channels) ++f.depthwiseConvs;
   else if (group > 1) ++f.groupedConvs;
   if (group == 1 && w && w->type().isTensor() && w->tensorType().rank() >= 3) {
     const auto& dims = w->tensorType().dims();
-    if (std::all_of(dims.begin() + 2, dims.end(), [](int64_t d) { return d == 1; })) ++f.pointwiseConvs;
+    const auto kernelEnd = blocked && dims.size() == 6 ? dims.begin() + 4 : dims.end();
+    if (std::all_of(dims.begin() + 2, kernelEnd, [](int64_t d) { return d == 1; })) ++f.pointwiseConvs;
   }
 }
 
@@ -102,7 +112,7 @@ void collect(const ir::Graph& g, ArchitectureFeatures& f) {
     for (ir::Graph* sub : n->subgraphs()) collect(*sub, f);
     const std::string& op = n->opType();
     const bool onnx = n->domain().empty();
-    if (onnx && op == "Conv") addConv(n, f);
+    if ((onnx && op == "Conv") || n->qualifiedOpType() == "kiln::ConvNCHWc") addConv(n, f);
     const bool dense = n->qualifiedOpType() == "kiln::Dense";  // simplify-fc-transpose's, in a saved .kir
     if ((dense || (onnx && (op == "MatMul" || op == "Gemm"))) && (isConstant(n->input(0)) || isConstant(n->input(1)))) {
       ++f.denseMatmuls;
@@ -114,8 +124,9 @@ void collect(const ir::Graph& g, ArchitectureFeatures& f) {
       ++f.residualAdds;
       f.featureMapResidualAdds += n->input(0)->tensorType().rank() >= 4;  // images and video volumes
     }
-    if (onnx && op == "Softmax" && fromActivationProduct(n->input(0), 4) && intoActivationProduct(n->output(0), 2))
-      ++f.attentionBlocks;
+    // fast-math's kiln::FastSoftmax counts as the Softmax it replaced (an optimised graph saved as .kir).
+    const bool softmax = (onnx && op == "Softmax") || n->qualifiedOpType() == "kiln::FastSoftmax";
+    if (softmax && fromActivationProduct(n->input(0), 4) && intoActivationProduct(n->output(0), 2)) ++f.attentionBlocks;
     if (!onnx && (op == "Attention" || op == "MultiHeadAttention")) ++f.attentionBlocks;
     if (op == "LayerNormalization" || op == "SkipLayerNormalization") ++f.layerNorms;
     if (onnx && (op == "Clip" || op == "HardSwish" || op == "HardSigmoid")) ++f.mobileActivations;

@@ -284,6 +284,8 @@ TEST_CASE("arch run in place gives the arch pipeline's IR and report, for every 
     }
     CHECK(ir::structuralHashHex(inPlace->graph()) == ir::structuralHashHex(viaSpace->graph()));
     CHECK(!run->classes.empty());
+    // The optimised graph (blocked convs, fast-math's softmax, Dense layers) classifies as the import did.
+    CHECK(select::classesOf(select::classify(select::computeFeatures(inPlace->graph()))) == run->classes);
   }
   // A pass the caller disables is left out of the rounds and the report.
   auto bert = tinyModel("bert_tiny-raw.onnx");
