@@ -587,12 +587,13 @@ PassInfo alterOpLayoutPass() {
   p.options = {{"block", PassOptionSpec::Kind::Int, "0",
                 "channels per block for every map (a multiple of the target's f32 vector width); 0: per map, 16 "
                 "where 16 divides its channels, else 8"}};
-  // Any block size may be asked for: applicable when some conv is blockable at all
-  // (block 1 for most; a grouped conv needs a block holding whole groups: the default's),
-  // or an op on blocked data can move onto the blocks.
-  p.applicable = [](const ir::Graph& g, const PassOptions&) {
-    return anyNode(g, [](const ir::Node& n) { return blocksOf(n, 1).has_value() || blocksOf(n, 0).has_value(); }) ||
-           nextBlockedRewrite(g, 0) != nullptr;
+  // Applicable when some conv has a block under the options (the default's:
+  // 16 or 8 dividing its channels), or an op on blocked data can move onto
+  // the blocks; a block out of range is left to run() to report.
+  p.applicable = [](const ir::Graph& g, const PassOptions& o) {
+    const int64_t b = o.getInt("block");
+    if (b < 0 || b > 256) return true;
+    return anyNode(g, [b](const ir::Node& n) { return blocksOf(n, b).has_value(); }) || nextBlockedRewrite(g, b) != nullptr;
   };
   p.run = [](ir::Graph& g, const PassOptions& o, const PassContext& ctx) -> Expected<bool> {
     int64_t b = o.getInt("block");

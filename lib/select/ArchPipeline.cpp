@@ -21,7 +21,7 @@ Expected<ArchRun> runArchPipeline(ir::Graph& graph, const PruneOptions& options,
   ArchRun result;
   result.classes = classesOf(classify(computeFeatures(graph)));
   std::vector<DroppedPass> dropped;
-  std::vector<const passes::PassInfo*> candidates = classCandidates(result.classes, options, dropped);
+  std::vector<const passes::PassInfo*> candidates = classCandidates(graph, result.classes, options, dropped);
   // A pass that requires others fails the probe's one-pass runs, so it is never in arch's space.
   std::erase_if(candidates, [](const passes::PassInfo* p) { return !p->requiredPasses.empty(); });
   // Both rounds as one pipeline: the graph is hashed once and then only after a pass changed it.

@@ -4,20 +4,23 @@
 // in lib/passes/OptLevels.cpp and add those of the passes no opt level runs
 // (recognition before canonicalisation, layout before fusion, fusion last).
 // One rule depends on its company: simplify-inference moves after
-// alter-op-layout when both run, since the layout pass folds each conv's
-// BatchNorm into the weights it packs (one write of them, not two).
+// alter-op-layout when both run and the model has convs to block, since the
+// layout pass folds each conv's BatchNorm into the weights it packs (one
+// write of them, not two).
 //
 //===----------------------------------------------------------------------===//
 #include "kiln/select/OrderingRules.h"
 
 #include <algorithm>
 
+#include "kiln/passes/Pipeline.h"
+
 namespace kiln::select {
 
 const std::vector<OrderingRule>& orderingRules() {
   static const std::vector<OrderingRule> rules = {
       {"defuse-ops", 0, "groups of a model saved after fusion are inlined first, so every later pass sees plain ops"},
-      {"simplify-inference", 10, "BatchNorm statistics become weights before folding, so folds see plain Conv/Gemm weights; 83 when alter-op-layout runs too: that pass folds each conv's BatchNorm into the weights as it packs them (ResNet-50 raw: 100 MB written once, not twice), and simplify-inference then takes Dropout and the BatchNorms left"},
+      {"simplify-inference", 10, "BatchNorm statistics become weights before folding, so folds see plain Conv/Gemm weights; 83 when alter-op-layout runs too and has convs to block: that pass folds each conv's BatchNorm into the weights as it packs them (ResNet-50 raw: 100 MB written once, not twice), and simplify-inference then takes Dropout and the BatchNorms left"},
       {"combine-parallel-dense", 15, "parallel dense layers (Q/K/V) combine before fold-constant: weights a raw export stores transposed are then transposed in the one write that joins them (BERT-base: 85 MB written once, not twice)"},
       {"simplify-fc-transpose", 17, "dense layers read their [N, K] weights as stored (kiln::Dense) before fold-constant would write every Transpose(W) out (BERT-base raw: 340 MB) and canonicalize-ops a Gemm's; after combine-parallel-dense, which joins Q/K/V through those transposes"},
       {"fold-constant", 20, "constants next, so the algebraic rules see folded operands"},
@@ -57,16 +60,21 @@ int orderingRank(const std::string& pass) {
   return kUnruledRank;
 }
 
-int orderingRankAmong(const std::string& pass, const std::vector<const passes::PassInfo*>& pipeline) {
+int orderingRankAmong(const std::string& pass, const std::vector<const passes::PassInfo*>& pipeline,
+                      const ir::Graph* graph) {
+  if (pass != "simplify-inference") return orderingRank(pass);
+  auto layout = std::find_if(pipeline.begin(), pipeline.end(),
+                             [](const passes::PassInfo* p) { return p->name == "alter-op-layout"; });
+  // Without convs to block the layout pass folds nothing, and the passes ranked between want the BatchNorms folded.
   const bool blocksConvolutions =
-      std::any_of(pipeline.begin(), pipeline.end(), [](const passes::PassInfo* p) { return p->name == "alter-op-layout"; });
-  if (pass == "simplify-inference" && blocksConvolutions) return kSimplifyInferenceAfterLayoutRank;
-  return orderingRank(pass);
+      layout != pipeline.end() &&
+      (!graph || !(*layout)->applicable || (*layout)->applicable(*graph, passes::withDefaultOptions(**layout).options));
+  return blocksConvolutions ? kSimplifyInferenceAfterLayoutRank : orderingRank(pass);
 }
 
-std::vector<const passes::PassInfo*> orderByRules(std::vector<const passes::PassInfo*> passes) {
+std::vector<const passes::PassInfo*> orderByRules(std::vector<const passes::PassInfo*> passes, const ir::Graph* graph) {
   std::vector<std::pair<int, const passes::PassInfo*>> ranked;
-  for (const passes::PassInfo* p : passes) ranked.emplace_back(orderingRankAmong(p->name, passes), p);
+  for (const passes::PassInfo* p : passes) ranked.emplace_back(orderingRankAmong(p->name, passes, graph), p);
   std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   for (size_t i = 0; i < ranked.size(); ++i) passes[i] = ranked[i].second;
   return passes;

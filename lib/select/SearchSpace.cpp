@@ -42,8 +42,8 @@ bool SearchSpace::contains(const std::string& pass) const {
   return std::any_of(passes.begin(), passes.end(), [&](const passes::PassInfo* p) { return p->name == pass; });
 }
 
-std::vector<const passes::PassInfo*> classCandidates(const std::vector<std::string>& classes, const PruneOptions& options,
-                                                     std::vector<DroppedPass>& dropped) {
+std::vector<const passes::PassInfo*> classCandidates(const ir::Graph& graph, const std::vector<std::string>& classes,
+                                                     const PruneOptions& options, std::vector<DroppedPass>& dropped) {
   std::vector<const passes::PassInfo*> candidates;
   for (const passes::PassInfo& p : passes::allPasses()) {
     auto excluded = std::find_if(options.excluded.begin(), options.excluded.end(),
@@ -52,7 +52,7 @@ std::vector<const passes::PassInfo*> classCandidates(const std::vector<std::stri
     else if (!sharesClass(p, classes)) dropped.push_back({&p, "class"});
     else candidates.push_back(&p);
   }
-  return orderByRules(std::move(candidates));
+  return orderByRules(std::move(candidates), &graph);
 }
 
 SearchSpace pruneSearchSpace(const ir::Graph& graph, const std::vector<std::string>& classes,
@@ -60,7 +60,7 @@ SearchSpace pruneSearchSpace(const ir::Graph& graph, const std::vector<std::stri
   SearchSpace space;
   space.classes = classes;
   space.catalogueSize = passes::allPasses().size();
-  std::vector<const passes::PassInfo*> candidates = classCandidates(classes, options, space.dropped);
+  std::vector<const passes::PassInfo*> candidates = classCandidates(graph, classes, options, space.dropped);
 
   Stopwatch timer;
   std::unique_ptr<ir::Graph> probe = ir::cloneGraph(graph);

@@ -20,6 +20,7 @@
 #include "kiln/bench/PassStudy.h"
 #include "kiln/codegen/Compiler.h"
 #include "kiln/frontend/onnx/OnnxImporter.h"
+#include "kiln/ir/Parser.h"
 #include "kiln/ir/StructuralHash.h"
 #include "kiln/passes/PassManager.h"
 #include "kiln/passes/PassRegistry.h"
@@ -82,9 +83,32 @@ TEST_CASE("every registered pass has an ordering rule and the rules encode the d
                                                         passes::findPass("alter-op-layout")};
   CHECK(select::orderingRankAmong("simplify-inference", withLayout) > orderingRank("alter-op-layout"));
   CHECK(select::orderingRankAmong("simplify-inference", {withLayout[0], withLayout[1]}) == orderingRank("simplify-inference"));
-  std::vector<std::string> ordered;
-  for (const passes::PassInfo* p : select::orderByRules(withLayout)) ordered.push_back(p->name);
-  CHECK(ordered == std::vector<std::string>{"fold-constant", "alter-op-layout", "simplify-inference"});
+  auto orderFor = [&](const ir::Graph* graph) {
+    std::vector<std::string> ordered;
+    for (const passes::PassInfo* p : select::orderByRules(withLayout, graph)) ordered.push_back(p->name);
+    return ordered;
+  };
+  CHECK(orderFor(nullptr) == std::vector<std::string>{"fold-constant", "alter-op-layout", "simplify-inference"});
+  // For a graph whose convs have no channel block the layout pass folds nothing: simplify-inference keeps its rank.
+  auto graphWithConv = [](int channels) {
+    const std::string c = std::to_string(channels), w = "f32[" + c + ",2,1,1]", y = "f32[1," + c + ",3,3]";
+    std::string weights, ones;
+    for (int i = 0; i < channels * 2; ++i) weights += (i ? ", " : "") + std::string("1.0");
+    for (int i = 0; i < channels; ++i) ones += (i ? ", " : "") + std::string("1.0");
+    const std::string stats = "tensor<f32[" + c + "]: [" + ones + "]>} : f32[" + c + "]";
+    auto module = ir::parseModule("module @m {\n graph @main(%x: f32[1,2,3,3]) {\n"
+                                  "  %w = Constant() {value = tensor<" + w + ": [" + weights + "]>} : " + w + "\n"
+                                  "  %s = Constant() {value = " + stats + "\n"
+                                  "  %c = Conv(%x, %w) : " + y + "\n"
+                                  "  %n = BatchNormalization(%c, %s, %s, %s, %s) : " + y + "\n"
+                                  "  return %n\n }\n}\n");
+    INFO((module.isOk() ? std::string() : module.error().str()));
+    REQUIRE(module.isOk());
+    return std::move(*module);
+  };
+  auto blockable = graphWithConv(16), unblockable = graphWithConv(3);
+  CHECK(orderFor(&blockable->graph()) == std::vector<std::string>{"fold-constant", "alter-op-layout", "simplify-inference"});
+  CHECK(orderFor(&unblockable->graph()) == std::vector<std::string>{"simplify-inference", "fold-constant", "alter-op-layout"});
   CHECK(orderingRank("fold-explicit-padding") < orderingRank("forward-fold-scale-axis"));
   CHECK(orderingRank("forward-fold-scale-axis") < orderingRank("canonicalize-ops"));
   CHECK(orderingRank("alter-op-layout") < orderingRank("fuse-ops"));  // layout before fusion

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "kiln/ir/Graph.h"
 #include "kiln/passes/PassInfo.h"
 
 namespace kiln::select {
@@ -33,11 +34,15 @@ const std::vector<OrderingRule>& orderingRules();
 /// The rank of `pass` (kUnruledRank when it has no rule).
 int orderingRank(const std::string& pass);
 /// The rank of `pass` in a pipeline of `pipeline`'s passes: orderingRank's,
-/// except simplify-inference's next to alter-op-layout.
-int orderingRankAmong(const std::string& pass, const std::vector<const passes::PassInfo*>& pipeline);
+/// except simplify-inference's next to alter-op-layout, when that pass has
+/// convs to block (applicable to `graph`; any graph when null).
+int orderingRankAmong(const std::string& pass, const std::vector<const passes::PassInfo*>& pipeline,
+                      const ir::Graph* graph = nullptr);
 /// True when `pass` has a rule.
 bool hasOrderingRule(const std::string& pass);
-/// `passes` sorted by rank; passes of one rank keep their order.
-std::vector<const passes::PassInfo*> orderByRules(std::vector<const passes::PassInfo*> passes);
+/// `passes` sorted by rank (orderingRankAmong them, for `graph`); passes of
+/// one rank keep their order.
+std::vector<const passes::PassInfo*> orderByRules(std::vector<const passes::PassInfo*> passes,
+                                                  const ir::Graph* graph = nullptr);
 
 }  // namespace kiln::select

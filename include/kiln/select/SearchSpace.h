@@ -57,10 +57,10 @@ struct SearchSpace {
 long double sequenceCount(size_t n);
 
 /// The catalogue's passes of `classes` that `options` does not exclude, in
-/// ordering-rule order (what the probe runs); the others go to `dropped`
-/// with the reason ("class" or the exclusion's).
-std::vector<const passes::PassInfo*> classCandidates(const std::vector<std::string>& classes, const PruneOptions& options,
-                                                     std::vector<DroppedPass>& dropped);
+/// ordering-rule order for `graph` (what the probe runs); the others go to
+/// `dropped` with the reason ("class" or the exclusion's).
+std::vector<const passes::PassInfo*> classCandidates(const ir::Graph& graph, const std::vector<std::string>& classes,
+                                                     const PruneOptions& options, std::vector<DroppedPass>& dropped);
 
 /// Prunes the catalogue for `graph` (not modified) and `classes`.
 SearchSpace pruneSearchSpace(const ir::Graph& graph, const std::vector<std::string>& classes,
