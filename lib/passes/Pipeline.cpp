@@ -152,6 +152,10 @@ Expected<std::vector<PipelineEntry>> precisionPasses(const std::string& precisio
   return Error(ErrorCode::InvalidArgument, "unknown precision '" + precision + "' (f32, tf32, f16, bf16)");
 }
 
+bool applicableWithDefaults(const PassInfo& pass, const ir::Graph& graph) {
+  return !pass.applicable || pass.applicable(graph, withDefaultOptions(pass).options);
+}
+
 PipelineEntry withDefaultOptions(const PassInfo& pass) {
   std::map<std::string, std::string> values;
   for (const PassOptionSpec& spec : pass.options) values[spec.name] = spec.defaultValue;

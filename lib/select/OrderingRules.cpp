@@ -67,8 +67,7 @@ int orderingRankAmong(const std::string& pass, const std::vector<const passes::P
                              [](const passes::PassInfo* p) { return p->name == "alter-op-layout"; });
   // Without convs to block the layout pass folds nothing, and the passes ranked between want the BatchNorms folded.
   const bool blocksConvolutions =
-      layout != pipeline.end() &&
-      (!graph || !(*layout)->applicable || (*layout)->applicable(*graph, passes::withDefaultOptions(**layout).options));
+      layout != pipeline.end() && (!graph || passes::applicableWithDefaults(**layout, *graph));
   return blocksConvolutions ? kSimplifyInferenceAfterLayoutRank : orderingRank(pass);
 }
 

@@ -85,7 +85,7 @@ SearchSpace pruneSearchSpace(const ir::Graph& graph, const std::vector<std::stri
   for (const passes::PassInfo* p : candidates) {
     if (failed.count(p)) continue;
     if (applicable.count(p)) space.passes.push_back(p);
-    else if (p->applicable && p->applicable(graph, passes::withDefaultOptions(*p).options))
+    else if (passes::applicableWithDefaults(*p, graph))
       // simplify-inference on a raw ResNet: alter-op-layout, ordered before it, folds the BatchNorms.
       space.dropped.push_back({p, "not applicable where the order puts it (passes before it did its work)"});
     else

@@ -35,6 +35,9 @@ Expected<std::vector<PipelineEntry>> precisionPasses(const std::string& precisio
 
 /// The pass with every option at its default.
 PipelineEntry withDefaultOptions(const PassInfo& pass);
+/// Whether `pass`, with every option at its default, applies to `graph` (as
+/// the pass manager asks it: a pass without `applicable` always does).
+bool applicableWithDefaults(const PassInfo& pass, const ir::Graph& graph);
 /// The passes in order, each with its default options.
 std::vector<PipelineEntry> pipelineOf(const std::vector<const PassInfo*>& passes);
 
