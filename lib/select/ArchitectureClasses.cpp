@@ -5,11 +5,15 @@
 //
 //   RN  = dense * (0.4 cnn + 0.4 min(1, feature-map residual adds / 3) + 0.2 no attention)
 //         where cnn: at least 3 convolutions, which with the channels-last
-//         pointwise layers (ConvNeXt's MLPs) make half the layers, and
+//         pointwise layers (ConvNeXt's MLPs) make half the layers, or a
+//         convolutional backbone of at least 16 (ResNet-18 has 20) under
+//         a transformer that has as many dense layers (DETR), and
 //         dense = clamp(1 - 3 * depthwise share): depthwise CNNs are MN's
 //   MN  = cnn * (0.7 min(1, depthwise share / 0.15) + 0.3 mobile activations or pointwise convs)
 //         (pointwise: 1x1 convolutions or channels-last pointwise layers, a third of them)
-//   SSD = 0.7 NMS + 0.3 multi-scale heads
+//   SSD = min(1, 0.7 NMS + 0.3 multi-scale heads + 0.3 box heads): a
+//         detector exported without NMS (YOLO) still applies by its heads,
+//         RAFT's correlation pyramid (rank-4 maps joined) does not
 //   BR  = attention * (0.6 + 0.2 layer norms + 0.2 no convolutional backbone)
 //
 // The weights make the research's four classes separate on their own
@@ -42,7 +46,10 @@ int priority(const std::string& name) {
 }  // namespace
 
 std::vector<ClassScore> classify(const ArchitectureFeatures& f) {
-  const bool cnn = f.convs >= 3 && f.convShare() >= 0.5;
+  // A vision transformer's patch embedding (ViT, Swin: one conv) or an
+  // audio model's feature extractor (wav2vec 2.0: seven) stays under 16.
+  constexpr int64_t kBackboneConvs = 16;
+  const bool cnn = f.convs >= 3 && (f.convShare() >= 0.5 || f.convs >= kBackboneConvs);
   const double dense = std::clamp(1.0 - 3.0 * f.depthwiseShare(), 0.0, 1.0);
   const std::string convText = count(f.convs, "convolutions") +
                                (f.channelsLastPointwise ? " and " + count(f.channelsLastPointwise, "channels-last pointwise layers")
@@ -78,9 +85,10 @@ std::vector<ClassScore> classify(const ArchitectureFeatures& f) {
   }
   scores.push_back(mn);
 
-  ClassScore ssd{"SSD", 0.7 * (f.nmsOps > 0) + 0.3 * (f.multiScaleHeads > 0), {}};
+  ClassScore ssd{"SSD", std::min(1.0, 0.7 * (f.nmsOps > 0) + 0.3 * (f.multiScaleHeads > 0) + 0.3 * (f.boxHeads > 0)), {}};
   ssd.reasons.push_back(f.nmsOps ? count(f.nmsOps, "NMS ops (detection post-processing)") : "no NMS post-processing");
-  ssd.reasons.push_back(f.multiScaleHeads ? count(f.multiScaleHeads, "multi-scale head concatenations")
+  ssd.reasons.push_back(f.multiScaleHeads ? count(f.multiScaleHeads, "multi-scale head concatenations") + ", " +
+                                                count(f.boxHeads, "of box predictions")
                                           : "no multi-scale heads");
   scores.push_back(ssd);
 

@@ -74,6 +74,16 @@ bool isMultiScaleConcat(const ir::Node* n) {
   });
 }
 
+/// Whether multi-scale Concat `n` joins per-scale predictions [N, boxes_i, k]
+/// along the boxes (YOLO's decoded heads, SSD's box and class heads); RAFT's
+/// correlation pyramid joins rank-4 maps along the last axis.
+bool joinsBoxPredictions(const ir::Node* n) {
+  const ir::Value* y = n->output(0);
+  if (!y->type().isTensor() || !y->tensorType().hasRank() || y->tensorType().rank() != 3) return false;
+  const int64_t axis = n->getInt("axis");
+  return axis == 1 || axis == -2;
+}
+
 /// A Conv, or alter-op-layout's kiln::ConvNCHWc over blocked data x [N, C/c, H, W, c] with packed
 /// weights [O/b, C/c, kH, kW, c, b] (an optimised graph saved as .kir).
 void addConv(const ir::Node* n, ArchitectureFeatures& f) {
@@ -131,7 +141,10 @@ void collect(const ir::Graph& g, ArchitectureFeatures& f) {
     if (op == "LayerNormalization" || op == "SkipLayerNormalization") ++f.layerNorms;
     if (onnx && (op == "Clip" || op == "HardSwish" || op == "HardSigmoid")) ++f.mobileActivations;
     if (op == "NonMaxSuppression" || op == "BatchedNMS" || op == "EfficientNMS_TRT") ++f.nmsOps;
-    if (isMultiScaleConcat(n)) ++f.multiScaleHeads;
+    if (isMultiScaleConcat(n)) {
+      ++f.multiScaleHeads;
+      f.boxHeads += joinsBoxPredictions(n);
+    }
   }
 }
 

@@ -59,6 +59,7 @@ std::string featuresToJson(const ArchitectureFeatures& f) {
                            {"mobile_activations", f.mobileActivations},
                            {"nms_ops", f.nmsOps},
                            {"multi_scale_heads", f.multiScaleHeads},
+                           {"box_heads", f.boxHeads},
                            {"op_histogram", f.opHistogram}};
   return j.dump();
 }

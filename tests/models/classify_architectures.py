@@ -5,7 +5,8 @@ Exports torchvision architectures (random weights) and a few encoders
 written with torch.nn to ONNX, runs `kiln passes classify --json` on each
 and checks the classes against what the research's four classes say they
 are (RN residual/plain CNNs, MN depthwise-separable CNNs, SSD detectors with
-NMS post-processing, BR attention models; an LSTM has none). The tiny forms
+NMS post-processing or box heads joined across scales, BR attention models,
+RN and BR both for a transformer over a ResNet trunk; an LSTM has none). The tiny forms
 (small widths and inputs, exported in seconds) are a CI test; the full forms
 (torchvision's own configurations) give the table in docs/pass-selection.md.
 
@@ -52,6 +53,71 @@ class Detector(torch.nn.Module):
         found = m.postprocess_detections(split_head, split_anchors, images.image_sizes)
         d = m.transform.postprocess(found, images.image_sizes, [(image.shape[-2], image.shape[-1])])[0]
         return d["boxes"], d["scores"], d["labels"]
+
+
+class YoloHead(torch.nn.Module):
+    """A YOLOv5-style single-shot detector exported without NMS: a CSP backbone of
+    SiLU convs with residual bottlenecks, three scales' 1x1 heads decoded against
+    their grids and anchors and joined along the boxes, [N, boxes, 5 + classes]."""
+
+    def __init__(self, width, classes=80, anchors=3):
+        super().__init__()
+
+        def conv(a, b, k=1, stride=1):
+            return torch.nn.Sequential(torch.nn.Conv2d(a, b, k, stride, k // 2, bias=False), torch.nn.BatchNorm2d(b),
+                                       torch.nn.SiLU())
+
+        class Bottleneck(torch.nn.Module):
+            def __init__(self, c):
+                super().__init__()
+                self.body = torch.nn.Sequential(conv(c, c), conv(c, c, 3))
+
+            def forward(self, x):
+                return x + self.body(x)
+
+        w = width
+        self.stem = torch.nn.Sequential(conv(3, w, 6, 2), conv(w, 2 * w, 3, 2), Bottleneck(2 * w))
+        self.stages = torch.nn.ModuleList([torch.nn.Sequential(conv(2 ** i * w, 2 ** (i + 1) * w, 3, 2),
+                                                               Bottleneck(2 ** (i + 1) * w)) for i in (1, 2, 3)])
+        self.outputs, self.anchors = classes + 5, anchors
+        self.heads = torch.nn.ModuleList([torch.nn.Conv2d(2 ** (i + 1) * w, anchors * self.outputs, 1) for i in (1, 2, 3)])
+        self.register_buffer("sizes", torch.rand(3, anchors, 2) * 50)
+
+    def forward(self, x):
+        x, scales = self.stem(x), []
+        for stage in self.stages:
+            x = stage(x)
+            scales.append(x)
+        boxes = []
+        for i, (p, stride) in enumerate(zip(scales, (8, 16, 32))):
+            y = self.heads[i](p)
+            n, _, h, w = y.shape
+            y = y.view(n, self.anchors, self.outputs, h, w).permute(0, 1, 3, 4, 2).sigmoid()
+            gy, gx = torch.meshgrid(torch.arange(h), torch.arange(w), indexing="ij")
+            grid = torch.stack((gx, gy), 2).view(1, 1, h, w, 2).float()
+            xy = (y[..., 0:2] * 2 - 0.5 + grid) * stride
+            wh = (y[..., 2:4] * 2) ** 2 * self.sizes[i].view(1, self.anchors, 1, 1, 2)
+            boxes.append(torch.cat((xy, wh, y[..., 4:]), -1).view(n, -1, self.outputs))
+        return torch.cat(boxes, 1)
+
+
+class DetrLike(torch.nn.Module):
+    """DETR: a torchvision ResNet trunk, a 1x1 projection, a transformer encoder and
+    decoder over object queries, class and box heads (no NMS)."""
+
+    def __init__(self, trunk, width, layers, queries=100):
+        super().__init__()
+        self.trunk = torch.nn.Sequential(*list(trunk.children())[:-2])
+        self.project = torch.nn.Conv2d(trunk.fc.in_features, width, 1)
+        self.transformer = torch.nn.Transformer(width, 8, layers, layers, 4 * width, batch_first=True)
+        self.queries = torch.nn.Parameter(torch.rand(1, queries, width))
+        self.classes = torch.nn.Linear(width, 92)
+        self.boxes = torch.nn.Sequential(torch.nn.Linear(width, width), torch.nn.ReLU(), torch.nn.Linear(width, 4))
+
+    def forward(self, x):
+        memory = self.project(self.trunk(x)).flatten(2).transpose(1, 2)
+        h = self.transformer(memory, self.queries.expand(x.shape[0], -1, -1))
+        return self.classes(h), self.boxes(h).sigmoid()
 
 
 class Decoder(torch.nn.Module):
@@ -201,6 +267,9 @@ MODELS = [
     ("keypointrcnn_resnet50_fpn", ["SSD", "RN"], None,
      (lambda: det.keypointrcnn_resnet50_fpn(weights_backbone=None, min_size=320, max_size=320),
       ([torch.rand(3, 320, 320)],))),
+    ("yolo_like", ["SSD", "RN"], (lambda: YoloHead(8, classes=4), image(64)), (lambda: YoloHead(32), image(320))),
+    ("detr_like", ["BR", "RN"], (lambda: DetrLike(tv.resnet18(), 32, 1, queries=10), image(64)),
+     (lambda: DetrLike(tv.resnet50(), 256, 6), image(320))),
     ("vit", ["BR"], (lambda: tv.VisionTransformer(32, 8, 2, 2, 32, 64, num_classes=10), image(32)),
      (lambda: tv.vit_b_16(), image(224))),
     ("swin", ["BR"], (tiny_swin, image(32)), (lambda: tv.swin_t(), image(224))),

@@ -5,10 +5,13 @@
 // are known: depthwise / grouped / pointwise convolutions, residual adds
 // (constant bias adds and broadcasts excluded), attention through scaling
 // and masking (and a Dropout with a mask output), attention written as
-// Einsum (MaxViT), NMS and multi-scale heads,
+// Einsum (MaxViT), NMS and multi-scale heads, a CNN trunk under a transformer
+// (DETR), detection heads without NMS (YOLO),
 // 1x1 layers written as MatMuls over NHWC maps (ConvNeXt).
 //
 //===----------------------------------------------------------------------===//
+#include <algorithm>
+
 #include <catch2/catch.hpp>
 
 #include "kiln/frontend/onnx/OnnxImporter.h"
@@ -150,4 +153,76 @@ TEST_CASE("attention written as Einsum is found (MaxViT), a one-operand Einsum i
 })");
   CHECK(f.attentionBlocks == 1);  // %z feeds a product but comes from a transpose of an input
   CHECK(select::classesOf(select::classify(f)) == std::vector<std::string>{"BR"});
+}
+
+TEST_CASE("a convolutional backbone under a transformer is a CNN too (DETR), a patch embedding is not (ViT)") {
+  // The counts `kiln passes classify` gives a DETR (torchvision's ResNet-50 trunk, a 1x1 projection, six
+  // encoder and six decoder layers): its convolutions are under half the layers.
+  select::ArchitectureFeatures detr;
+  detr.convs = 54;
+  detr.pointwiseConvs = 37;
+  detr.denseMatmuls = 69;
+  detr.residualAdds = 46;
+  detr.featureMapResidualAdds = 16;
+  detr.attentionBlocks = 18;
+  detr.layerNorms = 32;
+  REQUIRE(detr.convShare() < 0.5);
+  std::vector<select::ClassScore> scores = select::classify(detr);
+  CHECK(select::classesOf(scores) == std::vector<std::string>{"BR", "RN"});
+  CHECK(scores[0].score == Approx(0.8));  // attention and layer norms, but a convolutional backbone
+  CHECK(scores[1].score == Approx(0.8));  // a residual CNN with attention
+
+  // ViT-B/16: one conv (the patch embedding) under twelve encoder layers; with DETR's trunk cut to 15
+  // convolutions it is no CNN either.
+  select::ArchitectureFeatures vit = detr;
+  vit.convs = 1;
+  vit.pointwiseConvs = 0;
+  vit.featureMapResidualAdds = 0;
+  vit.denseMatmuls = 49;
+  CHECK(select::classesOf(select::classify(vit)) == std::vector<std::string>{"BR"});
+  select::ArchitectureFeatures shallow = detr;
+  shallow.convs = 15;
+  CHECK(select::classesOf(select::classify(shallow)) == std::vector<std::string>{"BR"});
+}
+
+TEST_CASE("a detector's heads joined along the boxes make it SSD without NMS (YOLO), a pyramid of maps does not (RAFT)") {
+  // Three scales' 1x1 heads, each reshaped to [N, boxes, 6] and joined along the boxes; and the same
+  // maps reshaped to [N, H, W, k] and joined along the last axis (RAFT's correlation pyramid).
+  const char* heads = R"(module @m {
+  graph @main(%x: f32[1,4,8,8], %w: f32[4,4,3,3], %h: f32[6,4,1,1]) {
+    %a = Conv(%x, %w) {pads = [1, 1, 1, 1]} : f32[1,4,8,8]
+    %b = Conv(%a, %w) {pads = [1, 1, 1, 1], strides = [2, 2]} : f32[1,4,4,4]
+    %c = Conv(%b, %w) {pads = [1, 1, 1, 1], strides = [2, 2]} : f32[1,4,2,2]
+    %p = Conv(%a, %h) : f32[1,6,8,8]
+    %q = Conv(%b, %h) : f32[1,6,4,4]
+    %r = Conv(%c, %h) : f32[1,6,2,2]
+    %s3 = Constant() {value = tensor<i64[3]: [1, -1, 6]>} : i64[3]
+    %p3 = Reshape(%p, %s3) : f32[1,64,6]
+    %q3 = Reshape(%q, %s3) : f32[1,16,6]
+    %r3 = Reshape(%r, %s3) : f32[1,4,6]
+    %y = Concat(%p3, %q3, %r3) {axis = 1} : f32[1,84,6]
+    return %y
+  }
+})";
+  select::ArchitectureFeatures yolo = featuresOf(heads);
+  CHECK(yolo.multiScaleHeads == 1);
+  CHECK(yolo.boxHeads == 1);
+  CHECK(yolo.nmsOps == 0);
+  std::vector<std::string> classes = select::classesOf(select::classify(yolo));
+  std::sort(classes.begin(), classes.end());
+  CHECK(classes == std::vector<std::string>{"RN", "SSD"});  // both at 0.6: a plain CNN, heads without NMS
+
+  std::string pyramid = heads;
+  const auto replace = [&](const std::string& from, const std::string& to) {
+    pyramid.replace(pyramid.find(from), from.size(), to);
+  };
+  replace("tensor<i64[3]: [1, -1, 6]>} : i64[3]", "tensor<i64[4]: [1, 2, 2, -1]>} : i64[4]");
+  replace("f32[1,64,6]", "f32[1,2,2,96]");
+  replace("f32[1,16,6]", "f32[1,2,2,24]");
+  replace("f32[1,4,6]", "f32[1,2,2,6]");
+  replace("{axis = 1} : f32[1,84,6]", "{axis = -1} : f32[1,2,2,126]");
+  select::ArchitectureFeatures raft = featuresOf(pyramid);
+  CHECK(raft.multiScaleHeads == 1);
+  CHECK(raft.boxHeads == 0);
+  CHECK(select::classesOf(select::classify(raft)) == std::vector<std::string>{"RN"});
 }

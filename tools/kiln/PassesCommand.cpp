@@ -126,7 +126,8 @@ int classifyModel(const ModelOptions& options, bool asJson) {
             << f.pointwiseConvs << " pointwise; " << f.channelsLastPointwise << " channels-last pointwise layers\n"
             << "  residual adds " << f.residualAdds << " (" << f.featureMapResidualAdds << " between feature maps), attention blocks "
             << f.attentionBlocks << ", layer norms " << f.layerNorms << ", ReLU6/hard-swish " << f.mobileActivations << "\n"
-            << "  NMS ops " << f.nmsOps << ", multi-scale heads " << f.multiScaleHeads << "\n";
+            << "  NMS ops " << f.nmsOps << ", multi-scale heads " << f.multiScaleHeads << " (" << f.boxHeads
+            << " joining box predictions)\n";
   std::cout << "classes (score, why; a class applies at " << select::kClassThreshold << "):\n" << std::fixed
             << std::setprecision(2);
   for (const select::ClassScore& s : scores) {

@@ -18,6 +18,8 @@
 //    unfused one; mobile activations: Clip (ReLU6), HardSwish, HardSigmoid;
 //  - detection post-processing: NonMaxSuppression (or a fused NMS op);
 //    multi-scale heads: a Concat of three or more reshaped per-scale outputs;
+//    box heads: those joining per-scale predictions [N, boxes, k] along the
+//    boxes axis (a single-shot detector's heads, also exported without NMS);
 //  - layers (convolutions + MatMul/Gemm with a constant operand) and parameter bytes;
 //    channels-last pointwise layers: MatMul/Gemm with a constant operand over a
 //    rank-4 activation, a 1x1 convolution written as a fully connected layer on
@@ -47,6 +49,7 @@ struct ArchitectureFeatures {
   int64_t mobileActivations = 0;
   int64_t nmsOps = 0;
   int64_t multiScaleHeads = 0;
+  int64_t boxHeads = 0;  ///< multi-scale heads joining rank-3 predictions along axis 1
 
   int64_t layers() const { return convs + denseMatmuls; }
   /// Depthwise convolutions as a share of all convolutions (0 without convolutions).
