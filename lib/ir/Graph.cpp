@@ -167,6 +167,17 @@ void Graph::moveBefore(Node* node, Node* before) {
   nodes_.splice(before ? before->position_ : nodes_.end(), nodes_, node->position_);
 }
 
+Node* Graph::nextNode(const Node* node) const {
+  KILN_CHECK(node->graph() == this, "nextNode of a node in another graph");
+  auto next = std::next(node->position_);
+  return next == nodes_.end() ? nullptr : next->get();
+}
+
+Node* Graph::prevNode(const Node* node) const {
+  KILN_CHECK(node->graph() == this, "prevNode of a node in another graph");
+  return node->position_ == nodes_.begin() ? nullptr : std::prev(node->position_)->get();
+}
+
 std::vector<Node*> Graph::nodes() const {
   std::vector<Node*> out;
   out.reserve(nodes_.size());

@@ -305,7 +305,7 @@ Status replaceNode(ir::Node* node, ir::Value* result, const std::string& pass) {
   return Status::ok();
 }
 
-void eraseWithDeadProducers(ir::Node* node) {
+void eraseWithDeadProducers(ir::Node* node, std::vector<const ir::Node*>* erased) {
   std::vector<ir::Node*> work{node};
   while (!work.empty()) {
     ir::Node* n = work.back();
@@ -317,6 +317,7 @@ void eraseWithDeadProducers(ir::Node* node) {
     for (ir::Value* in : n->inputs())
       if (in && in->producer() && in->producer()->graph() == n->graph()) producers.push_back(in->producer());
     n->graph()->eraseNode(n);
+    if (erased) erased->push_back(n);
     for (ir::Node* p : producers)
       if (std::find(work.begin(), work.end(), p) == work.end()) work.push_back(p);
   }

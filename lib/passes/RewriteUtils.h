@@ -75,8 +75,9 @@ Expected<ir::Node*> createTypedNode(ir::Graph& graph, const std::string& op, con
 /// The node of `nodes` (all in one graph) that comes first in graph order.
 ir::Node* earliestNode(const std::vector<ir::Node*>& nodes);
 
-/// Erases `node` and then every producer chain that became unused.
-void eraseWithDeadProducers(ir::Node* node);
+/// Erases `node` and then every producer chain that became unused; each
+/// erased node is added to `erased` when given (to compare, not to read).
+void eraseWithDeadProducers(ir::Node* node, std::vector<const ir::Node*>* erased = nullptr);
 /// Replaces a single-result `node` by `result` (which takes its name) and
 /// erases it with its dead producers; an Internal error naming `pass` when
 /// `result`'s type differs from the node's static one (a pass bug).

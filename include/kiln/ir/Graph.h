@@ -65,6 +65,9 @@ class Graph {
   /// Snapshot of the nodes in order (safe to erase while iterating it).
   std::vector<Node*> nodes() const;
   Node* firstNode() const { return nodes_.empty() ? nullptr : nodes_.front().get(); }
+  /// The node after / before `node` (one of this graph's) in order; null at the ends.
+  Node* nextNode(const Node* node) const;
+  Node* prevNode(const Node* node) const;
 
   // Names.
   /// A value name not used in this graph's root scope, derived from `base`.
