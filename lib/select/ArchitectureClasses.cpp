@@ -5,9 +5,9 @@
 //
 //   RN  = dense * (0.4 cnn + 0.4 min(1, feature-map residual adds / 3) + 0.2 no attention)
 //         where cnn: at least 3 convolutions, which with the channels-last
-//         pointwise layers (ConvNeXt's MLPs) make half the layers, or a
-//         convolutional backbone of at least 16 (ResNet-18 has 20) under
-//         a transformer that has as many dense layers (DETR), and
+//         pointwise layers (ConvNeXt's MLPs) make half the layers, or at
+//         least 16 of them whatever their share (a convolutional trunk:
+//         DETR's ResNet-50 is 54 of its 123 layers; ResNet-18 has 20), and
 //         dense = clamp(1 - 3 * depthwise share): depthwise CNNs are MN's
 //   MN  = cnn * (0.7 min(1, depthwise share / 0.15) + 0.3 mobile activations or pointwise convs)
 //         (pointwise: 1x1 convolutions or channels-last pointwise layers, a third of them)
