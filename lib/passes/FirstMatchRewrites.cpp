@@ -95,8 +95,10 @@ Expected<int64_t> applyFirstMatchRewrites(ir::Graph& graph, const LocalRewriteFi
     std::unordered_set<const ir::Node*> erasable{replaced};
     std::vector<ir::Node*> candidates = producersOf(graph, replaced, 4, erasable);
     std::unordered_set<const ir::Node*> fifth(erasable);
-    for (ir::Node* p : candidates)
-      for (ir::Node* q : producersOf(graph, p, 1, fifth)) candidates.push_back(q);
+    for (size_t i = 0, levels = candidates.size(); i < levels; ++i) {
+      const std::vector<ir::Node*> more = producersOf(graph, candidates[i], 1, fifth);
+      candidates.insert(candidates.end(), more.begin(), more.end());
+    }
     for (const ir::Value* result : replaced->outputs())
       for (const ir::Use& use : result->uses())
         if (use.user)
