@@ -99,11 +99,13 @@ Expected<int64_t> applyFirstMatchRewrites(ir::Graph& graph, const LocalRewriteFi
       const std::vector<ir::Node*> more = producersOf(graph, candidates[i], 1, fifth);
       candidates.insert(candidates.end(), more.begin(), more.end());
     }
+    // `fifth` holds every candidate so far and `replaced`: the users' other operands' producers are added.
     for (const ir::Value* result : replaced->outputs())
       for (const ir::Use& use : result->uses())
-        if (use.user)
-          for (const ir::Value* in : use.user->inputs())
-            if (in && in->producer() && in->producer()->graph() == &graph) candidates.push_back(in->producer());
+        if (use.user) {
+          const std::vector<ir::Node*> more = producersOf(graph, use.user, 1, fifth);
+          candidates.insert(candidates.end(), more.begin(), more.end());
+        }
     candidates.push_back(n);
     // n, or the nearest node before it that the rewrite cannot erase.
     ir::Node* kept = n;
