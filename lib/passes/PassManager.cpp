@@ -10,6 +10,7 @@
 #include "kiln/passes/PassManager.h"
 
 #include <iomanip>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -55,6 +56,11 @@ Expected<PassReport> runPipeline(ir::Graph& graph, const std::vector<PipelineEnt
   const bool hashing = options.hashes || options.context.verifyEach;  // verifyEach's change check compares hashes
   std::string hash = hashing ? ir::structuralHashHex(graph) : std::string();
   size_t nodes = countNodes(graph);
+  // A pass is a function of the graph and its options: an entry that left the
+  // graph unchanged would leave it unchanged again while no pass changed it
+  // since (arch's second round; O3's repeated passes).
+  size_t changes = 0;
+  std::map<std::pair<const PassInfo*, std::string>, size_t> unchangedAt;  // (pass, options) -> `changes` then
   for (const PipelineEntry& e : pipeline) {
     PassRecord r;
     r.pass = e.pass->name;
@@ -64,6 +70,8 @@ Expected<PassReport> runPipeline(ir::Graph& graph, const std::vector<PipelineEnt
     const PassContext& ctx = options.context;
     if (ctx.disabledPasses.count(r.pass)) r.skipped = "disabled";
     else if (e.pass->optLevel > ctx.optLevel && !ctx.requiredPasses.count(r.pass)) r.skipped = "opt level";
+    else if (auto at = unchangedAt.find({e.pass, r.options}); at != unchangedAt.end() && at->second == changes)
+      r.skipped = "unchanged since it last ran";
     if (!r.skipped.empty()) {
       r.hashAfter = r.hashBefore;
       r.nodesAfter = r.nodesBefore;
@@ -89,6 +97,8 @@ Expected<PassReport> runPipeline(ir::Graph& graph, const std::vector<PipelineEnt
         return Error(ErrorCode::Internal, "pass '" + e.pass->name + "' changed the IR but reported no change");
     }
     if (r.changed && options.afterChange) options.afterChange(r, graph);
+    if (r.changed) ++changes;
+    else unchangedAt[{e.pass, r.options}] = changes;
     hash = r.hashAfter;
     nodes = r.nodesAfter;
     report.passes.push_back(std::move(r));

@@ -260,6 +260,35 @@ TEST_CASE("The pass context skips disabled passes and passes above its opt level
   CHECK(report->passes[1].changed);  // the dead Exp and Neg go
 }
 
+TEST_CASE("A repeated pass is skipped while the graph is as its last no-change run left it", "[passes]") {
+  auto m = parse(R"(module @m {
+  graph @main(%x: f32[2]) {
+    %waste = Exp(%x) : f32[2]
+    %one = Constant() {value = tensor<f32[]: [1.0]>} : f32[]
+    %y = Mul(%x, %one) : f32[2]
+    %z = Neg(%y) : f32[2]
+    return %z
+  }
+}
+)");
+  auto pipeline = passes::parsePipeline("dead-code-elimination,simplify-expr,dead-code-elimination,dead-code-elimination,"
+                                        "simplify-expr,simplify-expr,dead-code-elimination");
+  REQUIRE(pipeline.isOk());
+  auto report = passes::runPipeline(m->graph(), *pipeline, {.context = {.verifyEach = true}});
+  REQUIRE(report.isOk());
+  REQUIRE(report->passes.size() == 7);
+  auto ran = [&](size_t i) { return report->passes[i].skipped.empty(); };
+  CHECK((ran(0) && report->passes[0].changed));  // the dead Exp goes
+  CHECK((ran(1) && report->passes[1].changed));  // x * 1 goes
+  CHECK((ran(2) && !report->passes[2].changed));  // the graph changed after its first run
+  CHECK(report->passes[3].skipped == "unchanged since it last ran");
+  CHECK((ran(4) && !report->passes[4].changed));  // its last run changed the graph: no skip
+  CHECK(report->passes[5].skipped == "unchanged since it last ran");
+  CHECK(report->passes[6].skipped == "unchanged since it last ran");  // entry 2's no-op, nothing changed since
+  CHECK(report->passes[6].hashAfter == report->passes[2].hashAfter);
+  CHECK(m->graph().nodes().size() == 1);  // Neg
+}
+
 TEST_CASE("eliminate-common-subexpr merges large constants only when every byte is equal", "[passes]") {
   // 2048 floats: past the 4 KiB that eliminate-common-subexpr hashes whole, so
   // its key samples the contents; %c3 differs from %c1 in one element (16,

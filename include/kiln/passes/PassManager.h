@@ -5,8 +5,10 @@
 // RunOptions::hashes is off) and node count before and after. With
 // verifyEach the IR (and its types) is verified after every pass, and a pass
 // that reports no change must have left the structural hash as it was; a
-// failure names the pass. The report prints as a table or as JSON (schema
-// "kiln-pass-report/1"), which the pass-selection experiments consume.
+// failure names the pass. A repeated entry whose last run left the graph
+// unchanged, with no change since, is skipped as the same no-op. The report
+// prints as a table or as JSON (schema "kiln-pass-report/1"), which the
+// pass-selection experiments consume.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -23,7 +25,10 @@ namespace kiln::passes {
 struct PassRecord {
   std::string pass;
   std::string options;  ///< as printed in the pipeline, e.g. "{max-depth=8}"
-  std::string skipped;  ///< why the entry did not run: "disabled" or "opt level"; empty when it ran
+  /// Why the entry did not run: "disabled", "opt level", or "unchanged since it
+  /// last ran" (the same pass and options left the graph unchanged, and no pass
+  /// changed it since); empty when it ran.
+  std::string skipped;
   bool applicable = false;
   bool changed = false;
   double ms = 0;
