@@ -60,7 +60,9 @@ PassInfo simplifyFcTransposePass() {
       "kiln::Dense(x, W) (+ C), x @ Wᵀ read from W as stored, so no pass writes the transposed weights; code "
       "generation packs the matmul panels from W directly. MatMul: exact; Gemm: its bias added after rounding "
       "(within 1e-6 relative).";
-  p.classes = {"MN", "BR"};  // Table 4: SimplifyFCTranspose is MN; BR
+  // Table 4: SimplifyFCTranspose is MN; BR. kiln adds RN: a ResNet ends in the
+  // same Linear classifier (Gemm, transB=1) as a MobileNet.
+  p.classes = {"RN", "MN", "BR"};
   p.optLevel = 2;
   p.tolerance = 1e-6;
   p.applicable = [](const ir::Graph& g, const PassOptions&) { return anyNode(g, [](const ir::Node& n) { return storedWeights(n) != nullptr; }); };
