@@ -10,11 +10,13 @@
 // The arithmetic rules fire only when the constant cannot broadcast x to a
 // larger shape and has x's element type; x+0 turns -0 into +0 in IEEE
 // arithmetic, which no later op distinguishes except 1/x. Rules repeat until
-// nothing matches, so x*1+0 goes at once.
+// nothing matches, so x*1+0 goes at once; each next match is the first in
+// graph order, found by a scan that resumes near the last rewrite.
 //
 //===----------------------------------------------------------------------===//
 #include <numeric>
 
+#include "FirstMatchRewrites.h"
 #include "RewriteUtils.h"
 #include "kiln/passes/PassRegistry.h"
 
@@ -85,12 +87,13 @@ bool isReshapeLike(const ir::Node* n) {
 }
 
 
-/// One rewrite of `n`, if a rule matches. Returns true when the IR changed.
-Expected<bool> simplifyNode(ir::Node* n) {
+/// One rewrite of `n`, if a rule matches (simplifiable(n)). Returns true when
+/// the IR changed; adds the nodes it erased to `erased` when given.
+Expected<bool> simplifyNode(ir::Node* n, std::vector<const ir::Node*>* erased = nullptr) {
   ir::Graph& g = *n->graph();
   if (ir::Value* x = identityOperand(*n); x && replaceableCleanly(n->output(0), x)) {
     replaceValue(n->output(0), x);
-    eraseWithDeadProducers(n);
+    eraseWithDeadProducers(n, erased);
     return true;
   }
   ir::Node* inner = n->input(0) ? n->input(0)->producer() : nullptr;
@@ -101,13 +104,13 @@ Expected<bool> simplifyNode(ir::Node* n) {
     // compositions only when the inner one has no other user.
     if (isIdentityPerm(composed) && replaceableCleanly(n->output(0), inner->input(0))) {
       replaceValue(n->output(0), inner->input(0));
-      eraseWithDeadProducers(n);
+      eraseWithDeadProducers(n, erased);
       return true;
     }
     if (soleUser(inner->output(0)) != n) return false;
     KILN_ASSIGN(ir::Node * t, createTypedNode(g, "Transpose", {inner->input(0)}, {{"perm", composed}}, n->name(), n));
     replaceValue(n->output(0), t->output(0), true);
-    eraseWithDeadProducers(n);
+    eraseWithDeadProducers(n, erased);
     return true;
   }
   if (isReshapeLike(n) && isReshapeLike(inner) && soleUser(inner->output(0)) == n && isStaticTensor(n->output(0))) {
@@ -116,24 +119,28 @@ Expected<bool> simplifyNode(ir::Node* n) {
                                     n->output(0)->name() + "_shape", n);
     KILN_ASSIGN(ir::Node * r, createTypedNode(g, "Reshape", {inner->input(0), shape}, {}, n->name(), n));
     replaceValue(n->output(0), r->output(0), true);
-    eraseWithDeadProducers(n);
+    eraseWithDeadProducers(n, erased);
     return true;
   }
   return false;
 }
 
+/// Whether a rule matches `n` (what simplifyNode would rewrite), without rewriting.
+bool simplifiable(const ir::Node* n) {
+  if (ir::Value* x = identityOperand(*n); x && replaceableCleanly(n->output(0), x)) return true;
+  const ir::Node* inner = n->input(0) ? n->input(0)->producer() : nullptr;
+  if (isOp(n, "Transpose") && isOp(inner, "Transpose") && inner->input(0)->tensorType().hasRank()) {
+    std::vector<int64_t> p = permOf(*inner), q = permOf(*n), composed(q.size());
+    for (size_t i = 0; i < q.size(); ++i) composed[i] = p[size_t(q[i])];
+    return (isIdentityPerm(composed) && replaceableCleanly(n->output(0), inner->input(0))) ||
+           soleUser(inner->output(0)) == n;
+  }
+  return isReshapeLike(n) && isReshapeLike(inner) && soleUser(inner->output(0)) == n && isStaticTensor(n->output(0));
+}
+
 bool hasSimplifiable(const ir::Graph& g) {
   for (const ir::Node* n : g.nodes()) {
-    if (ir::Value* x = identityOperand(*n); x && replaceableCleanly(n->output(0), x)) return true;
-    const ir::Node* inner = n->input(0) ? n->input(0)->producer() : nullptr;
-    if (isOp(n, "Transpose") && isOp(inner, "Transpose") && inner->input(0)->tensorType().hasRank()) {
-      std::vector<int64_t> p = permOf(*inner), q = permOf(*n), composed(q.size());
-      for (size_t i = 0; i < q.size(); ++i) composed[i] = p[size_t(q[i])];
-      bool cancels = isIdentityPerm(composed) && replaceableCleanly(n->output(0), inner->input(0));
-      if (cancels || soleUser(inner->output(0)) == n) return true;
-    }
-    if (isReshapeLike(n) && isReshapeLike(inner) && soleUser(inner->output(0)) == n && isStaticTensor(n->output(0)))
-      return true;
+    if (simplifiable(n)) return true;
     for (const ir::Graph* sub : n->subgraphs())
       if (hasSimplifiable(*sub)) return true;
   }
@@ -141,22 +148,33 @@ bool hasSimplifiable(const ir::Graph& g) {
 }
 
 Expected<bool> simplify(ir::Graph& g) {
+  // Each rule reads n, its inputs' producers and their users, so the scan of
+  // a graph resumes near each rewrite (FirstMatchRewrites.h). Subgraphs (an
+  // If's branches, a Loop's body) are simplified first, and again after the
+  // graph around them changed, until neither changes.
+  const bool nested = anyNode(g, [](const ir::Node& n) { return !n.subgraphs().empty(); });
+  const LocalRewriteFinder find = [](ir::Node* n) -> std::optional<LocalRewrite> {
+    if (!simplifiable(n)) return std::nullopt;
+    return LocalRewrite{n, [n](std::vector<const ir::Node*>& erased) -> Status {
+      KILN_ASSIGN(bool rewritten, simplifyNode(n, &erased));
+      if (!rewritten) return Error(ErrorCode::Internal, "simplify-expr: no rule rewrote '" + n->name() + "'");
+      return Status::ok();
+    }};
+  };
   bool changed = false;
-  for (bool again = true; again;) {
-    again = false;
-    for (ir::Node* n : g.nodes()) {
+  for (bool first = true;; first = false) {
+    bool subgraphsChanged = false;
+    for (ir::Node* n : nested ? g.nodes() : std::vector<ir::Node*>())
       for (ir::Graph* sub : n->subgraphs()) {
         KILN_ASSIGN(bool subChanged, simplify(*sub));
-        changed |= subChanged;
+        subgraphsChanged |= subChanged;
       }
-      KILN_ASSIGN(bool c, simplifyNode(n));
-      if (c) {
-        changed = again = true;
-        break;  // the snapshot may hold erased nodes now
-      }
-    }
+    changed |= subgraphsChanged;
+    if (!first && !subgraphsChanged) return changed;  // the graph's last scan saw these subgraphs
+    KILN_ASSIGN(int64_t rewrites, applyFirstMatchRewrites(g, find));
+    changed |= rewrites > 0;
+    if (!nested || rewrites == 0) return changed;
   }
-  return changed;
 }
 
 }  // namespace
