@@ -87,60 +87,57 @@ bool isReshapeLike(const ir::Node* n) {
 }
 
 
-/// One rewrite of `n`, if a rule matches (simplifiable(n)). Returns true when
-/// the IR changed; adds the nodes it erased to `erased` when given.
-Expected<bool> simplifyNode(ir::Node* n, std::vector<const ir::Node*>* erased = nullptr) {
-  ir::Graph& g = *n->graph();
-  if (ir::Value* x = identityOperand(*n); x && replaceableCleanly(n->output(0), x)) {
-    replaceValue(n->output(0), x);
-    eraseWithDeadProducers(n, erased);
-    return true;
-  }
-  ir::Node* inner = n->input(0) ? n->input(0)->producer() : nullptr;
+/// What a rule makes of a node: its result replaced by a value it reads
+/// (identity ops and arithmetic, inverse transposes), one Transpose of the
+/// inner transpose's input, or one Reshape of the first reshape's input.
+enum class Rule { kNone, kReplace, kComposeTransposes, kMergeReshapes };
+struct Match {
+  Rule rule = Rule::kNone;
+  ir::Value* from = nullptr;     ///< the replacement (kReplace) or the new op's input
+  std::vector<int64_t> perm{};   ///< kComposeTransposes: the composed permutation
+};
+
+/// The rule that matches `n`, if any; the scan asks this of every node.
+Match matchAt(const ir::Node* n) {
+  if (ir::Value* x = identityOperand(*n); x && replaceableCleanly(n->output(0), x)) return {Rule::kReplace, x};
+  const ir::Node* inner = n->input(0) ? n->input(0)->producer() : nullptr;
   if (isOp(n, "Transpose") && isOp(inner, "Transpose") && inner->input(0)->tensorType().hasRank()) {
     std::vector<int64_t> p = permOf(*inner), q = permOf(*n), composed(q.size());
     for (size_t i = 0; i < q.size(); ++i) composed[i] = p[size_t(q[i])];
     // Inverse transposes cancel whatever else reads the inner one; other
     // compositions only when the inner one has no other user.
-    if (isIdentityPerm(composed) && replaceableCleanly(n->output(0), inner->input(0))) {
-      replaceValue(n->output(0), inner->input(0));
-      eraseWithDeadProducers(n, erased);
-      return true;
-    }
-    if (soleUser(inner->output(0)) != n) return false;
-    KILN_ASSIGN(ir::Node * t, createTypedNode(g, "Transpose", {inner->input(0)}, {{"perm", composed}}, n->name(), n));
-    replaceValue(n->output(0), t->output(0), true);
-    eraseWithDeadProducers(n, erased);
-    return true;
+    if (isIdentityPerm(composed) && replaceableCleanly(n->output(0), inner->input(0)))
+      return {Rule::kReplace, inner->input(0)};
+    if (soleUser(inner->output(0)) == n) return {Rule::kComposeTransposes, inner->input(0), std::move(composed)};
+    return {};
   }
-  if (isReshapeLike(n) && isReshapeLike(inner) && soleUser(inner->output(0)) == n && isStaticTensor(n->output(0))) {
+  if (isReshapeLike(n) && isReshapeLike(inner) && soleUser(inner->output(0)) == n && isStaticTensor(n->output(0)))
+    return {Rule::kMergeReshapes, inner->input(0)};
+  return {};
+}
+
+/// Applies `m`, matched at `n`; adds the nodes it erased to `erased`.
+Status rewrite(ir::Node* n, const Match& m, std::vector<const ir::Node*>& erased) {
+  ir::Graph& g = *n->graph();
+  ir::Value* result = m.from;
+  if (m.rule == Rule::kComposeTransposes) {
+    KILN_ASSIGN(ir::Node * t, createTypedNode(g, "Transpose", {m.from}, {{"perm", m.perm}}, n->name(), n));
+    result = t->output(0);
+  } else if (m.rule == Rule::kMergeReshapes) {
     const Dims& dims = n->output(0)->tensorType().dims();
     ir::Value* shape = makeConstant(g, Tensor::fromVector<int64_t>({int64_t(dims.size())}, dims),
                                     n->output(0)->name() + "_shape", n);
-    KILN_ASSIGN(ir::Node * r, createTypedNode(g, "Reshape", {inner->input(0), shape}, {}, n->name(), n));
-    replaceValue(n->output(0), r->output(0), true);
-    eraseWithDeadProducers(n, erased);
-    return true;
+    KILN_ASSIGN(ir::Node * r, createTypedNode(g, "Reshape", {m.from, shape}, {}, n->name(), n));
+    result = r->output(0);
   }
-  return false;
-}
-
-/// Whether a rule matches `n` (what simplifyNode would rewrite), without rewriting.
-bool simplifiable(const ir::Node* n) {
-  if (ir::Value* x = identityOperand(*n); x && replaceableCleanly(n->output(0), x)) return true;
-  const ir::Node* inner = n->input(0) ? n->input(0)->producer() : nullptr;
-  if (isOp(n, "Transpose") && isOp(inner, "Transpose") && inner->input(0)->tensorType().hasRank()) {
-    std::vector<int64_t> p = permOf(*inner), q = permOf(*n), composed(q.size());
-    for (size_t i = 0; i < q.size(); ++i) composed[i] = p[size_t(q[i])];
-    return (isIdentityPerm(composed) && replaceableCleanly(n->output(0), inner->input(0))) ||
-           soleUser(inner->output(0)) == n;
-  }
-  return isReshapeLike(n) && isReshapeLike(inner) && soleUser(inner->output(0)) == n && isStaticTensor(n->output(0));
+  replaceValue(n->output(0), result, /*takeName=*/m.rule != Rule::kReplace);
+  eraseWithDeadProducers(n, &erased);
+  return Status::ok();
 }
 
 bool hasSimplifiable(const ir::Graph& g) {
   for (const ir::Node* n : g.nodes()) {
-    if (simplifiable(n)) return true;
+    if (matchAt(n).rule != Rule::kNone) return true;
     for (const ir::Graph* sub : n->subgraphs())
       if (hasSimplifiable(*sub)) return true;
   }
@@ -154,12 +151,9 @@ Expected<bool> simplify(ir::Graph& g) {
   // graph around them changed, until neither changes.
   const bool nested = anyNode(g, [](const ir::Node& n) { return !n.subgraphs().empty(); });
   const LocalRewriteFinder find = [](ir::Node* n) -> std::optional<LocalRewrite> {
-    if (!simplifiable(n)) return std::nullopt;
-    return LocalRewrite{n, [n](std::vector<const ir::Node*>& erased) -> Status {
-      KILN_ASSIGN(bool rewritten, simplifyNode(n, &erased));
-      if (!rewritten) return Error(ErrorCode::Internal, "simplify-expr: no rule rewrote '" + n->name() + "'");
-      return Status::ok();
-    }};
+    Match m = matchAt(n);
+    if (m.rule == Rule::kNone) return std::nullopt;
+    return LocalRewrite{n, [n, m = std::move(m)](std::vector<const ir::Node*>& erased) { return rewrite(n, m, erased); }};
   };
   bool changed = false;
   for (bool first = true;; first = false) {
