@@ -3,7 +3,9 @@
 // libFuzzer entry point: imports arbitrary bytes as an ONNX model. Any crash,
 // sanitizer report or failed internal check is a finding. When the import
 // succeeds, the result must also verify (types included), survive a text-IR
-// round trip exactly, and export without crashing.
+// round trip exactly, export without crashing, and equal the import of the
+// same bytes by protobuf alone (an empty second graph field, which protobuf
+// merges into the first, stops the importer's initializer split).
 //
 //===----------------------------------------------------------------------===//
 #include <cstdio>
@@ -14,6 +16,7 @@
 #include "kiln/frontend/onnx/OnnxImporter.h"
 #include "kiln/ir/Parser.h"
 #include "kiln/ir/Printer.h"
+#include "kiln/ir/StructuralHash.h"
 #include "kiln/ir/Verifier.h"
 
 namespace {
@@ -35,5 +38,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!reparsed) finding("printed IR does not parse", reparsed.error().str());
   if (kiln::ir::printModule(**reparsed) != text) finding("text IR round trip differs", "");
   (void)kiln::onnx::exportOnnxBytes(**module);
+  auto plain = kiln::onnx::importOnnxBytes(bytes + std::string("\x3a\x00", 2), "/nonexistent-kiln-fuzz-dir");
+  if (!plain) finding("the import without the initializer split fails", plain.error().str());
+  if (kiln::ir::structuralHash((*plain)->graph()) != kiln::ir::structuralHash(g))
+    finding("the import without the initializer split differs", "");
   return 0;
 }

@@ -1,17 +1,20 @@
 //===- tests/unit/FrontendTest.cpp - Unit tests of lib/frontend/onnx ------===//
 //
 // Every user-facing importer diagnostic (one bad input each, tests/errors/),
-// export -> onnx::checker -> re-import, external data, shape binding and
-// opset normalisation.
+// export -> onnx::checker -> re-import, external data, large initializers
+// read past protobuf (InitializerSplit.h), shape binding and opset
+// normalisation.
 //
 //===----------------------------------------------------------------------===//
 #include <catch2/catch.hpp>
 #include <onnx/onnx_pb.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include "InitializerSplit.h"
 #include "kiln/frontend/onnx/OnnxExporter.h"
 #include "kiln/frontend/onnx/OnnxImporter.h"
 #include "kiln/ir/Printer.h"
@@ -46,6 +49,58 @@ void addTensorInput(::onnx::GraphProto* g, const char* name, int type, const std
   auto* tt = in->mutable_type()->mutable_tensor_type();
   tt->set_elem_type(type);
   for (int64_t d : dims) tt->mutable_shape()->add_dim()->set_dim_value(d);
+}
+
+/// A protobuf varint.
+std::string varint(uint64_t v) {
+  std::string out;
+  for (; v >= 0x80; v >>= 7) out.push_back(char(uint8_t(v) | 0x80));
+  out.push_back(char(v));
+  return out;
+}
+
+/// A length-delimited field: tag (number, wire type 2), length, payload.
+std::string messageField(int number, const std::string& payload) {
+  return varint(uint64_t(number) << 3 | 2) + varint(payload.size()) + payload;
+}
+
+/// A model whose graph returns its initializers `big` (2048 floats, 8 KiB of
+/// raw data), `small` (4 floats) and `typed` (2048 floats in float_data).
+::onnx::ModelProto modelWithInitializers() {
+  ::onnx::ModelProto model;
+  model.set_ir_version(8);
+  model.add_opset_import()->set_version(13);
+  auto* g = model.mutable_graph();
+  g->set_name("g");
+  auto addInit = [&](const char* name, int64_t n, bool raw) {
+    auto* w = g->add_initializer();
+    w->set_name(name);
+    w->set_data_type(::onnx::TensorProto::FLOAT);
+    w->add_dims(n);
+    std::vector<float> values(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) values[size_t(i)] = float(i % 97) * 0.5f + float(n);
+    if (raw) w->set_raw_data(std::string(reinterpret_cast<const char*>(values.data()), values.size() * 4));
+    else
+      for (float v : values) w->add_float_data(v);
+    auto* node = g->add_node();
+    node->set_op_type("Identity");
+    node->add_input(name);
+    node->add_output(std::string(name) + "_out");
+    auto* out = g->add_output();
+    out->set_name(std::string(name) + "_out");
+    out->mutable_type()->mutable_tensor_type()->set_elem_type(::onnx::TensorProto::FLOAT);
+  };
+  addInit("big", 2048, true);
+  addInit("small", 4, true);
+  addInit("typed", 2048, false);
+  return model;
+}
+
+/// The value of the Constant node that defines `name` (an initializer).
+const Tensor& initializerTensor(const ir::Graph& g, const std::string& name) {
+  for (const ir::Node* n : g.nodes())
+    if (n->numOutputs() == 1 && n->output(0)->name() == name) return n->getTensor("value");
+  throw std::runtime_error("no initializer " + name);
 }
 
 }  // namespace
@@ -99,6 +154,137 @@ TEST_CASE("dynamic dims are bound by --shape and checked", "[frontend][shape]") 
   auto s = kiln::onnx::parseShapeBinding("input:4xx3", bad);
   REQUIRE_FALSE(s.isOk());
   CHECK(s.error().code() == ErrorCode::InvalidArgument);
+}
+
+TEST_CASE("large initializers go from the file into kiln's own aligned buffers", "[frontend][split]") {
+  ::onnx::ModelProto model = modelWithInitializers();
+  std::string bytes = model.SerializeAsString();
+  fs::path dir = tempDir("split");
+  REQUIRE(writeFile((dir / "model.onnx").string(), bytes).isOk());
+  auto m = kiln::onnx::importOnnxFile((dir / "model.onnx").string());
+  REQUIRE(m.isOk());
+  const ir::Graph& g = (*m)->graph();
+  for (const ::onnx::TensorProto& proto : model.graph().initializer()) {
+    INFO(proto.name());
+    std::vector<double> want;
+    if (proto.has_raw_data()) {
+      std::vector<float> f(proto.raw_data().size() / 4);
+      std::memcpy(f.data(), proto.raw_data().data(), proto.raw_data().size());
+      want.assign(f.begin(), f.end());
+    } else {
+      want.assign(proto.float_data().begin(), proto.float_data().end());
+    }
+    CHECK(initializerTensor(g, proto.name()).toDoubles() == want);
+  }
+  // The large raw initializer was copied from the mapped file into a cache-line aligned buffer of kiln's own (passes
+  // and code generation may write over it); the small one is protobuf's string, adopted.
+  const Tensor& big = initializerTensor(g, "big");
+  CHECK(big.buffer()->isMutable());
+  CHECK(reinterpret_cast<uintptr_t>(big.rawData()) % 64 == 0);
+  CHECK_FALSE(initializerTensor(g, "small").buffer()->isMutable());
+  runtime::Interpreter interp(g);
+  auto r = interp.run(std::vector<RuntimeValue>{});
+  REQUIRE(r.isOk());
+  CHECK((*r)[0].tensor().toDoubles() == big.toDoubles());
+  // The same bytes through protobuf alone (an empty second graph field merges into the first and stops the split):
+  // the same module, weights included.
+  auto plain = kiln::onnx::importOnnxBytes(bytes + messageField(7, ""), dir.string());
+  REQUIRE(plain.isOk());
+  CHECK(ir::structuralHash((*plain)->graph()) == ir::structuralHash(g));
+  CHECK_FALSE(initializerTensor((*plain)->graph(), "big").buffer()->isMutable());
+  fs::remove_all(dir);
+}
+
+TEST_CASE("the initializer split keeps every other byte of the model", "[frontend][split]") {
+  size_t splitModels = 0;
+  for (const auto& entry : fs::directory_iterator(kSource + "/models/tiny")) {
+    if (entry.path().extension() != ".onnx") continue;
+    INFO(entry.path().filename().string());
+    std::string bytes;
+    {
+      std::ifstream in(entry.path(), std::ios::binary);
+      bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    }
+    ::onnx::ModelProto original;
+    REQUIRE(original.ParseFromString(bytes));
+    auto parts = kiln::onnx::splitInitializerData(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), 4096);
+    if (!parts) continue;
+    ++splitModels;
+    ::onnx::ModelProto stripped;
+    REQUIRE(stripped.ParseFromString(parts->message));
+    REQUIRE(parts->rawData.size() == size_t(original.graph().initializer_size()));
+    CHECK(parts->message.size() < bytes.size());
+    for (size_t i = 0; i < parts->rawData.size(); ++i) {
+      const ::onnx::TensorProto& want = original.graph().initializer(int(i));
+      ::onnx::TensorProto* got = stripped.mutable_graph()->mutable_initializer(int(i));
+      if (!parts->rawData[i]) {
+        CHECK(want.raw_data().size() < 4096);
+        continue;
+      }
+      CHECK_FALSE(got->has_raw_data());
+      const std::string raw = bytes.substr(parts->rawData[i]->offset, parts->rawData[i]->size);
+      CHECK(raw == want.raw_data());
+      got->set_raw_data(raw);
+    }
+    CHECK(stripped.SerializeAsString() == original.SerializeAsString());
+    // And the importer's module is the one protobuf alone gives.
+    auto viaSplit = kiln::onnx::importOnnxBytes(bytes, "/nonexistent");
+    auto plain = kiln::onnx::importOnnxBytes(bytes + messageField(7, ""), "/nonexistent");
+    REQUIRE(viaSplit.isOk());
+    REQUIRE(plain.isOk());
+    CHECK(ir::structuralHash((*viaSplit)->graph()) == ir::structuralHash((*plain)->graph()));
+  }
+  CHECK(splitModels >= 6);  // the tiny zoo's models hold initializers of 4 KiB and more
+}
+
+TEST_CASE("the initializer split leaves what it does not expect to protobuf", "[frontend][split]") {
+  const std::string bytes = modelWithInitializers().SerializeAsString();
+  auto split = [](const std::string& b) {
+    return kiln::onnx::splitInitializerData(reinterpret_cast<const uint8_t*>(b.data()), b.size(), 4096);
+  };
+  auto parts = split(bytes);
+  REQUIRE(parts);
+  REQUIRE(parts->rawData.size() == 3);
+  CHECK(parts->rawData[0].has_value());
+  CHECK_FALSE(parts->rawData[1].has_value());  // 16 bytes: left in the message
+  CHECK_FALSE(parts->rawData[2].has_value());  // float_data: no raw data
+  CHECK_FALSE(split(bytes.substr(0, bytes.size() - 1)));  // truncated
+  CHECK_FALSE(split(bytes + varint(20 << 3 | 3)));        // a group
+  CHECK_FALSE(split(bytes + messageField(7, "")));        // two graph fields, which protobuf merges
+  CHECK_FALSE(split(bytes + std::string(10, '\xff') + "\x02"));  // a varint past 64 bits
+  CHECK_FALSE(split(""));                                 // nothing to split
+  CHECK(split(bytes + messageField(3, "kiln-test")));     // another field after the graph: copied as it is
+
+  // An initializer whose raw data appears twice (protobuf keeps the last) is not split, and imports as protobuf
+  // reads it; the other large one still is.
+  ::onnx::ModelProto model = modelWithInitializers();
+  ::onnx::TensorProto twice = model.graph().initializer(0);
+  twice.set_name("twice");
+  std::string last(8192, '\0');
+  for (size_t i = 0; i < last.size(); i += 4) last[i + 3] = 0x3f;  // 0.5f
+  std::string tensorBytes = twice.SerializeAsString() + messageField(9, last);
+  auto* node = model.mutable_graph()->add_node();
+  node->set_op_type("Identity");
+  node->add_input("twice");
+  node->add_output("twice_out");
+  auto* out = model.mutable_graph()->add_output();
+  out->set_name("twice_out");
+  out->mutable_type()->mutable_tensor_type()->set_elem_type(::onnx::TensorProto::FLOAT);
+  ::onnx::GraphProto graph = model.graph();
+  model.clear_graph();
+  std::string graphBytes = graph.SerializeAsString() + messageField(5, tensorBytes);
+  std::string modelBytes = model.SerializeAsString() + messageField(7, graphBytes);
+  auto withTwice = split(modelBytes);
+  REQUIRE(withTwice);
+  REQUIRE(withTwice->rawData.size() == 4);
+  CHECK(withTwice->rawData[0].has_value());
+  CHECK_FALSE(withTwice->rawData[3].has_value());
+  auto m = kiln::onnx::importOnnxBytes(modelBytes, "/nonexistent");
+  REQUIRE(m.isOk());
+  CHECK(initializerTensor((*m)->graph(), "twice").toDoubles() == std::vector<double>(2048, 0.5));
+  auto plain = kiln::onnx::importOnnxBytes(bytes, "/nonexistent");
+  REQUIRE(plain.isOk());
+  CHECK(initializerTensor((*m)->graph(), "big").toDoubles() == initializerTensor((*plain)->graph(), "big").toDoubles());
 }
 
 TEST_CASE("external data is memory-mapped, not copied", "[frontend][external]") {

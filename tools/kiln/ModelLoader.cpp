@@ -86,7 +86,7 @@ Expected<std::unique_ptr<ir::Module>> loadModel(const ModelOptions& o, const std
   }
   if (!o.path.ends_with(".onnx"))
     std::cerr << "kiln: note: '" << o.path << "' has no .onnx/.kir extension; reading it as ONNX\n";
-  // The importer copies the weights out of the file into heap strings: have that memory mapped first.
+  // The importer copies the weights out of the file into heap buffers: have that memory mapped first.
   std::error_code sizeError;
   uintmax_t fileBytes = std::filesystem::file_size(o.path, sizeError);
   if (!sizeError) reserveHeapFor(size_t(fileBytes));

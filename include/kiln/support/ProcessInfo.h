@@ -57,7 +57,7 @@ void mapPagesForWrite(void* data, size_t bytes);
 
 /// After keepFreedMemoryForReuse: maps `bytes` of heap, as mapPagesForWrite
 /// does, and frees it for the allocations about to come (the ONNX importer
-/// copies a model's weights into heap strings, about the file's size).
+/// copies a model's weights into heap buffers, about the file's size).
 /// Does nothing without keepFreedMemoryForReuse, whose untrimmed heap
 /// keeps the block, or for less than kWeightSizedBytes or more than 1 GiB.
 void reserveHeapFor(size_t bytes);

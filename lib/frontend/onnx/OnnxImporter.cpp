@@ -4,7 +4,9 @@
 // initializers become Constant nodes, each ONNX node becomes a NodeDraft that is
 // normalised to its opset-17 form, created, checked against the op table and
 // typed at once (so later rewrites see operand types). Subgraphs are imported
-// recursively and may use values of enclosing graphs.
+// recursively and may use values of enclosing graphs. The main graph's large
+// initializers are parsed past protobuf (InitializerSplit.h): their bytes go
+// from the file straight into kiln's buffers.
 //
 //===----------------------------------------------------------------------===//
 #include "kiln/frontend/onnx/OnnxImporter.h"
@@ -16,6 +18,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "InitializerSplit.h"
 #include "OnnxProtoUtils.h"
 #include "OpsetNormalizer.h"
 #include "kiln/ir/OpSchema.h"
@@ -78,6 +81,8 @@ class Importer final : public DraftBuilder {
  public:
   Importer(ir::Module& module, std::string baseDir, const ImportOptions& options)
       : module_(module), resolver_(std::move(baseDir)), options_(options) {}
+
+  ExternalDataResolver& resolver() { return resolver_; }
 
   Status importModel(::onnx::ModelProto& model) {
     if (!model.has_graph()) return Error(ErrorCode::OnnxMalformed, "the model has no graph");
@@ -476,18 +481,32 @@ std::string dirName(const std::string& path) {
 }  // namespace
 
 namespace {
+/// Initializers with at least this much raw data are split out of the message (4 KiB: smaller ones gain nothing).
+constexpr size_t kSplitRawDataBytes = 4096;
+
 Expected<std::unique_ptr<ir::Module>> importFromMemory(const uint8_t* data, size_t size, const std::string& baseDir,
                                                        const ImportOptions& options) {
   if (size > size_t(INT_MAX))
     return Error(ErrorCode::OnnxMalformed, "the model file is larger than 2 GiB; store weights as external data");
+  auto parse = [](const uint8_t* bytes, size_t n, ::onnx::ModelProto& model) {
+    google::protobuf::io::CodedInputStream stream(bytes, int(n));
+    stream.SetRecursionLimit(200);
+    return model.ParseFromCodedStream(&stream) && stream.ConsumedEntireMessage();
+  };
   auto model = std::make_unique<::onnx::ModelProto>();
-  google::protobuf::io::CodedInputStream stream(data, int(size));
-  stream.SetRecursionLimit(200);
-  if (!model->ParseFromCodedStream(&stream) || !stream.ConsumedEntireMessage())
-    return Error(ErrorCode::OnnxMalformed,
-                 "the file is not a valid ONNX model (protobuf parsing failed; truncated or corrupt?)");
   auto module = std::make_unique<ir::Module>();
   Importer importer(*module, baseDir, options);
+  // The weights are copied once, from `data` into kiln's buffers, instead of into protobuf's strings first.
+  std::optional<SplitModel> split = splitInitializerData(data, size, kSplitRawDataBytes);
+  if (split && parse(reinterpret_cast<const uint8_t*>(split->message.data()), split->message.size(), *model) &&
+      size_t(model->graph().initializer_size()) == split->rawData.size()) {
+    for (size_t i = 0; i < split->rawData.size(); ++i)
+      if (const std::optional<ByteRange>& raw = split->rawData[i])
+        importer.resolver().setSplitRawData(&model->graph().initializer(int(i)), data + raw->offset, raw->size);
+  } else if (model->Clear(); !parse(data, size, *model)) {
+    return Error(ErrorCode::OnnxMalformed,
+                 "the file is not a valid ONNX model (protobuf parsing failed; truncated or corrupt?)");
+  }
   KILN_TRY(importer.importModel(*model));
   return module;
 }

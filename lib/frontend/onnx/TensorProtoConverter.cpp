@@ -101,12 +101,14 @@ Expected<Tensor> tensorFromProto(::onnx::TensorProto& p, ExternalDataResolver* r
     auto buf = resolver->read(location, size_t(offset), bytes);
     if (!buf) return Error(buf.error()).withContext("tensor '" + p.name() + "'");
     buffer = *buf;
-  } else if (p.has_raw_data()) {
-    if (p.raw_data().size() != bytes)
-      return tensorError(ErrorCode::OnnxBadTensorData, p, "raw data holds " + std::to_string(p.raw_data().size()) +
-                                                            " bytes, " + dtypeName(*dtype) + "[" + dimsToString(dims) +
-                                                            "] needs " + std::to_string(bytes));
-    buffer = Buffer::adoptString(std::move(*p.mutable_raw_data()));
+  } else if (auto [splitData, splitSize] = resolver ? resolver->splitRawData(p) : std::pair<const uint8_t*, size_t>();
+             splitData || p.has_raw_data()) {
+    const size_t held = splitData ? splitSize : p.raw_data().size();
+    if (held != bytes)
+      return tensorError(ErrorCode::OnnxBadTensorData, p, "raw data holds " + std::to_string(held) + " bytes, " +
+                                                            dtypeName(*dtype) + "[" + dimsToString(dims) + "] needs " +
+                                                            std::to_string(bytes));
+    buffer = splitData ? Buffer::copyOf(splitData, splitSize) : Buffer::adoptString(std::move(*p.mutable_raw_data()));
   } else {
     Tensor t = Tensor::zeros(*dtype, dims);
     auto check = [&](int count, const char* field) -> Status {
