@@ -119,20 +119,30 @@ assert len(r['median_pair_ratio']) == 2 and len(r['control_median_pair_ratio']) 
 assert len(r['compile_ms']['O3']) == 2 and len(r['compile_ms']['arch']) == 2 and min(r['compile_ms']['arch']) > 0, r
 assert r['pairs'] == 10 and 0 <= r['pairs_faster'] <= 10, r" || fail "arch_versus_o3.py record wrong"
 
-# bench/arch_compile_cuda.py: -O3 and arch compiled for a GPU (NVRTC, no GPU needed), rendered between its markers.
-printf '# doc\n<!-- cuda-compile:begin (bench/arch_compile_cuda.py) -->\n<!-- cuda-compile:end -->\ntail\n' > cuda_compile.md
-/usr/bin/python3 "$SRC/bench/arch_compile_cuda.py" --kiln "$KILN" --zoo "$TINY" --models bert_tiny-raw --pairs 2 \
-  --out arch_cuda --doc cuda_compile.md 2> arch_cuda.err || { cat arch_cuda.err; fail "arch_compile_cuda.py failed"; }
-expect_in "| bert_tiny-raw | " cuda_compile.md
-expect_in "--target cuda:sm_90 --no-cache" cuda_compile.md
-expect_in "tail" cuda_compile.md
+# bench/arch_compile.py: -O3 and arch compiled for the cpu (LLVM) and for a GPU (NVRTC, no GPU needed), each
+# target's table rendered between its own markers.
+printf '# doc\n<!-- cpu-compile:begin (bench/arch_compile.py) -->\n<!-- cpu-compile:end -->\nmiddle\n<!-- cuda-compile:begin (bench/arch_compile.py) -->\n<!-- cuda-compile:end -->\ntail\n' > arch_compile.md
+for target in cpu cuda:sm_90; do
+  /usr/bin/python3 "$SRC/bench/arch_compile.py" --kiln "$KILN" --zoo "$TINY" --models bert_tiny-raw --pairs 2 \
+    --target "$target" --out "arch_compile_${target%%:*}" --doc arch_compile.md 2> arch_compile.err ||
+    { cat arch_compile.err; fail "arch_compile.py --target $target failed"; }
+done
+expect_in "--target cpu\`: \`kiln compile MODEL --target cpu\` with -O3" arch_compile.md
+expect_in "--target cuda:sm_90 --no-cache\` with -O3" arch_compile.md
+expect_in "| O3 ms (passes / llvm, kernels) |" arch_compile.md
+expect_in "| O3 ms (passes / nvrtc, kernels) |" arch_compile.md
+expect_in "middle" arch_compile.md
+expect_in "tail" arch_compile.md
+[ "$(grep -c '| bert_tiny-raw | ' arch_compile.md)" = 2 ] || fail "arch_compile.py: not one bert_tiny-raw row per target"
 /usr/bin/python3 -c "
 import json
-r = json.load(open('arch_cuda/bert_tiny-raw.json'))
-assert len(r['after_import_ms']['O3']) == 2 and len(r['after_import_ms']['arch']) == 2, r
-assert min(r['nvrtc_ms']['O3'] + r['nvrtc_ms']['arch']) > 0, r
-# arch fuses bert_tiny's layer norms and GELUs: fewer distinct kernels for NVRTC than -O3's.
-assert 0 < r['nvrtc_compiles']['arch'] < r['nvrtc_compiles']['O3'], r" || fail "arch_compile_cuda.py record wrong"
+for target, phase in (('cpu', 'llvm'), ('cuda', 'nvrtc')):
+    r = json.load(open('arch_compile_%s/bert_tiny-raw.json' % target))
+    assert r['backend_phase'] == phase, r
+    assert len(r['after_import_ms']['O3']) == 2 and len(r['after_import_ms']['arch']) == 2, r
+    assert min(r['backend_ms']['O3'] + r['backend_ms']['arch'] + r['passes_ms']['O3'] + r['passes_ms']['arch']) > 0, r
+    # arch fuses bert_tiny's layer norms and GELUs: fewer distinct kernels than -O3's on both targets.
+    assert 0 < r['kernels']['arch'] < r['kernels']['O3'], (target, r['kernels'])" || fail "arch_compile.py record wrong"
 
 # The same seed proposes the same random pipelines.
 "$KILN" passes compare "$TINY/mobilenet_tiny-raw.onnx" --strategies random:3 --runs 2 --warmup 0 --compile-repeats 1 \
