@@ -135,15 +135,6 @@ Status rewrite(ir::Node* n, const Match& m, std::vector<const ir::Node*>& erased
   return Status::ok();
 }
 
-bool hasSimplifiable(const ir::Graph& g) {
-  for (const ir::Node* n : g.nodes()) {
-    if (matchAt(n).rule != Rule::kNone) return true;
-    for (const ir::Graph* sub : n->subgraphs())
-      if (hasSimplifiable(*sub)) return true;
-  }
-  return false;
-}
-
 Expected<bool> simplify(ir::Graph& g) {
   // Each rule reads n, its inputs' producers and their users, so the scan of
   // a graph resumes near each rewrite (FirstMatchRewrites.h). Subgraphs (an
@@ -185,7 +176,9 @@ PassInfo simplifyExprPass() {
   // the reshape chains left by folding a transformer's constants.
   p.classes = {"BL", "RN", "MN", "SSD", "BR"};
   p.optLevel = 1;
-  p.applicable = [](const ir::Graph& g, const PassOptions&) { return hasSimplifiable(g); };
+  p.applicable = [](const ir::Graph& g, const PassOptions&) {
+    return anyNode(g, [](const ir::Node& n) { return matchAt(&n).rule != Rule::kNone; });
+  };
   p.run = [](ir::Graph& g, const PassOptions&, const PassContext&) -> Expected<bool> { return simplify(g); };
   return p;
 }
