@@ -76,19 +76,25 @@ void putVarint(std::string& out, uint64_t v) {
   out.push_back(char(v));
 }
 
-void putMessageField(std::string& out, uint32_t number, const std::string& payload) {
-  putVarint(out, uint64_t(number) << 3 | kLengthDelimited);
-  putVarint(out, payload.size());
-  out += payload;
-}
-
-void putAsIs(std::string& out, const WireField& f) { out.append(reinterpret_cast<const char*>(f.begin), f.end - f.begin); }
-
+/// The walk over a ModelProto. A dry walk only finds the initializers it
+/// would split, writing nothing: a model with none (its weights in Constant
+/// nodes or external files) is not copied for nothing.
 struct Walk {
   const uint8_t* base;
   size_t minBytes;
+  bool dry;
   SplitModel result;
   size_t splitCount = 0;
+
+  void put(std::string& out, const uint8_t* begin, const uint8_t* end) const {
+    if (!dry) out.append(reinterpret_cast<const char*>(begin), end - begin);
+  }
+  void putMessageField(std::string& out, uint32_t number, const std::string& payload) const {
+    if (dry) return;
+    putVarint(out, uint64_t(number) << 3 | kLengthDelimited);
+    putVarint(out, payload.size());
+    out += payload;
+  }
 
   /// A TensorProto without its raw_data when that is large; false: not a well-formed message.
   bool tensor(const uint8_t* begin, const uint8_t* end, std::string& out) {
@@ -109,12 +115,12 @@ struct Walk {
                                                                         size_t(raw->end - raw->value)})
                                    : std::nullopt);
     if (!split) {
-      out.append(reinterpret_cast<const char*>(begin), end - begin);
+      put(out, begin, end);
       return true;
     }
     ++splitCount;
-    out.append(reinterpret_cast<const char*>(begin), raw->begin - begin);
-    out.append(reinterpret_cast<const char*>(raw->end), end - raw->end);
+    put(out, begin, raw->begin);
+    put(out, raw->end, end);
     return true;
   }
 
@@ -124,7 +130,7 @@ struct Walk {
     while (!reader.done()) {
       if (!reader.next(f)) return false;
       if (f.number != kGraphInitializer) {
-        putAsIs(out, f);
+        put(out, f.begin, f.end);
         continue;
       }
       if (f.wireType != kLengthDelimited) return false;
@@ -142,7 +148,7 @@ struct Walk {
     while (!reader.done()) {
       if (!reader.next(f)) return false;
       if (f.number != kModelGraph) {
-        putAsIs(result.message, f);
+        put(result.message, f.begin, f.end);
         continue;
       }
       if (f.wireType != kLengthDelimited || ++graphs > 1) return false;
@@ -157,8 +163,10 @@ struct Walk {
 }  // namespace
 
 std::optional<SplitModel> splitInitializerData(const uint8_t* data, size_t size, size_t minBytes) {
-  Walk walk{data, minBytes, {}};
-  if (!walk.model(data, data + size) || walk.splitCount == 0) return std::nullopt;
+  Walk count{data, minBytes, /*dry=*/true, {}};
+  if (!count.model(data, data + size) || count.splitCount == 0) return std::nullopt;
+  Walk walk{data, minBytes, /*dry=*/false, {}};
+  if (!walk.model(data, data + size)) return std::nullopt;  // not reached: the dry walk read the same bytes
   return std::move(walk.result);
 }
 
