@@ -1,49 +1,15 @@
 #!/usr/bin/python3
-"""The tuning-strategy comparison of issue 8 (docs/tuning.md).
+"""The tuning-strategy comparison (docs/tuning.md, "Strategy comparison", which gives the method in full).
 
-For each benchmark kernel (two ResNet-50 convolutions, two BERT-base
-matmuls) it measures the whole knob space with `kiln tune --strategy grid
---interleave`, TABLE_PASSES passes one after another (the reference table:
-each configuration's median time relative to the default measured beside
-it, times the default's median; how well the passes' two halves agree is
-reported). Then every strategy runs with the same budget
-and seeds, two ways:
-- replayed (`kiln tune --replay TABLE`, --replay-seeds seeds): each
-  proposal's time is the table's, so strategies are compared on one
-  noise-free oracle, with many seeds; once without transfer, once with the
-  other kernel of the same template's table in the database (AutoTVM's
-  transfer learning); plus `sa` with batches of 1 (a model refit after every
-  measurement) and of 64 (AutoTVM's default plan size: with this budget a
-  single random round unless transfer data guides it) for context, and the
-  ablations of the incumbent start (`--start`: sa starting from the default's
-  neighbourhood, sa-as starting at random as AutoTVM does);
-- live (`kiln tune --no-transfer`, --seeds seeds): measured on this
-  machine, for wall time; proposals scored against the table too.
-Reported per kernel and strategy: best-so-far curves (replayed, mean over
-seeds, SVG), trials (and, live, seconds) to reach 95% of the best known
-configuration (the table's best; a run that never does counts as budget + 1),
-and the speedup over the default schedule. The library baseline: the same
-ops as a one-kernel ONNX model (same shapes, random weights), run by ONNX
-Runtime on the CPU (MLAS) and by `kiln bench` with and without the
-reference table as tuning database, each through its own runtime. Results go to --out as JSON and
-the tables/charts into docs/tuning.md between the markers.
-
-Held-out kernels (--held-out): eight more kernels of the same models, each
-with its own reference table, replayed the same way (sa, sa-as, rl-as and
-the two ablations, no transfer): whether the comparison's verdict carries
-over to kernels it was not chosen on. The last four were not used to
-design the strategies; the first four were among the eight kernels
-(tables measured separately) that sa-as's incumbent start was sized on.
-
-Fresh kernels (--fresh): six more, chosen after the first round's
-ordering by step (adjacent values first) landed and measured after it,
-replayed as the held-out ones: the strategies as they stand against
-tables nobody had seen.
-
-Replication (--replicate): each benchmark kernel's table measured a second
-time, as the first was, later; sa, sa-as and rl-as replayed (no
-transfer) on the first table, the second and the two together: whether
-the verdict is the kernels' or one table's.
+For each benchmark kernel (two ResNet-50 convolutions, two BERT-base matmuls) it measures the whole knob
+space with `kiln tune --strategy grid --interleave` (the reference table), then runs every strategy with the
+same budget and seeds: replayed on the table (`kiln tune --replay`, many seeds, with and without transfer
+data, plus the batch-size and incumbent-start ablations) and live (`kiln tune --no-transfer`, for wall time).
+Reported per kernel and strategy: best-so-far curves (SVG), trials (and seconds) to 95% of the table's best,
+and the speedup over the default schedule, beside ONNX Runtime's and kiln's one-kernel baselines. Results go
+to --out as JSON and the tables and charts into docs/tuning.md between the markers.
+--held-out, --fresh and --replicate replay eight held-out kernels, six fresh ones and a second measurement
+of each benchmark table the same way.
 
     bench/tuning.py [--kiln build/tools/kiln/kiln] [--zoo DIR] [--out build/tuning]
                     [--trials 48] [--seeds 4] [--replay-seeds 48] [--skip-run] [--baseline-only]
@@ -112,8 +78,8 @@ HELD_OUT = [
     ("resnet50", "MatMul 1x2048", lambda d: d == "MatMul 1x2048 -> 1x1000+Add", "ResNet-50 classifier, 2048->1000"),
     ("resnet50", "kiln::ConvNCHWc", conv_is(64, 56, 256, 56, "+Add+Relu"), "ResNet-50 conv 1x1, 64->256 (+residual)"),
 ]
-# Fresh (--fresh): kernels chosen on 2026-11-28 after the first round's ordering by step landed, before any
-# of them had been measured: their tables are the first the strategies, as they stand, meet.
+# Fresh (--fresh): kernels none of the strategies were developed on: their tables are the first the
+# strategies, as they stand, meet.
 FRESH = [
     ("resnet50", "kiln::ConvNCHWc", conv_is(256, 28, 256, 14, "+Relu"), "ResNet-50 conv 3x3 stride 2, 256 ch"),
     ("resnet50", "kiln::ConvNCHWc", conv_is(512, 14, 512, 7, "+Relu"), "ResNet-50 conv 3x3 stride 2, 512 ch"),

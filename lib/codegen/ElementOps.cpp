@@ -23,27 +23,6 @@
 namespace kiln::codegen {
 namespace {
 
-const std::set<std::string>& unaryOps() {
-  static const std::set<std::string> s = {
-      "Relu", "Sigmoid", "Tanh", "Exp", "Log", "Sqrt", "Abs", "Neg", "Floor", "Ceil", "Round", "Erf",
-      "Reciprocal", "Sin", "Cos", "Identity", "Not", "IsNaN", "Softplus", "LeakyRelu", "Elu", "HardSigmoid",
-      "HardSwish", "Sign", "Clip", "Cast", "Gelu", "kiln::Gelu", "kiln::FastExp", "kiln::FastErf", "kiln::FastTanh",
-      "ThresholdedRelu", "Selu", "Celu", "Softsign", "Shrink", "IsInf", "Tan", "Sinh", "Cosh"};
-  return s;
-}
-const std::set<std::string>& binaryOps() {
-  static const std::set<std::string> s = {"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Sum", "Equal", "Less",
-                                          "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or", "PRelu", "Where",
-                                          "Xor", "Mod", "Mean", "CastLike", "BatchNormalization"};
-  return s;
-}
-const std::set<std::string>& remapOps() {
-  static const std::set<std::string> s = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Slice",
-                                          "Concat", "Pad", "Gather", "Expand", "Split", "Tile",
-                                          "GatherElements", "Trilu", "DepthToSpace", "SpaceToDepth", "Resize"};
-  return s;
-}
-
 std::string qualified(const ir::Node& n) { return n.domain().empty() ? n.opType() : n.qualifiedOpType(); }
 
 /// The values of a constant operand (nullptr when not constant).
@@ -87,19 +66,12 @@ Expr geluExpr(const Expr& x, const std::string& approximate) {
   return half * x * (one + unary(UnaryOp::Erf, x * floatImm(0.7071067811865476, x->type)));
 }
 
-}  // namespace
-
-bool hasElementExpr(const ir::Node& n) {
-  std::string op = qualified(n);
-  return unaryOps().count(op) || binaryOps().count(op) || remapOps().count(op);
-}
-
 /// Resize: the sampling taps of each resized dim are computed at compile time
 /// (ir::resizeTaps, as the interpreter does) and read from constant tables
 /// (index and weight per output coordinate and tap); the element is the
 /// separable weighted sum over the taps.
-Expected<Expr> ElementBuilder::resizeAt(const ir::Node& n, const Index& idx, const Dims& inDims, const Dims& outDims,
-                                        ScalarType ct) {
+Expected<Expr> resizeElement(ElementBuilder& builder, const ir::Node& n, const Index& idx, const Dims& inDims,
+                             const Dims& outDims, ScalarType ct) {
   const size_t rank = inDims.size();
   std::vector<double> scales(rank, 1.0), roi;
   auto constantValues = [&](size_t i, const char* what, std::vector<double>& out) -> Status {
@@ -113,10 +85,13 @@ Expected<Expr> ElementBuilder::resizeAt(const ir::Node& n, const Index& idx, con
   KILN_TRY(constantValues(1, "roi", roi));
   if (!(n.numInputs() > 3 && n.hasInput(3))) KILN_TRY(constantValues(2, "scales", given));
   // Sizes need not be constant: with static shapes they are the output dims, and scale = out / in.
-  const bool bySizes = n.numInputs() > 3 && n.hasInput(3) && (!constantOperand(n, 3) || constantOperand(n, 3)->numElements() > 0);
+  const bool bySizes =
+      n.numInputs() > 3 && n.hasInput(3) && (!constantOperand(n, 3) || constantOperand(n, 3)->numElements() > 0);
   for (size_t d = 0; d < rank; ++d)
-    scales[d] = bySizes ? (inDims[d] ? double(outDims[d]) / double(inDims[d]) : 1.0) : (given.size() == rank ? given[d] : 1.0);
-  if (!roi.empty() && roi.size() != 2 * rank) return makeError(ErrorCode::CodegenUnsupported, "Resize roi must have 2 * rank values");
+    scales[d] =
+        bySizes ? (inDims[d] ? double(outDims[d]) / double(inDims[d]) : 1.0) : (given.size() == rank ? given[d] : 1.0);
+  if (!roi.empty() && roi.size() != 2 * rank)
+    return makeError(ErrorCode::CodegenUnsupported, "Resize roi must have 2 * rank values");
   struct Dim {
     bool identity = true;
     int64_t taps = 1;
@@ -146,15 +121,15 @@ Expected<Expr> ElementBuilder::resizeAt(const ir::Node& n, const Index& idx, con
       }
     }
     std::string base = "resize" + std::to_string(d);
-    dim.index = tableBuffer(base + "_index", Tensor::fromVector<int64_t>({out * t}, index));
-    dim.weight = tableBuffer(base + "_weight", Tensor::fromVector<float>({out * t}, weight));
-    if (anyOutside) dim.outside = tableBuffer(base + "_outside", Tensor::fromVector<float>({out}, outside));
+    dim.index = builder.tableBuffer(base + "_index", Tensor::fromVector<int64_t>({out * t}, index));
+    dim.weight = builder.tableBuffer(base + "_weight", Tensor::fromVector<float>({out * t}, weight));
+    if (anyOutside) dim.outside = builder.tableBuffer(base + "_outside", Tensor::fromVector<float>({out}, outside));
   }
   const double extrapolation = n.getFloat("extrapolation_value");
   Index in(rank);
   std::function<Expected<Expr>(size_t)> sum = [&](size_t d) -> Expected<Expr> {
     if (d == rank) {
-      KILN_ASSIGN(Expr x, at(n.input(0), in));
+      KILN_ASSIGN(Expr x, builder.at(n.input(0), in));
       return cast(ScalarType::F32, x);
     }
     const Dim& dim = dims[d];
@@ -179,315 +154,464 @@ Expected<Expr> ElementBuilder::resizeAt(const ir::Node& n, const Index& idx, con
   return cast(ct, unary(UnaryOp::Round, v));
 }
 
+/// What an element rule sees: the node, which of its results and which
+/// element, and the ways to read operands (through the builder, so that
+/// operands inside the group are computed and others loaded).
+struct ElementCall {
+  ElementBuilder& builder;
+  const ir::Node& n;
+  size_t result;
+  const Index& idx;
+  Dims outDims;
+  ScalarType outType, ct;  ///< the result's type and its compute type
+
+  Expected<Expr> operand(size_t i, const Index& at) const { return builder.at(n.input(i), at); }
+  Expected<Expr> broadcastOperand(size_t i) const {
+    KILN_ASSIGN(Dims d, staticDims(n.input(i)));
+    return builder.at(n.input(i), broadcastIndex(idx, d));
+  }
+  Expr fconst(double v) const { return constantOf(ct, v); }
+  double attr(const char* name, double fallback) const { return n.hasAttr(name) ? double(n.getFloat(name)) : fallback; }
+  Error unsupported(const std::string& what) const {
+    return makeError(ErrorCode::CodegenUnsupported, what).atNode(n.displayName(), n.opType());
+  }
+};
+
+using ElementRule = std::function<Expected<Expr>(const ElementCall&)>;
+/// A rule of an elementwise op on operand 0's element at the same index.
+using UnaryRule = std::function<Expected<Expr>(const ElementCall&, const Expr& x)>;
+
+ElementRule onOperand0(UnaryRule f) {
+  return [f = std::move(f)](const ElementCall& c) -> Expected<Expr> {
+    KILN_ASSIGN(Expr x, c.operand(0, c.idx));
+    return f(c, x);
+  };
+}
+ElementRule unaryOf(UnaryOp op) {
+  return onOperand0([op](const ElementCall&, const Expr& x) -> Expected<Expr> { return unary(op, x); });
+}
+/// A binary op on the broadcast elements of operands 0 and 1.
+ElementRule binaryOf(std::function<Expr(const Expr&, const Expr&)> f) {
+  return [f = std::move(f)](const ElementCall& c) -> Expected<Expr> {
+    KILN_ASSIGN(Expr a, c.broadcastOperand(0));
+    KILN_ASSIGN(Expr b, c.broadcastOperand(1));
+    return f(a, b);
+  };
+}
+/// Operand 0's broadcast element folded with each further operand's by `f`.
+Expected<Expr> foldOperands(const ElementCall& c, const std::function<Expr(const Expr&, const Expr&)>& f) {
+  KILN_ASSIGN(Expr r, c.broadcastOperand(0));
+  for (size_t i = 1; i < c.n.numInputs(); ++i) {
+    KILN_ASSIGN(Expr b, c.broadcastOperand(i));
+    r = f(r, b);
+  }
+  return r;
+}
+/// x cast to the result's type (Cast, CastLike): booleans compare with 0.
+Expr castElement(const ElementCall& c, const Expr& x) {
+  if (c.outType == ScalarType::Bool) return binary(BinaryOp::Ne, x, constantOf(x->type, 0));
+  if (x->type == ScalarType::Bool) return select(x, constantOf(c.ct, 1), constantOf(c.ct, 0));
+  return cast(c.ct, x);
+}
+
+// Elementwise rules that need more than one UnaryOp.
+
+Expected<Expr> clipElement(const ElementCall& c, const Expr& x) {
+  Expr r = x;
+  for (size_t i = 1; i <= 2; ++i) {
+    if (!c.n.hasInput(i)) continue;
+    const Tensor* bound = constantOperand(c.n, i);
+    if (!bound) return needsConstant(c.n, i == 1 ? "min" : "max");
+    Expr b = c.fconst(bound->scalarAsDouble());
+    r = i == 1 ? maxOf(r, b) : minOf(r, b);
+  }
+  return r;
+}
+
+Expected<Expr> seluElement(const ElementCall& c, const Expr& x) {
+  double alpha = c.attr("alpha", 1.67326319217681884765625), gamma = c.attr("gamma", 1.05070102214813232421875);
+  return c.fconst(gamma) *
+         select(binary(BinaryOp::Gt, x, c.fconst(0)), x, c.fconst(alpha) * (unary(UnaryOp::Exp, x) - c.fconst(1)));
+}
+
+Expected<Expr> celuElement(const ElementCall& c, const Expr& x) {
+  double alpha = c.attr("alpha", 1.0);
+  Expr zero = c.fconst(0), one = c.fconst(1);
+  return maxOf(zero, x) + minOf(zero, c.fconst(alpha) * (unary(UnaryOp::Exp, x / c.fconst(alpha)) - one));
+}
+
+Expected<Expr> shrinkElement(const ElementCall& c, const Expr& x) {
+  Expr lambd = c.fconst(c.attr("lambd", 0.5)), bias = c.fconst(c.attr("bias", 0.0));
+  return select(binary(BinaryOp::Lt, x, unary(UnaryOp::Neg, lambd)), x + bias,
+                select(binary(BinaryOp::Gt, x, lambd), x - bias, c.fconst(0)));
+}
+
+Expected<Expr> isInfElement(const ElementCall& c, const Expr& x) {
+  Expr inf = constantOf(x->type, INFINITY);
+  Expr pos = c.n.getInt("detect_positive") ? binary(BinaryOp::Eq, x, inf) : boolImm(false);
+  Expr neg = c.n.getInt("detect_negative") ? binary(BinaryOp::Eq, x, unary(UnaryOp::Neg, inf)) : boolImm(false);
+  return binary(BinaryOp::Or, pos, neg);
+}
+
+Expected<Expr> hyperbolicElement(const ElementCall& c, const Expr& x) {
+  Expr e = unary(UnaryOp::Exp, x), inv = unary(UnaryOp::Exp, unary(UnaryOp::Neg, x));
+  return (c.n.opType() == "Sinh" ? e - inv : e + inv) * c.fconst(0.5);
+}
+
+Expected<Expr> geluElement(const ElementCall& c, const Expr& x) {
+  return geluExpr(x, c.n.hasAttr("approximate") ? c.n.getString("approximate") : "none");
+}
+
+// Rules over several operands.
+
+Expected<Expr> whereElement(const ElementCall& c) {
+  KILN_ASSIGN(Expr cond, c.broadcastOperand(0));
+  KILN_ASSIGN(Expr a, c.broadcastOperand(1));
+  KILN_ASSIGN(Expr b, c.broadcastOperand(2));
+  return select(cond, a, b);
+}
+
+/// Inference BatchNormalization: a per-channel (axis 1) affine map.
+Expected<Expr> batchNormElement(const ElementCall& c) {
+  if (c.n.getInt("training_mode") || c.n.numOutputs() > 1)
+    return c.unsupported("BatchNormalization in training mode has no code generation");
+  Index channel{c.idx.size() > 1 ? c.idx[1] : intImm(0)};
+  KILN_ASSIGN(Expr x, c.operand(0, c.idx));
+  std::vector<Expr> p;
+  for (size_t i = 1; i < 5; ++i) {
+    KILN_ASSIGN(Expr v, c.operand(i, channel));
+    p.push_back(v);
+  }
+  return (x - p[2]) * unary(UnaryOp::Rsqrt, p[3] + c.fconst(c.n.getFloat("epsilon"))) * p[0] + p[1];
+}
+
+Expected<Expr> meanElement(const ElementCall& c) {
+  KILN_ASSIGN(Expr sum, foldOperands(c, [](const Expr& r, const Expr& b) { return r + b; }));
+  return sum / c.fconst(double(c.n.numInputs()));
+}
+
+Expected<Expr> modElement(const ElementCall& c) {
+  KILN_ASSIGN(Expr a, c.broadcastOperand(0));
+  KILN_ASSIGN(Expr b, c.broadcastOperand(1));
+  bool fmod = c.n.hasAttr("fmod") && c.n.getInt("fmod");
+  if (isFloatType(a->type)) {  // C fmod: a - b * trunc(a / b)
+    Expr q = a / b;
+    Expr t = select(binary(BinaryOp::Lt, q, constantOf(q->type, 0)), unary(UnaryOp::Ceil, q), unary(UnaryOp::Floor, q));
+    return a - b * t;
+  }
+  return fmod ? a - b * (a / b) : binary(BinaryOp::FloorMod, a, b);
+}
+
+// Index remapping: which element of operand 0 (or of which operand) the result's element is.
+
+/// A remapping rule, given operand 0's dims.
+using RemapRule = std::function<Expected<Expr>(const ElementCall&, const Dims& inDims)>;
+ElementRule remap(RemapRule f) {
+  return [f = std::move(f)](const ElementCall& c) -> Expected<Expr> {
+    KILN_ASSIGN(Dims inDims, staticDims(c.n.input(0)));
+    return f(c, inDims);
+  };
+}
+
+Expected<Expr> reshapeElement(const ElementCall& c, const Dims& inDims) {
+  return c.operand(0, unflatten(flatIndex(c.idx, c.outDims), inDims));
+}
+
+Expected<Expr> tileElement(const ElementCall& c, const Dims& inDims) {
+  Index in(c.idx.size());
+  for (size_t i = 0; i < c.idx.size(); ++i)
+    in[i] = inDims[i] == c.outDims[i] ? c.idx[i] : floorMod(c.idx[i], inDims[i]);
+  return c.operand(0, in);
+}
+
+Expected<Expr> transposeElement(const ElementCall& c, const Dims& inDims) {
+  std::vector<int64_t> perm;
+  if (c.n.hasAttr("perm"))
+    perm = c.n.getInts("perm");
+  else
+    for (int64_t i = int64_t(inDims.size()); i-- > 0;) perm.push_back(i);
+  Index in(c.idx.size());
+  for (size_t i = 0; i < perm.size(); ++i) in[size_t(perm[i])] = c.idx[i];
+  return c.operand(0, in);
+}
+
+Expected<Expr> sliceElement(const ElementCall& c, const Dims& inDims) {
+  std::vector<std::vector<int64_t>> args(5);
+  for (size_t i = 1; i < 5; ++i) {
+    if (!c.n.hasInput(i)) continue;
+    const Tensor* t = constantOperand(c.n, i);
+    if (!t) return needsConstant(c.n, "bound");
+    args[i] = t->toInt64s();
+  }
+  KILN_ASSIGN(auto dims, ir::computeSlice(inDims, args[1], args[2], args[3], args[4]));
+  Index in(c.idx.size());
+  for (size_t i = 0; i < c.idx.size(); ++i) in[i] = intImm(dims[i].start) + c.idx[i] * dims[i].step;
+  return c.operand(0, in);
+}
+
+Expected<Expr> splitElement(const ElementCall& c, const Dims& inDims) {
+  KILN_ASSIGN(int64_t axis, ir::normalizeAxis(c.n.getInt("axis"), int64_t(inDims.size())));
+  int64_t offset = 0;
+  for (size_t r = 0; r < c.result; ++r) {
+    KILN_ASSIGN(Dims d, staticDims(c.n.output(r)));
+    offset += d[size_t(axis)];
+  }
+  Index in = c.idx;
+  in[size_t(axis)] = c.idx[size_t(axis)] + offset;
+  return c.operand(0, in);
+}
+
+Expected<Expr> concatElement(const ElementCall& c, const Dims&) {
+  const ir::Node& n = c.n;
+  const Index& idx = c.idx;
+  KILN_ASSIGN(int64_t axis, ir::normalizeAxis(n.getInt("axis"), int64_t(c.outDims.size())));
+  const size_t a = size_t(axis);
+  std::vector<int64_t> offsets{0};
+  for (size_t i = 0; i < n.numInputs(); ++i) {
+    KILN_ASSIGN(Dims d, staticDims(n.input(i)));
+    offsets.push_back(offsets.back() + d[a]);
+  }
+  std::vector<std::pair<int64_t, Expr>> parts;  // (end offset, element) of each non-empty input
+  for (size_t i = 0; i < n.numInputs(); ++i) {
+    int64_t extent = offsets[i + 1] - offsets[i];
+    if (extent == 0) continue;
+    Index in = idx;
+    in[a] = clampIndex(idx[a] - offsets[i], extent);
+    KILN_ASSIGN(Expr e, c.operand(i, in));
+    parts.push_back({offsets[i + 1], e});
+  }
+  // A balanced tree of selects: log2(inputs) comparisons per element (DenseNet
+  // concatenates up to 49 inputs), each side loaded only when chosen on the CPU.
+  std::function<Expr(size_t, size_t)> pick = [&](size_t lo, size_t hi) -> Expr {
+    if (hi - lo == 1) return parts[lo].second;
+    size_t mid = (lo + hi) / 2;
+    return select(binary(BinaryOp::Lt, idx[a], intImm(parts[mid - 1].first)), pick(lo, mid), pick(mid, hi));
+  };
+  return pick(0, parts.size());
+}
+
+Expected<Expr> padElement(const ElementCall& c, const Dims& inDims) {
+  const ir::Node& n = c.n;
+  if (n.hasAttr("mode") && n.getString("mode") != "constant")
+    return c.unsupported("Pad mode '" + n.getString("mode") + "' has no code generation yet");
+  const Tensor* pads = constantOperand(n, 1);
+  if (!pads) return needsConstant(n, "pads");
+  std::vector<int64_t> p = pads->toInt64s();
+  if (n.numInputs() > 3 && n.hasInput(3)) return c.unsupported("Pad with axes has no code generation yet");
+  Expr value = c.fconst(0);
+  if (n.hasInput(2)) {
+    const Tensor* v = constantOperand(n, 2);
+    if (!v) return needsConstant(n, "constant_value");
+    value = c.fconst(v->scalarAsDouble());
+  }
+  const Index& idx = c.idx;
+  Index in(idx.size());
+  Expr inside = boolImm(true);
+  for (size_t i = 0; i < idx.size(); ++i) {
+    Expr shifted = idx[i] - p[i];
+    if (p[i] != 0 || p[i + idx.size()] != 0)
+      inside = binary(BinaryOp::And, inside,
+                      binary(BinaryOp::And, binary(BinaryOp::Ge, shifted, intImm(0)),
+                             binary(BinaryOp::Lt, shifted, intImm(inDims[i]))));
+    in[i] = p[i] != 0 || p[i + idx.size()] != 0 ? clampIndex(shifted, inDims[i]) : shifted;
+  }
+  KILN_ASSIGN(Expr x, c.operand(0, in));
+  return select(inside, x, value);
+}
+
+/// An index read from operand 1 at `at`, negative values counted from the end of an axis of `extent`, clamped.
+Expected<Expr> indexOperand(const ElementCall& c, const Index& at, int64_t extent) {
+  KILN_ASSIGN(Expr raw, c.operand(1, at));
+  Expr i = cast(ScalarType::I64, raw);
+  i = select(binary(BinaryOp::Lt, i, intImm(0)), i + extent, i);
+  return clampIndex(i, extent);
+}
+
+Expected<Expr> gatherElementsElement(const ElementCall& c, const Dims& inDims) {
+  KILN_ASSIGN(int64_t axis, ir::normalizeAxis(c.n.getInt("axis"), int64_t(inDims.size())));
+  Index in = c.idx;
+  KILN_ASSIGN(in[size_t(axis)], indexOperand(c, c.idx, inDims[size_t(axis)]));
+  return c.operand(0, in);
+}
+
+Expected<Expr> gatherElement(const ElementCall& c, const Dims& inDims) {
+  KILN_ASSIGN(int64_t axis, ir::normalizeAxis(c.n.getInt("axis"), int64_t(inDims.size())));
+  KILN_ASSIGN(Dims qDims, staticDims(c.n.input(1)));
+  const Index& idx = c.idx;
+  const size_t a = size_t(axis), q = qDims.size();
+  Index qIdx(idx.begin() + a, idx.begin() + a + q);
+  KILN_ASSIGN(Expr i, indexOperand(c, qIdx, inDims[a]));
+  Index in(idx.begin(), idx.begin() + a);
+  in.push_back(i);
+  in.insert(in.end(), idx.begin() + a + q, idx.end());
+  return c.operand(0, in);
+}
+
+Expected<Expr> triluElement(const ElementCall& c, const Dims&) {
+  int64_t k = 0;
+  if (c.n.numInputs() > 1 && c.n.hasInput(1)) {
+    const Tensor* kt = constantOperand(c.n, 1);
+    if (!kt) return needsConstant(c.n, "k");
+    k = int64_t(kt->scalarAsDouble());
+  }
+  KILN_ASSIGN(Expr x, c.operand(0, c.idx));
+  Expr diff = c.idx[c.idx.size() - 1] - c.idx[c.idx.size() - 2];  // column - row
+  bool upper = !c.n.hasAttr("upper") || c.n.getInt("upper");
+  Expr keep = upper ? binary(BinaryOp::Ge, diff, intImm(k)) : binary(BinaryOp::Le, diff, intImm(k));
+  return select(keep, x, constantOf(x->type, 0));
+}
+
+Expected<Expr> depthSpaceElement(const ElementCall& c, const Dims& inDims) {
+  const int64_t b = c.n.getInt("blocksize");
+  const Index& idx = c.idx;
+  Index in(4);
+  if (c.n.opType() == "SpaceToDepth") {  // out[n, (by*b+bx)*C + c, h, w] = in[n, c, h*b+by, w*b+bx]
+    const int64_t ch = inDims[1];
+    Expr block = floorDiv(idx[1], ch);
+    in = {idx[0], floorMod(idx[1], ch), idx[2] * b + floorDiv(block, b), idx[3] * b + floorMod(block, b)};
+  } else {
+    const int64_t ch = c.outDims[1];
+    bool crd = c.n.hasAttr("mode") && c.n.getString("mode") == "CRD";
+    Expr by = floorMod(idx[2], b), bx = floorMod(idx[3], b);
+    Expr channel = crd ? (idx[1] * b + by) * b + bx : (by * b + bx) * ch + idx[1];
+    in = {idx[0], channel, floorDiv(idx[2], b), floorDiv(idx[3], b)};
+  }
+  return c.operand(0, in);
+}
+
+using ElementRules = std::map<std::string, ElementRule>;
+
+/// Elementwise ops of one operand.
+void addUnaryRules(ElementRules& r) {
+  const std::pair<const char*, UnaryOp> unaries[] = {
+      {"Sigmoid", UnaryOp::Sigmoid},   {"Tanh", UnaryOp::Tanh},         {"kiln::FastTanh", UnaryOp::Tanh},
+      {"Exp", UnaryOp::Exp},           {"kiln::FastExp", UnaryOp::Exp}, {"Erf", UnaryOp::Erf},
+      {"kiln::FastErf", UnaryOp::Erf}, {"Log", UnaryOp::Log},           {"Sqrt", UnaryOp::Sqrt},
+      {"Abs", UnaryOp::Abs},           {"Neg", UnaryOp::Neg},           {"Floor", UnaryOp::Floor},
+      {"Ceil", UnaryOp::Ceil},         {"Round", UnaryOp::Round},       {"Reciprocal", UnaryOp::Reciprocal},
+      {"Sin", UnaryOp::Sin},           {"Cos", UnaryOp::Cos},           {"Not", UnaryOp::Not},
+      {"IsNaN", UnaryOp::IsNan}};
+  for (const auto& [op, u] : unaries) r[op] = unaryOf(u);
+  auto lt0 = [](const ElementCall& c, const Expr& x) { return binary(BinaryOp::Lt, x, c.fconst(0)); };
+  r["Relu"] = onOperand0([](const ElementCall& c, const Expr& x) -> Expected<Expr> { return maxOf(x, c.fconst(0)); });
+  r["Identity"] = onOperand0([](const ElementCall&, const Expr& x) -> Expected<Expr> { return x; });
+  r["Softplus"] = onOperand0([](const ElementCall& c, const Expr& x) -> Expected<Expr> {
+    return unary(UnaryOp::Log, c.fconst(1) + unary(UnaryOp::Exp, x));
+  });
+  r["LeakyRelu"] = onOperand0([lt0](const ElementCall& c, const Expr& x) -> Expected<Expr> {
+    return select(lt0(c, x), x * c.fconst(c.n.getFloat("alpha")), x);
+  });
+  r["Elu"] = onOperand0([lt0](const ElementCall& c, const Expr& x) -> Expected<Expr> {
+    return select(lt0(c, x), c.fconst(c.n.getFloat("alpha")) * (unary(UnaryOp::Exp, x) - c.fconst(1)), x);
+  });
+  r["HardSigmoid"] = onOperand0([](const ElementCall& c, const Expr& x) -> Expected<Expr> {
+    return maxOf(c.fconst(0), minOf(c.fconst(1), c.fconst(c.n.getFloat("alpha")) * x + c.fconst(c.n.getFloat("beta"))));
+  });
+  r["HardSwish"] = onOperand0([](const ElementCall& c, const Expr& x) -> Expected<Expr> {
+    return x * maxOf(c.fconst(0), minOf(c.fconst(1), x * c.fconst(1.0 / 6) + c.fconst(0.5)));
+  });
+  r["Sign"] = onOperand0([lt0](const ElementCall& c, const Expr& x) -> Expected<Expr> {
+    return select(binary(BinaryOp::Gt, x, c.fconst(0)), c.fconst(1), select(lt0(c, x), c.fconst(-1), c.fconst(0)));
+  });
+  r["ThresholdedRelu"] = onOperand0([](const ElementCall& c, const Expr& x) -> Expected<Expr> {
+    return select(binary(BinaryOp::Gt, x, c.fconst(c.attr("alpha", 1.0))), x, c.fconst(0));
+  });
+  r["Softsign"] = onOperand0(
+      [](const ElementCall& c, const Expr& x) -> Expected<Expr> { return x / (c.fconst(1) + unary(UnaryOp::Abs, x)); });
+  r["Tan"] = onOperand0([](const ElementCall&, const Expr& x) -> Expected<Expr> {
+    return unary(UnaryOp::Sin, x) / unary(UnaryOp::Cos, x);
+  });
+  r["Cast"] = onOperand0([](const ElementCall& c, const Expr& x) -> Expected<Expr> { return castElement(c, x); });
+  r["Clip"] = onOperand0(clipElement);
+  r["Selu"] = onOperand0(seluElement);
+  r["Celu"] = onOperand0(celuElement);
+  r["Shrink"] = onOperand0(shrinkElement);
+  r["IsInf"] = onOperand0(isInfElement);
+  r["Sinh"] = r["Cosh"] = onOperand0(hyperbolicElement);
+  r["Gelu"] = r["kiln::Gelu"] = onOperand0(geluElement);
+}
+
+/// Elementwise ops of several operands, broadcast.
+void addBinaryRules(ElementRules& r) {
+  r["Add"] = binaryOf([](const Expr& a, const Expr& b) { return a + b; });
+  r["Sub"] = binaryOf([](const Expr& a, const Expr& b) { return a - b; });
+  r["Mul"] = binaryOf([](const Expr& a, const Expr& b) { return a * b; });
+  r["Div"] = binaryOf([](const Expr& a, const Expr& b) { return a / b; });
+  r["Pow"] = binaryOf(powExpr);
+  r["Xor"] = binaryOf([](const Expr& a, const Expr& b) { return binary(BinaryOp::Ne, a, b); });
+  r["PRelu"] = binaryOf(
+      [](const Expr& a, const Expr& b) { return select(binary(BinaryOp::Lt, a, constantOf(a->type, 0)), a * b, a); });
+  const std::pair<const char*, BinaryOp> comparisons[] = {
+      {"Equal", BinaryOp::Eq},       {"Less", BinaryOp::Lt},           {"Greater", BinaryOp::Gt},
+      {"LessOrEqual", BinaryOp::Le}, {"GreaterOrEqual", BinaryOp::Ge}, {"And", BinaryOp::And},
+      {"Or", BinaryOp::Or}};
+  for (const auto& [op, b] : comparisons)
+    r[op] = binaryOf([b](const Expr& x, const Expr& y) { return binary(b, x, y); });
+  r["Sum"] = [](const ElementCall& c) { return foldOperands(c, [](const Expr& a, const Expr& b) { return a + b; }); };
+  r["Max"] = [](const ElementCall& c) {
+    return foldOperands(c, [](const Expr& a, const Expr& b) { return binary(BinaryOp::Max, a, b); });
+  };
+  r["Min"] = [](const ElementCall& c) {
+    return foldOperands(c, [](const Expr& a, const Expr& b) { return binary(BinaryOp::Min, a, b); });
+  };
+  r["Mean"] = meanElement;
+  r["Mod"] = modElement;
+  r["Where"] = whereElement;
+  r["BatchNormalization"] = batchNormElement;
+  r["CastLike"] = [](const ElementCall& c) -> Expected<Expr> {
+    KILN_ASSIGN(Expr x, c.broadcastOperand(0));
+    return castElement(c, x);
+  };
+}
+
+/// Index remapping: the element of an operand the result's element is.
+void addRemapRules(ElementRules& r) {
+  r["Reshape"] = r["Flatten"] = r["Squeeze"] = r["Unsqueeze"] = remap(reshapeElement);
+  r["Expand"] =
+      remap([](const ElementCall& c, const Dims& inDims) { return c.operand(0, broadcastIndex(c.idx, inDims)); });
+  r["Tile"] = remap(tileElement);
+  r["Transpose"] = remap(transposeElement);
+  r["Slice"] = remap(sliceElement);
+  r["Split"] = remap(splitElement);
+  r["Concat"] = remap(concatElement);
+  r["Pad"] = remap(padElement);
+  r["Resize"] = remap([](const ElementCall& c, const Dims& inDims) {
+    return resizeElement(c.builder, c.n, c.idx, inDims, c.outDims, c.ct);
+  });
+  r["GatherElements"] = remap(gatherElementsElement);
+  r["Gather"] = remap(gatherElement);
+  r["Trilu"] = remap(triluElement);
+  r["DepthToSpace"] = r["SpaceToDepth"] = remap(depthSpaceElement);
+}
+
+/// The element rule of every op code generation computes element by element,
+/// by qualified op type. Adding an op's codegen is adding its entry to one of
+/// the lists above.
+const ElementRules& elementRules() {
+  static const ElementRules rules = [] {
+    ElementRules r;
+    addUnaryRules(r);
+    addBinaryRules(r);
+    addRemapRules(r);
+    return r;
+  }();
+  return rules;
+}
+
+}  // namespace
+
+bool hasElementExpr(const ir::Node& n) { return elementRules().count(qualified(n)) > 0; }
+
 Expected<Expr> ElementBuilder::compute(const ir::Node& n, size_t result, const Index& idx) {
-  const std::string op = qualified(n);
   KILN_ASSIGN(Dims outDims, staticDims(n.output(result)));
   KILN_ASSIGN(ScalarType outType, valueScalarType(n.output(result)));
-  const ScalarType ct = computeType(outType);
-  auto operand = [&](size_t i, const Index& at) -> Expected<Expr> { return this->at(n.input(i), at); };
-  auto broadcastOperand = [&](size_t i) -> Expected<Expr> {
-    KILN_ASSIGN(Dims d, staticDims(n.input(i)));
-    return this->at(n.input(i), broadcastIndex(idx, d));
-  };
-  auto fconst = [&](double v) { return constantOf(ct, v); };
-
-  if (unaryOps().count(op)) {
-    KILN_ASSIGN(Expr x, operand(0, idx));
-    if (op == "Relu") return maxOf(x, fconst(0));
-    if (op == "Sigmoid") return unary(UnaryOp::Sigmoid, x);
-    if (op == "Tanh" || op == "kiln::FastTanh") return unary(UnaryOp::Tanh, x);
-    if (op == "Exp" || op == "kiln::FastExp") return unary(UnaryOp::Exp, x);
-    if (op == "Erf" || op == "kiln::FastErf") return unary(UnaryOp::Erf, x);
-    if (op == "Log") return unary(UnaryOp::Log, x);
-    if (op == "Sqrt") return unary(UnaryOp::Sqrt, x);
-    if (op == "Abs") return unary(UnaryOp::Abs, x);
-    if (op == "Neg") return unary(UnaryOp::Neg, x);
-    if (op == "Floor") return unary(UnaryOp::Floor, x);
-    if (op == "Ceil") return unary(UnaryOp::Ceil, x);
-    if (op == "Round") return unary(UnaryOp::Round, x);
-    if (op == "Reciprocal") return unary(UnaryOp::Reciprocal, x);
-    if (op == "Sin") return unary(UnaryOp::Sin, x);
-    if (op == "Cos") return unary(UnaryOp::Cos, x);
-    if (op == "Identity") return x;
-    if (op == "Not") return unary(UnaryOp::Not, x);
-    if (op == "IsNaN") return unary(UnaryOp::IsNan, x);
-    if (op == "Softplus") return unary(UnaryOp::Log, fconst(1) + unary(UnaryOp::Exp, x));
-    if (op == "LeakyRelu")
-      return select(binary(BinaryOp::Lt, x, fconst(0)), x * fconst(n.getFloat("alpha")), x);
-    if (op == "Elu")
-      return select(binary(BinaryOp::Lt, x, fconst(0)), fconst(n.getFloat("alpha")) * (unary(UnaryOp::Exp, x) - fconst(1)), x);
-    if (op == "HardSigmoid")
-      return maxOf(fconst(0), minOf(fconst(1), fconst(n.getFloat("alpha")) * x + fconst(n.getFloat("beta"))));
-    if (op == "HardSwish") return x * maxOf(fconst(0), minOf(fconst(1), x * fconst(1.0 / 6) + fconst(0.5)));
-    if (op == "Sign")
-      return select(binary(BinaryOp::Gt, x, fconst(0)), fconst(1),
-                    select(binary(BinaryOp::Lt, x, fconst(0)), fconst(-1), fconst(0)));
-    if (op == "Clip") {
-      Expr r = x;
-      for (size_t i = 1; i <= 2; ++i) {
-        if (!n.hasInput(i)) continue;
-        const Tensor* bound = constantOperand(n, i);
-        if (!bound) return needsConstant(n, i == 1 ? "min" : "max");
-        Expr b = fconst(bound->scalarAsDouble());
-        r = i == 1 ? maxOf(r, b) : minOf(r, b);
-      }
-      return r;
-    }
-    if (op == "Cast") {
-      if (outType == ScalarType::Bool) return binary(BinaryOp::Ne, x, constantOf(x->type, 0));
-      if (x->type == ScalarType::Bool) return select(x, constantOf(ct, 1), constantOf(ct, 0));
-      return cast(ct, x);
-    }
-    auto attr = [&](const char* name, double fallback) { return n.hasAttr(name) ? double(n.getFloat(name)) : fallback; };
-    Expr zero = fconst(0), one = fconst(1);
-    if (op == "ThresholdedRelu") return select(binary(BinaryOp::Gt, x, fconst(attr("alpha", 1.0))), x, zero);
-    if (op == "Selu") {
-      double alpha = attr("alpha", 1.67326319217681884765625), gamma = attr("gamma", 1.05070102214813232421875);
-      return fconst(gamma) * select(binary(BinaryOp::Gt, x, zero), x, fconst(alpha) * (unary(UnaryOp::Exp, x) - one));
-    }
-    if (op == "Celu") {
-      double alpha = attr("alpha", 1.0);
-      return maxOf(zero, x) + minOf(zero, fconst(alpha) * (unary(UnaryOp::Exp, x / fconst(alpha)) - one));
-    }
-    if (op == "Softsign") return x / (one + unary(UnaryOp::Abs, x));
-    if (op == "Shrink") {
-      Expr lambd = fconst(attr("lambd", 0.5)), bias = fconst(attr("bias", 0.0));
-      return select(binary(BinaryOp::Lt, x, unary(UnaryOp::Neg, lambd)), x + bias,
-                    select(binary(BinaryOp::Gt, x, lambd), x - bias, zero));
-    }
-    if (op == "IsInf") {
-      Expr inf = constantOf(x->type, INFINITY);
-      Expr pos = n.getInt("detect_positive") ? binary(BinaryOp::Eq, x, inf) : boolImm(false);
-      Expr neg = n.getInt("detect_negative") ? binary(BinaryOp::Eq, x, unary(UnaryOp::Neg, inf)) : boolImm(false);
-      return binary(BinaryOp::Or, pos, neg);
-    }
-    if (op == "Tan") return unary(UnaryOp::Sin, x) / unary(UnaryOp::Cos, x);
-    if (op == "Sinh" || op == "Cosh") {
-      Expr e = unary(UnaryOp::Exp, x), inv = unary(UnaryOp::Exp, unary(UnaryOp::Neg, x));
-      return (op == "Sinh" ? e - inv : e + inv) * fconst(0.5);
-    }
-    if (op == "Gelu" || op == "kiln::Gelu") {
-      std::string approximate = n.hasAttr("approximate") ? n.getString("approximate") : "none";
-      return geluExpr(x, approximate);
-    }
+  const std::string op = qualified(n);
+  auto rule = elementRules().find(op);
+  if (rule == elementRules().end()) {
+    KILN_TRY(staticDims(n.input(0)).status());
+    return makeError(ErrorCode::CodegenUnsupported, "no element formula for ", op).atNode(n.displayName(), n.opType());
   }
-
-  if (binaryOps().count(op)) {
-    if (op == "Where") {
-      KILN_ASSIGN(Expr c, broadcastOperand(0));
-      KILN_ASSIGN(Expr a, broadcastOperand(1));
-      KILN_ASSIGN(Expr b, broadcastOperand(2));
-      return select(c, a, b);
-    }
-    if (op == "Max" || op == "Min" || op == "Sum") {
-      KILN_ASSIGN(Expr r, broadcastOperand(0));
-      for (size_t i = 1; i < n.numInputs(); ++i) {
-        KILN_ASSIGN(Expr b, broadcastOperand(i));
-        r = op == "Sum" ? r + b : binary(op == "Max" ? BinaryOp::Max : BinaryOp::Min, r, b);
-      }
-      return r;
-    }
-    if (op == "BatchNormalization") {  // inference form: per-channel (axis 1) affine
-      if (n.getInt("training_mode") || n.numOutputs() > 1)
-        return makeError(ErrorCode::CodegenUnsupported, "BatchNormalization in training mode has no code generation")
-            .atNode(n.displayName(), n.opType());
-      Index channel{idx.size() > 1 ? idx[1] : intImm(0)};
-      KILN_ASSIGN(Expr x, operand(0, idx));
-      std::vector<Expr> p;
-      for (size_t i = 1; i < 5; ++i) {
-        KILN_ASSIGN(Expr v, operand(i, channel));
-        p.push_back(v);
-      }
-      return (x - p[2]) * unary(UnaryOp::Rsqrt, p[3] + fconst(n.getFloat("epsilon"))) * p[0] + p[1];
-    }
-    if (op == "Mean") {
-      KILN_ASSIGN(Expr r, broadcastOperand(0));
-      for (size_t i = 1; i < n.numInputs(); ++i) {
-        KILN_ASSIGN(Expr b, broadcastOperand(i));
-        r = r + b;
-      }
-      return r / fconst(double(n.numInputs()));
-    }
-    if (op == "CastLike") {
-      KILN_ASSIGN(Expr x, broadcastOperand(0));
-      if (outType == ScalarType::Bool) return binary(BinaryOp::Ne, x, constantOf(x->type, 0));
-      if (x->type == ScalarType::Bool) return select(x, constantOf(ct, 1), constantOf(ct, 0));
-      return cast(ct, x);
-    }
-    KILN_ASSIGN(Expr a, broadcastOperand(0));
-    KILN_ASSIGN(Expr b, broadcastOperand(1));
-    if (op == "Xor") return binary(BinaryOp::Ne, a, b);
-    if (op == "Mod") {
-      bool fmod = n.hasAttr("fmod") && n.getInt("fmod");
-      if (isFloatType(a->type)) {  // C fmod: a - b * trunc(a / b)
-        Expr q = a / b;
-        Expr t = select(binary(BinaryOp::Lt, q, constantOf(q->type, 0)), unary(UnaryOp::Ceil, q), unary(UnaryOp::Floor, q));
-        return a - b * t;
-      }
-      return fmod ? a - b * (a / b) : binary(BinaryOp::FloorMod, a, b);
-    }
-    if (op == "Add") return a + b;
-    if (op == "Sub") return a - b;
-    if (op == "Mul") return a * b;
-    if (op == "Div") return a / b;
-    if (op == "Pow") return powExpr(a, b);
-    if (op == "PRelu") return select(binary(BinaryOp::Lt, a, constantOf(a->type, 0)), a * b, a);
-    static const std::map<std::string, BinaryOp> compare = {
-        {"Equal", BinaryOp::Eq}, {"Less", BinaryOp::Lt}, {"Greater", BinaryOp::Gt}, {"LessOrEqual", BinaryOp::Le},
-        {"GreaterOrEqual", BinaryOp::Ge}, {"And", BinaryOp::And}, {"Or", BinaryOp::Or}};
-    return binary(compare.at(op), a, b);
-  }
-
-  // Index remapping.
-  KILN_ASSIGN(Dims inDims, staticDims(n.input(0)));
-  if (op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze")
-    return operand(0, unflatten(flatIndex(idx, outDims), inDims));
-  if (op == "Expand") return operand(0, broadcastIndex(idx, inDims));
-  if (op == "Tile") {
-    Index in(idx.size());
-    for (size_t i = 0; i < idx.size(); ++i) in[i] = inDims[i] == outDims[i] ? idx[i] : floorMod(idx[i], inDims[i]);
-    return operand(0, in);
-  }
-  if (op == "Transpose") {
-    std::vector<int64_t> perm;
-    if (n.hasAttr("perm")) perm = n.getInts("perm");
-    else for (int64_t i = int64_t(inDims.size()); i-- > 0;) perm.push_back(i);
-    Index in(idx.size());
-    for (size_t i = 0; i < perm.size(); ++i) in[size_t(perm[i])] = idx[i];
-    return operand(0, in);
-  }
-  if (op == "Slice") {
-    std::vector<std::vector<int64_t>> args(5);
-    for (size_t i = 1; i < 5; ++i) {
-      if (!n.hasInput(i)) continue;
-      const Tensor* t = constantOperand(n, i);
-      if (!t) return needsConstant(n, "bound");
-      args[i] = t->toInt64s();
-    }
-    KILN_ASSIGN(auto dims, ir::computeSlice(inDims, args[1], args[2], args[3], args[4]));
-    Index in(idx.size());
-    for (size_t i = 0; i < idx.size(); ++i) in[i] = intImm(dims[i].start) + idx[i] * dims[i].step;
-    return operand(0, in);
-  }
-  if (op == "Split") {
-    KILN_ASSIGN(int64_t axis, ir::normalizeAxis(n.getInt("axis"), int64_t(inDims.size())));
-    int64_t offset = 0;
-    for (size_t r = 0; r < result; ++r) {
-      KILN_ASSIGN(Dims d, staticDims(n.output(r)));
-      offset += d[size_t(axis)];
-    }
-    Index in = idx;
-    in[size_t(axis)] = idx[size_t(axis)] + offset;
-    return operand(0, in);
-  }
-  if (op == "Concat") {
-    KILN_ASSIGN(int64_t axis, ir::normalizeAxis(n.getInt("axis"), int64_t(outDims.size())));
-    const size_t a = size_t(axis);
-    std::vector<int64_t> offsets{0};
-    for (size_t i = 0; i < n.numInputs(); ++i) {
-      KILN_ASSIGN(Dims d, staticDims(n.input(i)));
-      offsets.push_back(offsets.back() + d[a]);
-    }
-    std::vector<std::pair<int64_t, Expr>> parts;  // (end offset, element) of each non-empty input
-    for (size_t i = 0; i < n.numInputs(); ++i) {
-      int64_t extent = offsets[i + 1] - offsets[i];
-      if (extent == 0) continue;
-      Index in = idx;
-      in[a] = clampIndex(idx[a] - offsets[i], extent);
-      KILN_ASSIGN(Expr e, operand(i, in));
-      parts.push_back({offsets[i + 1], e});
-    }
-    // A balanced tree of selects: log2(inputs) comparisons per element (DenseNet
-    // concatenates up to 49 inputs), each side loaded only when chosen on the CPU.
-    std::function<Expr(size_t, size_t)> pick = [&](size_t lo, size_t hi) -> Expr {
-      if (hi - lo == 1) return parts[lo].second;
-      size_t mid = (lo + hi) / 2;
-      return select(binary(BinaryOp::Lt, idx[a], intImm(parts[mid - 1].first)), pick(lo, mid), pick(mid, hi));
-    };
-    return pick(0, parts.size());
-  }
-  if (op == "Pad") {
-    if (n.hasAttr("mode") && n.getString("mode") != "constant")
-      return makeError(ErrorCode::CodegenUnsupported, "Pad mode '", n.getString("mode"),
-                       "' has no code generation yet").atNode(n.displayName(), n.opType());
-    const Tensor* pads = constantOperand(n, 1);
-    if (!pads) return needsConstant(n, "pads");
-    std::vector<int64_t> p = pads->toInt64s();
-    if (n.numInputs() > 3 && n.hasInput(3))
-      return makeError(ErrorCode::CodegenUnsupported, "Pad with axes has no code generation yet")
-          .atNode(n.displayName(), n.opType());
-    Expr value = fconst(0);
-    if (n.hasInput(2)) {
-      const Tensor* v = constantOperand(n, 2);
-      if (!v) return needsConstant(n, "constant_value");
-      value = fconst(v->scalarAsDouble());
-    }
-    Index in(idx.size());
-    Expr inside = boolImm(true);
-    for (size_t i = 0; i < idx.size(); ++i) {
-      Expr shifted = idx[i] - p[i];
-      if (p[i] != 0 || p[i + idx.size()] != 0)
-        inside = binary(BinaryOp::And, inside,
-                        binary(BinaryOp::And, binary(BinaryOp::Ge, shifted, intImm(0)),
-                               binary(BinaryOp::Lt, shifted, intImm(inDims[i]))));
-      in[i] = p[i] != 0 || p[i + idx.size()] != 0 ? clampIndex(shifted, inDims[i]) : shifted;
-    }
-    KILN_ASSIGN(Expr x, operand(0, in));
-    return select(inside, x, value);
-  }
-  if (op == "Resize") return resizeAt(n, idx, inDims, outDims, ct);
-  if (op == "GatherElements") {
-    KILN_ASSIGN(int64_t axis, ir::normalizeAxis(n.getInt("axis"), int64_t(inDims.size())));
-    KILN_ASSIGN(Expr raw, operand(1, idx));
-    Expr i = cast(ScalarType::I64, raw);
-    i = select(binary(BinaryOp::Lt, i, intImm(0)), i + inDims[size_t(axis)], i);
-    Index in = idx;
-    in[size_t(axis)] = clampIndex(i, inDims[size_t(axis)]);
-    return operand(0, in);
-  }
-  if (op == "Trilu") {
-    int64_t k = 0;
-    if (n.numInputs() > 1 && n.hasInput(1)) {
-      const Tensor* kt = constantOperand(n, 1);
-      if (!kt) return needsConstant(n, "k");
-      k = int64_t(kt->scalarAsDouble());
-    }
-    KILN_ASSIGN(Expr x, operand(0, idx));
-    Expr diff = idx[idx.size() - 1] - idx[idx.size() - 2];  // column - row
-    bool upper = !n.hasAttr("upper") || n.getInt("upper");
-    Expr keep = upper ? binary(BinaryOp::Ge, diff, intImm(k)) : binary(BinaryOp::Le, diff, intImm(k));
-    return select(keep, x, constantOf(x->type, 0));
-  }
-  if (op == "DepthToSpace" || op == "SpaceToDepth") {
-    const int64_t b = n.getInt("blocksize");
-    Index in(4);
-    if (op == "SpaceToDepth") {  // out[n, (by*b+bx)*C + c, h, w] = in[n, c, h*b+by, w*b+bx]
-      const int64_t c = inDims[1];
-      Expr block = floorDiv(idx[1], c);
-      in = {idx[0], floorMod(idx[1], c), idx[2] * b + floorDiv(block, b), idx[3] * b + floorMod(block, b)};
-    } else {
-      const int64_t c = outDims[1];
-      bool crd = n.hasAttr("mode") && n.getString("mode") == "CRD";
-      Expr by = floorMod(idx[2], b), bx = floorMod(idx[3], b);
-      Expr channel = crd ? (idx[1] * b + by) * b + bx : (by * b + bx) * c + idx[1];
-      in = {idx[0], channel, floorDiv(idx[2], b), floorDiv(idx[3], b)};
-    }
-    return operand(0, in);
-  }
-  if (op == "Gather") {
-    KILN_ASSIGN(int64_t axis, ir::normalizeAxis(n.getInt("axis"), int64_t(inDims.size())));
-    KILN_ASSIGN(Dims qDims, staticDims(n.input(1)));
-    const size_t a = size_t(axis), q = qDims.size();
-    Index qIdx(idx.begin() + a, idx.begin() + a + q);
-    KILN_ASSIGN(Expr raw, operand(1, qIdx));
-    Expr i = cast(ScalarType::I64, raw);
-    i = select(binary(BinaryOp::Lt, i, intImm(0)), i + inDims[a], i);
-    Index in(idx.begin(), idx.begin() + a);
-    in.push_back(clampIndex(i, inDims[a]));
-    in.insert(in.end(), idx.begin() + a + q, idx.end());
-    return operand(0, in);
-  }
-  return makeError(ErrorCode::CodegenUnsupported, "no element formula for ", op).atNode(n.displayName(), n.opType());
+  return rule->second(ElementCall{*this, n, result, idx, std::move(outDims), outType, computeType(outType)});
 }
 
 }  // namespace kiln::codegen

@@ -118,8 +118,7 @@ void writePanels(const uint8_t* src, int64_t k, int64_t n, size_t elem, const Pa
     }
     // Transposed: panel column j is source row p * w + j, read contiguously,
     // kBlock rows of the panel at a time so the strided writes stay in L1
-    // (a whole 768-deep panel at once: 2.7x slower on BERT-base's weights in
-    // warm memory, 32-wide panels, Intel VM).
+    // (a whole 768-deep panel at once is 2.7x slower on BERT-base's weights).
     constexpr int64_t kBlock = 32;
     byElementSize(elem, [&]<class U>() {
       for (int64_t k0 = 0; k0 < k; k0 += kBlock) {

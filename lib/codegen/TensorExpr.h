@@ -79,7 +79,6 @@ class ElementBuilder {
   std::string uniqueParamName(std::string name) const;
   bool inGroup(const ir::Node* n) const;
   Expected<Expr> compute(const ir::Node& n, size_t result, const Index& idx);
-  Expected<Expr> resizeAt(const ir::Node& n, const Index& idx, const Dims& inDims, const Dims& outDims, ScalarType ct);
 
   const KernelGroup& group_;
   std::map<const ir::Value*, std::function<Expr(const Index&)>> sources_;

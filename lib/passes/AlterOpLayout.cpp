@@ -1,68 +1,18 @@
 //===- lib/passes/AlterOpLayout.cpp - alter-op-layout -----------------------===//
 //
-// Rewrites 2-D convolutions into the channel-blocked layout CPU conv kernels
-// want (TVM's AlterOpLayout to NCHW{c}c, oneDNN's nChw16c), with the weights
-// prepacked once here:
-//   Conv(x [N,C,H,W], W [O,C,kH,kW])
-//     -> back(kiln::ConvNCHWc(in(x), W' [O/b, C/c, kH, kW, c, b]))
-//   in   = Reshape to [N, C/c, c, H, W], Transpose to [N, C/c, H, W, c]
-//   back = Transpose to [N, O/b, b, OH, OW], Reshape to [N, O, OH, OW]
-// for group-1 convolutions whose output channels have a block b, with c
-// the input channels' block, or c = C when C is smaller than a block and has
-// none (an RGB stem conv: its input is one block), depthwise
-// convolutions (group C, W' [C/b, 1, kH, kW, 1, b]), and grouped ones whose
-// groups of g channels to g fit in a block (g | b; ResNeXt, RegNet): W'
-// [C/b, 1, kH, kW, b, b], block-diagonal (RegNet-Y-400MF 14.0 -> 9.9 ms).
-// Elementwise ops with scalar extra operands (Relu, Clip, ...) or a
-// per-channel constant (a BatchNorm spelled as Mul and Add, the constant
-// re-laid out in blocks) are then moved before the `back` transforms, so
-// between consecutive convolutions `back` meets `in` and both cancel
-// (simplify-expr): a conv chain stays blocked.
-// Binary elementwise ops whose operands leave the same layout transform
-// move too (a residual Add of two blocked convs; a squeeze-excite Mul by a
-// [N, C, 1, 1] scale, whose transform reshapes the same leading dims), and
-// a unary op on a transform all of whose users are elementwise
-// (x * HardSigmoid(x)). A GlobalAveragePool of a blocked map becomes a
-// blocked ReduceMean over H and W, so squeeze-excite stays blocked;
-// MaxPool and AveragePool run blocked with a window of 1 over the lanes. A
-// Concat along the channels of blocked maps (Inception's branches,
-// DenseNet's feature maps) concatenates their blocks when the result's
-// block is theirs.
-// Option block: 0 (the default) gives a map of C channels the block 16 (one
-// AVX-512 vector of f32, two AVX2 ones) when 16 divides C, else 8 when 8
-// does. The block is a function of the channel count alone, so a producer
-// and its consumers, and both operands of a residual Add, agree on it and
-// the transforms between them cancel; a conv may read blocks of 8 and write
-// blocks of 16 (MobileNetV2's 24 -> 144 expansions). A conv whose result
-// is split along the channels writes the block of the parts' common divisor
-// (the Split then cuts whole blocks). A nonzero block is
-// used for every map (blocks of 8 throughout, the rule before this one:
-// MobileNetV2 6.24..6.30 ms against 5.37..5.52, 1.14x slower; SSDLite the
-// same within noise, bench/results/cpu-per-map-blocks-2026-11-24.jsonl).
-// An inference BatchNormalization that is the only reader of a blocked
-// conv's result (or of each part of its channel Split: the merged conv of
-// combine-parallel-conv2d) is folded into the packed weights and the bias,
-// as simplify-inference folds it (the same double products, rounded once),
-// scaling the packed copy in place: one write of the weights where running
-// simplify-inference first writes them twice (folded, then packed). The
-// arch strategy orders simplify-inference after this pass on the cpu target
-// for that reason (lib/select/OrderingRules.cpp); -O3 folds first. A
-// BatchNorm after no conv (DenseNet's, after its concatenations) becomes
-// simplify-inference's Mul and Add between the transforms, and this pass,
-// run again with no conv left to block, moves them onto the blocks (arch's
-// second round does; DenseNet-121's raw export ends in -O3's IR).
-// The moves run one at a time, each at the first node in graph order where
-// one applies (each can enable the next); the scan resumes near the last
-// move instead of at the first node (FirstMatchRewrites.h: SSDLite's 226
-// moves took 17 ms of rescanning, now 2 to 3).
-// The reference kernels sum in different orders: within 1e-6 relative
-// (1e-5 with an absorbed BatchNorm, simplify-inference's tolerance).
-//
-// Measured on the CPU target (2-core AVX-512 VMs, docs/performance.md):
-// ResNet-50 runs 1.6x faster, MobileNetV2 1.4x, SSDLite 1.05x; so -O3
-// runs it for the cpu target (lib/passes/OptLevels.cpp). Blocked pools,
-// concats and BatchNorms took DenseNet-121 from 66.9 to 47.8 ms and
-// GoogLeNet from 27.8 to 23.3 (AMD EPYC 2-core).
+// Rewrites 2-D convolutions into the channel-blocked layout the CPU conv
+// kernels want (TVM's AlterOpLayout to NCHW{c}c), weights prepacked here:
+//   Conv(x, W) -> back(kiln::ConvNCHWc(in(x), W' [O/b, C/c, kH, kW, c, b]))
+// where `in` reshapes and transposes NCHW to [N, C/c, H, W, c] and `back`
+// undoes it. Group-1, depthwise and square-grouped convolutions block; the
+// elementwise ops, pools, Splits, Concats and BatchNorms between them then
+// move onto the blocks so that each `back` meets the next `in` and both
+// cancel (simplify-expr): a conv chain stays blocked. The block of a map is
+// a function of its channel count alone (16, else 8), so producers and
+// consumers agree. Moves run one at a time at the first node where one
+// applies, the scan resuming near the last move (FirstMatchRewrites.h).
+// Tolerance: 1e-6 relative, 1e-5 with an absorbed BatchNorm. Why -O3 runs it
+// on the cpu target: docs/performance.md, "Channel-blocked convolutions".
 //
 //===----------------------------------------------------------------------===//
 #include <algorithm>
@@ -98,6 +48,8 @@ bool isSquareGrouped(const ir::Node& n, const Tensor& w) {
 
 /// The block of a map of `channels` channels: `forced` when nonzero (and it
 /// divides them), else 16 when 16 divides them, else 8 when 8 does; 0 if none.
+/// A block per map beats one block for all maps on MobileNetV2 by 1.14x
+/// (bench/results/cpu-per-map-blocks-2026-11-24.jsonl).
 int64_t blockOf(int64_t channels, int64_t forced) {
   if (forced) return channels % forced == 0 ? forced : 0;
   return channels % 16 == 0 ? 16 : channels % 8 == 0 ? 8 : 0;

@@ -6,9 +6,8 @@
 // serializes callers). Workers and the waiting caller spin for a short while
 // (kSpin) before they sleep on a condition variable: a model runs its
 // kernels back to back, and waking a sleeping thread through the kernel
-// costs tens of microseconds (40 to 60 on the 2-core AMD EPYC VM, measured
-// as parallel kernels of 0.03 to 0.09 ms running slower than serial ones),
-// which is most of a small kernel's time. A thread that sleeps is counted,
+// costs tens of microseconds (docs/performance.md, "Small models and the
+// thread pool"), which is most of a small kernel's time. A thread that sleeps is counted,
 // so a post or a finish notifies only when someone sleeps; the counters and
 // the generation are sequentially consistent atomics, so either the poster
 // sees the sleeper or the sleeper sees the post.

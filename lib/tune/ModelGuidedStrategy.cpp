@@ -1,27 +1,16 @@
 //===- lib/tune/ModelGuidedStrategy.cpp - Cost-model-guided search ---------===//
 //
-// The strategies sa, rl, sa-as and rl-as (kiln/tune/SearchStrategy.h): the
-// first batch is random or the incumbent's neighbours (nothing to learn
-// from, unless transfer data is given); afterwards the XGBoost
-// model, refitted on every measured configuration (score = best time /
-// time, 0 for an invalid one), ranks what an explorer proposes, and a
-// sampler picks the batch: the top of the list with an epsilon share of
-// random configurations (AutoTVM), or adaptive sampling (CHAMELEON), which
-// may measure fewer than asked when the candidates form few clusters. The
-// adaptive strategies cluster the explorer's top 2 x batch candidates, and
-// their first round too when they start at random: one configuration per
-// cluster of a random sample instead of a whole random batch.
-// With transfer data (other kernels' measurements) the model is trained on
-// it from the start, so the first batch is already guided.
-// Starting from the incumbent (sa-as and rl-as by default, StrategyOptions::
-// start): the first round is the incumbent's unmeasured one-knob neighbours,
-// adjacent values first and in random order among equal steps (the
-// incumbent is the default schedule then, the one configuration measured: a
-// hand-chosen default lies nearer good configurations than a random point
-// does, and a small step from it more often than a large one; measured in
-// docs/tuning.md), and every later round begins
-// with the model's best-predicted unmeasured neighbours of the incumbent
-// (two, or fewer in small rounds: a trust region beside the global search).
+// The strategies sa, rl, sa-as and rl-as (kiln/tune/SearchStrategy.h). After
+// a first batch (random, the incumbent's neighbours, or guided by transfer
+// data when given), an XGBoost model refitted on every measured configuration
+// (score = best time / time, 0 when invalid) ranks what an explorer proposes,
+// and a sampler picks the batch: the top with an epsilon share of random
+// configurations (AutoTVM), or adaptive sampling over the top 2 x batch
+// (CHAMELEON), which may measure fewer when the candidates form few clusters.
+// Started from the incumbent (sa-as and rl-as by default), the first round is
+// its unmeasured one-knob neighbours, adjacent values first, and every later
+// round begins with the model's best-predicted unmeasured neighbours of the
+// incumbent: a trust region beside the global search (why: docs/tuning.md).
 //
 //===----------------------------------------------------------------------===//
 #include <algorithm>

@@ -8,7 +8,20 @@
 // and types agree, none otherwise, as cuBLASLt reports what it cannot do;
 // it assumes the operand alignment the preference allows, 256 bytes unless
 // told, and cublasLtMatmul refuses operands aligned less) and
-// cublasLtMatmul itself, column-major as cuBLAS is:
+// cublasLtMatmul itself (below).
+//
+//===----------------------------------------------------------------------===//
+#include <cublasLt.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#include "EmulatedElements.h"
+
+// cublasLtMatmul, column-major as cuBLAS is:
 //
 //   D[b] = epilogue(alpha * opA(A[b]) x opB(B[b]) + beta * C[b])
 //
@@ -24,17 +37,6 @@
 //
 // kiln_emulated_cublaslt_live_objects() counts handles and descriptors not
 // destroyed; kiln_emulated_cublaslt_matmuls() the matmuls run.
-//
-//===----------------------------------------------------------------------===//
-#include <cublasLt.h>
-
-#include <algorithm>
-#include <atomic>
-#include <cmath>
-#include <cstdint>
-#include <cstring>
-
-#include "EmulatedElements.h"
 
 namespace {
 

@@ -7,7 +7,19 @@
 // 4-D NCHW tensor and KCRS filter descriptors, convolution descriptors
 // (padding, strides, dilations, groups, CUDNN_CONVOLUTION flips the filter,
 // CUDNN_CROSS_CORRELATION does not; math type), the output-size arithmetic,
-// and
+// and the four calls below.
+//
+//===----------------------------------------------------------------------===//
+#include <cudnn.h>
+
+#include <atomic>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+
+#include "EmulatedElements.h"
+
+// The calls, and how they check their callers:
 //
 //   cudnnConvolutionForward                y = alpha * conv(x, w) + beta * y
 //   cudnnConvolutionBiasActivationForward  y = act(alpha1 * conv(x, w) + alpha2 * z + bias)
@@ -28,7 +40,7 @@
 // it is made, its arithmetic in the order of the handle's stream
 // (enqueueOnStream: at once, or at each launch of the CUDA graph a capture
 // recorded it in).
-// Refusals the real cuDNN 9 made on an H100, for the runtime's fallbacks:
+// Refusals the real cuDNN 9 makes, for the runtime's fallbacks:
 // with KILN_EMULATED_CUDNN_REFUSE_FUSED set, the fused call refuses 16-bit
 // data with CUDNN_STATUS_BAD_PARAM (the runtime must use the unfused
 // calls); with KILN_EMULATED_CUDNN_REFUSE_PRECOMP, both convolution calls
@@ -38,16 +50,6 @@
 //
 // kiln_emulated_cudnn_live_objects() counts handles and descriptors not
 // destroyed; kiln_emulated_cudnn_convolutions() the convolutions run.
-//
-//===----------------------------------------------------------------------===//
-#include <cudnn.h>
-
-#include <atomic>
-#include <cstdint>
-#include <cstdlib>
-#include <cstring>
-
-#include "EmulatedElements.h"
 
 namespace {
 
@@ -339,7 +341,7 @@ cudnnStatus_t CUDNNWINAPI cudnnConvolutionBiasActivationForward(
   if (!alpha1 || !alpha2 || !act.set) return CUDNN_STATUS_BAD_PARAM;
   const char* refuse = std::getenv("KILN_EMULATED_CUDNN_REFUSE_FUSED");
   if (refuse && *refuse && xd.type != CUDNN_DATA_FLOAT)
-    return CUDNN_STATUS_BAD_PARAM;  // as cuDNN 9 did first for ResNet-50's f16 stem convolution on an H100
+    return CUDNN_STATUS_BAD_PARAM;  // as cuDNN 9 does for ResNet-50's f16 stem convolution
   if (act.mode == CUDNN_ACTIVATION_IDENTITY && algo != CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM)
     return CUDNN_STATUS_NOT_SUPPORTED;
   if (cudnnStatus_t s = checkConvolution(xd, x, wd, w, cv, algo, workspace, workspaceBytes, yd, y); s != CUDNN_STATUS_SUCCESS)

@@ -5,6 +5,22 @@
 // steps, copies) runs end to end on a machine without a GPU. The runtime
 // loads it in place of libcuda.so.1 when KILN_CUDA_DRIVER names it.
 //
+//===----------------------------------------------------------------------===//
+#include <cuda.h>
+#include <dlfcn.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+// What is emulated, and how it checks its callers.
+//
 // One emulated device, "kiln CPU emulation", of compute capability
 // KILN_EMULATED_SM (default 90). Device memory is host memory; every copy
 // is checked against the allocation it touches. A module's image (cubin or
@@ -33,20 +49,6 @@
 // modules, streams, graphs, pinned blocks, retained contexts) so tests can check the runtime
 // releases everything it takes; kiln_emulated_in_device_memory() lets the
 // emulated cuBLASLt check the operands it is given.
-//
-//===----------------------------------------------------------------------===//
-#include <cuda.h>
-#include <dlfcn.h>
-
-#include <chrono>
-#include <cstdint>
-#include <cstdlib>
-#include <cstring>
-#include <map>
-#include <memory>
-#include <mutex>
-#include <string>
-#include <vector>
 
 namespace {
 

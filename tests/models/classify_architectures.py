@@ -267,7 +267,7 @@ MODELS = [
     ("keypointrcnn_resnet50_fpn", ["SSD", "RN"], None,
      (lambda: det.keypointrcnn_resnet50_fpn(weights_backbone=None, min_size=320, max_size=320),
       ([torch.rand(3, 320, 320)],))),
-    # Further torchvision configurations (full size only), classified on 2026-11-29.
+    # Further torchvision configurations (full size only).
     ("resnet152", ["RN"], None, (lambda: tv.resnet152(), image(224))),
     ("vgg11", ["RN"], None, (lambda: tv.vgg11(), image(224))),
     ("densenet201", ["RN"], None, (lambda: tv.densenet201(), image(224))),

@@ -15,15 +15,8 @@ manifest's), --min-matched its share (default 0.98). Names after the third
 are per-detection outputs (Mask R-CNN's masks, keypoints): row i belongs to
 detection i, so they are compared detection by detection along the matching.
 
-Measures:
-- values: max|kiln - ort| / max|ort| per output (relative to the output's
-  scale, so values near zero do not dominate); it must be <= T.
-- detections (boxes/scores/labels of a detector): each ONNX Runtime detection
-  is matched greedily to an unmatched kiln detection with the same label whose
-  box and score are within T of the output's scale; the matched share of the
-  larger detection list must reach the manifest's min_matched. Exact order is
-  not required: top-k and NMS may order near-equal scores differently, and
-  the raw head outputs (compared as values) check the network itself.
+Measures: values, max|kiln - ort| / max|ort| per output, at most T; detections,
+matched greedily (detection_pairs), the matched share at least min_matched.
 Prints one line per output with the measured error; exits 1 on a mismatch,
 77 (skipped) for a CUDA target on a machine without a GPU. --emulate runs a
 CUDA artifact on the CPU emulation of its kernels (the emulated driver;
@@ -42,6 +35,7 @@ import zoo  # noqa: E402
 
 
 def relative_error(a, b):
+    """max|a - b| relative to b's scale, so that values near zero do not dominate."""
     scale = float(np.abs(b).max()) if b.size else 0.0
     err = float(np.abs(a.astype(np.float64) - b.astype(np.float64)).max()) if b.size else 0.0
     return err, scale, (err / scale if scale > 0 else err)
@@ -55,7 +49,11 @@ def match_detections(kiln, ort, tolerance):
 
 def detection_pairs(kiln, ort, tolerance):
     """Greedy matching; returns ([(ort index, kiln index), ...], total) where
-    total is the larger count."""
+    total is the larger count. Each ONNX Runtime detection takes an unmatched
+    kiln detection of its label whose box and score are within tolerance of the
+    output's scale. Order is not required: top-k and NMS may order near-equal
+    scores differently, and the raw head outputs (compared as values) check
+    the network itself."""
     kb, ks, kl = kiln
     ob, os_, ol = ort
     box_tol = tolerance * max(float(np.abs(ob).max()) if ob.size else 1.0, 1.0)

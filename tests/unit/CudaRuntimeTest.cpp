@@ -560,7 +560,7 @@ TEST_CASE("convolutions run as cuDNN library steps (bias, residual, ReLU, groups
     const double tolerance = std::string(type) == "f32" ? 1e-5 : std::string(type) == "f16" ? 3e-2 : 1e-1;
     CHECK(runWithLibrarySteps(compiled, tolerance) == 7);
     if (std::string(type) != "f32") {
-      // cuDNN refusing calls (as cuDNN 9 did on an H100 in f16): the load-time trial switches those steps to
+      // cuDNN refusing calls (as cuDNN 9 does for some f16 convolutions): the load-time trial switches those steps to
       // cudnnConvolutionForward + cudnnAddTensor + cudnnActivationForward, or to the next algorithm, with the same results.
       for (const char* refusal : {"KILN_EMULATED_CUDNN_REFUSE_FUSED", "KILN_EMULATED_CUDNN_REFUSE_PRECOMP"}) {
         INFO(refusal);
@@ -723,7 +723,7 @@ TEST_CASE("library tactics: what cuBLASLt or cuDNN cannot fuse stays generated, 
     CHECK(!codegen::libraryCallFor(g, false).has_value());
   }
   CHECK(convGroups == 5);
-  // Under auto (H200 measurements at batch 1, H100 at batch 32): at batch 1 3x3 convs go to cuDNN (ResNet-50's
+  // Under auto (useLibrary's thresholds): at batch 1 3x3 convs go to cuDNN (ResNet-50's
   // layer-3 one, 14x14, and its layer-1 one, 56x56, in f16), as do 1x1 convs reducing over 256 channels or more
   // (MobileNetV2's 384 -> 96 at 14x14 in f16) and f32 ones from 100 MFLOP (ResNet-50's 64 -> 256 at 56x56); 1x1
   // convs reducing over 64 channels stay generated in f16 and, under 100 MFLOP, in f32; at batch 32 a 1x1 conv of

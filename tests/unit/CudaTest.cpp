@@ -544,7 +544,7 @@ TEST_CASE("a mixed-precision (f16) model, or f32 with TF32 allowed, lowers for t
 
 TEST_CASE("GEMM tiles default to the large tile only where it leaves enough blocks to fill the GPU") {
   // BERT-base's projections: 128 x 768 outputs are 24 blocks of 64 x 64 at
-  // batch 1 (most of an H100's 132 SMs idle) and 768 blocks at batch 32.
+  // batch 1 (most of a 132-SM GPU idle) and 768 blocks at batch 32.
   auto defaults = [](int batch) {
     const std::string b = std::to_string(batch);
     auto m = testing::parse(R"(module @m {

@@ -186,7 +186,7 @@ TEST_CASE("the CUDA measurer builds, checks and times candidates (emulated drive
 
 TEST_CASE("kernels and library calls are timed as CUDA graph replays, and a call refusing capture is launched directly") {
   // On a GPU a cuDNN call's host-side cost exceeds a small convolution's kernels: launched directly, every sample
-  // would time the host (on an H200, ~0.08 ms for every ResNet-50 conv at batch 1), which a model's graph does not pay.
+  // would time the host (about 0.08 ms for every ResNet-50 conv at batch 1), which a model's graph does not pay.
   OneTask one = oneTask(kConvBlock, "tune-graphs.kir");
   const TuningTask& t = one.task();
   auto reference = codegen::referenceValues(one.graph(), testing::randomInputs(one.graph(), 5));

@@ -16,7 +16,7 @@
 namespace kiln::bench {
 
 struct GpuSample {
-  std::string name;         ///< e.g. "NVIDIA H100 80GB HBM3"
+  std::string name;         ///< the driver's device name
   double powerMeanW = 0, powerMaxW = 0;
   double temperatureMaxC = 0;
   unsigned samples = 0;

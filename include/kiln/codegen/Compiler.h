@@ -1,12 +1,9 @@
 //===- kiln/codegen/Compiler.h - Graph to Executable --------------*- C++ -*-===//
 //
-// The code generation driver: fusion plan -> one kernel per group (template
-// default or given configs; identical kernels share code) -> the Executable's
-// buffers, launch plan and memory plan. Groups no template lowers (extern ops,
-// data-dependent shapes, operands a kernel needs constant) become host steps
-// that the runtime runs with its reference kernels, unless disallowed. compileForCpu adds the CPU target:
-// the kernels are JIT-compiled in this process and returned with entry
-// points, ready for runtime::CpuExecutor.
+// The CPU target's compile driver: lowerModel (ModelLowering.h), then the
+// kernels through LLVM, JIT-compiled in this process with entry points ready
+// for runtime::CpuExecutor (compileForCpu) or compiled to object code that
+// completes the executable an artifact stores (compileCpuArtifact).
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -16,70 +13,10 @@
 #include <string>
 
 #include "kiln/codegen/CpuBackend.h"
-#include "kiln/codegen/FusionPlan.h"
-#include "kiln/codegen/LibraryTactics.h"
-#include "kiln/codegen/ScheduleTemplate.h"
+#include "kiln/codegen/ModelLowering.h"
 #include "kiln/runtime/CpuExecutor.h"
-#include "kiln/runtime/Executable.h"
 
 namespace kiln::codegen {
-
-struct CompileOptions {
-  std::string fusionPlanText;          ///< decisions to apply (FusionPlan::print form); empty: defaults
-  std::map<std::string, Config> configs;  ///< per kernel group name (k3_conv1): knob values
-  bool allowHostSteps = true;             ///< false: a group no template lowers is an error
-  /// GPU: f32 matmuls and ungrouped convs run on TF32 tensor cores (inputs
-  /// rounded to 10 mantissa bits, f32 accumulation): their approximate `mma`
-  /// knob is set to 1 unless a config is given.
-  bool allowTf32 = false;
-  /// GPU: which groups run as library steps (LibraryTactics.h); a config given for a group keeps it generated.
-  LibraryTactics libraryTactics = LibraryTactics::Off;
-  /// GPU, per group name: whether its library call measured faster than its
-  /// generated kernel (kiln tune --target cuda). Under `auto` this decides
-  /// instead of the heuristic and of a config given for the group; `off`
-  /// and `all` are not overridden.
-  std::map<std::string, bool> libraryMeasuredFaster;
-  /// The caller is done with the graph's weights once it is lowered (`kiln
-  /// compile`, the benchmark backends): a Constant loses its value as soon
-  /// as the last group reading it is lowered, since the executable holds
-  /// what it needs (the tensor, shared, or its packed copy). A packed
-  /// weight's memory then takes the packed panels that follow instead of
-  /// fresh pages (docs/performance.md, "Weights released as they are
-  /// packed"). The graph is not fit to run, print or lower again afterwards:
-  /// a later reader of such a constant finds no value (lowering reports an
-  /// internal error, other readers stop on a failed check), never old data.
-  bool releaseConsumedWeights = false;
-};
-
-/// A group that runs as a host step, and why.
-struct HostStepInfo {
-  std::string name;    ///< h<group id>_<op>
-  std::vector<std::string> ops;
-  std::string reason;  ///< "extern op or dynamic shape", or the lowering error
-};
-
-struct CompileStats {
-  size_t groups = 0, kernels = 0;  ///< kernel groups, distinct kernels after sharing
-  double planMs = 0, lowerMs = 0, llvmMs = 0, nvrtcMs = 0, emitMs = 0;  ///< llvm: CPU code; emit, nvrtc: CUDA C and its cubins
-  size_t nvrtcCompiled = 0, nvrtcCached = 0;  ///< CUDA: cubins and PTX compiled now / taken from the NVRTC cache
-  uint64_t arenaBytes = 0, unsharedBytes = 0, weightBytes = 0;
-  std::vector<HostStepInfo> hostSteps;
-  size_t librarySteps = 0;  ///< CUDA: groups run by a library (cuBLASLt, cuDNN)
-  /// "NonZero x90, TopK x90" (ops in host steps, most frequent first); "" when none.
-  std::string hostOpSummary() const;
-};
-
-/// The target-independent part: plan, lowered kernels, executable without code.
-struct LoweredModel {
-  std::unique_ptr<FusionPlan> plan;
-  std::vector<LoweredKernel> kernels;          ///< distinct kernels, executable.kernelNames order
-  /// Tails of groups split for library steps (LibraryTactics.h: splitForLibrary); kernels point into them.
-  std::vector<std::unique_ptr<KernelGroup>> libraryTails;
-  std::shared_ptr<runtime::Executable> executable;
-  CompileStats stats;
-};
-
-Expected<LoweredModel> lowerModel(ir::Graph& graph, KernelTarget target, const CompileOptions& options);
 
 struct CpuModel {
   LoweredModel lowered;

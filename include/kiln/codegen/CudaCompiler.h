@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "kiln/codegen/Compiler.h"
+#include "kiln/codegen/ModelLowering.h"
 #include "kiln/codegen/CudaBackend.h"
 
 namespace kiln::codegen {

@@ -45,7 +45,7 @@ class CudaExecutor {
   Expected<std::vector<Tensor>> run(const std::vector<Tensor>& inputs) const;
   /// Runs `runs` times (>= 1) with each kernel and library step timed; one entry per such step, in step order.
   Expected<std::vector<KernelStepTime>> profile(const std::vector<Tensor>& inputs, int runs) const;
-  /// "NVIDIA H100 80GB HBM3 (sm_90)".
+  /// The driver's device name and SM number ("<name> (sm_90)").
   const std::string& device() const;
   /// Device memory the loaded model holds (arena, weights, inputs, outputs).
   uint64_t deviceBytes() const;

@@ -62,7 +62,7 @@ class CudaKernelTimer {
   Status runOnce(std::vector<Tensor>& args, const std::vector<size_t>& outputs);
   /// Median milliseconds of one launch.
   Expected<double> time(const CudaTimingOptions& options);
-  /// "NVIDIA H100 80GB HBM3 (sm_90)" and its SM number for the device a timer would use.
+  /// The device a timer would use: its name ("<name> (sm_90)") and its SM number.
   static Expected<std::pair<std::string, uint32_t>> device();
 
  private:

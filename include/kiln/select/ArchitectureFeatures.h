@@ -5,26 +5,6 @@
 // pass runs, that tell the architecture classes apart. Counts cover the main
 // graph and its subgraphs; constants are parameters, not nodes.
 //
-//  - convolutions: dense (group 1), depthwise (group = input channels > 1),
-//    other grouped, pointwise (1x1 kernels, group 1);
-//  - residual adds: Adds of two computed tensors of the same static shape
-//    (a skip connection joining its branch), those of rank 4 or 5 between feature
-//    maps (2-D images, 3-D video volumes);
-//  - attention blocks: a Softmax fed by a MatMul (or two-operand Einsum) of
-//    two computed operands (through scaling, masking and casts) and feeding
-//    another such product,
-//    or an already fused attention op;
-//  - layer norms: LayerNormalization ops or the ReduceMean pairs of an
-//    unfused one; mobile activations: Clip (ReLU6), HardSwish, HardSigmoid;
-//  - detection post-processing: NonMaxSuppression (or a fused NMS op);
-//    multi-scale heads: a Concat of three or more reshaped per-scale outputs;
-//    box heads: those joining per-scale predictions [N, boxes, k] along the
-//    boxes axis (a single-shot detector's heads, also exported without NMS);
-//  - layers (convolutions + MatMul/Gemm with a constant operand) and parameter bytes;
-//    channels-last pointwise layers: MatMul/Gemm with a constant operand over a
-//    rank-4 activation, a 1x1 convolution written as a fully connected layer on
-//    NHWC feature maps (ConvNeXt's and Swin's MLPs).
-//
 //===----------------------------------------------------------------------===//
 #pragma once
 
@@ -36,6 +16,26 @@
 
 namespace kiln::select {
 
+/// The features:
+/// - convolutions: dense (group 1), depthwise (group = input channels > 1),
+///   other grouped, pointwise (1x1 kernels, group 1);
+/// - residual adds: Adds of two computed tensors of the same static shape
+///   (a skip connection joining its branch), those of rank 4 or 5 between feature
+///   maps (2-D images, 3-D video volumes);
+/// - attention blocks: a Softmax fed by a MatMul (or two-operand Einsum) of
+///   two computed operands (through scaling, masking and casts) and feeding
+///   another such product,
+///   or an already fused attention op;
+/// - layer norms: LayerNormalization ops or the ReduceMean pairs of an
+///   unfused one; mobile activations: Clip (ReLU6), HardSwish, HardSigmoid;
+/// - detection post-processing: NonMaxSuppression (or a fused NMS op);
+///   multi-scale heads: a Concat of three or more reshaped per-scale outputs;
+///   box heads: those joining per-scale predictions [N, boxes, k] along the
+///   boxes axis (a single-shot detector's heads, also exported without NMS);
+/// - layers (convolutions + MatMul/Gemm with a constant operand) and parameter bytes;
+///   channels-last pointwise layers: MatMul/Gemm with a constant operand over a
+///   rank-4 activation, a 1x1 convolution written as a fully connected layer on
+///   NHWC feature maps (ConvNeXt's and Swin's MLPs).
 struct ArchitectureFeatures {
   std::map<std::string, int64_t> opHistogram;  ///< qualified op type -> nodes (Constants excluded)
   int64_t nodes = 0, constants = 0;

@@ -3,32 +3,7 @@
 // One interface for every way of exploring a task's knob space: next(n)
 // proposes up to n configurations never proposed before (none when the
 // space is exhausted), update() receives what measuring them gave. All are
-// seeded and reproducible.
-//
-//   random     uniform samples without repetition
-//   grid       the space in index order (the first knob varies fastest)
-//   sa         AutoTVM: an XGBoost cost model retrained on every result;
-//              simulated annealing over the model's predictions (persistent
-//              chains) finds the most promising unmeasured configurations;
-//              a batch is the top of that list plus a share of random ones
-//   rl         CHAMELEON's adaptive exploration: a policy network that moves
-//              knobs up or down, trained by policy gradient on the cost
-//              model's predicted improvement, replaces annealing
-//   sa-as      annealing, then CHAMELEON's adaptive sampling: k-means over
-//              the top candidates with the cluster count at the knee of the
-//              loss curve, one configuration per cluster (started at
-//              random, the first round: clusters of a random sample), and
-//              sample synthesis (each knob's most common value in the
-//              cluster) for clusters whose representative was already
-//              measured
-//   rl-as      CHAMELEON: adaptive exploration + adaptive sampling
-//
-// sa-as and rl-as also work from the incumbent (the fastest configuration
-// measured, at first the default schedule): their first round is its
-// one-knob neighbours (adjacent values first) instead of a random sample,
-// and every later round begins with the model's two best-predicted
-// unmeasured neighbours of the incumbent (`--start`, StrategyOptions::start;
-// sa and rl start at random, as AutoTVM does).
+// seeded and reproducible (strategyNames lists them).
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -125,7 +100,31 @@ class SearchStrategy {
   virtual Status update(const std::vector<MeasureResult>& results) = 0;
 };
 
-/// random, grid, sa, rl, sa-as, rl-as.
+/// random, grid, sa, rl, sa-as, rl-as:
+///   random     uniform samples without repetition
+///   grid       the space in index order (the first knob varies fastest)
+///   sa         AutoTVM: an XGBoost cost model retrained on every result;
+///              simulated annealing over the model's predictions (persistent
+///              chains) finds the most promising unmeasured configurations;
+///              a batch is the top of that list plus a share of random ones
+///   rl         CHAMELEON's adaptive exploration: a policy network that moves
+///              knobs up or down, trained by policy gradient on the cost
+///              model's predicted improvement, replaces annealing
+///   sa-as      annealing, then CHAMELEON's adaptive sampling: k-means over
+///              the top candidates with the cluster count at the knee of the
+///              loss curve, one configuration per cluster (started at
+///              random, the first round: clusters of a random sample), and
+///              sample synthesis (each knob's most common value in the
+///              cluster) for clusters whose representative was already
+///              measured
+///   rl-as      CHAMELEON: adaptive exploration + adaptive sampling
+///
+/// sa-as and rl-as also work from the incumbent (the fastest configuration
+/// measured, at first the default schedule): their first round is its
+/// one-knob neighbours (adjacent values first) instead of a random sample,
+/// and every later round begins with the model's two best-predicted
+/// unmeasured neighbours of the incumbent (`--start`, StrategyOptions::start;
+/// sa and rl start at random, as AutoTVM does).
 const std::vector<std::string>& strategyNames();
 Expected<std::unique_ptr<SearchStrategy>> makeStrategy(const std::string& name, const TuningTask& task,
                                                        const StrategyOptions& options);

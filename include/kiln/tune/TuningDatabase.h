@@ -9,25 +9,6 @@
 // timing, the default's time in the same rounds: anchor_ms). Lines that
 // are not records are reported with their line number and skipped.
 //
-// Applying (kiln compile --tuning-db): for each kernel group of a model the
-// records of its key decide (lib/tune/ScheduleVerdict.h): the tuner's
-// side-by-side confirmations of winner and default where there are any
-// (the winner applies only where it was faster there), else the lowest mean
-// time over the valid records (relative to the default's time beside each
-// where all are interleaved), unless the default's is at least as low (the
-// default is kept: tuned code is never slower than untuned); a group whose
-// signature has records only for another knob space version or toolkit is
-// stale, one with none is missing (default schedule). The summary counts
-// each kind once per compilation. A record with a `library` field is the group's library call (cuBLASLt or cuDNN,
-// config empty), measured by kiln tune --target cuda: where its mean beats
-// the generated kernel's best (tuned or default), the group runs as that
-// library call under `auto` (its best tuned configuration is still given,
-// for `--library-tactics off`); where it loses, it stays generated even
-// where `auto`'s heuristic would have taken the library. A library call's
-// record carries the library's version; one measured on another version
-// than this machine loads is set aside (reported, not used), as is one for
-// a kernel no library call computes (a record written by hand).
-//
 //===----------------------------------------------------------------------===//
 #pragma once
 
@@ -106,6 +87,18 @@ struct TuningApplication {
 };
 
 /// What the database gives `tasks` (from extractTasks) on (target, device, toolkit).
+/// For each kernel group of a model the records of its key decide (lib/tune/ScheduleVerdict.h): the tuner's
+/// side-by-side confirmations of winner and default where there are any (the winner applies only where it was
+/// faster there), else the lowest mean time over the valid records (relative to the default's time beside each
+/// where all are interleaved), unless the default's is at least as low (the default is kept: tuned code is never
+/// slower than untuned); a group whose signature has records only for another knob space version or toolkit is
+/// stale, one with none is missing (default schedule). The summary counts each kind once per compilation. A
+/// record with a `library` field is the group's library call (cuBLASLt or cuDNN, config empty), measured by kiln
+/// tune --target cuda: where its mean beats the generated kernel's best (tuned or default), the group runs as
+/// that library call under `auto` (its best tuned configuration is still given, for `--library-tactics off`);
+/// where it loses, it stays generated even where `auto`'s heuristic would have taken the library. A library
+/// call's record carries the library's version; one measured on another version than the one loaded is set aside
+/// (reported, not used), as is one for a kernel no library call computes (a record written by hand).
 TuningApplication applyTuningDatabase(const TaskSet& tasks, const TuningDatabase& db, const std::string& target,
                                       const std::string& device, const std::string& toolkit);
 

@@ -42,9 +42,9 @@ namespace {
 /// KILN_LLVM_LSR=1 (an LLVM option: it applies to the whole process). The
 /// emitter addresses an unrolled register block from one base with constant
 /// displacements, the form LSR would produce; on such kernels LSR found
-/// nothing (kernel time within noise on 11 models, 2026-11-25, AMD EPYC)
-/// and took half of LLVM's time or more, its search growing with the
-/// loads of a loop (ResNet-50 1.25 -> 0.46 s, DenseNet-121 3.9 -> 1.5 s).
+/// nothing (kernel time within noise on 11 models) and took half of LLVM's
+/// time or more, its search growing with the loads of a loop
+/// (docs/performance.md, "CPU compile time").
 void skipLoopStrengthReduction() {
   const char* env = std::getenv("KILN_LLVM_LSR");
   if (env && std::string_view(env) == "1") return;

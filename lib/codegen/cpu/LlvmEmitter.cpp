@@ -1,28 +1,21 @@
 //===- lib/codegen/cpu/LlvmEmitter.cpp - Kernel IR to LLVM IR -------------===//
 //
 // One FunctionEmitter per LLVM function (the kernel, and each outlined
-// parallel body). Expressions are emitted into the current block with a
-// per-statement cache, so shared subtrees (an ElementBuilder DAG) are emitted
-// once. Integer index arithmetic is nsw; floor division and modulo by a
-// positive constant of a provably non-negative value are plain udiv/urem.
-// Floating arithmetic carries the reassoc and contract fast-math flags (so
-// reductions vectorize and multiply-adds fuse), never nnan/ninf: NaN and
-// infinity behave as in the interpreter.
+// parallel body). Expressions are emitted with a per-statement cache, so the
+// shared subtrees of an ElementBuilder DAG are emitted once. Index arithmetic
+// is nsw; floor division and modulo by a positive constant of a non-negative
+// value are plain udiv/urem. Float arithmetic carries reassoc and contract,
+// never nnan/ninf: NaN and infinity behave as in the interpreter.
 //
-// Loops are emitted by kind. Unrolled loops are emitted once per iteration
-// with the variable a constant (so local accumulators indexed by it end up
-// in registers). Vectorized loops are emitted as one vector iteration (up to
-// 64 lanes; a longer row as a loop of 64-lane vectors and one for the rest): the
-// loop variable is the lane vector <0..W-1>, every expression that depends
-// on it becomes a W-lane vector, loads and stores whose index advances by
-// one element per lane are vector loads/stores (loads advancing by 2-4, a
-// strided conv's, one wide load and a shuffle), others gathers/scatters, and
-// a condition that varies by lane masks its stores. The body of a vectorized
-// loop is stores, possibly under ifs: no loops or lets. A scalar address is
-// emitted as its variable part plus a constant (unrolled variables folded
-// in), so an unrolled register block addresses one base with displacements.
-// A serial loop around such a block is marked not to be unrolled
-// (holdsEmittedBlock): the template chose the unrolling.
+// Unrolled loops are emitted once per iteration with the variable a constant
+// (local accumulators indexed by it stay in registers). A vectorized loop is
+// one vector iteration of up to 64 lanes (longer rows: a loop of 64-lane
+// vectors and a rest): expressions that depend on the lane become vectors,
+// unit-stride accesses vector loads and stores (stride 2-4: one wide load and
+// a shuffle), others gathers and scatters, lane-varying conditions masks. A
+// scalar address is its variable part plus a constant, so an unrolled
+// register block addresses one base with displacements; a serial loop around
+// such a block is marked not to be unrolled again (holdsEmittedBlock).
 //
 //===----------------------------------------------------------------------===//
 #include "LlvmEmitter.h"

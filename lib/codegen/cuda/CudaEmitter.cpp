@@ -1,28 +1,17 @@
 //===- lib/codegen/cuda/CudaEmitter.cpp - Kernel IR to CUDA C -------------===//
 //
-// Prints a GPU-scheduled kernel as one CUDA C translation unit: a short
-// prelude of helpers (floor division, NaN-propagating min/max, infinities),
-// then `extern "C" __global__` entry whose parameters are the kernel's
-// buffers (read-only ones `const T* __restrict__`). Bound loops become
-// `const long long v = blockIdx.x;` / `threadIdx.x` (a thread loop shorter
-// than the block is guarded), serial loops C for loops, unrolled and
-// vectorized loops `#pragma unroll` loops (a vectorized loop of 4 lanes
-// reads and writes aligned unit-stride f32/i32 accesses as float4/int4:
-// one 16-byte load before the loop, one store after), local buffers arrays, shared
-// buffers `__shared__` arrays, barriers `__syncthreads()`. f16 and bf16
-// buffers hold their bits (unsigned short); loads widen to float and stores
-// round to nearest even through the prelude's converters.
-//
-// Expressions are printed inline; a subexpression used more than once in a
-// statement (the element DAGs of fused groups) is computed once into a
-// `const` temporary before it, as the CPU emitter's per-statement cache does.
-// Arithmetic follows the CPU emitter: floor division by a positive constant
-// of a non-negative value is plain `/` and `%`, float min/max propagate NaN,
-// Round is round-half-even (rint). Only the C subset that the emulation
-// harness (tests/emulation) also compiles is used; the exceptions sit behind
-// __CUDA_ARCH__ (f16/bf16 conversions: one PTX cvt each on the GPU, the same
-// round-to-nearest-even in plain C where the harness compiles the source)
-// or KILN_EMULATED_MMA (the tensor-core helpers).
+// Prints a GPU-scheduled kernel as one CUDA C translation unit: a prelude of
+// helpers, then an `extern "C" __global__` entry whose parameters are the
+// kernel's buffers (read-only ones `const T* __restrict__`). Bound loops
+// become blockIdx/threadIdx (a thread loop shorter than the block is
+// guarded), unrolled and vectorized loops `#pragma unroll` loops (4-lane
+// aligned unit-stride f32/i32 accesses as float4/int4), local and shared
+// buffers arrays, barriers `__syncthreads()`. f16 and bf16 buffers hold their
+// bits; loads widen to float, stores round to nearest even. A subexpression
+// used more than once in a statement is computed once into a `const`
+// temporary. Arithmetic follows the CPU emitter. Only the C subset that the
+// emulation harness (tests/emulation) also compiles is used, except behind
+// __CUDA_ARCH__ (f16/bf16 conversions) or KILN_EMULATED_MMA (tensor cores).
 //
 //===----------------------------------------------------------------------===//
 #include <algorithm>

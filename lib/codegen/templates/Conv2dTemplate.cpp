@@ -17,19 +17,6 @@
 // block that would overhang is moved back to end at the edge; only an image
 // narrower than one block reads clamped indices and masks its stores.
 //
-//   knobs: algo {0 direct, 1 im2col} (default im2col unless grouped),
-//          toc {1,2,4,8} output channels per block (dividing the group's),
-//          tw {4,8,16,32,64 and the output width when <= 64} pixels per block,
-//          order {0 channel blocks outer, 1 pixel blocks outer} (im2col),
-//          pack {0,1} (im2col: col in panels of tw pixels, contiguous per k;
-//          1x1 convs copy too), parallel {0,1}
-//   GPU: one output element per thread (its taps serial, unrolled up to 27),
-//          knob threads per block; ungrouped convs run as an implicit GEMM
-//          (GpuGemm.cpp: rows output channels, columns an image's pixels, k
-//          the taps) with gemm {0,1} (1, the default: shared-memory tiles,
-//          register tiles) and block {32,64}; f16 / bf16 ones also get
-//          mma {0,1} (1: tensor cores), warps {1,4} and frags {1,2} (f32: TF32, mma default 0, opt-in)
-//
 //===----------------------------------------------------------------------===//
 #include <array>
 
@@ -71,6 +58,18 @@ class Conv2dTemplate final : public ScheduleTemplate {
     return g.role == KernelRole::Conv && g.anchor && g.anchor->domain().empty();
   }
 
+  // The knobs. CPU: algo {0 direct, 1 im2col} (default im2col unless grouped),
+  //          toc {1,2,4,8} output channels per block (dividing the group's),
+  //          tw {4,8,16,32,64 and the output width when <= 64} pixels per block,
+  //          order {0 channel blocks outer, 1 pixel blocks outer} (im2col),
+  //          pack {0,1} (im2col: col in panels of tw pixels, contiguous per k;
+  //          1x1 convs copy too), parallel {0,1}
+  //   GPU: one output element per thread (its taps serial, unrolled up to 27),
+  //          knob threads per block; ungrouped convs run as an implicit GEMM
+  //          (GpuGemm.cpp: rows output channels, columns an image's pixels, k
+  //          the taps) with gemm {0,1} (1, the default: shared-memory tiles,
+  //          register tiles) and block {32,64}; f16 / bf16 ones also get
+  //          mma {0,1} (1: tensor cores), warps {1,4} and frags {1,2} (f32: TF32, mma default 0, opt-in)
   Expected<KnobSpace> knobSpace(const KernelGroup& g, KernelTarget target) const override {
     KILN_ASSIGN(ConvShape s, shapeOf(*g.anchor));
     if (target == KernelTarget::Gpu) {

@@ -17,16 +17,6 @@
 // weights [C/c, 1, kH, kW, c, c], zero off the groups) reduce like group 1
 // over the output block's own input block only.
 //
-//   knobs: tw {1..28, at most the output width} pixels per register block,
-//          tob {1,2,4} channel blocks per register block (dividing O/o),
-//          unroll {0,1} (the c input channels of a block unrolled; depthwise:
-//          the taps, when at most 27),
-//          order {0,1} (the reduction: 0 input channel blocks outside the
-//          taps, the weights' order; 1 the taps outside, each input pixel's
-//          blocks read one after the other; only where both have extent > 1),
-//          parallel {0,1} (over images x channel-block groups x output rows)
-//   GPU: none (alter-op-layout is a CPU layout; the GPU convolves NCHW).
-//
 //===----------------------------------------------------------------------===//
 #include "Templates.h"
 
@@ -75,6 +65,15 @@ class ConvNchwcTemplate final : public ScheduleTemplate {
     return g.role == KernelRole::Conv && g.anchor && g.anchor->domain() == "kiln" && g.anchor->opType() == "ConvNCHWc";
   }
 
+  // The knobs. CPU: tw {1..28, at most the output width} pixels per register block,
+  //          tob {1,2,4} channel blocks per register block (dividing O/o),
+  //          unroll {0,1} (the c input channels of a block unrolled; depthwise:
+  //          the taps, when at most 27),
+  //          order {0,1} (the reduction: 0 input channel blocks outside the
+  //          taps, the weights' order; 1 the taps outside, each input pixel's
+  //          blocks read one after the other; only where both have extent > 1),
+  //          parallel {0,1} (over images x channel-block groups x output rows)
+  //   GPU: none (alter-op-layout is a CPU layout; the GPU convolves NCHW).
   Expected<KnobSpace> knobSpace(const KernelGroup& g, KernelTarget target) const override {
     if (target == KernelTarget::Gpu)
       return makeError(ErrorCode::CodegenUnsupported, "kiln::ConvNCHWc has no GPU schedule (alter-op-layout is a CPU "
@@ -85,23 +84,13 @@ class ConvNchwcTemplate final : public ScheduleTemplate {
     KnobSpace space;
     // Default register block: 7 pixels (a width dividing the row where 7
     // does not: overlapping blocks recompute pixels) x 2 channel blocks (14
-    // accumulator vectors) where the channel blocks pair up, else 1.
-    // - Intel Xeon (AVX-512, 16 lanes): 7 x 2 with the 16 input channels of
-    //   a block unrolled was fastest on ResNet-50's convs (30.7 ms of conv
-    //   time against 38.4 for 14 x 1 and 34.3 for 14 x 2).
-    // - AMD EPYC (Zen 5: two 512-bit FMA pipes), the same 7 x 2 without the
-    //   unrolling: unrolled, LLVM's scheduler hoists the 7 x 16 broadcast
-    //   loads of a kx step ahead of their multiply-adds and spills (50 stack
-    //   accesses in the innermost loop); a loop over the 16 channels has
-    //   none. Every configuration of ResNet-50's 24 distinct blocked convs
-    //   measured (2026-11-27, `kiln tune --strategy grid`): these defaults
-    //   22.5 ms of conv time (uses x time) against 27.3 for the earlier 7 x 1
-    //   unrolled everywhere and 21.6 for each conv's own best. Strided convs
-    //   with more than one tap (3x3 stride 2, the 7x7 stem) keep 7 x 1
-    //   unrolled (2.5 ms against 3.6 for 7 x 2 rolled); strided 1x1 convs
-    //   take 7 x 2 rolled (1.66 against 2.11). Depthwise convs keep 7 x 1
-    //   (MobileNetV2's 17 in a grid the same day: 0.228 ms against 0.242
-    //   with 7 x 2).
+    // accumulator vectors) where the channel blocks pair up, else 1, with
+    // the block's input channels unrolled. On AMD's cores the unrolled loop
+    // spills (LLVM hoists the 7 x 16 broadcast loads of a kx step ahead of
+    // their multiply-adds), so there 7 x 2 runs rolled, and strided convs
+    // with several taps and depthwise convs take 7 x 1 unrolled. Measured
+    // by grid search over ResNet-50's and MobileNetV2's blocked convs:
+    // docs/performance.md, "Register blocks".
     int64_t preferred = std::min<int64_t>(ow, 7);
     for (int64_t v : {7, 8, 6, 4, 14, 12})
       if (v <= ow && ow % v == 0) {
@@ -110,7 +99,7 @@ class ConvNchwcTemplate final : public ScheduleTemplate {
       }
     space.knobs.push_back(makeKnob("tw", {1, 2, 3, 4, 5, 6, 7, 8, 12, 14, 16, 28}, preferred,
                                    "output pixels of a row per register block", [&](int64_t v) { return v <= ow; }));
-    // AMD's exceptions to 7 x 2 unrolled (above).
+    // The exceptions on AMD's cores (above).
     const bool stridedTaps = (s.geo.strides[0] > 1 || s.geo.strides[1] > 1) && taps(s) > 1;
     const bool amdOneBlock = amdCores() && (s.depthwise || stridedTaps);
     const bool amdRolled = amdCores() && !s.depthwise && !stridedTaps;

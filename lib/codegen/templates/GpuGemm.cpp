@@ -61,10 +61,10 @@ std::optional<MmaKind> mmaKindFor(ScalarType a, ScalarType b) {
 namespace {
 
 /// Blocks a default tile should leave for the GPU to spread: about one wave
-/// on an A100 (108 SMs; an H100 has 132). A tile that would give fewer
-/// blocks is not the default: profiled on an H100, resnet50's 14x14 3x3
-/// convs at batch 1 ran as 16 blocks of 64 x 64 outputs and took 23% of the
-/// model's time, BERT-base's matmuls at batch 1 as 24 blocks.
+/// of the smallest sm_80 part's 108 SMs. A tile that would give fewer blocks
+/// is not the default: with 64 x 64 tiles ResNet-50's 14x14 3x3 convs at
+/// batch 1 run as 16 blocks and take 23% of the model's time
+/// (docs/cuda-target.md).
 constexpr int64_t kBlocksForLargeTiles = 108;
 
 /// Whether square `tile`s over `batch` m x n outputs fill the GPU.

@@ -15,16 +15,6 @@
 // [1][K][N], Bᵀ written once at compile time, so a warp's loads of B's row
 // stay contiguous.
 //
-//   knobs: tm {1,2,4,8} rows per tile, tn {4,8,16,32,64} columns per tile
-//          (at most the padded column count), order {0 row blocks outer,
-//          1 column blocks outer}, pack {0,1} (constant B only), parallel {0,1}
-//   GPU: gemm {0,1} (1, the default: SIMT register tiles, GpuGemm.cpp) and
-//        block {32,64}; with gemm = 0, tile {8,16,32}: shared-memory tiles of
-//        A and B, one output per thread;
-//        f16 x f16 and bf16 x bf16 products also get mma {0,1} (1: tensor
-//        cores, GpuGemm.cpp), warps {1,4} and frags {1,2}; f32 ones
-//        the same knobs with mma default 0 and approximate (TF32, opt-in)
-//
 //===----------------------------------------------------------------------===//
 #include "Templates.h"
 
@@ -72,6 +62,15 @@ class MatmulTemplate final : public ScheduleTemplate {
   const char* name() const override { return "matmul"; }
   bool matches(const KernelGroup& g) const override { return g.role == KernelRole::Matmul; }
 
+  // The knobs. CPU: tm {1,2,4,8} rows per tile, tn {4,8,16,32,64} columns per tile
+  //          (at most the padded column count), order {0 row blocks outer,
+  //          1 column blocks outer}, pack {0,1} (constant B only), parallel {0,1}
+  //   GPU: gemm {0,1} (1, the default: SIMT register tiles, GpuGemm.cpp) and
+  //        block {32,64}; with gemm = 0, tile {8,16,32}: shared-memory tiles of
+  //        A and B, one output per thread;
+  //        f16 x f16 and bf16 x bf16 products also get mma {0,1} (1: tensor
+  //        cores, GpuGemm.cpp), warps {1,4} and frags {1,2}; f32 ones
+  //        the same knobs with mma default 0 and approximate (TF32, opt-in)
   Expected<KnobSpace> knobSpace(const KernelGroup& g, KernelTarget target) const override {
     KILN_ASSIGN(MatmulShape s, shapeOf(*g.anchor));
     KnobSpace space;

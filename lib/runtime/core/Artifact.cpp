@@ -105,7 +105,9 @@ class Reader {
   bool done() const { return at_ == n_; }
 
  private:
-  Error truncated() const { return Error(ErrorCode::ArtifactCorrupt, "artifact payload ends early (truncated or corrupt)"); }
+  Error truncated() const {
+    return Error(ErrorCode::ArtifactCorrupt, "artifact payload ends early (truncated or corrupt)");
+  }
   const uint8_t* p_;
   size_t n_, at_ = 0;
 };
@@ -130,7 +132,8 @@ Expected<Dims> readDims(Reader& r, bool allowUnknown = false) {
 
 Expected<DType> readDType(Reader& r) {
   KILN_ASSIGN(uint8_t t, r.pod<uint8_t>());
-  if (t == 0 || t > uint8_t(DType::Bool)) return Error(ErrorCode::ArtifactCorrupt, "artifact: unknown dtype " + std::to_string(t));
+  if (t == 0 || t > uint8_t(DType::Bool))
+    return Error(ErrorCode::ArtifactCorrupt, "artifact: unknown dtype " + std::to_string(t));
   return DType(t);
 }
 
@@ -156,7 +159,8 @@ Writer payloadOf(const Executable& exe) {
   w.pod<uint64_t>(exe.kernelNames.size());
   for (size_t k = 0; k < exe.kernelNames.size(); ++k) {
     w.str(exe.kernelNames[k]);
-    const std::vector<uint64_t>& params = k < exe.kernelParamBytes.size() ? exe.kernelParamBytes[k] : std::vector<uint64_t>{};
+    const std::vector<uint64_t>& params =
+        k < exe.kernelParamBytes.size() ? exe.kernelParamBytes[k] : std::vector<uint64_t>{};
     w.pod<uint64_t>(params.size());
     for (uint64_t b : params) w.pod<uint64_t>(b);
   }
@@ -226,37 +230,10 @@ std::array<uint8_t, kHeaderBytes> headerFor(uint64_t payloadBytes, uint64_t chec
   return h;
 }
 
-}  // namespace
+// The payload's sections, in file order; each reads its part of `exe`.
 
-std::vector<uint8_t> serializeExecutable(const Executable& exe) {
-  Writer w = payloadOf(exe);
-  std::vector<uint8_t> bytes(kHeaderBytes);
-  bytes.reserve(kHeaderBytes + w.size());
-  w.forEachRun([&](const uint8_t* p, size_t n) { bytes.insert(bytes.end(), p, p + n); });
-  auto header = headerFor(w.size(), hashBytes(bytes.data() + kHeaderBytes, w.size()));
-  std::copy(header.begin(), header.end(), bytes.begin());
-  return bytes;
-}
-
-Expected<Executable> deserializeExecutable(const uint8_t* data, size_t size) {
-  if (size < kHeaderBytes || std::memcmp(data, kMagic, 8) != 0)
-    return Error(ErrorCode::ArtifactCorrupt, "not a kiln artifact (no KILNART header)");
-  uint32_t version;
-  uint64_t payloadSize, checksum;
-  std::memcpy(&version, data + 8, 4);
-  std::memcpy(&payloadSize, data + 16, 8);
-  std::memcpy(&checksum, data + 24, 8);
-  if (version != kArtifactFormatVersion)
-    return Error(ErrorCode::ArtifactVersion, "artifact format version " + std::to_string(version) + "; this runtime reads version " +
-                                                 std::to_string(kArtifactFormatVersion) + " (recompile the model)");
-  if (payloadSize != size - kHeaderBytes)
-    return Error(ErrorCode::ArtifactCorrupt, "artifact is " + std::to_string(size) + " bytes but its header says " +
-                                                 std::to_string(payloadSize + kHeaderBytes) + " (truncated?)");
-  const uint8_t* payload = data + kHeaderBytes;
-  if (hashBytes(payload, payloadSize) != checksum)
-    return Error(ErrorCode::ArtifactCorrupt, "artifact checksum mismatch (the file is corrupt)");
-  Reader r(payload, payloadSize);
-  Executable exe;
+/// The target, the CPU it was compiled for and the ISA extensions its code needs, and the arena size.
+Status readTarget(Reader& r, Executable& exe) {
   KILN_ASSIGN(exe.target, r.str());
   KILN_ASSIGN(exe.cpu, r.str());
   KILN_ASSIGN(uint64_t features, r.count(8));
@@ -265,6 +242,11 @@ Expected<Executable> deserializeExecutable(const uint8_t* data, size_t size) {
     exe.cpuFeatures.push_back(f);
   }
   KILN_ASSIGN(exe.arenaBytes, r.pod<uint64_t>());
+  return Status::ok();
+}
+
+/// The buffer table.
+Status readBuffers(Reader& r, Executable& exe) {
   KILN_ASSIGN(uint64_t buffers, r.count(8));
   for (uint64_t i = 0; i < buffers; ++i) {
     BufferSpec b;
@@ -283,6 +265,11 @@ Expected<Executable> deserializeExecutable(const uint8_t* data, size_t size) {
     b.unknownRank = dynamic == 2;
     exe.buffers.push_back(std::move(b));
   }
+  return Status::ok();
+}
+
+/// The kernels' names and parameter sizes.
+Status readKernels(Reader& r, Executable& exe) {
   KILN_ASSIGN(uint64_t kernels, r.count(16));
   for (uint64_t i = 0; i < kernels; ++i) {
     KILN_ASSIGN(std::string k, r.str());
@@ -295,6 +282,11 @@ Expected<Executable> deserializeExecutable(const uint8_t* data, size_t size) {
     }
     exe.kernelParamBytes.push_back(std::move(bytes));
   }
+  return Status::ok();
+}
+
+/// The host steps' graphs (text IR).
+Status readHostGraphs(Reader& r, Executable& exe) {
   KILN_ASSIGN(uint64_t hostGraphs, r.count(32));
   for (uint64_t i = 0; i < hostGraphs; ++i) {
     HostGraph h;
@@ -309,6 +301,11 @@ Expected<Executable> deserializeExecutable(const uint8_t* data, size_t size) {
     }
     exe.hostGraphs.push_back(std::move(h));
   }
+  return Status::ok();
+}
+
+/// The steps in launch order.
+Status readSteps(Reader& r, Executable& exe) {
   KILN_ASSIGN(uint64_t steps, r.count(13));
   for (uint64_t i = 0; i < steps; ++i) {
     KernelStep s;
@@ -323,6 +320,11 @@ Expected<Executable> deserializeExecutable(const uint8_t* data, size_t size) {
     }
     exe.steps.push_back(std::move(s));
   }
+  return Status::ok();
+}
+
+/// The input and output buffer lists.
+Status readInputsOutputs(Reader& r, Executable& exe) {
   for (auto* list : {&exe.inputs, &exe.outputs}) {
     KILN_ASSIGN(uint64_t n, r.count(4));
     for (uint64_t i = 0; i < n; ++i) {
@@ -330,11 +332,21 @@ Expected<Executable> deserializeExecutable(const uint8_t* data, size_t size) {
       list->push_back(id);
     }
   }
+  return Status::ok();
+}
+
+/// The CPU object code.
+Status readObjectCode(Reader& r, Executable& exe) {
   KILN_ASSIGN(uint64_t objects, r.count(8));
   for (uint64_t i = 0; i < objects; ++i) {
     KILN_ASSIGN(auto object, r.blob());
     exe.objectCode.emplace_back(object.first, object.first + object.second);
   }
+  return Status::ok();
+}
+
+/// The CUDA kernels: launch shape, cubins and PTX.
+Status readCudaKernels(Reader& r, Executable& exe) {
   KILN_ASSIGN(uint64_t cudaKernels, r.count(40));
   for (uint64_t i = 0; i < cudaKernels; ++i) {
     CudaKernelCode c;
@@ -356,12 +368,18 @@ Expected<Executable> deserializeExecutable(const uint8_t* data, size_t size) {
     KILN_ASSIGN(c.ptx, r.str());
     exe.cudaKernels.push_back(std::move(c));
   }
+  return Status::ok();
+}
+
+/// The library calls (cuBLASLt, cuDNN).
+Status readLibraryCalls(Reader& r, Executable& exe) {
   KILN_ASSIGN(uint64_t libraryCalls, r.count(152));
   for (uint64_t i = 0; i < libraryCalls; ++i) {
     LibraryCall c;
     KILN_ASSIGN(c.name, r.str());
     KILN_ASSIGN(uint8_t routine, r.pod<uint8_t>());
-    if (routine > uint8_t(LibraryRoutine::CudnnConv)) return Error(ErrorCode::ArtifactCorrupt, "artifact: bad library routine");
+    if (routine > uint8_t(LibraryRoutine::CudnnConv))
+      return Error(ErrorCode::ArtifactCorrupt, "artifact: bad library routine");
     c.routine = LibraryRoutine(routine);
     KILN_ASSIGN(c.dtype, readDType(r));
     for (int64_t* v : {&c.batch, &c.m, &c.n, &c.k}) {
@@ -375,10 +393,16 @@ Expected<Executable> deserializeExecutable(const uint8_t* data, size_t size) {
     c.transA = flags & 1, c.transB = flags & 2, c.batchB = flags & 4, c.allowTf32 = flags & 8, c.residual = flags & 16;
     KILN_ASSIGN(c.alpha, r.pod<float>());
     KILN_ASSIGN(uint8_t epilogue, r.pod<uint8_t>());
-    if (epilogue > uint8_t(LibraryEpilogue::BiasRelu)) return Error(ErrorCode::ArtifactCorrupt, "artifact: bad library epilogue");
+    if (epilogue > uint8_t(LibraryEpilogue::BiasRelu))
+      return Error(ErrorCode::ArtifactCorrupt, "artifact: bad library epilogue");
     c.epilogue = LibraryEpilogue(epilogue);
     exe.libraryCalls.push_back(std::move(c));
   }
+  return Status::ok();
+}
+
+/// The weights, each checked against its type's size.
+Status readWeights(Reader& r, Executable& exe) {
   KILN_ASSIGN(uint64_t weights, r.count(17));
   for (uint64_t i = 0; i < weights; ++i) {
     KILN_ASSIGN(DType dtype, readDType(r));
@@ -386,12 +410,53 @@ Expected<Executable> deserializeExecutable(const uint8_t* data, size_t size) {
     KILN_ASSIGN(auto bytes, r.blob());
     uint64_t expected = dtypeSize(dtype);
     for (int64_t d : dims) {
-      if (d && expected > (uint64_t(1) << 62) / uint64_t(d)) return Error(ErrorCode::ArtifactCorrupt, "artifact: weight too large");
+      if (d && expected > (uint64_t(1) << 62) / uint64_t(d))
+        return Error(ErrorCode::ArtifactCorrupt, "artifact: weight too large");
       expected *= uint64_t(d);
     }
-    if (expected != bytes.second) return Error(ErrorCode::ArtifactCorrupt, "artifact: weight size does not match its type");
+    if (expected != bytes.second)
+      return Error(ErrorCode::ArtifactCorrupt, "artifact: weight size does not match its type");
     exe.weights.emplace_back(dtype, dims, Buffer::copyOf(bytes.first, bytes.second));
   }
+  return Status::ok();
+}
+
+}  // namespace
+
+std::vector<uint8_t> serializeExecutable(const Executable& exe) {
+  Writer w = payloadOf(exe);
+  std::vector<uint8_t> bytes(kHeaderBytes);
+  bytes.reserve(kHeaderBytes + w.size());
+  w.forEachRun([&](const uint8_t* p, size_t n) { bytes.insert(bytes.end(), p, p + n); });
+  auto header = headerFor(w.size(), hashBytes(bytes.data() + kHeaderBytes, w.size()));
+  std::copy(header.begin(), header.end(), bytes.begin());
+  return bytes;
+}
+
+Expected<Executable> deserializeExecutable(const uint8_t* data, size_t size) {
+  if (size < kHeaderBytes || std::memcmp(data, kMagic, 8) != 0)
+    return Error(ErrorCode::ArtifactCorrupt, "not a kiln artifact (no KILNART header)");
+  uint32_t version;
+  uint64_t payloadSize, checksum;
+  std::memcpy(&version, data + 8, 4);
+  std::memcpy(&payloadSize, data + 16, 8);
+  std::memcpy(&checksum, data + 24, 8);
+  if (version != kArtifactFormatVersion)
+    return Error(ErrorCode::ArtifactVersion, "artifact format version " + std::to_string(version) +
+                                                 "; this runtime reads version " +
+                                                 std::to_string(kArtifactFormatVersion) + " (recompile the model)");
+  if (payloadSize != size - kHeaderBytes)
+    return Error(ErrorCode::ArtifactCorrupt, "artifact is " + std::to_string(size) + " bytes but its header says " +
+                                                 std::to_string(payloadSize + kHeaderBytes) + " (truncated?)");
+  const uint8_t* payload = data + kHeaderBytes;
+  if (hashBytes(payload, payloadSize) != checksum)
+    return Error(ErrorCode::ArtifactCorrupt, "artifact checksum mismatch (the file is corrupt)");
+  Reader r(payload, payloadSize);
+  Executable exe;
+  for (Status (*section)(Reader&, Executable&) :
+       {readTarget, readBuffers, readKernels, readHostGraphs, readSteps, readInputsOutputs, readObjectCode,
+        readCudaKernels, readLibraryCalls, readWeights})
+    KILN_TRY(section(r, exe));
   if (!r.done()) return Error(ErrorCode::ArtifactCorrupt, "artifact has trailing bytes");
   KILN_TRY(exe.validate());
   return exe;

@@ -88,7 +88,7 @@ class CudaContextScope {
 struct CudaDevice {
   CUdevice device = 0;
   uint32_t sm = 0;   ///< 90 for sm_90
-  std::string name;  ///< "NVIDIA H100 80GB HBM3 (sm_90)"
+  std::string name;  ///< the driver's device name and SM number ("<name> (sm_90)")
 };
 /// KE5005 without a device or with KILN_CUDA_DEVICE out of range.
 Expected<CudaDevice> selectCudaDevice(const CudaDriver& cu);

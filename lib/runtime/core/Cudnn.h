@@ -78,8 +78,8 @@ class CudnnConvolution final : public LibraryStepPlan {
   static Expected<std::unique_ptr<CudnnConvolution>> create(const Cudnn& lib, cudnnHandle_t handle, const LibraryCall& call,
                                                             std::vector<CUdeviceptr> operands);
   Status enqueue(CUdeviceptr workspace, CUstream stream) const override;
-  /// Enqueues once; when cuDNN refuses the call (as cuDNN 9 did for
-  /// ResNet-50's f16 stem convolution at batch 32 on an H100), tries each
+  /// Enqueues once; when cuDNN refuses the call (cuDNN 9 refuses some f16
+  /// convolutions, ResNet-50's stem at batch 32 among them), tries each
   /// algorithm of the heuristic's ranking, fused and unfused, and keeps the
   /// first that cuDNN accepts.
   Status tryOnce(CUdeviceptr workspace, CUstream stream) override;
