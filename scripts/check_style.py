@@ -89,25 +89,20 @@ def split_code(src, hash_comments):
     comments with everything else blanked, line for line."""
     code, comm = [], []
     i, n = 0, len(src)
+
+    def comment_to(j):
+        code.append(blank_out(src, i, j))
+        comm.append(src[i:j])
+        return j
+
     while i < n:
-        if hash_comments and src[i] == "#":
+        line_comment = src[i] == "#" if hash_comments else src.startswith("//", i)
+        if line_comment:
             j = src.find("\n", i)
-            j = n if j < 0 else j
-            code.append(blank_out(src, i, j))
-            comm.append(src[i:j])
-            i = j
-        elif not hash_comments and src.startswith("//", i):
-            j = src.find("\n", i)
-            j = n if j < 0 else j
-            code.append(blank_out(src, i, j))
-            comm.append(src[i:j])
-            i = j
+            i = comment_to(n if j < 0 else j)
         elif not hash_comments and src.startswith("/*", i):
             j = src.find("*/", i + 2)
-            j = n if j < 0 else j + 2
-            code.append(blank_out(src, i, j))
-            comm.append(src[i:j])
-            i = j
+            i = comment_to(n if j < 0 else j + 2)
         elif not hash_comments and src.startswith('R"', i) and re.match(r'R"[^(\s]{0,16}\(', src[i:]):
             delim = re.match(r'R"([^(\s]*)\(', src[i:]).group(1)
             j = src.find(")" + delim + '"', i)

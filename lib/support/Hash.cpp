@@ -39,6 +39,7 @@ BytesHasher::BytesHasher(size_t totalSize, uint64_t seed)
 void BytesHasher::update(const void* data, size_t size) {
   KILN_CHECK(seen_ + size <= total_, "BytesHasher: ", seen_ + size, " bytes of ", total_);
   seen_ += size;
+  if (size == 0) return;  // data may be null (an empty tensor's): memcpy must not see it
   const auto* p = static_cast<const unsigned char*>(data);
   uint64_t h = h_, h2 = h2_;  // locals: the bytes read cannot alias them
   if (carried_) {             // complete the block the last piece started

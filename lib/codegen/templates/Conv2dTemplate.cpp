@@ -142,7 +142,7 @@ class Conv2dTemplate final : public ScheduleTemplate {
       tilesPerRow = ceilDiv(pixels, tw), rows = 1;
       Expr image = n * s.groups + g;
       if (s.pointwise && !panelsLayout) {
-        pixelValue = [&, p, image](bool clamped) -> Expected<Expr> {
+        pixelValue = [&, p, image, pixels](bool clamped) -> Expected<Expr> {
           Expr q = clamped ? clampIndex(p, pixels) : p;
           return el.atFlat(node.input(0), (image * s.icg + varRef(k)) * pixels + q);
         };
@@ -169,7 +169,7 @@ class Conv2dTemplate final : public ScheduleTemplate {
                                           store(colBuf, ((floorDiv(varRef(r), kTotal) * panels + varRef(pn)) * kTotal + rk) * tw + varRef(jv), v)))
                         : forLoop(q, intImm(pixels), LoopKind::Serial, store(colBuf, varRef(r) * pixels + varRef(q), v));
         nests.push_back(forLoop(r, intImm(colRows), colRows > 1 ? outerKind(c) : LoopKind::Serial, fill));
-        pixelValue = [&, p, image, colBuf, panels](bool clamped) -> Expected<Expr> {
+        pixelValue = [&, p, image, pixels, colBuf, panels](bool clamped) -> Expected<Expr> {
           if (panelsLayout) return load(colBuf, ((image * panels + varRef(xt)) * kTotal + varRef(k)) * tw + varRef(j));
           Expr q2 = clamped ? clampIndex(p, pixels) : p;
           return load(colBuf, (image * kTotal + varRef(k)) * pixels + q2);
