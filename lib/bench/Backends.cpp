@@ -6,9 +6,9 @@
 // the GPU present).
 //
 //===----------------------------------------------------------------------===//
-#include "CpuBackend.h"
-#include "CudaBackend.h"
-#include "InterpreterBackend.h"
+#include "CpuBenchBackend.h"
+#include "CudaBenchBackend.h"
+#include "InterpreterBenchBackend.h"
 #include "kiln/bench/Backend.h"
 #include "kiln/support/Strings.h"
 

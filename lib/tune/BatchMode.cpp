@@ -23,8 +23,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "kiln/codegen/CpuBackend.h"
-#include "kiln/codegen/CudaBackend.h"
+#include "kiln/codegen/cpu/CpuJit.h"
+#include "kiln/codegen/cuda/CudaEmitter.h"
+#include "kiln/codegen/cuda/Nvrtc.h"
 #include "kiln/support/File.h"
 #include "kiln/support/Hash.h"
 #include "kiln/support/Npy.h"

@@ -15,7 +15,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "kiln/codegen/CpuBackend.h"
+#include "kiln/codegen/cpu/CpuJit.h"
 #include "kiln/support/ProcessInfo.h"
 #include "kiln/support/ThreadPool.h"
 #include "StagedMeasurer.h"

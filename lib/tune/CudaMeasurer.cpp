@@ -20,8 +20,9 @@
 #include <algorithm>
 #include <cstring>
 
-#include "kiln/codegen/CudaBackend.h"
-#include "kiln/codegen/CudaCompiler.h"
+#include "kiln/codegen/cuda/CudaEmitter.h"
+#include "kiln/codegen/cuda/Nvrtc.h"
+#include "kiln/codegen/cuda/CudaCompiler.h"
 #include "kiln/codegen/LibraryTactics.h"
 #include "kiln/runtime/CudaKernelTimer.h"
 #include "StagedMeasurer.h"

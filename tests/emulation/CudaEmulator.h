@@ -16,7 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "kiln/codegen/CudaBackend.h"
+#include "kiln/codegen/cuda/CudaEmitter.h"
+#include "kiln/codegen/cuda/Nvrtc.h"
 
 namespace kiln::emulation {
 

@@ -24,7 +24,7 @@
 
 #include "CudaEmulator.h"
 #include "kiln/codegen/Compiler.h"
-#include "kiln/codegen/CudaCompiler.h"
+#include "kiln/codegen/cuda/CudaCompiler.h"
 #include "kiln/frontend/onnx/OnnxImporter.h"
 #include "kiln/passes/OptLevels.h"
 #include "kiln/passes/PassManager.h"

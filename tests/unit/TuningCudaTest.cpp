@@ -27,7 +27,7 @@
 #include "EmulatedDriverCounters.h"
 #include "ScratchDir.h"
 #include "TemplateCases.h"
-#include "kiln/codegen/CudaCompiler.h"
+#include "kiln/codegen/cuda/CudaCompiler.h"
 #include "kiln/codegen/KernelCheck.h"
 #include "kiln/ir/Parser.h"
 #include "kiln/tune/Measurer.h"

@@ -18,8 +18,9 @@
 #include <random>
 
 #include "kiln/codegen/Compiler.h"
-#include "kiln/codegen/CudaBackend.h"
-#include "kiln/codegen/CudaCompiler.h"
+#include "kiln/codegen/cuda/CudaEmitter.h"
+#include "kiln/codegen/cuda/Nvrtc.h"
+#include "kiln/codegen/cuda/CudaCompiler.h"
 #include "kiln/codegen/KernelCheck.h"
 #include "kiln/frontend/onnx/OnnxExporter.h"
 #include "kiln/frontend/onnx/OnnxImporter.h"

@@ -14,7 +14,8 @@
 
 #include "kiln/bench/Backend.h"
 #include "kiln/bench/PassStudy.h"
-#include "kiln/codegen/CudaBackend.h"
+#include "kiln/codegen/cuda/CudaEmitter.h"
+#include "kiln/codegen/cuda/Nvrtc.h"
 #include "kiln/frontend/onnx/OnnxImporter.h"
 #include "kiln/ir/Parser.h"
 #include "kiln/ir/ShapeInference.h"

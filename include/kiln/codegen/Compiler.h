@@ -12,7 +12,7 @@
 #include <memory>
 #include <string>
 
-#include "kiln/codegen/CpuBackend.h"
+#include "kiln/codegen/cpu/CpuJit.h"
 #include "kiln/codegen/ModelLowering.h"
 #include "kiln/runtime/CpuExecutor.h"
 

@@ -24,7 +24,8 @@
 #include <string>
 #include <vector>
 
-#include "kiln/codegen/CudaBackend.h"
+#include "kiln/codegen/cuda/CudaEmitter.h"
+#include "kiln/codegen/cuda/Nvrtc.h"
 #include "kiln/codegen/LibraryTactics.h"
 #include "kiln/ir/Graph.h"
 #include "kiln/support/Tensor.h"

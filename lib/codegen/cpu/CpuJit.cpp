@@ -32,7 +32,7 @@
 #include <llvm/TargetParser/Host.h>
 
 #include "LlvmEmitter.h"
-#include "kiln/codegen/CpuBackend.h"
+#include "kiln/codegen/cpu/CpuJit.h"
 #include "kiln/support/ThreadPool.h"
 
 namespace kiln::codegen {

@@ -7,13 +7,13 @@
 // Each job first looks in the NVRTC cache, and stores what it compiled.
 //
 //===----------------------------------------------------------------------===//
-#include "kiln/codegen/CudaCompiler.h"
+#include "kiln/codegen/cuda/CudaCompiler.h"
 
 #include <algorithm>
 #include <atomic>
 #include <filesystem>
 
-#include "kiln/codegen/NvrtcCache.h"
+#include "kiln/codegen/cuda/NvrtcCache.h"
 #include "kiln/support/File.h"
 #include "kiln/support/Stopwatch.h"
 #include "kiln/support/ThreadPool.h"

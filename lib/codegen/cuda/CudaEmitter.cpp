@@ -22,7 +22,7 @@
 #include <set>
 #include <sstream>
 
-#include "kiln/codegen/CudaBackend.h"
+#include "kiln/codegen/cuda/CudaEmitter.h"
 
 namespace kiln::codegen {
 namespace {

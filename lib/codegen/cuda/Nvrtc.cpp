@@ -12,7 +12,7 @@
 #include <memory>
 #include <vector>
 
-#include "kiln/codegen/CudaBackend.h"
+#include "kiln/codegen/cuda/Nvrtc.h"
 
 namespace kiln::codegen {
 namespace {

@@ -5,7 +5,7 @@
 // name is the key: 16 hex digits of the first hash.
 //
 //===----------------------------------------------------------------------===//
-#include "kiln/codegen/NvrtcCache.h"
+#include "kiln/codegen/cuda/NvrtcCache.h"
 
 #include <unistd.h>
 
@@ -14,7 +14,7 @@
 #include <cstring>
 #include <filesystem>
 
-#include "kiln/codegen/CudaBackend.h"
+#include "kiln/codegen/cuda/Nvrtc.h"
 #include "kiln/support/File.h"
 #include "kiln/support/Hash.h"
 

@@ -1,4 +1,4 @@
-//===- kiln/codegen/CpuBackend.h - Kernel IR to native code -------*- C++ -*-===//
+//===- kiln/codegen/cpu/CpuJit.h - Kernel IR to native code --------*- C++ -*-===//
 //
 // The CPU target: kernels are emitted as LLVM IR (lib/codegen/cpu), optimized
 // at O3 for the host CPU and either JIT-compiled with ORC (compile-time

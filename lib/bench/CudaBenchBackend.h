@@ -1,4 +1,4 @@
-//===- lib/bench/CudaBackend.h - Backend: generated CUDA code --------------===//
+//===- lib/bench/CudaBenchBackend.h - Backend: generated CUDA code --------------===//
 //
 // Compiles the (already optimized) graph for the GPU the runtime would use
 // (KILN_CUDA_DEVICE): its SM number is asked of the driver first, so NVRTC
@@ -17,8 +17,8 @@
 
 #include "AppliedTuning.h"
 #include "kiln/bench/Backend.h"
-#include "kiln/codegen/CudaCompiler.h"
-#include "kiln/codegen/NvrtcCache.h"
+#include "kiln/codegen/cuda/CudaCompiler.h"
+#include "kiln/codegen/cuda/NvrtcCache.h"
 #include "kiln/runtime/CudaExecutor.h"
 #include "kiln/runtime/CudaKernelTimer.h"
 #include "kiln/support/Stopwatch.h"

@@ -1,4 +1,4 @@
-//===- kiln/codegen/NvrtcCache.h - NVRTC outputs cached by source hash -*- C++ -*-===//
+//===- kiln/codegen/cuda/NvrtcCache.h - NVRTC outputs cached by source hash -*- C++ -*-===//
 //
 // Compiling CUDA C with NVRTC dominates `kiln compile --target cuda` (seconds
 // per model and architecture), and recompiling a model, or another model with

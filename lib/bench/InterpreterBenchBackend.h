@@ -1,4 +1,4 @@
-//===- lib/bench/InterpreterBackend.h - Backend: reference interpreter -----===//
+//===- lib/bench/InterpreterBenchBackend.h - Backend: reference interpreter -----===//
 //
 // Runs the imported graph as is on the reference interpreter: no passes, no
 // code generation, one thread. The baseline every other backend is compared

@@ -1,4 +1,4 @@
-//===- kiln/codegen/CudaCompiler.h - Graph to a CUDA executable ---*- C++ -*-===//
+//===- kiln/codegen/cuda/CudaCompiler.h - Graph to a CUDA executable ---*- C++ -*-===//
 //
 // The CUDA target's driver: lowers the graph with the templates' GPU
 // schedules (Compiler.h's lowerModel), prints every kernel as CUDA C and
@@ -16,7 +16,8 @@
 #include <vector>
 
 #include "kiln/codegen/ModelLowering.h"
-#include "kiln/codegen/CudaBackend.h"
+#include "kiln/codegen/cuda/CudaEmitter.h"
+#include "kiln/codegen/cuda/Nvrtc.h"
 
 namespace kiln::codegen {
 

@@ -1,4 +1,4 @@
-//===- lib/bench/CpuBackend.h - Backend: generated CPU code ----------------===//
+//===- lib/bench/CpuBenchBackend.h - Backend: generated CPU code ----------------===//
 //
 // Compiles the (already optimized) graph with the CPU target: fusion plan,
 // schedule templates with default knobs, LLVM JIT; then runs the executable
