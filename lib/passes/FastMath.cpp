@@ -21,7 +21,8 @@ namespace {
 
 /// The kiln op replacing `n`, or null.
 const char* replacementFor(const ir::Node& n) {
-  if (!n.numInputs() || !n.input(0)->type().isTensor() || n.input(0)->tensorType().dtype() != DType::F32) return nullptr;
+  if (!n.numInputs() || !n.input(0)->type().isTensor() || n.input(0)->tensorType().dtype() != DType::F32)
+    return nullptr;
   if (isOp(&n, "Exp")) return "kiln::FastExp";
   if (isOp(&n, "Erf")) return "kiln::FastErf";
   if (isOp(&n, "Tanh")) return "kiln::FastTanh";
@@ -36,9 +37,7 @@ Expected<bool> approximate(ir::Node* n) {
   std::vector<std::pair<std::string, ir::Attribute>> attrs;
   if (isOp(n, "Softmax")) attrs.emplace_back("axis", n->getInt("axis"));
   if (n->domain() == "kiln") attrs.emplace_back("approximate", "fast");
-  KILN_ASSIGN(ir::Node * fast, createTypedNode(*n->graph(), op, {n->input(0)}, attrs, n->name(), n));
-  replaceValue(n->output(0), fast->output(0), true);
-  eraseWithDeadProducers(n);
+  KILN_TRY(replaceWithNewNode(n, op, {n->input(0)}, attrs, n->name()).status());
   return true;
 }
 
@@ -55,8 +54,12 @@ PassInfo fastMathPass() {
   p.classes = {"MN", "BR", "SSD"};  // Table 4: FastMath is MN; BR; SSD
   p.tolerance = 1e-5;
   p.optLevel = 3;
-  p.applicable = [](const ir::Graph& g, const PassOptions&) { return anyNode(g, [](const ir::Node& n) { return replacementFor(n) != nullptr; }); };
-  p.run = [](ir::Graph& g, const PassOptions&, const PassContext&) -> Expected<bool> { return rewriteNodes(g, approximate); };
+  p.applicable = [](const ir::Graph& g, const PassOptions&) {
+    return anyNode(g, [](const ir::Node& n) { return replacementFor(n) != nullptr; });
+  };
+  p.run = [](ir::Graph& g, const PassOptions&, const PassContext&) -> Expected<bool> {
+    return rewriteNodes(g, approximate);
+  };
   return p;
 }
 

@@ -65,11 +65,7 @@ std::optional<Match> match(ir::Node* erf) {
 }
 
 Status apply(const Match& m) {
-  ir::Graph& g = *m.root->graph();
-  KILN_ASSIGN(ir::Node * gelu, createTypedNode(g, "kiln::Gelu", {m.x}, {}, nameBase(*m.root) + "_gelu", m.root));
-  replaceValue(m.root->output(0), gelu->output(0), true);
-  eraseWithDeadProducers(m.root);
-  return Status::ok();
+  return replaceWithNewNode(m.root, "kiln::Gelu", {m.x}, {}, nameBase(*m.root) + "_gelu").status();
 }
 
 }  // namespace
@@ -84,8 +80,12 @@ PassInfo recognizeGeluPass() {
   p.classes = {"BR"};  // not in Table 4: kiln adds it for exported BERT models
   p.tolerance = 1e-6;
   p.optLevel = 2;
-  p.applicable = [](const ir::Graph& g, const PassOptions&) { return anyNode(g, [](const ir::Node& n) { return match(const_cast<ir::Node*>(&n)).has_value(); }); };
-  p.run = [](ir::Graph& g, const PassOptions&, const PassContext&) -> Expected<bool> { return rewriteMatches<Match>(g, match, apply); };
+  p.applicable = [](const ir::Graph& g, const PassOptions&) {
+    return anyNode(g, [](const ir::Node& n) { return match(const_cast<ir::Node*>(&n)).has_value(); });
+  };
+  p.run = [](ir::Graph& g, const PassOptions&, const PassContext&) -> Expected<bool> {
+    return rewriteMatches<Match>(g, match, apply);
+  };
   return p;
 }
 

@@ -111,11 +111,9 @@ Status apply(const Match& m) {
   }
   std::vector<ir::Value*> operands{m.x, gamma};
   if (m.beta) operands.push_back(m.beta);
-  KILN_ASSIGN(ir::Node * ln, createTypedNode(g, "LayerNormalization", operands, {{"axis", m.axis}, {"epsilon", m.epsilon}},
-                                             nameBase(*m.last) + "_layernorm", m.last));
-  replaceValue(m.last->output(0), ln->output(0), true);
-  eraseWithDeadProducers(m.last);
-  return Status::ok();
+  return replaceWithNewNode(m.last, "LayerNormalization", operands, {{"axis", m.axis}, {"epsilon", m.epsilon}},
+                            nameBase(*m.last) + "_layernorm")
+      .status();
 }
 
 }  // namespace
@@ -131,8 +129,12 @@ PassInfo recognizeLayerNormPass() {
   p.classes = {"BR"};  // not in Table 4: kiln adds it for exported BERT models
   p.tolerance = 1e-5;
   p.optLevel = 2;
-  p.applicable = [](const ir::Graph& g, const PassOptions&) { return anyNode(g, [](const ir::Node& n) { return match(const_cast<ir::Node*>(&n)).has_value(); }); };
-  p.run = [](ir::Graph& g, const PassOptions&, const PassContext&) -> Expected<bool> { return rewriteMatches<Match>(g, match, apply); };
+  p.applicable = [](const ir::Graph& g, const PassOptions&) {
+    return anyNode(g, [](const ir::Node& n) { return match(const_cast<ir::Node*>(&n)).has_value(); });
+  };
+  p.run = [](ir::Graph& g, const PassOptions&, const PassContext&) -> Expected<bool> {
+    return rewriteMatches<Match>(g, match, apply);
+  };
   return p;
 }
 

@@ -60,27 +60,32 @@ std::string foldedName(const std::string& name) {
   return (pos == std::string::npos ? name : name.substr(0, pos)) + "_folded";
 }
 
-bool isOp(const ir::Node* node, const char* op) {
-  return node && node->domain().empty() && node->opType() == op;
-}
-
 bool attributesEqual(const ir::Attribute& a, const ir::Attribute& b) {
   if (a.kind() != b.kind()) return false;
   switch (a.kind()) {
-    case ir::AttrKind::Int: return a.i() == b.i();
-    case ir::AttrKind::Float: return a.f() == b.f() || (a.f() != a.f() && b.f() != b.f());
-    case ir::AttrKind::String: return a.s() == b.s();
-    case ir::AttrKind::Tensor: return a.t().bitwiseEqual(b.t());
-    case ir::AttrKind::Ints: return a.ints() == b.ints();
-    case ir::AttrKind::Floats: return a.floats() == b.floats();
-    case ir::AttrKind::Strings: return a.strings() == b.strings();
+    case ir::AttrKind::Int:
+      return a.i() == b.i();
+    case ir::AttrKind::Float:
+      return a.f() == b.f() || (a.f() != a.f() && b.f() != b.f());
+    case ir::AttrKind::String:
+      return a.s() == b.s();
+    case ir::AttrKind::Tensor:
+      return a.t().bitwiseEqual(b.t());
+    case ir::AttrKind::Ints:
+      return a.ints() == b.ints();
+    case ir::AttrKind::Floats:
+      return a.floats() == b.floats();
+    case ir::AttrKind::Strings:
+      return a.strings() == b.strings();
     case ir::AttrKind::Tensors: {
       if (a.tensors().size() != b.tensors().size()) return false;
       for (size_t i = 0; i < a.tensors().size(); ++i)
         if (!a.tensors()[i].bitwiseEqual(b.tensors()[i])) return false;
       return true;
     }
-    case ir::AttrKind::Graph: case ir::AttrKind::Graphs: return false;
+    case ir::AttrKind::Graph:
+    case ir::AttrKind::Graphs:
+      return false;
   }
   return false;
 }
@@ -124,7 +129,8 @@ Tensor transposed2d(const Tensor& t) {
   const auto* src = static_cast<const uint8_t*>(t.rawData());
   auto* dst = static_cast<uint8_t*>(out.mutableRawData());
   for (int64_t r = 0; r < rows; ++r)
-    for (int64_t c = 0; c < cols; ++c) std::memcpy(dst + size_t(c * rows + r) * size, src + size_t(r * cols + c) * size, size);
+    for (int64_t c = 0; c < cols; ++c)
+      std::memcpy(dst + size_t(c * rows + r) * size, src + size_t(r * cols + c) * size, size);
   return out;
 }
 
@@ -158,11 +164,20 @@ Tensor permuted(const Tensor& t, const std::vector<int64_t>& perm) {
     }
   };
   switch (dtypeSize(t.dtype())) {
-    case 1: copyAll.template operator()<1>(); break;
-    case 2: copyAll.template operator()<2>(); break;
-    case 4: copyAll.template operator()<4>(); break;
-    case 8: copyAll.template operator()<8>(); break;
-    default: KILN_CHECK(false, "permuted: element size ", dtypeSize(t.dtype()));
+    case 1:
+      copyAll.template operator()<1>();
+      break;
+    case 2:
+      copyAll.template operator()<2>();
+      break;
+    case 4:
+      copyAll.template operator()<4>();
+      break;
+    case 8:
+      copyAll.template operator()<8>();
+      break;
+    default:
+      KILN_CHECK(false, "permuted: element size ", dtypeSize(t.dtype()));
   }
   return result;
 }
@@ -255,8 +270,8 @@ void replaceValue(ir::Value* from, ir::Value* to, bool takeName) {
   if (to->isGraphInput() || isGraphOutput(to) || to->graph() != from->graph()) {
     // `to` must keep its own name: an Identity carries the output's name.
     from->setName(graph.uniqueValueName(name + "_replaced"));
-    ir::Node* id = graph.createNode(ir::opSchema("Identity"), std::vector<ir::Value*>{to},
-                                    std::vector<std::string>{name});
+    ir::Node* id =
+        graph.createNode(ir::opSchema("Identity"), std::vector<ir::Value*>{to}, std::vector<std::string>{name});
     id->output(0)->setType(to->type());
     from->replaceAllUsesWith(id->output(0));
     // Keep the order topological: the Identity goes right after `to`'s producer.
@@ -303,6 +318,15 @@ Status replaceNode(ir::Node* node, ir::Value* result, const std::string& pass) {
   replaceValue(old, result, true);
   eraseWithDeadProducers(node);
   return Status::ok();
+}
+
+Expected<ir::Node*> replaceWithNewNode(ir::Node* node, const std::string& op, const std::vector<ir::Value*>& inputs,
+                                       const std::vector<std::pair<std::string, ir::Attribute>>& attrs,
+                                       const std::string& name) {
+  KILN_ASSIGN(ir::Node * created, createTypedNode(*node->graph(), op, inputs, attrs, name, node));
+  replaceValue(node->output(0), created->output(0), true);
+  eraseWithDeadProducers(node);
+  return created;
 }
 
 void eraseWithDeadProducers(ir::Node* node, std::vector<const ir::Node*>* erased) {

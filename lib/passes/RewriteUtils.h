@@ -82,6 +82,13 @@ void eraseWithDeadProducers(ir::Node* node, std::vector<const ir::Node*>* erased
 /// erases it with its dead producers; an Internal error naming `pass` when
 /// `result`'s type differs from the node's static one (a pass bug).
 Status replaceNode(ir::Node* node, ir::Value* result, const std::string& pass);
+/// Replaces a single-result `node` by a new `op` node over `inputs`, created
+/// before it and named `name`: its users read the new result (which takes the
+/// old one's name) and `node` is erased with its dead producers. The tail of
+/// a rewrite that turns a matched pattern into one op.
+Expected<ir::Node*> replaceWithNewNode(ir::Node* node, const std::string& op, const std::vector<ir::Value*>& inputs,
+                                       const std::vector<std::pair<std::string, ir::Attribute>>& attrs,
+                                       const std::string& name);
 
 /// Equal kind and value (tensors: type and bytes); graph attributes never compare equal.
 bool attributesEqual(const ir::Attribute& a, const ir::Attribute& b);
@@ -135,8 +142,7 @@ Expected<bool> combineParallelGroups(ir::Graph& graph,
 /// Every value a node of `graph` may read: its inputs and all node results.
 std::vector<ir::Value*> definedValues(const ir::Graph& graph);
 
-/// True for a default-domain node of op `op`.
-bool isOp(const ir::Node* node, const char* op);
+using ir::isOp;
 
 template <class Group>
 bool anyParallelGroup(const ir::Graph& graph, const std::function<std::vector<Group>(const ir::Value*)>& groupsFor) {

@@ -19,7 +19,7 @@
 namespace kiln::select {
 namespace {
 
-bool isOp(const ir::Node* n, const char* op) { return n && n->opType() == op; }
+using ir::isOp;
 
 bool isConstant(const ir::Value* v) { return v && v->producer() && isOp(v->producer(), "Constant"); }
 

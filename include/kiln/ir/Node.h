@@ -139,4 +139,9 @@ class Node {
   std::list<std::unique_ptr<Node>>::iterator position_;
 };
 
+/// True for a non-null default-domain node of op `op`.
+inline bool isOp(const Node* node, std::string_view op) {
+  return node && node->domain().empty() && node->opType() == op;
+}
+
 }  // namespace kiln::ir
