@@ -49,11 +49,18 @@ MD_LINK = re.compile(r"\]\(([^)\s]+)\)")
 
 
 def check_citations(root, rel, text, findings):
-    for lineno, line in enumerate(text.split("\n"), 1):
-        for doc, section in SECTION_CITE.findall(line):
-            names = headings(os.path.join(root, doc))
-            if not any(section.lower() in h.lower() for h in names):
-                findings.append(f"links: {rel}:{lineno}: {doc} has no section \"{section}\"")
+    """Citations may run over lines (comment markers between the words are dropped)."""
+    lines = [re.sub(r"^\s*(///?|#|\*)?\s?", "", l) for l in text.split("\n")]
+    joined, starts = "", []
+    for l in lines:
+        starts.append(len(joined))
+        joined += l.strip() + " "
+    for m in SECTION_CITE.finditer(joined):
+        doc, section = m.group(1), m.group(2)
+        names = headings(os.path.join(root, doc))
+        if not any(section.lower() in h.lower() for h in names):
+            lineno = max(i for i, s in enumerate(starts) if s <= m.start()) + 1
+            findings.append(f"links: {rel}:{lineno}: {doc} has no section \"{section}\"")
 
 
 def check_md_links(root, rel, text, findings):

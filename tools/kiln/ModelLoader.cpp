@@ -49,8 +49,8 @@ void addModelOptions(CLI::App& cmd, ModelOptions& o, bool withOptLevel) {
       ->check(CLI::IsMember({"f32", "tf32", "f16", "bf16"}));
   cmd.add_option("--library-tactics", o.libraryTactics,
                  "GPU: which matmuls run as cuBLASLt calls and convolutions as cuDNN calls (bias/residual/ReLU epilogues "
-                 "fused) instead of generated kernels: auto (the default for cuda: where they were faster on an H100 "
-                 "and an H200, see docs/cuda-target.md), all (every one the libraries can express), off (generated kernels only; the "
+                 "fused) instead of generated kernels: auto (the default for cuda: where they measured faster "
+                 "than the generated kernels, see docs/cuda-target.md), all (every one the libraries can express), off (generated kernels only; the "
                  "artifact then needs neither cuBLASLt nor cuDNN)")
       ->check(CLI::IsMember({"off", "auto", "all"}));
 }

@@ -43,8 +43,8 @@ struct CompileOptions {
   /// as the last group reading it is lowered, since the executable holds
   /// what it needs (the tensor, shared, or its packed copy). A packed
   /// weight's memory then takes the packed panels that follow instead of
-  /// fresh pages (docs/performance.md, "Weights released as they are
-  /// packed"). The graph is not fit to run, print or lower again afterwards:
+  /// fresh pages (docs/notes/performance-log.md, "Weights released as they
+  /// are packed"). The graph is not fit to run, print or lower again afterwards:
   /// a later reader of such a constant finds no value (lowering reports an
   /// internal error, other readers stop on a failed check), never old data.
   bool releaseConsumedWeights = false;
