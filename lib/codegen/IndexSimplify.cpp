@@ -17,6 +17,7 @@
 #include <functional>
 #include <unordered_map>
 
+#include "kiln/codegen/IRVisitor.h"
 #include "kiln/codegen/KernelIR.h"
 
 namespace kiln::codegen {
@@ -49,25 +50,39 @@ MaybeRange scale(MaybeRange a, int64_t k) {
   return Range{std::min(x, y), std::max(x, y)};
 }
 
-class IndexSimplifier {
+/// Rewrites the exact divisions away; loops and lets bind the ranges of their variables for their bodies.
+class IndexSimplifier : public IRMutator {
  public:
-  Stmt stmt(const Stmt& s) {
-    if (!s) return s;
-    auto n = std::make_shared<StmtNode>(*s);
-    if (n->value) n->value = expr(n->value);
-    if (n->index) n->index = expr(n->index);
-    for (Expr& o : n->offsets) o = expr(o);
-    if (n->kind == StmtKind::For) {
-      int64_t extent = 0;
-      bind(n->var, isIntConstant(n->value, &extent) && extent > 0 ? MaybeRange(Range{0, extent - 1}) : std::nullopt);
-    } else if (n->kind == StmtKind::Let) {
-      bind(n->var, isInteger(n->value) ? range(n->value) : std::nullopt);
-    }
-    for (Stmt& b : n->body) b = stmt(b);
-    return n;
+  using IRMutator::mutate;
+
+  Expr mutate(const Expr& e) override {
+    if (e->operands.empty()) return e;
+    auto hit = memo_.find(e.get());
+    if (hit != memo_.end()) return hit->second.second;
+    Expr out = IRMutator::mutate(e);
+    if (out->kind == ExprKind::Binary && isInteger(out) &&
+        (out->binaryOp == BinaryOp::FloorDiv || out->binaryOp == BinaryOp::FloorMod))
+      out = divMod(out);
+    memo_[e.get()] = {e, out};  // keeps e alive so its address is not reused
+    return out;
   }
 
  private:
+  Stmt visitFor(const Stmt& s) override {
+    std::shared_ptr<StmtNode> n = mutateExprs(s);
+    int64_t extent = 0;
+    bind(n->var, isIntConstant(n->value, &extent) && extent > 0 ? MaybeRange(Range{0, extent - 1}) : std::nullopt);
+    mutateBody(*n);
+    return n;
+  }
+
+  Stmt visitLet(const Stmt& s) override {
+    std::shared_ptr<StmtNode> n = mutateExprs(s);
+    bind(n->var, isInteger(n->value) ? range(n->value) : std::nullopt);
+    mutateBody(*n);
+    return n;
+  }
+
   /// Records v's range; results computed under another range of v are dropped.
   void bind(const Var& v, MaybeRange r) {
     auto it = ranges_.find(v.get());
@@ -76,35 +91,6 @@ class IndexSimplifier {
     if (it != ranges_.end() || !r) memo_.clear();
     if (r) ranges_[v.get()] = *r;
     else if (it != ranges_.end()) ranges_.erase(it);
-  }
-
-  Expr expr(const Expr& e) {
-    if (e->operands.empty()) return e;
-    auto hit = memo_.find(e.get());
-    if (hit != memo_.end()) return hit->second.second;
-    std::vector<Expr> ops;
-    bool changed = false;
-    for (const Expr& o : e->operands) {
-      ops.push_back(expr(o));
-      changed |= ops.back().get() != o.get();
-    }
-    Expr out = e;
-    if (changed) {
-      switch (e->kind) {
-        case ExprKind::Load: out = load(e->buffer, ops[0]); break;
-        case ExprKind::Binary: out = binary(e->binaryOp, ops[0], ops[1]); break;
-        case ExprKind::Unary: out = unary(e->unaryOp, ops[0]); break;
-        case ExprKind::Select: out = select(ops[0], ops[1], ops[2]); break;
-        case ExprKind::Cast: out = cast(e->type, ops[0]); break;
-        case ExprKind::ShuffleXor: out = shuffleXor(ops[0], ops[1]->intValue); break;
-        default: break;
-      }
-    }
-    if (out->kind == ExprKind::Binary && isInteger(out) &&
-        (out->binaryOp == BinaryOp::FloorDiv || out->binaryOp == BinaryOp::FloorMod))
-      out = divMod(out);
-    memo_[e.get()] = {e, out};  // keeps e alive so its address is not reused
-    return out;
   }
 
   /// floordiv / floormod of a by a positive constant c, made exact where the ranges allow.
@@ -220,6 +206,6 @@ class IndexSimplifier {
 
 }  // namespace
 
-Stmt simplifyIndices(const Stmt& body) { return IndexSimplifier().stmt(body); }
+Stmt simplifyIndices(const Stmt& body) { return IndexSimplifier().mutate(body); }
 
 }  // namespace kiln::codegen

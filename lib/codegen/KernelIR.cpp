@@ -11,6 +11,8 @@
 #include <limits>
 
 #include "kiln/codegen/KernelIR.h"
+
+#include "kiln/codegen/IRVisitor.h"
 #include "kiln/support/StatusImpl.h"
 
 namespace kiln::codegen {
@@ -379,21 +381,25 @@ bool readsMemory(const Expr& e) {
   return std::any_of(e->operands.begin(), e->operands.end(), [](const Expr& o) { return readsMemory(o); });
 }
 
-Expr substituteVar(const Expr& e, const Var& v, const Expr& value) {
-  if (!usesVar(e, v)) return e;
-  if (e->kind == ExprKind::VarRef) return value;
-  std::vector<Expr> ops;
-  for (const Expr& o : e->operands) ops.push_back(substituteVar(o, v, value));
-  switch (e->kind) {
-    case ExprKind::Load: return load(e->buffer, ops[0]);
-    case ExprKind::Binary: return binary(e->binaryOp, ops[0], ops[1]);
-    case ExprKind::Unary: return unary(e->unaryOp, ops[0]);
-    case ExprKind::Select: return select(ops[0], ops[1], ops[2]);
-    case ExprKind::Cast: return cast(e->type, ops[0]);
-    case ExprKind::ShuffleXor: return shuffleXor(ops[0], ops[1]->intValue);
-    default: return e;
-  }
-}
+namespace {
+
+/// Replaces every reference to one variable, past the subtrees that have none.
+class VarSubstitution : public IRMutator {
+ public:
+  VarSubstitution(const Var& v, const Expr& value) : v_(v), value_(value) {}
+  using IRMutator::mutate;
+  Expr mutate(const Expr& e) override { return usesVar(e, v_) ? IRMutator::mutate(e) : e; }
+
+ private:
+  Expr visitVarRef(const Expr&) override { return value_; }
+
+  const Var& v_;
+  const Expr& value_;
+};
+
+}  // namespace
+
+Expr substituteVar(const Expr& e, const Var& v, const Expr& value) { return VarSubstitution(v, value).mutate(e); }
 
 std::optional<int64_t> strideIn(const Expr& e, const Var& v) {
   if (!usesVar(e, v)) return 0;

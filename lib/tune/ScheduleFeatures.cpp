@@ -14,6 +14,8 @@
 #include <map>
 #include <optional>
 
+#include "kiln/codegen/IRVisitor.h"
+
 namespace kiln::tune {
 
 using namespace codegen;
@@ -49,74 +51,84 @@ bool isFloatArithmetic(const Expr& e) {
   return e->kind == ExprKind::Binary && e->binaryOp <= BinaryOp::Pow;
 }
 
-class StatsWalker {
+/// Sums a kernel's statistics over its statement tree. The context of a node
+/// (the trip count of the loops around it, the innermost loop variable, the
+/// parallel and unrolled extents, the loop depth) is set by each loop for its body.
+class StatsWalker : public IRVisitor {
  public:
   explicit StatsWalker(KernelStats& s) : s_(s) {}
+  using IRVisitor::visit;
 
-  void stmt(const Stmt& st, double trips, const Var& inner, double parallel, double unrolled, int depth) {
-    if (!st) return;
-    switch (st->kind) {
-      case StmtKind::For: {
-        double extent = extentBound(st->value);
-        double p = parallel, u = unrolled;
-        if (st->loop == LoopKind::Parallel || isGpuBinding(st->loop)) p *= std::max(extent, 1.0);
-        if (st->loop == LoopKind::Vectorized) s_.vectorWidth = std::max(s_.vectorWidth, extent);
-        if (st->loop == LoopKind::Unrolled) u *= std::max(extent, 1.0);
-        s_.parallelExtent = std::max(s_.parallelExtent, p);
-        s_.unrolled = std::max(s_.unrolled, u);
-        s_.loopDepth = std::max(s_.loopDepth, double(depth + 1));
-        innerExtent_[st->var.get()] = extent;
-        for (const Stmt& b : st->body) stmt(b, trips * std::max(extent, 1.0), st->var, p, u, depth + 1);
-        return;
-      }
-      case StmtKind::Store: {
-        s_.stores += st->buffer->scope == MemoryScope::Global ? trips : 0;
-        if (st->buffer->scope == MemoryScope::Global) s_.storeBytes += trips * double(scalarTypeSize(st->buffer->type));
-        if (trips > heaviestStore_) {
-          heaviestStore_ = trips;
-          s_.innermostExtent = inner ? innerExtent_[inner.get()] : 1.0;
-        }
-        expr(st->index, trips, inner);
-        expr(st->value, trips, inner);
-        return;
-      }
-      case StmtKind::Allocate:
-        (st->buffer->scope == MemoryScope::Shared ? s_.sharedBytes : s_.localBytes) +=
-            double(st->buffer->size) * double(scalarTypeSize(st->buffer->type));
-        break;
-      case StmtKind::Let:
-        expr(st->value, trips, inner);
-        break;
-      case StmtKind::If:
-        expr(st->value, trips, inner);
-        break;
-      case StmtKind::Mma: {
-        MmaShape m = mmaShape(st->mma);
-        s_.flops += trips * 2.0 * double(m.m * m.n * m.k) / 32.0;  // per lane: the warp's work shared by 32 lanes
-        break;
-      }
-      default: break;
-    }
-    for (const Stmt& b : st->body) stmt(b, trips, inner, parallel, unrolled, depth);
-  }
-
-  void expr(const Expr& e, double trips, const Var& inner) {
+  void visit(const Expr& e) override {
     if (!e) return;
-    if (isFloatArithmetic(e)) s_.flops += trips;
-    if (e->kind == ExprKind::Load && e->buffer->scope == MemoryScope::Global) {
-      s_.loads += trips;
-      s_.loadBytes += trips * double(scalarTypeSize(e->buffer->type));
-      std::optional<int64_t> stride = inner ? strideIn(e->operands[0], inner) : std::optional<int64_t>(0);
-      if (!stride) s_.stridedLoads += trips;
-      else if (*stride == 0) s_.broadcastLoads += trips;
-      else if (*stride == 1) s_.contiguousLoads += trips;
-      else s_.stridedLoads += trips;
-    }
-    for (const Expr& o : e->operands) expr(o, trips, inner);
+    if (isFloatArithmetic(e)) s_.flops += at_.trips;
+    if (e->kind == ExprKind::Load && e->buffer->scope == MemoryScope::Global) countLoad(e);
+    IRVisitor::visit(e);
   }
 
  private:
+  struct Context {
+    double trips = 1.0;
+    Var inner;
+    double parallel = 1.0, unrolled = 1.0;
+    int depth = 0;
+  };
+
+  void countLoad(const Expr& e) {
+    const double trips = at_.trips;
+    s_.loads += trips;
+    s_.loadBytes += trips * double(scalarTypeSize(e->buffer->type));
+    std::optional<int64_t> stride = at_.inner ? strideIn(e->operands[0], at_.inner) : std::optional<int64_t>(0);
+    if (!stride) s_.stridedLoads += trips;
+    else if (*stride == 0) s_.broadcastLoads += trips;
+    else if (*stride == 1) s_.contiguousLoads += trips;
+    else s_.stridedLoads += trips;
+  }
+
+  // A loop's extent is not an expression the kernel evaluates per trip: it is not counted.
+  void visitFor(const Stmt& st) override {
+    const Context outer = at_;
+    double extent = extentBound(st->value);
+    double p = outer.parallel, u = outer.unrolled;
+    if (st->loop == LoopKind::Parallel || isGpuBinding(st->loop)) p *= std::max(extent, 1.0);
+    if (st->loop == LoopKind::Vectorized) s_.vectorWidth = std::max(s_.vectorWidth, extent);
+    if (st->loop == LoopKind::Unrolled) u *= std::max(extent, 1.0);
+    s_.parallelExtent = std::max(s_.parallelExtent, p);
+    s_.unrolled = std::max(s_.unrolled, u);
+    s_.loopDepth = std::max(s_.loopDepth, double(outer.depth + 1));
+    innerExtent_[st->var.get()] = extent;
+    at_ = Context{outer.trips * std::max(extent, 1.0), st->var, p, u, outer.depth + 1};
+    visitBody(st);
+    at_ = outer;
+  }
+
+  void visitStore(const Stmt& st) override {
+    const double trips = at_.trips;
+    s_.stores += st->buffer->scope == MemoryScope::Global ? trips : 0;
+    if (st->buffer->scope == MemoryScope::Global) s_.storeBytes += trips * double(scalarTypeSize(st->buffer->type));
+    if (trips > heaviestStore_) {
+      heaviestStore_ = trips;
+      s_.innermostExtent = at_.inner ? innerExtent_[at_.inner.get()] : 1.0;
+    }
+    visit(st->index);
+    visit(st->value);
+  }
+
+  void visitAllocate(const Stmt& st) override {
+    (st->buffer->scope == MemoryScope::Shared ? s_.sharedBytes : s_.localBytes) +=
+        double(st->buffer->size) * double(scalarTypeSize(st->buffer->type));
+    visitBody(st);
+  }
+
+  // An mma's fragment offsets are addresses, not arithmetic: its work is counted per lane.
+  void visitMma(const Stmt& st) override {
+    MmaShape m = mmaShape(st->mma);
+    s_.flops += at_.trips * 2.0 * double(m.m * m.n * m.k) / 32.0;  // the warp's work shared by 32 lanes
+    visitBody(st);
+  }
+
   KernelStats& s_;
+  Context at_;
   std::map<const VarDecl*, double> innerExtent_;
   double heaviestStore_ = -1;
 };
@@ -135,7 +147,7 @@ constexpr const char* kStatNames[] = {
 KernelStats kernelStats(const Kernel& kernel) {
   KernelStats s;
   for (const codegen::Buffer& b : kernel.params) s.globalBytes += double(b->size) * double(scalarTypeSize(b->type));
-  StatsWalker(s).stmt(kernel.body, 1.0, nullptr, 1.0, 1.0, 0);
+  StatsWalker(s).visit(kernel.body);
   return s;
 }
 
