@@ -48,8 +48,8 @@ bool isSquareGrouped(const ir::Node& n, const Tensor& w) {
 
 /// The block of a map of `channels` channels: `forced` when nonzero (and it
 /// divides them), else 16 when 16 divides them, else 8 when 8 does; 0 if none.
-/// A block per map beats one block for all maps on MobileNetV2 by 1.14x
-/// (bench/results/cpu-per-map-blocks-2026-11-24.jsonl).
+/// A block per map, rather than one for every map, is what MobileNetV2's
+/// 24-channel layers run fastest with: bench/results/cpu-per-map-blocks-2026-11-24.jsonl.
 int64_t blockOf(int64_t channels, int64_t forced) {
   if (forced) return channels % forced == 0 ? forced : 0;
   return channels % 16 == 0 ? 16 : channels % 8 == 0 ? 8 : 0;

@@ -63,20 +63,13 @@ std::string foldedName(const std::string& name) {
 bool attributesEqual(const ir::Attribute& a, const ir::Attribute& b) {
   if (a.kind() != b.kind()) return false;
   switch (a.kind()) {
-    case ir::AttrKind::Int:
-      return a.i() == b.i();
-    case ir::AttrKind::Float:
-      return a.f() == b.f() || (a.f() != a.f() && b.f() != b.f());
-    case ir::AttrKind::String:
-      return a.s() == b.s();
-    case ir::AttrKind::Tensor:
-      return a.t().bitwiseEqual(b.t());
-    case ir::AttrKind::Ints:
-      return a.ints() == b.ints();
-    case ir::AttrKind::Floats:
-      return a.floats() == b.floats();
-    case ir::AttrKind::Strings:
-      return a.strings() == b.strings();
+    case ir::AttrKind::Int: return a.i() == b.i();
+    case ir::AttrKind::Float: return a.f() == b.f() || (a.f() != a.f() && b.f() != b.f());
+    case ir::AttrKind::String: return a.s() == b.s();
+    case ir::AttrKind::Tensor: return a.t().bitwiseEqual(b.t());
+    case ir::AttrKind::Ints: return a.ints() == b.ints();
+    case ir::AttrKind::Floats: return a.floats() == b.floats();
+    case ir::AttrKind::Strings: return a.strings() == b.strings();
     case ir::AttrKind::Tensors: {
       if (a.tensors().size() != b.tensors().size()) return false;
       for (size_t i = 0; i < a.tensors().size(); ++i)
@@ -84,8 +77,7 @@ bool attributesEqual(const ir::Attribute& a, const ir::Attribute& b) {
       return true;
     }
     case ir::AttrKind::Graph:
-    case ir::AttrKind::Graphs:
-      return false;
+    case ir::AttrKind::Graphs: return false;
   }
   return false;
 }
@@ -164,20 +156,11 @@ Tensor permuted(const Tensor& t, const std::vector<int64_t>& perm) {
     }
   };
   switch (dtypeSize(t.dtype())) {
-    case 1:
-      copyAll.template operator()<1>();
-      break;
-    case 2:
-      copyAll.template operator()<2>();
-      break;
-    case 4:
-      copyAll.template operator()<4>();
-      break;
-    case 8:
-      copyAll.template operator()<8>();
-      break;
-    default:
-      KILN_CHECK(false, "permuted: element size ", dtypeSize(t.dtype()));
+    case 1: copyAll.template operator()<1>(); break;
+    case 2: copyAll.template operator()<2>(); break;
+    case 4: copyAll.template operator()<4>(); break;
+    case 8: copyAll.template operator()<8>(); break;
+    default: KILN_CHECK(false, "permuted: element size ", dtypeSize(t.dtype()));
   }
   return result;
 }

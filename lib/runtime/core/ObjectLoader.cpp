@@ -264,8 +264,7 @@ class Linker {
       return Status::ok();
     };
     switch (type) {
-      case R_X86_64_NONE:
-        return Status::ok();
+      case R_X86_64_NONE: return Status::ok();
       case R_X86_64_64: {
         KILN_ASSIGN(uint64_t S, symbolAddress(symIndex, false));
         uint64_t v = S + uint64_t(A);
@@ -283,8 +282,7 @@ class Linker {
         uint64_t G = reinterpret_cast<uint64_t>(base_ + layout_.gotAt + 8 * symIndex);
         return put32(int64_t(G + uint64_t(A) - P));
       }
-      default:
-        return corrupt("unsupported relocation type " + std::to_string(type));
+      default: return corrupt("unsupported relocation type " + std::to_string(type));
     }
   }
 
