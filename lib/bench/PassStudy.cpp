@@ -48,7 +48,7 @@ std::vector<bool> selectionOutputs(const ir::Graph& graph) {
     if (!n) return false;
     if (auto it = memo.find(n); it != memo.end()) return it->second;
     memo[n] = false;  // cycles cannot occur; this only stops re-walking shared ancestors
-    bool found = n->opType() == "NonMaxSuppression" || n->opType() == "TopK";
+    bool found = n->op() == ir::Op::NonMaxSuppression || n->op() == ir::Op::TopK;
     for (const ir::Value* in : n->inputs())
       if (!found && in) found = selects(in->producer());
     return memo[n] = found;

@@ -23,12 +23,11 @@
 namespace kiln::codegen {
 namespace {
 
-std::string qualified(const ir::Node& n) { return n.domain().empty() ? n.opType() : n.qualifiedOpType(); }
 
 /// The values of a constant operand (nullptr when not constant).
 const Tensor* constantOperand(const ir::Node& n, size_t i) {
   const ir::Value* v = n.input(i);
-  if (!v || !v->producer() || v->producer()->opType() != "Constant" || !v->producer()->hasAttr("value")) return nullptr;
+  if (!v || !v->producer() || v->producer()->op() != ir::Op::Constant || !v->producer()->hasAttr("value")) return nullptr;
   return &v->producer()->getTensor("value");
 }
 
@@ -255,7 +254,7 @@ Expected<Expr> isInfElement(const ElementCall& c, const Expr& x) {
 
 Expected<Expr> hyperbolicElement(const ElementCall& c, const Expr& x) {
   Expr e = unary(UnaryOp::Exp, x), inv = unary(UnaryOp::Exp, unary(UnaryOp::Neg, x));
-  return (c.n.opType() == "Sinh" ? e - inv : e + inv) * c.fconst(0.5);
+  return (c.n.op() == ir::Op::Sinh ? e - inv : e + inv) * c.fconst(0.5);
 }
 
 Expected<Expr> geluElement(const ElementCall& c, const Expr& x) {
@@ -465,7 +464,7 @@ Expected<Expr> depthSpaceElement(const ElementCall& c, const Dims& inDims) {
   const int64_t b = c.n.getInt("blocksize");
   const Index& idx = c.idx;
   Index in(4);
-  if (c.n.opType() == "SpaceToDepth") {  // out[n, (by*b+bx)*C + c, h, w] = in[n, c, h*b+by, w*b+bx]
+  if (c.n.op() == ir::Op::SpaceToDepth) {  // out[n, (by*b+bx)*C + c, h, w] = in[n, c, h*b+by, w*b+bx]
     const int64_t ch = inDims[1];
     Expr block = floorDiv(idx[1], ch);
     in = {idx[0], floorMod(idx[1], ch), idx[2] * b + floorDiv(block, b), idx[3] * b + floorMod(block, b)};
@@ -479,86 +478,87 @@ Expected<Expr> depthSpaceElement(const ElementCall& c, const Dims& inDims) {
   return c.operand(0, in);
 }
 
-using ElementRules = std::map<std::string, ElementRule>;
+using ir::Op;
+using ElementRules = std::map<Op, ElementRule>;
 
 /// Elementwise ops of one operand.
 void addUnaryRules(ElementRules& r) {
-  const std::pair<const char*, UnaryOp> unaries[] = {
-      {"Sigmoid", UnaryOp::Sigmoid},   {"Tanh", UnaryOp::Tanh},         {"kiln::FastTanh", UnaryOp::Tanh},
-      {"Exp", UnaryOp::Exp},           {"kiln::FastExp", UnaryOp::Exp}, {"Erf", UnaryOp::Erf},
-      {"kiln::FastErf", UnaryOp::Erf}, {"Log", UnaryOp::Log},           {"Sqrt", UnaryOp::Sqrt},
-      {"Abs", UnaryOp::Abs},           {"Neg", UnaryOp::Neg},           {"Floor", UnaryOp::Floor},
-      {"Ceil", UnaryOp::Ceil},         {"Round", UnaryOp::Round},       {"Reciprocal", UnaryOp::Reciprocal},
-      {"Sin", UnaryOp::Sin},           {"Cos", UnaryOp::Cos},           {"Not", UnaryOp::Not},
-      {"IsNaN", UnaryOp::IsNan}};
+  const std::pair<Op, UnaryOp> unaries[] = {
+      {Op::Sigmoid, UnaryOp::Sigmoid},   {Op::Tanh, UnaryOp::Tanh},         {Op::KilnFastTanh, UnaryOp::Tanh},
+      {Op::Exp, UnaryOp::Exp},           {Op::KilnFastExp, UnaryOp::Exp}, {Op::Erf, UnaryOp::Erf},
+      {Op::KilnFastErf, UnaryOp::Erf}, {Op::Log, UnaryOp::Log},           {Op::Sqrt, UnaryOp::Sqrt},
+      {Op::Abs, UnaryOp::Abs},           {Op::Neg, UnaryOp::Neg},           {Op::Floor, UnaryOp::Floor},
+      {Op::Ceil, UnaryOp::Ceil},         {Op::Round, UnaryOp::Round},       {Op::Reciprocal, UnaryOp::Reciprocal},
+      {Op::Sin, UnaryOp::Sin},           {Op::Cos, UnaryOp::Cos},           {Op::Not, UnaryOp::Not},
+      {Op::IsNaN, UnaryOp::IsNan}};
   for (const auto& [op, u] : unaries) r[op] = unaryOf(u);
   auto lt0 = [](const ElementCall& c, const Expr& x) { return binary(BinaryOp::Lt, x, c.fconst(0)); };
-  r["Relu"] = onOperand0([](const ElementCall& c, const Expr& x) -> Expected<Expr> { return maxOf(x, c.fconst(0)); });
-  r["Identity"] = onOperand0([](const ElementCall&, const Expr& x) -> Expected<Expr> { return x; });
-  r["Softplus"] = onOperand0([](const ElementCall& c, const Expr& x) -> Expected<Expr> {
+  r[Op::Relu] = onOperand0([](const ElementCall& c, const Expr& x) -> Expected<Expr> { return maxOf(x, c.fconst(0)); });
+  r[Op::Identity] = onOperand0([](const ElementCall&, const Expr& x) -> Expected<Expr> { return x; });
+  r[Op::Softplus] = onOperand0([](const ElementCall& c, const Expr& x) -> Expected<Expr> {
     return unary(UnaryOp::Log, c.fconst(1) + unary(UnaryOp::Exp, x));
   });
-  r["LeakyRelu"] = onOperand0([lt0](const ElementCall& c, const Expr& x) -> Expected<Expr> {
+  r[Op::LeakyRelu] = onOperand0([lt0](const ElementCall& c, const Expr& x) -> Expected<Expr> {
     return select(lt0(c, x), x * c.fconst(c.n.getFloat("alpha")), x);
   });
-  r["Elu"] = onOperand0([lt0](const ElementCall& c, const Expr& x) -> Expected<Expr> {
+  r[Op::Elu] = onOperand0([lt0](const ElementCall& c, const Expr& x) -> Expected<Expr> {
     return select(lt0(c, x), c.fconst(c.n.getFloat("alpha")) * (unary(UnaryOp::Exp, x) - c.fconst(1)), x);
   });
-  r["HardSigmoid"] = onOperand0([](const ElementCall& c, const Expr& x) -> Expected<Expr> {
+  r[Op::HardSigmoid] = onOperand0([](const ElementCall& c, const Expr& x) -> Expected<Expr> {
     return maxOf(c.fconst(0), minOf(c.fconst(1), c.fconst(c.n.getFloat("alpha")) * x + c.fconst(c.n.getFloat("beta"))));
   });
-  r["HardSwish"] = onOperand0([](const ElementCall& c, const Expr& x) -> Expected<Expr> {
+  r[Op::HardSwish] = onOperand0([](const ElementCall& c, const Expr& x) -> Expected<Expr> {
     return x * maxOf(c.fconst(0), minOf(c.fconst(1), x * c.fconst(1.0 / 6) + c.fconst(0.5)));
   });
-  r["Sign"] = onOperand0([lt0](const ElementCall& c, const Expr& x) -> Expected<Expr> {
+  r[Op::Sign] = onOperand0([lt0](const ElementCall& c, const Expr& x) -> Expected<Expr> {
     return select(binary(BinaryOp::Gt, x, c.fconst(0)), c.fconst(1), select(lt0(c, x), c.fconst(-1), c.fconst(0)));
   });
-  r["ThresholdedRelu"] = onOperand0([](const ElementCall& c, const Expr& x) -> Expected<Expr> {
+  r[Op::ThresholdedRelu] = onOperand0([](const ElementCall& c, const Expr& x) -> Expected<Expr> {
     return select(binary(BinaryOp::Gt, x, c.fconst(c.attr("alpha", 1.0))), x, c.fconst(0));
   });
-  r["Softsign"] = onOperand0(
+  r[Op::Softsign] = onOperand0(
       [](const ElementCall& c, const Expr& x) -> Expected<Expr> { return x / (c.fconst(1) + unary(UnaryOp::Abs, x)); });
-  r["Tan"] = onOperand0([](const ElementCall&, const Expr& x) -> Expected<Expr> {
+  r[Op::Tan] = onOperand0([](const ElementCall&, const Expr& x) -> Expected<Expr> {
     return unary(UnaryOp::Sin, x) / unary(UnaryOp::Cos, x);
   });
-  r["Cast"] = onOperand0([](const ElementCall& c, const Expr& x) -> Expected<Expr> { return castElement(c, x); });
-  r["Clip"] = onOperand0(clipElement);
-  r["Selu"] = onOperand0(seluElement);
-  r["Celu"] = onOperand0(celuElement);
-  r["Shrink"] = onOperand0(shrinkElement);
-  r["IsInf"] = onOperand0(isInfElement);
-  r["Sinh"] = r["Cosh"] = onOperand0(hyperbolicElement);
-  r["Gelu"] = r["kiln::Gelu"] = onOperand0(geluElement);
+  r[Op::Cast] = onOperand0([](const ElementCall& c, const Expr& x) -> Expected<Expr> { return castElement(c, x); });
+  r[Op::Clip] = onOperand0(clipElement);
+  r[Op::Selu] = onOperand0(seluElement);
+  r[Op::Celu] = onOperand0(celuElement);
+  r[Op::Shrink] = onOperand0(shrinkElement);
+  r[Op::IsInf] = onOperand0(isInfElement);
+  r[Op::Sinh] = r[Op::Cosh] = onOperand0(hyperbolicElement);
+  r[Op::KilnGelu] = onOperand0(geluElement);
 }
 
 /// Elementwise ops of several operands, broadcast.
 void addBinaryRules(ElementRules& r) {
-  r["Add"] = binaryOf([](const Expr& a, const Expr& b) { return a + b; });
-  r["Sub"] = binaryOf([](const Expr& a, const Expr& b) { return a - b; });
-  r["Mul"] = binaryOf([](const Expr& a, const Expr& b) { return a * b; });
-  r["Div"] = binaryOf([](const Expr& a, const Expr& b) { return a / b; });
-  r["Pow"] = binaryOf(powExpr);
-  r["Xor"] = binaryOf([](const Expr& a, const Expr& b) { return binary(BinaryOp::Ne, a, b); });
-  r["PRelu"] = binaryOf(
+  r[Op::Add] = binaryOf([](const Expr& a, const Expr& b) { return a + b; });
+  r[Op::Sub] = binaryOf([](const Expr& a, const Expr& b) { return a - b; });
+  r[Op::Mul] = binaryOf([](const Expr& a, const Expr& b) { return a * b; });
+  r[Op::Div] = binaryOf([](const Expr& a, const Expr& b) { return a / b; });
+  r[Op::Pow] = binaryOf(powExpr);
+  r[Op::Xor] = binaryOf([](const Expr& a, const Expr& b) { return binary(BinaryOp::Ne, a, b); });
+  r[Op::PRelu] = binaryOf(
       [](const Expr& a, const Expr& b) { return select(binary(BinaryOp::Lt, a, constantOf(a->type, 0)), a * b, a); });
-  const std::pair<const char*, BinaryOp> comparisons[] = {
-      {"Equal", BinaryOp::Eq},       {"Less", BinaryOp::Lt},           {"Greater", BinaryOp::Gt},
-      {"LessOrEqual", BinaryOp::Le}, {"GreaterOrEqual", BinaryOp::Ge}, {"And", BinaryOp::And},
-      {"Or", BinaryOp::Or}};
+  const std::pair<Op, BinaryOp> comparisons[] = {
+      {Op::Equal, BinaryOp::Eq},       {Op::Less, BinaryOp::Lt},           {Op::Greater, BinaryOp::Gt},
+      {Op::LessOrEqual, BinaryOp::Le}, {Op::GreaterOrEqual, BinaryOp::Ge}, {Op::And, BinaryOp::And},
+      {Op::Or, BinaryOp::Or}};
   for (const auto& [op, b] : comparisons)
     r[op] = binaryOf([b](const Expr& x, const Expr& y) { return binary(b, x, y); });
-  r["Sum"] = [](const ElementCall& c) { return foldOperands(c, [](const Expr& a, const Expr& b) { return a + b; }); };
-  r["Max"] = [](const ElementCall& c) {
+  r[Op::Sum] = [](const ElementCall& c) { return foldOperands(c, [](const Expr& a, const Expr& b) { return a + b; }); };
+  r[Op::Max] = [](const ElementCall& c) {
     return foldOperands(c, [](const Expr& a, const Expr& b) { return binary(BinaryOp::Max, a, b); });
   };
-  r["Min"] = [](const ElementCall& c) {
+  r[Op::Min] = [](const ElementCall& c) {
     return foldOperands(c, [](const Expr& a, const Expr& b) { return binary(BinaryOp::Min, a, b); });
   };
-  r["Mean"] = meanElement;
-  r["Mod"] = modElement;
-  r["Where"] = whereElement;
-  r["BatchNormalization"] = batchNormElement;
-  r["CastLike"] = [](const ElementCall& c) -> Expected<Expr> {
+  r[Op::Mean] = meanElement;
+  r[Op::Mod] = modElement;
+  r[Op::Where] = whereElement;
+  r[Op::BatchNormalization] = batchNormElement;
+  r[Op::CastLike] = [](const ElementCall& c) -> Expected<Expr> {
     KILN_ASSIGN(Expr x, c.broadcastOperand(0));
     return castElement(c, x);
   };
@@ -566,26 +566,26 @@ void addBinaryRules(ElementRules& r) {
 
 /// Index remapping: the element of an operand the result's element is.
 void addRemapRules(ElementRules& r) {
-  r["Reshape"] = r["Flatten"] = r["Squeeze"] = r["Unsqueeze"] = remap(reshapeElement);
-  r["Expand"] =
+  r[Op::Reshape] = r[Op::Flatten] = r[Op::Squeeze] = r[Op::Unsqueeze] = remap(reshapeElement);
+  r[Op::Expand] =
       remap([](const ElementCall& c, const Dims& inDims) { return c.operand(0, broadcastIndex(c.idx, inDims)); });
-  r["Tile"] = remap(tileElement);
-  r["Transpose"] = remap(transposeElement);
-  r["Slice"] = remap(sliceElement);
-  r["Split"] = remap(splitElement);
-  r["Concat"] = remap(concatElement);
-  r["Pad"] = remap(padElement);
-  r["Resize"] = remap([](const ElementCall& c, const Dims& inDims) {
+  r[Op::Tile] = remap(tileElement);
+  r[Op::Transpose] = remap(transposeElement);
+  r[Op::Slice] = remap(sliceElement);
+  r[Op::Split] = remap(splitElement);
+  r[Op::Concat] = remap(concatElement);
+  r[Op::Pad] = remap(padElement);
+  r[Op::Resize] = remap([](const ElementCall& c, const Dims& inDims) {
     return resizeElement(c.builder, c.n, c.idx, inDims, c.outDims, c.ct);
   });
-  r["GatherElements"] = remap(gatherElementsElement);
-  r["Gather"] = remap(gatherElement);
-  r["Trilu"] = remap(triluElement);
-  r["DepthToSpace"] = r["SpaceToDepth"] = remap(depthSpaceElement);
+  r[Op::GatherElements] = remap(gatherElementsElement);
+  r[Op::Gather] = remap(gatherElement);
+  r[Op::Trilu] = remap(triluElement);
+  r[Op::DepthToSpace] = r[Op::SpaceToDepth] = remap(depthSpaceElement);
 }
 
 /// The element rule of every op code generation computes element by element,
-/// by qualified op type. Adding an op's codegen is adding its entry to one of
+/// by op. Adding an op's codegen is adding its entry to one of
 /// the lists above.
 const ElementRules& elementRules() {
   static const ElementRules rules = [] {
@@ -600,16 +600,16 @@ const ElementRules& elementRules() {
 
 }  // namespace
 
-bool hasElementExpr(const ir::Node& n) { return elementRules().count(qualified(n)) > 0; }
+bool hasElementExpr(const ir::Node& n) { return elementRules().count(n.op()) > 0; }
 
 Expected<Expr> ElementBuilder::compute(const ir::Node& n, size_t result, const Index& idx) {
   KILN_ASSIGN(Dims outDims, staticDims(n.output(result)));
   KILN_ASSIGN(ScalarType outType, valueScalarType(n.output(result)));
-  const std::string op = qualified(n);
-  auto rule = elementRules().find(op);
+  auto rule = elementRules().find(n.op());
   if (rule == elementRules().end()) {
     KILN_TRY(staticDims(n.input(0)).status());
-    return makeError(ErrorCode::CodegenUnsupported, "no element formula for ", op).atNode(n.displayName(), n.opType());
+    return makeError(ErrorCode::CodegenUnsupported, "no element formula for ", n.qualifiedOpType())
+        .atNode(n.displayName(), n.opType());
   }
   return rule->second(ElementCall{*this, n, result, idx, std::move(outDims), outType, computeType(outType)});
 }

@@ -28,12 +28,6 @@
 namespace kiln::codegen {
 namespace {
 
-bool isOneOf(const std::string& op, std::initializer_list<const char*> names) {
-  for (const char* n : names)
-    if (op == n) return true;
-  return false;
-}
-
 bool isAnchorRole(KernelRole r) { return r != KernelRole::Injective && r != KernelRole::Extern; }
 
 bool isStaticTensor(const ir::Value* v) {
@@ -66,7 +60,7 @@ bool defaultDecision(const FusionEdge& e) {
     case EdgeKind::Prologue: {
       KernelRole r = roleOf(*e.consumer);
       if (r == KernelRole::Reduce || r == KernelRole::Softmax || r == KernelRole::LayerNorm) return true;
-      return (r == KernelRole::Conv || r == KernelRole::Pool) && e.producer->opType() == "Pad";
+      return (r == KernelRole::Conv || r == KernelRole::Pool) && e.producer->op() == ir::Op::Pad;
     }
   }
   return false;
@@ -90,21 +84,19 @@ KernelRole roleOf(const ir::Node& n) {
     if (v && !isStaticTensor(v)) return KernelRole::Extern;
   for (const ir::Value* v : n.outputs())
     if (!isStaticTensor(v)) return KernelRole::Extern;
-  // fast-math's softmax: code generation computes Exp and kiln::FastExp alike.
-  if (n.domain() == "kiln" && n.opType() == "FastSoftmax") return KernelRole::Softmax;
-  if (n.domain() == "kiln" && n.opType() == "ConvNCHWc") return KernelRole::Conv;  // alter-op-layout's
-  if (n.qualifiedOpType() == "kiln::Dense") return KernelRole::Matmul;  // simplify-fc-transpose's
-  if (!n.domain().empty()) return hasElementExpr(n) ? KernelRole::Injective : KernelRole::Extern;
-  const std::string& op = n.opType();
-  if (isOneOf(op, {"MatMul", "Gemm"})) return KernelRole::Matmul;
-  if (op == "Conv") return KernelRole::Conv;
-  if (isOneOf(op, {"MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool"})) return KernelRole::Pool;
-  if (isOneOf(op, {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
-                   "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp", "ArgMax", "ArgMin"}))
-    return KernelRole::Reduce;
-  if (isOneOf(op, {"Softmax", "LogSoftmax"})) return KernelRole::Softmax;
-  if (op == "LayerNormalization") return KernelRole::LayerNorm;
-  return hasElementExpr(n) ? KernelRole::Injective : KernelRole::Extern;
+  using ir::Op;
+  switch (n.op()) {
+    case Op::MatMul: case Op::Gemm: case Op::KilnDense: return KernelRole::Matmul;  // Dense: simplify-fc-transpose's
+    case Op::Conv: case Op::KilnConvNCHWc: return KernelRole::Conv;  // ConvNCHWc: alter-op-layout's
+    case Op::MaxPool: case Op::AveragePool: case Op::GlobalAveragePool: case Op::GlobalMaxPool: return KernelRole::Pool;
+    case Op::ReduceSum: case Op::ReduceMean: case Op::ReduceMax: case Op::ReduceMin: case Op::ReduceProd:
+    case Op::ReduceL1: case Op::ReduceL2: case Op::ReduceSumSquare: case Op::ReduceLogSum: case Op::ReduceLogSumExp:
+    case Op::ArgMax: case Op::ArgMin: return KernelRole::Reduce;
+    // fast-math's softmax: code generation computes Exp and kiln::FastExp alike.
+    case Op::Softmax: case Op::LogSoftmax: case Op::KilnFastSoftmax: return KernelRole::Softmax;
+    case Op::LayerNormalization: return KernelRole::LayerNorm;
+    default: return hasElementExpr(n) ? KernelRole::Injective : KernelRole::Extern;
+  }
 }
 
 std::string FusionEdge::key() const { return planName(*producer) + "->" + planName(*consumer); }
@@ -122,8 +114,8 @@ Expected<FusionPlan> FusionPlan::build(ir::Graph& graph) {
   plan.graph_ = &graph;
   std::unordered_map<const ir::Node*, size_t>& position = plan.position_;
   for (ir::Node* n : graph.nodes()) {
-    if (n->opType() == "Constant" && n->domain().empty()) continue;
-    if (n->domain() == "kiln" && (n->opType() == "Fused" || n->opType() == "Composite"))
+    if (n->op() == ir::Op::Constant) continue;
+    if ((n->op() == ir::Op::KilnFused || n->op() == ir::Op::KilnComposite))
       return makeError(ErrorCode::CodegenUnsupported, "fusion planning needs a graph without kiln::",
                        n->opType(), " groups (node ", n->displayName(), "); run defuse-ops first");
     position[n] = plan.order_.size();

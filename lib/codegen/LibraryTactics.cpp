@@ -75,14 +75,14 @@ std::optional<Epilogue> epilogueOf(const KernelGroup& group, DType dtype, const 
   Expected<Dims> resultDims = staticDims(anchor->output(0));
   const ir::Value* last = anchor->output(0);
   for (const ir::Node* n : group.nodes) {
-    if (n == anchor || n->opType() == "Constant") continue;
+    if (n == anchor || n->op() == ir::Op::Constant) continue;
     if (!n->domain().empty() || e.relu || n->numOutputs() != 1) return std::nullopt;
-    if (n->opType() == "Relu" && n->input(0) == last) {
+    if (n->op() == ir::Op::Relu && n->input(0) == last) {
       e.relu = true;
-    } else if (n->opType() == "Add" && n->numInputs() == 2 && (n->input(0) == last || n->input(1) == last)) {
+    } else if (n->op() == ir::Op::Add && n->numInputs() == 2 && (n->input(0) == last || n->input(1) == last)) {
       const ir::Value* other = n->input(0) == last ? n->input(1) : n->input(0);
       const ir::Node* producer = other->producer();
-      bool inside = producer && producer->opType() != "Constant" &&
+      bool inside = producer && producer->op() != ir::Op::Constant &&
                     std::find(group.nodes.begin(), group.nodes.end(), producer) != group.nodes.end();
       if (inside || other == last || !other->type().isTensor() || other->tensorType().dtype() != dtype) return std::nullopt;
       Expected<Dims> otherDims = staticDims(other);
@@ -106,7 +106,7 @@ std::optional<Epilogue> epilogueOf(const KernelGroup& group, DType dtype, const 
 bool shapeMatmul(const ir::Node& anchor, runtime::LibraryCall& call) {
   Expected<Dims> a = staticDims(anchor.input(0)), b = staticDims(anchor.input(1));
   if (!a || !b || a->size() < 2 || b->size() < 2) return false;
-  if (anchor.opType() == "Gemm") {
+  if (anchor.op() == ir::Op::Gemm) {
     if (a->size() != 2 || b->size() != 2) return false;
     call.transA = anchor.hasAttr("transA") && anchor.getInt("transA");
     call.transB = anchor.hasAttr("transB") && anchor.getInt("transB");
@@ -116,7 +116,7 @@ bool shapeMatmul(const ir::Node& anchor, runtime::LibraryCall& call) {
     call.alpha = anchor.hasAttr("alpha") ? anchor.getFloat("alpha") : 1.0f;
     return true;
   }
-  const bool dense = anchor.qualifiedOpType() == "kiln::Dense";  // a MatMul whose B is read transposed: W [N, K]
+  const bool dense = anchor.op() == ir::Op::KilnDense;  // a MatMul whose B is read transposed: W [N, K]
   if (dense && b->size() != 2) return false;
   call.transB = dense;
   call.k = a->back();
@@ -150,12 +150,11 @@ bool shapeConv(const ir::Node& anchor, runtime::LibraryCall& call) {
          *y == Dims{call.batch, g.outChannels, g.outHeight(), g.outWidth()};
 }
 
-/// The anchor if `group` is a one-output group anchored by `op` (kiln's ops as "kiln::Dense") in f32, f16 or bf16.
-const ir::Node* libraryAnchor(const KernelGroup& group, KernelRole role, std::initializer_list<const char*> ops) {
+/// The anchor if `group` is a one-output group anchored by one of `ops` in f32, f16 or bf16.
+const ir::Node* libraryAnchor(const KernelGroup& group, KernelRole role, std::initializer_list<ir::Op> ops) {
   const ir::Node* anchor = group.anchor;
   if (group.role != role || !anchor || group.outputs.size() != 1) return nullptr;
-  const std::string op = anchor->qualifiedOpType();
-  if (std::none_of(ops.begin(), ops.end(), [&](const char* name) { return op == name; })) return nullptr;
+  if (std::find(ops.begin(), ops.end(), anchor->op()) == ops.end()) return nullptr;
   if (!anchor->output(0)->type().isTensor()) return nullptr;
   DType dtype = anchor->output(0)->tensorType().dtype();
   return libraryType(dtype) && inputsOfType(*anchor, dtype) ? anchor : nullptr;
@@ -171,7 +170,7 @@ Expected<LibraryTactics> parseLibraryTactics(const std::string& text) {
 }
 
 std::optional<LibraryMatch> cublasLtCallFor(const KernelGroup& group, bool allowTf32) {
-  const ir::Node* anchor = libraryAnchor(group, KernelRole::Matmul, {"MatMul", "Gemm", "kiln::Dense"});
+  const ir::Node* anchor = libraryAnchor(group, KernelRole::Matmul, {ir::Op::MatMul, ir::Op::Gemm, ir::Op::KilnDense});
   if (!anchor) return std::nullopt;
   LibraryMatch match;
   runtime::LibraryCall& call = match.call;
@@ -179,7 +178,7 @@ std::optional<LibraryMatch> cublasLtCallFor(const KernelGroup& group, bool allow
   call.allowTf32 = allowTf32;
   if (!shapeMatmul(*anchor, call)) return std::nullopt;
   const ir::Value* gemmBias = nullptr;
-  if (anchor->opType() == "Gemm" && anchor->numInputs() > 2 && anchor->input(2)) {
+  if (anchor->op() == ir::Op::Gemm && anchor->numInputs() > 2 && anchor->input(2)) {
     float beta = anchor->hasAttr("beta") ? anchor->getFloat("beta") : 1.0f;
     if (beta != 1.0f || !isColumnVector(anchor->input(2), call.n)) return std::nullopt;
     gemmBias = anchor->input(2);
@@ -200,7 +199,7 @@ std::optional<LibraryMatch> cublasLtCallFor(const KernelGroup& group, bool allow
 }
 
 std::optional<LibraryMatch> cudnnConvCallFor(const KernelGroup& group, bool allowTf32) {
-  const ir::Node* anchor = libraryAnchor(group, KernelRole::Conv, {"Conv"});
+  const ir::Node* anchor = libraryAnchor(group, KernelRole::Conv, {ir::Op::Conv});
   if (!anchor) return std::nullopt;
   LibraryMatch match;
   runtime::LibraryCall& call = match.call;
@@ -262,9 +261,9 @@ std::optional<LibrarySplit> splitForLibrary(const FusionPlan& plan, const Kernel
   std::set<const ir::Node*> inHead{group.anchor};
   ir::Value* last = group.anchor->output(0);
   for (ir::Node* n : group.nodes) {
-    if (n == group.anchor || n->opType() == "Constant") continue;
-    const bool relu = n->opType() == "Relu" && n->input(0) == last;
-    const bool add = n->opType() == "Add" && n->numInputs() == 2 && (n->input(0) == last || n->input(1) == last);
+    if (n == group.anchor || n->op() == ir::Op::Constant) continue;
+    const bool relu = n->op() == ir::Op::Relu && n->input(0) == last;
+    const bool add = n->op() == ir::Op::Add && n->numInputs() == 2 && (n->input(0) == last || n->input(1) == last);
     if ((!relu && !add) || n->numOutputs() != 1) break;
     inHead.insert(n);
     last = n->output(0);
@@ -272,7 +271,7 @@ std::optional<LibrarySplit> splitForLibrary(const FusionPlan& plan, const Kernel
   }
   std::vector<ir::Node*> headNodes, tailNodes;
   for (ir::Node* n : group.nodes) (inHead.count(n) ? headNodes : tailNodes).push_back(n);
-  if (std::all_of(tailNodes.begin(), tailNodes.end(), [](const ir::Node* n) { return n->opType() == "Constant"; }))
+  if (std::all_of(tailNodes.begin(), tailNodes.end(), [](const ir::Node* n) { return n->op() == ir::Op::Constant; }))
     return std::nullopt;  // nothing after the head: the group fuses whole or not at all
   KernelGroup head = plan.makeGroup(group.id, std::move(headNodes));
   // The tail reads only the head's result, and computes every result of the group.

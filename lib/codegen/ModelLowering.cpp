@@ -64,7 +64,7 @@ std::vector<const KernelGroup*> topologicalGroups(const FusionPlan& plan) {
 
 const Tensor* constantTensor(const ir::Value* v) {
   const ir::Node* p = v->producer();
-  if (!p || p->opType() != "Constant" || !p->domain().empty() || !p->hasAttr("value")) return nullptr;
+  if (!p || p->op() != ir::Op::Constant || !p->hasAttr("value")) return nullptr;
   return &p->getTensor("value");
 }
 

@@ -143,7 +143,7 @@ Expected<Expr> ElementBuilder::at(const ir::Value* v, const Index& idx) {
     result = s->second(idx);
   } else if (!inGroup(v->producer())) {
     const ir::Node* p = v->producer();
-    if (p && p->opType() == "Constant" && p->domain().empty() && p->hasAttr("value") &&
+    if (p && p->op() == ir::Op::Constant && p->hasAttr("value") &&
         p->getTensor("value").numElements() == 1 && p->getTensor("value").dtype() != DType::Undefined) {
       KILN_ASSIGN(ScalarType t, valueScalarType(v));
       result = constantOf(t, p->getTensor("value").scalarAsDouble());
@@ -162,7 +162,7 @@ Expected<Expr> ElementBuilder::at(const ir::Value* v, const Index& idx) {
 Expected<Expr> ElementBuilder::atFlat(const ir::Value* v, const Expr& flat) {
   KILN_ASSIGN(Dims dims, staticDims(v));
   const ir::Node* p = v->producer();
-  bool constantScalar = p && p->opType() == "Constant" && p->hasAttr("value") && p->getTensor("value").numElements() == 1;
+  bool constantScalar = p && p->op() == ir::Op::Constant && p->hasAttr("value") && p->getTensor("value").numElements() == 1;
   if (sources_.count(v) || inGroup(p) || constantScalar) return at(v, unflatten(flat, dims));
   KILN_ASSIGN(Buffer b, bufferFor(v));
   return cast(computeType(b->type), load(b, flat));

@@ -41,6 +41,11 @@ Graph* Graph::root() {
 }
 const Graph* Graph::root() const { return const_cast<Graph*>(this)->root(); }
 
+void Graph::setListener(GraphListener* listener) {
+  KILN_CHECK(!parent_, "setListener on subgraph '", name_, "'");
+  listener_ = listener;
+}
+
 bool Graph::isValueNameTaken(const std::string& name) const {
   return root()->names_.count(name) != 0;
 }
@@ -109,17 +114,24 @@ void Graph::eraseInput(size_t i) {
 void Graph::addOutput(Value* v) {
   outputs_.push_back(v);
   v->addUse({nullptr, uint32_t(outputs_.size() - 1), this});
+  if (GraphListener* l = listener()) l->outputChanged(*this, *v);
 }
 
 void Graph::setOutput(size_t i, Value* v) {
   KILN_CHECK(i < outputs_.size(), "setOutput ", i, " of ", outputs_.size());
-  outputs_[i]->removeUse({nullptr, uint32_t(i), this});
+  Value* before = outputs_[i];
+  before->removeUse({nullptr, uint32_t(i), this});
   outputs_[i] = v;
   v->addUse({nullptr, uint32_t(i), this});
+  if (GraphListener* l = listener()) {
+    l->outputChanged(*this, *before);
+    l->outputChanged(*this, *v);
+  }
 }
 
 void Graph::eraseOutput(size_t i) {
   KILN_CHECK(i < outputs_.size(), "eraseOutput ", i, " of ", outputs_.size());
+  if (GraphListener* l = listener()) l->outputChanged(*this, *outputs_[i]);
   for (size_t j = i; j < outputs_.size(); ++j) outputs_[j]->removeUse({nullptr, uint32_t(j), this});
   outputs_.erase(outputs_.begin() + long(i));
   for (size_t j = i; j < outputs_.size(); ++j) outputs_[j]->addUse({nullptr, uint32_t(j), this});
@@ -149,6 +161,7 @@ Node* Graph::createNode(const OpSchema& schema, std::span<Value* const> inputs,
   }
   auto pos = before ? before->position_ : nodes_.end();
   node->position_ = nodes_.insert(pos, std::move(owned));
+  if (GraphListener* l = listener()) l->nodeInserted(*node);
   return node;
 }
 
@@ -159,12 +172,14 @@ void Graph::eraseNode(Node* node) {
                "' is still used");
     releaseName(v->name());
   }
+  if (GraphListener* l = listener()) l->nodeErasing(*node);
   nodes_.erase(node->position_);
 }
 
 void Graph::moveBefore(Node* node, Node* before) {
   KILN_CHECK(node->graph() == this && (!before || before->graph() == this), "moveBefore across graphs");
   nodes_.splice(before ? before->position_ : nodes_.end(), nodes_, node->position_);
+  if (GraphListener* l = listener()) l->nodeMoved(*node);
 }
 
 Node* Graph::nextNode(const Node* node) const {

@@ -13,6 +13,11 @@
 
 namespace kiln::ir {
 
+void Value::setType(Type type) {
+  type_ = std::move(type);
+  if (GraphListener* l = graph_->listener()) l->typeChanged(*this);
+}
+
 void Value::setName(const std::string& name) {
   if (name == name_) return;
   Graph* root = graph_->root();
@@ -52,15 +57,18 @@ std::string Node::displayName() const {
 }
 
 const std::string& Node::opType() const { return schema_->name; }
+Op Node::op() const { return schema_->op; }
 const std::string& Node::domain() const { return schema_->domain; }
 std::string Node::qualifiedOpType() const { return schema_->qualifiedName(); }
 
 void Node::setInput(size_t i, Value* v) {
   KILN_CHECK(i < inputs_.size(), "setInput ", i, " of ", inputs_.size());
   if (inputs_[i] == v) return;
-  if (inputs_[i]) inputs_[i]->removeUse({this, uint32_t(i), nullptr});
+  Value* before = inputs_[i];
+  if (before) before->removeUse({this, uint32_t(i), nullptr});
   inputs_[i] = v;
   if (v) v->addUse({this, uint32_t(i), nullptr});
+  if (GraphListener* l = graph_->listener()) l->inputChanged(*this, before, v);
 }
 
 void Node::addInput(Value* v) {
@@ -95,12 +103,14 @@ void Node::setAttr(const std::string& name, Attribute value) {
     it->second = std::move(value);
   else
     attrs_.emplace(it, name, std::move(value));
+  if (GraphListener* l = graph_->listener()) l->nodeModified(*this);
 }
 
 bool Node::removeAttr(std::string_view name) {
   auto it = std::find_if(attrs_.begin(), attrs_.end(), [&](const auto& a) { return a.first == name; });
   if (it == attrs_.end()) return false;
   attrs_.erase(it);
+  if (GraphListener* l = graph_->listener()) l->nodeModified(*this);
   return true;
 }
 

@@ -121,6 +121,9 @@ std::vector<const OpSchema*> OpRegistry::all() const {
 void OpRegistry::add(OpSchema schema) {
   KILN_CHECK(schema.infer, "op ", schema.name, " has no inference function");
   std::string key = schema.qualifiedName();
+  std::optional<Op> op = findOp(schema.domain, schema.name);
+  KILN_CHECK(op.has_value(), "op ", key, " has no entry in kiln/ir/Ops.def");
+  schema.op = *op;
   bool inserted = schemas_.emplace(key, std::make_unique<OpSchema>(std::move(schema))).second;
   KILN_CHECK(inserted, "op ", key, " registered twice");
 }

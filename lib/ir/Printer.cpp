@@ -141,7 +141,7 @@ class Printer {
       }
       os_ << "]";
     };
-    std::string base = n.opType() == "Constant" && n.numOutputs() == 1 ? n.output(0)->name()
+    std::string base = n.op() == ir::Op::Constant && n.numOutputs() == 1 ? n.output(0)->name()
                                                                         : (n.name().empty() ? n.opType() : n.name()) + "." + name;
     switch (a.kind()) {
       case AttrKind::Int: os_ << a.i(); break;

@@ -23,7 +23,7 @@ using KnownValues = std::unordered_map<const Value*, Tensor>;
 
 const Tensor* lookupKnown(const Value* v, const KnownValues& known) {
   if (!v) return nullptr;
-  if (Node* p = v->producer(); p && p->opType() == "Constant" && p->domain().empty() && p->hasAttr("value"))
+  if (Node* p = v->producer(); p && p->op() == ir::Op::Constant && p->hasAttr("value"))
     return &p->getTensor("value");
   auto it = known.find(v);
   return it == known.end() ? nullptr : &it->second;

@@ -10,7 +10,7 @@
 // cancel (simplify-expr): a conv chain stays blocked. The block of a map is
 // a function of its channel count alone (16, else 8), so producers and
 // consumers agree. Moves run one at a time at the first node where one
-// applies, the scan resuming near the last move (FirstMatchRewrites.h).
+// applies (PatternRewriteDriver.h).
 // Tolerance: 1e-6 relative, 1e-5 with an absorbed BatchNorm. Why -O3 runs it
 // on the cpu target: docs/performance.md, "Channel-blocked convolutions".
 //
@@ -21,7 +21,7 @@
 #include <optional>
 #include <set>
 
-#include "FirstMatchRewrites.h"
+#include "PatternRewriteDriver.h"
 #include "RewriteUtils.h"
 #include "WeightFolding.h"
 #include "kiln/ir/ShapeUtils.h"
@@ -65,7 +65,7 @@ struct ConvBlocks {
 /// (combine-parallel-conv2d's merged conv), so that the Split cuts whole blocks.
 int64_t outputChannelsToBlock(const ir::Node& n, int64_t channels) {
   for (const ir::Use& use : n.output(0)->uses()) {
-    if (!use.user || !isOp(use.user, "Split") || use.user->getInt("axis") != 1) continue;
+    if (!use.user || !isOp(use.user, ir::Op::Split) || use.user->getInt("axis") != 1) continue;
     for (const ir::Value* part : use.user->outputs())
       if (part->type().isTensor() && part->tensorType().isStatic()) channels = std::gcd(channels, part->tensorType().dim(1));
   }
@@ -74,7 +74,7 @@ int64_t outputChannelsToBlock(const ir::Node& n, int64_t channels) {
 
 /// The blocks conv `n` runs with, or nullopt when it stays NCHW.
 std::optional<ConvBlocks> blocksOf(const ir::Node& n, int64_t forced) {
-  if (!isOp(&n, "Conv")) return std::nullopt;
+  if (!isOp(&n, ir::Op::Conv)) return std::nullopt;
   const ir::Value *x = n.input(0), *y = n.output(0);
   if (!x->type().isTensor() || !x->tensorType().isStatic() || x->tensorType().rank() != 4) return std::nullopt;
   if (x->tensorType().dtype() != DType::F32) return std::nullopt;  // the conv2d-nchwc template's type
@@ -147,12 +147,12 @@ std::optional<AbsorbedNorms> absorbableNorms(const ir::Node& conv) {
   const std::optional<int64_t> channels = foldableOutputChannels(conv, true);
   ir::Node* user = soleUser(y);
   if (!channels || !user || isGraphOutput(y)) return std::nullopt;
-  const bool split = isOp(user, "Split") && user->getInt("axis") == 1 && user->input(0) == y;
+  const bool split = isOp(user, ir::Op::Split) && user->getInt("axis") == 1 && user->input(0) == y;
   const std::vector<ir::Value*> parts = split ? user->outputs() : std::vector<ir::Value*>{conv.output(0)};
   AbsorbedNorms absorbed;
   for (const ir::Value* part : parts) {
     ir::Node* norm = soleUser(part);
-    if (!norm || isGraphOutput(part) || !isOp(norm, "BatchNormalization") || norm->input(0) != part) return std::nullopt;
+    if (!norm || isGraphOutput(part) || !isOp(norm, ir::Op::BatchNormalization) || norm->input(0) != part) return std::nullopt;
     auto affine = inferenceBatchNormAffine(*norm);
     if (!affine || !part->tensorType().isStatic() || dimsOf(part)[1] != int64_t(affine->first.size())) return std::nullopt;
     absorbed.norms.push_back(norm);
@@ -219,21 +219,21 @@ Expected<bool> block(ir::Node* n, int64_t forced, std::vector<ir::Node*>& absorb
   return true;
 }
 
-bool isMove(const ir::Node* n) { return n && (isOp(n, "Reshape") || isOp(n, "Transpose")); }
+bool isMove(const ir::Node* n) { return n && (isOp(n, ir::Op::Reshape) || isOp(n, ir::Op::Transpose)); }
 
 /// Whether two data movements do the same to operands that broadcast
 /// against each other: Transposes with one permutation, or Reshapes that
 /// reshape the same leading dims and pass the trailing ones through (the
 /// `back` of a [N, C/b, H, W, b] map and of a [N, C/b, 1, 1, b] scale).
 bool compatibleMoves(const ir::Node& a, const ir::Node& b) {
-  if (a.opType() != b.opType() || !a.input(0)->type().isTensor() || !b.input(0)->type().isTensor()) return false;
+  if (a.op() != b.op() || !a.input(0)->type().isTensor() || !b.input(0)->type().isTensor()) return false;
   const ir::TensorType &ta = a.input(0)->tensorType(), &tb = b.input(0)->tensorType();
   if (ta.dtype() != tb.dtype() || !ta.isStatic() || !tb.isStatic() || !a.output(0)->tensorType().isStatic() ||
       !b.output(0)->tensorType().isStatic())
     return false;
   const Dims &ia = dimsOf(a.input(0)), &ib = dimsOf(b.input(0)), &oa = dimsOf(a.output(0)), &ob = dimsOf(b.output(0));
   if (ia.size() != ib.size() || oa.size() != ob.size()) return false;
-  if (isOp(&a, "Transpose")) return a.getInts("perm") == b.getInts("perm");
+  if (isOp(&a, ir::Op::Transpose)) return a.getInts("perm") == b.getInts("perm");
   size_t kept = 0;  // trailing dims each Reshape passes through
   while (kept < std::min(ia.size(), oa.size()) && ia[ia.size() - 1 - kept] == oa[oa.size() - 1 - kept] &&
          ib[ib.size() - 1 - kept] == ob[ob.size() - 1 - kept])
@@ -251,9 +251,9 @@ bool bothMoved(const ir::Node& u) {
 /// The blocked tensor t [N, C/b, H, W, b] when `v` is back(t), else null.
 ir::Value* blockedSource(const ir::Value* v) {
   const ir::Node* merge = v->producer();
-  if (!merge || !isOp(merge, "Reshape") || !merge->output(0)->tensorType().isStatic()) return nullptr;
+  if (!merge || !isOp(merge, ir::Op::Reshape) || !merge->output(0)->tensorType().isStatic()) return nullptr;
   const ir::Node* out = merge->input(0)->producer();
-  if (!out || !isOp(out, "Transpose") || out->getInts("perm") != kFromBlocked) return nullptr;
+  if (!out || !isOp(out, ir::Op::Transpose) || out->getInts("perm") != kFromBlocked) return nullptr;
   if (!merge->input(0)->tensorType().isStatic()) return nullptr;
   const Dims &in = dimsOf(merge->input(0)), &y = dimsOf(merge->output(0));
   if (in.size() != 5 || y.size() != 4 || y[1] != in[1] * in[2] || y[2] != in[3] || y[3] != in[4]) return nullptr;
@@ -263,13 +263,13 @@ ir::Value* blockedSource(const ir::Value* v) {
 /// GlobalAveragePool(back(t)) (a squeeze-excite block's pooling): it can run
 /// blocked as ReduceMean over t's H and W.
 bool isPoolOfBlocked(const ir::Node& n) {
-  return isOp(&n, "GlobalAveragePool") && n.output(0)->tensorType().isStatic() && blockedSource(n.input(0));
+  return isOp(&n, ir::Op::GlobalAveragePool) && n.output(0)->tensorType().isStatic() && blockedSource(n.input(0));
 }
 
 /// Split(back(t)) along the channels into parts of whole blocks (the Split
 /// combine-parallel-conv2d puts after a merged conv): it can split t.
 bool isSplitOfBlocked(const ir::Node& n) {
-  if (!isOp(&n, "Split") || n.getInt("axis") != 1) return false;
+  if (!isOp(&n, ir::Op::Split) || n.getInt("axis") != 1) return false;
   const ir::Value* t = blockedSource(n.input(0));
   if (!t) return false;
   const int64_t b = dimsOf(t)[4];
@@ -284,7 +284,7 @@ bool isSplitOfBlocked(const ir::Node& n) {
 /// reading it cancels): it can concatenate the t_i (an Inception block's
 /// branches, a DenseNet block's growing feature map).
 bool isConcatOfBlocked(const ir::Node& n, int64_t forced) {
-  if (!isOp(&n, "Concat") || n.getInt("axis") != 1 || n.numInputs() < 2) return false;
+  if (!isOp(&n, ir::Op::Concat) || n.getInt("axis") != 1 || n.numInputs() < 2) return false;
   if (!n.output(0)->type().isTensor() || !n.output(0)->tensorType().isStatic() || n.output(0)->tensorType().rank() != 4)
     return false;
   const int64_t b = blockOf(dimsOf(n.output(0))[1], forced);
@@ -295,19 +295,19 @@ bool isConcatOfBlocked(const ir::Node& n, int64_t forced) {
 }
 
 /// Concat(back(t_1), ..., back(t_n)) -> back(Concat(t_1, ..., t_n)).
-Status concatBlocked(ir::Node* concat, std::vector<const ir::Node*>& erased) {
+Status concatBlocked(ir::Node* concat) {
   ir::Graph& g = *concat->graph();
   std::vector<ir::Value*> parts;
   for (const ir::Value* v : concat->inputs()) parts.push_back(blockedSource(v));
   KILN_ASSIGN(ir::Node * joined, createTypedNode(g, "Concat", parts, {{"axis", int64_t(1)}}, concat->name(), concat));
   KILN_ASSIGN(ir::Value * result, unblocked(joined->output(0), dimsOf(concat->output(0)), nameBase(*concat), concat));
   replaceValue(concat->output(0), result, true);
-  eraseWithDeadProducers(concat, &erased);
+  eraseWithDeadProducers(concat);
   return Status::ok();
 }
 
 /// Split(back(t)) -> back_i(Split(t)) for each part.
-Status splitBlocked(ir::Node* split, std::vector<const ir::Node*>& erased) {
+Status splitBlocked(ir::Node* split) {
   ir::Graph& g = *split->graph();
   ir::Value* t = blockedSource(split->input(0));
   const int64_t b = dimsOf(t)[4];
@@ -321,7 +321,7 @@ Status splitBlocked(ir::Node* split, std::vector<const ir::Node*>& erased) {
     KILN_ASSIGN(ir::Value * part, unblocked(parts->output(i), dimsOf(split->output(i)), base, split));
     replaceValue(split->output(i), part, true);
   }
-  eraseWithDeadProducers(split, &erased);
+  eraseWithDeadProducers(split);
   return Status::ok();
 }
 
@@ -329,7 +329,7 @@ Status splitBlocked(ir::Node* split, std::vector<const ir::Node*>& erased) {
 /// t's H, W and lanes with a window of 1 over the lanes (kiln's cpu pool
 /// template reads each pixel's block as one vector).
 bool isWindowPoolOfBlocked(const ir::Node& n) {
-  if (!isOp(&n, "MaxPool") && !isOp(&n, "AveragePool")) return false;
+  if (!isOp(&n, ir::Op::MaxPool) && !isOp(&n, ir::Op::AveragePool)) return false;
   if (n.numOutputs() > 1 && n.output(1)->hasUses()) return false;  // MaxPool's indices are NCHW positions
   if (!n.output(0)->type().isTensor() || !n.output(0)->tensorType().isStatic() || n.getInts("kernel_shape").size() != 2)
     return false;
@@ -340,7 +340,7 @@ bool isWindowPoolOfBlocked(const ir::Node& n) {
 
 /// Pool(back(t)) -> back(Pool(t, window extended by 1 over the lanes)); the
 /// pads are made explicit (auto_pad resolved).
-Status windowPoolBlocked(ir::Node* pool, std::vector<const ir::Node*>& erased) {
+Status windowPoolBlocked(ir::Node* pool) {
   ir::Graph& g = *pool->graph();
   ir::Value* t = blockedSource(pool->input(0));
   const Dims& x = dimsOf(pool->input(0));
@@ -351,32 +351,34 @@ Status windowPoolBlocked(ir::Node* pool, std::vector<const ir::Node*>& erased) {
       {"strides", std::vector<int64_t>{geo.strides[0], geo.strides[1], 1}},
       {"pads", std::vector<int64_t>{geo.padsBegin[0], geo.padsBegin[1], 0, geo.padsEnd[0], geo.padsEnd[1], 0}},
       {"ceil_mode", int64_t(ceil)}};
-  if (isOp(pool, "MaxPool")) attrs.push_back({"dilations", std::vector<int64_t>{geo.dilations[0], geo.dilations[1], 1}});
+  if (isOp(pool, ir::Op::MaxPool)) attrs.push_back({"dilations", std::vector<int64_t>{geo.dilations[0], geo.dilations[1], 1}});
   else attrs.push_back({"count_include_pad", pool->getInt("count_include_pad")});
   KILN_ASSIGN(ir::Node * blocked, createTypedNode(g, pool->opType(), {t}, attrs, pool->name(), pool));
   KILN_ASSIGN(ir::Value * pooled, unblocked(blocked->output(0), dimsOf(pool->output(0)), nameBase(*pool), pool));
   replaceValue(pool->output(0), pooled, true);
-  eraseWithDeadProducers(pool, &erased);
+  eraseWithDeadProducers(pool);
   return Status::ok();
 }
 
 /// GlobalAveragePool(back(t)) -> back(ReduceMean(t, axes [2, 3], keepdims)).
-Status poolBlocked(ir::Node* pool, std::vector<const ir::Node*>& erased) {
+Status poolBlocked(ir::Node* pool) {
   ir::Graph& g = *pool->graph();
   KILN_ASSIGN(ir::Node * mean, createTypedNode(g, "ReduceMean", {blockedSource(pool->input(0))},
                                                {{"axes", std::vector<int64_t>{2, 3}}, {"keepdims", int64_t(1)}},
                                                pool->name(), pool));
   KILN_ASSIGN(ir::Value * pooled, unblocked(mean->output(0), dimsOf(pool->output(0)), nameBase(*pool), pool));
   replaceValue(pool->output(0), pooled, true);
-  eraseWithDeadProducers(pool, &erased);
+  eraseWithDeadProducers(pool);
   return Status::ok();
 }
 
 /// The binary elementwise ops that can run on blocked data.
 bool isBinaryElementwise(const ir::Node& u) {
-  if (!u.domain().empty()) return false;  // checked on every node of every scan: no op-type string built
-  const std::string& op = u.opType();
-  return op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Max" || op == "Min";
+  using ir::Op;
+  switch (u.op()) {
+    case Op::Add: case Op::Sub: case Op::Mul: case Op::Div: case Op::Max: case Op::Min: return true;
+    default: return false;
+  }
 }
 
 /// Whether `v` is a constant that broadcasts against a [N, C, H, W] map per
@@ -404,7 +406,7 @@ int blockedWithChannelConstant(const ir::Node& u) {
 
 /// U(back(t), k) -> back(U(t, k')) with k' the channel constant k in t's
 /// blocks, [1, C/b, 1, 1, b] (a scalar stays as it is).
-Status hoistChannelConstant(ir::Node* u, std::vector<const ir::Node*>& erased) {
+Status hoistChannelConstant(ir::Node* u) {
   ir::Graph& g = *u->graph();
   const int i = blockedWithChannelConstant(*u);
   ir::Value* t = blockedSource(u->input(i));
@@ -420,7 +422,7 @@ Status hoistChannelConstant(ir::Node* u, std::vector<const ir::Node*>& erased) {
   KILN_ASSIGN(ir::Node * early, createTypedNode(g, u->qualifiedOpType(), operands, u->attributes(), u->name(), u));
   KILN_ASSIGN(ir::Value * result, unblocked(early->output(0), dimsOf(u->output(0)), nameBase(*u), u));
   replaceValue(u->output(0), result, true);
-  eraseWithDeadProducers(u, &erased);
+  eraseWithDeadProducers(u);
   return Status::ok();
 }
 
@@ -431,13 +433,14 @@ Status hoistChannelConstant(ir::Node* u, std::vector<const ir::Node*>& erased) {
 /// two blocked convs' results, a squeeze-excite Mul by a blocked scale).
 ir::Node* hoistable(const ir::Node& move) {
   if (!isMove(&move) || isGraphOutput(move.output(0))) return nullptr;
-  static const std::set<std::string> kUnary = {"Relu", "Clip", "Sigmoid", "HardSigmoid", "HardSwish", "LeakyRelu",
-                                               "Neg", "Abs", "Exp", "Tanh", "Erf", "Sqrt", "kiln::Gelu",
-                                               // fast-math's forms of Exp, Erf and Tanh (arch runs fast-math
-                                               // before this pass: MaxViT's stem GELU has a FastErf)
-                                               "kiln::FastExp", "kiln::FastErf", "kiln::FastTanh"};
+  using ir::Op;
+  static const std::set<Op> kUnary = {Op::Relu, Op::Clip, Op::Sigmoid, Op::HardSigmoid, Op::HardSwish, Op::LeakyRelu,
+                                      Op::Neg, Op::Abs, Op::Exp, Op::Tanh, Op::Erf, Op::Sqrt, Op::KilnGelu,
+                                      // fast-math's forms of Exp, Erf and Tanh (arch runs fast-math
+                                      // before this pass: MaxViT's stem GELU has a FastErf)
+                                      Op::KilnFastExp, Op::KilnFastErf, Op::KilnFastTanh};
   auto unary = [&](const ir::Node& u) {
-    if (!kUnary.count(u.qualifiedOpType()) || u.input(0) != move.output(0)) return false;
+    if (!kUnary.count(u.op()) || u.input(0) != move.output(0)) return false;
     for (size_t i = 1; i < u.numInputs(); ++i) {
       const Tensor* c = u.input(i) ? constantValue(u.input(i)) : nullptr;
       if (u.input(i) && (!c || c->numElements() != 1)) return false;
@@ -465,7 +468,7 @@ ir::Node* hoistable(const ir::Node& move) {
 
 /// U(M(a), ...) -> M(U(a, ...)) for a data movement M (both operands of a
 /// binary U pass through M).
-Status hoist(ir::Node* u, std::vector<const ir::Node*>& erased) {
+Status hoist(ir::Node* u) {
   ir::Graph& g = *u->graph();
   const bool binary = bothMoved(*u);
   // The movement to redo after u: the one of u's result shape (a broadcast operand's is smaller).
@@ -479,33 +482,67 @@ Status hoist(ir::Node* u, std::vector<const ir::Node*>& erased) {
   moveOperands[0] = early->output(0);
   KILN_ASSIGN(ir::Node * moved, createTypedNode(g, move->opType(), moveOperands, move->attributes(), move->name(), u));
   replaceValue(u->output(0), moved->output(0), true);
-  eraseWithDeadProducers(u, &erased);
+  eraseWithDeadProducers(u);
   return Status::ok();
 }
 
-/// The rewrite that moves an op onto blocked data found at `n`, if any (what
-/// it reads: `n`, its inputs' producer chains, its users and their operands'
-/// producers, as applyFirstMatchRewrites requires).
-std::optional<LocalRewrite> blockedRewriteAt(ir::Node* n, int64_t forced) {
-  using Erased = std::vector<const ir::Node*>;
-  if (isPoolOfBlocked(*n)) return LocalRewrite{n, [n](Erased& e) { return poolBlocked(n, e); }};
-  if (isWindowPoolOfBlocked(*n)) return LocalRewrite{n, [n](Erased& e) { return windowPoolBlocked(n, e); }};
-  if (isSplitOfBlocked(*n)) return LocalRewrite{n, [n](Erased& e) { return splitBlocked(n, e); }};
-  if (isConcatOfBlocked(*n, forced)) return LocalRewrite{n, [n](Erased& e) { return concatBlocked(n, e); }};
-  if (blockedWithChannelConstant(*n) >= 0) return LocalRewrite{n, [n](Erased& e) { return hoistChannelConstant(n, e); }};
-  if (ir::Node* u = hoistable(*n)) return LocalRewrite{u, [u](Erased& e) { return hoist(u, e); }};
-  return std::nullopt;
+/// A rule that moves an op onto blocked data: `applies` at a node, `move` there.
+template <bool (*applies)(const ir::Node&), Status (*move)(ir::Node*)>
+class MoveOntoBlocked final : public RewritePattern {
+ public:
+  bool matches(const ir::Node& n) const override { return applies(n); }
+  Status rewrite(ir::Node& n) const override { return move(&n); }
+};
+
+bool hasChannelConstant(const ir::Node& n) { return blockedWithChannelConstant(n) >= 0; }
+bool isHoistable(const ir::Node& n) { return hoistable(n) != nullptr; }
+Status hoistUser(ir::Node* move) { return hoist(hoistable(*move)); }
+
+/// Concatenations of blocked maps (the one rule that reads the option).
+class ConcatOntoBlocked final : public RewritePattern {
+ public:
+  explicit ConcatOntoBlocked(int64_t forced) : forced_(forced) {}
+  bool matches(const ir::Node& n) const override { return isConcatOfBlocked(n, forced_); }
+  Status rewrite(ir::Node& n) const override { return concatBlocked(&n); }
+
+ private:
+  int64_t forced_;
+};
+
+/// The moves, in the order they are tried at a node. What they read: the
+/// node, its inputs' producer chains, its users and their operands'
+/// producers (PatternRewriteDriver.h's contract).
+PatternList blockedMoves(int64_t forced) {
+  return {std::make_shared<MoveOntoBlocked<isPoolOfBlocked, poolBlocked>>(),
+          std::make_shared<MoveOntoBlocked<isWindowPoolOfBlocked, windowPoolBlocked>>(),
+          std::make_shared<MoveOntoBlocked<isSplitOfBlocked, splitBlocked>>(),
+          std::make_shared<ConcatOntoBlocked>(forced),
+          std::make_shared<MoveOntoBlocked<hasChannelConstant, hoistChannelConstant>>(),
+          std::make_shared<MoveOntoBlocked<isHoistable, hoistUser>>()};
 }
+
+/// Blocks a conv; the BatchNorms it absorbs are erased after every conv is blocked.
+class BlockConv final : public RewritePattern {
+ public:
+  BlockConv(int64_t forced, std::vector<ir::Node*>& absorbed) : forced_(forced), absorbed_(absorbed) {}
+  bool matches(const ir::Node& n) const override { return blocksOf(n, forced_).has_value(); }
+  Status rewrite(ir::Node& n) const override { return block(&n, forced_, absorbed_).status(); }
+
+ private:
+  int64_t forced_;
+  std::vector<ir::Node*>& absorbed_;
+};
 
 Expected<bool> alter(ir::Graph& g, int64_t forced, const PassContext& ctx) {
   std::vector<ir::Node*> absorbed;
-  KILN_ASSIGN(bool changed, rewriteNodes(g, [&](ir::Node* n) { return block(n, forced, absorbed); }));
+  KILN_ASSIGN(int64_t blocked, applyPatterns(g, {std::make_shared<BlockConv>(forced, absorbed)}, "alter-op-layout"));
   for (ir::Node* norm : absorbed) eraseWithDeadProducers(norm);
+  bool changed = blocked > 0;
   // One at a time, in graph order: a rewrite erases later nodes. Also when no conv was left
   // to block: a second run moves what passes after the first put between
   // the transforms (simplify-inference's Mul and Add for a BatchNorm that
   // follows no conv, as arch orders it).
-  KILN_ASSIGN(int64_t moved, applyFirstMatchRewrites(g, [forced](ir::Node* n) { return blockedRewriteAt(n, forced); }));
+  KILN_ASSIGN(int64_t moved, applyPatterns(g, blockedMoves(forced), "alter-op-layout"));
   changed |= moved > 0;
   if (!changed) return false;
   // Identical `in` transforms of one value merge; then back∘in cancels.
@@ -549,9 +586,8 @@ PassInfo alterOpLayoutPass() {
   p.applicable = [](const ir::Graph& g, const PassOptions& o) {
     const int64_t b = o.getInt("block");
     if (b < 0 || b > 256) return true;
-    if (anyNode(g, [b](const ir::Node& n) { return blocksOf(n, b).has_value(); })) return true;
-    const std::vector<ir::Node*> nodes = g.nodes();
-    return std::any_of(nodes.begin(), nodes.end(), [b](ir::Node* n) { return blockedRewriteAt(n, b).has_value(); });
+    return anyNode(g, [b](const ir::Node& n) { return blocksOf(n, b).has_value(); }) ||
+           anyPatternMatches(g, blockedMoves(b));
   };
   p.run = [](ir::Graph& g, const PassOptions& o, const PassContext& ctx) -> Expected<bool> {
     int64_t b = o.getInt("block");

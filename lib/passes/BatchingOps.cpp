@@ -24,7 +24,7 @@ constexpr int64_t kMinBranches = 3;
 
 /// Key of a batchable MatMul(x, y): y's dtype and dims except the last.
 std::optional<std::string> keyOf(const ir::Node* n, const ir::Value* x) {
-  if (!isOp(n, "MatMul") || n->input(0) != x || n->input(1) == x || constantValue(n->input(1))) return std::nullopt;
+  if (!isOp(n, ir::Op::MatMul) || n->input(0) != x || n->input(1) == x || constantValue(n->input(1))) return std::nullopt;
   const ir::Value* y = n->input(1);
   if (!y->type().isTensor() || !y->tensorType().isStatic() || y->tensorType().rank() < 2) return std::nullopt;
   if (!n->output(0)->type().isTensor() || !n->output(0)->tensorType().isStatic()) return std::nullopt;

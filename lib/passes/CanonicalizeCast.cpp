@@ -10,6 +10,7 @@
 // exactly what the single one does, so fusion later sees one fewer op.
 //
 //===----------------------------------------------------------------------===//
+#include "PatternRewriteDriver.h"
 #include "RewriteUtils.h"
 #include "kiln/passes/PassRegistry.h"
 
@@ -56,29 +57,37 @@ DType elementType(const ir::Value* v) { return v->type().isTensor() ? v->tensorT
 
 /// What a Cast reduces to: 0 no rule, 1 drop it, 2 cast the inner Cast's operand.
 int ruleFor(const ir::Node& n) {
-  if (!isOp(&n, "Cast")) return 0;
+  if (!isOp(&n, ir::Op::Cast)) return 0;
   DType in = elementType(n.input(0));
   if (in != DType::Undefined && in == castTarget(n)) return 1;
   const ir::Node* inner = n.input(0)->producer();
-  if (!isOp(inner, "Cast")) return 0;
+  if (!isOp(inner, ir::Op::Cast)) return 0;
   DType source = elementType(inner->input(0));
   return source != DType::Undefined && losslessWidening(source, castTarget(*inner)) ? 2 : 0;
 }
 
-bool canonicalizeNode(ir::Node* n) {
-  int rule = ruleFor(*n);
-  if (rule == 2) {
-    // Re-point this Cast at the inner operand; rule 1 may then drop it.
-    ir::Node* inner = n->input(0)->producer();
-    n->setInput(0, inner->input(0));
-    if (!inner->output(0)->hasUses()) eraseWithDeadProducers(inner);
-    if (ruleFor(*n) != 1) return true;
+/// Cast(x) to x's own type -> x (a graph input kept as an output becomes an Identity).
+class DropNoOpCast final : public RewritePattern {
+ public:
+  bool matches(const ir::Node& n) const override { return ruleFor(n) == 1; }
+  Status rewrite(ir::Node& n) const override {
+    replaceValue(n.output(0), n.input(0));
+    eraseWithDeadProducers(&n);
+    return Status::ok();
   }
-  // rule 1; an output that is a graph input cast to its own type becomes an Identity.
-  replaceValue(n->output(0), n->input(0));
-  eraseWithDeadProducers(n);
-  return true;
-}
+};
+
+/// Cast(Cast(x)) with a lossless inner Cast -> Cast(x); DropNoOpCast may then drop it.
+class ShortenCastChain final : public RewritePattern {
+ public:
+  bool matches(const ir::Node& n) const override { return ruleFor(n) == 2; }
+  Status rewrite(ir::Node& n) const override {
+    ir::Node* inner = n.input(0)->producer();
+    n.setInput(0, inner->input(0));
+    if (!inner->output(0)->hasUses()) eraseWithDeadProducers(inner);
+    return Status::ok();
+  }
+};
 
 }  // namespace
 
@@ -92,10 +101,7 @@ PassInfo canonicalizeCastPass() {
       "removing it entirely when the result type is x's. Exact.";
   p.classes = {"BL", "RN"};  // Table 4: CanonicalizeCast is BL; RN
   p.optLevel = 3;
-  p.applicable = [](const ir::Graph& g, const PassOptions&) { return anyNode(g, [](const ir::Node& n) { return ruleFor(n) != 0; }); };
-  p.run = [](ir::Graph& g, const PassOptions&, const PassContext&) -> Expected<bool> {
-    return rewriteNodes(g, [](ir::Node* n) -> Expected<bool> { return ruleFor(*n) && canonicalizeNode(n); });
-  };
+  setPatterns(p, {std::make_shared<DropNoOpCast>(), std::make_shared<ShortenCastChain>()});
   return p;
 }
 

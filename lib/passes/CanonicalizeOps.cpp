@@ -16,6 +16,7 @@
 //===----------------------------------------------------------------------===//
 #include <cmath>
 
+#include "PatternRewriteDriver.h"
 #include "RewriteUtils.h"
 #include "kiln/passes/PassRegistry.h"
 
@@ -28,7 +29,7 @@ bool isFloatConstant(const ir::Value* v) {
 }
 
 bool gemmRewritable(const ir::Node& n) {
-  if (!isOp(&n, "Gemm") || n.getInt("transA") != 0 || n.getFloat("alpha") != 1.0f) return false;
+  if (!isOp(&n, ir::Op::Gemm) || n.getInt("transA") != 0 || n.getFloat("alpha") != 1.0f) return false;
   if (n.hasInput(2) && n.getFloat("beta") != 1.0f) return false;
   return n.input(0)->type().isTensor() && n.input(0)->tensorType().rank() == 2;
 }
@@ -36,9 +37,9 @@ bool gemmRewritable(const ir::Node& n) {
 /// Which rule applies: 0 none, else the rule's number (as in the header).
 int ruleFor(const ir::Node& n) {
   if (gemmRewritable(n)) return 1;
-  if (isOp(&n, "Sub") && isFloatConstant(n.input(1))) return 2;
-  if (isOp(&n, "Div") && isFloatConstant(n.input(1))) return 3;
-  if (isOp(&n, "Pow") && isConstantFilledWith(n.input(1), 2) && n.input(0)->type().isTensor() &&
+  if (isOp(&n, ir::Op::Sub) && isFloatConstant(n.input(1))) return 2;
+  if (isOp(&n, ir::Op::Div) && isFloatConstant(n.input(1))) return 3;
+  if (isOp(&n, ir::Op::Pow) && isConstantFilledWith(n.input(1), 2) && n.input(0)->type().isTensor() &&
       n.input(0)->type() == n.output(0)->type())
     return 4;
   return 0;
@@ -55,7 +56,7 @@ Tensor mapFloats(const Tensor& t, double (*f)(double)) {
   return out;
 }
 
-Expected<ir::Value*> rewrite(ir::Node& n, int rule) {
+Expected<ir::Value*> canonicalized(ir::Node& n, int rule) {
   ir::Graph& g = *n.graph();
   std::string base = nameBase(n);
   if (rule == 1) {
@@ -85,13 +86,19 @@ Expected<ir::Value*> rewrite(ir::Node& n, int rule) {
   return r->output(0);
 }
 
-Expected<bool> canonicalizeNode(ir::Node* n) {
-  int rule = ruleFor(*n);
-  if (!rule) return false;
-  KILN_ASSIGN(ir::Value * result, rewrite(*n, rule));
-  KILN_TRY(replaceNode(n, result, "canonicalize-ops"));
-  return true;
-}
+/// One of the rules above, by its number.
+class CanonicalRule final : public RewritePattern {
+ public:
+  explicit CanonicalRule(int rule) : rule_(rule) {}
+  bool matches(const ir::Node& n) const override { return ruleFor(n) == rule_; }
+  Status rewrite(ir::Node& n) const override {
+    KILN_ASSIGN(ir::Value * result, canonicalized(n, rule_));
+    return replaceNode(&n, result, "canonicalize-ops");
+  }
+
+ private:
+  int rule_;
+};
 
 }  // namespace
 
@@ -111,8 +118,9 @@ PassInfo canonicalizeOpsPass() {
   p.classes = {"BL", "RN", "MN", "SSD"};
   p.tolerance = 1e-6;
   p.optLevel = 3;
-  p.applicable = [](const ir::Graph& g, const PassOptions&) { return anyNode(g, [](const ir::Node& n) { return ruleFor(n) != 0; }); };
-  p.run = [](ir::Graph& g, const PassOptions&, const PassContext&) -> Expected<bool> { return rewriteNodes(g, canonicalizeNode); };
+  PatternList rules;
+  for (int rule = 1; rule <= 4; ++rule) rules.push_back(std::make_shared<CanonicalRule>(rule));
+  setPatterns(p, std::move(rules));
   return p;
 }
 

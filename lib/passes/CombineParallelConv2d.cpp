@@ -28,7 +28,7 @@ namespace {
 constexpr int64_t kDefaultChannelMultiple = 8;
 
 bool combinable(const ir::Node* n, const ir::Value* x, int64_t channelMultiple) {
-  if (!isOp(n, "Conv") || n->input(0) != x || n->getInt("group") != 1) return false;
+  if (!isOp(n, ir::Op::Conv) || n->input(0) != x || n->getInt("group") != 1) return false;
   const Tensor* w = constantValue(n->input(1));
   if (!w || w->rank() < 3 || w->dim(0) % channelMultiple != 0) return false;
   return !n->hasInput(2) || constantValue(n->input(2));

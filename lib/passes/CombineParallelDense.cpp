@@ -33,7 +33,7 @@ struct Branch {
   const Tensor* bias = nullptr;
 };
 
-bool isDense(const ir::Node* n) { return n && n->qualifiedOpType() == "kiln::Dense"; }
+bool isDense(const ir::Node* n) { return n && n->op() == ir::Op::KilnDense; }
 
 /// The MatMul's constant weights: W, or W of Transpose(W) when the MatMul is the transpose's only user
 /// (a kiln::Dense's W [N, K] alike).
@@ -45,11 +45,11 @@ std::optional<ColumnPart> weightsOf(const ir::Node* matmul) {
 }
 
 std::optional<Branch> branchOf(ir::Node* n, const ir::Value* x) {
-  if ((!isOp(n, "MatMul") && !isDense(n)) || n->input(0) != x || !n->output(0)->type().isTensor()) return std::nullopt;
+  if ((!isOp(n, ir::Op::MatMul) && !isDense(n)) || n->input(0) != x || !n->output(0)->type().isTensor()) return std::nullopt;
   std::optional<ColumnPart> w = weightsOf(n);
   if (!w || !n->output(0)->tensorType().hasRank()) return std::nullopt;
   Branch b{n, nullptr, *w, nullptr};
-  if (ir::Node* add = soleUser(n->output(0)); isOp(add, "Add") && !isGraphOutput(n->output(0))) {
+  if (ir::Node* add = soleUser(n->output(0)); isOp(add, ir::Op::Add) && !isGraphOutput(n->output(0))) {
     const ir::Value* other = add->input(0) == n->output(0) ? add->input(1) : add->input(0);
     const Tensor* bias = constantValue(other);
     if (bias && bias->rank() == 1 && bias->dim(0) == b.weights.cols() && bias->dtype() == w->tensor->dtype() &&

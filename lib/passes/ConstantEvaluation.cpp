@@ -12,7 +12,7 @@
 namespace kiln::passes {
 
 bool isFoldable(const ir::Node& node) {
-  if (!node.domain().empty() || node.opType() == "Constant" || node.schema().nondeterministic) return false;
+  if (!node.domain().empty() || node.op() == ir::Op::Constant || node.schema().nondeterministic) return false;
   if (!node.subgraphs().empty() || node.numOutputs() == 0) return false;
   for (const ir::Value* r : node.outputs())
     if (!r->type().isTensor()) return false;

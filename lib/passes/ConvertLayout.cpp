@@ -15,6 +15,7 @@
 //===----------------------------------------------------------------------===//
 #include <set>
 
+#include "PatternRewriteDriver.h"
 #include "RewriteUtils.h"
 #include "kiln/passes/PassRegistry.h"
 
@@ -30,14 +31,13 @@ bool isStatic4d(const ir::Value* v) {
 
 /// A Conv (toNhwc) or kiln::ConvNHWC (!toNhwc) this pass converts.
 bool convertible(const ir::Node& n, bool toNhwc) {
-  bool match = toNhwc ? isOp(&n, "Conv") : (n.domain() == "kiln" && n.opType() == "ConvNHWC");
+  bool match = toNhwc ? isOp(&n, ir::Op::Conv) : (n.op() == ir::Op::KilnConvNHWC);
   if (!match || !isStatic4d(n.input(0)) || !isStatic4d(n.output(0))) return false;
   const Tensor* w = constantValue(n.input(1));
   return w && w->rank() == 4;
 }
 
-Expected<bool> convertConv(ir::Node* n, bool toNhwc) {
-  if (!convertible(*n, toNhwc)) return false;
+Status convertConv(ir::Node* n, bool toNhwc) {
   ir::Graph& g = *n->graph();
   const std::vector<int64_t>& in = toNhwc ? kToNhwc : kToNchw;
   const std::vector<int64_t>& out = toNhwc ? kToNchw : kToNhwc;
@@ -52,17 +52,29 @@ Expected<bool> convertConv(ir::Node* n, bool toNhwc) {
   KILN_ASSIGN(ir::Node * tOut, createTypedNode(g, "Transpose", {conv->output(0)}, {{"perm", out}}, base + "_from_layout", n));
   replaceValue(n->output(0), tOut->output(0), true);
   eraseWithDeadProducers(n);
-  return true;
+  return Status::ok();
 }
+
+/// Conv -> Transpose, kiln::ConvNHWC, Transpose (or back).
+class ConvertConv final : public RewritePattern {
+ public:
+  explicit ConvertConv(bool toNhwc) : toNhwc_(toNhwc) {}
+  bool matches(const ir::Node& n) const override { return convertible(n, toNhwc_); }
+  Status rewrite(ir::Node& n) const override { return convertConv(&n, toNhwc_); }
+
+ private:
+  bool toNhwc_;
+};
 
 /// A rank-4 Transpose whose only user it can move past; returns that user.
 ir::Node* sinkTarget(const ir::Node& t) {
-  if (!isOp(&t, "Transpose") || !isStatic4d(t.output(0)) || isGraphOutput(t.output(0))) return nullptr;
+  if (!isOp(&t, ir::Op::Transpose) || !isStatic4d(t.output(0)) || isGraphOutput(t.output(0))) return nullptr;
   ir::Node* u = soleUser(t.output(0));
-  static const std::set<std::string> kLayoutAgnostic = {
-      "Relu", "Clip", "Sigmoid", "HardSigmoid", "HardSwish", "LeakyRelu", "Neg", "Abs", "Exp", "Tanh", "Erf", "Sqrt",
-      "Add", "Sub", "Mul", "Div", "Max", "Min", "kiln::Gelu"};
-  if (!u || !kLayoutAgnostic.count(u->domain().empty() ? u->opType() : u->domain() + "::" + u->opType())) return nullptr;
+  using ir::Op;
+  static const std::set<Op> kLayoutAgnostic = {Op::Relu, Op::Clip, Op::Sigmoid, Op::HardSigmoid, Op::HardSwish,
+                                               Op::LeakyRelu, Op::Neg, Op::Abs, Op::Exp, Op::Tanh, Op::Erf, Op::Sqrt,
+                                               Op::Add, Op::Sub, Op::Mul, Op::Div, Op::Max, Op::Min, Op::KilnGelu};
+  if (!u || !kLayoutAgnostic.count(u->op())) return nullptr;
   if (u->numOutputs() != 1 || u->output(0)->type() != t.output(0)->type()) return nullptr;
   for (size_t i = 0; i < u->numInputs(); ++i) {
     const ir::Value* v = u->input(i);
@@ -70,16 +82,14 @@ ir::Node* sinkTarget(const ir::Node& t) {
     const Tensor* c = constantValue(v);
     if (c && c->rank() <= 4) continue;  // permuted with the transpose
     const ir::Node* p = v->producer();
-    if (isOp(p, "Transpose") && p->getInts("perm") == t.getInts("perm") && soleUser(v) == u) continue;
+    if (isOp(p, ir::Op::Transpose) && p->getInts("perm") == t.getInts("perm") && soleUser(v) == u) continue;
     return nullptr;
   }
   return u;
 }
 
 /// U(T(a), ...) -> T(U(a, ...)).
-Expected<bool> sink(ir::Node* t) {
-  ir::Node* u = sinkTarget(*t);
-  if (!u) return false;
+Status sink(ir::Node* t, ir::Node* u) {
   ir::Graph& g = *t->graph();
   const std::vector<int64_t>& perm = t->getInts("perm");
   std::vector<int64_t> inverse(4);
@@ -92,37 +102,35 @@ Expected<bool> sink(ir::Node* t) {
       Dims d4 = c->dims();
       d4.insert(d4.begin(), size_t(4 - c->rank()), 1);
       operands.push_back(makeConstant(g, permuted(c->reshaped(d4), inverse), v->name() + "_permuted", u));
-    } else if (isOp(v->producer(), "Transpose") && isStatic4d(v) && v->producer()->getInts("perm") == perm) {
+    } else if (isOp(v->producer(), ir::Op::Transpose) && isStatic4d(v) && v->producer()->getInts("perm") == perm) {
       operands.push_back(v->producer()->input(0));
     } else {
       operands.push_back(v);
     }
   }
-  KILN_ASSIGN(ir::Node * moved, createTypedNode(g, u->domain().empty() ? u->opType() : u->domain() + "::" + u->opType(),
+  KILN_ASSIGN(ir::Node * moved, createTypedNode(g, u->qualifiedOpType(),
                                                 operands, u->attributes(), u->name(), u));
   KILN_ASSIGN(ir::Node * t2, createTypedNode(g, "Transpose", {moved->output(0)}, {{"perm", perm}}, t->name(), u));
   replaceValue(u->output(0), t2->output(0), true);
   eraseWithDeadProducers(u);
-  return true;
+  return Status::ok();
 }
 
-ir::Node* firstSinkable(const ir::Graph& g) {
-  for (ir::Node* n : g.nodes())
-    if (sinkTarget(*n)) return n;
-  return nullptr;
-}
+class SinkTranspose final : public RewritePattern {
+ public:
+  bool matches(const ir::Node& t) const override { return sinkTarget(t) != nullptr; }
+  Status rewrite(ir::Node& t) const override { return sink(&t, sinkTarget(t)); }
+};
 
 Expected<bool> convert(ir::Graph& g, bool toNhwc, const PassContext& ctx) {
-  KILN_ASSIGN(bool changed, rewriteNodes(g, [toNhwc](ir::Node* n) { return convertConv(n, toNhwc); }));
-  if (!changed) return false;
+  KILN_ASSIGN(int64_t converted, applyPatterns(g, {std::make_shared<ConvertConv>(toNhwc)}, "convert-layout"));
+  if (converted == 0) return false;
+  const PatternList sinking{std::make_shared<SinkTranspose>()};
   // Sinking makes transposes adjacent; cancelling them lets more sink
   // (a residual Add's operands): alternate until nothing moves.
   for (int round = 0; round < 16; ++round) {
-    bool moved = false;
-    for (ir::Node* t = firstSinkable(g); t; t = firstSinkable(g)) {  // one at a time: a sink erases a later node
-      KILN_TRY(sink(t).status());
-      moved = true;
-    }
+    KILN_ASSIGN(int64_t sunk, applyPatterns(g, sinking, "convert-layout"));
+    const bool moved = sunk > 0;
     // Transposes of one value (read by two convs) merge, then T⁻¹(T(x)) cancels.
     KILN_ASSIGN(bool merged, findPass("eliminate-common-subexpr")->run(g, PassOptions(), ctx));
     KILN_ASSIGN(bool cancelled, findPass("simplify-expr")->run(g, PassOptions(), ctx));

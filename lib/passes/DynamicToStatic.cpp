@@ -21,7 +21,7 @@ namespace {
 
 /// The constant a Shape or Size node computes, when the dims it reads are known.
 std::optional<Tensor> staticShapeValue(const ir::Node& n) {
-  bool shape = isOp(&n, "Shape"), size = isOp(&n, "Size");
+  bool shape = isOp(&n, ir::Op::Shape), size = isOp(&n, ir::Op::Size);
   if ((!shape && !size) || !n.input(0)->type().isTensor() || !n.input(0)->tensorType().hasRank()) return std::nullopt;
   const Dims& dims = n.input(0)->tensorType().dims();
   if (size) {

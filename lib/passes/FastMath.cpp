@@ -13,6 +13,7 @@
 // (anchor: TVM's FastMath pass: fast_exp, fast_erf, fast_tanh, fast_softmax).
 //
 //===----------------------------------------------------------------------===//
+#include "PatternRewriteDriver.h"
 #include "RewriteUtils.h"
 #include "kiln/passes/PassRegistry.h"
 
@@ -23,23 +24,24 @@ namespace {
 const char* replacementFor(const ir::Node& n) {
   if (!n.numInputs() || !n.input(0)->type().isTensor() || n.input(0)->tensorType().dtype() != DType::F32)
     return nullptr;
-  if (isOp(&n, "Exp")) return "kiln::FastExp";
-  if (isOp(&n, "Erf")) return "kiln::FastErf";
-  if (isOp(&n, "Tanh")) return "kiln::FastTanh";
-  if (isOp(&n, "Softmax")) return "kiln::FastSoftmax";
-  if (n.domain() == "kiln" && n.opType() == "Gelu" && n.getString("approximate") == "none") return "kiln::Gelu";
+  if (isOp(&n, ir::Op::Exp)) return "kiln::FastExp";
+  if (isOp(&n, ir::Op::Erf)) return "kiln::FastErf";
+  if (isOp(&n, ir::Op::Tanh)) return "kiln::FastTanh";
+  if (isOp(&n, ir::Op::Softmax)) return "kiln::FastSoftmax";
+  if (n.op() == ir::Op::KilnGelu && n.getString("approximate") == "none") return "kiln::Gelu";
   return nullptr;
 }
 
-Expected<bool> approximate(ir::Node* n) {
-  const char* op = replacementFor(*n);
-  if (!op) return false;
-  std::vector<std::pair<std::string, ir::Attribute>> attrs;
-  if (isOp(n, "Softmax")) attrs.emplace_back("axis", n->getInt("axis"));
-  if (n->domain() == "kiln") attrs.emplace_back("approximate", "fast");
-  KILN_TRY(replaceWithNewNode(n, op, {n->input(0)}, attrs, n->name()).status());
-  return true;
-}
+class Approximate final : public RewritePattern {
+ public:
+  bool matches(const ir::Node& n) const override { return replacementFor(n) != nullptr; }
+  Status rewrite(ir::Node& n) const override {
+    std::vector<std::pair<std::string, ir::Attribute>> attrs;
+    if (isOp(&n, ir::Op::Softmax)) attrs.emplace_back("axis", n.getInt("axis"));
+    if (isOp(&n, ir::Op::KilnGelu)) attrs.emplace_back("approximate", "fast");
+    return replaceWithNewNode(&n, replacementFor(n), {n.input(0)}, attrs, n.name()).status();
+  }
+};
 
 }  // namespace
 
@@ -54,12 +56,7 @@ PassInfo fastMathPass() {
   p.classes = {"MN", "BR", "SSD"};  // Table 4: FastMath is MN; BR; SSD
   p.tolerance = 1e-5;
   p.optLevel = 3;
-  p.applicable = [](const ir::Graph& g, const PassOptions&) {
-    return anyNode(g, [](const ir::Node& n) { return replacementFor(n) != nullptr; });
-  };
-  p.run = [](ir::Graph& g, const PassOptions&, const PassContext&) -> Expected<bool> {
-    return rewriteNodes(g, approximate);
-  };
+  setPatterns(p, {std::make_shared<Approximate>()});
   return p;
 }
 

@@ -8,6 +8,7 @@
 // other modes or values, and Pads with other users are left alone.
 //
 //===----------------------------------------------------------------------===//
+#include "PatternRewriteDriver.h"
 #include "RewriteUtils.h"
 #include "kiln/passes/PassRegistry.h"
 
@@ -26,7 +27,7 @@ std::optional<std::vector<int64_t>> foldablePads(const ir::Node& pad, const ir::
   if (p[0] || p[1] || p[size_t(rank)] || p[size_t(rank + 1)]) return std::nullopt;  // batch and channel dims
   for (int64_t v : p)
     if (v < 0) return std::nullopt;
-  bool convLike = isOp(&user, "Conv") || (isOp(&user, "AveragePool") && user.getInt("count_include_pad") == 1 &&
+  bool convLike = isOp(&user, ir::Op::Conv) || (isOp(&user, ir::Op::AveragePool) && user.getInt("count_include_pad") == 1 &&
                                                   user.getInt("ceil_mode") == 0);
   if (!convLike || user.input(0) != pad.output(0) || user.getString("auto_pad") != "NOTSET") return std::nullopt;
   std::vector<int64_t> spatial;
@@ -36,22 +37,30 @@ std::optional<std::vector<int64_t>> foldablePads(const ir::Node& pad, const ir::
 }
 
 ir::Node* foldableUser(const ir::Node& n) {
-  if (!isOp(&n, "Pad")) return nullptr;
+  if (!isOp(&n, ir::Op::Pad)) return nullptr;
   ir::Node* user = soleUser(n.output(0));
   return user && foldablePads(n, *user) ? user : nullptr;
 }
 
-bool foldNode(ir::Node* n) {
-  ir::Node* user = foldableUser(*n);
-  if (!user) return false;
-  std::vector<int64_t> extra = *foldablePads(*n, *user);
+/// Pad(x) read only by a Conv or AveragePool -> the pads added to its own.
+class FoldPadIntoUser final : public RewritePattern {
+ public:
+  bool matches(const ir::Node& n) const override { return foldableUser(n) != nullptr; }
+  Status rewrite(ir::Node& n) const override {
+    foldInto(&n, foldableUser(n));
+    return Status::ok();
+  }
+
+ private:
+  static void foldInto(ir::Node* n, ir::Node* user) {
+    std::vector<int64_t> extra = *foldablePads(*n, *user);
   std::vector<int64_t> pads = user->hasAttr("pads") ? user->getInts("pads") : std::vector<int64_t>(extra.size(), 0);
   for (size_t i = 0; i < pads.size(); ++i) pads[i] += extra[i];
   user->setAttr("pads", pads);
   user->setInput(0, n->input(0));
   eraseWithDeadProducers(n);
-  return true;
-}
+  }
+};
 
 }  // namespace
 
@@ -64,10 +73,7 @@ PassInfo foldExplicitPaddingPass() {
       "with count_include_pad=1) that is its only user. Exact.";
   p.classes = {"BL", "RN", "SSD"};  // Table 4: FoldExplicitPadding is RN; SSD; in kiln's -O3 (BL)
   p.optLevel = 2;
-  p.applicable = [](const ir::Graph& g, const PassOptions&) { return anyNode(g, [](const ir::Node& n) { return foldableUser(n) != nullptr; }); };
-  p.run = [](ir::Graph& g, const PassOptions&, const PassContext&) -> Expected<bool> {
-    return rewriteNodes(g, [](ir::Node* n) -> Expected<bool> { return foldNode(n); });
-  };
+  setPatterns(p, {std::make_shared<FoldPadIntoUser>()});
   return p;
 }
 

@@ -12,6 +12,7 @@
 // of the new weights (relative 1e-6 typical), as is the backward one.
 //
 //===----------------------------------------------------------------------===//
+#include "PatternRewriteDriver.h"
 #include "RewriteUtils.h"
 #include "WeightFolding.h"
 #include "kiln/passes/PassRegistry.h"
@@ -30,7 +31,7 @@ struct Fold {
 /// A backward fold: `n` is Mul/Add by a per-output-channel constant of op's result.
 Fold outputFold(ir::Node& n) {
   Fold f;
-  bool mul = isOp(&n, "Mul"), add = isOp(&n, "Add");
+  bool mul = isOp(&n, ir::Op::Mul), add = isOp(&n, ir::Op::Add);
   if (!mul && !add) return f;
   for (size_t i = 0; i < 2 && !f.op; ++i) {
     ir::Node* op = n.input(i)->producer();
@@ -38,7 +39,7 @@ Fold outputFold(ir::Node& n) {
     auto channels = foldableOutputChannels(*op, add);
     const ir::TensorType& t = op->output(0)->tensorType();
     if (!channels || !t.hasRank() || t.rank() < 2 || n.output(0)->type() != op->output(0)->type()) continue;
-    int64_t axis = isOp(op, "Conv") ? 1 : t.rank() - 1;
+    int64_t axis = isOp(op, ir::Op::Conv) ? 1 : t.rank() - 1;
     auto values = perChannelValues(n.input(1 - i), axis, t.rank(), *channels);
     if (!values) continue;
     f = {mul ? Fold::Kind::OutputScale : Fold::Kind::OutputShift, op, &n, std::move(*values)};
@@ -49,9 +50,9 @@ Fold outputFold(ir::Node& n) {
 /// A forward fold: `conv` (group 1) reads x*s with s per input channel.
 Fold inputFold(ir::Node& conv) {
   Fold f;
-  if (!isOp(&conv, "Conv") || conv.getInt("group") != 1) return f;
+  if (!isOp(&conv, ir::Op::Conv) || conv.getInt("group") != 1) return f;
   ir::Node* mul = conv.input(0)->producer();
-  if (!isOp(mul, "Mul") || soleUser(mul->output(0)) != &conv || isGraphOutput(mul->output(0))) return f;
+  if (!isOp(mul, ir::Op::Mul) || soleUser(mul->output(0)) != &conv || isGraphOutput(mul->output(0))) return f;
   const Tensor* w = constantValue(conv.input(1));
   if (!w || w->dtype() != DType::F32 || !foldableOutputChannels(conv, false)) return f;
   for (size_t i = 0; i < 2; ++i) {
@@ -84,20 +85,27 @@ void applyInputFold(const Fold& f) {
   eraseWithDeadProducers(oldWeights);
 }
 
-Expected<bool> foldNode(ir::Node* n) {
-  Fold f = findFold(*n);
-  if (f.kind == Fold::Kind::None) return false;
+Status applyFold(const Fold& f) {
   if (f.kind == Fold::Kind::InputScale) {
     applyInputFold(f);
-    return true;
+    return Status::ok();
   }
   std::vector<double> ones(f.values.size(), 1.0), zeros(f.values.size(), 0.0);
   bool scale = f.kind == Fold::Kind::OutputScale;
   KILN_ASSIGN(ir::Value * folded, foldAffineIntoWeights(*f.op, scale ? f.values : ones, scale ? zeros : f.values));
   replaceValue(f.affine->output(0), folded, true);
   eraseWithDeadProducers(f.affine);
-  return true;
+  return Status::ok();
 }
+
+class FoldScaleAxis final : public MatchingPattern<Fold> {
+ public:
+  std::optional<Fold> match(ir::Node& n) const override {
+    Fold f = findFold(n);
+    return f.kind == Fold::Kind::None ? std::nullopt : std::optional<Fold>(f);
+  }
+  Status apply(ir::Node&, const Fold& f) const override { return applyFold(f); }
+};
 
 }  // namespace
 
@@ -112,10 +120,7 @@ PassInfo forwardFoldScaleAxisPass() {
   p.classes = {"BL", "BR"};  // Table 4: ForwardFoldScaleAxis is BR; in kiln's -O3 (BL)
   p.tolerance = 1e-5;
   p.optLevel = 2;
-  p.applicable = [](const ir::Graph& g, const PassOptions&) {
-    return anyNode(g, [](const ir::Node& n) { return findFold(const_cast<ir::Node&>(n)).kind != Fold::Kind::None; });
-  };
-  p.run = [](ir::Graph& g, const PassOptions&, const PassContext&) -> Expected<bool> { return rewriteNodes(g, foldNode); };
+  setPatterns(p, {std::make_shared<FoldScaleAxis>()});
   return p;
 }
 

@@ -9,6 +9,7 @@
 // softmax is computed in double in the reference: tolerance 1e-6.
 //
 //===----------------------------------------------------------------------===//
+#include "PatternRewriteDriver.h"
 #include "RewriteUtils.h"
 #include "kiln/passes/PassRegistry.h"
 
@@ -23,7 +24,7 @@ struct Match {
 };
 
 /// `v`'s producer if it is `op` and `v` has no other user (nor is an output).
-ir::Node* onlyFeeds(const ir::Value* v, const char* op) {
+ir::Node* onlyFeeds(const ir::Value* v, ir::Op op) {
   ir::Node* p = v->producer();
   return isOp(p, op) && soleUser(v) && !isGraphOutput(v) ? p : nullptr;
 }
@@ -39,18 +40,18 @@ bool chains(const ir::Value* q, const ir::Value* k, const ir::Value* v) {
   return true;
 }
 
-std::optional<Match> match(ir::Node* softmax) {
-  if (!isOp(softmax, "Softmax")) return std::nullopt;
+std::optional<Match> findMatch(ir::Node* softmax) {
+  if (!isOp(softmax, ir::Op::Softmax)) return std::nullopt;
   const ir::TensorType& t = softmax->input(0)->tensorType();
   if (!t.hasRank() || (softmax->getInt("axis") != -1 && softmax->getInt("axis") != t.rank() - 1)) return std::nullopt;
   ir::Node* out = soleUser(softmax->output(0));
-  if (!isOp(out, "MatMul") || out->input(0) != softmax->output(0) || isGraphOutput(softmax->output(0)))
+  if (!isOp(out, ir::Op::MatMul) || out->input(0) != softmax->output(0) || isGraphOutput(softmax->output(0)))
     return std::nullopt;
   Match m{nullptr, out, nullptr, 1.0f};
   ir::Value* scores = softmax->input(0);
-  if (ir::Node* add = onlyFeeds(scores, "Add")) {
+  if (ir::Node* add = onlyFeeds(scores, ir::Op::Add)) {
     for (int i = 0; i < 2 && !m.mask; ++i)
-      if (ir::Node* p = add->input(i)->producer(); p && (isOp(p, "Mul") || isOp(p, "Div") || isOp(p, "MatMul"))) {
+      if (ir::Node* p = add->input(i)->producer(); p && (isOp(p, ir::Op::Mul) || isOp(p, ir::Op::Div) || isOp(p, ir::Op::MatMul))) {
         scores = add->input(i);
         m.mask = add->input(1 - i);
       }
@@ -58,20 +59,20 @@ std::optional<Match> match(ir::Node* softmax) {
     if (!soleUser(scores) || isGraphOutput(scores)) return std::nullopt;
   }
   ir::Node* p = scores->producer();
-  if ((isOp(p, "Mul") || isOp(p, "Div")) && soleUser(scores) && !isGraphOutput(scores)) {
+  if ((isOp(p, ir::Op::Mul) || isOp(p, ir::Op::Div)) && soleUser(scores) && !isGraphOutput(scores)) {
     const Tensor* c = constantValue(p->input(1));
     if (!c || c->numElements() != 1 || c->dtype() != DType::F32) return std::nullopt;
     float v = c->data<float>()[0];
-    m.scale = isOp(p, "Mul") ? v : 1.0f / v;
+    m.scale = isOp(p, ir::Op::Mul) ? v : 1.0f / v;
     scores = p->input(0);
   }
-  m.scoresMatMul = onlyFeeds(scores, "MatMul");
+  m.scoresMatMul = onlyFeeds(scores, ir::Op::MatMul);
   if (!m.scoresMatMul) return std::nullopt;
   if (!chains(m.scoresMatMul->input(0), m.scoresMatMul->input(1), out->input(1))) return std::nullopt;
   return m;
 }
 
-Status apply(const Match& m) {
+Status rewriteMatch(const Match& m) {
   ir::Graph& g = *m.outMatMul->graph();
   std::vector<ir::Value*> operands{m.scoresMatMul->input(0), m.scoresMatMul->input(1), m.outMatMul->input(1)};
   if (m.mask) operands.push_back(m.mask);
@@ -84,6 +85,14 @@ Status apply(const Match& m) {
   eraseWithDeadProducers(m.outMatMul);
   return Status::ok();
 }
+
+/// Rescans after each rewrite: the match reads users several levels down.
+class FuseAttentionPattern final : public MatchingPattern<Match> {
+ public:
+  std::optional<Match> match(ir::Node& n) const override { return findMatch(&n); }
+  Status apply(ir::Node&, const Match& m) const override { return rewriteMatch(m); }
+  int usersRead() const override { return kAnywhere; }
+};
 
 }  // namespace
 
@@ -98,8 +107,7 @@ PassInfo fuseAttentionPass() {
   p.classes = {"BR"};  // not in Table 4: kiln adds it for transformer models
   p.tolerance = 1e-6;
   p.optLevel = 2;
-  p.applicable = [](const ir::Graph& g, const PassOptions&) { return anyNode(g, [](const ir::Node& n) { return match(const_cast<ir::Node*>(&n)).has_value(); }); };
-  p.run = [](ir::Graph& g, const PassOptions&, const PassContext&) -> Expected<bool> { return rewriteMatches<Match>(g, match, apply); };
+  setPatterns(p, {std::make_shared<FuseAttentionPattern>()});
   return p;
 }
 

@@ -34,7 +34,7 @@ struct Group {
 };
 
 bool fusible(const ir::Node& n) {
-  if (n.schema().pattern == FusionPattern::Opaque || isOp(&n, "Constant") || !n.subgraphs().empty() ||
+  if (n.schema().pattern == FusionPattern::Opaque || isOp(&n, ir::Op::Constant) || !n.subgraphs().empty() ||
       n.schema().nondeterministic || isGroupNode(n))
     return false;
   for (const ir::Value* r : n.outputs())

@@ -44,7 +44,7 @@ ir::Node* copyNode(const ir::Node& n, ir::Graph& to, const std::unordered_map<co
 }  // namespace
 
 bool isGroupNode(const ir::Node& node) {
-  return node.domain() == "kiln" && (node.opType() == "Fused" || node.opType() == "Composite");
+  return (node.op() == ir::Op::KilnFused || node.op() == ir::Op::KilnComposite);
 }
 
 bool isGroupBody(const ir::Graph& graph) {

@@ -22,6 +22,7 @@
 #include <optional>
 #include <set>
 
+#include "PatternRewriteDriver.h"
 #include "RewriteUtils.h"
 #include "kiln/ir/ShapeUtils.h"
 #include "kiln/passes/PassRegistry.h"
@@ -39,7 +40,7 @@ struct MatMulLabels {
 
 /// The labels of an f32 two-operand Einsum that is one batched matrix product, else nullopt.
 std::optional<MatMulLabels> asMatMul(const ir::Node& n) {
-  if (!isOp(&n, "Einsum") || n.numInputs() != 2 || !n.hasAttr("equation")) return std::nullopt;
+  if (!isOp(&n, ir::Op::Einsum) || n.numInputs() != 2 || !n.hasAttr("equation")) return std::nullopt;
   std::vector<int64_t> ranks;
   for (const ir::Value* v : n.inputs()) {
     if (!v->type().isTensor() || !v->tensorType().hasRank() || v->tensorType().dtype() != DType::F32) return std::nullopt;
@@ -85,18 +86,21 @@ Expected<ir::Value*> reordered(ir::Graph& g, ir::Value* v, const std::string& fr
   return t->output(0);
 }
 
-Expected<bool> lowerNode(ir::Node* n) {
-  std::optional<MatMulLabels> labels = asMatMul(*n);
-  if (!labels) return false;
+Status lowerNode(ir::Node* n, const MatMulLabels* labels) {
   ir::Graph& g = *n->graph();
   const std::string base = nameBase(*n);
   KILN_ASSIGN(ir::Value * a, reordered(g, n->input(0), labels->einsum.inputs[0], labels->a, base + "_lhs", n));
   KILN_ASSIGN(ir::Value * b, reordered(g, n->input(1), labels->einsum.inputs[1], labels->b, base + "_rhs", n));
   KILN_ASSIGN(ir::Node * mm, createTypedNode(g, "MatMul", {a, b}, {}, base + "_matmul", n));
   KILN_ASSIGN(ir::Value * result, reordered(g, mm->output(0), labels->product, labels->einsum.output, base + "_result", n));
-  KILN_TRY(replaceNode(n, result, "lower-einsum"));
-  return true;
+  return replaceNode(n, result, "lower-einsum");
 }
+
+class LowerEinsum final : public MatchingPattern<MatMulLabels> {
+ public:
+  std::optional<MatMulLabels> match(ir::Node& n) const override { return asMatMul(n); }
+  Status apply(ir::Node& n, const MatMulLabels& labels) const override { return lowerNode(&n, &labels); }
+};
 
 }  // namespace
 
@@ -115,10 +119,7 @@ PassInfo lowerEinsumPass() {
   p.classes = {"BL", "RN", "MN", "SSD", "BR"};
   p.tolerance = 1e-6;
   p.optLevel = 1;
-  p.applicable = [](const ir::Graph& g, const PassOptions&) {
-    return anyNode(g, [](const ir::Node& n) { return asMatMul(n).has_value(); });
-  };
-  p.run = [](ir::Graph& g, const PassOptions&, const PassContext&) -> Expected<bool> { return rewriteNodes(g, lowerNode); };
+  setPatterns(p, {std::make_shared<LowerEinsum>()});
   return p;
 }
 

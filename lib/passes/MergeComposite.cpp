@@ -14,7 +14,10 @@
 // patterns are tried first. The body runs the same ops: exact.
 //
 //===----------------------------------------------------------------------===//
+#include <algorithm>
+
 #include "GroupOutlining.h"
+#include "PatternRewriteDriver.h"
 #include "RewriteUtils.h"
 #include "kiln/passes/PassRegistry.h"
 
@@ -27,15 +30,10 @@ struct Match {
 };
 
 /// The single consumer of `n`'s only result when it is one of `ops`.
-ir::Node* nextIf(const ir::Node* n, std::initializer_list<const char*> ops) {
+ir::Node* nextIf(const ir::Node* n, std::initializer_list<ir::Op> ops) {
   if (n->numOutputs() != 1 || isGraphOutput(n->output(0))) return nullptr;
   ir::Node* u = soleUser(n->output(0));
-  if (!u) return nullptr;
-  for (const char* op : ops) {
-    std::string_view q = op;
-    if (q.starts_with("kiln::") ? (u->domain() == "kiln" && u->opType() == q.substr(6)) : isOp(u, op)) return u;
-  }
-  return nullptr;
+  return u && std::find(ops.begin(), ops.end(), u->op()) != ops.end() ? u : nullptr;
 }
 
 /// An Add of `v` and a constant (the bias of the op producing `v`).
@@ -45,37 +43,45 @@ bool isBiasAdd(const ir::Node* add, const ir::Value* v) {
   return constantValue(other) && add->output(0)->type() == v->type();
 }
 
-std::optional<Match> match(ir::Node* n) {
+std::optional<Match> findMatch(ir::Node* n) {
   if (isGroupBody(*n->graph())) return std::nullopt;
-  if (n->domain() == "kiln" && n->opType() == "Attention") return Match{"attention", {n}};
-  if (isOp(n, "LayerNormalization") && n->numOutputs() == 1) return Match{"layernorm", {n}};
-  if (isOp(n, "Conv") && constantValue(n->input(1))) {
+  if (n->op() == ir::Op::KilnAttention) return Match{"attention", {n}};
+  if (isOp(n, ir::Op::LayerNormalization) && n->numOutputs() == 1) return Match{"layernorm", {n}};
+  if (isOp(n, ir::Op::Conv) && constantValue(n->input(1))) {
     std::vector<ir::Node*> m{n};
-    ir::Node* add = nextIf(n, {"Add"});
+    ir::Node* add = nextIf(n, {ir::Op::Add});
     if (isBiasAdd(add, n->output(0))) m.push_back(add);
-    if (ir::Node* act = nextIf(m.back(), {"Relu", "Clip"})) {
+    if (ir::Node* act = nextIf(m.back(), {ir::Op::Relu, ir::Op::Clip})) {
       m.push_back(act);
       return Match{"conv2d_bias_relu", m};
     }
     return std::nullopt;
   }
-  if (isOp(n, "Gemm") && constantValue(n->input(1))) {
-    if (ir::Node* act = nextIf(n, {"Relu"})) return Match{"dense_bias_relu", {n, act}};
+  if (isOp(n, ir::Op::Gemm) && constantValue(n->input(1))) {
+    if (ir::Node* act = nextIf(n, {ir::Op::Relu})) return Match{"dense_bias_relu", {n, act}};
     return std::nullopt;
   }
-  if (isOp(n, "MatMul") && constantValue(n->input(1))) {
-    ir::Node* add = nextIf(n, {"Add"});
+  if (isOp(n, ir::Op::MatMul) && constantValue(n->input(1))) {
+    ir::Node* add = nextIf(n, {ir::Op::Add});
     if (!isBiasAdd(add, n->output(0))) return std::nullopt;
-    if (ir::Node* gelu = nextIf(add, {"kiln::Gelu"})) return Match{"dense_bias_gelu", {n, add, gelu}};
-    if (ir::Node* relu = nextIf(add, {"Relu"})) return Match{"dense_bias_relu", {n, add, relu}};
+    if (ir::Node* gelu = nextIf(add, {ir::Op::KilnGelu})) return Match{"dense_bias_gelu", {n, add, gelu}};
+    if (ir::Node* relu = nextIf(add, {ir::Op::Relu})) return Match{"dense_bias_relu", {n, add, relu}};
     return Match{"dense_bias", {n, add}};
   }
   return std::nullopt;
 }
 
-Status apply(const Match& m) {
+Status rewriteMatch(const Match& m) {
   return outlineGroup(m.members, "kiln::Composite", {{"name", m.name}}).status();
 }
+
+/// Rescans after each rewrite: the match reads users several levels down.
+class MergeCompositePattern final : public MatchingPattern<Match> {
+ public:
+  std::optional<Match> match(ir::Node& n) const override { return findMatch(&n); }
+  Status apply(ir::Node&, const Match& m) const override { return rewriteMatch(m); }
+  int usersRead() const override { return kAnywhere; }
+};
 
 }  // namespace
 
@@ -89,8 +95,7 @@ PassInfo mergeCompositePass() {
       "Exact.";
   p.classes = {"RN", "MN", "SSD"};  // Table 4: MergeComposite is RN; MN; SSD
   p.optLevel = 3;
-  p.applicable = [](const ir::Graph& g, const PassOptions&) { return anyNode(g, [](const ir::Node& n) { return match(const_cast<ir::Node*>(&n)).has_value(); }); };
-  p.run = [](ir::Graph& g, const PassOptions&, const PassContext&) -> Expected<bool> { return rewriteMatches<Match>(g, match, apply); };
+  setPatterns(p, {std::make_shared<MergeCompositePattern>()});
   return p;
 }
 

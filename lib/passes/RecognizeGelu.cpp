@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 #include <cmath>
 
+#include "PatternRewriteDriver.h"
 #include "RewriteUtils.h"
 #include "kiln/passes/PassRegistry.h"
 
@@ -36,37 +37,45 @@ struct Match {
 };
 
 /// Matches from the Erf node.
-std::optional<Match> match(ir::Node* erf) {
-  if (!isOp(erf, "Erf")) return std::nullopt;
+std::optional<Match> findMatch(ir::Node* erf) {
+  if (!isOp(erf, ir::Op::Erf)) return std::nullopt;
   ir::Node* scaled = erf->input(0)->producer();
   if (!scaled || !singleUse(erf->input(0), erf)) return std::nullopt;
   ir::Value* x = scaled->input(0);
-  bool byDiv = isOp(scaled, "Div") && isNear(scaled->input(1), M_SQRT2);
-  bool byMul = isOp(scaled, "Mul") && isNear(scaled->input(1), M_SQRT1_2);
+  bool byDiv = isOp(scaled, ir::Op::Div) && isNear(scaled->input(1), M_SQRT2);
+  bool byMul = isOp(scaled, ir::Op::Mul) && isNear(scaled->input(1), M_SQRT1_2);
   if (!byDiv && !byMul) return std::nullopt;
   if (!x->type().isTensor() || x->tensorType().dtype() != DType::F32) return std::nullopt;
   ir::Node* add = soleUser(erf->output(0));
-  if (!isOp(add, "Add") || !isNear(otherOperand(add, erf->output(0)), 1.0) || isGraphOutput(erf->output(0)))
+  if (!isOp(add, ir::Op::Add) || !isNear(otherOperand(add, erf->output(0)), 1.0) || isGraphOutput(erf->output(0)))
     return std::nullopt;
   ir::Node* mul = soleUser(add->output(0));
-  if (!isOp(mul, "Mul") || isGraphOutput(add->output(0))) return std::nullopt;
+  if (!isOp(mul, ir::Op::Mul) || isGraphOutput(add->output(0))) return std::nullopt;
   ir::Value* other = otherOperand(mul, add->output(0));
   ir::Node* root = nullptr;
   if (other == x) {  // x·(1 + erf) then ·0.5
     ir::Node* half = soleUser(mul->output(0));
-    if (isOp(half, "Mul") && !isGraphOutput(mul->output(0)) && isNear(otherOperand(half, mul->output(0)), 0.5))
+    if (isOp(half, ir::Op::Mul) && !isGraphOutput(mul->output(0)) && isNear(otherOperand(half, mul->output(0)), 0.5))
       root = half;
   } else if (ir::Node* h = other ? other->producer() : nullptr;
-             isOp(h, "Mul") && singleUse(other, mul) && otherOperand(h, x) && isNear(otherOperand(h, x), 0.5)) {
+             isOp(h, ir::Op::Mul) && singleUse(other, mul) && otherOperand(h, x) && isNear(otherOperand(h, x), 0.5)) {
     root = mul;  // (x·0.5)·(1 + erf)
   }
   if (!root || root->output(0)->type() != x->type()) return std::nullopt;
   return Match{x, root};
 }
 
-Status apply(const Match& m) {
+Status rewriteMatch(const Match& m) {
   return replaceWithNewNode(m.root, "kiln::Gelu", {m.x}, {}, nameBase(*m.root) + "_gelu").status();
 }
+
+/// Rescans after each rewrite: the match reads users several levels down.
+class RecognizeGeluPattern final : public MatchingPattern<Match> {
+ public:
+  std::optional<Match> match(ir::Node& n) const override { return findMatch(&n); }
+  Status apply(ir::Node&, const Match& m) const override { return rewriteMatch(m); }
+  int usersRead() const override { return kAnywhere; }
+};
 
 }  // namespace
 
@@ -80,12 +89,7 @@ PassInfo recognizeGeluPass() {
   p.classes = {"BR"};  // not in Table 4: kiln adds it for exported BERT models
   p.tolerance = 1e-6;
   p.optLevel = 2;
-  p.applicable = [](const ir::Graph& g, const PassOptions&) {
-    return anyNode(g, [](const ir::Node& n) { return match(const_cast<ir::Node*>(&n)).has_value(); });
-  };
-  p.run = [](ir::Graph& g, const PassOptions&, const PassContext&) -> Expected<bool> {
-    return rewriteMatches<Match>(g, match, apply);
-  };
+  setPatterns(p, {std::make_shared<RecognizeGeluPattern>()});
   return p;
 }
 

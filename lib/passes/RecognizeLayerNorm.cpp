@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 #include <algorithm>
 
+#include "PatternRewriteDriver.h"
 #include "RewriteUtils.h"
 #include "kiln/ir/ShapeUtils.h"
 #include "kiln/passes/PassRegistry.h"
@@ -30,7 +31,7 @@ struct Match {
   float epsilon = 0;
 };
 
-ir::Node* producerIf(const ir::Value* v, const char* op) {
+ir::Node* producerIf(const ir::Value* v, ir::Op op) {
   ir::Node* p = v ? v->producer() : nullptr;
   return isOp(p, op) && soleUser(v) && !isGraphOutput(v) ? p : nullptr;
 }
@@ -58,38 +59,38 @@ bool fitsNormDims(const ir::Value* c, const ir::Value* x, int64_t axis) {
   return t->dims() == norm || (norm.size() == 1 && t->rank() == 1 && t->dim(0) == norm[0]);
 }
 
-std::optional<Match> match(ir::Node* div) {
-  if (!isOp(div, "Div")) return std::nullopt;
+std::optional<Match> findMatch(ir::Node* div) {
+  if (!isOp(div, ir::Op::Div)) return std::nullopt;
   ir::Value* d = div->input(0);
   ir::Node* sub = d->producer();
-  ir::Node* sqrt = producerIf(div->input(1), "Sqrt");
-  if (!isOp(sub, "Sub") || !sqrt || isGraphOutput(d)) return std::nullopt;
-  ir::Node* add = producerIf(sqrt->input(0), "Add");
+  ir::Node* sqrt = producerIf(div->input(1), ir::Op::Sqrt);
+  if (!isOp(sub, ir::Op::Sub) || !sqrt || isGraphOutput(d)) return std::nullopt;
+  ir::Node* add = producerIf(sqrt->input(0), ir::Op::Add);
   if (!add) return std::nullopt;
   int epsSide = constantValue(add->input(1)) ? 1 : 0;
   const Tensor* eps = constantValue(add->input(epsSide));
   if (!eps || eps->numElements() != 1 || eps->dtype() != DType::F32) return std::nullopt;
-  ir::Node* var = producerIf(add->input(1 - epsSide), "ReduceMean");
-  ir::Node* sq = var ? producerIf(var->input(0), "Pow") : nullptr;
-  if (!sq && var) sq = producerIf(var->input(0), "Mul");
+  ir::Node* var = producerIf(add->input(1 - epsSide), ir::Op::ReduceMean);
+  ir::Node* sq = var ? producerIf(var->input(0), ir::Op::Pow) : nullptr;
+  if (!sq && var) sq = producerIf(var->input(0), ir::Op::Mul);
   if (!sq || sq->input(0) != d) return std::nullopt;
-  if (isOp(sq, "Pow") ? !isConstantFilledWith(sq->input(1), 2) : sq->input(1) != d) return std::nullopt;
+  if (isOp(sq, ir::Op::Pow) ? !isConstantFilledWith(sq->input(1), 2) : sq->input(1) != d) return std::nullopt;
   for (const ir::Use& u : d->uses())
     if (u.user != sq && u.user != div) return std::nullopt;
   ir::Value* x = sub->input(0);
-  ir::Node* mean = producerIf(sub->input(1), "ReduceMean");
+  ir::Node* mean = producerIf(sub->input(1), ir::Op::ReduceMean);
   if (!mean || mean->input(0) != x || x->tensorType().dtype() != DType::F32) return std::nullopt;
   auto axis = trailingAxis(*mean, x);
   if (!axis || trailingAxis(*var, x) != axis || mean->getInts("axes") != var->getInts("axes")) return std::nullopt;
   Match m{div, div, x, nullptr, nullptr, *axis, float(eps->data<float>()[0])};
-  if (ir::Node* mul = soleUser(div->output(0)); isOp(mul, "Mul") && !isGraphOutput(div->output(0))) {
+  if (ir::Node* mul = soleUser(div->output(0)); isOp(mul, ir::Op::Mul) && !isGraphOutput(div->output(0))) {
     ir::Value* g = mul->input(0) == div->output(0) ? mul->input(1) : mul->input(0);
     if (fitsNormDims(g, x, *axis) && mul->output(0)->type() == div->output(0)->type()) {
       m.gamma = g;
       m.last = mul;
     }
   }
-  if (ir::Node* plus = soleUser(m.last->output(0)); isOp(plus, "Add") && !isGraphOutput(m.last->output(0))) {
+  if (ir::Node* plus = soleUser(m.last->output(0)); isOp(plus, ir::Op::Add) && !isGraphOutput(m.last->output(0))) {
     ir::Value* b = plus->input(0) == m.last->output(0) ? plus->input(1) : plus->input(0);
     if (fitsNormDims(b, x, *axis) && plus->output(0)->type() == m.last->output(0)->type()) {
       m.beta = b;
@@ -99,7 +100,7 @@ std::optional<Match> match(ir::Node* div) {
   return m;
 }
 
-Status apply(const Match& m) {
+Status rewriteMatch(const Match& m) {
   ir::Graph& g = *m.div->graph();
   ir::Value* gamma = m.gamma;
   if (!gamma) {
@@ -116,6 +117,14 @@ Status apply(const Match& m) {
       .status();
 }
 
+/// Rescans after each rewrite: the match reads users several levels down.
+class RecognizeLayerNormPattern final : public MatchingPattern<Match> {
+ public:
+  std::optional<Match> match(ir::Node& n) const override { return findMatch(&n); }
+  Status apply(ir::Node&, const Match& m) const override { return rewriteMatch(m); }
+  int usersRead() const override { return kAnywhere; }
+};
+
 }  // namespace
 
 PassInfo recognizeLayerNormPass() {
@@ -129,12 +138,7 @@ PassInfo recognizeLayerNormPass() {
   p.classes = {"BR"};  // not in Table 4: kiln adds it for exported BERT models
   p.tolerance = 1e-5;
   p.optLevel = 2;
-  p.applicable = [](const ir::Graph& g, const PassOptions&) {
-    return anyNode(g, [](const ir::Node& n) { return match(const_cast<ir::Node*>(&n)).has_value(); });
-  };
-  p.run = [](ir::Graph& g, const PassOptions&, const PassContext&) -> Expected<bool> {
-    return rewriteMatches<Match>(g, match, apply);
-  };
+  setPatterns(p, {std::make_shared<RecognizeLayerNormPattern>()});
   return p;
 }
 

@@ -37,17 +37,6 @@ Expected<bool> rewriteGraphs(ir::Graph& graph, const std::function<Expected<bool
   return changed || c;
 }
 
-Expected<bool> rewriteNodes(ir::Graph& graph, const std::function<Expected<bool>(ir::Node*)>& rewrite) {
-  return rewriteGraphs(graph, [&](ir::Graph& g) -> Expected<bool> {
-    bool changed = false;
-    for (ir::Node* n : g.nodes()) {
-      KILN_ASSIGN(bool c, rewrite(n));
-      changed |= c;
-    }
-    return changed;
-  });
-}
-
 std::vector<ir::Value*> definedValues(const ir::Graph& graph) {
   std::vector<ir::Value*> values(graph.inputs().begin(), graph.inputs().end());
   for (ir::Node* n : graph.nodes())
@@ -85,8 +74,8 @@ bool attributesEqual(const ir::Attribute& a, const ir::Attribute& b) {
 const Tensor* constantValue(const ir::Value* v) {
   const ir::Node* p = v ? v->producer() : nullptr;
   // Exporters spell a repeated initializer as Identity(first one): the same value.
-  while (isOp(p, "Identity") && p->input(0)) p = p->input(0)->producer();
-  if (!isOp(p, "Constant") || !p->hasAttr("value")) return nullptr;
+  while (isOp(p, ir::Op::Identity) && p->input(0)) p = p->input(0)->producer();
+  if (!isOp(p, ir::Op::Constant) || !p->hasAttr("value")) return nullptr;
   return &p->getTensor("value");
 }
 
@@ -219,7 +208,7 @@ Tensor joinedColumns(const std::vector<ColumnPart>& parts) {
 
 const Tensor* transposedConstant(const ir::Value* v) {
   const ir::Node* t = v->producer();
-  if (!isOp(t, "Transpose")) return nullptr;
+  if (!isOp(t, ir::Op::Transpose)) return nullptr;
   const Tensor* w = constantValue(t->input(0));
   if (!w || w->rank() != 2) return nullptr;
   if (t->hasAttr("perm") && t->getInts("perm") != std::vector<int64_t>{1, 0}) return nullptr;

@@ -106,29 +106,6 @@ bool anyNode(const ir::Graph& graph, const std::function<bool(const ir::Node&)>&
 /// Runs `rewrite` on every graph nested in `graph` (innermost first), then on
 /// `graph` itself; true when any call changed something.
 Expected<bool> rewriteGraphs(ir::Graph& graph, const std::function<Expected<bool>(ir::Graph&)>& rewrite);
-/// Runs `rewrite` on each node of `graph` and its nested graphs, in order (a
-/// snapshot: `rewrite` may erase the node and earlier ones, never later ones).
-Expected<bool> rewriteNodes(ir::Graph& graph, const std::function<Expected<bool>(ir::Node*)>& rewrite);
-/// Rewrites one match at a time, searching again from the top after each
-/// rewrite, in `graph` and its nested graphs: for passes whose rewrite
-/// replaces values another match may refer to. `match` looks at one node.
-template <class Match>
-Expected<bool> rewriteMatches(ir::Graph& graph, const std::function<std::optional<Match>(ir::Node*)>& match,
-                              const std::function<Status(const Match&)>& apply) {
-  auto first = [&](const ir::Graph& g) -> std::optional<Match> {
-    for (ir::Node* n : g.nodes())
-      if (auto m = match(n)) return m;
-    return std::nullopt;
-  };
-  return rewriteGraphs(graph, [&](ir::Graph& g) -> Expected<bool> {
-    bool changed = false;
-    for (std::optional<Match> m = first(g); m; m = first(g)) {
-      KILN_TRY(apply(*m));
-      changed = true;
-    }
-    return changed;
-  });
-}
 /// For combine-style passes: `groupsFor(x)` lists groups of parallel users of
 /// value x. True when some graph has one.
 template <class Group>

@@ -11,12 +11,12 @@
 // larger shape and has x's element type; x+0 turns -0 into +0 in IEEE
 // arithmetic, which no later op distinguishes except 1/x. Rules repeat until
 // nothing matches, so x*1+0 goes at once; each next match is the first in
-// graph order, found by a scan that resumes near the last rewrite.
+// graph order (PatternRewriteDriver.h).
 //
 //===----------------------------------------------------------------------===//
 #include <numeric>
 
-#include "FirstMatchRewrites.h"
+#include "PatternRewriteDriver.h"
 #include "RewriteUtils.h"
 #include "kiln/passes/PassRegistry.h"
 
@@ -59,65 +59,75 @@ bool isIdentityPerm(const std::vector<int64_t>& p) {
 /// The operand a node reduces to, or null when no identity rule matches.
 ir::Value* identityOperand(const ir::Node& n) {
   auto constIs = [](const ir::Value* v, double x) { return v && isConstantFilledWith(v, x); };
-  const std::string& op = n.opType();
-  if (!n.domain().empty()) return nullptr;
-  if (op == "Identity" && n.input(0)->type() == n.output(0)->type()) return n.input(0);
-  if (op == "Transpose" && n.input(0)->type().isTensor() && n.input(0)->tensorType().hasRank() &&
+  using ir::Op;
+  const Op op = n.op();
+  if (op == Op::Identity && n.input(0)->type() == n.output(0)->type()) return n.input(0);
+  if (op == Op::Transpose && n.input(0)->type().isTensor() && n.input(0)->tensorType().hasRank() &&
       isIdentityPerm(permOf(n)))
     return n.input(0);
-  if (op == "Add" || op == "Mul") {
-    double unit = op == "Add" ? 0 : 1;
+  if (op == Op::Add || op == Op::Mul) {
+    double unit = op == Op::Add ? 0 : 1;
     for (int i = 0; i < 2; ++i)
       if (constIs(n.input(1 - i), unit) && broadcastKeepsShape(n.input(i), n.input(1 - i))) return n.input(i);
   }
-  if ((op == "Sub" && constIs(n.input(1), 0)) || (op == "Div" && constIs(n.input(1), 1)) ||
-      (op == "Pow" && constIs(n.input(1), 1) && n.input(1)->tensorType().dtype() == n.input(0)->tensorType().dtype()))
+  if ((op == Op::Sub && constIs(n.input(1), 0)) || (op == Op::Div && constIs(n.input(1), 1)) ||
+      (op == Op::Pow && constIs(n.input(1), 1) && n.input(1)->tensorType().dtype() == n.input(0)->tensorType().dtype()))
     if (broadcastKeepsShape(n.input(0), n.input(1))) return n.input(0);
   bool keepsShape = isStaticTensor(n.output(0)) && n.input(0) && n.input(0)->type() == n.output(0)->type();
-  if (keepsShape && (op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze" || op == "Expand"))
+  if (keepsShape && (op == Op::Reshape || op == Op::Flatten || op == Op::Squeeze || op == Op::Unsqueeze || op == Op::Expand))
     return n.input(0);
-  if (keepsShape && op == "Concat" && n.numInputs() == 1) return n.input(0);
-  if (keepsShape && op == "Pad" && n.hasInput(1) && constIs(n.input(1), 0)) return n.input(0);  // all pads 0
-  if (keepsShape && op == "Slice" && (!n.input(4) || constIs(n.input(4), 1))) return n.input(0);
+  if (keepsShape && op == Op::Concat && n.numInputs() == 1) return n.input(0);
+  if (keepsShape && op == Op::Pad && n.hasInput(1) && constIs(n.input(1), 0)) return n.input(0);  // all pads 0
+  if (keepsShape && op == Op::Slice && (!n.input(4) || constIs(n.input(4), 1))) return n.input(0);
   return nullptr;
 }
 
 bool isReshapeLike(const ir::Node* n) {
-  return isOp(n, "Reshape") || isOp(n, "Flatten") || isOp(n, "Squeeze") || isOp(n, "Unsqueeze");
+  return isOp(n, ir::Op::Reshape) || isOp(n, ir::Op::Flatten) || isOp(n, ir::Op::Squeeze) || isOp(n, ir::Op::Unsqueeze);
 }
 
 
 /// What a rule makes of a node: its result replaced by a value it reads
 /// (identity ops and arithmetic, inverse transposes), one Transpose of the
 /// inner transpose's input, or one Reshape of the first reshape's input.
-enum class Rule { kNone, kReplace, kComposeTransposes, kMergeReshapes };
+enum class Rule { kReplace, kComposeTransposes, kMergeReshapes };
 struct Match {
-  Rule rule = Rule::kNone;
+  Rule rule = Rule::kReplace;
   ir::Value* from = nullptr;     ///< the replacement (kReplace) or the new op's input
   std::vector<int64_t> perm{};   ///< kComposeTransposes: the composed permutation
 };
 
-/// The rule that matches `n`, if any; the scan asks this of every node.
-Match matchAt(const ir::Node* n) {
-  if (ir::Value* x = identityOperand(*n); x && replaceableCleanly(n->output(0), x)) return {Rule::kReplace, x};
-  const ir::Node* inner = n->input(0) ? n->input(0)->producer() : nullptr;
-  if (isOp(n, "Transpose") && isOp(inner, "Transpose") && inner->input(0)->tensorType().hasRank()) {
-    std::vector<int64_t> p = permOf(*inner), q = permOf(*n), composed(q.size());
-    for (size_t i = 0; i < q.size(); ++i) composed[i] = p[size_t(q[i])];
-    // Inverse transposes cancel whatever else reads the inner one; other
-    // compositions only when the inner one has no other user.
-    if (isIdentityPerm(composed) && replaceableCleanly(n->output(0), inner->input(0)))
-      return {Rule::kReplace, inner->input(0)};
-    if (soleUser(inner->output(0)) == n) return {Rule::kComposeTransposes, inner->input(0), std::move(composed)};
-    return {};
-  }
-  if (isReshapeLike(n) && isReshapeLike(inner) && soleUser(inner->output(0)) == n && isStaticTensor(n->output(0)))
-    return {Rule::kMergeReshapes, inner->input(0)};
-  return {};
+/// x -> its operand (identity ops and arithmetic).
+std::optional<Match> identityMatch(const ir::Node& n) {
+  if (ir::Value* x = identityOperand(n); x && replaceableCleanly(n.output(0), x)) return Match{Rule::kReplace, x};
+  return std::nullopt;
 }
 
-/// Applies `m`, matched at `n`; adds the nodes it erased to `erased`.
-Status rewrite(ir::Node* n, const Match& m, std::vector<const ir::Node*>& erased) {
+/// Transpose(Transpose(x)): x when the permutations cancel, else one Transpose.
+std::optional<Match> transposesMatch(const ir::Node& n) {
+  const ir::Node* inner = n.input(0) ? n.input(0)->producer() : nullptr;
+  if (!isOp(&n, ir::Op::Transpose) || !isOp(inner, ir::Op::Transpose) || !inner->input(0)->tensorType().hasRank())
+    return std::nullopt;
+  std::vector<int64_t> p = permOf(*inner), q = permOf(n), composed(q.size());
+  for (size_t i = 0; i < q.size(); ++i) composed[i] = p[size_t(q[i])];
+  // Inverse transposes cancel whatever else reads the inner one; other
+  // compositions only when the inner one has no other user.
+  if (isIdentityPerm(composed) && replaceableCleanly(n.output(0), inner->input(0)))
+    return Match{Rule::kReplace, inner->input(0)};
+  if (soleUser(inner->output(0)) == &n) return Match{Rule::kComposeTransposes, inner->input(0), std::move(composed)};
+  return std::nullopt;
+}
+
+/// A chain of reshape-like ops -> one Reshape to the static result shape.
+std::optional<Match> reshapesMatch(const ir::Node& n) {
+  const ir::Node* inner = n.input(0) ? n.input(0)->producer() : nullptr;
+  if (isReshapeLike(&n) && isReshapeLike(inner) && soleUser(inner->output(0)) == &n && isStaticTensor(n.output(0)))
+    return Match{Rule::kMergeReshapes, inner->input(0)};
+  return std::nullopt;
+}
+
+/// Applies `m`, matched at `n`.
+Status simplified(ir::Node* n, const Match& m) {
   ir::Graph& g = *n->graph();
   ir::Value* result = m.from;
   if (m.rule == Rule::kComposeTransposes) {
@@ -131,36 +141,17 @@ Status rewrite(ir::Node* n, const Match& m, std::vector<const ir::Node*>& erased
     result = r->output(0);
   }
   replaceValue(n->output(0), result, /*takeName=*/m.rule != Rule::kReplace);
-  eraseWithDeadProducers(n, &erased);
+  eraseWithDeadProducers(n);
   return Status::ok();
 }
 
-Expected<bool> simplify(ir::Graph& g) {
-  // Each rule reads n, its inputs' producers and their users, so the scan of
-  // a graph resumes near each rewrite (FirstMatchRewrites.h). Subgraphs (an
-  // If's branches, a Loop's body) are simplified first, and again after the
-  // graph around them changed, until neither changes.
-  const bool nested = anyNode(g, [](const ir::Node& n) { return !n.subgraphs().empty(); });
-  const LocalRewriteFinder find = [](ir::Node* n) -> std::optional<LocalRewrite> {
-    Match m = matchAt(n);
-    if (m.rule == Rule::kNone) return std::nullopt;
-    return LocalRewrite{n, [n, m = std::move(m)](std::vector<const ir::Node*>& erased) { return rewrite(n, m, erased); }};
-  };
-  bool changed = false;
-  for (bool first = true;; first = false) {
-    bool subgraphsChanged = false;
-    for (ir::Node* n : nested ? g.nodes() : std::vector<ir::Node*>())
-      for (ir::Graph* sub : n->subgraphs()) {
-        KILN_ASSIGN(bool subChanged, simplify(*sub));
-        subgraphsChanged |= subChanged;
-      }
-    changed |= subgraphsChanged;
-    if (!first && !subgraphsChanged) return changed;  // the graph's last scan saw these subgraphs
-    KILN_ASSIGN(int64_t rewrites, applyFirstMatchRewrites(g, find));
-    changed |= rewrites > 0;
-    if (!nested || rewrites == 0) return changed;
-  }
-}
+/// One rule: `find` is its matcher.
+template <std::optional<Match> (*find)(const ir::Node&)>
+class SimplifyRule final : public MatchingPattern<Match> {
+ public:
+  std::optional<Match> match(ir::Node& n) const override { return find(n); }
+  Status apply(ir::Node& n, const Match& m) const override { return simplified(&n, m); }
+};
 
 }  // namespace
 
@@ -176,10 +167,8 @@ PassInfo simplifyExprPass() {
   // the reshape chains left by folding a transformer's constants.
   p.classes = {"BL", "RN", "MN", "SSD", "BR"};
   p.optLevel = 1;
-  p.applicable = [](const ir::Graph& g, const PassOptions&) {
-    return anyNode(g, [](const ir::Node& n) { return matchAt(&n).rule != Rule::kNone; });
-  };
-  p.run = [](ir::Graph& g, const PassOptions&, const PassContext&) -> Expected<bool> { return simplify(g); };
+  setPatterns(p, {std::make_shared<SimplifyRule<identityMatch>>(), std::make_shared<SimplifyRule<transposesMatch>>(),
+                  std::make_shared<SimplifyRule<reshapesMatch>>()});
   return p;
 }
 

@@ -15,6 +15,7 @@
 // canonicalize-ops, which would make the same MatMul+Add of it).
 //
 //===----------------------------------------------------------------------===//
+#include "PatternRewriteDriver.h"
 #include "RewriteUtils.h"
 #include "kiln/passes/PassRegistry.h"
 
@@ -26,28 +27,31 @@ ir::Value* storedWeights(const ir::Node& n) {
   if (n.numInputs() < 2 || !n.input(0) || !n.input(0)->type().isTensor() || !n.input(0)->tensorType().hasRank() ||
       n.input(0)->tensorType().rank() < 2 || !isFloat(n.input(0)->tensorType().dtype()))
     return nullptr;
-  if (isOp(&n, "Gemm")) {
+  if (isOp(&n, ir::Op::Gemm)) {
     if (n.getInt("transB") == 0 || n.getInt("transA") != 0 || n.getFloat("alpha") != 1.0f) return nullptr;
     if (n.hasInput(2) && n.getFloat("beta") != 1.0f) return nullptr;
     const Tensor* w = constantValue(n.input(1));
     return w && w->rank() == 2 ? n.input(1) : nullptr;
   }
-  if (isOp(&n, "MatMul") && transposedConstant(n.input(1))) return n.input(1)->producer()->input(0);
+  if (isOp(&n, ir::Op::MatMul) && transposedConstant(n.input(1))) return n.input(1)->producer()->input(0);
   return nullptr;
 }
 
-Expected<bool> simplifyNode(ir::Node* n) {
-  ir::Value* w = storedWeights(*n);
-  if (!w) return false;
+Status simplifyNode(ir::Node* n, ir::Value* w) {
   KILN_ASSIGN(ir::Node * dense, createTypedNode(*n->graph(), "kiln::Dense", {n->input(0), w}, {}, n->name(), n));
   ir::Value* result = dense->output(0);
-  if (isOp(n, "Gemm") && n->hasInput(2)) {
+  if (isOp(n, ir::Op::Gemm) && n->hasInput(2)) {
     KILN_ASSIGN(ir::Node * add, createTypedNode(*n->graph(), "Add", {result, n->input(2)}, {}, nameBase(*n) + "_bias", n));
     result = add->output(0);
   }
-  KILN_TRY(replaceNode(n, result, "simplify-fc-transpose"));
-  return true;
+  return replaceNode(n, result, "simplify-fc-transpose");
 }
+
+class DenseOfStoredWeights final : public RewritePattern {
+ public:
+  bool matches(const ir::Node& n) const override { return storedWeights(n) != nullptr; }
+  Status rewrite(ir::Node& n) const override { return simplifyNode(&n, storedWeights(n)); }
+};
 
 }  // namespace
 
@@ -65,8 +69,7 @@ PassInfo simplifyFcTransposePass() {
   p.classes = {"RN", "MN", "BR"};
   p.optLevel = 2;
   p.tolerance = 1e-6;
-  p.applicable = [](const ir::Graph& g, const PassOptions&) { return anyNode(g, [](const ir::Node& n) { return storedWeights(n) != nullptr; }); };
-  p.run = [](ir::Graph& g, const PassOptions&, const PassContext&) -> Expected<bool> { return rewriteNodes(g, simplifyNode); };
+  setPatterns(p, {std::make_shared<DenseOfStoredWeights>()});
   return p;
 }
 

@@ -10,6 +10,7 @@
 // differ from the unfolded graph only by f32 rounding (relative 1e-6 typical).
 //
 //===----------------------------------------------------------------------===//
+#include "PatternRewriteDriver.h"
 #include "RewriteUtils.h"
 #include "WeightFolding.h"
 #include "kiln/passes/PassRegistry.h"
@@ -18,7 +19,7 @@ namespace kiln::passes {
 namespace {
 
 bool isInferenceDropout(const ir::Node& n) {
-  if (!isOp(&n, "Dropout")) return false;
+  if (!isOp(&n, ir::Op::Dropout)) return false;
   if (n.hasInput(2) && !isConstantFilledWith(n.input(2), 0)) return false;  // training_mode may be on
   if (n.numOutputs() < 2 || !n.output(1)->hasUses()) return true;
   return n.output(1)->tensorType().isStatic();
@@ -28,15 +29,24 @@ bool isInferenceDropout(const ir::Node& n) {
 ir::Node* foldTarget(const ir::Node& bn, int64_t channels) {
   ir::Node* p = bn.input(0)->producer();
   if (!p || soleUser(p->output(0)) != &bn || isGraphOutput(p->output(0))) return nullptr;
-  bool isConv = isOp(p, "Conv");
+  bool isConv = isOp(p, ir::Op::Conv);
   if (!isConv && bn.input(0)->tensorType().rank() != 2) return nullptr;  // Gemm/MatMul: channels are the last axis
   auto n = foldableOutputChannels(*p, true);
   return n && *n == channels ? p : nullptr;
 }
 
-Expected<bool> rewriteBatchNorm(ir::Node* bn) {
-  auto affine = inferenceBatchNormAffine(*bn);
+/// True when an inference BatchNormalization folds into its producer's
+/// weights or, on f32 data of rank 2 or more, becomes a Mul and an Add.
+bool batchNormRewritable(const ir::Node& bn) {
+  auto affine = isOp(&bn, ir::Op::BatchNormalization) ? inferenceBatchNormAffine(bn) : std::nullopt;
   if (!affine) return false;
+  if (foldTarget(bn, int64_t(affine->first.size()))) return true;
+  const ir::TensorType& type = bn.input(0)->tensorType();
+  return type.hasRank() && type.rank() >= 2 && type.dtype() == DType::F32;
+}
+
+Status rewriteBatchNorm(ir::Node* bn) {
+  auto affine = inferenceBatchNormAffine(*bn);
   auto& [s, t] = *affine;
   ir::Graph& g = *bn->graph();
   ir::Value* result = nullptr;
@@ -44,7 +54,6 @@ Expected<bool> rewriteBatchNorm(ir::Node* bn) {
     KILN_ASSIGN(result, foldAffineIntoWeights(*target, s, t));
   } else {
     const ir::TensorType& type = bn->input(0)->tensorType();
-    if (!type.hasRank() || type.rank() < 2 || type.dtype() != DType::F32) return false;
     Dims dims(size_t(type.rank() - 1), 1);
     dims[0] = int64_t(s.size());
     std::vector<float> sf(s.begin(), s.end()), tf(t.begin(), t.end());
@@ -56,7 +65,7 @@ Expected<bool> rewriteBatchNorm(ir::Node* bn) {
   }
   replaceValue(bn->output(0), result, true);
   eraseWithDeadProducers(bn);
-  return true;
+  return Status::ok();
 }
 
 void rewriteDropout(ir::Node* d) {
@@ -71,13 +80,20 @@ void rewriteDropout(ir::Node* d) {
   eraseWithDeadProducers(d);
 }
 
-Expected<bool> simplifyNode(ir::Node* n) {
-  if (isInferenceDropout(*n)) {
-    rewriteDropout(n);
-    return true;
+class DropDropout final : public RewritePattern {
+ public:
+  bool matches(const ir::Node& n) const override { return isInferenceDropout(n); }
+  Status rewrite(ir::Node& n) const override {
+    rewriteDropout(&n);
+    return Status::ok();
   }
-  return isOp(n, "BatchNormalization") ? rewriteBatchNorm(n) : Expected<bool>(false);
-}
+};
+
+class FoldBatchNorm final : public RewritePattern {
+ public:
+  bool matches(const ir::Node& n) const override { return batchNormRewritable(n); }
+  Status rewrite(ir::Node& n) const override { return rewriteBatchNorm(&n); }
+};
 
 }  // namespace
 
@@ -93,10 +109,7 @@ PassInfo simplifyInferencePass() {
   p.classes = {"BL", "RN", "MN", "SSD"};  // Table 4: SimplifyInference is RN; MN; SSD
   p.tolerance = 1e-5;
   p.optLevel = 1;
-  p.applicable = [](const ir::Graph& g, const PassOptions&) {
-    return anyNode(g, [](const ir::Node& n) { return isInferenceDropout(n) || inferenceBatchNormAffine(n).has_value(); });
-  };
-  p.run = [](ir::Graph& g, const PassOptions&, const PassContext&) -> Expected<bool> { return rewriteNodes(g, simplifyNode); };
+  setPatterns(p, {std::make_shared<DropDropout>(), std::make_shared<FoldBatchNorm>()});
   return p;
 }
 

@@ -24,17 +24,20 @@
 namespace kiln::passes {
 namespace {
 
-const std::set<std::string>& allowList() {
-  static const std::set<std::string> ops = {
-      "Conv", "ConvTranspose", "MatMul", "Gemm", "Add", "Sub", "Mul", "Relu", "Clip", "LeakyRelu", "Sigmoid",
-      "HardSigmoid", "HardSwish", "MaxPool", "AveragePool", "GlobalAveragePool", "Concat", "Reshape", "Transpose",
-      "Flatten", "Squeeze", "Unsqueeze", "Slice", "Identity", "kiln::Gelu", "kiln::Dense"};
+const std::set<ir::Op>& allowList() {
+  using ir::Op;
+  static const std::set<Op> ops = {
+      Op::Conv,      Op::ConvTranspose, Op::MatMul,  Op::Gemm,        Op::Add,               Op::Sub,
+      Op::Mul,       Op::Relu,          Op::Clip,    Op::LeakyRelu,   Op::Sigmoid,           Op::HardSigmoid,
+      Op::HardSwish, Op::MaxPool,       Op::AveragePool, Op::GlobalAveragePool, Op::Concat, Op::Reshape,
+      Op::Transpose, Op::Flatten,       Op::Squeeze, Op::Unsqueeze,   Op::Slice,             Op::Identity,
+      Op::KilnGelu,  Op::KilnDense};
   return ops;
 }
 
 struct Settings {
   DType dtype = DType::F16;
-  std::set<std::string> allowed;
+  std::set<ir::Op> allowed;
 };
 
 Expected<Settings> settingsFrom(const PassOptions& o) {
@@ -48,7 +51,8 @@ Expected<Settings> settingsFrom(const PassOptions& o) {
   std::stringstream deny(denied);
   for (std::string op; std::getline(deny, op, ';');) {
     if (op.empty()) continue;
-    if (!s.allowed.erase(op))
+    const std::optional<ir::Op> denied = ir::findOp(op);
+    if (!denied || !s.allowed.erase(*denied))
       return Error(ErrorCode::InvalidArgument, "to-mixed-precision: deny names '" + op + "', which is not on the allow list");
   }
   return s;
@@ -57,8 +61,7 @@ Expected<Settings> settingsFrom(const PassOptions& o) {
 bool isF32(const ir::Value* v) { return v && v->type().isTensor() && v->tensorType().dtype() == DType::F32; }
 
 bool convertible(const ir::Node& n, const Settings& s) {
-  std::string op = n.domain().empty() ? n.opType() : n.domain() + "::" + n.opType();
-  if (!s.allowed.count(op) || !n.subgraphs().empty()) return false;
+  if (!s.allowed.count(n.op()) || !n.subgraphs().empty()) return false;
   bool anyF32 = false;
   for (const ir::Value* in : n.inputs()) anyF32 |= isF32(in);
   for (const ir::Value* r : n.outputs())
@@ -76,8 +79,7 @@ class Converter {
       if (!convertible(*n, s_)) continue;
       std::vector<ir::Value*> operands;
       for (ir::Value* in : n->inputs()) operands.push_back(isF32(in) ? narrow(in, n) : in);
-      std::string op = n->domain().empty() ? n->opType() : n->domain() + "::" + n->opType();
-      KILN_ASSIGN(ir::Node * narrowNode, createTypedNode(g_, op, operands, n->attributes(), n->name(), n, n->numOutputs()));
+      KILN_ASSIGN(ir::Node * narrowNode, createTypedNode(g_, n->qualifiedOpType(), operands, n->attributes(), n->name(), n, n->numOutputs()));
       for (size_t i = 0; i < n->numOutputs(); ++i) {
         KILN_ASSIGN(ir::Node * widen, createTypedNode(g_, "Cast", {narrowNode->output(i)},
                                                       {{"to", int64_t(onnxDTypeCode(DType::F32))}}, "", n));
@@ -89,7 +91,7 @@ class Converter {
     }
     // Casts back to f32 that only converted ops used are now dead.
     for (ir::Node* n : g_.nodes())
-      if (isOp(n, "Cast") && !n->output(0)->hasUses()) eraseWithDeadProducers(n);
+      if (isOp(n, ir::Op::Cast) && !n->output(0)->hasUses()) eraseWithDeadProducers(n);
     return changed;
   }
 

@@ -25,11 +25,11 @@ struct WeightLayout {
 };
 
 std::optional<WeightLayout> layoutOf(const ir::Node& n) {
-  if (isOp(&n, "Conv")) return WeightLayout{1, true, 2};
-  if (isOp(&n, "Gemm") && n.getInt("transA") == 0) return WeightLayout{1, n.getInt("transB") != 0, 2};
-  if (isOp(&n, "MatMul") && n.input(1)->type().isTensor() && n.input(1)->tensorType().rank() == 2)
+  if (isOp(&n, ir::Op::Conv)) return WeightLayout{1, true, 2};
+  if (isOp(&n, ir::Op::Gemm) && n.getInt("transA") == 0) return WeightLayout{1, n.getInt("transB") != 0, 2};
+  if (isOp(&n, ir::Op::MatMul) && n.input(1)->type().isTensor() && n.input(1)->tensorType().rank() == 2)
     return WeightLayout{1, false, -1};
-  if (n.qualifiedOpType() == "kiln::Dense") return WeightLayout{1, true, -1};
+  if (n.op() == ir::Op::KilnDense) return WeightLayout{1, true, -1};
   return std::nullopt;
 }
 
@@ -39,7 +39,7 @@ std::optional<int64_t> foldableOutputChannels(const ir::Node& node, bool needBia
   auto layout = layoutOf(node);
   if (!layout || !isF32Constant(node.input(layout->weightOperand))) return std::nullopt;
   if (needBias && layout->biasOperand < 0) return std::nullopt;
-  if (isOp(&node, "Gemm") && node.hasInput(2) && node.getFloat("beta") == 0) return std::nullopt;
+  if (isOp(&node, ir::Op::Gemm) && node.hasInput(2) && node.getFloat("beta") == 0) return std::nullopt;
   const Tensor& w = *constantValue(node.input(layout->weightOperand));
   int64_t channels = layout->channelsFirst ? w.dim(0) : w.dim(w.rank() - 1);
   if (layout->biasOperand >= 0 && node.hasInput(size_t(layout->biasOperand))) {
@@ -87,7 +87,7 @@ std::optional<std::pair<Tensor, std::string>> foldedBias(const ir::Node& node, c
   const bool hasBias = layout.biasOperand >= 0 && node.hasInput(size_t(layout.biasOperand));
   if (!hasBias && !hasShift) return std::nullopt;
   KILN_CHECK(layout.biasOperand >= 0, "foldedBias: shift on an op without bias");
-  const double beta = isOp(&node, "Gemm") && hasBias ? node.getFloat("beta") : 1.0;
+  const double beta = isOp(&node, ir::Op::Gemm) && hasBias ? node.getFloat("beta") : 1.0;
   std::vector<float> bias(scale.size());
   const float* b = hasBias ? constantValue(node.input(size_t(layout.biasOperand)))->data<float>() : nullptr;
   // Gemm adds beta*C: C' = C*scale + shift/beta keeps beta as it is.
@@ -97,7 +97,7 @@ std::optional<std::pair<Tensor, std::string>> foldedBias(const ir::Node& node, c
 }
 
 std::optional<std::pair<std::vector<double>, std::vector<double>>> inferenceBatchNormAffine(const ir::Node& n) {
-  if (!isOp(&n, "BatchNormalization") || n.getInt("training_mode") != 0) return std::nullopt;
+  if (!isOp(&n, ir::Op::BatchNormalization) || n.getInt("training_mode") != 0) return std::nullopt;
   for (size_t i = 1; i < n.numOutputs(); ++i)
     if (n.output(i)->hasUses()) return std::nullopt;
   std::optional<Tensor> gamma = floatConstant(n.input(1)), beta = floatConstant(n.input(2)),

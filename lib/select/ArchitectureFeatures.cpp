@@ -21,22 +21,23 @@ namespace {
 
 using ir::isOp;
 
-bool isConstant(const ir::Value* v) { return v && v->producer() && isOp(v->producer(), "Constant"); }
+bool isConstant(const ir::Value* v) { return v && v->producer() && isOp(v->producer(), ir::Op::Constant); }
 
 /// A computed (non-constant, non-input-free) tensor value.
 bool isComputed(const ir::Value* v) { return v && !isConstant(v) && v->type().isTensor(); }
 
 /// Ops that only scale, mask, cast or reshape a value on the way between the ops of a pattern.
 bool passesThrough(const ir::Node* n) {
-  static const std::set<std::string> ops{"Div", "Mul", "Add", "Sub", "Where", "Cast", "Dropout", "Reshape",
-                                         "Transpose", "Identity", "Squeeze", "Unsqueeze"};
-  return n && n->domain().empty() && ops.count(n->opType());
+  using ir::Op;
+  static const std::set<Op> ops{Op::Div,     Op::Mul,       Op::Add,      Op::Sub,     Op::Where,   Op::Cast,
+                                Op::Dropout, Op::Reshape,   Op::Transpose, Op::Identity, Op::Squeeze, Op::Unsqueeze};
+  return n && ops.count(n->op());
 }
 
 /// A product of two operands: MatMul, or a two-operand Einsum (how torch exports
 /// `einsum("bhid,bhjd->bhij", q, k)`, e.g. MaxViT's attention).
 bool isProduct(const ir::Node* n) {
-  return n && n->domain().empty() && (n->opType() == "MatMul" || (n->opType() == "Einsum" && n->numInputs() == 2));
+  return n && (n->op() == ir::Op::MatMul || (n->op() == ir::Op::Einsum && n->numInputs() == 2));
 }
 
 /// Whether a product of two computed operands produces `v`, looking back through up to `depth` pass-through ops.
@@ -67,10 +68,10 @@ bool intoActivationProduct(const ir::Value* v, int depth) {
 
 /// Whether `n` is a Concat of three or more per-scale outputs (each reshaped or flattened first).
 bool isMultiScaleConcat(const ir::Node* n) {
-  if (!isOp(n, "Concat") || n->numInputs() < 3) return false;
+  if (!isOp(n, ir::Op::Concat) || n->numInputs() < 3) return false;
   return std::all_of(n->inputs().begin(), n->inputs().end(), [](const ir::Value* v) {
     const ir::Node* p = v ? v->producer() : nullptr;
-    return p && (isOp(p, "Reshape") || isOp(p, "Flatten")) && isComputed(p->input(0));
+    return p && (isOp(p, ir::Op::Reshape) || isOp(p, ir::Op::Flatten)) && isComputed(p->input(0));
   });
 }
 
@@ -88,7 +89,7 @@ bool joinsBoxPredictions(const ir::Node* n) {
 /// weights [O/b, C/c, kH, kW, c, b] (an optimised graph saved as .kir).
 void addConv(const ir::Node* n, ArchitectureFeatures& f) {
   ++f.convs;
-  const bool blocked = n->qualifiedOpType() == "kiln::ConvNCHWc";
+  const bool blocked = n->op() == ir::Op::KilnConvNCHWc;
   const int64_t group = n->hasAttr("group") ? n->getInt("group") : 1;
   const ir::Value* x = n->input(0);
   const ir::Value* w = n->input(1);
@@ -108,7 +109,7 @@ void addConv(const ir::Node* n, ArchitectureFeatures& f) {
 
 void collect(const ir::Graph& g, ArchitectureFeatures& f) {
   for (const ir::Node* n : g.nodes()) {
-    if (isOp(n, "Constant") && n->domain().empty()) {
+    if (isOp(n, ir::Op::Constant)) {
       ++f.constants;
       if (n->hasAttr("value")) {
         const Tensor& t = n->getTensor("value");
@@ -120,27 +121,27 @@ void collect(const ir::Graph& g, ArchitectureFeatures& f) {
     ++f.nodes;
     ++f.opHistogram[n->qualifiedOpType()];
     for (ir::Graph* sub : n->subgraphs()) collect(*sub, f);
-    const std::string& op = n->opType();
-    const bool onnx = n->domain().empty();
-    if ((onnx && op == "Conv") || n->qualifiedOpType() == "kiln::ConvNCHWc") addConv(n, f);
-    const bool dense = n->qualifiedOpType() == "kiln::Dense";  // simplify-fc-transpose's, in a saved .kir
-    if ((dense || (onnx && (op == "MatMul" || op == "Gemm"))) && (isConstant(n->input(0)) || isConstant(n->input(1)))) {
+    using ir::Op;
+    const Op op = n->op();
+    if (op == Op::Conv || op == Op::KilnConvNCHWc) addConv(n, f);
+    const bool dense = op == Op::KilnDense;  // simplify-fc-transpose's, in a saved .kir
+    if ((dense || op == Op::MatMul || op == Op::Gemm) && (isConstant(n->input(0)) || isConstant(n->input(1)))) {
       ++f.denseMatmuls;
       const ir::Value* x = isConstant(n->input(0)) ? n->input(1) : n->input(0);
       if (isComputed(x) && x->tensorType().rank() == 4) ++f.channelsLastPointwise;
     }
-    if (onnx && op == "Add" && isComputed(n->input(0)) && isComputed(n->input(1)) &&
+    if (op == Op::Add && isComputed(n->input(0)) && isComputed(n->input(1)) &&
         n->input(0)->type() == n->input(1)->type() && n->input(0)->tensorType().rank() >= 2) {
       ++f.residualAdds;
       f.featureMapResidualAdds += n->input(0)->tensorType().rank() >= 4;  // images and video volumes
     }
     // fast-math's kiln::FastSoftmax counts as the Softmax it replaced (an optimised graph saved as .kir).
-    const bool softmax = (onnx && op == "Softmax") || n->qualifiedOpType() == "kiln::FastSoftmax";
+    const bool softmax = op == Op::Softmax || op == Op::KilnFastSoftmax;
     if (softmax && fromActivationProduct(n->input(0), 4) && intoActivationProduct(n->output(0), 2)) ++f.attentionBlocks;
-    if (!onnx && (op == "Attention" || op == "MultiHeadAttention")) ++f.attentionBlocks;
-    if (op == "LayerNormalization" || op == "SkipLayerNormalization") ++f.layerNorms;
-    if (onnx && (op == "Clip" || op == "HardSwish" || op == "HardSigmoid")) ++f.mobileActivations;
-    if (op == "NonMaxSuppression" || op == "BatchedNMS" || op == "EfficientNMS_TRT") ++f.nmsOps;
+    if (op == Op::KilnAttention) ++f.attentionBlocks;
+    if (op == Op::LayerNormalization) ++f.layerNorms;
+    if (op == Op::Clip || op == Op::HardSwish || op == Op::HardSigmoid) ++f.mobileActivations;
+    if (op == Op::NonMaxSuppression) ++f.nmsOps;
     if (isMultiScaleConcat(n)) {
       ++f.multiScaleHeads;
       f.boxHeads += joinsBoxPredictions(n);

@@ -21,6 +21,25 @@
 
 namespace kiln::ir {
 
+/// Told of each change to a graph tree while set on its root (a rewrite
+/// driver's worklist, as mlir's RewriterBase::Listener). Calls come after
+/// the change except nodeErasing, which comes while the node is intact.
+class GraphListener {
+ public:
+  virtual ~GraphListener() = default;
+  virtual void nodeInserted(Node& node) {}
+  virtual void nodeErasing(Node& node) {}
+  /// Moved to another place in its graph's order.
+  virtual void nodeMoved(Node& node) {}
+  /// An attribute set or removed.
+  virtual void nodeModified(Node& node) {}
+  /// Operand `index` of `user` changed from `before` to `after` (either may be null).
+  virtual void inputChanged(Node& user, Value* before, Value* after) {}
+  /// `value` became or stopped being one of `graph`'s outputs.
+  virtual void outputChanged(Graph& graph, Value& value) {}
+  virtual void typeChanged(Value& value) {}
+};
+
 class Graph {
  public:
   explicit Graph(std::string name = "main");
@@ -69,6 +88,11 @@ class Graph {
   Node* nextNode(const Node* node) const;
   Node* prevNode(const Node* node) const;
 
+  /// The listener of this graph's tree (set on its root); null when none.
+  GraphListener* listener() const { return root()->listener_; }
+  /// Sets the listener of the tree rooted here (this must be a root graph); null clears it.
+  void setListener(GraphListener* listener);
+
   // Names.
   /// A value name not used in this graph's root scope, derived from `base`.
   std::string uniqueValueName(std::string_view base);
@@ -95,6 +119,7 @@ class Graph {
   // Only meaningful on a root graph: names in use, and a counter per base name.
   std::unordered_set<std::string> names_;
   std::unordered_map<std::string, uint64_t> nameCounters_;
+  GraphListener* listener_ = nullptr;
 };
 
 /// Deep copy of a graph (nodes, subgraphs, types) created in the same scope as

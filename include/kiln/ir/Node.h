@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "kiln/ir/Attribute.h"
+#include "kiln/ir/Op.h"
 #include "kiln/ir/Type.h"
 
 namespace kiln::ir {
@@ -41,7 +42,7 @@ class Value {
   /// Renames the value; the name must be unused in its scope (checked).
   void setName(const std::string& name);
   const Type& type() const { return type_; }
-  void setType(Type type) { type_ = std::move(type); }
+  void setType(Type type);
   /// The tensor type (checked to be a tensor).
   const TensorType& tensorType() const { return type_.tensor(); }
 
@@ -78,6 +79,8 @@ class Node {
  public:
   ~Node();
   const OpSchema& schema() const { return *schema_; }
+  /// The op, as an enum value (compare ops with it, not with opType()).
+  Op op() const;
   const std::string& opType() const;
   const std::string& domain() const;
   /// Op name qualified by its domain when not the default one ("ai.onnx.ml::Scaler").
@@ -139,9 +142,7 @@ class Node {
   std::list<std::unique_ptr<Node>>::iterator position_;
 };
 
-/// True for a non-null default-domain node of op `op`.
-inline bool isOp(const Node* node, std::string_view op) {
-  return node && node->domain().empty() && node->opType() == op;
-}
+/// True for a non-null node of op `op`.
+inline bool isOp(const Node* node, Op op) { return node && node->op() == op; }
 
 }  // namespace kiln::ir

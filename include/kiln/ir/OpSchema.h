@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "kiln/ir/Attribute.h"
+#include "kiln/ir/Op.h"
 #include "kiln/ir/Type.h"
 #include "kiln/support/Status.h"
 
@@ -85,6 +86,7 @@ struct AttrSpec {
 struct OpSchema {
   std::string domain;  ///< "" for the default ONNX domain
   std::string name;
+  Op op{};  ///< its Ops.def entry (set when registered)
   int minInputs = 0;
   int maxInputs = 0;  ///< INT_MAX for variadic
   /// Leading operands that must be present (not omitted); usually minInputs.

@@ -62,7 +62,7 @@ class ConvNchwcTemplate final : public ScheduleTemplate {
  public:
   const char* name() const override { return "conv2d-nchwc"; }
   bool matches(const KernelGroup& g) const override {
-    return g.role == KernelRole::Conv && g.anchor && g.anchor->domain() == "kiln" && g.anchor->opType() == "ConvNCHWc";
+    return g.role == KernelRole::Conv && g.anchor && g.anchor->op() == ir::Op::KilnConvNCHWc;
   }
 
   // The knobs. CPU: tw {1..28, at most the output width} pixels per register block,

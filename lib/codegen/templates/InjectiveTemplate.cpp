@@ -29,7 +29,7 @@ namespace {
 /// removed its divisions (BERT's head merge: vector 16 3.8x faster than 1).
 bool movesLastAxis(const KernelGroup& g) {
   for (const ir::Node* n : g.nodes) {
-    if (n->opType() != "Transpose" || !n->domain().empty()) continue;
+    if (n->op() != ir::Op::Transpose) continue;
     const int64_t rank = n->output(0)->type().tensor().rank();
     if (rank < 2) continue;
     if (!n->hasAttr("perm") || n->getInts("perm").back() != rank - 1) return true;  // no perm: reversed

@@ -35,9 +35,9 @@ Expected<MatmulShape> shapeOf(const ir::Node& node) {
   if (a.size() < 2 || b.size() < 2)
     return makeError(ErrorCode::CodegenUnsupported, "matmul template needs operands of rank >= 2");
   MatmulShape s;
-  s.gemm = node.opType() == "Gemm";
+  s.gemm = node.op() == ir::Op::Gemm;
   s.ta = s.gemm && node.getInt("transA");
-  s.tb = (s.gemm && node.getInt("transB")) || node.qualifiedOpType() == "kiln::Dense";
+  s.tb = (s.gemm && node.getInt("transB")) || node.op() == ir::Op::KilnDense;
   s.outDims = out;
   s.a = a;
   s.b = b;
@@ -52,7 +52,7 @@ Expected<MatmulShape> shapeOf(const ir::Node& node) {
 bool packableB(const KernelGroup& g) {
   const ir::Value* b = g.anchor->input(1);
   const ir::Node* p = b->producer();
-  if (!p || p->opType() != "Constant" || !p->domain().empty() || !p->hasAttr("value")) return false;
+  if (!p || p->op() != ir::Op::Constant || !p->hasAttr("value")) return false;
   if (std::find(g.nodes.begin(), g.nodes.end(), p) != g.nodes.end()) return false;
   return b->type().isTensor() && b->tensorType().rank() == 2 && isFloat(b->tensorType().dtype());
 }
@@ -224,7 +224,7 @@ class MatmulTemplate final : public ScheduleTemplate {
   /// product: alpha * acc (+ beta * C) for Gemm, acc for MatMul.
   static Expected<Expr> resultOf(ElementBuilder& el, Expr acc, const Index& outIdx, ScalarType ct) {
     const ir::Node& node = *el.group().anchor;
-    if (node.opType() != "Gemm") return acc;
+    if (node.op() != ir::Op::Gemm) return acc;
     if (float alpha = node.getFloat("alpha"); alpha != 1.0f) acc = acc * constantOf(ct, alpha);
     if (node.numInputs() < 3 || !node.hasInput(2)) return acc;
     KILN_ASSIGN(Dims cDims, staticDims(node.input(2)));

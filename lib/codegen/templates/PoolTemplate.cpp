@@ -50,8 +50,7 @@ class PoolTemplate final : public ScheduleTemplate {
     KILN_ASSIGN(Dims x, staticDims(node.input(0)));
     KILN_ASSIGN(Dims y, staticDims(node.output(0)));
     KILN_ASSIGN(const ScalarType ct, resultComputeType(node));
-    const std::string& op = node.opType();
-    const bool isMax = op == "MaxPool" || op == "GlobalMaxPool";
+    const bool isMax = isOp(&node, ir::Op::MaxPool) || isOp(&node, ir::Op::GlobalMaxPool);
     const bool global = isGlobal(node);
     KILN_TRY(checkRank(node, x, target));
     ir::WindowGeometry geo;
@@ -111,7 +110,7 @@ class PoolTemplate final : public ScheduleTemplate {
   }
 
  private:
-  static bool isGlobal(const ir::Node& n) { return n.opType().rfind("Global", 0) == 0; }
+  static bool isGlobal(const ir::Node& n) { return isOp(&n, ir::Op::GlobalAveragePool) || isOp(&n, ir::Op::GlobalMaxPool); }
 
   /// NCHW pools on every target; channel-blocked ones ([N, C/b, H, W, b],
   /// alter-op-layout's) on the CPU only.

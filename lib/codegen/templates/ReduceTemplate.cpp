@@ -20,6 +20,8 @@
 namespace kiln::codegen {
 namespace {
 
+bool isArg(const ir::Node& n) { return isOp(&n, ir::Op::ArgMax) || isOp(&n, ir::Op::ArgMin); }
+
 struct ReduceShape {
   Dims in;
   std::vector<bool> reduced;  ///< per input dim
@@ -31,10 +33,10 @@ Expected<ReduceShape> shapeOf(const ir::Node& node) {
   KILN_ASSIGN(s.in, staticDims(node.input(0)));
   std::vector<int64_t> axes;
   if (node.hasAttr("axes")) axes = node.getInts("axes");
-  if (node.opType().rfind("Arg", 0) == 0) axes = {node.getInt("axis")};
+  if (isArg(node)) axes = {node.getInt("axis")};
   if (node.numInputs() > 1 && node.hasInput(1)) {
     const ir::Node* p = node.input(1)->producer();
-    if (!p || p->opType() != "Constant")
+    if (!p || p->op() != ir::Op::Constant)
       return makeError(ErrorCode::CodegenUnsupported, "reduction axes must be constant");
     axes = p->getTensor("value").toInt64s();
   }
@@ -58,7 +60,7 @@ class ReduceTemplate final : public ScheduleTemplate {
     KILN_ASSIGN(ReduceShape s, shapeOf(*g.anchor));
     if (target == KernelTarget::Gpu) {
       KnobSpace space = threadPerItemSpace(s.kept);
-      if (g.anchor->opType().rfind("Arg", 0) != 0)
+      if (!isArg(*g.anchor))
         space.knobs.push_back(makeKnob("warp", {0, 1}, s.count >= 32 && !s.reduced.empty() && s.reduced.back() ? 1 : 0,
                                        "GPU: 0 one kept element per thread, 1 one per warp (shuffles combine the lanes)"));
       return space;
@@ -73,8 +75,9 @@ class ReduceTemplate final : public ScheduleTemplate {
     KILN_ASSIGN(ReduceShape s, shapeOf(node));
     KILN_ASSIGN(Dims outDims, staticDims(node.output(0)));
     KILN_ASSIGN(const ScalarType ct, resultComputeType(node));
-    const bool arg = node.opType().rfind("Arg", 0) == 0;
-    const std::string op = node.opType().substr(arg ? 3 : 6);  // after "Arg" / "Reduce"
+    using ir::Op;
+    const Op op = node.op();
+    const bool arg = isArg(node);
     Dims keptDims, redDims;
     for (size_t d = 0; d < s.in.size(); ++d) (s.reduced[d] ? redDims : keptDims).push_back(s.in[d]);
     Var o = makeVar("o"), r = makeVar("r");
@@ -87,7 +90,7 @@ class ReduceTemplate final : public ScheduleTemplate {
       Buffer best = makeBuffer("best", x->type, MemoryScope::Local, 1), at = makeBuffer("at", ScalarType::I64, MemoryScope::Local, 1);
       const bool last = node.getInt("select_last_index") != 0;
       Expr bv = load(best, intImm(0));
-      BinaryOp cmp = op == "Max" ? (last ? BinaryOp::Ge : BinaryOp::Gt) : (last ? BinaryOp::Le : BinaryOp::Lt);
+      BinaryOp cmp = op == Op::ArgMax ? (last ? BinaryOp::Ge : BinaryOp::Gt) : (last ? BinaryOp::Le : BinaryOp::Lt);
       Expr better = binary(BinaryOp::Or, binary(BinaryOp::Eq, varRef(r), intImm(0)), binary(cmp, x, bv));
       Stmt scan = forLoop(r, intImm(s.count), LoopKind::Serial,
                           ifThen(better, seq({store(best, intImm(0), x), store(at, intImm(0), varRef(r))})));
@@ -104,18 +107,18 @@ class ReduceTemplate final : public ScheduleTemplate {
     Expr init = constantOf(ct, 0);
     Expr update;
     BinaryOp combine = BinaryOp::Add;  // how two partial results merge
-    if (op == "Max") init = extremeOf(ct, false), update = maxOf(a, x), combine = BinaryOp::Max;
-    else if (op == "Min") init = extremeOf(ct, true), update = minOf(a, x), combine = BinaryOp::Min;
-    else if (op == "Prod") init = constantOf(ct, 1), update = a * x, combine = BinaryOp::Mul;
-    else if (op == "L1") update = a + unary(UnaryOp::Abs, x);
-    else if (op == "L2" || op == "SumSquare") update = a + x * x;
-    else if (op == "LogSumExp") update = a + unary(UnaryOp::Exp, x);
-    else if (op == "LogSum" || op == "Sum" || op == "Mean") update = a + x;
+    if (op == Op::ReduceMax) init = extremeOf(ct, false), update = maxOf(a, x), combine = BinaryOp::Max;
+    else if (op == Op::ReduceMin) init = extremeOf(ct, true), update = minOf(a, x), combine = BinaryOp::Min;
+    else if (op == Op::ReduceProd) init = constantOf(ct, 1), update = a * x, combine = BinaryOp::Mul;
+    else if (op == Op::ReduceL1) update = a + unary(UnaryOp::Abs, x);
+    else if (op == Op::ReduceL2 || op == Op::ReduceSumSquare) update = a + x * x;
+    else if (op == Op::ReduceLogSumExp) update = a + unary(UnaryOp::Exp, x);
+    else if (op == Op::ReduceLogSum || op == Op::ReduceSum || op == Op::ReduceMean) update = a + x;
     else return makeError(ErrorCode::CodegenUnsupported, "no reduction formula for ", node.opType());
     Expr result = a;
-    if (op == "Mean") result = a / constantOf(ct, double(s.count));
-    if (op == "L2") result = unary(UnaryOp::Sqrt, a);
-    if (op == "LogSumExp" || op == "LogSum") result = unary(UnaryOp::Log, a);
+    if (op == Op::ReduceMean) result = a / constantOf(ct, double(s.count));
+    if (op == Op::ReduceL2) result = unary(UnaryOp::Sqrt, a);
+    if (op == Op::ReduceLogSumExp || op == Op::ReduceLogSum) result = unary(UnaryOp::Log, a);
     el.setSource(node.output(0), [result](const Index&) { return result; });
     KILN_ASSIGN(Stmt epilogue, storeEpilogue(el, unflatten(varRef(o), outDims)));
     const bool warp = target == KernelTarget::Gpu && knobIs(c, "warp");

@@ -70,7 +70,7 @@ class SoftmaxTemplate final : public ScheduleTemplate {
     }
     // On the CPU a Softmax row's exponentials are kept from the sum's pass for the store's (one exp per element,
     // not two: the exp is most of the kernel's work); the row lives on the stack, so only rows up to kKeptRow.
-    const bool keepExp = target == KernelTarget::Cpu && node.opType() != "LogSoftmax" && len <= kKeptRow;
+    const bool keepExp = target == KernelTarget::Cpu && node.op() != ir::Op::LogSoftmax && len <= kKeptRow;
     Buffer exps = makeBuffer("exps", ct, MemoryScope::Local, keepExp ? len : 1);
     Expr e = unary(UnaryOp::Exp, xv - mx);
     Stmt addExp = rowLoop(j, lane, len, warp,
@@ -80,7 +80,7 @@ class SoftmaxTemplate final : public ScheduleTemplate {
       findMax = seq({findMax, warpAllReduce(acc, 0, BinaryOp::Max)});
       addExp = seq({addExp, warpAllReduce(acc, 1, BinaryOp::Add)});
     }
-    Expr result = node.opType() == "LogSoftmax" ? xv - mx - unary(UnaryOp::Log, sum)
+    Expr result = node.op() == ir::Op::LogSoftmax ? xv - mx - unary(UnaryOp::Log, sum)
                   : keepExp                     ? load(exps, varRef(j)) / sum
                                                 : e / sum;
     el.setSource(node.output(0), [result](const Index&) { return result; });

@@ -24,7 +24,7 @@ class Exporter {
     for (ir::Value* io : g.outputs()) KILN_TRY(requireRank(io, "output"));
     for (ir::Value* in : g.inputs()) valueInfo(in, gp->add_input());
     for (ir::Node* n : g.nodes()) {
-      if (root && n->opType() == "Constant" && n->domain().empty()) {
+      if (root && n->op() == ir::Op::Constant) {
         auto* init = gp->add_initializer();
         init->set_name(n->output(0)->name());
         tensorToProto(n->getTensor("value"), init);

@@ -22,7 +22,7 @@ Status inferRecurrent(InferenceContext& ctx) {
   if (dir != "forward" && dir != "reverse" && dir != "bidirectional")
     return attrError("direction must be forward, reverse or bidirectional, got '" + dir + "'");
   int64_t numDir = dir == "bidirectional" ? 2 : 1;
-  int64_t gates = n.opType() == "LSTM" ? 4 : n.opType() == "GRU" ? 3 : 1;
+  int64_t gates = n.op() == ir::Op::LSTM ? 4 : n.op() == ir::Op::GRU ? 3 : 1;
   int64_t hidden = kUnknownDim;
   if (n.hasAttr("hidden_size")) hidden = n.getInt("hidden_size");
   else if (w.hasRank() && w.dim(1) >= 0) hidden = w.dim(1) / gates;

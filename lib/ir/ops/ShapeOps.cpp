@@ -465,7 +465,7 @@ Status inferDepthToSpace(InferenceContext& ctx) {
     return Status::ok();
   }
   auto mul = [](int64_t d, int64_t f) { return d < 0 ? kUnknownDim : d * f; };
-  if (ctx.node().opType() == "DepthToSpace") {
+  if (ctx.node().op() == ir::Op::DepthToSpace) {
     if (x.dim(1) >= 0 && x.dim(1) % (b * b) != 0) return shapeError("channels must be divisible by blocksize^2");
     const std::string& mode = ctx.node().getString("mode");
     if (mode != "DCR" && mode != "CRD") return attrError("mode must be DCR or CRD");
