@@ -20,33 +20,46 @@ Expr withOperands(const Expr& e, const std::vector<Expr>& ops) {
   }
 }
 
-void IRVisitor::visit(const Expr& e) {
-  if (!e) return;
-  switch (e->kind) {
-    case ExprKind::IntImm: return visitIntImm(e);
-    case ExprKind::FloatImm: return visitFloatImm(e);
-    case ExprKind::VarRef: return visitVarRef(e);
-    case ExprKind::Load: return visitLoad(e);
-    case ExprKind::Binary: return visitBinary(e);
-    case ExprKind::Unary: return visitUnary(e);
-    case ExprKind::Select: return visitSelect(e);
-    case ExprKind::Cast: return visitCast(e);
-    case ExprKind::ShuffleXor: return visitShuffleXor(e);
+/// Calls the visit method of a node's kind, on an IRVisitor or an IRMutator.
+struct IRDispatch {
+  template <class V>
+  static auto expr(V& v, const Expr& e) -> decltype(v.visitIntImm(e)) {
+    switch (e->kind) {
+      case ExprKind::IntImm: return v.visitIntImm(e);
+      case ExprKind::FloatImm: return v.visitFloatImm(e);
+      case ExprKind::VarRef: return v.visitVarRef(e);
+      case ExprKind::Load: return v.visitLoad(e);
+      case ExprKind::Binary: return v.visitBinary(e);
+      case ExprKind::Unary: return v.visitUnary(e);
+      case ExprKind::Select: return v.visitSelect(e);
+      case ExprKind::Cast: return v.visitCast(e);
+      case ExprKind::ShuffleXor: return v.visitShuffleXor(e);
+    }
+    return decltype(v.visitIntImm(e))();
   }
+
+  template <class V>
+  static auto stmt(V& v, const Stmt& s) -> decltype(v.visitFor(s)) {
+    switch (s->kind) {
+      case StmtKind::For: return v.visitFor(s);
+      case StmtKind::Store: return v.visitStore(s);
+      case StmtKind::Allocate: return v.visitAllocate(s);
+      case StmtKind::Let: return v.visitLet(s);
+      case StmtKind::If: return v.visitIf(s);
+      case StmtKind::Seq: return v.visitSeq(s);
+      case StmtKind::Barrier: return v.visitBarrier(s);
+      case StmtKind::Mma: return v.visitMma(s);
+    }
+    return decltype(v.visitFor(s))();
+  }
+};
+
+void IRVisitor::visit(const Expr& e) {
+  if (e) IRDispatch::expr(*this, e);
 }
 
 void IRVisitor::visit(const Stmt& s) {
-  if (!s) return;
-  switch (s->kind) {
-    case StmtKind::For: return visitFor(s);
-    case StmtKind::Store: return visitStore(s);
-    case StmtKind::Allocate: return visitAllocate(s);
-    case StmtKind::Let: return visitLet(s);
-    case StmtKind::If: return visitIf(s);
-    case StmtKind::Seq: return visitSeq(s);
-    case StmtKind::Barrier: return visitBarrier(s);
-    case StmtKind::Mma: return visitMma(s);
-  }
+  if (s) IRDispatch::stmt(*this, s);
 }
 
 void IRVisitor::visitOperands(const Expr& e) {
@@ -68,35 +81,9 @@ void IRVisitor::visitChildren(const Stmt& s) {
   visitBody(s);
 }
 
-Expr IRMutator::mutate(const Expr& e) {
-  switch (e->kind) {
-    case ExprKind::IntImm: return visitIntImm(e);
-    case ExprKind::FloatImm: return visitFloatImm(e);
-    case ExprKind::VarRef: return visitVarRef(e);
-    case ExprKind::Load: return visitLoad(e);
-    case ExprKind::Binary: return visitBinary(e);
-    case ExprKind::Unary: return visitUnary(e);
-    case ExprKind::Select: return visitSelect(e);
-    case ExprKind::Cast: return visitCast(e);
-    case ExprKind::ShuffleXor: return visitShuffleXor(e);
-  }
-  return e;
-}
+Expr IRMutator::mutate(const Expr& e) { return IRDispatch::expr(*this, e); }
 
-Stmt IRMutator::mutate(const Stmt& s) {
-  if (!s) return s;
-  switch (s->kind) {
-    case StmtKind::For: return visitFor(s);
-    case StmtKind::Store: return visitStore(s);
-    case StmtKind::Allocate: return visitAllocate(s);
-    case StmtKind::Let: return visitLet(s);
-    case StmtKind::If: return visitIf(s);
-    case StmtKind::Seq: return visitSeq(s);
-    case StmtKind::Barrier: return visitBarrier(s);
-    case StmtKind::Mma: return visitMma(s);
-  }
-  return s;
-}
+Stmt IRMutator::mutate(const Stmt& s) { return s ? IRDispatch::stmt(*this, s) : s; }
 
 Expr IRMutator::mutateOperands(const Expr& e) {
   std::vector<Expr> ops;

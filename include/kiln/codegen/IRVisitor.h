@@ -22,6 +22,8 @@ namespace kiln::codegen {
 /// the folding builders; leaves are returned as they are.
 Expr withOperands(const Expr& e, const std::vector<Expr>& ops);
 
+struct IRDispatch;  // the one switch over node kinds (IRVisitor.cpp)
+
 class IRVisitor {
  public:
   virtual ~IRVisitor() = default;
@@ -29,6 +31,7 @@ class IRVisitor {
   virtual void visit(const Stmt& s);
 
  protected:
+  friend struct IRDispatch;
   virtual void visitIntImm(const Expr&) {}
   virtual void visitFloatImm(const Expr&) {}
   virtual void visitVarRef(const Expr&) {}
@@ -63,6 +66,7 @@ class IRMutator {
   virtual Stmt mutate(const Stmt& s);
 
  protected:
+  friend struct IRDispatch;
   virtual Expr visitIntImm(const Expr& e) { return e; }
   virtual Expr visitFloatImm(const Expr& e) { return e; }
   virtual Expr visitVarRef(const Expr& e) { return e; }
