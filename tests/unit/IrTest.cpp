@@ -1,6 +1,6 @@
 //===- tests/unit/IrTest.cpp - Unit tests of lib/ir -----------------------===//
 //
-// Graph construction and use lists, the verifier, the text form (exact round
+// Graph construction, use lists and the listener, the verifier, the text form (exact round
 // trips, parse errors), the structural hash and static shape inference.
 //
 //===----------------------------------------------------------------------===//
@@ -306,4 +306,39 @@ TEST_CASE("every op has a schema with a docstring and inference", "[ir][ops]") {
   CHECK(opSchema("Add").pattern == FusionPattern::Broadcast);
   CHECK(opSchema("Reshape").pattern == FusionPattern::Injective);
   CHECK(opSchema("ReduceSum").pattern == FusionPattern::CommReduce);
+}
+
+TEST_CASE("a graph listener hears every change to the graph tree") {
+  struct Recorder final : ir::GraphListener {
+    std::vector<std::string> events;
+    void nodeInserted(ir::Node& n) override { events.push_back("insert " + n.opType()); }
+    void nodeErasing(ir::Node& n) override { events.push_back("erase " + n.opType()); }
+    void nodeMoved(ir::Node& n) override { events.push_back("move " + n.opType()); }
+    void nodeModified(ir::Node& n) override { events.push_back("modify " + n.opType()); }
+    void inputChanged(ir::Node& n, ir::Value* before, ir::Value* after) override {
+      events.push_back("input " + n.opType() + " " + (before ? before->name() : "-") + " -> " + (after ? after->name() : "-"));
+    }
+    void outputChanged(ir::Graph&, ir::Value& v) override { events.push_back("output " + v.name()); }
+    void typeChanged(ir::Value& v) override { events.push_back("type " + v.name()); }
+  };
+  ir::Graph g;
+  Recorder rec;
+  g.setListener(&rec);
+  ir::Value* x = g.addInput("x", ir::Type());
+  ir::Node* relu = g.createNode(ir::opSchema("Relu"), std::vector<ir::Value*>{x}, std::vector<std::string>{"r"});
+  ir::Node* neg = g.createNode(ir::opSchema("Neg"), std::vector<ir::Value*>{x}, std::vector<std::string>{"n"}, "", relu);
+  g.addOutput(relu->output(0));
+  relu->setAttr("note", int64_t(1));
+  relu->output(0)->setType(x->type());
+  relu->setInput(0, neg->output(0));
+  g.moveBefore(neg, nullptr);
+  g.moveBefore(neg, relu);
+  relu->output(0)->replaceAllUsesWith(neg->output(0));
+  g.eraseNode(relu);
+  CHECK(rec.events == std::vector<std::string>{"input Relu - -> x", "insert Relu", "input Neg - -> x", "insert Neg",
+                                               "output r", "modify Relu", "type r", "input Relu x -> n", "move Neg",
+                                               "move Neg", "output r", "output n", "erase Relu"});
+  g.setListener(nullptr);
+  g.createNode(ir::opSchema("Relu"), std::vector<ir::Value*>{x}, 1);
+  CHECK(rec.events.size() == 13);  // a cleared listener hears nothing
 }
