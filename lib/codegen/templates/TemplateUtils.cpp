@@ -151,7 +151,7 @@ Expected<PaddedCopy> borderedCopy(ElementBuilder& el, ScalarType t, int64_t plan
     return forLoop(v, intImm(n), LoopKind::Serial,
                    forLoop(l, intImm(inner), LoopKind::Vectorized, store(copy.buffer, (first + varRef(v)) * inner + varRef(l), value)));
   };
-  KILN_ASSIGN(Expr xv, source(varRef(pc), iy, varRef(q), inner == 1 ? Expr() : varRef(l)));
+  KILN_ASSIGN(Expr xv, source(varRef(pc), iy, varRef(q), inner == 1 ? intImm(0) : varRef(l)));
   std::vector<Stmt> imageRow{pixels(q, width, rowStart + padL, true, xv)};
   if (padL) imageRow.push_back(pixels(px, padL, rowStart, false, border));
   if (padR) imageRow.push_back(pixels(px, padR, rowStart + padL + width, false, border));

@@ -96,8 +96,8 @@ Stmt gemmTileLoops(const GemmBlock& g, Stmt body);
 /// contiguous elements each (1 for NCHW, the channel block for NCHWc), padded
 /// by geo's pads with `border` (zero for a conv, -inf for a max pool) into a
 /// workspace "padded" of planes x hp x wp x inner.
-/// `source(plane, iy, ix, lane)` reads an input element (lane null when
-/// inner is 1). Image rows are copied as vectors between their border columns.
+/// `source(plane, iy, ix, lane)` reads an input element (lane 0 when inner
+/// is 1: a blocked map of one-channel blocks still has the lane index). Image rows are copied as vectors between their border columns.
 struct PaddedCopy {
   Buffer buffer;
   Stmt fill;
