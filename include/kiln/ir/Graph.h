@@ -3,7 +3,8 @@
 // A Graph owns its nodes in a topological order, its input values and the list
 // of its output values. Subgraphs (If/Loop/Scan bodies) know their parent graph
 // and node, and may use values of enclosing graphs (ONNX's implicit capture).
-// Value names are unique across a root graph and all its subgraphs.
+// Value names are unique across a root graph and all its subgraphs. A
+// GraphListener set on a root graph hears every change to its tree.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -33,7 +34,7 @@ class GraphListener {
   virtual void nodeMoved(Node& node) {}
   /// An attribute set or removed.
   virtual void nodeModified(Node& node) {}
-  /// Operand `index` of `user` changed from `before` to `after` (either may be null).
+  /// An operand of `user` changed from `before` to `after` (either may be null).
   virtual void inputChanged(Node& user, Value* before, Value* after) {}
   /// `value` became or stopped being one of `graph`'s outputs.
   virtual void outputChanged(Graph& graph, Value& value) {}
