@@ -18,7 +18,6 @@
 //     shape's fragment).
 //
 //===----------------------------------------------------------------------===//
-#include <functional>
 #include <set>
 
 #include "kiln/codegen/IRVisitor.h"
@@ -28,75 +27,12 @@
 namespace kiln::codegen {
 namespace {
 
-/// The expression rules, operands first: an IRVisitor overriding only the
-/// kinds that have rules. It stops at the first broken rule.
-class ExprChecker final : public IRVisitor {
+/// Statements are checked by one switch (every kind has rules and scope);
+/// expressions by IRVisitor overrides of the kinds that have rules, operands
+/// first, stopping at the first broken rule.
+class Verifier final : public IRVisitor {
  public:
-  using Fail = std::function<Status(const std::string&)>;
-  using Access = std::function<Status(const Buffer&, const Expr&)>;
-  ExprChecker(const Kernel& k, const std::set<const VarDecl*>& vars, Fail fail, Access access)
-      : kernel_(k), vars_(vars), fail_(std::move(fail)), access_(std::move(access)) {}
-
-  Status check(const Expr& e) {
-    status_ = Status::ok();
-    visit(e);
-    return status_;
-  }
-
-  void visit(const Expr& e) override {
-    if (!status_.isOk()) return;
-    if (!e) return note(fail_("missing expression"));
-    IRVisitor::visit(e);
-  }
-  using IRVisitor::visit;
-
- protected:
-  void visitVarRef(const Expr& e) override {
-    if (!vars_.count(e->var.get())) note(fail_("variable %" + e->var->name + " used out of scope"));
-  }
-  void visitLoad(const Expr& e) override {
-    visitOperands(e);
-    if (status_.isOk()) note(access_(e->buffer, e->operands[0]));
-  }
-  void visitBinary(const Expr& e) override {
-    visitOperands(e);
-    if (status_.isOk() && e->operands[0]->type != e->operands[1]->type)
-      note(fail_(std::string("operands of ") + binaryOpName(e->binaryOp) + " differ in type: " + printExpr(e)));
-  }
-  void visitSelect(const Expr& e) override {
-    visitOperands(e);
-    if (!status_.isOk()) return;
-    if (e->operands[0]->type != ScalarType::Bool) return note(fail_("select condition is not bool: " + printExpr(e)));
-    if (e->operands[1]->type != e->operands[2]->type) note(fail_("select arms differ in type: " + printExpr(e)));
-  }
-  void visitShuffleXor(const Expr& e) override {
-    visitOperands(e);
-    if (!status_.isOk()) return;
-    int64_t mask = 0;
-    if (kernel_.target != KernelTarget::Gpu) return note(fail_("warp shuffle in a CPU kernel: " + printExpr(e)));
-    if (!isIntConstant(e->operands[1], &mask) || mask <= 0 || mask >= 32)
-      return note(fail_("warp shuffle lane mask is not a constant in 1..31: " + printExpr(e)));
-    if (e->operands[0]->type == ScalarType::Bool) note(fail_("warp shuffle of a bool: " + printExpr(e)));
-  }
-
- private:
-  void note(Status st) {
-    if (status_.isOk()) status_ = std::move(st);
-  }
-
-  const Kernel& kernel_;
-  const std::set<const VarDecl*>& vars_;
-  Fail fail_;
-  Access access_;
-  Status status_ = Status::ok();
-};
-
-class Verifier {
- public:
-  explicit Verifier(const Kernel& k)
-      : kernel_(k),
-        exprs_(k, vars_, [this](const std::string& msg) { return fail(msg); },
-               [this](const Buffer& b, const Expr& index) { return access(b, index); }) {}
+  explicit Verifier(const Kernel& k) : kernel_(k) {}
 
   Status run() {
     for (const Buffer& b : kernel_.params) {
@@ -119,7 +55,50 @@ class Verifier {
     return Status::ok();
   }
 
-  Status expr(const Expr& e) { return exprs_.check(e); }
+  Status expr(const Expr& e) {
+    exprStatus_ = Status::ok();
+    visit(e);
+    return exprStatus_;
+  }
+
+  void visit(const Expr& e) override {
+    if (!exprStatus_.isOk()) return;
+    if (!e) return note(fail("missing expression"));
+    IRVisitor::visit(e);
+  }
+  using IRVisitor::visit;
+
+  void visitVarRef(const Expr& e) override {
+    if (!vars_.count(e->var.get())) note(fail("variable %" + e->var->name + " used out of scope"));
+  }
+  void visitLoad(const Expr& e) override {
+    visitOperands(e);
+    if (exprStatus_.isOk()) note(access(e->buffer, e->operands[0]));
+  }
+  void visitBinary(const Expr& e) override {
+    visitOperands(e);
+    if (exprStatus_.isOk() && e->operands[0]->type != e->operands[1]->type)
+      note(fail(std::string("operands of ") + binaryOpName(e->binaryOp) + " differ in type: " + printExpr(e)));
+  }
+  void visitSelect(const Expr& e) override {
+    visitOperands(e);
+    if (!exprStatus_.isOk()) return;
+    if (e->operands[0]->type != ScalarType::Bool) return note(fail("select condition is not bool: " + printExpr(e)));
+    if (e->operands[1]->type != e->operands[2]->type) note(fail("select arms differ in type: " + printExpr(e)));
+  }
+  void visitShuffleXor(const Expr& e) override {
+    visitOperands(e);
+    if (!exprStatus_.isOk()) return;
+    int64_t mask = 0;
+    if (kernel_.target != KernelTarget::Gpu) return note(fail("warp shuffle in a CPU kernel: " + printExpr(e)));
+    if (!isIntConstant(e->operands[1], &mask) || mask <= 0 || mask >= 32)
+      return note(fail("warp shuffle lane mask is not a constant in 1..31: " + printExpr(e)));
+    if (e->operands[0]->type == ScalarType::Bool) note(fail("warp shuffle of a bool: " + printExpr(e)));
+  }
+  /// Keeps the first broken expression rule.
+  void note(Status st) {
+    if (exprStatus_.isOk()) exprStatus_ = std::move(st);
+  }
 
   Status access(const Buffer& b, const Expr& index) {
     if (!buffers_.count(b.get())) return fail("buffer %" + b->name + " used out of scope");
@@ -228,7 +207,7 @@ class Verifier {
   std::set<std::string> bufferNames_;
   std::set<const BufferDecl*> buffers_;
   std::set<const VarDecl*> vars_;
-  ExprChecker exprs_;
+  Status exprStatus_ = Status::ok();
 };
 
 }  // namespace

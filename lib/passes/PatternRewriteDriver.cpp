@@ -41,7 +41,7 @@ class Worklist final : public ir::GraphListener {
   Worklist(const Worklist&) = delete;
   Worklist& operator=(const Worklist&) = delete;
 
-  /// Starts recording the rewrite at `node`.
+  /// Starts recording at `node`, the node a rewrite may now change.
   void begin(const ir::Node& node) {
     from_ = position_.at(&node);
     touched_.clear();
@@ -143,6 +143,16 @@ const RewritePattern* firstMatch(const ir::Node& node, const PatternList& patter
   return nullptr;
 }
 
+/// Rewrites at `node` with the first pattern that matches there; false when none does.
+Expected<bool> rewriteAt(ir::Node& node, const PatternList& patterns) {
+  if (isOp(&node, ir::Op::Constant)) return false;
+  for (const auto& p : patterns) {
+    KILN_ASSIGN(bool rewrote, p->matchAndRewrite(node));
+    if (rewrote) return true;
+  }
+  return false;
+}
+
 /// The rewrites of `graph` itself (not its nested graphs).
 Expected<int64_t> rewriteGraph(ir::Graph& graph, const PatternList& patterns, const std::string& pass) {
   int usersRead = 1;
@@ -157,32 +167,26 @@ Expected<int64_t> rewriteGraph(ir::Graph& graph, const PatternList& patterns, co
   const int64_t limit = 64 * (int64_t(graph.numNodes()) + 16);
   int64_t applied = 0;
   for (ir::Node* n = graph.firstNode(); n;) {
-    const RewritePattern* pattern = firstMatch(*n, patterns);
-    if (!pattern) {
-      n = graph.nextNode(n);
-      continue;
-    }
-    if (++applied > limit)
+    if (applied == limit && firstMatch(*n, patterns))
       return makeError(ErrorCode::Internal, pass, " rewrote ", limit, " times without reaching a graph where none of its ",
                        "rules matches (last at node ", n->displayName(), ")")
           .atNode(n->displayName(), n->opType());
     worklist.begin(*n);
-    KILN_TRY(pattern->rewrite(*n));
+    KILN_ASSIGN(bool rewrote, rewriteAt(*n, patterns));
+    if (!rewrote) {
+      n = graph.nextNode(n);
+      continue;
+    }
+    ++applied;
     n = rescan ? graph.firstNode() : worklist.resume();
   }
   return applied;
 }
 
-bool hasSubgraphs(const ir::Graph& graph) {
-  for (const ir::Node* n = graph.firstNode(); n; n = graph.nextNode(n))
-    if (!n->subgraphs().empty()) return true;
-  return false;
-}
-
 }  // namespace
 
 Expected<int64_t> applyPatterns(ir::Graph& graph, const PatternList& patterns, const std::string& pass) {
-  const bool nested = hasSubgraphs(graph);
+  const bool nested = anyNode(graph, [](const ir::Node& n) { return !n.subgraphs().empty(); });
   int64_t total = 0;
   for (bool first = true;; first = false) {
     int64_t inNested = 0;

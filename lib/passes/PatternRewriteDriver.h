@@ -35,6 +35,13 @@ class RewritePattern {
   /// Rewrites at `node`, which matches(): new nodes, replaced values,
   /// erased nodes, through the graph's own operations.
   virtual Status rewrite(ir::Node& node) const = 0;
+  /// Rewrites at `node` when the pattern matches there: true when it did,
+  /// false (the graph left alone) when it does not match. The driver calls this.
+  virtual Expected<bool> matchAndRewrite(ir::Node& node) const {
+    if (!matches(node)) return false;
+    KILN_TRY(rewrite(node));
+    return true;
+  }
   /// How many levels of users past the node a match reads (1: its results'
   /// users), or kAnywhere: the scan starts over at the first node after each
   /// rewrite (a rescan, for patterns that read further than the contract).
@@ -42,8 +49,8 @@ class RewritePattern {
   static constexpr int kAnywhere = -1;
 };
 
-/// A pattern whose match finds a `Match` that its rewrite consumes, so the
-/// rewrite need not search again.
+/// A pattern whose match finds a `Match` that its rewrite consumes: the
+/// driver matches once per visit and applies what it found.
 template <class Match>
 class MatchingPattern : public RewritePattern {
  public:
@@ -55,6 +62,12 @@ class MatchingPattern : public RewritePattern {
     std::optional<Match> m = match(node);
     KILN_CHECK(m.has_value(), "rewrite at a node that does not match");
     return apply(node, *m);
+  }
+  Expected<bool> matchAndRewrite(ir::Node& node) const final {
+    std::optional<Match> m = match(node);
+    if (!m) return false;
+    KILN_TRY(apply(node, *m));
+    return true;
   }
 };
 
