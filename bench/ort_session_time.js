@@ -11,15 +11,9 @@
 // $KILN_ORT_DIR (default <repo>/.deps/ort), as in scripts/ort_reference.js.
 'use strict';
 const path = require('path');
+const { loadOrt } = require('../scripts/ort_common.js');
 
-const ortDir = process.env.KILN_ORT_DIR || path.join(__dirname, '..', '.deps', 'ort');
-let ort;
-try {
-  ort = require(path.join(ortDir, 'node_modules', 'onnxruntime-node'));
-} catch (e) {
-  console.error(`ort_session_time: onnxruntime-node not found in ${ortDir} (run scripts/setup.sh): ${e.message}`);
-  process.exit(3);
-}
+const ort = loadOrt('ort_session_time');
 
 function median(xs) {
   const s = [...xs].sort((a, b) => a - b);

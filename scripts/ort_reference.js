@@ -16,53 +16,9 @@
 const fs = require('fs');
 const os = require('os');
 const path = require('path');
+const { ortDir, loadOrt, readNpy, writeNpy } = require('./ort_common.js');
 
-const ortDir = process.env.KILN_ORT_DIR || path.join(__dirname, '..', '.deps', 'ort');
-let ort;
-try {
-  ort = require(path.join(ortDir, 'node_modules', 'onnxruntime-node'));
-} catch (e) {
-  console.error(`ort_reference: onnxruntime-node not found in ${ortDir} (run scripts/setup.sh): ${e.message}`);
-  process.exit(3);
-}
-
-const NPY_TYPES = {
-  '<f4': ['float32', Float32Array], '<f8': ['float64', Float64Array], '<i8': ['int64', BigInt64Array],
-  '<i4': ['int32', Int32Array], '<i2': ['int16', Int16Array], '|i1': ['int8', Int8Array],
-  '|u1': ['uint8', Uint8Array], '<u2': ['uint16', Uint16Array], '<u4': ['uint32', Uint32Array],
-  '<u8': ['uint64', BigUint64Array], '|b1': ['bool', Uint8Array],
-};
-
-function readNpy(file) {
-  const buf = fs.readFileSync(file);
-  if (buf.toString('latin1', 1, 6) !== 'NUMPY') throw new Error(`${file}: not a .npy file`);
-  const major = buf[6];
-  const headerLen = major === 1 ? buf.readUInt16LE(8) : buf.readUInt32LE(8);
-  const start = major === 1 ? 10 : 12;
-  const header = buf.toString('latin1', start, start + headerLen);
-  const descr = /'descr':\s*'([^']+)'/.exec(header)[1];
-  if (/'fortran_order':\s*True/.test(header)) throw new Error(`${file}: Fortran order is not supported`);
-  const dims = /'shape':\s*\(([^)]*)\)/.exec(header)[1].split(',').map(s => s.trim()).filter(s => s).map(Number);
-  const [type, Ctor] = NPY_TYPES[descr] || [];
-  if (!type) throw new Error(`${file}: unsupported dtype ${descr}`);
-  const bytes = buf.subarray(start + headerLen);
-  const data = new Ctor(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.length));
-  return new ort.Tensor(type, type === 'bool' ? Uint8Array.from(data) : data, dims);
-}
-
-function writeNpy(file, tensor) {
-  const descr = Object.keys(NPY_TYPES).find(k => NPY_TYPES[k][0] === tensor.type);
-  if (!descr) throw new Error(`cannot write ${tensor.type} as .npy`);
-  const shape = tensor.dims.length === 1 ? `(${tensor.dims[0]},)` : `(${tensor.dims.join(', ')})`;
-  let header = `{'descr': '${descr}', 'fortran_order': False, 'shape': ${shape}, }`;
-  header += ' '.repeat((64 - ((10 + header.length + 1) % 64)) % 64) + '\n';
-  const pre = Buffer.alloc(10);
-  pre.write('\x93NUMPY', 0, 'latin1');
-  pre[6] = 1; pre[7] = 0;
-  pre.writeUInt16LE(header.length, 8);
-  const data = tensor.type === 'bool' ? Uint8Array.from(tensor.data, b => (b ? 1 : 0)) : tensor.data;
-  fs.writeFileSync(file, Buffer.concat([pre, Buffer.from(header, 'latin1'), Buffer.from(data.buffer, data.byteOffset, data.byteLength)]));
-}
+const ort = loadOrt('ort_reference');
 
 // The definitions of kiln/support/Statistics.h: drop samples further than
 // `sigmas` population standard deviations from the mean (once), then
@@ -111,7 +67,7 @@ async function main() {
   const shapes = {};
   for (const name of session.inputNames) {
     if (!opts.inputs[name]) throw new Error(`input '${name}' has no --input file`);
-    feeds[name] = readNpy(opts.inputs[name]);
+    feeds[name] = readNpy(opts.inputs[name], ort);
     shapes[name] = feeds[name].dims.map(Number);
   }
   let results;

@@ -256,8 +256,11 @@ std::string machine() {
   return "unknown CPU";
 }
 
+/// What the report says the suite is; "" describes the ONNX backend node suite.
+std::string suiteDescription;
+
 void writeReport(const std::string& path, const std::vector<CaseResult>& results,
-                 const std::map<std::string, std::string>& expected) {
+                 const std::map<std::string, std::string>& expected, const std::string& command) {
   size_t pass = 0, fail = 0, unsup = 0;
   std::map<std::string, std::array<int, 3>> perOp;
   for (const auto& r : results) {
@@ -266,15 +269,18 @@ void writeReport(const std::string& path, const std::vector<CaseResult>& results
     for (const auto& op : r.ops) perOp[op][size_t(k)]++;
   }
   std::ofstream out(path);
-  out << "# ONNX conformance\n\n"
-      << "The ONNX backend node test suite (" << results.size()
-      << " cases, generated from Debian's python3-onnx 1.12) run through kiln's importer and reference "
-         "interpreter, compared with the expected outputs (rtol 1e-3, atol 1e-5; integers exactly). Each case "
-         "is also printed as text IR and parsed back (must be identical) and exported to ONNX (must pass "
-         "onnx::checker), re-imported and run again.\n\n"
-      << "Generated " << utcDate() << " on " << machine() << ". "
-      << "Regenerate with `build/tests/conformance/kiln-conformance --suite build/onnx-node-tests/node "
-         "--expected-failures tests/conformance/expected_failures.txt --report docs/conformance.md`.\n\n"
+  std::string what = suiteDescription.empty()
+                         ? "The ONNX backend node test suite (" + std::to_string(results.size()) +
+                               " cases, generated from Debian's python3-onnx 1.12)"
+                         : suiteDescription + " (" + std::to_string(results.size()) + " cases)";
+  out << "# ONNX conformance" << (targetCpu ? " on the CPU target" : "") << "\n\n"
+      << what << " run through kiln's importer and "
+      << (targetCpu ? "the CPU target (the -O3 pipeline, generated kernels, LLVM)" : "reference interpreter")
+      << ", compared with the expected outputs (rtol 1e-3, atol 1e-5; integers exactly)."
+      << (targetCpu ? ""
+                    : " Each case is also printed as text IR and parsed back (must be identical) and exported to "
+                      "ONNX (must pass onnx::checker), re-imported and run again.")
+      << "\n\nGenerated " << utcDate() << " on " << machine() << ". Regenerate with `" << command << "`.\n\n"
       << "| | cases | share |\n|---|---|---|\n";
   auto pct = [&](size_t n) {
     std::ostringstream s;
@@ -302,6 +308,7 @@ int main(int argc, char** argv) {
   app.add_option("--report", report, "Write a markdown report to this file");
   app.add_option("--filter", filter, "Only run cases whose name matches this regex");
   app.add_flag("-v,--verbose", verbose, "Print every case");
+  app.add_option("--description", suiteDescription, "What the report calls the suite (default: the ONNX backend node suite)");
   std::string target = "interpreter";
   app.add_option("--target", target, "Run cases on: interpreter, or cpu (compiled code)")
       ->default_val("interpreter")
@@ -345,6 +352,10 @@ int main(int argc, char** argv) {
     std::cout << "cpu target: " << pass - host << " passing cases ran entirely as generated kernels, " << host
               << " with host steps (reference kernels for extern ops or data-dependent shapes)\n";
   }
-  if (!report.empty()) writeReport(report, results, expected);
+  if (!report.empty()) {
+    std::string command = "build/tests/conformance/kiln-conformance";
+    for (int i = 1; i < argc; ++i) command += std::string(" ") + (std::string(argv[i]).find(' ') != std::string::npos ? "'" + std::string(argv[i]) + "'" : argv[i]);
+    writeReport(report, results, expected, command);
+  }
   return unexpected == 0 ? 0 : 1;
 }

@@ -56,7 +56,7 @@ def main():
     save_bytes("malformed_truncated.onnx", good[: len(good) // 2], "KE1001", "truncated or corrupt")
     save("malformed_no_graph.onnx", onnx.ModelProto(), "KE1001", substring="has no graph", check=False)
     # KE1002: opsets kiln does not import.
-    save("opset_too_new.onnx", relu_model(opset=21), "KE1002", substring="opset 21", check=False)
+    save("opset_too_new.onnx", relu_model(opset=27), "KE1002", substring="opset 27", check=False)
     m = relu_model()
     del m.opset_import[:]
     save("opset_missing.onnx", m, "KE1002", substring="no opset_import", check=False)
@@ -66,7 +66,18 @@ def main():
     m = model([helper.make_node("FusedConv", ["x"], ["y"], name="fused", domain="com.microsoft")], [X], [Y])
     m.opset_import.append(helper.make_opsetid("com.microsoft", 1))
     save("op_custom_domain.onnx", m, "KE1003", "fused", "domain 'com.microsoft'", check=False)
+    save("op_version_unsupported.onnx",
+         model([helper.make_node("Col2Im", ["x", "s", "b"], ["y"], name="col2im")], [vi("x", [1, 4, 4])],
+               [vi("y", [1, 1, 3, 3])], [numpy_helper.from_array(np.array([3, 3], np.int64), "s"),
+                                         numpy_helper.from_array(np.array([2, 2], np.int64), "b")], opset=18),
+         "KE1003", "col2im", "'Col2Im' version 18 is not supported", check=False)
+    save("op_axes_at_run_time.onnx",
+         model([helper.make_node("ReduceMean", ["x", "axes"], ["y"], name="mean")],
+               [X, vi("axes", [1], TensorProto.INT64)], [vi("y", [2, 1])], opset=18),
+         "KE1003", "mean", "input 'axes' must be known at import", check=False)
     # KE1004: broken graphs.
+    save("op_before_its_opset.onnx", model([helper.make_node("Mish", ["x"], ["y"], name="mish")], [X], [Y], opset=17),
+         "KE1004", "mish", "'Mish' exists from opset 18 on", check=False)
     save("graph_undefined_input.onnx", model([helper.make_node("Relu", ["nowhere"], ["y"], name="relu")], [X], [Y]),
          "KE1004", "relu", "input 'nowhere' is not defined", check=False)
     save("graph_duplicate_value.onnx",

@@ -114,6 +114,14 @@ class FunctionEmitter {
     llvm::Function* f = llvm::Intrinsic::getDeclaration(&m_, id, {operands[0]->getType()});
     return b_.CreateCall(f, operands);
   }
+  /// a / c without the reassociation flag: with it, LLVM folds sin(x) / cos(x)
+  /// into a call of tanf that it also emits for vector operands, where it
+  /// returns wrong lanes.
+  Value* exactDivision(Value* a, Value* c) {
+    Value* q = b_.CreateFDiv(a, c);
+    if (auto* i = llvm::dyn_cast<llvm::Instruction>(q)) i->setHasAllowReassoc(false);
+    return q;
+  }
   /// A libm function of one double (erf, tanh), lane by lane for vectors.
   Value* libmCall(const char* name, Value* x) {
     llvm::Type* scalar = x->getType()->getScalarType();
@@ -250,7 +258,7 @@ Value* FunctionEmitter::binaryOp(const ExprNode& e, Value* a, Value* c) {
     case BinaryOp::Add: return fl ? b_.CreateFAdd(a, c) : b_.CreateAdd(a, c, "", false, true);
     case BinaryOp::Sub: return fl ? b_.CreateFSub(a, c) : b_.CreateSub(a, c, "", false, true);
     case BinaryOp::Mul: return fl ? b_.CreateFMul(a, c) : b_.CreateMul(a, c, "", false, true);
-    case BinaryOp::Div: return fl ? b_.CreateFDiv(a, c) : (uns ? b_.CreateUDiv(a, c) : b_.CreateSDiv(a, c));
+    case BinaryOp::Div: return fl ? exactDivision(a, c) : (uns ? b_.CreateUDiv(a, c) : b_.CreateSDiv(a, c));
     case BinaryOp::FloorDiv: case BinaryOp::FloorMod: {
       bool div = e.binaryOp == BinaryOp::FloorDiv;
       if (fl) {

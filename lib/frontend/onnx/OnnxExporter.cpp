@@ -136,7 +136,7 @@ Expected<std::string> exportOnnxBytes(const ir::Module& module) {
   if (!module.name.empty()) model.mutable_graph()->set_name(module.name);
   auto* opset = model.add_opset_import();
   opset->set_domain("");
-  opset->set_version(kMaxOpset);
+  opset->set_version(kIrOpset);
   if (ex.usesTrainingDomain()) {
     auto* t = model.add_opset_import();
     t->set_domain("ai.onnx.preview.training");

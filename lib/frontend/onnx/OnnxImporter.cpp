@@ -19,6 +19,7 @@
 #include <unordered_set>
 
 #include "InitializerSplit.h"
+#include "NewerOpsetForms.h"
 #include "OnnxProtoUtils.h"
 #include "OpsetNormalizer.h"
 #include "kiln/ir/OpSchema.h"
@@ -134,6 +135,7 @@ class Importer final : public DraftBuilder {
     KILN_ASSIGN(ir::Node * n, createNode(d, *current_, opsets_[""]));
     return n->output(0);
   }
+  const Tensor* knownValue(const ir::Value* v) const override { return inferencer_.knownValue(v); }
 
  private:
   std::string freshName(const std::string& base) {
@@ -398,8 +400,13 @@ class Importer final : public DraftBuilder {
     d.opType = np.op_type();
     d.domain = domain;
     d.name = np.name();
+    std::optional<NewerOpVersion> newer = domain.empty() ? newerOpVersion(d.opType, opset) : std::nullopt;
     std::string probe = d.opType == "Upsample" ? "Resize" : d.opType == "Scatter" ? "ScatterElements" : d.opType;
-    if (!ir::OpRegistry::global().find(domain, probe)) {
+    if (!newer && !ir::OpRegistry::global().find(domain, probe)) {
+      if (int since = domain.empty() ? firstNewerVersion(d.opType) : 0)
+        return located(Error(ErrorCode::OnnxInvalidGraph, "op '" + d.opType + "' exists from opset " +
+                                                              std::to_string(since) + " on; the model imports opset " +
+                                                              std::to_string(opset)));
       std::string where = domain.empty() ? "" : " (domain '" + domain + "')";
       return located(Error(ErrorCode::OnnxUnsupportedOp, "op '" + np.op_type() + "'" + where + " is not supported by kiln"));
     }
@@ -422,7 +429,8 @@ class Importer final : public DraftBuilder {
     while (!d.outputs.empty() && d.outputs.back().empty()) d.outputs.pop_back();
     current_ = &g;
     currentName_ = np.name().empty() ? displayName(np) : np.name();  // after nested subgraph imports
-    Status s = normalizeDraft(d, opsetOf(""), *this);
+    Status s = newer ? normalizeNewerForm(d, *newer, *this) : Status::ok();
+    if (s.isOk()) s = normalizeDraft(d, opsetOf(""), *this);
     if (!s.isOk()) return located(std::move(s).error());
     auto node = createNode(d, g, opset);
     if (!node) return located(std::move(node).error());

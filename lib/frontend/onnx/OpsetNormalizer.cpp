@@ -62,11 +62,6 @@ namespace {
 
 Error legacyError(const std::string& msg) { return Error(ErrorCode::BadAttribute, msg); }
 
-/// Ensures the draft has at least `n` input slots.
-void growInputs(NodeDraft& d, size_t n) {
-  if (d.inputs.size() < n) d.inputs.resize(n, nullptr);
-}
-
 /// Moves an ints attribute into input slot `slot` as an i64 constant (absent: left empty).
 Status intsAttrToInput(NodeDraft& d, const char* attrName, size_t slot, DraftBuilder& b, bool required) {
   KILN_ASSIGN(auto a, d.takeAs(attrName, ir::AttrKind::Ints));
@@ -77,16 +72,6 @@ Status intsAttrToInput(NodeDraft& d, const char* attrName, size_t slot, DraftBui
   growInputs(d, slot + 1);
   KILN_ASSIGN(d.inputs[slot], b.constant(Tensor::fromVector<int64_t>({int64_t(a->ints().size())}, a->ints())));
   return Status::ok();
-}
-
-/// A scalar constant of `dtype` holding `v`.
-Tensor scalarOf(DType dtype, double v) { return Tensor::scalar<double>(v).castTo(dtype); }
-
-Expected<DType> inputDType(const NodeDraft& d, size_t i) {
-  if (i >= d.inputs.size() || !d.inputs[i] || !d.inputs[i]->type().isTensor() ||
-      d.inputs[i]->type().tensor().dtype() == DType::Undefined)
-    return Error(ErrorCode::ShapeMismatch, "the element type of input " + std::to_string(i) + " is unknown");
-  return d.inputs[i]->type().tensor().dtype();
 }
 
 Status normalizeConstant(NodeDraft& d) {
@@ -155,6 +140,35 @@ Status normalizeUpsample(NodeDraft& d, int64_t opset, DraftBuilder& b) {
 }
 
 }  // namespace
+
+void growInputs(NodeDraft& d, size_t n) {
+  if (d.inputs.size() < n) d.inputs.resize(n, nullptr);
+}
+
+Tensor scalarOf(DType dtype, double v) { return Tensor::scalar<double>(v).castTo(dtype); }
+
+Expected<DType> inputDType(const NodeDraft& d, size_t i) {
+  if (i >= d.inputs.size() || !d.inputs[i] || !d.inputs[i]->type().isTensor() ||
+      d.inputs[i]->type().tensor().dtype() == DType::Undefined)
+    return Error(ErrorCode::ShapeMismatch, "the element type of input " + std::to_string(i) + " is unknown");
+  return d.inputs[i]->type().tensor().dtype();
+}
+
+Expected<std::vector<int64_t>> knownInputInts(const NodeDraft& d, size_t i, const DraftBuilder& b, const char* what) {
+  const Tensor* t = i < d.inputs.size() && d.inputs[i] ? b.knownValue(d.inputs[i]) : nullptr;
+  if (!t || !isInteger(t->dtype()))
+    return Error(ErrorCode::OnnxUnsupportedOp,
+                 std::string("input '") + what + "' must be known at import (a constant or computed from constants)");
+  return t->toInt64s();
+}
+
+Expected<Dims> staticInputDims(const NodeDraft& d, size_t i, const char* why) {
+  const ir::Value* v = i < d.inputs.size() ? d.inputs[i] : nullptr;
+  if (!v || !v->type().isTensor() || !v->type().tensor().hasRank() || !v->type().tensor().isStatic())
+    return Error(ErrorCode::ShapeMismatch, "input " + std::to_string(i) + " needs a static shape " + why +
+                                               " (give the model's dynamic dims with --shape)");
+  return v->type().tensor().dims();
+}
 
 Status normalizeDraft(NodeDraft& d, int64_t opset, DraftBuilder& b) {
   if (!d.domain.empty() && d.domain != "ai.onnx") return Status::ok();

@@ -45,9 +45,22 @@ class DraftBuilder {
   /// A single-result node; returns its result.
   virtual Expected<ir::Value*> node(const std::string& opType, std::vector<ir::Value*> inputs,
                                     std::vector<std::pair<std::string, ir::Attribute>> attrs) = 0;
+  /// The value of `v` when it is a constant or follows from constants; else null.
+  virtual const Tensor* knownValue(const ir::Value* v) const = 0;
 };
 
 /// Rewrites `draft` (of default-domain opset `opset`) into its opset-17 form.
 Status normalizeDraft(NodeDraft& draft, int64_t opset, DraftBuilder& builder);
+
+/// Ensures the draft has at least `n` input slots.
+void growInputs(NodeDraft& d, size_t n);
+/// A scalar constant of `dtype` holding `v`.
+Tensor scalarOf(DType dtype, double v);
+/// The element type of input `i` (an error when it is absent or unknown).
+Expected<DType> inputDType(const NodeDraft& d, size_t i);
+/// Input `i` as integers; it must be known at import (a constant or computed from constants).
+Expected<std::vector<int64_t>> knownInputInts(const NodeDraft& d, size_t i, const DraftBuilder& b, const char* what);
+/// The static dims of input `i` (an error naming `why` when its shape is not static).
+Expected<Dims> staticInputDims(const NodeDraft& d, size_t i, const char* why);
 
 }  // namespace kiln::onnx

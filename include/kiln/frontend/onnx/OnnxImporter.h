@@ -22,9 +22,12 @@
 namespace kiln::onnx {
 
 /// Default-domain opsets kiln is designed for: every supported op's forms in
-/// this range are normalised to opset 17.
+/// this range are normalised to their opset-17 form (kIrOpset), the form the
+/// IR holds and the exporter writes. kMaxOpset is the newest opset ONNX
+/// Runtime 1.30 loads; an op version kiln does not know is refused by name.
 inline constexpr int64_t kMinOpset = 7;
-inline constexpr int64_t kMaxOpset = 17;
+inline constexpr int64_t kIrOpset = 17;
+inline constexpr int64_t kMaxOpset = 26;
 /// Older opsets import too when a node's op has the same form as in opset 7
 /// (a form that changed shows up as an unknown attribute: a clear error).
 inline constexpr int64_t kOldestOpset = 1;

@@ -1,0 +1,253 @@
+//===- lib/frontend/onnx/FunctionExpansions.cpp - Newer ops as opset-17 ops -===//
+//
+// Ops that ONNX added from opset 18 on and defines by a function body, written
+// at import as the opset-17 ops of that body, so that kiln's passes see the
+// patterns they already recognise (recognize-gelu fuses the erf form back into
+// one kernel, layer-norm-like reductions fuse as usual):
+//   Mish(x)            = x * tanh(softplus(x))
+//   Gelu(x)            = x * (1 + erf(x / sqrt 2)) * 0.5, or its tanh form
+//   Swish(x; alpha)    = x * sigmoid(alpha x)
+//   RMSNormalization   = x / sqrt(mean(x^2 over axis..) + eps) * scale
+//   GroupNormalization = InstanceNormalization over [N, G, -1], then (21)
+//                        per-channel scale and bias
+//   CenterCropPad      = Slice and Pad around the centre (static shapes)
+//
+//===----------------------------------------------------------------------===//
+#include <cmath>
+
+#include "NewerOpsetForms.h"
+
+namespace kiln::onnx {
+namespace {
+
+/// The op's first input (the schema check comes after expansion).
+Expected<ir::Value*> firstInput(const NodeDraft& d) {
+  if (d.inputs.empty() || !d.inputs[0]) return Error(ErrorCode::BadAttribute, d.opType + " needs an input");
+  return d.inputs[0];
+}
+
+/// Turns the draft into the binary op `op`(a, c), the expansion's last node.
+Status finishAs(NodeDraft& d, const char* op, ir::Value* a, ir::Value* c) {
+  d.opType = op;
+  d.inputs = {a, c};
+  d.attrs.clear();
+  return Status::ok();
+}
+
+Expected<ir::Value*> scalar(DraftBuilder& b, DType dt, double v) { return b.constant(scalarOf(dt, v)); }
+
+Expected<ir::Value*> ints(DraftBuilder& b, const std::vector<int64_t>& v) {
+  return b.constant(Tensor::fromVector<int64_t>({int64_t(v.size())}, v));
+}
+
+Expected<float> floatAttr(NodeDraft& d, const char* name, float dflt) {
+  KILN_ASSIGN(auto a, d.takeAs(name, ir::AttrKind::Float));
+  return a ? a->f() : dflt;
+}
+
+Expected<int64_t> intAttr(NodeDraft& d, const char* name, int64_t dflt) {
+  KILN_ASSIGN(auto a, d.takeAs(name, ir::AttrKind::Int));
+  return a ? a->i() : dflt;
+}
+
+Expected<int64_t> rankOf(const NodeDraft& d) {
+  const ir::Value* x = d.inputs.empty() ? nullptr : d.inputs[0];
+  if (!x || !x->type().isTensor() || !x->type().tensor().hasRank())
+    return Error(ErrorCode::ShapeMismatch, d.opType + " needs the rank of its input");
+  return x->type().tensor().rank();
+}
+
+/// The type the statistics are computed in: f32 for narrower inputs when stash_type is 1.
+DType stashDType(DType dt, int64_t stash) { return stash == 1 && dt != DType::F64 ? DType::F32 : dt; }
+
+Expected<ir::Value*> castIfNeeded(DraftBuilder& b, ir::Value* x, DType from, DType to) {
+  if (from == to) return x;
+  return b.node("Cast", {x}, {{"to", ir::Attribute(int64_t(onnxDTypeCode(to)))}});
+}
+
+/// A rank-1 constant of `n` copies of `v`.
+Expected<ir::Value*> filled(DraftBuilder& b, DType dt, int64_t n, double v) {
+  return b.constant(Tensor::fromVector<double>({n}, std::vector<double>(size_t(n), v)).castTo(dt));
+}
+
+}  // namespace
+
+Status expandMish(NodeDraft& d, DraftBuilder& b) {
+  KILN_ASSIGN(ir::Value* x, firstInput(d));
+  KILN_ASSIGN(ir::Value* sp, b.node("Softplus", {x}, {}));
+  KILN_ASSIGN(ir::Value* th, b.node("Tanh", {sp}, {}));
+  return finishAs(d, "Mul", x, th);
+}
+
+Status expandGelu(NodeDraft& d, DraftBuilder& b) {
+  KILN_ASSIGN(auto approx, d.takeAs("approximate", ir::AttrKind::String));
+  std::string form = approx ? approx->s() : "none";
+  if (form != "none" && form != "tanh")
+    return Error(ErrorCode::BadAttribute, "approximate must be 'none' or 'tanh', got '" + form + "'");
+  KILN_ASSIGN(ir::Value* x, firstInput(d));
+  KILN_ASSIGN(DType dt, inputDType(d, 0));
+  KILN_ASSIGN(ir::Value* one, scalar(b, dt, 1.0));
+  KILN_ASSIGN(ir::Value* half, scalar(b, dt, 0.5));
+  ir::Value* inner = nullptr;
+  if (form == "none") {
+    KILN_ASSIGN(ir::Value* sqrt2, scalar(b, dt, std::sqrt(2.0)));
+    KILN_ASSIGN(ir::Value* scaled, b.node("Div", {x, sqrt2}, {}));
+    KILN_ASSIGN(inner, b.node("Erf", {scaled}, {}));
+  } else {
+    KILN_ASSIGN(ir::Value* x2, b.node("Mul", {x, x}, {}));
+    KILN_ASSIGN(ir::Value* x3, b.node("Mul", {x2, x}, {}));
+    KILN_ASSIGN(ir::Value* k, scalar(b, dt, 0.044715));
+    KILN_ASSIGN(ir::Value* kx3, b.node("Mul", {x3, k}, {}));
+    KILN_ASSIGN(ir::Value* sum, b.node("Add", {x, kx3}, {}));
+    KILN_ASSIGN(ir::Value* c, scalar(b, dt, std::sqrt(2.0 / M_PI)));
+    KILN_ASSIGN(ir::Value* arg, b.node("Mul", {sum, c}, {}));
+    KILN_ASSIGN(inner, b.node("Tanh", {arg}, {}));
+  }
+  KILN_ASSIGN(ir::Value* plus1, b.node("Add", {inner, one}, {}));
+  KILN_ASSIGN(ir::Value* xs, b.node("Mul", {x, plus1}, {}));
+  return finishAs(d, "Mul", xs, half);
+}
+
+Status expandSwish(NodeDraft& d, DraftBuilder& b) {
+  KILN_ASSIGN(float alpha, floatAttr(d, "alpha", 1.0f));
+  KILN_ASSIGN(ir::Value* x, firstInput(d));
+  ir::Value* arg = x;
+  if (alpha != 1.0f) {
+    KILN_ASSIGN(DType dt, inputDType(d, 0));
+    KILN_ASSIGN(ir::Value* a, scalar(b, dt, alpha));
+    KILN_ASSIGN(arg, b.node("Mul", {x, a}, {}));
+  }
+  KILN_ASSIGN(ir::Value* s, b.node("Sigmoid", {arg}, {}));
+  return finishAs(d, "Mul", x, s);
+}
+
+Status expandRmsNormalization(NodeDraft& d, DraftBuilder& b) {
+  KILN_ASSIGN(int64_t axis, intAttr(d, "axis", -1));
+  KILN_ASSIGN(float eps, floatAttr(d, "epsilon", 1e-5f));
+  KILN_ASSIGN(int64_t stash, intAttr(d, "stash_type", 1));
+  KILN_ASSIGN(int64_t rank, rankOf(d));
+  if (axis < -rank || axis >= rank) return Error(ErrorCode::BadAttribute, "axis is out of range");
+  if (axis < 0) axis += rank;
+  if (d.inputs.size() != 2 || !d.inputs[1]) return Error(ErrorCode::BadAttribute, "RMSNormalization takes X and scale");
+  KILN_ASSIGN(DType dt, inputDType(d, 0));
+  std::vector<int64_t> axes;
+  for (int64_t a = axis; a < rank; ++a) axes.push_back(a);
+  DType ct = stashDType(dt, stash);
+  KILN_ASSIGN(ir::Value* x, castIfNeeded(b, d.inputs[0], dt, ct));
+  KILN_ASSIGN(ir::Value* sq, b.node("Mul", {x, x}, {}));
+  KILN_ASSIGN(ir::Value* mean, b.node("ReduceMean", {sq}, {{"axes", ir::Attribute(axes)}, {"keepdims", ir::Attribute(int64_t(1))}}));
+  KILN_ASSIGN(ir::Value* e, scalar(b, ct, eps));
+  KILN_ASSIGN(ir::Value* var, b.node("Add", {mean, e}, {}));
+  KILN_ASSIGN(ir::Value* rms, b.node("Sqrt", {var}, {}));
+  KILN_ASSIGN(ir::Value* norm, b.node("Div", {x, rms}, {}));
+  KILN_ASSIGN(norm, castIfNeeded(b, norm, ct, dt));
+  return finishAs(d, "Mul", norm, d.inputs[1]);
+}
+
+namespace {
+
+/// X normalised over each of `groups` groups of channels: [N, G, -1], then back to X's shape.
+Expected<ir::Value*> groupNormalized(DraftBuilder& b, ir::Value* x, int64_t groups, float eps, ir::Value* scale,
+                                     ir::Value* bias) {
+  KILN_ASSIGN(ir::Value* shape3, ints(b, {0, groups, -1}));
+  KILN_ASSIGN(ir::Value* grouped, b.node("Reshape", {x, shape3}, {}));
+  KILN_ASSIGN(ir::Value* norm, b.node("InstanceNormalization", {grouped, scale, bias}, {{"epsilon", ir::Attribute(eps)}}));
+  KILN_ASSIGN(ir::Value* shape, b.node("Shape", {x}, {}));
+  return b.node("Reshape", {norm, shape}, {});
+}
+
+Expected<int64_t> groupCount(NodeDraft& d) {
+  KILN_ASSIGN(auto g, d.takeAs("num_groups", ir::AttrKind::Int));
+  if (!g) return Error(ErrorCode::BadAttribute, "required attribute 'num_groups' is missing");
+  if (g->i() < 1) return Error(ErrorCode::BadAttribute, "num_groups must be positive");
+  if (d.inputs.size() != 3 || !d.inputs[1] || !d.inputs[2])
+    return Error(ErrorCode::BadAttribute, "GroupNormalization takes X, scale and bias");
+  return g->i();
+}
+
+}  // namespace
+
+Status expandGroupNormalization18(NodeDraft& d, DraftBuilder& b) {
+  KILN_ASSIGN(int64_t groups, groupCount(d));
+  KILN_ASSIGN(float eps, floatAttr(d, "epsilon", 1e-5f));
+  KILN_ASSIGN(ir::Value* y, groupNormalized(b, d.inputs[0], groups, eps, d.inputs[1], d.inputs[2]));
+  d.opType = "Identity";
+  d.inputs = {y};
+  d.attrs.clear();
+  return Status::ok();
+}
+
+Status expandGroupNormalization21(NodeDraft& d, DraftBuilder& b) {
+  KILN_ASSIGN(int64_t groups, groupCount(d));
+  KILN_ASSIGN(float eps, floatAttr(d, "epsilon", 1e-5f));
+  KILN_ASSIGN(int64_t stash, intAttr(d, "stash_type", 1));
+  KILN_ASSIGN(int64_t rank, rankOf(d));
+  if (rank < 3) return Error(ErrorCode::ShapeMismatch, "GroupNormalization needs an input of rank 3 or more");
+  KILN_ASSIGN(DType dt, inputDType(d, 0));
+  DType ct = stashDType(dt, stash);
+  KILN_ASSIGN(ir::Value* x, castIfNeeded(b, d.inputs[0], dt, ct));
+  KILN_ASSIGN(ir::Value* ones, filled(b, ct, groups, 1.0));
+  KILN_ASSIGN(ir::Value* zeros, filled(b, ct, groups, 0.0));
+  KILN_ASSIGN(ir::Value* norm, groupNormalized(b, x, groups, eps, ones, zeros));
+  KILN_ASSIGN(norm, castIfNeeded(b, norm, ct, dt));
+  std::vector<int64_t> perChannel(size_t(rank - 1), 1);
+  perChannel[0] = -1;
+  KILN_ASSIGN(ir::Value* shape, ints(b, perChannel));
+  KILN_ASSIGN(ir::Value* scale, b.node("Reshape", {d.inputs[1], shape}, {}));
+  KILN_ASSIGN(ir::Value* bias, b.node("Reshape", {d.inputs[2], shape}, {}));
+  KILN_ASSIGN(ir::Value* scaled, b.node("Mul", {norm, scale}, {}));
+  return finishAs(d, "Add", scaled, bias);
+}
+
+Status expandCenterCropPad(NodeDraft& d, DraftBuilder& b) {
+  KILN_ASSIGN(Dims dims, staticInputDims(d, 0, "to crop or pad it around the centre"));
+  KILN_ASSIGN(std::vector<int64_t> target, knownInputInts(d, 1, b, "shape"));
+  KILN_ASSIGN(auto axesAttr, d.takeAs("axes", ir::AttrKind::Ints));
+  int64_t rank = int64_t(dims.size());
+  std::vector<int64_t> axes;
+  if (axesAttr) {
+    for (int64_t a : axesAttr->ints()) {
+      if (a < -rank || a >= rank) return Error(ErrorCode::BadAttribute, "axis " + std::to_string(a) + " is out of range");
+      axes.push_back(a < 0 ? a + rank : a);
+    }
+  } else {
+    for (int64_t a = 0; a < rank; ++a) axes.push_back(a);
+  }
+  if (target.size() != axes.size())
+    return Error(ErrorCode::ShapeMismatch, "shape has " + std::to_string(target.size()) + " dims for " +
+                                               std::to_string(axes.size()) + " axes");
+  std::vector<int64_t> starts, ends, sliceAxes, pads(size_t(2 * rank), 0);
+  bool pad = false;
+  for (size_t k = 0; k < axes.size(); ++k) {
+    int64_t in = dims[size_t(axes[k])], out = target[k];
+    if (out < 0) return Error(ErrorCode::ShapeMismatch, "shape holds a negative dim");
+    if (in > out) {
+      sliceAxes.push_back(axes[k]);
+      starts.push_back((in - out) / 2);
+      ends.push_back((in - out) / 2 + out);
+    } else if (in < out) {
+      pad = true;
+      pads[size_t(axes[k])] = (out - in) / 2;
+      pads[size_t(axes[k] + rank)] = out - in - (out - in) / 2;
+    }
+  }
+  ir::Value* y = d.inputs[0];
+  if (!sliceAxes.empty()) {
+    KILN_ASSIGN(ir::Value* s, ints(b, starts));
+    KILN_ASSIGN(ir::Value* e, ints(b, ends));
+    KILN_ASSIGN(ir::Value* a, ints(b, sliceAxes));
+    KILN_ASSIGN(y, b.node("Slice", {y, s, e, a}, {}));
+  }
+  d.attrs.clear();
+  if (pad) {
+    KILN_ASSIGN(ir::Value* p, ints(b, pads));
+    d.opType = "Pad";
+    d.inputs = {y, p};
+  } else {
+    d.opType = "Identity";
+    d.inputs = {y};
+  }
+  return Status::ok();
+}
+
+}  // namespace kiln::onnx

@@ -1,0 +1,365 @@
+//===- lib/frontend/onnx/NewerOpsetForms.cpp - Op forms of opset 18 on -----===//
+//
+// The table of op versions from opset 18 to 26 (ONNX's operator_sets.h and
+// release notes: 18 with ONNX 1.13, ... 26 with 1.21) and the rewrites that
+// bring them into their opset-17 form:
+//   Reduce*-18/20: the axes input becomes the attribute (noop_with_empty_axes
+//     with no axes reduces each element alone: |x|, log x, x^2 or x); Pad-18+: the axes input becomes full pads;
+//   Split-18: num_outputs becomes equal or ceil-sized parts; Resize-18/19:
+//     axes widen scales/sizes/roi to every dim; DFT-20: the axis input becomes
+//     the attribute; GridSample-20: linear/cubic are bilinear/bicubic;
+//   Cast/Quantize/Dequantize-19+, AveragePool-19, LpPool-18: new attributes at
+//     their defaults are dropped, other values are refused.
+//
+//===----------------------------------------------------------------------===//
+#include "NewerOpsetForms.h"
+
+#include <algorithm>
+#include <array>
+
+namespace kiln::onnx {
+namespace {
+
+Error refuse(const NodeDraft& d, const std::string& what) {
+  return Error(ErrorCode::OnnxUnsupportedOp, d.opType + ": " + what + " is not supported by kiln");
+}
+
+/// Drops an int attribute that must hold `expected` (refused otherwise).
+Status dropIntAt(NodeDraft& d, const char* name, int64_t expected) {
+  KILN_ASSIGN(auto a, d.takeAs(name, ir::AttrKind::Int));
+  if (a && a->i() != expected) return refuse(d, std::string(name) + "=" + std::to_string(a->i()));
+  return Status::ok();
+}
+
+/// Drops an ints attribute whose entries must all be 1 (dilations).
+Status dropUnitInts(NodeDraft& d, const char* name) {
+  KILN_ASSIGN(auto a, d.takeAs(name, ir::AttrKind::Ints));
+  if (a && std::any_of(a->ints().begin(), a->ints().end(), [](int64_t v) { return v != 1; }))
+    return refuse(d, std::string(name) + " other than 1");
+  return Status::ok();
+}
+
+Expected<int64_t> inputRank(const NodeDraft& d, size_t i) {
+  const ir::Value* v = i < d.inputs.size() ? d.inputs[i] : nullptr;
+  if (!v || !v->type().isTensor() || !v->type().tensor().hasRank())
+    return Error(ErrorCode::ShapeMismatch, "the rank of input " + std::to_string(i) + " is unknown");
+  return v->type().tensor().rank();
+}
+
+Expected<std::vector<int64_t>> normalizedAxes(const std::vector<int64_t>& axes, int64_t rank) {
+  std::vector<int64_t> out;
+  for (int64_t a : axes) {
+    if (a < -rank || a >= rank)
+      return Error(ErrorCode::BadAttribute, "axis " + std::to_string(a) + " is out of range for rank " + std::to_string(rank));
+    out.push_back(a < 0 ? a + rank : a);
+  }
+  return out;
+}
+
+bool hasInput(const NodeDraft& d, size_t i) { return i < d.inputs.size() && d.inputs[i]; }
+
+/// Reduce*-18 (and ReduceMax/ReduceMin-20): axes is an input.
+Status reduceAxesInput(NodeDraft& d, DraftBuilder& b) {
+  KILN_ASSIGN(auto noop, d.takeAs("noop_with_empty_axes", ir::AttrKind::Int));
+  std::vector<int64_t> axes;
+  if (hasInput(d, 1)) {
+    KILN_ASSIGN(axes, knownInputInts(d, 1, b, "axes"));
+  }
+  d.inputs.resize(1);
+  if (axes.empty() && noop && noop->i() != 0) {
+    // Nothing is reduced: each element is its own group.
+    d.attrs.clear();
+    if (d.opType == "ReduceL1" || d.opType == "ReduceL2") d.opType = "Abs";
+    else if (d.opType == "ReduceLogSum") d.opType = "Log";
+    else if (d.opType == "ReduceSumSquare") d.opType = "Mul", d.inputs.push_back(d.inputs[0]);
+    else d.opType = "Identity";
+  } else if (!axes.empty()) {
+    d.set("axes", axes);
+  }
+  return Status::ok();
+}
+
+/// Pad-18 on: pads of the listed axes only.
+Status padAxesInput(NodeDraft& d, DraftBuilder& b) {
+  if (!hasInput(d, 3)) {
+    d.inputs.resize(std::min<size_t>(d.inputs.size(), 3));
+    return Status::ok();
+  }
+  KILN_ASSIGN(int64_t rank, inputRank(d, 0));
+  KILN_ASSIGN(std::vector<int64_t> given, knownInputInts(d, 3, b, "axes"));
+  KILN_ASSIGN(std::vector<int64_t> axes, normalizedAxes(given, rank));
+  KILN_ASSIGN(std::vector<int64_t> pads, knownInputInts(d, 1, b, "pads"));
+  if (pads.size() != 2 * axes.size())
+    return Error(ErrorCode::ShapeMismatch, "pads has " + std::to_string(pads.size()) + " values for " +
+                                               std::to_string(axes.size()) + " axes (2 per axis)");
+  std::vector<int64_t> full(size_t(2 * rank), 0);
+  for (size_t k = 0; k < axes.size(); ++k) {
+    full[size_t(axes[k])] = pads[k];
+    full[size_t(axes[k] + rank)] = pads[k + axes.size()];
+  }
+  KILN_ASSIGN(d.inputs[1], b.constant(Tensor::fromVector<int64_t>({2 * rank}, full)));
+  d.inputs.resize(3);
+  while (!d.inputs.empty() && !d.inputs.back()) d.inputs.pop_back();
+  return Status::ok();
+}
+
+/// Split-18: num_outputs parts of ceil(dim / num_outputs), the last smaller.
+Status splitNumOutputs(NodeDraft& d, DraftBuilder& b) {
+  KILN_ASSIGN(auto num, d.takeAs("num_outputs", ir::AttrKind::Int));
+  if (!num) return Status::ok();
+  if (hasInput(d, 1)) return Error(ErrorCode::BadAttribute, "Split has both the split input and num_outputs");
+  int64_t n = num->i();
+  if (n < 1 || size_t(n) != d.outputs.size())
+    return Error(ErrorCode::BadAttribute, "num_outputs is " + std::to_string(n) + " but the node has " +
+                                              std::to_string(d.outputs.size()) + " outputs");
+  const ir::Value* x = d.inputs.empty() ? nullptr : d.inputs[0];
+  if (!x || !x->type().isTensor() || !x->type().tensor().hasRank()) return Status::ok();
+  const ir::TensorType& t = x->type().tensor();
+  int64_t axis = 0;
+  KILN_ASSIGN(const ir::Attribute* axisAttr, d.attrAs("axis", ir::AttrKind::Int));
+  if (axisAttr) axis = axisAttr->i();
+  KILN_ASSIGN(std::vector<int64_t> axes, normalizedAxes({axis}, t.rank()));
+  int64_t dim = t.dim(axes[0]);
+  if (dim < 0 || dim % n == 0) return Status::ok();  // equal parts: the opset-17 default
+  int64_t chunk = (dim + n - 1) / n;
+  if (chunk * (n - 1) >= dim)
+    return Error(ErrorCode::ShapeMismatch, "axis of " + std::to_string(dim) + " cannot be split into " +
+                                               std::to_string(n) + " non-empty parts of " + std::to_string(chunk));
+  std::vector<int64_t> sizes(size_t(n), chunk);
+  sizes.back() = dim - chunk * (n - 1);
+  growInputs(d, 2);
+  KILN_ASSIGN(d.inputs[1], b.constant(Tensor::fromVector<int64_t>({n}, sizes)));
+  return Status::ok();
+}
+
+/// Resize-18/19: antialias, axes and keep_aspect_ratio_policy.
+Status resizeAxes(NodeDraft& d, DraftBuilder& b) {
+  KILN_TRY(dropIntAt(d, "antialias", 0));
+  KILN_ASSIGN(auto policy, d.takeAs("keep_aspect_ratio_policy", ir::AttrKind::String));
+  if (policy && policy->s() != "stretch") return refuse(d, "keep_aspect_ratio_policy '" + policy->s() + "'");
+  KILN_ASSIGN(const ir::Attribute* ctm, d.attrAs("coordinate_transformation_mode", ir::AttrKind::String));
+  if (ctm && ctm->s() == "half_pixel_symmetric") return refuse(d, "coordinate_transformation_mode 'half_pixel_symmetric'");
+  KILN_ASSIGN(auto axesAttr, d.takeAs("axes", ir::AttrKind::Ints));
+  if (!axesAttr) return Status::ok();
+  KILN_ASSIGN(int64_t rank, inputRank(d, 0));
+  KILN_ASSIGN(std::vector<int64_t> axes, normalizedAxes(axesAttr->ints(), rank));
+  if (hasInput(d, 1)) {  // roi: starts then ends of the listed axes
+    KILN_ASSIGN(DType dt, inputDType(d, 1));
+    const Tensor* roi = b.knownValue(d.inputs[1]);
+    if (!roi) return refuse(d, "a roi computed at run time with axes");
+    std::vector<double> given = roi->toDoubles(), full(size_t(2 * rank), 0.0);
+    if (given.size() == 2 * axes.size()) {
+      for (int64_t i = 0; i < rank; ++i) full[size_t(i + rank)] = 1.0;
+      for (size_t k = 0; k < axes.size(); ++k) {
+        full[size_t(axes[k])] = given[k];
+        full[size_t(axes[k] + rank)] = given[k + axes.size()];
+      }
+      KILN_ASSIGN(d.inputs[1], b.constant(Tensor::fromVector<double>({2 * rank}, full).castTo(dt)));
+    }
+  }
+  if (hasInput(d, 2)) {
+    const Tensor* scales = b.knownValue(d.inputs[2]);
+    if (!scales || scales->numElements() != int64_t(axes.size())) return refuse(d, "scales not known at import with axes");
+    std::vector<double> given = scales->toDoubles(), full(size_t(rank), 1.0);
+    for (size_t k = 0; k < axes.size(); ++k) full[size_t(axes[k])] = given[k];
+    KILN_ASSIGN(d.inputs[2], b.constant(Tensor::fromVector<double>({rank}, full).castTo(DType::F32)));
+  }
+  if (hasInput(d, 3)) {
+    KILN_ASSIGN(std::vector<int64_t> given, knownInputInts(d, 3, b, "sizes"));
+    KILN_ASSIGN(Dims full, staticInputDims(d, 0, "to resize some axes by sizes"));
+    if (given.size() != axes.size()) return Error(ErrorCode::ShapeMismatch, "sizes and axes differ in length");
+    for (size_t k = 0; k < axes.size(); ++k) full[size_t(axes[k])] = given[k];
+    KILN_ASSIGN(d.inputs[3], b.constant(Tensor::fromVector<int64_t>({rank}, full)));
+  }
+  return Status::ok();
+}
+
+/// DFT-20: (input, dft_length, axis) with axis an input defaulting to -2.
+Status dftAxisInput(NodeDraft& d, DraftBuilder& b) {
+  int64_t axis = -2;
+  if (hasInput(d, 2)) {
+    KILN_ASSIGN(std::vector<int64_t> given, knownInputInts(d, 2, b, "axis"));
+    if (given.size() != 1) return Error(ErrorCode::ShapeMismatch, "axis must hold one value");
+    axis = given[0];
+  }
+  KILN_ASSIGN(int64_t rank, inputRank(d, 0));
+  // Counted from the back over every dim (the last one holds the complex parts).
+  if (axis < 0) axis += rank;
+  d.set("axis", axis);
+  d.inputs.resize(std::min<size_t>(d.inputs.size(), 2));
+  while (!d.inputs.empty() && !d.inputs.back()) d.inputs.pop_back();
+  return Status::ok();
+}
+
+Status gridSampleModes(NodeDraft& d, DraftBuilder&) {
+  KILN_ASSIGN(int64_t rank, inputRank(d, 0));
+  if (rank != 4) return refuse(d, "sampling a rank-" + std::to_string(rank) + " input (only 2-D images)");
+  KILN_ASSIGN(auto mode, d.takeAs("mode", ir::AttrKind::String));
+  std::string m = mode ? mode->s() : "linear";
+  d.set("mode", m == "linear" ? std::string("bilinear") : m == "cubic" ? std::string("bicubic") : m);
+  return Status::ok();
+}
+
+Status castSaturate(NodeDraft& d, DraftBuilder&) {
+  d.take("saturate");  // only float-8 results saturate; kiln refuses those types
+  return Status::ok();
+}
+
+Status averagePoolDilations(NodeDraft& d, DraftBuilder&) { return dropUnitInts(d, "dilations"); }
+
+Status lpPoolCeilDilations(NodeDraft& d, DraftBuilder&) {
+  KILN_TRY(dropIntAt(d, "ceil_mode", 0));
+  return dropUnitInts(d, "dilations");
+}
+
+Expected<DType> outputDType(int64_t code) {
+  std::optional<DType> t = dtypeFromOnnx(int(code));
+  if (!t) return Error(ErrorCode::UnsupportedType, "output_dtype " + std::to_string(code) + " is not a type kiln supports");
+  return *t;
+}
+
+Status quantizeBlocks(NodeDraft& d, DraftBuilder& b) {
+  d.take("saturate");
+  KILN_TRY(dropIntAt(d, "block_size", 0));
+  KILN_TRY(dropIntAt(d, "precision", 0));
+  KILN_ASSIGN(auto outType, d.takeAs("output_dtype", ir::AttrKind::Int));
+  if (!outType || outType->i() == 0) return Status::ok();
+  KILN_ASSIGN(DType want, outputDType(outType->i()));
+  if (hasInput(d, 2)) {
+    KILN_ASSIGN(DType zp, inputDType(d, 2));
+    if (zp != want) return Error(ErrorCode::BadAttribute, "output_dtype differs from y_zero_point's type");
+    return Status::ok();
+  }
+  if (want == DType::U8) return Status::ok();
+  growInputs(d, 3);
+  KILN_ASSIGN(d.inputs[2], b.constant(scalarOf(want, 0)));
+  return Status::ok();
+}
+
+Status dequantizeBlocks(NodeDraft& d, DraftBuilder& b) {
+  KILN_TRY(dropIntAt(d, "block_size", 0));
+  KILN_ASSIGN(auto outType, d.takeAs("output_dtype", ir::AttrKind::Int));
+  if (!outType || outType->i() == 0) return Status::ok();
+  KILN_ASSIGN(DType want, outputDType(outType->i()));
+  KILN_ASSIGN(DType scale, inputDType(d, 1));
+  if (want == scale) return Status::ok();
+  KILN_ASSIGN(ir::Value* deq, b.node("DequantizeLinear", d.inputs, d.attrs));
+  d.opType = "Cast";
+  d.inputs = {deq};
+  d.attrs.clear();
+  d.set("to", int64_t(outType->i()));
+  return Status::ok();
+}
+
+constexpr std::string_view kReduceOps[] = {"ReduceL1",  "ReduceL2",   "ReduceLogSum",
+                                                        "ReduceLogSumExp", "ReduceMax", "ReduceMean",
+                                                        "ReduceMin", "ReduceProd", "ReduceSumSquare"};
+
+/// Ops whose versions 19, 21, 23, 24 and 25 only add element types (float8,
+/// int4, float4, float8e8m0, int2); Cast/CastLike, Pad and Quantize/
+/// DequantizeLinear, which also gained attributes, have handlers.
+constexpr std::string_view kTypeOnlyFrom19[] = {"Constant", "Identity", "If",   "Loop",
+                                                "Reshape",  "Scan",     "Shape", "Size"};
+/// The same from version 21 on (ConstantOfShape's first is 20).
+constexpr std::string_view kTypeOnlyFrom21[] = {"ConstantOfShape", "Flatten", "Squeeze", "Transpose", "Unsqueeze"};
+
+/// The opset-22 versions (bfloat16 for every floating-point op that lacked it).
+constexpr std::string_view kBfloat16At22[] = {
+    "EyeLike", "RandomUniform", "RandomNormal", "RandomUniformLike", "RandomNormalLike", "Multinomial",
+    "Bernoulli", "ThresholdedRelu", "Selu", "Elu", "HardSigmoid", "HardSwish", "Softsign", "Softplus",
+    "Sin", "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh", "Round",
+    "Det", "NegativeLogLikelihoodLoss", "MaxPool", "MaxUnpool", "MaxRoiPool", "Conv", "ConvTranspose",
+    "GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool", "InstanceNormalization", "LpNormalization",
+    "Dropout", "RoiAlign", "RNN", "GRU", "LSTM", "DeformConv", "AveragePool", "LpPool", "GridSample"};
+
+std::vector<NewerOpVersion> buildTable() {
+  std::vector<NewerOpVersion> t;
+  auto add = [&](std::string_view op, int since, FormHandler h, bool supported = true) {
+    t.push_back({op, since, h, supported});
+  };
+  for (std::string_view op : kReduceOps) add(op, 18, reduceAxesInput);
+  add("ReduceMax", 20, reduceAxesInput);
+  add("ReduceMin", 20, reduceAxesInput);
+  for (int v : {18, 19, 21, 23, 24, 25}) add("Pad", v, padAxesInput);
+  add("Split", 18, splitNumOutputs);
+  add("Resize", 18, resizeAxes);
+  add("Resize", 19, resizeAxes);
+  add("ScatterND", 18, nullptr);  // reduction max/min, which kiln's form has
+  add("ScatterElements", 18, nullptr);
+  add("OptionalGetElement", 18, nullptr);  // a plain tensor is accepted too
+  add("OptionalHasElement", 18, nullptr);
+  add("LpPool", 18, lpPoolCeilDilations);
+  add("AveragePool", 19, averagePoolDilations);
+  for (int v : {19, 21, 23, 24, 25}) {
+    add("Cast", v, castSaturate);
+    add("CastLike", v, castSaturate);
+    add("QuantizeLinear", v, quantizeBlocks);
+    add("DequantizeLinear", v, dequantizeBlocks);
+    for (std::string_view op : kTypeOnlyFrom19) add(op, v, nullptr);
+    if (v >= 21)
+      for (std::string_view op : kTypeOnlyFrom21) add(op, v, nullptr);
+  }
+  add("Equal", 19, nullptr);
+  add("ConstantOfShape", 20, nullptr);
+  add("DFT", 20, dftAxisInput);
+  add("GridSample", 20, gridSampleModes);
+  add("IsInf", 20, nullptr);
+  add("IsNaN", 20, nullptr);
+  add("QLinearMatMul", 21, nullptr);
+  for (std::string_view op : kBfloat16At22) {
+    FormHandler h = op == "AveragePool" ? averagePoolDilations
+                    : op == "LpPool"    ? lpPoolCeilDilations
+                    : op == "GridSample" ? gridSampleModes
+                                         : nullptr;
+    add(op, 22, h, op != "DeformConv");
+  }
+  add("TopK", 24, nullptr);
+  add("SplitToSequence", 24, nullptr);
+  // Ops that opsets 18 on introduced.
+  add("Mish", 18, expandMish);
+  add("Mish", 22, expandMish);
+  add("GroupNormalization", 18, expandGroupNormalization18);
+  add("GroupNormalization", 21, expandGroupNormalization21);
+  add("CenterCropPad", 18, expandCenterCropPad);
+  add("Gelu", 20, expandGelu);
+  add("RMSNormalization", 23, expandRmsNormalization);
+  add("Swish", 24, expandSwish);
+  for (std::string_view op : {"BitwiseAnd", "BitwiseOr", "BitwiseXor", "BitwiseNot", "Col2Im"}) add(op, 18, nullptr, false);
+  add("DeformConv", 19, nullptr, false);
+  for (std::string_view op : {"AffineGrid", "ImageDecoder", "RegexFullMatch", "StringConcat", "StringSplit"})
+    add(op, 20, nullptr, false);
+  for (std::string_view op : {"Attention", "RotaryEmbedding"}) add(op, 23, nullptr, false);
+  for (std::string_view op : {"Attention", "TensorScatter"}) add(op, 24, nullptr, false);
+  for (std::string_view op : {"BitCast", "CumProd"}) add(op, 26, nullptr, false);
+  return t;
+}
+
+const std::vector<NewerOpVersion>& table() {
+  static const std::vector<NewerOpVersion> t = buildTable();
+  return t;
+}
+
+}  // namespace
+
+std::optional<NewerOpVersion> newerOpVersion(std::string_view op, int64_t opset) {
+  std::optional<NewerOpVersion> best;
+  for (const NewerOpVersion& v : table())
+    if (v.op == op && v.since <= opset && (!best || v.since > best->since)) best = v;
+  return best;
+}
+
+int firstNewerVersion(std::string_view op) {
+  int first = 0;
+  for (const NewerOpVersion& v : table())
+    if (v.op == op && (first == 0 || v.since < first)) first = v.since;
+  return first;
+}
+
+Status normalizeNewerForm(NodeDraft& d, const NewerOpVersion& version, DraftBuilder& b) {
+  if (!version.supported)
+    return Error(ErrorCode::OnnxUnsupportedOp,
+                 "op '" + d.opType + "' version " + std::to_string(version.since) + " is not supported by kiln");
+  return version.handler ? version.handler(d, b) : Status::ok();
+}
+
+}  // namespace kiln::onnx

@@ -1,0 +1,53 @@
+//===- lib/frontend/onnx/NewerOpsetForms.h - Op forms of opset 18 on -*- C++ -*-===//
+//
+// Every op version that ONNX introduced from opset 18 to kMaxOpset, and how
+// kiln imports it: unchanged (the version only widened its types, and kiln's
+// type checks refuse the types it lacks), normalised into its opset-17 form
+// (an input becomes an attribute, a new attribute at its default is dropped),
+// or expanded into opset-17 ops as its ONNX function body does (Mish, Gelu,
+// GroupNormalization, ...). A version that is listed without a handler is
+// refused by name, never read as the older form.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <optional>
+#include <string_view>
+
+#include "OpsetNormalizer.h"
+
+namespace kiln::onnx {
+
+using FormHandler = Status (*)(NodeDraft&, DraftBuilder&);
+
+struct NewerOpVersion {
+  std::string_view op;
+  int since;
+  /// Rewrites the draft into opset-17 ops; null: the opset-17 form holds as is.
+  FormHandler handler;
+  /// False for versions kiln does not import yet (refused by name).
+  bool supported = true;
+};
+
+/// The version of default-domain op `op` that opset `opset` selects when it
+/// is one introduced from opset 18 on; nullopt when the op's form is that of
+/// opset 17 or older (or the op has no newer version).
+std::optional<NewerOpVersion> newerOpVersion(std::string_view op, int64_t opset);
+
+/// The oldest version from opset 18 on that the table lists for `op` (0: none);
+/// for an op kiln's opset-17 table lacks, the opset that introduced it.
+int firstNewerVersion(std::string_view op);
+
+/// Brings a draft of a newer op version into its opset-17 form, or refuses it.
+Status normalizeNewerForm(NodeDraft& d, const NewerOpVersion& version, DraftBuilder& b);
+
+// Expansions into opset-17 ops (FunctionExpansions.cpp).
+Status expandMish(NodeDraft& d, DraftBuilder& b);
+Status expandGelu(NodeDraft& d, DraftBuilder& b);
+Status expandSwish(NodeDraft& d, DraftBuilder& b);
+Status expandRmsNormalization(NodeDraft& d, DraftBuilder& b);
+Status expandGroupNormalization18(NodeDraft& d, DraftBuilder& b);
+Status expandGroupNormalization21(NodeDraft& d, DraftBuilder& b);
+Status expandCenterCropPad(NodeDraft& d, DraftBuilder& b);
+
+}  // namespace kiln::onnx

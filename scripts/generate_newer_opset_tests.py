@@ -1,0 +1,334 @@
+#!/usr/bin/python3
+"""Generates the conformance cases for op versions from opset 18 on: one small
+model per (op, version, attribute form), with ONNX Runtime's outputs as the
+expected ones, in the ONNX backend-suite layout the conformance runner reads:
+
+    OUT/<case>/model.onnx, OUT/<case>/test_data_set_0/{input_i,output_k}.pb
+
+    /usr/bin/python3 scripts/generate_newer_opset_tests.py OUT
+
+Debian's python3-onnx knows the schemas up to opset 17 only, so the models are
+written with its helper and never checked by it. ONNX Runtime
+(scripts/ort_run_suite.js) is the oracle; a case it refuses is dropped and
+named in OUT/ort_refused.txt. Skips the work when OUT holds a suite made by
+this version of the script.
+"""
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import zlib
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+F32, F16, I64, I32, U8, I8, BOOL = np.float32, np.float16, np.int64, np.int32, np.uint8, np.int8, np.bool_
+
+CASES = []
+
+
+class Const:
+    """An input stored as an initializer (known at import)."""
+
+    def __init__(self, value):
+        self.value = np.asarray(value)
+
+
+def rng_for(name):
+    return np.random.default_rng(zlib.crc32(name.encode()))
+
+
+def add(name, opset, op, inputs, n_out=1, **attrs):
+    """One case: a single `op` node of default-domain `opset`. `inputs` holds
+    arrays (graph inputs), Const(...) (initializers) or None (omitted)."""
+    CASES.append((name, opset, op, inputs, n_out, attrs))
+
+
+def randn(name, shape, dtype=F32, lo=None, hi=None):
+    r = rng_for(name + str(shape))
+    x = r.uniform(lo, hi, shape) if lo is not None else r.standard_normal(shape)
+    return x.astype(dtype)
+
+
+REDUCE = ["ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceMax", "ReduceMean", "ReduceMin",
+          "ReduceProd", "ReduceSumSquare"]
+TYPE_WIDENED = [19, 21, 23, 24, 25]
+
+
+def reduce_cases():
+    for op in REDUCE:
+        x = randn(op, (2, 3, 4), lo=0.2, hi=1.5)
+        add(f"{op}_v18_axes", 18, op, [x, Const(np.array([1], I64))])
+        add(f"{op}_v18_axes_no_keepdims", 18, op, [x, Const(np.array([0, 2], I64))], keepdims=0)
+        add(f"{op}_v18_all_axes", 18, op, [x])
+        add(f"{op}_v18_noop_empty_axes", 18, op, [randn(op + "noop", (2, 3))], noop_with_empty_axes=1)
+    for op in ["ReduceMax", "ReduceMin"]:
+        add(f"{op}_v20_axes", 20, op, [randn(op, (3, 4)), Const(np.array([-1], I64))], keepdims=0)
+    add("ReduceMean_v18_axes_at_run_time", 18, "ReduceMean", [randn("rm", (2, 3)), np.array([1], I64)])
+
+
+def pad_split_resize_cases():
+    x = randn("pad", (1, 2, 3, 4))
+    add("Pad_v18_axes_constant", 18, "Pad",
+        [x, Const(np.array([1, 2, 0, 1], I64)), Const(np.array(1.5, F32)), Const(np.array([2, 3], I64))])
+    add("Pad_v18_axes_reflect", 18, "Pad", [x, Const(np.array([2, 1], I64)), None, Const(np.array([-1], I64))],
+        mode="reflect")
+    add("Pad_v19_wrap", 19, "Pad", [x, Const(np.array([0, 0, 1, 2, 0, 0, 2, 1], I64))], mode="wrap")
+    add("Pad_v21_edge", 21, "Pad", [x, Const(np.array([0, 1, 1, 0, 0, 0, 1, 1], I64))], mode="edge")
+    for v in [23, 24, 25]:
+        add(f"Pad_v{v}_axes", v, "Pad", [x, Const(np.array([1, 1], I64)), None, Const(np.array([1], I64))])
+    add("Split_v18_num_outputs_equal", 18, "Split", [randn("s1", (2, 6))], n_out=3, axis=1, num_outputs=3)
+    add("Split_v18_num_outputs_uneven", 18, "Split", [randn("s2", (2, 7))], n_out=3, axis=1, num_outputs=3)
+    add("Split_v18_split_input", 18, "Split", [randn("s3", (2, 7)), Const(np.array([2, 5], I64))], n_out=2, axis=-1)
+    img = randn("resize", (1, 1, 4, 6))
+    add("Resize_v18_axes_scales", 18, "Resize", [img, None, Const(np.array([2.0, 0.5], F32))], mode="linear",
+        axes=[2, 3])
+    add("Resize_v18_axes_sizes", 18, "Resize", [img, None, None, Const(np.array([9], I64))], mode="nearest", axes=[3])
+    add("Resize_v18_antialias_off", 18, "Resize", [img, None, Const(np.array([1, 1, 0.5, 0.5], F32))], mode="linear",
+        antialias=0)
+    add("Resize_v18_stretch", 18, "Resize", [img, None, None, Const(np.array([1, 1, 6, 3], I64))], mode="cubic",
+        keep_aspect_ratio_policy="stretch")
+    add("Resize_v19_half_pixel", 19, "Resize", [img, None, Const(np.array([1, 1, 1.5, 1.5], F32))], mode="linear")
+    add("Resize_v19_half_pixel_symmetric", 19, "Resize", [img, None, Const(np.array([1, 1, 1.5, 0.7], F32))],
+        mode="linear", coordinate_transformation_mode="half_pixel_symmetric")
+    add("Resize_v18_antialias", 18, "Resize", [img, None, Const(np.array([1, 1, 0.5, 0.5], F32))], mode="linear",
+        antialias=1)
+    add("Resize_v18_not_larger", 18, "Resize", [img, None, None, Const(np.array([3, 3], I64))], mode="linear",
+        axes=[2, 3], keep_aspect_ratio_policy="not_larger")
+
+
+def scatter_pool_cases():
+    data = randn("sc", (3, 4))
+    idx = np.array([[0, 0], [3, 1], [2, 2]], I64)
+    upd = randn("scu", (3, 2))
+    for red in ["max", "min", "none"]:
+        add(f"ScatterElements_v18_{red}", 18, "ScatterElements", [data, idx, upd], axis=1, reduction=red)
+        add(f"ScatterND_v18_{red}", 18, "ScatterND",
+            [randn("snd", (4, 3)), np.array([[1], [3]], I64), randn("sndu", (2, 3))], reduction=red)
+    x = randn("pool", (1, 2, 5, 5))
+    add("LpPool_v18_ceil_off", 18, "LpPool", [x], kernel_shape=[2, 2], p=2, ceil_mode=0)
+    add("LpPool_v18_dilations_1", 18, "LpPool", [x], kernel_shape=[3, 3], dilations=[1, 1], p=1)
+    add("LpPool_v18_ceil_mode", 18, "LpPool", [x], kernel_shape=[2, 2], strides=[2, 2], ceil_mode=1)
+    add("LpPool_v22", 22, "LpPool", [x], kernel_shape=[2, 2], strides=[2, 2])
+    add("AveragePool_v19_dilations_1", 19, "AveragePool", [x], kernel_shape=[3, 3], dilations=[1, 1])
+    add("AveragePool_v19_dilations_2", 19, "AveragePool", [x], kernel_shape=[2, 2], dilations=[2, 2])
+    add("AveragePool_v22_pads", 22, "AveragePool", [x], kernel_shape=[3, 3], pads=[1, 1, 1, 1], count_include_pad=1)
+
+
+def cast_quantize_cases():
+    x = randn("cast", (3, 4)) * 3
+    add("Cast_v19_saturate", 19, "Cast", [x], to=TensorProto.FLOAT16, saturate=1)
+    add("Cast_v21_to_int32", 21, "Cast", [x], to=TensorProto.INT32)
+    add("Cast_v23_from_int64", 23, "Cast", [np.arange(12, dtype=I64).reshape(3, 4)], to=TensorProto.FLOAT)
+    add("Cast_v24_to_double", 24, "Cast", [x], to=TensorProto.DOUBLE)
+    add("Cast_v25_from_bool", 25, "Cast", [x > 0], to=TensorProto.FLOAT)
+    for v in [19, 21]:
+        add(f"CastLike_v{v}", v, "CastLike", [x, Const(np.zeros((1,), F16))])
+    q = randn("q", (2, 3, 4))
+    add("QuantizeLinear_v19", 19, "QuantizeLinear", [q, Const(np.array(0.05, F32)), Const(np.array(128, U8))])
+    add("QuantizeLinear_v21_output_dtype", 21, "QuantizeLinear", [q, Const(np.array(0.05, F32))],
+        output_dtype=TensorProto.INT8)
+    add("QuantizeLinear_v21_blocked", 21, "QuantizeLinear", [q, Const(np.full((2, 3, 2), 0.05, F32))], axis=2,
+        block_size=2)
+    add("QuantizeLinear_v23", 23, "QuantizeLinear", [q, Const(np.array(0.02, F32)), Const(np.array(-3, I8))])
+    qi = np.arange(24, dtype=U8).reshape(2, 3, 4) * 7
+    add("DequantizeLinear_v19", 19, "DequantizeLinear", [qi, Const(np.array(0.1, F32)), Const(np.array(20, U8))])
+    add("DequantizeLinear_v21_per_axis", 21, "DequantizeLinear",
+        [qi.astype(I8), Const(np.array([0.1, 0.2, 0.3], F32)), Const(np.array([1, -2, 3], I8))], axis=1)
+    add("DequantizeLinear_v23_output_dtype", 23, "DequantizeLinear", [qi, Const(np.array(0.1, F32))],
+        output_dtype=TensorProto.FLOAT16)
+    for v in [24, 25]:
+        add(f"DequantizeLinear_v{v}", v, "DequantizeLinear", [qi, Const(np.array(0.5, F32)), Const(np.array(2, U8))])
+    add("QLinearMatMul_v21", 21, "QLinearMatMul",
+        [np.arange(6, dtype=U8).reshape(2, 3) * 20, Const(np.array(0.1, F32)), Const(np.array(10, U8)),
+         np.arange(6, dtype=U8).reshape(3, 2) * 15, Const(np.array(0.2, F32)), Const(np.array(5, U8)),
+         Const(np.array(0.5, F32)), Const(np.array(3, U8))])
+
+
+def type_widened_cases():
+    x = randn("tw", (2, 3, 4))
+    for v in TYPE_WIDENED:
+        add(f"Identity_v{v}", v, "Identity", [x])
+        add(f"Reshape_v{v}", v, "Reshape", [x, Const(np.array([3, -1], I64))])
+        add(f"Shape_v{v}_start", v, "Shape", [x], start=1)
+        add(f"Size_v{v}", v, "Size", [x])
+        add(f"ConstantOfShape_v{v if v != 19 else 20}", v if v != 19 else 20, "ConstantOfShape",
+            [Const(np.array([2, 3], I64))], value=numpy_helper.from_array(np.array([0.5], F32), "value"))
+        add(f"Constant_v{v}", v, "Constant", [], value=numpy_helper.from_array(x, "value"))
+        if v >= 21:
+            add(f"Flatten_v{v}", v, "Flatten", [x], axis=2)
+            add(f"Squeeze_v{v}", v, "Squeeze", [randn("sq", (2, 1, 4)), Const(np.array([1], I64))])
+            add(f"Unsqueeze_v{v}", v, "Unsqueeze", [x, Const(np.array([0, 4], I64))])
+            add(f"Transpose_v{v}", v, "Transpose", [x], perm=[2, 0, 1])
+    add("Equal_v19", 19, "Equal", [np.array([1, 2, 3], I64), np.array([1, 5, 3], I64)])
+    add("OptionalHasElement_v18_tensor", 18, "OptionalHasElement", [x])
+    add("OptionalGetElement_v18_tensor", 18, "OptionalGetElement", [x])
+    inf = np.array([1.0, np.inf, -np.inf, np.nan, 0.0], F32)
+    add("IsInf_v20", 20, "IsInf", [inf], detect_positive=0)
+    add("IsNaN_v20", 20, "IsNaN", [inf])
+    add("TopK_v24", 24, "TopK", [randn("topk", (3, 5)), Const(np.array([2], I64))], n_out=2)
+
+
+def signal_grid_cases():
+    sig = randn("dft", (1, 8, 1))
+    add("DFT_v20_default_axis", 20, "DFT", [sig])
+    add("DFT_v20_onesided_axis", 20, "DFT", [sig, None, Const(np.array(1, I64))], onesided=1)
+    add("DFT_v20_inverse_length", 20, "DFT", [randn("dfti", (1, 6, 2)), Const(np.array(6, I64)),
+                                              Const(np.array(-2, I64))], inverse=1)
+    img = randn("gs", (1, 1, 4, 4))
+    grid = randn("gsg", (1, 3, 3, 2), lo=-1.0, hi=1.0)
+    for mode in ["linear", "nearest", "cubic"]:
+        add(f"GridSample_v20_{mode}", 20, "GridSample", [img, grid], mode=mode)
+    add("GridSample_v20_align_corners", 20, "GridSample", [img, grid], align_corners=1, padding_mode="border")
+    add("GridSample_v22", 22, "GridSample", [img, grid])
+
+
+def bfloat16_widened_cases():
+    x = randn("u22", (2, 3, 4))
+    for op, attrs in [("Elu", {}), ("Selu", {}), ("HardSigmoid", {}), ("HardSwish", {}), ("Softsign", {}),
+                      ("Softplus", {}), ("Sin", {}), ("Cos", {}), ("Tan", {}), ("Atan", {}), ("Sinh", {}),
+                      ("Cosh", {}), ("Asinh", {}), ("Round", {}), ("ThresholdedRelu", {"alpha": 0.5}),
+                      ("Mish", {})]:
+        add(f"{op}_v22", 22, op, [x], **attrs)
+    unit = randn("unit", (2, 3, 4), lo=-0.9, hi=0.9)
+    for op in ["Asin", "Acos", "Atanh"]:
+        add(f"{op}_v22", 22, op, [unit])
+    add("Acosh_v22", 22, "Acosh", [randn("acosh", (2, 3), lo=1.0, hi=4.0)])
+    img = randn("img22", (1, 2, 5, 5))
+    add("MaxPool_v22", 22, "MaxPool", [img], kernel_shape=[2, 2], strides=[2, 2])
+    add("Conv_v22", 22, "Conv", [img, Const(randn("w22", (3, 2, 3, 3))), Const(randn("b22", (3,)))], pads=[1, 1, 1, 1])
+    add("ConvTranspose_v22", 22, "ConvTranspose", [img, Const(randn("wt22", (2, 3, 2, 2)))], strides=[2, 2])
+    for op in ["GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool"]:
+        add(f"{op}_v22", 22, op, [img])
+    add("InstanceNormalization_v22", 22, "InstanceNormalization",
+        [img, Const(randn("is", (2,))), Const(randn("ib", (2,)))])
+    add("LpNormalization_v22", 22, "LpNormalization", [x], axis=-1)
+    add("Dropout_v22", 22, "Dropout", [x])
+    add("RoiAlign_v22", 22, "RoiAlign",
+        [img, Const(np.array([[0.5, 0.5, 3.5, 3.0]], F32)), Const(np.array([0], I64))], output_height=2, output_width=2)
+    add("Det_v22", 22, "Det", [randn("det", (2, 3, 3))])
+    add("EyeLike_v22", 22, "EyeLike", [randn("eye", (3, 4))], k=1)
+    seq = randn("rnn", (4, 1, 3))
+    add("RNN_v22", 22, "RNN", [seq, Const(randn("rw", (1, 5, 3))), Const(randn("rr", (1, 5, 5)))], n_out=2,
+        hidden_size=5)
+    add("GRU_v22", 22, "GRU", [seq, Const(randn("gw", (1, 15, 3))), Const(randn("gr", (1, 15, 5)))], n_out=2,
+        hidden_size=5)
+    add("LSTM_v22", 22, "LSTM", [seq, Const(randn("lw", (1, 20, 3))), Const(randn("lr", (1, 20, 5)))], n_out=3,
+        hidden_size=5)
+    add("NegativeLogLikelihoodLoss_v22", 22, "NegativeLogLikelihoodLoss",
+        [randn("nll", (3, 5)), np.array([0, 4, 2], I64)], reduction="mean")
+
+
+def expanded_function_cases():
+    x = randn("fn", (2, 3, 4))
+    add("Mish_v18", 18, "Mish", [x])
+    add("Gelu_v20", 20, "Gelu", [x])
+    add("Gelu_v20_tanh", 20, "Gelu", [x], approximate="tanh")
+    add("Swish_v24", 24, "Swish", [x])
+    add("Swish_v24_alpha", 24, "Swish", [x], alpha=0.5)
+    add("RMSNormalization_v23", 23, "RMSNormalization", [x, Const(randn("rs", (4,)))])
+    add("RMSNormalization_v23_axis1", 23, "RMSNormalization", [x, Const(randn("rs2", (3, 4)))], axis=1, epsilon=1e-3)
+    add("RMSNormalization_v23_f16", 23, "RMSNormalization", [x.astype(F16), Const(randn("rs3", (4,), F16))])
+    img = randn("gn", (2, 4, 3, 3))
+    add("GroupNormalization_v18", 18, "GroupNormalization", [img, Const(randn("g18s", (2,))), Const(randn("g18b", (2,)))],
+        num_groups=2)
+    add("GroupNormalization_v21", 21, "GroupNormalization", [img, Const(randn("g21s", (4,))), Const(randn("g21b", (4,)))],
+        num_groups=2, epsilon=1e-3)
+    add("GroupNormalization_v21_one_group", 21, "GroupNormalization",
+        [randn("gn1", (1, 6, 5)), Const(randn("g1s", (6,))), Const(randn("g1b", (6,)))], num_groups=1)
+    crop = randn("ccp", (2, 5, 4))
+    add("CenterCropPad_v18_crop", 18, "CenterCropPad", [crop, Const(np.array([2, 3, 2], I64))])
+    add("CenterCropPad_v18_pad", 18, "CenterCropPad", [crop, Const(np.array([3, 7, 6], I64))])
+    add("CenterCropPad_v18_axes", 18, "CenterCropPad", [crop, Const(np.array([3, 6], I64))], axes=[1, 2])
+
+
+def new_op_cases():
+    a = np.arange(12, dtype=I32).reshape(3, 4) * 5
+    add("BitwiseAnd_v18", 18, "BitwiseAnd", [a, a[::-1].copy()])
+    add("BitwiseNot_v18", 18, "BitwiseNot", [a])
+    add("Col2Im_v18", 18, "Col2Im", [randn("c2i", (1, 4, 4)), Const(np.array([3, 3], I64)), Const(np.array([2, 2], I64))])
+    add("DeformConv_v19", 19, "DeformConv",
+        [randn("dc", (1, 1, 4, 4)), Const(randn("dcw", (1, 1, 2, 2))), randn("dco", (1, 8, 3, 3)) * 0.1])
+    add("AffineGrid_v20", 20, "AffineGrid", [randn("ag", (1, 2, 3)), Const(np.array([1, 1, 3, 3], I64))])
+    q = randn("att", (1, 2, 3, 4))
+    add("Attention_v23", 23, "Attention", [q, randn("attk", (1, 2, 3, 4)), randn("attv", (1, 2, 3, 4))])
+    add("RotaryEmbedding_v23", 23, "RotaryEmbedding",
+        [q, Const(randn("cos", (1, 3, 2))), Const(randn("sin", (1, 3, 2)))])
+    add("TensorScatter_v24", 24, "TensorScatter",
+        [randn("ts", (1, 2, 5, 4)), randn("tsu", (1, 2, 1, 4)), Const(np.array([2], I64))])
+    add("CumProd_v26", 26, "CumProd", [randn("cp", (2, 3)), Const(np.array(1, I64))])
+    add("BitCast_v26", 26, "BitCast", [randn("bc", (4,))], to=TensorProto.INT32)
+
+
+def build_model(name, opset, op, inputs, n_out, attrs):
+    graph_inputs, inits, names, feeds = [], [], [], []
+    for i, v in enumerate(inputs):
+        if v is None:
+            names.append("")
+        elif isinstance(v, Const):
+            names.append(f"c{i}")
+            inits.append(numpy_helper.from_array(v.value, f"c{i}"))
+        else:
+            names.append(f"x{i}")
+            elem = helper.np_dtype_to_tensor_dtype(v.dtype) if hasattr(helper, "np_dtype_to_tensor_dtype") else \
+                onnx.mapping.NP_TYPE_TO_TENSOR_TYPE[v.dtype]
+            graph_inputs.append(helper.make_tensor_value_info(f"x{i}", elem, v.shape))
+            feeds.append(v)
+    while names and names[-1] == "":
+        names.pop()
+    outs = [f"y{k}" for k in range(n_out)]
+    node = helper.make_node(op, names, outs, name=f"{op}_node", **attrs)
+    graph = helper.make_graph([node], name, graph_inputs, [onnx.ValueInfoProto(name=o) for o in outs], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], producer_name="kiln-tests")
+    model.ir_version = 8
+    return model, feeds
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    out = sys.argv[1]
+    script_hash = hashlib.sha256(open(__file__, "rb").read()).hexdigest()[:16]
+    stamp = os.path.join(out, "GENERATED_" + script_hash)
+    if os.path.exists(stamp):
+        print(f"{out}: newer-opset cases already present")
+        return
+    shutil.rmtree(out, ignore_errors=True)
+    for make in [reduce_cases, pad_split_resize_cases, scatter_pool_cases, cast_quantize_cases, type_widened_cases,
+                 signal_grid_cases, bfloat16_widened_cases, expanded_function_cases, new_op_cases]:
+        make()
+    for name, opset, op, inputs, n_out, attrs in CASES:
+        model, feeds = build_model(name, opset, op, inputs, n_out, attrs)
+        case = os.path.join(out, "test_" + name)
+        os.makedirs(os.path.join(case, "inputs"))
+        onnx.save(model, os.path.join(case, "model.onnx"))
+        for i, v in enumerate(feeds):
+            np.save(os.path.join(case, "inputs", f"input_{i}.npy"), v)
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    subprocess.run(["node", os.path.join(repo, "scripts", "ort_run_suite.js"), out], check=True)
+    refused = []
+    for name in sorted(os.listdir(out)):
+        case = os.path.join(out, name)
+        if os.path.exists(os.path.join(case, "ort_error.txt")):
+            refused.append(f"{name}: {open(os.path.join(case, 'ort_error.txt')).read().strip()[:300]}")
+            shutil.rmtree(case)
+            continue
+        data = os.path.join(case, "test_data_set_0")
+        os.makedirs(data)
+        for sub, prefix in [("inputs", "input"), ("outputs", "output")]:
+            files = sorted(os.listdir(os.path.join(case, sub)), key=lambda f: int(f.split("_")[1].split(".")[0]))
+            for f in files:
+                arr = np.load(os.path.join(case, sub, f))
+                proto = numpy_helper.from_array(arr, f.split(".")[0])
+                open(os.path.join(data, f.replace(".npy", ".pb")), "wb").write(proto.SerializeToString())
+            shutil.rmtree(os.path.join(case, sub))
+    with open(os.path.join(out, "ort_refused.txt"), "w") as f:
+        f.write("\n".join(refused) + ("\n" if refused else ""))
+    open(stamp, "w").close()
+    print(f"{out}: {len(CASES) - len(refused)} cases, {len(refused)} refused by ONNX Runtime (ort_refused.txt)")
+
+
+if __name__ == "__main__":
+    main()
