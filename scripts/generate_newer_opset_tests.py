@@ -1,7 +1,8 @@
 #!/usr/bin/python3
-"""Generates the conformance cases for op versions from opset 18 on: one small
-model per (op, version, attribute form), with ONNX Runtime's outputs as the
-expected ones, in the ONNX backend-suite layout the conformance runner reads:
+"""Generates the conformance cases for op versions from opset 18 on and for the
+com.microsoft ops kiln imports: one small model per (op, version, attribute
+form), with ONNX Runtime's outputs as the expected ones, in the ONNX
+backend-suite layout the conformance runner reads:
 
     OUT/<case>/model.onnx, OUT/<case>/test_data_set_0/{input_i,output_k}.pb
 
@@ -40,10 +41,12 @@ def rng_for(name):
     return np.random.default_rng(zlib.crc32(name.encode()))
 
 
-def add(name, opset, op, inputs, n_out=1, **attrs):
-    """One case: a single `op` node of default-domain `opset`. `inputs` holds
-    arrays (graph inputs), Const(...) (initializers) or None (omitted)."""
-    CASES.append((name, opset, op, inputs, n_out, attrs))
+def add(name, opset, op, inputs, n_out=1, domain="", **attrs):
+    """One case: a single `op` node of default-domain `opset` (and `domain`
+    version 1). `inputs` holds arrays (graph inputs), Const(...) (initializers)
+    or None (omitted); `n_out` counts the outputs, or lists which of them the
+    model uses (False: left unnamed)."""
+    CASES.append((name, opset, op, inputs, n_out, domain, attrs))
 
 
 def randn(name, shape, dtype=F32, lo=None, hi=None):
@@ -262,7 +265,114 @@ def new_op_cases():
     add("BitCast_v26", 26, "BitCast", [randn("bc", (4,))], to=TensorProto.INT32)
 
 
-def build_model(name, opset, op, inputs, n_out, attrs):
+def contrib_cases():
+    ms = "com.microsoft"
+    img = randn("fc", (1, 2, 5, 5))
+    w, bias = Const(randn("fcw", (3, 2, 3, 3))), Const(randn("fcb", (3,)))
+    for act, params in [("Relu", None), ("Tanh", None), ("Sigmoid", None), ("LeakyRelu", [0.1]),
+                        ("HardSigmoid", [0.2, 0.5]), ("Clip", [-0.5, 0.5])]:
+        extra = {"activation_params": params} if params else {}
+        add(f"FusedConv_{act}", 17, "FusedConv", [img, w, bias], domain=ms, activation=act, pads=[1, 1, 1, 1], **extra)
+    add("FusedConv_Relu_sum", 17, "FusedConv", [img, w, bias, randn("fcz", (1, 3, 5, 5))], domain=ms, activation="Relu",
+        pads=[1, 1, 1, 1])
+    a, bm = randn("fg", (4, 6)), Const(randn("fgb", (6, 5)))
+    add("FusedGemm_Relu", 17, "FusedGemm", [a, bm, Const(randn("fgc", (5,)))], domain=ms, activation="Relu")
+    add("FusedGemm_LeakyRelu_transB", 17, "FusedGemm", [a, Const(randn("fgt", (5, 6))), Const(randn("fgc2", (5,)))],
+        domain=ms, activation="LeakyRelu", activation_alpha=0.2, transB=1, alpha=0.5, beta=2.0)
+    add("FusedMatMul", 17, "FusedMatMul", [a, bm], domain=ms)
+    add("FusedMatMul_transA_alpha", 17, "FusedMatMul", [randn("fma", (6, 4)), bm], domain=ms, transA=1, alpha=0.25)
+    add("FusedMatMul_batch_transB", 17, "FusedMatMul", [randn("fmb", (2, 3, 4)), randn("fmbb", (2, 5, 4))], domain=ms,
+        transB=1)
+    x = randn("gelu", (2, 3, 8))
+    add("Gelu_contrib", 17, "Gelu", [x], domain=ms)
+    add("BiasGelu", 17, "BiasGelu", [x, Const(randn("bg", (8,)))], domain=ms)
+    add("FastGelu", 17, "FastGelu", [x], domain=ms)
+    add("FastGelu_bias", 17, "FastGelu", [x, Const(randn("fgb2", (8,)))], domain=ms)
+    add("QuickGelu", 17, "QuickGelu", [x], domain=ms)
+    add("QuickGelu_alpha", 17, "QuickGelu", [x], domain=ms, alpha=1.0)
+    add("BiasAdd", 17, "BiasAdd", [x, Const(randn("ba", (8,))), randn("bas", (2, 3, 8))], domain=ms)
+    gamma, beta, b8 = Const(randn("g", (8,))), Const(randn("bt", (8,))), Const(randn("b8", (8,)))
+    skip = randn("skip", (2, 3, 8))
+    add("LayerNormalization_v17_unused_mean", 17, "LayerNormalization", [x, gamma, beta], n_out=[True, False, True])
+    add("SimplifiedLayerNormalization", 17, "SimplifiedLayerNormalization", [x, gamma], epsilon=1e-5)
+    add("SkipLayerNormalization", 17, "SkipLayerNormalization", [x, skip, gamma, beta], domain=ms, epsilon=1e-5)
+    add("SkipLayerNormalization_bias_sum", 17, "SkipLayerNormalization", [x, skip, gamma, beta, b8],
+        n_out=[True, False, False, True], domain=ms)
+    add("SkipSimplifiedLayerNormalization", 17, "SkipSimplifiedLayerNormalization", [x, skip, gamma], domain=ms,
+        epsilon=1e-5)
+    add("SkipSimplifiedLayerNormalization_bias_sum", 17, "SkipSimplifiedLayerNormalization", [x, skip, gamma, b8],
+        n_out=[True, False, False, True], domain=ms, epsilon=1e-5)
+    add("Attention_contrib", 17, "Attention", [x, Const(randn("aw", (8, 24))), Const(randn("ab", (24,)))], domain=ms,
+        num_heads=2)
+    add("MatMulNBits", 17, "MatMulNBits",
+        [randn("mnb", (2, 16)), Const(np.arange(32, dtype=U8).reshape(4, 1, 8)), Const(np.full((4,), 0.1, F32))],
+        domain=ms, K=16, N=4, bits=4, block_size=16)
+
+
+MODELS = []  # (name, ModelProto, feeds): cases that are more than one node
+
+
+def with_default(function, attribute):
+    """`function` with a default for one of its attributes: FunctionProto field
+    11 (attribute_proto), which Debian's onnx 1.12 lacks, appended as bytes."""
+    body = attribute.SerializeToString()
+    tag, size = bytes([(11 << 3) | 2]), b""
+    n = len(body)
+    while True:
+        size += bytes([(n & 0x7F) | (0x80 if n > 0x7F else 0)])
+        n >>= 7
+        if not n:
+            break
+    f = onnx.FunctionProto()
+    f.ParseFromString(function.SerializeToString() + tag + size + body)
+    return f
+
+
+def function_model(name, nodes, inputs, outputs, functions, inits=()):
+    graph = helper.make_graph(nodes, name, [helper.make_tensor_value_info(n, TensorProto.FLOAT, v.shape)
+                                            for n, v in inputs], [onnx.ValueInfoProto(name=o) for o in outputs],
+                              list(inits))
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("local", 1)],
+                              producer_name="kiln-tests", functions=functions)
+    model.ir_version = 8
+    MODELS.append((name, model, [v for _, v in inputs]))
+
+
+def local_function_cases():
+    x = randn("fnx", (2, 3, 4))
+    op17 = [helper.make_opsetid("", 17)]
+    act = helper.make_function("local", "Act", ["x"], ["y"], [
+        helper.make_node("LeakyRelu", ["x"], ["t"], alpha=0.0),
+        helper.make_node("Mul", ["t", "t"], ["y"])], op17, [])
+    act.node[0].attribute[0].ref_attr_name = "alpha"
+    act.attribute.append("alpha")
+    function_model("Function_twice_with_attribute", [
+        helper.make_node("Act", ["x"], ["a"], domain="local", name="first", alpha=0.3),
+        helper.make_node("Act", ["a"], ["y"], domain="local", name="second", alpha=0.1)], [("x", x)], ["y"], [act])
+    defaulted = with_default(act, helper.make_attribute("alpha", 0.5))
+    del defaulted.attribute[:]
+    function_model("Function_attribute_default", [helper.make_node("Act", ["x"], ["y"], domain="local")], [("x", x)],
+                   ["y"], [defaulted])
+    inner = helper.make_function("local", "Inner", ["p", "q"], ["r"], [
+        helper.make_node("Add", ["p", "q"], ["s"]), helper.make_node("Tanh", ["s"], ["r"])], op17, [])
+    outer = helper.make_function("local", "Outer", ["x"], ["y", "z"], [
+        helper.make_node("Inner", ["x", "x"], ["h"], domain="local"),
+        helper.make_node("Inner", ["h", "x"], ["y"], domain="local"),
+        helper.make_node("Neg", ["h"], ["z"])], op17 + [helper.make_opsetid("local", 1)], [])
+    function_model("Function_nested_two_outputs", [helper.make_node("Outer", ["x"], ["y", "z"], domain="local")],
+                   [("x", x)], ["y", "z"], [outer, inner])
+    clip = helper.make_function("local", "Clamp", ["x", "lo", "hi"], ["y"], [
+        helper.make_node("Clip", ["x", "lo", "hi"], ["y"])], op17, [])
+    function_model("Function_optional_input_left_out",
+                   [helper.make_node("Clamp", ["x", "", "hi"], ["y"], domain="local")], [("x", x)], ["y"], [clip],
+                   [numpy_helper.from_array(np.array(0.25, F32), "hi")])
+    ident = helper.make_function("local", "Pass", ["x"], ["y"], [helper.make_node("Identity", ["x"], ["y"])], op17, [])
+    function_model("Function_output_is_graph_output",
+                   [helper.make_node("Pass", ["x"], ["mid"], domain="local"), helper.make_node("Relu", ["mid"], ["y"])],
+                   [("x", x)], ["mid", "y"], [ident])
+
+
+def build_model(name, opset, op, inputs, n_out, domain, attrs):
     graph_inputs, inits, names, feeds = [], [], [], []
     for i, v in enumerate(inputs):
         if v is None:
@@ -278,10 +388,12 @@ def build_model(name, opset, op, inputs, n_out, attrs):
             feeds.append(v)
     while names and names[-1] == "":
         names.pop()
-    outs = [f"y{k}" for k in range(n_out)]
-    node = helper.make_node(op, names, outs, name=f"{op}_node", **attrs)
-    graph = helper.make_graph([node], name, graph_inputs, [onnx.ValueInfoProto(name=o) for o in outs], inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], producer_name="kiln-tests")
+    used = n_out if isinstance(n_out, list) else [True] * n_out
+    outs = [f"y{k}" if u else "" for k, u in enumerate(used)]
+    node = helper.make_node(op, names, outs, name=f"{op}_node", domain=domain or None, **attrs)
+    graph = helper.make_graph([node], name, graph_inputs, [onnx.ValueInfoProto(name=o) for o in outs if o], inits)
+    opsets = [helper.make_opsetid("", opset)] + ([helper.make_opsetid(domain, 1)] if domain else [])
+    model = helper.make_model(graph, opset_imports=opsets, producer_name="kiln-tests")
     model.ir_version = 8
     return model, feeds
 
@@ -297,10 +409,12 @@ def main():
         return
     shutil.rmtree(out, ignore_errors=True)
     for make in [reduce_cases, pad_split_resize_cases, scatter_pool_cases, cast_quantize_cases, type_widened_cases,
-                 signal_grid_cases, bfloat16_widened_cases, expanded_function_cases, new_op_cases]:
+                 signal_grid_cases, bfloat16_widened_cases, expanded_function_cases, new_op_cases, contrib_cases]:
         make()
-    for name, opset, op, inputs, n_out, attrs in CASES:
-        model, feeds = build_model(name, opset, op, inputs, n_out, attrs)
+    local_function_cases()
+    built = [(name, *build_model(name, opset, op, inputs, n_out, domain, attrs))
+             for name, opset, op, inputs, n_out, domain, attrs in CASES]
+    for name, model, feeds in built + MODELS:
         case = os.path.join(out, "test_" + name)
         os.makedirs(os.path.join(case, "inputs"))
         onnx.save(model, os.path.join(case, "model.onnx"))
@@ -327,7 +441,8 @@ def main():
     with open(os.path.join(out, "ort_refused.txt"), "w") as f:
         f.write("\n".join(refused) + ("\n" if refused else ""))
     open(stamp, "w").close()
-    print(f"{out}: {len(CASES) - len(refused)} cases, {len(refused)} refused by ONNX Runtime (ort_refused.txt)")
+    print(f"{out}: {len(built) + len(MODELS) - len(refused)} cases, {len(refused)} refused by ONNX Runtime "
+          "(ort_refused.txt)")
 
 
 if __name__ == "__main__":

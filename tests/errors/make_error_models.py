@@ -63,7 +63,7 @@ def main():
     # KE1003: ops kiln does not have.
     save("op_unknown.onnx", model([helper.make_node("FrobnicateTensor", ["x"], ["y"], name="frob")], [X], [Y]),
          "KE1003", "frob", "'FrobnicateTensor' is not supported", check=False)
-    m = model([helper.make_node("FusedConv", ["x"], ["y"], name="fused", domain="com.microsoft")], [X], [Y])
+    m = model([helper.make_node("MatMulNBits", ["x"], ["y"], name="fused", domain="com.microsoft")], [X], [Y])
     m.opset_import.append(helper.make_opsetid("com.microsoft", 1))
     save("op_custom_domain.onnx", m, "KE1003", "fused", "domain 'com.microsoft'", check=False)
     save("op_version_unsupported.onnx",
@@ -139,6 +139,18 @@ def main():
     save("attr_wrong_kind.onnx",
          model([helper.make_node("Transpose", ["x"], ["y"], name="tr", perm=1.5)], [X], [vi("y", [3, 2])]), "KE1008",
          "tr", "attribute 'perm' must be ints", check=False)
+    loop = helper.make_function("local", "Loop1", ["x"], ["y"], [helper.make_node("Loop1", ["x"], ["y"], domain="local")],
+                                [helper.make_opsetid("", 13), helper.make_opsetid("local", 1)], [])
+    m = model([helper.make_node("Loop1", ["x"], ["y"], name="call", domain="local")], [X], [Y])
+    m.opset_import.append(helper.make_opsetid("local", 1))
+    m.functions.append(loop)
+    save("function_recursive.onnx", m, "KE1004", "-", "function 'local::Loop1' calls itself", check=False)
+    act = helper.make_function("local", "Act", ["x"], ["y"], [helper.make_node("Relu", ["x"], ["y"])],
+                               [helper.make_opsetid("", 13)], [])
+    m = model([helper.make_node("Act", ["x"], ["y"], name="act", domain="local", gain=2.0)], [X], [Y])
+    m.opset_import.append(helper.make_opsetid("local", 1))
+    m.functions.append(act)
+    save("function_unknown_attribute.onnx", m, "KE1008", "act", "function 'Act' has no attribute 'gain'", check=False)
     save("attr_unknown.onnx", model([helper.make_node("Relu", ["x"], ["y"], name="relu", fancy=3)], [X], [Y]),
          "KE1008", "relu", "unknown attribute 'fancy'", check=False)
     # Legacy forms are rewritten before the schema check, with their own kind checks.

@@ -40,16 +40,6 @@ Expected<ir::Value*> ints(DraftBuilder& b, const std::vector<int64_t>& v) {
   return b.constant(Tensor::fromVector<int64_t>({int64_t(v.size())}, v));
 }
 
-Expected<float> floatAttr(NodeDraft& d, const char* name, float dflt) {
-  KILN_ASSIGN(auto a, d.takeAs(name, ir::AttrKind::Float));
-  return a ? a->f() : dflt;
-}
-
-Expected<int64_t> intAttr(NodeDraft& d, const char* name, int64_t dflt) {
-  KILN_ASSIGN(auto a, d.takeAs(name, ir::AttrKind::Int));
-  return a ? a->i() : dflt;
-}
-
 Expected<int64_t> rankOf(const NodeDraft& d) {
   const ir::Value* x = d.inputs.empty() ? nullptr : d.inputs[0];
   if (!x || !x->type().isTensor() || !x->type().tensor().hasRank())
@@ -79,17 +69,11 @@ Status expandMish(NodeDraft& d, DraftBuilder& b) {
   return finishAs(d, "Mul", x, th);
 }
 
-Status expandGelu(NodeDraft& d, DraftBuilder& b) {
-  KILN_ASSIGN(auto approx, d.takeAs("approximate", ir::AttrKind::String));
-  std::string form = approx ? approx->s() : "none";
-  if (form != "none" && form != "tanh")
-    return Error(ErrorCode::BadAttribute, "approximate must be 'none' or 'tanh', got '" + form + "'");
-  KILN_ASSIGN(ir::Value* x, firstInput(d));
-  KILN_ASSIGN(DType dt, inputDType(d, 0));
+Expected<ir::Value*> buildGelu(DraftBuilder& b, ir::Value* x, DType dt, bool tanhForm) {
   KILN_ASSIGN(ir::Value* one, scalar(b, dt, 1.0));
   KILN_ASSIGN(ir::Value* half, scalar(b, dt, 0.5));
   ir::Value* inner = nullptr;
-  if (form == "none") {
+  if (!tanhForm) {
     KILN_ASSIGN(ir::Value* sqrt2, scalar(b, dt, std::sqrt(2.0)));
     KILN_ASSIGN(ir::Value* scaled, b.node("Div", {x, sqrt2}, {}));
     KILN_ASSIGN(inner, b.node("Erf", {scaled}, {}));
@@ -105,11 +89,29 @@ Status expandGelu(NodeDraft& d, DraftBuilder& b) {
   }
   KILN_ASSIGN(ir::Value* plus1, b.node("Add", {inner, one}, {}));
   KILN_ASSIGN(ir::Value* xs, b.node("Mul", {x, plus1}, {}));
-  return finishAs(d, "Mul", xs, half);
+  return b.node("Mul", {xs, half}, {});
+}
+
+Status finishWith(NodeDraft& d, ir::Value* v) {
+  d.opType = "Identity";
+  d.inputs = {v};
+  d.attrs.clear();
+  return Status::ok();
+}
+
+Status expandGelu(NodeDraft& d, DraftBuilder& b) {
+  KILN_ASSIGN(auto approx, d.takeAs("approximate", ir::AttrKind::String));
+  std::string form = approx ? approx->s() : "none";
+  if (form != "none" && form != "tanh")
+    return Error(ErrorCode::BadAttribute, "approximate must be 'none' or 'tanh', got '" + form + "'");
+  KILN_ASSIGN(ir::Value* x, firstInput(d));
+  KILN_ASSIGN(DType dt, inputDType(d, 0));
+  KILN_ASSIGN(ir::Value* y, buildGelu(b, x, dt, form == "tanh"));
+  return finishWith(d, y);
 }
 
 Status expandSwish(NodeDraft& d, DraftBuilder& b) {
-  KILN_ASSIGN(float alpha, floatAttr(d, "alpha", 1.0f));
+  KILN_ASSIGN(float alpha, d.takeFloat("alpha", 1.0f));
   KILN_ASSIGN(ir::Value* x, firstInput(d));
   ir::Value* arg = x;
   if (alpha != 1.0f) {
@@ -121,26 +123,43 @@ Status expandSwish(NodeDraft& d, DraftBuilder& b) {
   return finishAs(d, "Mul", x, s);
 }
 
-Status expandRmsNormalization(NodeDraft& d, DraftBuilder& b) {
-  KILN_ASSIGN(int64_t axis, intAttr(d, "axis", -1));
-  KILN_ASSIGN(float eps, floatAttr(d, "epsilon", 1e-5f));
-  KILN_ASSIGN(int64_t stash, intAttr(d, "stash_type", 1));
-  KILN_ASSIGN(int64_t rank, rankOf(d));
-  if (axis < -rank || axis >= rank) return Error(ErrorCode::BadAttribute, "axis is out of range");
-  if (axis < 0) axis += rank;
-  if (d.inputs.size() != 2 || !d.inputs[1]) return Error(ErrorCode::BadAttribute, "RMSNormalization takes X and scale");
-  KILN_ASSIGN(DType dt, inputDType(d, 0));
-  std::vector<int64_t> axes;
-  for (int64_t a = axis; a < rank; ++a) axes.push_back(a);
+Expected<ir::Value*> buildRmsNormalized(DraftBuilder& b, ir::Value* x, DType dt, const std::vector<int64_t>& axes,
+                                        float eps, int64_t stash, ir::Value** invRms) {
   DType ct = stashDType(dt, stash);
-  KILN_ASSIGN(ir::Value* x, castIfNeeded(b, d.inputs[0], dt, ct));
-  KILN_ASSIGN(ir::Value* sq, b.node("Mul", {x, x}, {}));
+  KILN_ASSIGN(ir::Value* xc, castIfNeeded(b, x, dt, ct));
+  KILN_ASSIGN(ir::Value* sq, b.node("Mul", {xc, xc}, {}));
   KILN_ASSIGN(ir::Value* mean, b.node("ReduceMean", {sq}, {{"axes", ir::Attribute(axes)}, {"keepdims", ir::Attribute(int64_t(1))}}));
   KILN_ASSIGN(ir::Value* e, scalar(b, ct, eps));
   KILN_ASSIGN(ir::Value* var, b.node("Add", {mean, e}, {}));
   KILN_ASSIGN(ir::Value* rms, b.node("Sqrt", {var}, {}));
-  KILN_ASSIGN(ir::Value* norm, b.node("Div", {x, rms}, {}));
-  KILN_ASSIGN(norm, castIfNeeded(b, norm, ct, dt));
+  if (invRms) {
+    KILN_ASSIGN(*invRms, b.node("Reciprocal", {rms}, {}));
+  }
+  KILN_ASSIGN(ir::Value* norm, b.node("Div", {xc, rms}, {}));
+  return castIfNeeded(b, norm, ct, dt);
+}
+
+Expected<std::vector<int64_t>> axesFrom(int64_t axis, int64_t rank) {
+  if (axis < -rank || axis >= rank) return Error(ErrorCode::BadAttribute, "axis is out of range");
+  if (axis < 0) axis += rank;
+  std::vector<int64_t> axes;
+  for (int64_t a = axis; a < rank; ++a) axes.push_back(a);
+  return axes;
+}
+
+Status expandRmsNormalization(NodeDraft& d, DraftBuilder& b) {
+  KILN_ASSIGN(int64_t axis, d.takeInt("axis", -1));
+  KILN_ASSIGN(float eps, d.takeFloat("epsilon", 1e-5f));
+  KILN_ASSIGN(int64_t stash, d.takeInt("stash_type", 1));
+  KILN_ASSIGN(int64_t rank, rankOf(d));
+  KILN_ASSIGN(std::vector<int64_t> axes, axesFrom(axis, rank));
+  if (d.inputs.size() != 2 || !d.inputs[1]) return Error(ErrorCode::BadAttribute, d.opType + " takes X and scale");
+  KILN_ASSIGN(DType dt, inputDType(d, 0));
+  ir::Value* invRms = nullptr;
+  bool wantsInvRms = d.outputs.size() > 1 && !d.outputs[1].empty();
+  KILN_ASSIGN(ir::Value* norm, buildRmsNormalized(b, d.inputs[0], dt, axes, eps, stash, wantsInvRms ? &invRms : nullptr));
+  if (wantsInvRms) d.computedOutputs.emplace_back(d.outputs[1], invRms);
+  d.outputs.resize(1);
   return finishAs(d, "Mul", norm, d.inputs[1]);
 }
 
@@ -169,7 +188,7 @@ Expected<int64_t> groupCount(NodeDraft& d) {
 
 Status expandGroupNormalization18(NodeDraft& d, DraftBuilder& b) {
   KILN_ASSIGN(int64_t groups, groupCount(d));
-  KILN_ASSIGN(float eps, floatAttr(d, "epsilon", 1e-5f));
+  KILN_ASSIGN(float eps, d.takeFloat("epsilon", 1e-5f));
   KILN_ASSIGN(ir::Value* y, groupNormalized(b, d.inputs[0], groups, eps, d.inputs[1], d.inputs[2]));
   d.opType = "Identity";
   d.inputs = {y};
@@ -179,8 +198,8 @@ Status expandGroupNormalization18(NodeDraft& d, DraftBuilder& b) {
 
 Status expandGroupNormalization21(NodeDraft& d, DraftBuilder& b) {
   KILN_ASSIGN(int64_t groups, groupCount(d));
-  KILN_ASSIGN(float eps, floatAttr(d, "epsilon", 1e-5f));
-  KILN_ASSIGN(int64_t stash, intAttr(d, "stash_type", 1));
+  KILN_ASSIGN(float eps, d.takeFloat("epsilon", 1e-5f));
+  KILN_ASSIGN(int64_t stash, d.takeInt("stash_type", 1));
   KILN_ASSIGN(int64_t rank, rankOf(d));
   if (rank < 3) return Error(ErrorCode::ShapeMismatch, "GroupNormalization needs an input of rank 3 or more");
   KILN_ASSIGN(DType dt, inputDType(d, 0));

@@ -41,7 +41,18 @@ int firstNewerVersion(std::string_view op);
 /// Brings a draft of a newer op version into its opset-17 form, or refuses it.
 Status normalizeNewerForm(NodeDraft& d, const NewerOpVersion& version, DraftBuilder& b);
 
-// Expansions into opset-17 ops (FunctionExpansions.cpp).
+// Expansions into opset-17 ops (FunctionExpansions.cpp) and their building
+// blocks, which the com.microsoft expansions (ContribOps.cpp) share.
+/// GELU of x: x (1 + erf(x / sqrt 2)) / 2, or its tanh(sqrt(2/pi) (x + 0.044715 x^3)) form.
+Expected<ir::Value*> buildGelu(DraftBuilder& b, ir::Value* x, DType dt, bool tanhForm);
+/// x / sqrt(mean(x^2 over axes) + eps), computed in f32 for narrower types when
+/// stash is 1; `invRms`, when given, receives 1 / sqrt(...) in that type.
+Expected<ir::Value*> buildRmsNormalized(DraftBuilder& b, ir::Value* x, DType dt, const std::vector<int64_t>& axes,
+                                        float eps, int64_t stash, ir::Value** invRms = nullptr);
+/// The axes from `axis` (negative: from the back) to the last of `rank`.
+Expected<std::vector<int64_t>> axesFrom(int64_t axis, int64_t rank);
+/// Ends the draft as Identity(v): the expansion computed the result already.
+Status finishWith(NodeDraft& d, ir::Value* v);
 Status expandMish(NodeDraft& d, DraftBuilder& b);
 Status expandGelu(NodeDraft& d, DraftBuilder& b);
 Status expandSwish(NodeDraft& d, DraftBuilder& b);

@@ -13,11 +13,14 @@
 
 #include <google/protobuf/io/coded_stream.h>
 
+#include <functional>
 #include <queue>
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
 
+#include "ContribOps.h"
+#include "FunctionInlining.h"
 #include "InitializerSplit.h"
 #include "NewerOpsetForms.h"
 #include "OnnxProtoUtils.h"
@@ -102,7 +105,8 @@ class Importer final : public DraftBuilder {
     if (auto t = opsets_.find("ai.onnx.preview.training"); t != opsets_.end() && t->second != 1)
       return Error(ErrorCode::OnnxUnsupportedOpset, "the model uses opset " + std::to_string(t->second) +
                                                         " of ai.onnx.preview.training; kiln supports version 1");
-    for (const auto& f : model.functions()) localFunctions_.insert(f.domain() + "::" + f.name());
+    for (const auto& f : model.functions()) functions_[f.domain() + "::" + f.name()] = &f;
+    KILN_TRY(checkFunctionsDoNotRecurse());
     module_.name = model.graph().name();
     module_.producerName = model.producer_name();
     module_.producerVersion = model.producer_version();
@@ -161,10 +165,11 @@ class Importer final : public DraftBuilder {
     }
   }
 
+  /// The value of `name` in the innermost scope that defines it (not below a function body's frame).
   ir::Value* lookup(const std::string& name) const {
-    for (auto it = scopes_.rbegin(); it != scopes_.rend(); ++it) {
-      auto f = it->find(name);
-      if (f != it->end()) return f->second;
+    for (size_t i = scopes_.size(); i-- > scopeFloor_;) {
+      auto f = scopes_[i].find(name);
+      if (f != scopes_[i].end()) return f->second;
     }
     return nullptr;
   }
@@ -394,15 +399,19 @@ class Importer final : public DraftBuilder {
     if (!opsets_.count(domain))
       return located(Error(ErrorCode::OnnxUnsupportedOpset,
                            "the model does not import the op's domain '" + (domain.empty() ? std::string("ai.onnx") : domain) + "'"));
-    if (localFunctions_.count(np.domain() + "::" + np.op_type()))
-      return located(Error(ErrorCode::OnnxUnsupportedOp, "model-local functions are not supported by kiln"));
+    if (auto f = functions_.find(np.domain() + "::" + np.op_type()); f != functions_.end()) {
+      Status s = inlineFunction(np, *f->second, g);
+      if (!s.isOk()) return located(std::move(s).error());
+      return Status::ok();
+    }
     NodeDraft d;
     d.opType = np.op_type();
     d.domain = domain;
     d.name = np.name();
-    std::optional<NewerOpVersion> newer = domain.empty() ? newerOpVersion(d.opType, opset) : std::nullopt;
+    FormHandler contrib = contribOpHandler(domain, d.opType);
+    std::optional<NewerOpVersion> newer = domain.empty() && !contrib ? newerOpVersion(d.opType, opset) : std::nullopt;
     std::string probe = d.opType == "Upsample" ? "Resize" : d.opType == "Scatter" ? "ScatterElements" : d.opType;
-    if (!newer && !ir::OpRegistry::global().find(domain, probe)) {
+    if (!newer && !contrib && !ir::OpRegistry::global().find(domain, probe)) {
       if (int since = domain.empty() ? firstNewerVersion(d.opType) : 0)
         return located(Error(ErrorCode::OnnxInvalidGraph, "op '" + d.opType + "' exists from opset " +
                                                               std::to_string(since) + " on; the model imports opset " +
@@ -416,7 +425,8 @@ class Importer final : public DraftBuilder {
         continue;
       }
       ir::Value* v = lookup(in);
-      if (!v) return located(invalidGraph("input '" + in + "' is not defined (no graph input, initializer or node produces it)"));
+      if (!v && !isAbsentFormal(in))
+        return located(invalidGraph("input '" + in + "' is not defined (no graph input, initializer or node produces it)"));
       d.inputs.push_back(v);
     }
     for (auto& a : *np.mutable_attribute()) {
@@ -427,16 +437,124 @@ class Importer final : public DraftBuilder {
     }
     d.outputs.assign(np.output().begin(), np.output().end());
     while (!d.outputs.empty() && d.outputs.back().empty()) d.outputs.pop_back();
+    // Inside a function body, the body's names stay its own: the graph gets fresh ones.
+    std::vector<std::string> scopeNames = d.outputs;
+    if (inlineDepth_ > 0)
+      for (std::string& o : d.outputs)
+        if (!o.empty()) o = freeName(g, currentNameFor(np) + "/" + o);
     current_ = &g;
     currentName_ = np.name().empty() ? displayName(np) : np.name();  // after nested subgraph imports
-    Status s = newer ? normalizeNewerForm(d, *newer, *this) : Status::ok();
+    Status s = contrib ? contrib(d, *this) : newer ? normalizeNewerForm(d, *newer, *this) : Status::ok();
+    if (contrib) d.domain.clear();  // written as default-domain ops
     if (s.isOk()) s = normalizeDraft(d, opsetOf(""), *this);
     if (!s.isOk()) return located(std::move(s).error());
     auto node = createNode(d, g, opset);
     if (!node) return located(std::move(node).error());
     for (size_t i = 0; i < d.outputs.size(); ++i)
-      if (!d.outputs[i].empty()) KILN_TRY(define(d.outputs[i], (*node)->output(i)));
+      if (!d.outputs[i].empty()) KILN_TRY(define(scopeNames[i], (*node)->output(i)));
+    for (const auto& [name, value] : d.computedOutputs)
+      if (!name.empty()) KILN_TRY(defineAs(name, value, d.name, g));
     return Status::ok();
+  }
+
+  static std::string currentNameFor(const ::onnx::NodeProto& np) { return np.name().empty() ? displayName(np) : np.name(); }
+
+  /// A formal input of the function body being imported that the call leaves out.
+  bool isAbsentFormal(const std::string& name) const {
+    if (inlineDepth_ == 0) return false;
+    auto f = scopes_[scopeFloor_].find(name);
+    return f != scopes_[scopeFloor_].end() && !f->second;
+  }
+
+  /// The model-local functions that `g`'s nodes (and their subgraphs') call.
+  void calledFunctions(const ::onnx::GraphProto& g, std::vector<std::string>& out) const {
+    for (const auto& n : g.node()) {
+      if (functions_.count(n.domain() + "::" + n.op_type())) out.push_back(n.domain() + "::" + n.op_type());
+      for (const auto& a : n.attribute()) {
+        if (a.has_g()) calledFunctions(a.g(), out);
+        for (const auto& sg : a.graphs()) calledFunctions(sg, out);
+      }
+    }
+  }
+
+  /// Refuses functions that call themselves, directly or through others (inlining would not end).
+  Status checkFunctionsDoNotRecurse() const {
+    std::map<std::string, int> state;  // 1: on the current path, 2: done
+    std::function<Status(const std::string&)> visit = [&](const std::string& name) -> Status {
+      if (state[name] == 2) return Status::ok();
+      if (state[name] == 1)
+        return Error(ErrorCode::OnnxInvalidGraph, "model-local function '" + name + "' calls itself");
+      state[name] = 1;
+      ::onnx::GraphProto body;
+      for (const auto& n : functions_.at(name)->node()) *body.add_node() = n;
+      std::vector<std::string> callees;
+      calledFunctions(body, callees);
+      for (const std::string& c : callees) KILN_TRY(visit(c));
+      state[name] = 2;
+      return Status::ok();
+    };
+    for (const auto& [name, f] : functions_) KILN_TRY(visit(name));
+    return Status::ok();
+  }
+
+  /// Imports a call of a model-local function as the function's body.
+  Status inlineFunction(const ::onnx::NodeProto& call, const ::onnx::FunctionProto& f, ir::Graph& g) {
+    if (inlineDepth_ >= kMaxInlineDepth)
+      return invalidGraph("model-local functions call each other deeper than " + std::to_string(kMaxInlineDepth) +
+                          " levels");
+    if (call.input_size() > f.input_size() || call.output_size() > f.output_size())
+      return invalidGraph("the call has more inputs or outputs than function '" + f.name() + "' declares");
+    std::string callName = currentNameFor(call);
+    KILN_ASSIGN(std::vector<::onnx::NodeProto> body, instantiateFunctionBody(f, call, callName));
+    std::unordered_map<std::string, ir::Value*> frame;
+    for (int i = 0; i < f.input_size(); ++i) {
+      const std::string actual = i < call.input_size() ? call.input(i) : std::string();
+      ir::Value* v = actual.empty() ? nullptr : lookup(actual);
+      if (!actual.empty() && !v) return invalidGraph("input '" + actual + "' is not defined");
+      frame[f.input(i)] = v;
+    }
+    // The body sees its own opset imports over the model's.
+    std::map<std::string, int64_t> savedOpsets = opsets_;
+    for (const auto& o : f.opset_import()) opsets_[o.domain() == "ai.onnx" ? "" : o.domain()] = o.version();
+    size_t savedFloor = scopeFloor_;
+    scopes_.push_back(std::move(frame));
+    scopeFloor_ = scopes_.size() - 1;
+    ++inlineDepth_;
+    auto restore = [&] {
+      --inlineDepth_;
+      scopeFloor_ = savedFloor;
+      opsets_ = savedOpsets;
+    };
+    std::vector<ir::Value*> results;
+    Status s = Status::ok();
+    for (auto& n : body) {
+      s = importNode(n, g);
+      if (!s.isOk()) break;
+    }
+    for (int k = 0; s.isOk() && k < call.output_size(); ++k) {
+      ir::Value* v = call.output(k).empty() ? nullptr : lookup(f.output(k));
+      if (!call.output(k).empty() && !v)
+        s = invalidGraph("function '" + f.name() + "' does not compute its output '" + f.output(k) + "'");
+      results.push_back(v);
+    }
+    scopes_.pop_back();
+    restore();
+    if (!s.isOk()) return s;
+    // The call's outputs keep the call's names (graph outputs among them).
+    for (int k = 0; k < call.output_size(); ++k)
+      if (results[size_t(k)]) KILN_TRY(defineAs(call.output(k), results[size_t(k)], callName, g));
+    return Status::ok();
+  }
+
+  /// Defines `name` as an Identity of `v` that carries the name into the graph.
+  Status defineAs(const std::string& name, ir::Value* v, const std::string& nodeName, ir::Graph& g) {
+    NodeDraft alias;
+    alias.opType = "Identity";
+    alias.name = nodeName;
+    alias.inputs = {v};
+    alias.outputs = {inlineDepth_ > 0 ? freeName(g, nodeName + "/" + name) : name};
+    KILN_ASSIGN(ir::Node * n, createNode(alias, g, opsets_[""]));
+    return define(name, n->output(0));
   }
 
   /// Creates, checks and types the node a draft describes.
@@ -446,7 +564,11 @@ class Importer final : public DraftBuilder {
     std::vector<std::string> names;
     for (const auto& o : d.outputs) {
       if (!o.empty() && (g.isValueNameTaken(o) || lookup(o))) return invalidGraph("value '" + o + "' is defined twice");
-      names.push_back(o.empty() ? freeName(g, (d.name.empty() ? d.opType : d.name) + "/unused") : o);
+      std::string name = o;
+      // Unused results get distinct names (none exists until the node does).
+      for (int k = 0; name.empty() || (o.empty() && std::count(names.begin(), names.end(), name)); ++k)
+        name = freeName(g, (d.name.empty() ? d.opType : d.name) + "/unused" + (k ? "_" + std::to_string(k) : ""));
+      names.push_back(name);
     }
     ir::Node* node = g.createNode(*schema, d.inputs, names, d.name);
     for (auto& [name, a] : d.attrs) node->setAttr(name, std::move(a));
@@ -474,7 +596,10 @@ class Importer final : public DraftBuilder {
   ir::ShapeInferencer inferencer_;
   std::vector<std::unordered_map<std::string, ir::Value*>> scopes_;
   std::map<std::string, int64_t> opsets_;
-  std::set<std::string> localFunctions_;
+  std::map<std::string, const ::onnx::FunctionProto*> functions_;
+  static constexpr int kMaxInlineDepth = 32;
+  int inlineDepth_ = 0;
+  size_t scopeFloor_ = 0;
   std::unordered_set<std::string> reserved_;
   ir::Graph* current_ = nullptr;
   std::string currentName_;

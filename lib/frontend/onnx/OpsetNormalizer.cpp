@@ -43,6 +43,16 @@ Expected<std::optional<ir::Attribute>> NodeDraft::takeAs(const std::string& n, i
   return a;
 }
 
+Expected<float> NodeDraft::takeFloat(const std::string& n, float dflt) {
+  KILN_ASSIGN(auto a, takeAs(n, ir::AttrKind::Float));
+  return a ? a->f() : dflt;
+}
+
+Expected<int64_t> NodeDraft::takeInt(const std::string& n, int64_t dflt) {
+  KILN_ASSIGN(auto a, takeAs(n, ir::AttrKind::Int));
+  return a ? a->i() : dflt;
+}
+
 Expected<const ir::Attribute*> NodeDraft::attrAs(const std::string& n, ir::AttrKind kind) const {
   const ir::Attribute* a = attr(n);
   if (a && a->kind() != kind) return wrongKind(n, kind, *a);

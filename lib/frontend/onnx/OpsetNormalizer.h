@@ -25,6 +25,9 @@ struct NodeDraft {
   std::vector<ir::Value*> inputs;
   std::vector<std::pair<std::string, ir::Attribute>> attrs;
   std::vector<std::string> outputs;
+  /// Outputs a rewrite computed with helper nodes (ONNX name, value); the
+  /// importer gives each its name through an Identity.
+  std::vector<std::pair<std::string, ir::Value*>> computedOutputs;
 
   const ir::Attribute* attr(const std::string& n) const;
   /// Removes an attribute and returns it (nullopt if absent).
@@ -32,6 +35,9 @@ struct NodeDraft {
   /// Removes an attribute that must be of `kind` (an error otherwise; the
   /// schema check comes after normalisation, so rewrites check kinds here).
   Expected<std::optional<ir::Attribute>> takeAs(const std::string& n, ir::AttrKind kind);
+  /// Removes a float (int) attribute: its value, `dflt` when absent, an error when of another kind.
+  Expected<float> takeFloat(const std::string& n, float dflt);
+  Expected<int64_t> takeInt(const std::string& n, int64_t dflt);
   /// The attribute if present and of `kind`, an error if of another kind.
   Expected<const ir::Attribute*> attrAs(const std::string& n, ir::AttrKind kind) const;
   void set(const std::string& n, ir::Attribute a);
