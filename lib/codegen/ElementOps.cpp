@@ -215,13 +215,18 @@ Expr castElement(const ElementCall& c, const Expr& x) {
 
 // Elementwise rules that need more than one UnaryOp.
 
+/// Bounds known at compile time are immediates; others (computed by the model) are read as scalars.
 Expected<Expr> clipElement(const ElementCall& c, const Expr& x) {
   Expr r = x;
   for (size_t i = 1; i <= 2; ++i) {
     if (!c.n.hasInput(i)) continue;
     const Tensor* bound = constantOperand(c.n, i);
-    if (!bound) return needsConstant(c.n, i == 1 ? "min" : "max");
-    Expr b = c.fconst(bound->scalarAsDouble());
+    Expr b;
+    if (bound) {
+      b = c.fconst(bound->scalarAsDouble());
+    } else {
+      KILN_ASSIGN(b, c.broadcastOperand(i));
+    }
     r = i == 1 ? maxOf(r, b) : minOf(r, b);
   }
   return r;

@@ -1,6 +1,6 @@
 //===- tests/emulation/EmulationKernelsTool.cpp - kiln-emulation-kernels ---===//
 //
-//   kiln-emulation-kernels MODEL.onnx WORK_DIR [f32|tf32|f16|bf16 [off|auto|all [TUNING_DB]]]
+//   kiln-emulation-kernels MODEL.onnx WORK_DIR [f32|tf32|f16|bf16 [off|auto|all [TUNING_DB]]] [--shape name:dims ...]
 //   kiln-emulation-kernels CANDIDATE_DIR WORK_DIR
 //
 // Builds the CPU emulation library of every CUDA kernel kiln generates for a
@@ -9,7 +9,8 @@
 // bf16, those of `--precision tf32` / `f16` / `bf16`; then with auto or all,
 // those left beside `--library-tactics` library steps; with a tuning
 // database, the schedules `kiln compile --target cuda --tuning-db` takes
-// from the records of the database's only GPU), and prints its path. With KILN_CUDA_DRIVER naming the emulated driver and
+// from the records of the database's only GPU; --shape binds dynamic input
+// dims as `kiln compile --shape` does), and prints its path. With KILN_CUDA_DRIVER naming the emulated driver and
 // KILN_EMULATED_KERNELS this library, the kiln CLI runs the model's CUDA
 // code on a machine without a GPU: how the CLI tests and bench/gpu-run's
 // self-test drive the CUDA backend. Given a directory of CUDA candidates
@@ -19,6 +20,7 @@
 //===----------------------------------------------------------------------===//
 #include <filesystem>
 #include <iostream>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -38,9 +40,9 @@ using namespace kiln;
 namespace {
 
 Expected<std::string> build(const std::string& modelPath, const std::string& workDir, const std::string& precision,
-                            const std::string& tactics, const std::string& tuningDb) {
+                            const std::string& tactics, const std::string& tuningDb, const onnx::ImportOptions& shapes) {
   passes::registerAllPasses();
-  KILN_ASSIGN(auto module, onnx::importOnnxFile(modelPath));
+  KILN_ASSIGN(auto module, onnx::importOnnxFile(modelPath, shapes));
   KILN_ASSIGN(auto pipeline, passes::optLevelPipeline(passes::kDefaultOptLevel));
   KILN_ASSIGN(auto mixed, passes::precisionPasses(precision));  // as the CLI's --precision does
   pipeline.insert(pipeline.end(), mixed.begin(), mixed.end());
@@ -93,10 +95,24 @@ Expected<std::string> buildCandidates(const std::string& dir, const std::string&
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int main(int rawArgc, char** rawArgv) {
+  std::vector<char*> args;
+  onnx::ImportOptions shapes;
+  for (int i = 0; i < rawArgc; ++i) {
+    if (std::string(rawArgv[i]) != "--shape" || i + 1 == rawArgc) {
+      args.push_back(rawArgv[i]);
+      continue;
+    }
+    if (Status s = onnx::parseShapeBinding(rawArgv[++i], shapes); !s.isOk()) {
+      std::cerr << "kiln-emulation-kernels: " << s.error().str() << "\n";
+      return 2;
+    }
+  }
+  int argc = int(args.size());
+  char** argv = args.data();
   const bool help = argc == 2 && std::string(argv[1]) == "--help";
   if (argc < 3 || argc > 6) {
-    (help ? std::cout : std::cerr) << "usage: kiln-emulation-kernels MODEL.onnx WORK_DIR [f32|tf32|f16|bf16 [off|auto|all [TUNING_DB]]]\n"
+    (help ? std::cout : std::cerr) << "usage: kiln-emulation-kernels MODEL.onnx WORK_DIR [f32|tf32|f16|bf16 [off|auto|all [TUNING_DB]]] [--shape name:dims ...]\n"
                                       "       kiln-emulation-kernels CANDIDATE_DIR WORK_DIR\n"
                                       "Builds the CPU emulation library of the model's CUDA kernels (or of exported CUDA\n"
                                       "tuning candidates) and prints its path.\n";
@@ -105,7 +121,7 @@ int main(int argc, char** argv) {
   auto library = std::filesystem::is_directory(argv[1])
                      ? buildCandidates(argv[1], argv[2])
                      : build(argv[1], argv[2], argc >= 4 ? argv[3] : "f32", argc >= 5 ? argv[4] : "off",
-                             argc == 6 ? argv[5] : "");
+                             argc == 6 ? argv[5] : "", shapes);
   if (!library) {
     std::cerr << "kiln-emulation-kernels: " << library.error().str() << "\n";
     return 1;

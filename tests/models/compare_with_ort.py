@@ -156,7 +156,8 @@ def main():
         for i, a in enumerate(args.compile_arg):
             if a.startswith("--library-tactics"):
                 tactics = a.split("=", 1)[1] if "=" in a else args.compile_arg[i + 1]
-        built = subprocess.run([tool, args.model, emu_dir, "f32", tactics], capture_output=True, text=True)
+        shape_args = [a for s in args.shape for a in ("--shape", s)]
+        built = subprocess.run([tool, args.model, emu_dir, "f32", tactics] + shape_args, capture_output=True, text=True)
         if built.returncode != 0:
             print(f"kiln-emulation-kernels failed:\n{built.stderr}")
             sys.exit(1)
