@@ -117,7 +117,7 @@ def make_inputs(specs, work, seed=0):
         elif dtype == np.bool_:
             data = rng.randint(0, 2, s["shape"]).astype(dtype)
         else:
-            data = rng.randint(s["low"], s["high"], s["shape"]).astype(dtype)
+            data = rng.randint(int(s["low"]), int(s["high"]), s["shape"]).astype(dtype)
         paths[name] = os.path.join(work, sanitize(name) + ".npy")
         np.save(paths[name], data)
     return paths

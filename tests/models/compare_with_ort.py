@@ -2,7 +2,7 @@
 """Runs a model through `kiln run` and ONNX Runtime on the same seeded inputs
 and compares every output.
 
-    compare_with_ort.py --kiln KILN --model M.onnx [--shape name:dims] [--tolerance T]
+    compare_with_ort.py --kiln KILN --model M.onnx [--shape name:dims] [--range name:low:high] [--tolerance T]
                         [--work DIR] [--kiln-arg ARG ...] [--compile-arg ARG ...]
                         [--detections BOXES,SCORES,LABELS[,PER_DETECTION...] [--min-matched F]]
 
@@ -132,6 +132,8 @@ def main():
     ap.add_argument("--kiln", required=True, help="the kiln executable")
     ap.add_argument("--model", required=True)
     ap.add_argument("--shape", action="append", default=[], help="name:1x3x224x224 for dynamic inputs")
+    ap.add_argument("--range", action="append", default=[], metavar="NAME:LOW:HIGH",
+                    help="draw input NAME from [LOW, HIGH) (sr:16000:16001 gives a sample rate of 16000)")
     ap.add_argument("--tolerance", type=float, help="override the manifest's tolerance (default 1e-4)")
     ap.add_argument("--work", default=None, help="directory for inputs and outputs")
     ap.add_argument("--seed", type=int, default=0)
@@ -179,7 +181,14 @@ def main():
             sys.exit(2)
     tolerance = args.tolerance if args.tolerance is not None else spec.get("tolerance", 1e-4)
     shapes = {s.split(":")[0]: [int(d) for d in s.split(":")[1].split("x")] for s in args.shape}
-    paths = zoo.make_inputs(zoo.input_specs(args.model, shapes), work, args.seed)
+    specs = zoo.input_specs(args.model, shapes)
+    for r in args.range:
+        input_name, low, high = r.rsplit(":", 2)
+        if input_name not in specs:
+            print(f"{name}: --range names no input '{input_name}' (inputs: {', '.join(specs)})")
+            sys.exit(2)
+        specs[input_name] = dict(specs[input_name], low=float(low), high=float(high))
+    paths = zoo.make_inputs(specs, work, args.seed)
     kiln_dir, ort_dir = os.path.join(work, "kiln"), os.path.join(work, "ort")
     target = args.model
     if args.compile:

@@ -15,14 +15,37 @@ using namespace infer;
 
 namespace {
 
+/// Forgets every type in `g` (and its bodies) that inference wrote.
+void clearTypes(Graph& g) {
+  for (Node* n : g.nodes()) {
+    for (Graph* sub : n->subgraphs()) clearTypes(*sub);
+    for (Value* v : n->outputs()) v->setType(Type());
+  }
+}
+
 Status inferIf(InferenceContext& ctx) {
   KILN_ASSIGN(TensorType cond, ctx.inputTensor(0));
   if (cond.dtype() != DType::Bool) return shapeError("condition must be bool, got " + cond.str());
   Graph* thenG = ctx.node().getGraph("then_branch");
   Graph* elseG = ctx.node().getGraph("else_branch");
   if (!thenG->inputs().empty() || !elseG->inputs().empty()) return shapeError("If branches must not have inputs");
-  KILN_TRY(ctx.inferSubgraph(*thenG, {}));
-  KILN_TRY(ctx.inferSubgraph(*elseG, {}));
+  Status thenOk = ctx.inferSubgraph(*thenG, {});
+  Status elseOk = ctx.inferSubgraph(*elseG, {});
+  // A branch whose shapes contradict the operands' (Silero VAD's 8 kHz branch
+  // when 16 kHz windows are bound) cannot be the one that runs: its values
+  // lose their types and the results take the other branch's; taking it
+  // anyway fails at run time, where its shapes contradict.
+  if (!thenOk.isOk() && !elseOk.isOk()) return thenOk;
+  if (!thenOk.isOk() || !elseOk.isOk()) {
+    Graph* infeasible = thenOk.isOk() ? elseG : thenG;
+    Graph* taken = thenOk.isOk() ? thenG : elseG;
+    clearTypes(*infeasible);
+    if (taken->outputs().size() != ctx.numOutputs())
+      return shapeError("a branch has " + std::to_string(taken->outputs().size()) + " outputs, node " +
+                        std::to_string(ctx.numOutputs()));
+    for (size_t i = 0; i < ctx.numOutputs(); ++i) ctx.setOutputType(i, taken->outputs()[i]->type());
+    return Status::ok();
+  }
   if (thenG->outputs().size() != ctx.numOutputs() || elseG->outputs().size() != ctx.numOutputs())
     return shapeError("then_branch has " + std::to_string(thenG->outputs().size()) + " outputs, else_branch " +
                       std::to_string(elseG->outputs().size()) + ", node " + std::to_string(ctx.numOutputs()));
