@@ -144,6 +144,14 @@ def cast_quantize_cases():
         output_dtype=TensorProto.FLOAT16)
     for v in [24, 25]:
         add(f"DequantizeLinear_v{v}", v, "DequantizeLinear", [qi, Const(np.array(0.5, F32)), Const(np.array(2, U8))])
+    add("QuantizeLinear_v21_blocked_zero_point_partial", 21, "QuantizeLinear",
+        [q, Const(randn("qbs", (2, 2, 4), lo=0.02, hi=0.1)), Const(np.array([[[-3, 0, 2, 5]] * 2] * 2, I8))], axis=1,
+        block_size=2)
+    add("DequantizeLinear_v21_blocked", 21, "DequantizeLinear",
+        [qi, Const(randn("dqbs", (2, 3, 2), lo=0.05, hi=0.2)), Const(np.array([[[3, 9]] * 3] * 2, U8))], axis=-1,
+        block_size=2)
+    add("DequantizeLinear_v23_blocked_int8_partial", 23, "DequantizeLinear",
+        [qi.astype(I8), Const(randn("dqbs3", (1, 3, 4), lo=0.05, hi=0.2))], axis=0, block_size=3)
     add("QLinearMatMul_v21", 21, "QLinearMatMul",
         [np.arange(6, dtype=U8).reshape(2, 3) * 20, Const(np.array(0.1, F32)), Const(np.array(10, U8)),
          np.arange(6, dtype=U8).reshape(3, 2) * 15, Const(np.array(0.2, F32)), Const(np.array(5, U8)),
@@ -203,6 +211,18 @@ def bfloat16_widened_cases():
     add("MaxPool_v22", 22, "MaxPool", [img], kernel_shape=[2, 2], strides=[2, 2])
     add("Conv_v22", 22, "Conv", [img, Const(randn("w22", (3, 2, 3, 3))), Const(randn("b22", (3,)))], pads=[1, 1, 1, 1])
     add("ConvTranspose_v22", 22, "ConvTranspose", [img, Const(randn("wt22", (2, 3, 2, 2)))], strides=[2, 2])
+    wt, bt = Const(randn("wt3", (2, 4, 3, 3))), Const(randn("bt3", (4,)))
+    add("ConvTranspose_v22_bias_pads_output_padding", 22, "ConvTranspose", [img, wt, bt], strides=[2, 2],
+        pads=[1, 0, 1, 1], output_padding=[1, 0])
+    add("ConvTranspose_v22_group_dilations", 22, "ConvTranspose", [img, Const(randn("wtg", (2, 3, 2, 3)))], group=2,
+        dilations=[2, 1], strides=[1, 2])
+    add("ConvTranspose_v22_auto_pad_same", 22, "ConvTranspose", [img, wt, bt], strides=[2, 2], auto_pad="SAME_UPPER")
+    add("ConvTranspose_v22_output_shape", 22, "ConvTranspose", [img, wt], strides=[3, 2], output_shape=[14, 9])
+    add("ConvTranspose_v22_crop", 22, "ConvTranspose", [img, wt], pads=[3, 2, 3, 3])
+    add("ConvTranspose_v22_1d_bias", 22, "ConvTranspose",
+        [randn("ct1", (2, 3, 6)), Const(randn("ct1w", (3, 2, 4))), Const(randn("ct1b", (2,)))], strides=[4])
+    add("ConvTranspose_v22_3d", 22, "ConvTranspose", [randn("ct3", (1, 2, 2, 3, 2)), Const(randn("ct3w", (2, 2, 2, 2, 2)))],
+        strides=[2, 2, 2])
     for op in ["GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool"]:
         add(f"{op}_v22", 22, op, [img])
     add("InstanceNormalization_v22", 22, "InstanceNormalization",
@@ -255,10 +275,9 @@ def new_op_cases():
     add("DeformConv_v19", 19, "DeformConv",
         [randn("dc", (1, 1, 4, 4)), Const(randn("dcw", (1, 1, 2, 2))), randn("dco", (1, 8, 3, 3)) * 0.1])
     add("AffineGrid_v20", 20, "AffineGrid", [randn("ag", (1, 2, 3)), Const(np.array([1, 1, 3, 3], I64))])
-    q = randn("att", (1, 2, 3, 4))
-    add("Attention_v23", 23, "Attention", [q, randn("attk", (1, 2, 3, 4)), randn("attv", (1, 2, 3, 4))])
-    add("RotaryEmbedding_v23", 23, "RotaryEmbedding",
-        [q, Const(randn("cos", (1, 3, 2))), Const(randn("sin", (1, 3, 2)))])
+    add("AffineGrid_v20_align_corners", 20, "AffineGrid", [randn("ag2", (2, 2, 3)), Const(np.array([2, 3, 4, 5], I64))],
+        align_corners=1)
+    add("AffineGrid_v20_3d", 20, "AffineGrid", [randn("ag3", (1, 3, 4)), Const(np.array([1, 1, 2, 3, 4], I64))])
     add("TensorScatter_v24", 24, "TensorScatter",
         [randn("ts", (1, 2, 5, 4)), randn("tsu", (1, 2, 1, 4)), Const(np.array([2], I64))])
     add("CumProd_v26", 26, "CumProd", [randn("cp", (2, 3)), Const(np.array(1, I64))])
@@ -302,11 +321,71 @@ def contrib_cases():
         epsilon=1e-5)
     add("SkipSimplifiedLayerNormalization_bias_sum", 17, "SkipSimplifiedLayerNormalization", [x, skip, gamma, b8],
         n_out=[True, False, False, True], domain=ms, epsilon=1e-5)
-    add("Attention_contrib", 17, "Attention", [x, Const(randn("aw", (8, 24))), Const(randn("ab", (24,)))], domain=ms,
-        num_heads=2)
+    nbits = Const(rng_for("mnbq").integers(0, 256, (6, 2, 8), dtype=U8))
+    nscales = Const(randn("mnbs", (12,), lo=0.01, hi=0.2))
     add("MatMulNBits", 17, "MatMulNBits",
         [randn("mnb", (2, 16)), Const(np.arange(32, dtype=U8).reshape(4, 1, 8)), Const(np.full((4,), 0.1, F32))],
         domain=ms, K=16, N=4, bits=4, block_size=16)
+    add("MatMulNBits_zero_points_bias", 17, "MatMulNBits",
+        [randn("mnb2", (3, 2, 32)), nbits, nscales, Const(rng_for("mnbz").integers(0, 256, (6,), dtype=U8)), None,
+         Const(randn("mnbb", (6,)))], domain=ms, K=32, N=6, bits=4, block_size=16)
+    add("MatMulNBits_partial_block", 17, "MatMulNBits", [randn("mnb3", (2, 20)), nbits, nscales], domain=ms, K=20, N=6,
+        bits=4, block_size=16)
+    add("MatMulNBits_8bit", 17, "MatMulNBits",
+        [randn("mnb4", (2, 16)), Const(rng_for("mnb8").integers(0, 256, (3, 1, 16), dtype=U8)),
+         Const(randn("mnb8s", (3,), lo=0.01, hi=0.05))], domain=ms, K=16, N=3, bits=8, block_size=16)
+
+
+def attention_cases():
+    q, k, v = randn("att", (1, 2, 3, 4)), randn("attk", (1, 2, 5, 4)), randn("attv", (1, 2, 5, 6))
+    add("Attention_v23", 23, "Attention", [q, randn("attk", (1, 2, 3, 4)), randn("attv", (1, 2, 3, 4))])
+    add("Attention_v23_cross_scale", 23, "Attention", [q, k, v], scale=0.3)
+    add("Attention_v23_3d_heads", 23, "Attention", [randn("a3q", (2, 3, 8)), randn("a3k", (2, 4, 8)),
+                                                    randn("a3v", (2, 4, 8))], q_num_heads=2, kv_num_heads=2)
+    add("Attention_v23_gqa", 23, "Attention", [randn("agq", (1, 4, 3, 4)), k, randn("agv", (1, 2, 5, 4))])
+    add("Attention_v23_causal", 23, "Attention", [randn("acq", (1, 2, 4, 4)), randn("acq", (1, 2, 4, 4)) * 0.5,
+                                                  randn("acv", (1, 2, 4, 4))], is_causal=1)
+    add("Attention_v23_bool_mask", 23, "Attention",
+        [q, k, v, np.array([[True, False, True, True, False]] * 3, BOOL)])
+    add("Attention_v23_float_mask", 23, "Attention", [q, k, v, randn("afm", (1, 1, 3, 5))])
+    past_k, past_v = randn("apk", (1, 2, 2, 4)), randn("apv", (1, 2, 2, 6))
+    add("Attention_v23_past_causal_present", 23, "Attention", [q, randn("ank", (1, 2, 3, 4)),
+                                                               randn("anv", (1, 2, 3, 6)), None, past_k, past_v],
+        n_out=3, is_causal=1)
+    add("Attention_v23_softcap_qk_output", 23, "Attention", [q, k, v], n_out=[True, False, False, True], softcap=2.0,
+        qk_matmul_output_mode=1)
+    add("Attention_v24", 24, "Attention", [q, k, v, randn("am24", (3, 5))])
+    x4 = randn("rot", (1, 2, 3, 8))
+    add("RotaryEmbedding_v23", 23, "RotaryEmbedding",
+        [q, Const(randn("cos", (1, 3, 2))), Const(randn("sin", (1, 3, 2)))])
+    cache_cos, cache_sin = Const(np.cos(np.arange(24).reshape(6, 4) * 0.1).astype(F32)), \
+        Const(np.sin(np.arange(24).reshape(6, 4) * 0.1).astype(F32))
+    add("RotaryEmbedding_v23_position_ids_interleaved", 23, "RotaryEmbedding",
+        [x4, cache_cos, cache_sin, np.array([[2, 0, 5]], I64)], interleaved=1)
+    add("RotaryEmbedding_v23_3d_partial", 23, "RotaryEmbedding",
+        [randn("rot3", (2, 3, 12)), Const(randn("c3", (2, 3, 2))), Const(randn("s3", (2, 3, 2)))], num_heads=2,
+        rotary_embedding_dim=4)
+    ms = "com.microsoft"
+    x = randn("gelu", (2, 3, 8))
+    w, bqkv = Const(randn("aw", (8, 24))), Const(randn("ab", (24,)))
+    add("Attention_contrib", 17, "Attention", [x, w, bqkv], domain=ms, num_heads=2)
+    add("Attention_contrib_mask_unidirectional", 17, "Attention",
+        [x, w, bqkv, np.array([[1, 1, 0], [1, 1, 1]], I32)], domain=ms, num_heads=2, unidirectional=1)
+    add("Attention_contrib_attention_bias_scale", 17, "Attention",
+        [x, w, bqkv, None, None, randn("aab", (2, 1, 3, 3))], domain=ms, num_heads=4, scale=0.2)
+    mq, mk, mv = randn("mhq", (2, 3, 8)), randn("mhk", (2, 5, 8)), randn("mhv", (2, 5, 4))
+    add("MultiHeadAttention", 17, "MultiHeadAttention", [mq, mk, mv], domain=ms, num_heads=2)
+    add("MultiHeadAttention_bias_key_padding_mask", 17, "MultiHeadAttention",
+        [mq, mk, mv, Const(randn("mhb", (20,))), np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]], I32)], domain=ms,
+        num_heads=2)
+    add("MultiHeadAttention_past_present", 17, "MultiHeadAttention",
+        [mq, randn("mhk2", (2, 3, 8)), randn("mhv2", (2, 3, 8)), None, None, None, randn("mhpk", (2, 2, 2, 4)),
+         randn("mhpv", (2, 2, 2, 4))], n_out=3, domain=ms, num_heads=2)
+    add("RotaryEmbedding_contrib", 17, "RotaryEmbedding",
+        [randn("crx", (1, 3, 16)), np.array([[0, 1, 2]], I64), cache_cos, cache_sin], domain=ms, num_heads=2)
+    add("RotaryEmbedding_contrib_offset_interleaved", 17, "RotaryEmbedding",
+        [randn("crx2", (2, 3, 8)), Const(np.array([2], I64)), cache_cos, cache_sin], domain=ms, num_heads=1,
+        interleaved=1)
 
 
 MODELS = []  # (name, ModelProto, feeds): cases that are more than one node
@@ -409,7 +488,7 @@ def main():
         return
     shutil.rmtree(out, ignore_errors=True)
     for make in [reduce_cases, pad_split_resize_cases, scatter_pool_cases, cast_quantize_cases, type_widened_cases,
-                 signal_grid_cases, bfloat16_widened_cases, expanded_function_cases, new_op_cases, contrib_cases]:
+                 signal_grid_cases, bfloat16_widened_cases, expanded_function_cases, new_op_cases, contrib_cases, attention_cases]:
         make()
     local_function_cases()
     built = [(name, *build_model(name, opset, op, inputs, n_out, domain, attrs))

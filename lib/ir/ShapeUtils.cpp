@@ -161,7 +161,8 @@ Expected<WindowGeometry> computeConvTransposeGeometry(const Node& node, const Di
       if (target < 0) return attrError("output_shape must list the spatial dims");
       int64_t total = full - target;
       if (total < 0) total = 0;
-      bool upper = autoPad != "SAME_LOWER";
+      // The ONNX spec (and ONNX Runtime): an odd total pads the begin more, except under SAME_UPPER.
+      bool upper = autoPad == "SAME_UPPER";
       g.padsBegin[i] = upper ? total / 2 : total - total / 2;
       g.padsEnd[i] = total - g.padsBegin[i];
       g.output[i] = target;

@@ -49,6 +49,9 @@ Expected<std::vector<PipelineEntry>> optLevelPipeline(int level, std::string_vie
     // Matrix-product Einsums become MatMuls before simplify-expr, which
     // merges the transposes around them with their neighbours'.
     p.push_back("lower-einsum");
+    // ConvTranspose becomes Conv (kernel templates) while its weights are
+    // plain constants; simplify-expr then merges the reshapes around it.
+    p.push_back("lower-conv-transpose");
     p.push_back("simplify-expr");
   }
   if (level >= 2) {

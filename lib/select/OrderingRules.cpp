@@ -25,6 +25,7 @@ const std::vector<OrderingRule>& orderingRules() {
       {"simplify-fc-transpose", 17, "dense layers read their [N, K] weights as stored (kiln::Dense) before fold-constant would write every Transpose(W) out (BERT-base raw: 340 MB) and canonicalize-ops a Gemm's; after combine-parallel-dense, which joins Q/K/V through those transposes"},
       {"fold-constant", 20, "constants next, so the algebraic rules see folded operands"},
       {"lower-einsum", 22, "matrix-product Einsums become MatMuls before simplify-expr merges their transposes and attention recognition looks for MatMuls"},
+      {"lower-conv-transpose", 23, "ConvTranspose becomes Conv while its weights are plain constants, before simplify-expr merges the reshapes around it and the scale folds look at convolutions"},
       {"dynamic-to-static", 25, "shape arithmetic is constant only once fold-constant made the weights final"},
       {"simplify-expr", 30, "x*1, x+0 and reshape chains on folded operands"},
       {"eliminate-common-subexpr", 35, "identical constants and the ops over them merge after folding"},

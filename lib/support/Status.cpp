@@ -1,13 +1,16 @@
 //===- lib/support/Status.cpp - Error formatting and check failures -------===//
 //
 // Formats errors as "error KE<code> (<name>): node '<n>' (<op>, opset <v>): <msg>"
-// and implements the abort path of KILN_CHECK.
+// (control characters in names, op types and messages escaped: they can come
+// from a model file) and implements the abort path of KILN_CHECK.
 //
 //===----------------------------------------------------------------------===//
 #include "kiln/support/Status.h"
 
 #include <cstdio>
 #include <cstdlib>
+
+#include "kiln/support/Strings.h"
 
 namespace kiln {
 
@@ -62,16 +65,17 @@ Error& Error::withContext(const std::string& context) {
 std::string Error::str() const {
   std::string out = "error KE" + std::to_string(static_cast<int>(code_)) + " (" +
                     errorCodeName(code_) + "): ";
+  // Names, op types and other text in a message can come from a model file.
   if (located_) {
-    out += "node '" + nodeName_ + "'";
+    out += "node '" + printable(nodeName_) + "'";
     if (!opType_.empty()) {
-      out += " (" + opType_;
+      out += " (" + printable(opType_);
       if (opset_) out += ", opset " + std::to_string(*opset_);
       out += ")";
     }
     out += ": ";
   }
-  return out + message_;
+  return out + printable(message_, true);
 }
 
 void checkFailed(const char* expr, const char* file, int line, const std::string& msg) {

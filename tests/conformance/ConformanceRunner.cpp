@@ -9,7 +9,9 @@
 // With --target cpu each case instead goes through the CPU target (the -O3
 // pipeline, kernel generation, LLVM) and runs as compiled code, against its
 // own expected-failure list; groups no template lowers run as host steps,
-// and the summary says how many passing cases needed them.
+// and the summary says how many passing cases needed them. With --target
+// cuda-emulated each case compiles to a CUDA artifact whose generated kernels
+// run on the CPU emulation of the driver (EmulatedCudaTarget.h).
 //
 //===----------------------------------------------------------------------===//
 #include <CLI/CLI.hpp>
@@ -32,6 +34,7 @@
 #include "kiln/ir/Printer.h"
 #include "kiln/ir/Verifier.h"
 #include "kiln/runtime/Interpreter.h"
+#include "EmulatedCudaTarget.h"
 #include "kiln/codegen/Compiler.h"
 #include "kiln/passes/OptLevels.h"
 #include "kiln/passes/PassManager.h"
@@ -49,7 +52,7 @@ struct CaseResult {
   Outcome outcome = Outcome::Pass;
   std::string detail;
   std::set<std::string> ops;
-  bool hostSteps = false;  ///< --target cpu: some of the case ran as host steps (reference kernels)
+  bool hostSteps = false;  ///< compiled targets: some of the case ran as host steps (reference kernels)
 };
 
 struct Tolerance {
@@ -105,7 +108,21 @@ RuntimeValue bf16FromU16(const RuntimeValue& v, const ir::Type& declared) {
   return Tensor(DType::BF16, t.dims(), t.buffer());
 }
 
-bool targetCpu = false;
+enum class Target { Interpreter, Cpu, CudaEmulated };
+Target target = Target::Interpreter;
+std::string emulationWorkDir;  ///< cuda-emulated: each case's kernel library is built under it
+
+/// The inputs as tensors (the compiled targets take no sequences or maps).
+std::string tensorsOf(const std::vector<RuntimeValue>& inputs, std::vector<Tensor>& tensors, bool* unsupported) {
+  for (const RuntimeValue& v : inputs) {
+    if (!v.isTensor()) {
+      *unsupported = true;
+      return "compile: non-tensor input";
+    }
+    tensors.push_back(v.tensor());
+  }
+  return "";
+}
 
 /// Runs the module's graph as CPU code (the -O3 pipeline first); "" on success.
 std::string runCompiled(ir::Module& module, const std::vector<RuntimeValue>& inputs, std::vector<RuntimeValue>& outs,
@@ -121,16 +138,25 @@ std::string runCompiled(ir::Module& module, const std::vector<RuntimeValue>& inp
   }
   *hostSteps = !model->lowered.stats.hostSteps.empty();
   std::vector<Tensor> tensors;
-  for (const RuntimeValue& v : inputs) {
-    if (!v.isTensor()) {
-      *unsupported = true;
-      return "compile: non-tensor input";
-    }
-    tensors.push_back(v.tensor());
-  }
+  if (std::string d = tensorsOf(inputs, tensors, unsupported); !d.empty()) return d;
   auto results = model->executor->run(tensors);
   if (!results) return results.error().str();
   for (Tensor& t : *results) outs.emplace_back(std::move(t));
+  return "";
+}
+
+/// Runs the module as a CUDA artifact on the emulated driver; "" on success.
+std::string runEmulatedCuda(ir::Module& module, const std::vector<RuntimeValue>& inputs, std::vector<RuntimeValue>& outs,
+                            bool* unsupported, bool* hostSteps, const std::string& caseName) {
+  std::vector<Tensor> tensors;
+  if (std::string d = tensorsOf(inputs, tensors, unsupported); !d.empty()) return d;
+  auto run = conformance::runOnEmulatedCuda(module, tensors, emulationWorkDir + "/" + caseName);
+  if (!run) {
+    *unsupported = run.error().code() == ErrorCode::CodegenUnsupported || isUnsupportedCode(run.error().code());
+    return "cuda: " + run.error().str();
+  }
+  *hostSteps = run->hostSteps;
+  for (Tensor& t : run->outputs) outs.emplace_back(std::move(t));
   return "";
 }
 
@@ -145,10 +171,13 @@ std::string runDataSet(const ir::Module& module, const fs::path& dir, const Tole
     inputs.push_back(bf16FromU16(*v, g.inputs()[i]->type()));
   }
   Expected<std::vector<RuntimeValue>> outs = std::vector<RuntimeValue>{};
-  if (targetCpu) {
+  if (target != Target::Interpreter) {
     auto copy = ir::parseModule(ir::printModule(module), "case.kir");  // passes change the graph
     if (!copy) return copy.error().str();
-    std::string d = runCompiled(**copy, inputs, *outs, unsupported, hostSteps);
+    std::string d = target == Target::Cpu
+                        ? runCompiled(**copy, inputs, *outs, unsupported, hostSteps)
+                        : runEmulatedCuda(**copy, inputs, *outs, unsupported, hostSteps,
+                                          dir.parent_path().filename().string() + "-" + dir.filename().string());
     if (!d.empty()) return d;
   } else {
     runtime::Interpreter interp(g, {.checkStaticTypes = true});
@@ -202,7 +231,7 @@ CaseResult runCase(const fs::path& dir) {
     std::string d = runDataSet(**module, set, tol, &unsupported, &r.hostSteps);
     if (!d.empty()) return fail(unsupported ? Outcome::Unsupported : Outcome::Fail, set.filename().string() + ": " + d);
   }
-  if (targetCpu) return r;  // the round trips below do not depend on the target
+  if (target != Target::Interpreter) return r;  // the round trips below do not depend on the target
   // Text IR round trip: print -> parse -> print is the identity.
   std::string text = ir::printModule(**module);
   auto reparsed = ir::parseModule(text, r.name + ".kir");
@@ -273,11 +302,18 @@ void writeReport(const std::string& path, const std::vector<CaseResult>& results
                          ? "The ONNX backend node test suite (" + std::to_string(results.size()) +
                                " cases, generated from Debian's python3-onnx 1.12)"
                          : suiteDescription + " (" + std::to_string(results.size()) + " cases)";
-  out << "# ONNX conformance" << (targetCpu ? " on the CPU target" : "") << "\n\n"
-      << what << " run through kiln's importer and "
-      << (targetCpu ? "the CPU target (the -O3 pipeline, generated kernels, LLVM)" : "reference interpreter")
+  const char* title = target == Target::Cpu            ? " on the CPU target"
+                      : target == Target::CudaEmulated ? " on the CUDA target (emulated)"
+                                                       : "";
+  const char* how = target == Target::Cpu ? "the CPU target (the -O3 pipeline, generated kernels, LLVM)"
+                    : target == Target::CudaEmulated
+                        ? "the CUDA target (the -O3 pipeline, a CUDA artifact of generated kernels for sm_90, "
+                          "run on the CPU emulation of the driver with each kernel's exact CUDA C)"
+                        : "reference interpreter";
+  out << "# ONNX conformance" << title << "\n\n"
+      << what << " run through kiln's importer and " << how
       << ", compared with the expected outputs (rtol 1e-3, atol 1e-5; integers exactly)."
-      << (targetCpu ? ""
+      << (target != Target::Interpreter ? ""
                     : " Each case is also printed as text IR and parsed back (must be identical) and exported to "
                       "ONNX (must pass onnx::checker), re-imported and run again.")
       << "\n\nGenerated " << utcDate() << " on " << machine() << ". Regenerate with `" << command << "`.\n\n"
@@ -309,13 +345,25 @@ int main(int argc, char** argv) {
   app.add_option("--filter", filter, "Only run cases whose name matches this regex");
   app.add_flag("-v,--verbose", verbose, "Print every case");
   app.add_option("--description", suiteDescription, "What the report calls the suite (default: the ONNX backend node suite)");
-  std::string target = "interpreter";
-  app.add_option("--target", target, "Run cases on: interpreter, or cpu (compiled code)")
+  std::string targetName = "interpreter", driver;
+  app.add_option("--target", targetName,
+                 "Run cases on: interpreter, cpu (compiled code) or cuda-emulated (a CUDA artifact on the emulated driver)")
       ->default_val("interpreter")
-      ->check(CLI::IsMember({"interpreter", "cpu"}));
+      ->check(CLI::IsMember({"interpreter", "cpu", "cuda-emulated"}));
+  app.add_option("--emulated-driver", driver, "cuda-emulated: the emulated driver library (libkiln_emulated_cuda.so)")
+      ->check(CLI::ExistingFile);
+  app.add_option("--work", emulationWorkDir, "cuda-emulated: directory for each case's kernel library")
+      ->default_val("conformance-cuda-work");
   CLI11_PARSE(app, argc, argv);
 
-  targetCpu = target == "cpu";
+  target = targetName == "cpu" ? Target::Cpu : targetName == "cuda-emulated" ? Target::CudaEmulated : Target::Interpreter;
+  if (target == Target::CudaEmulated) {
+    if (driver.empty()) {
+      std::cerr << "kiln-conformance: --target cuda-emulated needs --emulated-driver\n";
+      return 2;
+    }
+    conformance::useEmulatedDriver(driver);
+  }
   auto expected = expectedPath.empty() ? std::map<std::string, std::string>{} : readExpectedFailures(expectedPath);
   std::vector<fs::path> cases;
   for (const auto& e : fs::directory_iterator(suite))
@@ -346,10 +394,10 @@ int main(int argc, char** argv) {
   std::cout << "conformance: " << pass << " / " << results.size() << " cases pass ("
             << (results.empty() ? 0.0 : 100.0 * double(pass) / double(results.size())) << "%), " << unexpected
             << " unexpected result(s), " << secs << " s\n";
-  if (targetCpu) {
+  if (target != Target::Interpreter) {
     size_t host = std::count_if(results.begin(), results.end(),
                                 [](const CaseResult& r) { return r.outcome == Outcome::Pass && r.hostSteps; });
-    std::cout << "cpu target: " << pass - host << " passing cases ran entirely as generated kernels, " << host
+    std::cout << targetName << " target: " << pass - host << " passing cases ran entirely as generated kernels, " << host
               << " with host steps (reference kernels for extern ops or data-dependent shapes)\n";
   }
   if (!report.empty()) {

@@ -63,9 +63,12 @@ def main():
     # KE1003: ops kiln does not have.
     save("op_unknown.onnx", model([helper.make_node("FrobnicateTensor", ["x"], ["y"], name="frob")], [X], [Y]),
          "KE1003", "frob", "'FrobnicateTensor' is not supported", check=False)
-    m = model([helper.make_node("MatMulNBits", ["x"], ["y"], name="fused", domain="com.microsoft")], [X], [Y])
+    m = model([helper.make_node("GroupQueryAttention", ["x"], ["y"], name="fused", domain="com.microsoft")], [X], [Y])
     m.opset_import.append(helper.make_opsetid("com.microsoft", 1))
     save("op_custom_domain.onnx", m, "KE1003", "fused", "domain 'com.microsoft'", check=False)
+    save("op_control_characters.onnx",
+         model([helper.make_node("Frob\x1b[31m", ["x"], ["y"], name="evil\nname\x07")], [X], [Y]), "KE1003",
+         substring=r"node 'evil\nname\x07' (Frob\x1b[31m, opset 13): op 'Frob\x1b[31m'", check=False)
     save("op_version_unsupported.onnx",
          model([helper.make_node("Col2Im", ["x", "s", "b"], ["y"], name="col2im")], [vi("x", [1, 4, 4])],
                [vi("y", [1, 1, 3, 3])], [numpy_helper.from_array(np.array([3, 3], np.int64), "s"),
@@ -176,6 +179,18 @@ def main():
     save("shape_reshape.onnx",
          model([helper.make_node("Reshape", ["x", "shape"], ["y"], name="reshape")], [X], [vi("y", [4, 4])],
                inits=[shape]), "KE1009", "reshape", "cannot reshape", check=False)
+    ms = helper.make_opsetid("com.microsoft", 1)
+    blob = numpy_helper.from_array(np.zeros((4, 1, 4), np.uint8), "blob")
+    scales = numpy_helper.from_array(np.ones((4,), np.float32), "scales")
+    m = model([helper.make_node("MatMulNBits", ["a", "blob", "scales"], ["y"], name="nbits", domain="com.microsoft",
+                                K=16, N=4, bits=4, block_size=16)], [vi("a", [2, 16])], [vi("y", [2, 4])],
+              inits=[blob, scales])
+    m.opset_import.append(ms)
+    save("shape_matmulnbits_blob.onnx", m, "KE1009", "nbits", "B must be uint8 [4, 1, 8]", check=False)
+    save("attr_attention_heads.onnx",
+         model([helper.make_node("Attention", ["q", "k", "v"], ["y"], name="attn", q_num_heads=3, kv_num_heads=3)],
+               [vi("q", [1, 2, 8]), vi("k", [1, 2, 8]), vi("v", [1, 2, 8])], [vi("y", [1, 2, 8])], opset=23),
+         "KE1008", "attn", "does not split into 3 heads", check=False)
     save("shape_declared_output.onnx", model([helper.make_node("Relu", ["x"], ["y"], name="relu")], [X],
                                              [vi("y", [2, 4])]), "KE1009", substring="declared f32[2,4]", check=False)
     save("shape_dtype_mix.onnx",

@@ -16,6 +16,7 @@
 #include "kiln/ir/Printer.h"
 #include "kiln/ir/StructuralHash.h"
 #include "kiln/select/ArchitectureFeatures.h"
+#include "kiln/support/Strings.h"
 
 namespace kiln::cli {
 namespace {
@@ -52,13 +53,13 @@ int runInspect(const ModelOptions& options, bool printIr, bool asJson) {
     std::cout << j.dump(2) << "\n";
   } else {
     std::cout << "model:      " << options.path << "\n";
-    if (!m.producerName.empty()) std::cout << "producer:   " << m.producerName << " " << m.producerVersion << "\n";
+    if (!m.producerName.empty()) std::cout << "producer:   " << printable(m.producerName) << " " << printable(m.producerVersion) << "\n";
     std::cout << "opsets:    ";
-    for (const auto& [domain, v] : m.opsetImports) std::cout << " " << (domain.empty() ? "ai.onnx" : domain) << "=" << v;
+    for (const auto& [domain, v] : m.opsetImports) std::cout << " " << (domain.empty() ? "ai.onnx" : printable(domain)) << "=" << v;
     std::cout << "\ninputs:\n";
-    for (ir::Value* in : g.inputs()) std::cout << "  " << in->name() << ": " << in->type().str() << "\n";
+    for (ir::Value* in : g.inputs()) std::cout << "  " << printable(in->name()) << ": " << in->type().str() << "\n";
     std::cout << "outputs:\n";
-    for (ir::Value* out : g.outputs()) std::cout << "  " << out->name() << ": " << out->type().str() << "\n";
+    for (ir::Value* out : g.outputs()) std::cout << "  " << printable(out->name()) << ": " << out->type().str() << "\n";
     std::cout << "nodes:      " << s.nodes << " (plus " << s.constants << " constants)\n";
     std::cout << "parameters: " << s.parameters << " (" << humanBytes(s.parameterBytes) << ")\n";
     std::cout << "hash:       " << ir::structuralHashHex(g) << "\n";

@@ -14,6 +14,7 @@
 #include "kiln/frontend/onnx/OnnxImporter.h"
 #include "kiln/support/Npy.h"
 #include "kiln/support/Stopwatch.h"
+#include "kiln/support/Strings.h"
 
 namespace kiln::cli {
 namespace {
@@ -56,8 +57,8 @@ Expected<Tensor> randomTensor(const ir::Value& input, uint64_t seed) {
   if (!t.isStatic()) {
     for (int64_t& d : dims)
       if (d < 0) d = 1;
-    std::cerr << "kiln: note: input '" << input.name() << "' is " << t.str() << "; random data uses dims "
-              << dimsToString(dims) << " (bind them with --shape " << input.name() << ":...)\n";
+    std::cerr << "kiln: note: input '" << printable(input.name()) << "' is " << t.str() << "; random data uses dims "
+              << dimsToString(dims) << " (bind them with --shape " << printable(input.name()) << ":...)\n";
   }
   return randomData(t.dtype(), dims, seed);
 }
@@ -93,8 +94,8 @@ Expected<ModelWithInputs> loadModelWithInputs(const ModelOptions& options, const
         for (int64_t& d : dims)
           if (d < 0) d = 1;
         bindings.push_back(in->name() + ":" + dimsToString(dims));
-        std::cerr << "kiln: note: input '" << in->name() << "' is " << in->tensorType().str()
-                  << "; random data uses dims " << dimsToString(dims) << " (bind them with --shape " << in->name()
+        std::cerr << "kiln: note: input '" << printable(in->name()) << "' is " << in->tensorType().str()
+                  << "; random data uses dims " << dimsToString(dims) << " (bind them with --shape " << printable(in->name())
                   << ":...)\n";
       }
       continue;

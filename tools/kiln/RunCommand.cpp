@@ -20,6 +20,7 @@
 #include "kiln/support/File.h"
 #include "kiln/support/Npy.h"
 #include "kiln/support/Stopwatch.h"
+#include "kiln/support/Strings.h"
 
 namespace kiln::cli {
 namespace {
@@ -35,7 +36,7 @@ struct RunOptions {
 
 void printTensor(const std::string& name, const Tensor& t, int limit) {
   std::vector<double> v = t.toDoubles();
-  std::cout << "  " << name << ": " << t.typeString();
+  std::cout << "  " << printable(name) << ": " << t.typeString();
   if (!v.empty()) {
     double lo = v[0], hi = v[0], sum = 0;
     for (double x : v) {
@@ -144,7 +145,7 @@ int runModel(const RunOptions& o) {
     const RuntimeValue& v = (*outs)[i];
     const std::string& name = outputNames[i];
     if (v.isTensor()) printTensor(name, v.tensor(), o.printLimit);
-    else std::cout << "  " << name << ": " << v.describe() << "\n";
+    else std::cout << "  " << printable(name) << ": " << v.describe() << "\n";
   }
   if (!o.outputDir.empty())
     if (Status s = writeOutputs(o.outputDir, outputNames, *outs); !s.isOk()) return reportError(s.error());

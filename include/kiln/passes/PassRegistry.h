@@ -31,6 +31,7 @@ PassInfo foldExplicitPaddingPass();
 PassInfo forwardFoldScaleAxisPass();
 PassInfo dynamicToStaticPass();
 PassInfo lowerEinsumPass();
+PassInfo lowerConvTransposePass();
 PassInfo canonicalizeOpsPass();
 PassInfo simplifyFcTransposePass();
 PassInfo combineParallelDensePass();

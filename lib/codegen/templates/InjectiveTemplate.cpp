@@ -6,9 +6,10 @@
 // and the last dim inside, split by the vector knob into a vectorized inner
 // loop when it divides the dim.
 //
-//   knobs: vector {1,4,8,16} (must divide the last dim; default 8, or 1 when
+//   knobs: vector {1,4,8,16} (must divide the last dim of the largest output;
+//          a smaller nest whose last dim it does not divide runs scalar; default 8, or 1 when
 //          a Transpose moves the last axis), parallel {0,1} (default by
-//          elements x ops of the group);
+//          the elements of all outputs x ops of the group);
 //   GPU: one element per thread (of the largest output), threads per block;
 //        vector {1,4} when every output has one shape whose last dim is a
 //        multiple of 4: 4 consecutive elements per thread (a vectorized
@@ -58,6 +59,15 @@ class InjectiveTemplate final : public ScheduleTemplate {
       s.knobs.push_back(threadsKnob(total / 4));
       return s;
     }
+    // Outputs of several shapes (an FPN's sums at each level) are separate
+    // loop nests: the largest one's innermost dim bounds the vector width,
+    // and every output's elements count as work.
+    int64_t elements = 0;
+    for (const ir::Value* v : g.outputs) {
+      KILN_ASSIGN(Dims d, staticDims(v));
+      elements += product(d);
+      if (product(d) > total) dims = d, total = product(d), inner = d.empty() ? 1 : d.back();
+    }
     KnobSpace s;
     s.knobs.push_back(makeKnob("vector", {1, 4, 8, 16}, movesLastAxis(g) ? 1 : 8, "vector width of the innermost loop",
                                [&](int64_t v) { return inner % v == 0; }));
@@ -66,7 +76,7 @@ class InjectiveTemplate final : public ScheduleTemplate {
     // chain of 12 reshapes, transposes and concats over 294K elements and a
     // 301K-element layout transform ran 2x and 1.5x faster in parallel,
     // BERT's 98K-element head split 8x slower).
-    s.knobs.push_back(parallelKnob(2 * total * int64_t(std::max<size_t>(g.nodes.size(), 1)), total / std::max<int64_t>(inner, 1)));
+    s.knobs.push_back(parallelKnob(2 * elements * int64_t(std::max<size_t>(g.nodes.size(), 1)), total / std::max<int64_t>(inner, 1)));
     return s;
   }
 

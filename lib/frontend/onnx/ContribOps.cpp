@@ -12,6 +12,9 @@
 //   SimplifiedLayerNormalization (default domain) and
 //   Skip[Simplified]LayerNormalization
 //                            (input + skip + bias), then layer or RMS norm
+//   Attention, MultiHeadAttention, RotaryEmbedding
+//                            scaled dot-product attention (AttentionExpansions.cpp)
+//   MatMulNBits              MatMul by the weight dequantised at import (MatMulNBits.cpp)
 // Other contrib ops are refused by name.
 //
 //===----------------------------------------------------------------------===//
@@ -23,14 +26,6 @@
 namespace kiln::onnx {
 namespace {
 
-Status needInputs(const NodeDraft& d, size_t n) {
-  for (size_t i = 0; i < n; ++i)
-    if (i >= d.inputs.size() || !d.inputs[i])
-      return Error(ErrorCode::BadAttribute, d.opType + " needs input " + std::to_string(i));
-  return Status::ok();
-}
-
-bool present(const NodeDraft& d, size_t i) { return i < d.inputs.size() && d.inputs[i]; }
 
 Expected<ir::Value*> scalarLike(DraftBuilder& b, const NodeDraft& d, double v) {
   KILN_ASSIGN(DType dt, inputDType(d, 0));
@@ -67,20 +62,20 @@ Expected<std::string> takeActivation(NodeDraft& d) {
 }
 
 Status fusedConv(NodeDraft& d, DraftBuilder& b) {
-  KILN_TRY(needInputs(d, 2));
+  KILN_TRY(requireInputs(d, 2));
   KILN_ASSIGN(std::string act, takeActivation(d));
   KILN_ASSIGN(auto params, d.takeAs("activation_params", ir::AttrKind::Floats));
   std::vector<ir::Value*> convInputs(d.inputs.begin(), d.inputs.begin() + std::min<size_t>(3, d.inputs.size()));
   while (!convInputs.back()) convInputs.pop_back();
   KILN_ASSIGN(ir::Value* y, b.node("Conv", convInputs, d.attrs));
-  if (present(d, 3)) {
+  if (hasInput(d, 3)) {
     KILN_ASSIGN(y, b.node("Add", {y, d.inputs[3]}, {}));
   }
   return finishWithActivation(d, b, y, act, params ? params->floats() : std::vector<float>{});
 }
 
 Status fusedGemm(NodeDraft& d, DraftBuilder& b) {
-  KILN_TRY(needInputs(d, 2));
+  KILN_TRY(requireInputs(d, 2));
   KILN_ASSIGN(std::string act, takeActivation(d));
   std::vector<float> params;
   for (const char* name : {"activation_alpha", "activation_beta", "activation_gamma"}) {
@@ -103,7 +98,7 @@ Expected<ir::Value*> transposeLastTwo(DraftBuilder& b, ir::Value* x) {
 }
 
 Status fusedMatMul(NodeDraft& d, DraftBuilder& b) {
-  KILN_TRY(needInputs(d, 2));
+  KILN_TRY(requireInputs(d, 2));
   KILN_ASSIGN(float alpha, d.takeFloat("alpha", 1.0f));
   KILN_ASSIGN(int64_t transA, d.takeInt("transA", 0));
   KILN_ASSIGN(int64_t transB, d.takeInt("transB", 0));
@@ -133,12 +128,12 @@ Status fusedMatMul(NodeDraft& d, DraftBuilder& b) {
 
 /// x, plus the bias input `i` when present.
 Expected<ir::Value*> withBias(DraftBuilder& b, const NodeDraft& d, size_t i) {
-  if (!present(d, i)) return d.inputs[0];
+  if (!hasInput(d, i)) return d.inputs[0];
   return b.node("Add", {d.inputs[0], d.inputs[i]}, {});
 }
 
 Status gelu(NodeDraft& d, DraftBuilder& b, bool tanhForm) {
-  KILN_TRY(needInputs(d, 1));
+  KILN_TRY(requireInputs(d, 1));
   KILN_ASSIGN(DType dt, inputDType(d, 0));
   KILN_ASSIGN(ir::Value* x, withBias(b, d, 1));
   KILN_ASSIGN(ir::Value* y, buildGelu(b, x, dt, tanhForm));
@@ -149,12 +144,12 @@ Status erfGelu(NodeDraft& d, DraftBuilder& b) { return gelu(d, b, false); }
 Status fastGelu(NodeDraft& d, DraftBuilder& b) { return gelu(d, b, true); }
 
 Status biasGelu(NodeDraft& d, DraftBuilder& b) {
-  KILN_TRY(needInputs(d, 2));
+  KILN_TRY(requireInputs(d, 2));
   return gelu(d, b, false);
 }
 
 Status quickGelu(NodeDraft& d, DraftBuilder& b) {
-  KILN_TRY(needInputs(d, 1));
+  KILN_TRY(requireInputs(d, 1));
   KILN_ASSIGN(float alpha, d.takeFloat("alpha", 1.702f));
   KILN_ASSIGN(ir::Value* a, scalarLike(b, d, alpha));
   KILN_ASSIGN(ir::Value* ax, b.node("Mul", {d.inputs[0], a}, {}));
@@ -166,7 +161,7 @@ Status quickGelu(NodeDraft& d, DraftBuilder& b) {
 }
 
 Status biasAdd(NodeDraft& d, DraftBuilder& b) {
-  KILN_TRY(needInputs(d, 3));
+  KILN_TRY(requireInputs(d, 3));
   KILN_ASSIGN(ir::Value* xb, b.node("Add", {d.inputs[0], d.inputs[1]}, {}));
   d.opType = "Add";
   d.inputs = {xb, d.inputs[2]};
@@ -177,9 +172,9 @@ Status biasAdd(NodeDraft& d, DraftBuilder& b) {
 /// input + skip (+ bias input `biasSlot`): the sum both skip norms normalise,
 /// also their optional output 3.
 Expected<ir::Value*> skipSum(NodeDraft& d, DraftBuilder& b, size_t biasSlot) {
-  KILN_TRY(needInputs(d, 3));
+  KILN_TRY(requireInputs(d, 3));
   KILN_ASSIGN(ir::Value* sum, b.node("Add", {d.inputs[0], d.inputs[1]}, {}));
-  if (present(d, biasSlot)) {
+  if (hasInput(d, biasSlot)) {
     KILN_ASSIGN(sum, b.node("Add", {sum, d.inputs[biasSlot]}, {}));
   }
   if (d.outputs.size() > 3) d.computedOutputs.emplace_back(d.outputs[3], sum);
@@ -190,7 +185,7 @@ Status skipLayerNormalization(NodeDraft& d, DraftBuilder& b) {
   KILN_ASSIGN(float eps, d.takeFloat("epsilon", 1e-12f));
   KILN_ASSIGN(ir::Value* sum, skipSum(d, b, 4));
   std::vector<ir::Value*> norm = {sum, d.inputs[2]};
-  if (present(d, 3)) norm.push_back(d.inputs[3]);
+  if (hasInput(d, 3)) norm.push_back(d.inputs[3]);
   d.opType = "LayerNormalization";
   d.inputs = norm;
   d.attrs.clear();
@@ -235,6 +230,10 @@ constexpr ContribEntry kContribOps[] = {
     {"com.microsoft", "SkipLayerNormalization", skipLayerNormalization},
     {"com.microsoft", "SkipSimplifiedLayerNormalization", skipSimplifiedLayerNormalization},
     {"com.microsoft", "SimplifiedLayerNormalization", expandRmsNormalization},
+    {"com.microsoft", "Attention", expandContribAttention},
+    {"com.microsoft", "MultiHeadAttention", expandMultiHeadAttention},
+    {"com.microsoft", "RotaryEmbedding", expandContribRotaryEmbedding},
+    {"com.microsoft", "MatMulNBits", expandMatMulNBits},
     {"", "SimplifiedLayerNormalization", expandRmsNormalization},  // ONNX Runtime files it in the default domain
 };
 

@@ -11,6 +11,7 @@
 //   GroupNormalization = InstanceNormalization over [N, G, -1], then (21)
 //                        per-channel scale and bias
 //   CenterCropPad      = Slice and Pad around the centre (static shapes)
+//   AffineGrid         = the constant base grid of `size` times theta transposed
 //
 //===----------------------------------------------------------------------===//
 #include <cmath>
@@ -36,24 +37,8 @@ Status finishAs(NodeDraft& d, const char* op, ir::Value* a, ir::Value* c) {
 
 Expected<ir::Value*> scalar(DraftBuilder& b, DType dt, double v) { return b.constant(scalarOf(dt, v)); }
 
-Expected<ir::Value*> ints(DraftBuilder& b, const std::vector<int64_t>& v) {
-  return b.constant(Tensor::fromVector<int64_t>({int64_t(v.size())}, v));
-}
-
-Expected<int64_t> rankOf(const NodeDraft& d) {
-  const ir::Value* x = d.inputs.empty() ? nullptr : d.inputs[0];
-  if (!x || !x->type().isTensor() || !x->type().tensor().hasRank())
-    return Error(ErrorCode::ShapeMismatch, d.opType + " needs the rank of its input");
-  return x->type().tensor().rank();
-}
-
 /// The type the statistics are computed in: f32 for narrower inputs when stash_type is 1.
 DType stashDType(DType dt, int64_t stash) { return stash == 1 && dt != DType::F64 ? DType::F32 : dt; }
-
-Expected<ir::Value*> castIfNeeded(DraftBuilder& b, ir::Value* x, DType from, DType to) {
-  if (from == to) return x;
-  return b.node("Cast", {x}, {{"to", ir::Attribute(int64_t(onnxDTypeCode(to)))}});
-}
 
 /// A rank-1 constant of `n` copies of `v`.
 Expected<ir::Value*> filled(DraftBuilder& b, DType dt, int64_t n, double v) {
@@ -61,6 +46,15 @@ Expected<ir::Value*> filled(DraftBuilder& b, DType dt, int64_t n, double v) {
 }
 
 }  // namespace
+
+Expected<ir::Value*> int64Constant(DraftBuilder& b, const std::vector<int64_t>& v) {
+  return b.constant(Tensor::fromVector<int64_t>({int64_t(v.size())}, v));
+}
+
+Expected<ir::Value*> castIfNeeded(DraftBuilder& b, ir::Value* x, DType from, DType to) {
+  if (from == to) return x;
+  return b.node("Cast", {x}, {{"to", ir::Attribute(int64_t(onnxDTypeCode(to)))}});
+}
 
 Status expandMish(NodeDraft& d, DraftBuilder& b) {
   KILN_ASSIGN(ir::Value* x, firstInput(d));
@@ -151,7 +145,7 @@ Status expandRmsNormalization(NodeDraft& d, DraftBuilder& b) {
   KILN_ASSIGN(int64_t axis, d.takeInt("axis", -1));
   KILN_ASSIGN(float eps, d.takeFloat("epsilon", 1e-5f));
   KILN_ASSIGN(int64_t stash, d.takeInt("stash_type", 1));
-  KILN_ASSIGN(int64_t rank, rankOf(d));
+  KILN_ASSIGN(int64_t rank, inputRank(d, 0));
   KILN_ASSIGN(std::vector<int64_t> axes, axesFrom(axis, rank));
   if (d.inputs.size() != 2 || !d.inputs[1]) return Error(ErrorCode::BadAttribute, d.opType + " takes X and scale");
   KILN_ASSIGN(DType dt, inputDType(d, 0));
@@ -168,7 +162,7 @@ namespace {
 /// X normalised over each of `groups` groups of channels: [N, G, -1], then back to X's shape.
 Expected<ir::Value*> groupNormalized(DraftBuilder& b, ir::Value* x, int64_t groups, float eps, ir::Value* scale,
                                      ir::Value* bias) {
-  KILN_ASSIGN(ir::Value* shape3, ints(b, {0, groups, -1}));
+  KILN_ASSIGN(ir::Value* shape3, int64Constant(b, {0, groups, -1}));
   KILN_ASSIGN(ir::Value* grouped, b.node("Reshape", {x, shape3}, {}));
   KILN_ASSIGN(ir::Value* norm, b.node("InstanceNormalization", {grouped, scale, bias}, {{"epsilon", ir::Attribute(eps)}}));
   KILN_ASSIGN(ir::Value* shape, b.node("Shape", {x}, {}));
@@ -200,7 +194,7 @@ Status expandGroupNormalization21(NodeDraft& d, DraftBuilder& b) {
   KILN_ASSIGN(int64_t groups, groupCount(d));
   KILN_ASSIGN(float eps, d.takeFloat("epsilon", 1e-5f));
   KILN_ASSIGN(int64_t stash, d.takeInt("stash_type", 1));
-  KILN_ASSIGN(int64_t rank, rankOf(d));
+  KILN_ASSIGN(int64_t rank, inputRank(d, 0));
   if (rank < 3) return Error(ErrorCode::ShapeMismatch, "GroupNormalization needs an input of rank 3 or more");
   KILN_ASSIGN(DType dt, inputDType(d, 0));
   DType ct = stashDType(dt, stash);
@@ -211,7 +205,7 @@ Status expandGroupNormalization21(NodeDraft& d, DraftBuilder& b) {
   KILN_ASSIGN(norm, castIfNeeded(b, norm, ct, dt));
   std::vector<int64_t> perChannel(size_t(rank - 1), 1);
   perChannel[0] = -1;
-  KILN_ASSIGN(ir::Value* shape, ints(b, perChannel));
+  KILN_ASSIGN(ir::Value* shape, int64Constant(b, perChannel));
   KILN_ASSIGN(ir::Value* scale, b.node("Reshape", {d.inputs[1], shape}, {}));
   KILN_ASSIGN(ir::Value* bias, b.node("Reshape", {d.inputs[2], shape}, {}));
   KILN_ASSIGN(ir::Value* scaled, b.node("Mul", {norm, scale}, {}));
@@ -225,10 +219,7 @@ Status expandCenterCropPad(NodeDraft& d, DraftBuilder& b) {
   int64_t rank = int64_t(dims.size());
   std::vector<int64_t> axes;
   if (axesAttr) {
-    for (int64_t a : axesAttr->ints()) {
-      if (a < -rank || a >= rank) return Error(ErrorCode::BadAttribute, "axis " + std::to_string(a) + " is out of range");
-      axes.push_back(a < 0 ? a + rank : a);
-    }
+    KILN_ASSIGN(axes, normalizedAxes(axesAttr->ints(), rank));
   } else {
     for (int64_t a = 0; a < rank; ++a) axes.push_back(a);
   }
@@ -252,20 +243,76 @@ Status expandCenterCropPad(NodeDraft& d, DraftBuilder& b) {
   }
   ir::Value* y = d.inputs[0];
   if (!sliceAxes.empty()) {
-    KILN_ASSIGN(ir::Value* s, ints(b, starts));
-    KILN_ASSIGN(ir::Value* e, ints(b, ends));
-    KILN_ASSIGN(ir::Value* a, ints(b, sliceAxes));
+    KILN_ASSIGN(ir::Value* s, int64Constant(b, starts));
+    KILN_ASSIGN(ir::Value* e, int64Constant(b, ends));
+    KILN_ASSIGN(ir::Value* a, int64Constant(b, sliceAxes));
     KILN_ASSIGN(y, b.node("Slice", {y, s, e, a}, {}));
   }
   d.attrs.clear();
   if (pad) {
-    KILN_ASSIGN(ir::Value* p, ints(b, pads));
+    KILN_ASSIGN(ir::Value* p, int64Constant(b, pads));
     d.opType = "Pad";
     d.inputs = {y, p};
   } else {
     d.opType = "Identity";
     d.inputs = {y};
   }
+  return Status::ok();
+}
+
+namespace {
+
+/// The normalised coordinates of `n` samples along one axis: pixel centres,
+/// or (align_corners) the first and last samples at -1 and 1.
+std::vector<double> gridAxis(int64_t n, bool alignCorners) {
+  std::vector<double> c(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i)
+    c[size_t(i)] = alignCorners ? (n == 1 ? -1.0 : -1.0 + 2.0 * double(i) / double(n - 1))
+                                : (2.0 * double(i) + 1.0) / double(n) - 1.0;
+  return c;
+}
+
+/// The [points, spatial + 1] homogeneous coordinates (x fastest, then y, z) of a
+/// grid of `spatial` dims (outermost first), each row ending in 1.
+Tensor baseGrid(const std::vector<int64_t>& spatial, bool alignCorners) {
+  int64_t points = 1, cols = int64_t(spatial.size()) + 1;
+  for (int64_t s : spatial) points *= s;
+  std::vector<std::vector<double>> axes;
+  for (int64_t s : spatial) axes.push_back(gridAxis(s, alignCorners));
+  std::vector<double> rows(size_t(points * cols), 1.0);
+  for (int64_t p = 0; p < points; ++p) {
+    int64_t rest = p;
+    for (size_t a = spatial.size(); a-- > 0;) {  // innermost axis first: x, then y, then z
+      int64_t i = rest % spatial[a];
+      rest /= spatial[a];
+      rows[size_t(p * cols) + (spatial.size() - 1 - a)] = axes[a][size_t(i)];
+    }
+  }
+  return Tensor::fromVector<double>({points, cols}, rows);
+}
+
+}  // namespace
+
+Status expandAffineGrid(NodeDraft& d, DraftBuilder& b) {
+  KILN_TRY(requireInputs(d, 2));
+  KILN_ASSIGN(int64_t align, d.takeInt("align_corners", 0));
+  KILN_ASSIGN(std::vector<int64_t> size, knownInputInts(d, 1, b, "size"));
+  KILN_ASSIGN(DType dt, inputDType(d, 0));
+  if (size.size() != 4 && size.size() != 5)
+    return Error(ErrorCode::ShapeMismatch, "size must be [N, C, H, W] or [N, C, D, H, W]");
+  for (int64_t s : size)
+    if (s < 1) return Error(ErrorCode::ShapeMismatch, "size holds a dim below 1");
+  std::vector<int64_t> spatial(size.begin() + 2, size.end());
+  KILN_ASSIGN(ir::Value* base, b.constant(baseGrid(spatial, align != 0).castTo(dt)));
+  KILN_ASSIGN(ir::Value* thetaT, b.node("Transpose", {d.inputs[0]}, {{"perm", ir::Attribute(std::vector<int64_t>{0, 2, 1})}}));
+  KILN_ASSIGN(ir::Value* points, b.node("MatMul", {base, thetaT}, {}));
+  std::vector<int64_t> shape = {size[0]};
+  shape.insert(shape.end(), spatial.begin(), spatial.end());
+  shape.push_back(int64_t(spatial.size()));
+  KILN_ASSIGN(ir::Value* s, int64Constant(b, shape));
+  d.opType = "Reshape";
+  d.inputs = {points, s};
+  d.attrs.clear();
   return Status::ok();
 }
 

@@ -18,16 +18,16 @@
 #include <array>
 
 namespace kiln::onnx {
-namespace {
-
-Error refuse(const NodeDraft& d, const std::string& what) {
+Error refuseForm(const NodeDraft& d, const std::string& what) {
   return Error(ErrorCode::OnnxUnsupportedOp, d.opType + ": " + what + " is not supported by kiln");
 }
+
+namespace {
 
 /// Drops an int attribute that must hold `expected` (refused otherwise).
 Status dropIntAt(NodeDraft& d, const char* name, int64_t expected) {
   KILN_ASSIGN(auto a, d.takeAs(name, ir::AttrKind::Int));
-  if (a && a->i() != expected) return refuse(d, std::string(name) + "=" + std::to_string(a->i()));
+  if (a && a->i() != expected) return refuseForm(d, std::string(name) + "=" + std::to_string(a->i()));
   return Status::ok();
 }
 
@@ -35,28 +35,9 @@ Status dropIntAt(NodeDraft& d, const char* name, int64_t expected) {
 Status dropUnitInts(NodeDraft& d, const char* name) {
   KILN_ASSIGN(auto a, d.takeAs(name, ir::AttrKind::Ints));
   if (a && std::any_of(a->ints().begin(), a->ints().end(), [](int64_t v) { return v != 1; }))
-    return refuse(d, std::string(name) + " other than 1");
+    return refuseForm(d, std::string(name) + " other than 1");
   return Status::ok();
 }
-
-Expected<int64_t> inputRank(const NodeDraft& d, size_t i) {
-  const ir::Value* v = i < d.inputs.size() ? d.inputs[i] : nullptr;
-  if (!v || !v->type().isTensor() || !v->type().tensor().hasRank())
-    return Error(ErrorCode::ShapeMismatch, "the rank of input " + std::to_string(i) + " is unknown");
-  return v->type().tensor().rank();
-}
-
-Expected<std::vector<int64_t>> normalizedAxes(const std::vector<int64_t>& axes, int64_t rank) {
-  std::vector<int64_t> out;
-  for (int64_t a : axes) {
-    if (a < -rank || a >= rank)
-      return Error(ErrorCode::BadAttribute, "axis " + std::to_string(a) + " is out of range for rank " + std::to_string(rank));
-    out.push_back(a < 0 ? a + rank : a);
-  }
-  return out;
-}
-
-bool hasInput(const NodeDraft& d, size_t i) { return i < d.inputs.size() && d.inputs[i]; }
 
 /// Reduce*-18 (and ReduceMax/ReduceMin-20): axes is an input.
 Status reduceAxesInput(NodeDraft& d, DraftBuilder& b) {
@@ -136,9 +117,9 @@ Status splitNumOutputs(NodeDraft& d, DraftBuilder& b) {
 Status resizeAxes(NodeDraft& d, DraftBuilder& b) {
   KILN_TRY(dropIntAt(d, "antialias", 0));
   KILN_ASSIGN(auto policy, d.takeAs("keep_aspect_ratio_policy", ir::AttrKind::String));
-  if (policy && policy->s() != "stretch") return refuse(d, "keep_aspect_ratio_policy '" + policy->s() + "'");
+  if (policy && policy->s() != "stretch") return refuseForm(d, "keep_aspect_ratio_policy '" + policy->s() + "'");
   KILN_ASSIGN(const ir::Attribute* ctm, d.attrAs("coordinate_transformation_mode", ir::AttrKind::String));
-  if (ctm && ctm->s() == "half_pixel_symmetric") return refuse(d, "coordinate_transformation_mode 'half_pixel_symmetric'");
+  if (ctm && ctm->s() == "half_pixel_symmetric") return refuseForm(d, "coordinate_transformation_mode 'half_pixel_symmetric'");
   KILN_ASSIGN(auto axesAttr, d.takeAs("axes", ir::AttrKind::Ints));
   if (!axesAttr) return Status::ok();
   KILN_ASSIGN(int64_t rank, inputRank(d, 0));
@@ -146,7 +127,7 @@ Status resizeAxes(NodeDraft& d, DraftBuilder& b) {
   if (hasInput(d, 1)) {  // roi: starts then ends of the listed axes
     KILN_ASSIGN(DType dt, inputDType(d, 1));
     const Tensor* roi = b.knownValue(d.inputs[1]);
-    if (!roi) return refuse(d, "a roi computed at run time with axes");
+    if (!roi) return refuseForm(d, "a roi computed at run time with axes");
     std::vector<double> given = roi->toDoubles(), full(size_t(2 * rank), 0.0);
     if (given.size() == 2 * axes.size()) {
       for (int64_t i = 0; i < rank; ++i) full[size_t(i + rank)] = 1.0;
@@ -159,7 +140,7 @@ Status resizeAxes(NodeDraft& d, DraftBuilder& b) {
   }
   if (hasInput(d, 2)) {
     const Tensor* scales = b.knownValue(d.inputs[2]);
-    if (!scales || scales->numElements() != int64_t(axes.size())) return refuse(d, "scales not known at import with axes");
+    if (!scales || scales->numElements() != int64_t(axes.size())) return refuseForm(d, "scales not known at import with axes");
     std::vector<double> given = scales->toDoubles(), full(size_t(rank), 1.0);
     for (size_t k = 0; k < axes.size(); ++k) full[size_t(axes[k])] = given[k];
     KILN_ASSIGN(d.inputs[2], b.constant(Tensor::fromVector<double>({rank}, full).castTo(DType::F32)));
@@ -193,7 +174,7 @@ Status dftAxisInput(NodeDraft& d, DraftBuilder& b) {
 
 Status gridSampleModes(NodeDraft& d, DraftBuilder&) {
   KILN_ASSIGN(int64_t rank, inputRank(d, 0));
-  if (rank != 4) return refuse(d, "sampling a rank-" + std::to_string(rank) + " input (only 2-D images)");
+  if (rank != 4) return refuseForm(d, "sampling a rank-" + std::to_string(rank) + " input (only 2-D images)");
   KILN_ASSIGN(auto mode, d.takeAs("mode", ir::AttrKind::String));
   std::string m = mode ? mode->s() : "linear";
   d.set("mode", m == "linear" ? std::string("bilinear") : m == "cubic" ? std::string("bicubic") : m);
@@ -207,8 +188,46 @@ Status castSaturate(NodeDraft& d, DraftBuilder&) {
 
 Status averagePoolDilations(NodeDraft& d, DraftBuilder&) { return dropUnitInts(d, "dilations"); }
 
+/// The ints attribute `name`, or `n` copies of `dflt` when absent.
+Expected<std::vector<int64_t>> intsOr(const NodeDraft& d, const char* name, size_t n, int64_t dflt) {
+  KILN_ASSIGN(const ir::Attribute* a, d.attrAs(name, ir::AttrKind::Ints));
+  return a ? a->ints() : std::vector<int64_t>(n, dflt);
+}
+
+/// LpPool's ceil_mode=1 as zero padding at the end of each spatial axis: the
+/// padded zeros add nothing to the sum of |x|^p, and the extra padding makes
+/// the floor-mode output as long as the ceil-mode one (whose last window
+/// starts inside the input or its begin padding).
+Status lpPoolCeilAsPadding(NodeDraft& d) {
+  KILN_ASSIGN(Dims dims, staticInputDims(d, 0, "for LpPool ceil_mode=1"));
+  KILN_ASSIGN(const ir::Attribute* autoPad, d.attrAs("auto_pad", ir::AttrKind::String));
+  if (autoPad && autoPad->s() != "NOTSET") return refuseForm(d, "ceil_mode=1 with auto_pad");
+  KILN_ASSIGN(const ir::Attribute* kernel, d.attrAs("kernel_shape", ir::AttrKind::Ints));
+  size_t spatial = dims.size() - 2;
+  if (!kernel || kernel->ints().size() != spatial)
+    return Error(ErrorCode::BadAttribute, "kernel_shape must have one entry per spatial axis");
+  KILN_ASSIGN(std::vector<int64_t> strides, intsOr(d, "strides", spatial, 1));
+  KILN_ASSIGN(std::vector<int64_t> pads, intsOr(d, "pads", 2 * spatial, 0));
+  if (strides.size() != spatial || pads.size() != 2 * spatial)
+    return Error(ErrorCode::BadAttribute, "strides and pads must match the spatial rank");
+  for (size_t a = 0; a < spatial; ++a) {
+    int64_t len = dims[a + 2], k = kernel->ints()[a], s = strides[a];
+    if (s < 1) return Error(ErrorCode::BadAttribute, "strides must be positive");
+    int64_t span = len + pads[a] + pads[a + spatial] - k;
+    if (span < 0) continue;  // the shape check reports the kernel that does not fit
+    int64_t out = (span + s - 1) / s + 1;
+    if ((out - 1) * s >= len + pads[a]) --out;
+    pads[a + spatial] += std::max<int64_t>(0, (out - 1) * s + k - (len + pads[a] + pads[a + spatial]));
+  }
+  d.set("pads", pads);
+  return Status::ok();
+}
+
 Status lpPoolCeilDilations(NodeDraft& d, DraftBuilder&) {
-  KILN_TRY(dropIntAt(d, "ceil_mode", 0));
+  KILN_ASSIGN(int64_t ceil, d.takeInt("ceil_mode", 0));
+  if (ceil) {
+    KILN_TRY(lpPoolCeilAsPadding(d));
+  }
   return dropUnitInts(d, "dilations");
 }
 
@@ -218,10 +237,8 @@ Expected<DType> outputDType(int64_t code) {
   return *t;
 }
 
-Status quantizeBlocks(NodeDraft& d, DraftBuilder& b) {
-  d.take("saturate");
-  KILN_TRY(dropIntAt(d, "block_size", 0));
-  KILN_TRY(dropIntAt(d, "precision", 0));
+/// output_dtype as the zero point's type (the opset-17 form's output type).
+Status quantizeOutputType(NodeDraft& d, DraftBuilder& b) {
   KILN_ASSIGN(auto outType, d.takeAs("output_dtype", ir::AttrKind::Int));
   if (!outType || outType->i() == 0) return Status::ok();
   KILN_ASSIGN(DType want, outputDType(outType->i()));
@@ -236,14 +253,25 @@ Status quantizeBlocks(NodeDraft& d, DraftBuilder& b) {
   return Status::ok();
 }
 
+Status quantizeBlocks(NodeDraft& d, DraftBuilder& b) {
+  d.take("saturate");
+  KILN_ASSIGN(int64_t block, d.takeInt("block_size", 0));
+  KILN_TRY(dropIntAt(d, "precision", 0));
+  KILN_TRY(quantizeOutputType(d, b));
+  return block != 0 ? expandBlockedQuantize(d, b, block) : Status::ok();
+}
+
 Status dequantizeBlocks(NodeDraft& d, DraftBuilder& b) {
-  KILN_TRY(dropIntAt(d, "block_size", 0));
+  KILN_ASSIGN(int64_t block, d.takeInt("block_size", 0));
   KILN_ASSIGN(auto outType, d.takeAs("output_dtype", ir::AttrKind::Int));
+  KILN_ASSIGN(DType scale, inputDType(d, 1));
+  if (block != 0) {
+    KILN_TRY(expandBlockedDequantize(d, b, block));
+  }
   if (!outType || outType->i() == 0) return Status::ok();
   KILN_ASSIGN(DType want, outputDType(outType->i()));
-  KILN_ASSIGN(DType scale, inputDType(d, 1));
   if (want == scale) return Status::ok();
-  KILN_ASSIGN(ir::Value* deq, b.node("DequantizeLinear", d.inputs, d.attrs));
+  KILN_ASSIGN(ir::Value* deq, b.node(d.opType, d.inputs, d.attrs));
   d.opType = "Cast";
   d.inputs = {deq};
   d.attrs.clear();
@@ -326,10 +354,12 @@ std::vector<NewerOpVersion> buildTable() {
   add("Swish", 24, expandSwish);
   for (std::string_view op : {"BitwiseAnd", "BitwiseOr", "BitwiseXor", "BitwiseNot", "Col2Im"}) add(op, 18, nullptr, false);
   add("DeformConv", 19, nullptr, false);
-  for (std::string_view op : {"AffineGrid", "ImageDecoder", "RegexFullMatch", "StringConcat", "StringSplit"})
-    add(op, 20, nullptr, false);
-  for (std::string_view op : {"Attention", "RotaryEmbedding"}) add(op, 23, nullptr, false);
-  for (std::string_view op : {"Attention", "TensorScatter"}) add(op, 24, nullptr, false);
+  add("AffineGrid", 20, expandAffineGrid);
+  for (std::string_view op : {"ImageDecoder", "RegexFullMatch", "StringConcat", "StringSplit"}) add(op, 20, nullptr, false);
+  add("Attention", 23, expandAttention);
+  add("Attention", 24, expandAttention);
+  add("RotaryEmbedding", 23, expandRotaryEmbedding);
+  add("TensorScatter", 24, nullptr, false);
   for (std::string_view op : {"BitCast", "CumProd"}) add(op, 26, nullptr, false);
   return t;
 }

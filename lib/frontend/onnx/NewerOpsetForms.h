@@ -38,6 +38,9 @@ std::optional<NewerOpVersion> newerOpVersion(std::string_view op, int64_t opset)
 /// for an op kiln's opset-17 table lacks, the opset that introduced it.
 int firstNewerVersion(std::string_view op);
 
+/// KE1003 "<op>: <what> is not supported by kiln": a form kiln refuses by name.
+Error refuseForm(const NodeDraft& d, const std::string& what);
+
 /// Brings a draft of a newer op version into its opset-17 form, or refuses it.
 Status normalizeNewerForm(NodeDraft& d, const NewerOpVersion& version, DraftBuilder& b);
 
@@ -51,6 +54,10 @@ Expected<ir::Value*> buildRmsNormalized(DraftBuilder& b, ir::Value* x, DType dt,
                                         float eps, int64_t stash, ir::Value** invRms = nullptr);
 /// The axes from `axis` (negative: from the back) to the last of `rank`.
 Expected<std::vector<int64_t>> axesFrom(int64_t axis, int64_t rank);
+/// A rank-1 int64 constant.
+Expected<ir::Value*> int64Constant(DraftBuilder& b, const std::vector<int64_t>& v);
+/// x cast from `from` to `to` (x itself when they are the same).
+Expected<ir::Value*> castIfNeeded(DraftBuilder& b, ir::Value* x, DType from, DType to);
 /// Ends the draft as Identity(v): the expansion computed the result already.
 Status finishWith(NodeDraft& d, ir::Value* v);
 Status expandMish(NodeDraft& d, DraftBuilder& b);
@@ -60,5 +67,18 @@ Status expandRmsNormalization(NodeDraft& d, DraftBuilder& b);
 Status expandGroupNormalization18(NodeDraft& d, DraftBuilder& b);
 Status expandGroupNormalization21(NodeDraft& d, DraftBuilder& b);
 Status expandCenterCropPad(NodeDraft& d, DraftBuilder& b);
+Status expandAffineGrid(NodeDraft& d, DraftBuilder& b);
+
+// Attention and rotary embeddings (AttentionExpansions.cpp), ONNX and com.microsoft.
+Status expandAttention(NodeDraft& d, DraftBuilder& b);
+Status expandRotaryEmbedding(NodeDraft& d, DraftBuilder& b);
+Status expandContribAttention(NodeDraft& d, DraftBuilder& b);
+Status expandMultiHeadAttention(NodeDraft& d, DraftBuilder& b);
+Status expandContribRotaryEmbedding(NodeDraft& d, DraftBuilder& b);
+// QuantizeLinear / DequantizeLinear with block_size > 0 (BlockQuantization.cpp), element-wise.
+Status expandBlockedQuantize(NodeDraft& d, DraftBuilder& b, int64_t blockSize);
+Status expandBlockedDequantize(NodeDraft& d, DraftBuilder& b, int64_t blockSize);
+// com.microsoft MatMulNBits (MatMulNBits.cpp): block-quantised weights dequantised at import.
+Status expandMatMulNBits(NodeDraft& d, DraftBuilder& b);
 
 }  // namespace kiln::onnx

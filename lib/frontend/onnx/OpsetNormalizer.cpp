@@ -180,6 +180,32 @@ Expected<Dims> staticInputDims(const NodeDraft& d, size_t i, const char* why) {
   return v->type().tensor().dims();
 }
 
+Expected<int64_t> inputRank(const NodeDraft& d, size_t i) {
+  const ir::Value* v = i < d.inputs.size() ? d.inputs[i] : nullptr;
+  if (!v || !v->type().isTensor() || !v->type().tensor().hasRank())
+    return Error(ErrorCode::ShapeMismatch, "the rank of input " + std::to_string(i) + " is unknown");
+  return v->type().tensor().rank();
+}
+
+Expected<std::vector<int64_t>> normalizedAxes(const std::vector<int64_t>& axes, int64_t rank) {
+  std::vector<int64_t> out;
+  for (int64_t a : axes) {
+    if (a < -rank || a >= rank)
+      return Error(ErrorCode::BadAttribute, "axis " + std::to_string(a) + " is out of range for rank " + std::to_string(rank));
+    out.push_back(a < 0 ? a + rank : a);
+  }
+  return out;
+}
+
+bool hasInput(const NodeDraft& d, size_t i) { return i < d.inputs.size() && d.inputs[i]; }
+
+Status requireInputs(const NodeDraft& d, size_t n) {
+  for (size_t i = 0; i < n; ++i)
+    if (i >= d.inputs.size() || !d.inputs[i])
+      return Error(ErrorCode::BadAttribute, d.opType + " needs input " + std::to_string(i));
+  return Status::ok();
+}
+
 Status normalizeDraft(NodeDraft& d, int64_t opset, DraftBuilder& b) {
   if (!d.domain.empty() && d.domain != "ai.onnx") return Status::ok();
   d.domain.clear();

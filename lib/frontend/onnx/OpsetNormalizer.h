@@ -68,5 +68,13 @@ Expected<DType> inputDType(const NodeDraft& d, size_t i);
 Expected<std::vector<int64_t>> knownInputInts(const NodeDraft& d, size_t i, const DraftBuilder& b, const char* what);
 /// The static dims of input `i` (an error naming `why` when its shape is not static).
 Expected<Dims> staticInputDims(const NodeDraft& d, size_t i, const char* why);
+/// The rank of input `i` (an error when it is absent or unknown).
+Expected<int64_t> inputRank(const NodeDraft& d, size_t i);
+/// `axes` with negative entries counted from the back of `rank` (an error when out of range).
+Expected<std::vector<int64_t>> normalizedAxes(const std::vector<int64_t>& axes, int64_t rank);
+/// Whether input slot `i` holds a value (absent optional inputs are null).
+bool hasInput(const NodeDraft& d, size_t i);
+/// An error unless the first `n` input slots all hold values.
+Status requireInputs(const NodeDraft& d, size_t n);
 
 }  // namespace kiln::onnx
