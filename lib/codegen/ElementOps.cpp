@@ -257,6 +257,49 @@ Expected<Expr> isInfElement(const ElementCall& c, const Expr& x) {
   return binary(BinaryOp::Or, pos, neg);
 }
 
+/// A quantization parameter (operand `i`: a scale or zero point) at the
+/// element: one value per tensor, or per index along `axis` (1-D).
+Expected<Expr> quantizationParameter(const ElementCall& c, size_t i) {
+  KILN_ASSIGN(Dims d, staticDims(c.n.input(i)));
+  if (d.size() > 1) return c.unsupported("blocked quantization parameters");
+  if (d.empty() || c.outDims.empty() || d[0] == 1) return c.operand(i, Index(d.size(), intImm(0)));
+  int64_t rank = int64_t(c.outDims.size()), axis = c.n.getInt("axis");
+  if (axis < 0) axis += rank;
+  if (axis < 0 || axis >= rank || c.outDims[size_t(axis)] != d[0])
+    return c.unsupported("a per-axis parameter that does not match its axis");
+  return c.operand(i, {c.idx[size_t(axis)]});
+}
+
+/// DequantizeLinear: (x - zero_point) * scale in the scale's type.
+Expected<Expr> dequantizeElement(const ElementCall& c, const Expr& x) {
+  Expr v = cast(c.ct, x);
+  if (c.n.hasInput(2)) {
+    KILN_ASSIGN(Expr zp, quantizationParameter(c, 2));
+    v = v - cast(c.ct, zp);
+  }
+  KILN_ASSIGN(Expr scale, quantizationParameter(c, 1));
+  return v * cast(c.ct, scale);
+}
+
+/// QuantizeLinear: round(x / scale) (half to even) + zero_point, clamped to
+/// the integer type's range, in x's floating-point type.
+Expected<Expr> quantizeElement(const ElementCall& c, const Expr& x) {
+  double lo = 0, hi = 255;
+  switch (c.outType) {
+    case ScalarType::U8: break;
+    case ScalarType::I8: lo = -128, hi = 127; break;
+    default: return c.unsupported("quantization to this type");
+  }
+  KILN_ASSIGN(Expr scale, quantizationParameter(c, 1));
+  Expr v = unary(UnaryOp::Round, x / cast(x->type, scale));
+  if (c.n.hasInput(2)) {
+    KILN_ASSIGN(Expr zp, quantizationParameter(c, 2));
+    v = v + cast(x->type, zp);
+  }
+  v = minOf(maxOf(v, constantOf(x->type, lo)), constantOf(x->type, hi));
+  return cast(c.outType, v);
+}
+
 Expected<Expr> hyperbolicElement(const ElementCall& c, const Expr& x) {
   Expr e = unary(UnaryOp::Exp, x), inv = unary(UnaryOp::Exp, unary(UnaryOp::Neg, x));
   return (c.n.op() == ir::Op::Sinh ? e - inv : e + inv) * c.fconst(0.5);
@@ -528,6 +571,8 @@ void addUnaryRules(ElementRules& r) {
   });
   r[Op::Cast] = onOperand0([](const ElementCall& c, const Expr& x) -> Expected<Expr> { return castElement(c, x); });
   r[Op::Clip] = onOperand0(clipElement);
+  r[Op::DequantizeLinear] = onOperand0(dequantizeElement);
+  r[Op::QuantizeLinear] = onOperand0(quantizeElement);
   r[Op::Selu] = onOperand0(seluElement);
   r[Op::Celu] = onOperand0(celuElement);
   r[Op::Shrink] = onOperand0(shrinkElement);

@@ -1,7 +1,7 @@
 //===- lib/passes/LowerConvTranspose.cpp - lower-conv-transpose -------------===//
 //
 // Rewrites a ConvTranspose with constant weights as a Conv, which has kernel
-// templates on every target (ConvTranspose has none and ran as a host step on
+// templates on every target (ConvTranspose has none: it runs as a host step on
 // the reference kernel):
 //  - kernel == stride, no padding, dilation 1, group 1 (the 2x upsampling of
 //    U-Nets and DBNet's detection head): the windows do not overlap, so the

@@ -8,8 +8,8 @@
 //   Gelu(x)            = x * (1 + erf(x / sqrt 2)) * 0.5, or its tanh form
 //   Swish(x; alpha)    = x * sigmoid(alpha x)
 //   RMSNormalization   = x / sqrt(mean(x^2 over axis..) + eps) * scale
-//   GroupNormalization = InstanceNormalization over [N, G, -1], then (21)
-//                        per-channel scale and bias
+//   GroupNormalization = mean and variance over [N, G, -1], then the per-group
+//                        (18) or per-channel (21) scale and bias
 //   CenterCropPad      = Slice and Pad around the centre (static shapes)
 //   AffineGrid         = the constant base grid of `size` times theta transposed
 //
@@ -39,11 +39,6 @@ Expected<ir::Value*> scalar(DraftBuilder& b, DType dt, double v) { return b.cons
 
 /// The type the statistics are computed in: f32 for narrower inputs when stash_type is 1.
 DType stashDType(DType dt, int64_t stash) { return stash == 1 && dt != DType::F64 ? DType::F32 : dt; }
-
-/// A rank-1 constant of `n` copies of `v`.
-Expected<ir::Value*> filled(DraftBuilder& b, DType dt, int64_t n, double v) {
-  return b.constant(Tensor::fromVector<double>({n}, std::vector<double>(size_t(n), v)).castTo(dt));
-}
 
 }  // namespace
 
@@ -159,12 +154,32 @@ Status expandRmsNormalization(NodeDraft& d, DraftBuilder& b) {
 
 namespace {
 
-/// X normalised over each of `groups` groups of channels: [N, G, -1], then back to X's shape.
-Expected<ir::Value*> groupNormalized(DraftBuilder& b, ir::Value* x, int64_t groups, float eps, ir::Value* scale,
-                                     ir::Value* bias) {
+/// X normalised over each of `groups` groups of channels: [N, G, -1], the
+/// mean and variance over the last axis (as PyTorch exports a layer norm,
+/// which the reduce templates compile), then (18) the per-group scale and
+/// bias, back in X's shape.
+Expected<ir::Value*> groupNormalized(DraftBuilder& b, ir::Value* x, DType dt, int64_t groups, float eps,
+                                     ir::Value* scale, ir::Value* bias) {
   KILN_ASSIGN(ir::Value* shape3, int64Constant(b, {0, groups, -1}));
   KILN_ASSIGN(ir::Value* grouped, b.node("Reshape", {x, shape3}, {}));
-  KILN_ASSIGN(ir::Value* norm, b.node("InstanceNormalization", {grouped, scale, bias}, {{"epsilon", ir::Attribute(eps)}}));
+  std::vector<std::pair<std::string, ir::Attribute>> lastAxis = {{"axes", ir::Attribute(std::vector<int64_t>{2})},
+                                                                 {"keepdims", ir::Attribute(int64_t(1))}};
+  KILN_ASSIGN(ir::Value* mean, b.node("ReduceMean", {grouped}, lastAxis));
+  KILN_ASSIGN(ir::Value* centred, b.node("Sub", {grouped, mean}, {}));
+  KILN_ASSIGN(ir::Value* two, scalar(b, dt, 2.0));
+  KILN_ASSIGN(ir::Value* squared, b.node("Pow", {centred, two}, {}));
+  KILN_ASSIGN(ir::Value* var, b.node("ReduceMean", {squared}, lastAxis));
+  KILN_ASSIGN(ir::Value* e, scalar(b, dt, eps));
+  KILN_ASSIGN(ir::Value* shifted, b.node("Add", {var, e}, {}));
+  KILN_ASSIGN(ir::Value* deviation, b.node("Sqrt", {shifted}, {}));
+  KILN_ASSIGN(ir::Value* norm, b.node("Div", {centred, deviation}, {}));
+  if (scale) {
+    KILN_ASSIGN(ir::Value* perGroup, int64Constant(b, {groups, 1}));
+    KILN_ASSIGN(ir::Value* s, b.node("Reshape", {scale, perGroup}, {}));
+    KILN_ASSIGN(ir::Value* c, b.node("Reshape", {bias, perGroup}, {}));
+    KILN_ASSIGN(ir::Value* scaled, b.node("Mul", {norm, s}, {}));
+    KILN_ASSIGN(norm, b.node("Add", {scaled, c}, {}));
+  }
   KILN_ASSIGN(ir::Value* shape, b.node("Shape", {x}, {}));
   return b.node("Reshape", {norm, shape}, {});
 }
@@ -183,7 +198,8 @@ Expected<int64_t> groupCount(NodeDraft& d) {
 Status expandGroupNormalization18(NodeDraft& d, DraftBuilder& b) {
   KILN_ASSIGN(int64_t groups, groupCount(d));
   KILN_ASSIGN(float eps, d.takeFloat("epsilon", 1e-5f));
-  KILN_ASSIGN(ir::Value* y, groupNormalized(b, d.inputs[0], groups, eps, d.inputs[1], d.inputs[2]));
+  KILN_ASSIGN(DType dt, inputDType(d, 0));
+  KILN_ASSIGN(ir::Value* y, groupNormalized(b, d.inputs[0], dt, groups, eps, d.inputs[1], d.inputs[2]));
   d.opType = "Identity";
   d.inputs = {y};
   d.attrs.clear();
@@ -199,9 +215,7 @@ Status expandGroupNormalization21(NodeDraft& d, DraftBuilder& b) {
   KILN_ASSIGN(DType dt, inputDType(d, 0));
   DType ct = stashDType(dt, stash);
   KILN_ASSIGN(ir::Value* x, castIfNeeded(b, d.inputs[0], dt, ct));
-  KILN_ASSIGN(ir::Value* ones, filled(b, ct, groups, 1.0));
-  KILN_ASSIGN(ir::Value* zeros, filled(b, ct, groups, 0.0));
-  KILN_ASSIGN(ir::Value* norm, groupNormalized(b, x, groups, eps, ones, zeros));
+  KILN_ASSIGN(ir::Value* norm, groupNormalized(b, x, ct, groups, eps, nullptr, nullptr));
   KILN_ASSIGN(norm, castIfNeeded(b, norm, ct, dt));
   std::vector<int64_t> perChannel(size_t(rank - 1), 1);
   perChannel[0] = -1;
