@@ -451,6 +451,31 @@ def local_function_cases():
                    [("x", x)], ["mid", "y"], [ident])
 
 
+def recurrent_cases():
+    """RNN, GRU and LSTM with constant weights in the forms lower-recurrent unrolls (ONNX Runtime refuses
+    layout 1: tests/unit/PassesTest.cpp checks it against the interpreter)."""
+    x = randn("rx", (3, 2, 4))
+    h0, c0 = randn("rh0", (2, 2, 5)), randn("rc0", (2, 2, 5))
+    def weights(tag, gates, dirs):
+        return [Const(randn(tag + "w", (dirs, gates * 5, 4))), Const(randn(tag + "r", (dirs, gates * 5, 5))),
+                Const(randn(tag + "b", (dirs, 2 * gates * 5)))]
+    add("LSTM_v22_bidirectional_peepholes", 22, "LSTM",
+        [x, *weights("lb", 4, 2), None, h0, c0, Const(randn("lp", (2, 15)))], n_out=3, hidden_size=5,
+        direction="bidirectional")
+    add("LSTM_v22_clip_input_forget", 22, "LSTM", [x, *weights("lc", 4, 1)], n_out=[True, False, True],
+        hidden_size=5, clip=0.5, input_forget=1)
+    add("GRU_v22_linear_before_reset_reverse", 22, "GRU", [x, *weights("gl", 3, 1)], n_out=2, hidden_size=5,
+        linear_before_reset=1, direction="reverse")
+    add("GRU_v22_bidirectional_initial_h", 22, "GRU", [x, *weights("gb", 3, 2), None, h0], n_out=2, hidden_size=5,
+        direction="bidirectional")
+    add("GRU_v22_activations", 22, "GRU", [x, *weights("ga", 3, 1)], n_out=2, hidden_size=5,
+        activations=["HardSigmoid", "Softsign"], activation_alpha=[0.3], activation_beta=[0.4])
+    add("RNN_v22_relu_initial_h", 22, "RNN", [x, *weights("rl", 1, 1), None, h0[:1]], n_out=2, hidden_size=5,
+        activations=["Relu"])
+    add("RNN_v22_full_sequence_lens", 22, "RNN", [x, *weights("rs", 1, 1), Const(np.array([3, 3], np.int32))],
+        n_out=2, hidden_size=5)
+
+
 def build_model(name, opset, op, inputs, n_out, domain, attrs):
     graph_inputs, inits, names, feeds = [], [], [], []
     for i, v in enumerate(inputs):
@@ -488,7 +513,7 @@ def main():
         return
     shutil.rmtree(out, ignore_errors=True)
     for make in [reduce_cases, pad_split_resize_cases, scatter_pool_cases, cast_quantize_cases, type_widened_cases,
-                 signal_grid_cases, bfloat16_widened_cases, expanded_function_cases, new_op_cases, contrib_cases, attention_cases]:
+                 signal_grid_cases, bfloat16_widened_cases, recurrent_cases, expanded_function_cases, new_op_cases, contrib_cases, attention_cases]:
         make()
     local_function_cases()
     built = [(name, *build_model(name, opset, op, inputs, n_out, domain, attrs))

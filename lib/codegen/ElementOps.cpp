@@ -437,32 +437,67 @@ Expected<Expr> concatElement(const ElementCall& c, const Dims&) {
   return pick(0, parts.size());
 }
 
+/// Where index `s` of a padded axis of `extent` reads from in a Pad of `mode` other than constant: the
+/// nearest element (edge), the mirror image without repeating the border (reflect), or around (wrap).
+Expr paddedSource(const std::string& mode, const Expr& s, int64_t extent) {
+  if (mode == "edge") return clampIndex(s, extent);
+  if (mode == "wrap") return clampIndex(binary(BinaryOp::FloorMod, s, intImm(extent)), extent);
+  Expr distance = maxOf(s, intImm(0) - s);
+  return clampIndex(minOf(distance, intImm(2 * (extent - 1)) - distance), extent);
+}
+
+/// A Pad's begin and end pads for every axis (its axes operand, when present, names the axes they are for).
+Expected<std::vector<int64_t>> fullPads(const ElementCall& c, size_t rank) {
+  const Tensor* pads = constantOperand(c.n, 1);
+  if (!pads) return needsConstant(c.n, "pads");
+  std::vector<int64_t> given = pads->toInt64s();
+  if (c.n.numInputs() <= 3 || !c.n.hasInput(3)) return given;
+  const Tensor* axesOperand = constantOperand(c.n, 3);
+  if (!axesOperand) return needsConstant(c.n, "axes");
+  std::vector<int64_t> axes = axesOperand->toInt64s(), full(2 * rank, 0);
+  for (size_t k = 0; k < axes.size(); ++k) {
+    KILN_ASSIGN(int64_t a, ir::normalizeAxis(axes[k], int64_t(rank)));
+    full[size_t(a)] = given[k];
+    full[size_t(a) + rank] = given[k + axes.size()];
+  }
+  return full;
+}
+
 Expected<Expr> padElement(const ElementCall& c, const Dims& inDims) {
   const ir::Node& n = c.n;
-  if (n.hasAttr("mode") && n.getString("mode") != "constant")
-    return c.unsupported("Pad mode '" + n.getString("mode") + "' has no code generation yet");
-  const Tensor* pads = constantOperand(n, 1);
-  if (!pads) return needsConstant(n, "pads");
-  std::vector<int64_t> p = pads->toInt64s();
-  if (n.numInputs() > 3 && n.hasInput(3)) return c.unsupported("Pad with axes has no code generation yet");
+  const std::string mode = n.hasAttr("mode") ? n.getString("mode") : "constant";
+  if (mode != "constant" && mode != "reflect" && mode != "edge" && mode != "wrap")
+    return c.unsupported("Pad mode '" + mode + "' has no code generation");
+  const Index& idx = c.idx;
+  KILN_ASSIGN(std::vector<int64_t> p, fullPads(c, idx.size()));
+  Index in(idx.size());
+  Expr inside = boolImm(true);
+  for (size_t i = 0; i < idx.size(); ++i) {
+    Expr shifted = idx[i] - p[i];
+    const bool padded = p[i] != 0 || p[i + idx.size()] != 0;
+    in[i] = shifted;
+    if (!padded) continue;
+    if (mode != "constant") {
+      // Reflect mirrors once: pads past extent - 1 are left to the reference kernel.
+      if (inDims[i] == 0 || (mode == "reflect" && std::max(p[i], p[i + idx.size()]) > inDims[i] - 1))
+        return c.unsupported("Pad mode '" + mode + "' over an axis of " + std::to_string(inDims[i]) + " by " +
+                             std::to_string(std::max(p[i], p[i + idx.size()])));
+      in[i] = paddedSource(mode, shifted, inDims[i]);
+      continue;
+    }
+    inside = binary(BinaryOp::And, inside,
+                    binary(BinaryOp::And, binary(BinaryOp::Ge, shifted, intImm(0)),
+                           binary(BinaryOp::Lt, shifted, intImm(inDims[i]))));
+    in[i] = clampIndex(shifted, inDims[i]);
+  }
+  KILN_ASSIGN(Expr x, c.operand(0, in));
+  if (mode != "constant") return x;
   Expr value = c.fconst(0);
   if (n.hasInput(2)) {
     const Tensor* v = constantOperand(n, 2);
     if (!v) return needsConstant(n, "constant_value");
     value = c.fconst(v->scalarAsDouble());
   }
-  const Index& idx = c.idx;
-  Index in(idx.size());
-  Expr inside = boolImm(true);
-  for (size_t i = 0; i < idx.size(); ++i) {
-    Expr shifted = idx[i] - p[i];
-    if (p[i] != 0 || p[i + idx.size()] != 0)
-      inside = binary(BinaryOp::And, inside,
-                      binary(BinaryOp::And, binary(BinaryOp::Ge, shifted, intImm(0)),
-                             binary(BinaryOp::Lt, shifted, intImm(inDims[i]))));
-    in[i] = p[i] != 0 || p[i + idx.size()] != 0 ? clampIndex(shifted, inDims[i]) : shifted;
-  }
-  KILN_ASSIGN(Expr x, c.operand(0, in));
   return select(inside, x, value);
 }
 

@@ -56,7 +56,9 @@ std::string planName(const ir::Node& n) {
 
 bool defaultDecision(const FusionEdge& e) {
   switch (e.kind) {
-    case EdgeKind::Chain: case EdgeKind::Epilogue: case EdgeKind::Host: return true;
+    case EdgeKind::Chain: case EdgeKind::Epilogue: return true;
+    // An If stays a group of its own: the lowering may compile its branches into steps around them.
+    case EdgeKind::Host: return e.producer->op() != ir::Op::If && e.consumer->op() != ir::Op::If;
     case EdgeKind::Prologue: {
       KernelRole r = roleOf(*e.consumer);
       if (r == KernelRole::Reduce || r == KernelRole::Softmax || r == KernelRole::LayerNorm) return true;
@@ -106,12 +108,13 @@ std::string KernelGroup::name() const {
   std::string base = planName(*n);
   std::string clean;
   for (char c : base) clean += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
-  return "k" + std::to_string(id) + "_" + clean;
+  return "k" + scope + std::to_string(id) + "_" + clean;
 }
 
-Expected<FusionPlan> FusionPlan::build(ir::Graph& graph) {
+Expected<FusionPlan> FusionPlan::build(ir::Graph& graph, std::string scope) {
   FusionPlan plan;
   plan.graph_ = &graph;
+  plan.scope_ = std::move(scope);
   std::unordered_map<const ir::Node*, size_t>& position = plan.position_;
   for (ir::Node* n : graph.nodes()) {
     if (n->op() == ir::Op::Constant) continue;
@@ -289,6 +292,7 @@ void FusionPlan::partition() {
 KernelGroup FusionPlan::makeGroup(int id, std::vector<ir::Node*> nodes) const {
   KernelGroup g;
   g.id = id;
+  g.scope = scope_;
   g.nodes = std::move(nodes);
   g.role = KernelRole::Injective;
   for (ir::Node* n : g.nodes)

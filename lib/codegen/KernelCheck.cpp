@@ -88,7 +88,16 @@ Expected<std::vector<KernelCheckResult>> checkKernels(ir::Graph& graph, const Lo
   std::set<uint32_t> touched;
   for (size_t s = 0; s < exe.steps.size(); ++s) {
     const runtime::KernelStep& step = exe.steps[s];
-    if (step.kind == runtime::StepKind::Host) {  // reference kernels: nothing generated to check
+    if (step.kind == runtime::StepKind::Branch) {
+      // A compiled If: its blocks compute values of the branches, which have no reference values here; the
+      // then block ends with a jump past the else block.
+      const runtime::KernelStep& last = exe.steps[step.kernel - 1];
+      const size_t end = last.kind == runtime::StepKind::Jump ? last.kernel : step.kernel;
+      for (size_t t = s; t < end; ++t) touched.insert(exe.steps[t].args.begin(), exe.steps[t].args.end());
+      s = end - 1;
+      continue;
+    }
+    if (step.kind != runtime::StepKind::Kernel) {  // reference kernels or copies: nothing generated to check
       touched.insert(step.args.begin(), step.args.end());
       continue;
     }

@@ -14,8 +14,10 @@
 #include "kiln/codegen/ModelLowering.h"
 
 #include <algorithm>
+#include <array>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 
 #include "MemoryPlanner.h"
@@ -107,6 +109,15 @@ class ModelLowering {
   // Steps.
   Status addGroupSteps(const KernelGroup* g);
   Status addHostStep(const KernelGroup& g, const std::string& reason);
+  // Compiled If (a branch step, the then block, a jump, the else block).
+  struct BranchBlock {
+    const ir::Graph* graph = nullptr;
+    std::unique_ptr<FusionPlan> plan;  ///< its groups, or null when the branch is one host step:
+    KernelGroup host;                  ///< the host step's group (every node of the branch)
+  };
+  std::optional<std::array<BranchBlock, 2>> compilableBranches(const KernelGroup& g) const;
+  Status addIfSteps(const KernelGroup& g, std::array<BranchBlock, 2> blocks);
+  Status addBranchBlock(BranchBlock block, const std::vector<uint32_t>& results);
   Status addLibraryStep(const LibraryMatch& match);
   Status addKernelStep(const KernelGroup* g);
   const Config* configFor(const KernelGroup* g, Config& approximate) const;
@@ -130,6 +141,7 @@ class ModelLowering {
   /// where a constant's last reader packs it in place, the copy it packs from.
   std::map<const ir::Value*, size_t> readersLeft_;
   std::shared_ptr<kiln::Buffer> packScratch_;
+  size_t branchGroups_ = 0;  ///< groups lowered inside compiled If branches
 };
 
 Expected<LoweredModel> ModelLowering::run() {
@@ -156,7 +168,7 @@ Expected<LoweredModel> ModelLowering::run() {
   KILN_TRY(addOutputs());
   planArena();
   KILN_TRY(exe_->validate());
-  out_.stats.groups = order.size();
+  out_.stats.groups = order.size() + branchGroups_;
   out_.stats.kernels = out_.kernels.size();
   out_.stats.lowerMs = timer.elapsedMs();
   out_.executable = std::move(exe_);
@@ -234,7 +246,10 @@ Status ModelLowering::addInputs() {
 
 /// One group's steps: a host step, nothing (empty results), a library step, or a kernel.
 Status ModelLowering::addGroupSteps(const KernelGroup* g) {
-  if (g->role == KernelRole::Extern) return addHostStep(*g, "no kernel template (extern op or data-dependent shape)");
+  if (g->role == KernelRole::Extern) {
+    if (std::optional<std::array<BranchBlock, 2>> blocks = compilableBranches(*g)) return addIfSteps(*g, std::move(*blocks));
+    return addHostStep(*g, "no kernel template (extern op or data-dependent shape)");
+  }
   // A group whose results are all empty has nothing to compute.
   bool empty = true;
   for (const ir::Value* v : g->outputs) {
@@ -306,13 +321,156 @@ Status ModelLowering::addHostStep(const KernelGroup& g, const std::string& reaso
   h.name = "h" + g.name().substr(1);
   h.numInputs = uint32_t(reads.size());
   h.numOutputs = uint32_t(g.outputs.size());
-  for (const ir::Node* n : g.nodes) h.ops.push_back(n->qualifiedOpType());
+  for (const ir::Node* n : g.nodes)
+    if (n->op() != ir::Op::Constant) h.ops.push_back(n->qualifiedOpType());
   ir::Module module(ir::extractGraph(nodes, reads, g.outputs, h.name));
   h.text = ir::printModule(module);
   step.kernel = uint32_t(exe_->hostGraphs.size());
   out_.stats.hostSteps.push_back({h.name, h.ops, reason});
   exe_->hostGraphs.push_back(std::move(h));
   exe_->steps.push_back(std::move(step));
+  return Status::ok();
+}
+
+/// The value a branch output is, when its branch's host step can write it into the If's result buffer: a
+/// result of one of the branch's nodes, output once.
+bool writtenInPlace(const ir::Graph& branch, const ir::Value* v) {
+  return v->producer() && v->producer()->graph() == &branch &&
+         std::count(branch.outputs().begin(), branch.outputs().end(), v) == 1;
+}
+
+bool sameStaticType(const ir::Value* a, const ir::Value* b) {
+  Expected<Dims> da = staticDims(a), db = staticDims(b);
+  return da && db && *da == *db && a->tensorType().dtype() == b->tensorType().dtype();
+}
+
+/// Whether shape inference typed every value `graph`'s nodes compute as a tensor of a known element type
+/// (what passes between steps; the shape may be known only at run time).
+bool computesTypedTensors(const ir::Graph& graph) {
+  for (const ir::Node* n : graph.nodes())
+    for (const ir::Value* v : n->outputs())
+      if (!v->type().isTensor() || v->tensorType().dtype() == DType::Undefined) return false;
+  return true;
+}
+
+/// A whole branch as one host step's group: its nodes, the values they read from enclosing graphs
+/// (subgraphs' captures included), and the branch results its nodes compute.
+KernelGroup branchHostGroup(const ir::Graph& branch, std::string scope) {
+  KernelGroup host;
+  host.role = KernelRole::Extern;
+  host.scope = std::move(scope);
+  auto inside = [&](const ir::Value* v) { return v->producer() && v->producer()->graph() == &branch; };
+  auto read = [&](ir::Value* v) {
+    if (v && !inside(v) && std::find(host.inputs.begin(), host.inputs.end(), v) == host.inputs.end())
+      host.inputs.push_back(v);
+  };
+  for (ir::Node* n : branch.nodes()) {
+    host.nodes.push_back(n);
+    for (ir::Value* v : n->inputs()) read(v);
+    for (ir::Value* v : ir::capturedValues(*n)) read(v);
+  }
+  for (ir::Value* v : branch.outputs())
+    if (inside(v) && std::find(host.outputs.begin(), host.outputs.end(), v) == host.outputs.end())
+      host.outputs.push_back(v);
+  return host;
+}
+
+/// For a group that is one If node with static results and a one-element condition, its two branches as
+/// blocks: each with its fusion plan, or as one host step where its values are not all tensors (a branch
+/// shape inference could not type, one that cannot run on these shapes); such a branch's results go
+/// straight into the If's buffers, checked at run time. Nothing when the If runs as a host step: neither
+/// branch compiles, or a branch result does not have the If's static type.
+std::optional<std::array<ModelLowering::BranchBlock, 2>> ModelLowering::compilableBranches(const KernelGroup& g) const {
+  const ir::Node& n = *g.nodes.front();
+  if (g.nodes.size() != 1 || n.op() != ir::Op::If || !n.hasAttr("then_branch") || !n.hasAttr("else_branch"))
+    return std::nullopt;
+  Expected<Dims> condition = staticDims(n.input(0));
+  if (!condition || product(*condition) != 1) return std::nullopt;
+  for (const ir::Value* v : n.outputs())
+    if (!staticDims(v)) return std::nullopt;
+  std::array<BranchBlock, 2> blocks;
+  const char* attrs[] = {"then_branch", "else_branch"};
+  for (size_t b = 0; b < 2; ++b) {
+    ir::Graph& branch = *const_cast<ir::Node&>(n).getGraph(attrs[b]);
+    if (branch.outputs().size() != n.numOutputs()) return std::nullopt;
+    const std::string scope = g.scope + std::to_string(g.id) + "tf"[b] + "_";
+    blocks[b].graph = &branch;
+    if (computesTypedTensors(branch)) {
+      for (size_t i = 0; i < n.numOutputs(); ++i)
+        if (!sameStaticType(branch.outputs()[i], n.output(i))) return std::nullopt;
+      Expected<FusionPlan> plan = FusionPlan::build(branch, scope);
+      if (!plan) return std::nullopt;
+      blocks[b].plan = std::make_unique<FusionPlan>(std::move(*plan));
+      continue;
+    }
+    blocks[b].host = branchHostGroup(branch, scope);
+    if (blocks[b].host.nodes.empty()) return std::nullopt;
+    for (const ir::Value* v : blocks[b].host.inputs)
+    for (const ir::Value* v : blocks[b].host.inputs)
+      if (!v->type().isTensor()) return std::nullopt;
+    for (size_t i = 0; i < n.numOutputs(); ++i) {
+      const ir::Value* out = branch.outputs()[i];
+      if (!(writtenInPlace(branch, out) ? out->type().isTensor() : sameStaticType(out, n.output(i))))
+      if (!(writtenInPlace(branch, out) ? out->type().isTensor() : sameStaticType(out, n.output(i))))
+        return std::nullopt;
+    }
+  }
+  if (!blocks[0].plan && !blocks[1].plan) return std::nullopt;
+  return blocks;
+}
+
+/// An If as steps: a branch step to the else block when the condition is false, the then block, a jump
+/// past the else block, the else block.
+Status ModelLowering::addIfSteps(const KernelGroup& g, std::array<BranchBlock, 2> blocks) {
+  const ir::Node& n = *g.nodes.front();
+  runtime::KernelStep branch;
+  branch.kind = runtime::StepKind::Branch;
+  KILN_ASSIGN(uint32_t condition, readBuffer(n.input(0), "If " + n.displayName()));
+  branch.args = {condition};
+  std::vector<uint32_t> results;
+  for (ir::Value* v : n.outputs()) {
+    KILN_ASSIGN(uint32_t id, resultBuffer(v));
+    results.push_back(id);
+  }
+  const size_t branchAt = exe_->steps.size();
+  exe_->steps.push_back(branch);
+  KILN_TRY(addBranchBlock(std::move(blocks[0]), results));
+  const size_t jumpAt = exe_->steps.size();
+  runtime::KernelStep jump;
+  jump.kind = runtime::StepKind::Jump;
+  exe_->steps.push_back(jump);
+  exe_->steps[branchAt].kernel = uint32_t(exe_->steps.size());
+  KILN_TRY(addBranchBlock(std::move(blocks[1]), results));
+  exe_->steps[jumpAt].kernel = uint32_t(exe_->steps.size());
+  ++out_.stats.compiledIfs;
+  return Status::ok();
+}
+
+/// One branch's steps: its groups' steps, or one host step of the whole branch writing the If's buffers
+/// for the results it computes once; then copies of the other results into the If's buffers.
+Status ModelLowering::addBranchBlock(BranchBlock block, const std::vector<uint32_t>& results) {
+  const ir::Graph& branch = *block.graph;
+  if (block.plan) {
+    std::vector<const KernelGroup*> order = topologicalGroups(*block.plan);
+    if (order.size() != block.plan->groups().size())
+      return makeError(ErrorCode::Internal, "fusion plan groups of ", branch.name(), " form a cycle");
+    for (const KernelGroup* g : order) KILN_TRY(addGroupSteps(g));
+    branchGroups_ += order.size();
+    out_.branchPlans.push_back(std::move(block.plan));
+  } else {
+    for (size_t i = 0; i < results.size(); ++i)
+      if (writtenInPlace(branch, branch.outputs()[i])) bufferOf_[branch.outputs()[i]] = results[i];
+    KILN_TRY(addHostStep(block.host, "a branch whose values shape inference could not type"));
+  }
+  for (size_t i = 0; i < results.size(); ++i) {
+    const ir::Value* out = branch.outputs()[i];
+    if (bufferOf_.count(out) && bufferOf_[out] == results[i]) continue;  // written in place
+    runtime::KernelStep copy;
+    copy.kind = runtime::StepKind::Copy;
+    KILN_ASSIGN(uint32_t from, readBuffer(out, "branch " + branch.name()));
+    copy.args = {from, results[i]};
+    exe_->steps.push_back(std::move(copy));
+  }
   return Status::ok();
 }
 

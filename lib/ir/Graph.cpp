@@ -213,7 +213,7 @@ Value* mappedValue(const ValueMap& map, Value* v) {
 
 /// A copy of `n` at the end of `to`, operands and captured values mapped
 /// through `map`, which learns the copy's results.
-void cloneNode(const Node& n, Graph& to, ValueMap& map) {
+Node* cloneNode(const Node& n, Graph& to, ValueMap& map) {
   std::vector<Value*> ins;
   for (Value* v : n.inputs()) ins.push_back(mappedValue(map, v));
   std::vector<std::string> names;
@@ -240,6 +240,7 @@ void cloneNode(const Node& n, Graph& to, ValueMap& map) {
       copy->setAttr(name, attr);
     }
   }
+  return copy;
 }
 
 void cloneBody(const Graph& from, Graph& to, ValueMap& map) {
@@ -269,6 +270,20 @@ std::unique_ptr<Graph> cloneGraph(const Graph& graph, Graph* scope) {
   ValueMap map;
   cloneBody(graph, *out, map);
   return out;
+}
+
+std::vector<Value*> inlineGraph(const Graph& body, const std::vector<Value*>& inputs, Node* before) {
+  KILN_CHECK(inputs.size() == body.inputs().size(), "inlineGraph: ", body.name(), " takes ", body.inputs().size(),
+             " inputs, given ", inputs.size());
+  Graph& to = *before->graph();
+  ValueMap map;
+  for (size_t i = 0; i < inputs.size(); ++i) map[body.inputs()[i]] = inputs[i];
+  for (Node* n : body.nodes()) {
+    to.moveBefore(cloneNode(*n, to, map), before);
+  }
+  std::vector<Value*> outputs;
+  for (Value* out : body.outputs()) outputs.push_back(mappedValue(map, out));
+  return outputs;
 }
 
 std::vector<Value*> capturedValues(const Node& node) {

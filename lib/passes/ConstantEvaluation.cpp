@@ -5,6 +5,8 @@
 //===----------------------------------------------------------------------===//
 #include "ConstantEvaluation.h"
 
+#include <algorithm>
+
 #include "RewriteUtils.h"
 #include "kiln/ir/OpSchema.h"
 #include "kiln/runtime/Interpreter.h"
@@ -51,12 +53,51 @@ bool foldNode(ir::Node* node) {
   return true;
 }
 
+bool takesConstantBranch(const ir::Node& node) {
+  if (node.op() != ir::Op::If) return false;
+  const Tensor* condition = constantValue(node.input(0));
+  const char* branch = condition && condition->numElements() == 1 && condition->scalarAsDouble() != 0 ? "then_branch"
+                                                                                                      : "else_branch";
+  return condition && condition->numElements() == 1 && node.hasAttr(branch) &&
+         node.getGraph(branch)->outputs().size() == node.numOutputs();
+}
+
+namespace {
+
+/// Replaces an If that takes a constant branch by copies of that branch's nodes; returns the copies.
+std::vector<ir::Node*> inlineTakenBranch(ir::Node* node) {
+  const bool taken = constantValue(node->input(0))->scalarAsDouble() != 0;
+  const ir::Graph& branch = *node->getGraph(taken ? "then_branch" : "else_branch");
+  ir::Graph& graph = *node->graph();
+  ir::Node* before = graph.prevNode(node);
+  std::vector<ir::Value*> results = ir::inlineGraph(branch, {}, node);
+  std::vector<ir::Node*> copies;
+  for (ir::Node* n = before ? graph.nextNode(before) : graph.firstNode(); n != node; n = graph.nextNode(n))
+    copies.push_back(n);
+  for (size_t i = 0; i < results.size(); ++i) {
+    const bool copied = results[i]->producer() && std::count(copies.begin(), copies.end(), results[i]->producer());
+    replaceValue(node->output(i), results[i], copied);  // a copy takes the If's result name
+  }
+  eraseWithDeadProducers(node);
+  return copies;
+}
+
+/// Folds `node` (its subgraphs first): a constant If's branch inlined and folded, or the node evaluated.
+bool foldInOrder(ir::Node* node) {
+  bool changed = false;
+  for (ir::Graph* sub : node->subgraphs()) changed |= foldConstants(*sub);
+  if (takesConstantBranch(*node)) {
+    for (ir::Node* copy : inlineTakenBranch(node)) foldInOrder(copy);
+    return true;
+  }
+  return foldNode(node) || changed;
+}
+
+}  // namespace
+
 bool foldConstants(ir::Graph& graph) {
   bool changed = false;
-  for (ir::Node* node : graph.nodes()) {
-    for (ir::Graph* sub : node->subgraphs()) changed |= foldConstants(*sub);
-    changed |= foldNode(node);
-  }
+  for (ir::Node* node : graph.nodes()) changed |= foldInOrder(node);
   return changed;
 }
 

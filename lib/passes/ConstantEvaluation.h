@@ -2,7 +2,8 @@
 //
 // Evaluates a node whose operands are all constants with the reference
 // interpreter's kernel for it (so folding computes exactly what running would)
-// and replaces its results by Constant nodes. Shared by fold-constant and
+// and replaces its results by Constant nodes; an If on a constant condition
+// is replaced by the branch it takes. Shared by fold-constant and
 // dynamic-to-static. Private to lib/passes.
 //
 //===----------------------------------------------------------------------===//
@@ -28,8 +29,13 @@ bool isFoldable(const ir::Node& node);
 /// (a kernel error is left for run time to report, with its node).
 bool foldNode(ir::Node* node);
 
+/// True for an If whose condition is a constant: it is the branch it takes.
+bool takesConstantBranch(const ir::Node& node);
+
 /// Folds every foldable node of `graph` and its subgraphs, in order (so whole
-/// constant chains fold in one sweep). True when anything changed.
+/// constant chains fold in one sweep), and replaces each If with a constant
+/// condition by copies of the branch it takes (folded in turn). True when
+/// anything changed.
 bool foldConstants(ir::Graph& graph);
 
 }  // namespace kiln::passes

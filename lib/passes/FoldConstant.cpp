@@ -4,9 +4,12 @@
 // computes, evaluated by the reference interpreter's kernel for the op (so a
 // folded value is bit-for-bit what running the node would give). Nodes are
 // visited in order, so whole constant chains (weight transposes, shape
-// arithmetic on constants) fold in one run. Random ops and control flow are
-// left alone, and a result larger than 64 KiB folds only when it is no larger
-// than its operands (Expand or ConstantOfShape would otherwise bloat weights).
+// arithmetic on constants) fold in one run. An If on a constant condition
+// (exporters branch on shapes, which are constants once shapes are bound)
+// becomes the nodes of the branch it takes. Random ops and other control
+// flow are left alone, and a result larger than 64 KiB folds only when it is
+// no larger than its operands (Expand or ConstantOfShape would otherwise
+// bloat weights).
 //
 //===----------------------------------------------------------------------===//
 #include "ConstantEvaluation.h"
@@ -21,7 +24,8 @@ PassInfo foldConstantPass() {
   p.summary = "Evaluate nodes whose operands are all constants";
   p.description =
       "Computes every deterministic node whose operands are constants with the interpreter's kernel and "
-      "replaces it by Constant nodes, in graph order so chains fold at once; recurses into subgraphs. "
+      "replaces it by Constant nodes, in graph order so chains fold at once; an If on a constant condition "
+      "becomes the branch it takes; recurses into subgraphs. "
       "Results over 64 KiB fold only when no larger than the operands. Exact: folded values are what running "
       "the node gives.";
   // Table 4: FoldConstant is RN; MN; SSD. kiln adds BR: exported transformers
@@ -30,7 +34,9 @@ PassInfo foldConstantPass() {
   // matches only once they are folded.
   p.classes = {"BL", "RN", "MN", "SSD", "BR"};
   p.optLevel = 1;
-  p.applicable = [](const ir::Graph& g, const PassOptions&) { return anyNode(g, isFoldable); };
+  p.applicable = [](const ir::Graph& g, const PassOptions&) {
+    return anyNode(g, [](const ir::Node& n) { return isFoldable(n) || takesConstantBranch(n); });
+  };
   p.run = [](ir::Graph& g, const PassOptions&, const PassContext&) -> Expected<bool> { return foldConstants(g); };
   return p;
 }

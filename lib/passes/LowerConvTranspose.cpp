@@ -121,36 +121,13 @@ Tensor flippedWeight(const Tensor& w, int64_t group) {
   return out;
 }
 
-class Builder {
- public:
-  explicit Builder(ir::Node* n) : g_(*n->graph()), n_(n), base_(nameBase(*n)) {}
-  ir::Value* constant(Tensor t, const std::string& suffix) { return makeConstant(g_, std::move(t), base_ + suffix, n_); }
-  ir::Value* ints(const std::vector<int64_t>& v, const std::string& suffix) {
-    return constant(Tensor::fromVector<int64_t>({int64_t(v.size())}, v), suffix);
-  }
-  Expected<ir::Value*> node(const std::string& op, const std::vector<ir::Value*>& inputs,
-                            const std::vector<std::pair<std::string, ir::Attribute>>& attrs, const std::string& suffix) {
-    KILN_ASSIGN(ir::Node * m, createTypedNode(g_, op, inputs, attrs, base_ + suffix, n_));
-    return m->output(0);
-  }
-  Expected<ir::Value*> reshape(ir::Value* x, const std::vector<int64_t>& dims, const std::string& suffix) {
-    return node("Reshape", {x, ints(dims, suffix + "_shape")}, {}, suffix);
-  }
-  ir::Value* bias() const { return n_->numInputs() > 2 ? n_->input(2) : nullptr; }
-
- private:
-  ir::Graph& g_;
-  ir::Node* n_;
-  std::string base_;
-};
-
 Status lowerNonOverlapping(ir::Node* n, const Geometry& geo) {
-  Builder b(n);
+  NodeBuilder b(n);
   const Dims kernel = geo.window.kernel;
   size_t r = geo.in.size();
   int64_t taps = product(kernel);
   std::vector<ir::Value*> convInputs = {n->input(0), b.constant(pointwiseWeight(*geo.weight), "_pointwise_weight")};
-  if (ir::Value* bias = b.bias()) convInputs.push_back(b.constant(repeatedBias(*constantValue(bias), taps), "_pointwise_bias"));
+  if (ir::Value* bias = n->numInputs() > 2 ? n->input(2) : nullptr) convInputs.push_back(b.constant(repeatedBias(*constantValue(bias), taps), "_pointwise_bias"));
   KILN_ASSIGN(ir::Value* y, b.node("Conv", convInputs, {{"kernel_shape", std::vector<int64_t>(r, 1)}}, "_pointwise"));
   KILN_ASSIGN(ir::Value* split, b.reshape(y, withLead(withLead({geo.batch, geo.cout}, kernel), geo.in), "_taps"));
   std::vector<int64_t> perm = {0, 1};
@@ -166,7 +143,7 @@ Status lowerNonOverlapping(ir::Node* n, const Geometry& geo) {
 }
 
 /// x with stride - 1 zeros after each element of each spatial axis ([N, C, L_i * s_i]).
-Expected<ir::Value*> zeroUpsampled(Builder& b, ir::Value* x, const Geometry& geo) {
+Expected<ir::Value*> zeroUpsampled(NodeBuilder& b, ir::Value* x, const Geometry& geo) {
   size_t r = geo.in.size();
   std::vector<int64_t> unit = {geo.batch, geo.cin}, pads(2 * (2 + 2 * r), 0), up = {geo.batch, geo.cin};
   for (size_t i = 0; i < r; ++i) {
@@ -181,7 +158,7 @@ Expected<ir::Value*> zeroUpsampled(Builder& b, ir::Value* x, const Geometry& geo
 }
 
 Status lowerGeneral(ir::Node* n, const Geometry& geo) {
-  Builder b(n);
+  NodeBuilder b(n);
   size_t r = geo.in.size();
   const ir::WindowGeometry& w = geo.window;
   ir::Value* x = n->input(0);
@@ -210,7 +187,7 @@ Status lowerGeneral(ir::Node* n, const Geometry& geo) {
                           {}, "_cropped"));
   }
   std::vector<ir::Value*> convInputs = {x, b.constant(flippedWeight(*geo.weight, geo.group), "_flipped_weight")};
-  if (ir::Value* bias = b.bias()) convInputs.push_back(bias);
+  if (ir::Value* bias = n->numInputs() > 2 ? n->input(2) : nullptr) convInputs.push_back(bias);
   KILN_ASSIGN(ir::Value* y, b.node("Conv", convInputs,
                                    {{"kernel_shape", w.kernel}, {"pads", pads}, {"dilations", w.dilations},
                                     {"group", geo.group}},

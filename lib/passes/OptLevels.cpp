@@ -59,6 +59,10 @@ Expected<std::vector<PipelineEntry>> optLevelPipeline(int level, std::string_vie
     // fold-constant made the weights final; it re-infers types, so the
     // reshapes it makes static are then merged by a second simplify-expr.
     p.push_back("dynamic-to-static");
+    // RNN, GRU and LSTM unroll into MatMuls and element-wise ops (kernel
+    // templates) once their shapes are static and the Ifs exporters guard
+    // them with (on shapes) are inlined.
+    p.push_back("lower-recurrent");
     // After folding, identical constants and the ops over them merge.
     p.push_back("eliminate-common-subexpr");
     p.push_back("simplify-expr");

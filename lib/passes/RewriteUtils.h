@@ -90,12 +90,38 @@ Expected<ir::Node*> replaceWithNewNode(ir::Node* node, const std::string& op, co
                                        const std::vector<std::pair<std::string, ir::Attribute>>& attrs,
                                        const std::string& name);
 
-/// Equal kind and value (tensors: type and bytes); graph attributes never compare equal.
-bool attributesEqual(const ir::Attribute& a, const ir::Attribute& b);
-
 /// A base for names of values a rewrite of `node` creates: its name, else its
 /// first result's name.
 std::string nameBase(const ir::Node& node);
+
+/// Creates the nodes of a rewrite of `node`: each before it, named after it
+/// plus a suffix, with result types inferred.
+class NodeBuilder {
+ public:
+  explicit NodeBuilder(ir::Node* node) : g_(*node->graph()), n_(node), base_(nameBase(*node)) {}
+  ir::Value* constant(Tensor t, const std::string& suffix) { return makeConstant(g_, std::move(t), base_ + suffix, n_); }
+  ir::Value* ints(const std::vector<int64_t>& v, const std::string& suffix) {
+    return constant(Tensor::fromVector<int64_t>({int64_t(v.size())}, v), suffix);
+  }
+  /// The first result of a new `op` node.
+  Expected<ir::Value*> node(const std::string& op, const std::vector<ir::Value*>& inputs,
+                            const std::vector<std::pair<std::string, ir::Attribute>>& attrs, const std::string& suffix) {
+    KILN_ASSIGN(ir::Node * m, createTypedNode(g_, op, inputs, attrs, base_ + suffix, n_));
+    return m->output(0);
+  }
+  Expected<ir::Value*> reshape(ir::Value* x, const std::vector<int64_t>& dims, const std::string& suffix) {
+    return node("Reshape", {x, ints(dims, suffix + "_shape")}, {}, suffix);
+  }
+
+ private:
+  ir::Graph& g_;
+  ir::Node* n_;
+  std::string base_;
+};
+
+/// Equal kind and value (tensors: type and bytes); graph attributes never compare equal.
+bool attributesEqual(const ir::Attribute& a, const ir::Attribute& b);
+
 
 /// `name` + "_folded", without stacking the suffix when folded again.
 std::string foldedName(const std::string& name);

@@ -415,6 +415,11 @@ CUresult CUDAAPI cuMemcpyDtoD(CUdeviceptr to, CUdeviceptr from, size_t bytes) {
   return copy(reinterpret_cast<void*>(uintptr_t(to)), reinterpret_cast<const void*>(uintptr_t(from)), bytes);
 }
 
+CUresult CUDAAPI cuMemcpyDtoDAsync(CUdeviceptr to, CUdeviceptr from, size_t bytes, CUstream stream) {
+  if (capturing(stream)) return refuseInCapture(stream);
+  return cuMemcpyDtoD(to, from, bytes);
+}
+
 CUresult CUDAAPI cuStreamCreate(CUstream* stream, unsigned int) {
   *stream = reinterpret_cast<CUstream>(new Stream);
   count(&State::streams, +1);

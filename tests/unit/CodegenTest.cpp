@@ -861,7 +861,8 @@ TEST_CASE("host steps: extern ops and data-dependent shapes run on reference ker
   std::string ops = artifact->stats.hostOpSummary();
   CHECK(ops.find("NonZero") != std::string::npos);
   CHECK(ops.find("TopK") != std::string::npos);
-  CHECK(ops.find("If") != std::string::npos);
+  CHECK(ops.find("If") == std::string::npos);  // static results: its branches compile
+  CHECK(artifact->stats.compiledIfs == 1);
   CHECK(ops.find("Greater") == std::string::npos);  // static: compiled
   CHECK(artifact->executable->kernelNames.size() >= 3);
   std::string path = "codegen_test_host.kiln";
@@ -906,6 +907,80 @@ TEST_CASE("host steps: extern ops and data-dependent shapes run on reference ker
       if (step.kind == runtime::StepKind::Kernel)
         for (size_t b = 0; b < bad.buffers.size(); ++b)
           if (bad.buffers[b].dynamic) step.args[0] = uint32_t(b);
+    auto r = bad.validate();
+    REQUIRE_FALSE(r.isOk());
+    CHECK(r.error().code() == ErrorCode::ArtifactCorrupt);
+  }
+  std::remove(path.c_str());
+}
+
+TEST_CASE("compiled If: the condition picks a branch at run time, each branch runs its own kernels") {
+  auto m = parse(R"(module @m {
+  graph @main(%x: f32[2,3], %flag: bool[]) {
+    %one = Constant() {value = tensor<f32[]: [1.0]>} : f32[]
+    %s = Add(%x, %one) : f32[2,3]
+    %r, %t = If(%flag) {then_branch = graph @t() {
+        %e = Exp(%s) : f32[2,3]
+        %p = Mul(%e, %x) : f32[2,3]
+        %sum = ReduceSum(%p) {keepdims = 0} : f32[]
+        %zero = Constant() {value = tensor<f32[]: [0.0]>} : f32[]
+        %pos = Greater(%sum, %zero) : bool[]
+        %inner = If(%pos) {then_branch = graph @tt() {
+            %n = Neg(%p) : f32[2,3]
+            return %n
+          }, else_branch = graph @tf() {
+            return %s
+          }} : f32[2,3]
+        return %inner, %sum
+      }, else_branch = graph @f() {
+        %c = Constant() {value = tensor<f32[]: [7.0]>} : f32[]
+        return %x, %c
+      }} : f32[2,3], f32[]
+    %y = Sub(%r, %x) : f32[2,3]
+    return %y, %t, %r
+  }
+})");
+  auto artifact = compileCpuArtifact(m->graph());
+  INFO((artifact.isOk() ? std::string() : artifact.error().str()));
+  REQUIRE(artifact.isOk());
+  CHECK(artifact->stats.compiledIfs == 2);  // the inner If too
+  CHECK(artifact->stats.hostSteps.empty());
+  const runtime::Executable& exe = *artifact->executable;
+  auto count = [&](runtime::StepKind k) {
+    return std::count_if(exe.steps.begin(), exe.steps.end(), [&](const runtime::KernelStep& s) { return s.kind == k; });
+  };
+  CHECK(count(runtime::StepKind::Branch) == 2);
+  CHECK(count(runtime::StepKind::Jump) == 2);
+  CHECK(count(runtime::StepKind::Copy) >= 4);  // each block's results into its If's buffers
+  std::string path = "codegen_test_if.kiln";
+  REQUIRE(runtime::saveArtifact(exe, path).isOk());
+  auto model = Model::load(path);
+  INFO((model.isOk() ? std::string() : model.error().str()));
+  REQUIRE(model.isOk());
+  // Flag false: the else branch; true with a positive and a negative sum: both inner branches.
+  for (auto [flag, sign] : {std::pair{false, 1.0}, std::pair{true, 1.0}, std::pair{true, -1.0}}) {
+    INFO("flag " << flag << ", x of sign " << sign);
+    std::vector<double> xs = {0.5, 1, 2, 0.25, 1.5, 3};
+    for (double& v : xs) v *= sign;
+    std::vector<Tensor> inputs = {Tensor::fromVector<double>({2, 3}, xs).castTo(DType::F32),
+                                  Tensor::fromVector<double>({}, {flag ? 1.0 : 0.0}).castTo(DType::Bool)};
+    std::vector<Tensor> got = runsLikeInterpreter(**model, *m, inputs);
+    REQUIRE(got.size() == 3);
+    if (!flag) CHECK(got[1].scalarAsDouble() == Approx(7.0));  // the else branch's constant
+  }
+  SECTION("a branch step that goes back is a corrupt artifact") {
+    runtime::Executable bad = exe;
+    for (runtime::KernelStep& step : bad.steps)
+      if (step.kind == runtime::StepKind::Branch) step.kernel = 0;
+    auto r = bad.validate();
+    REQUIRE_FALSE(r.isOk());
+    CHECK(r.error().code() == ErrorCode::ArtifactCorrupt);
+    CHECK(r.error().message().find("only later steps") != std::string::npos);
+  }
+  SECTION("a copy between buffers of different sizes is a corrupt artifact") {
+    runtime::Executable bad = exe;
+    for (runtime::KernelStep& step : bad.steps)
+      if (step.kind == runtime::StepKind::Copy) step.args[0] = exe.inputs[1];  // the one-byte flag
     auto r = bad.validate();
     REQUIRE_FALSE(r.isOk());
     CHECK(r.error().code() == ErrorCode::ArtifactCorrupt);

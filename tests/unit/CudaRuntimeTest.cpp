@@ -38,6 +38,7 @@
 #include "kiln/codegen/LibraryTactics.h"
 #include "kiln/codegen/cuda/NvrtcCache.h"
 #include "kiln/frontend/onnx/OnnxImporter.h"
+#include "kiln/ir/Parser.h"
 #include "kiln/kiln.h"
 #include "kiln/passes/OptLevels.h"
 #include "kiln/passes/PassManager.h"
@@ -196,6 +197,48 @@ TEST_CASE("CUDA artifacts load and run through the runtime on the emulated drive
       CHECK(wrong.error().code() == ErrorCode::ExecInput);
     }
     CHECK(liveDriverObjects() == 0);  // memory, modules, the stream and the context all released
+  }
+}
+
+TEST_CASE("a compiled If runs the branch its condition picks on the device, with the other branch's steps skipped") {
+  auto parsed = ir::parseModule(R"(module @m {
+  graph @main(%x: f32[2,8], %flag: bool[]) {
+    %one = Constant() {value = tensor<f32[]: [1.0]>} : f32[]
+    %s = Add(%x, %one) : f32[2,8]
+    %r = If(%flag) {then_branch = graph @t() {
+        %e = Exp(%s) : f32[2,8]
+        %p = Mul(%e, %x) : f32[2,8]
+        return %p
+      }, else_branch = graph @f() {
+        %n = Neg(%s) : f32[2,8]
+        %t = Tanh(%n) : f32[2,8]
+        return %t
+      }} : f32[2,8]
+    %y = Sub(%r, %x) : f32[2,8]
+    return %y, %r
+  }
+})", "if.kir");
+  REQUIRE(parsed.isOk());
+  CompiledModel compiled = compileModule(std::move(*parsed), "compiled-if");
+  auto exe = runtime::loadArtifact(compiled.artifact);
+  REQUIRE(exe.isOk());
+  CHECK(std::count_if(exe->steps.begin(), exe->steps.end(),
+                      [](const runtime::KernelStep& s) { return s.kind == runtime::StepKind::Branch; }) == 1);
+  CHECK(exe->hostGraphs.empty());
+  runtime::Interpreter reference(compiled.module->graph());
+  auto model = Model::load(compiled.artifact);
+  INFO((model.isOk() ? std::string() : model.error().str()));
+  REQUIRE(model.isOk());
+  for (bool flag : {true, false, true}) {
+    INFO("flag " << flag);
+    std::vector<Tensor> inputs = {testing::randomInputs(compiled.module->graph(), 7)[0],
+                                  Tensor::fromVector<double>({}, {flag ? 1.0 : 0.0}).castTo(DType::Bool)};
+    auto got = (*model)->run(inputs);
+    INFO((got.isOk() ? std::string() : got.error().str()));
+    REQUIRE(got.isOk());
+    auto want = reference.run(std::vector<RuntimeValue>(inputs.begin(), inputs.end()));
+    REQUIRE(want.isOk());
+    requireClose(*got, *want, 1e-5, false);
   }
 }
 

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
@@ -17,6 +18,7 @@
 #include "kiln/passes/OptLevels.h"
 #include "kiln/passes/PassManager.h"
 #include "kiln/passes/PassRegistry.h"
+#include "kiln/runtime/Interpreter.h"
 
 using namespace kiln;
 
@@ -319,4 +321,116 @@ TEST_CASE("eliminate-common-subexpr merges large constants only when every byte 
   }
   CHECK(constants == 2);  // %c2 merged into %c1; %c3 kept
   CHECK(adds == 2);       // %b merged into %a; %c kept
+}
+
+TEST_CASE("fold-constant replaces an If on a constant condition by the branch it takes, nested Ifs too", "[passes]") {
+  // What exporters write for `if x.shape[0] == 1: x = x.squeeze(0)`, once shapes are bound.
+  auto m = parse(R"(module @m {
+  graph @main(%x: f32[1,4]) {
+    %s = Shape(%x) : i64[2]
+    %i0 = Constant() {value = tensor<i64[]: [0]>} : i64[]
+    %d = Gather(%s, %i0) {axis = 0} : i64[]
+    %one = Constant() {value = tensor<i64[]: [1]>} : i64[]
+    %c = Equal(%d, %one) : bool[]
+    %r = If(%c) {then_branch = graph @t() {
+        %ax = Constant() {value = tensor<i64[1]: [0]>} : i64[1]
+        %q = Squeeze(%x, %ax) : f32[4]
+        %n = Not(%c) : bool[]
+        %inner = If(%n) {then_branch = graph @tt() {
+            return %q
+          }, else_branch = graph @tf() {
+            %e = Exp(%q) : f32[4]
+            return %e
+          }} : f32[4]
+        return %inner
+      }, else_branch = graph @f() {
+        %z = Reshape(%x, %s) : f32[1,4]
+        %flat = Flatten(%z) {axis = 0} : f32[1,4]
+        %r4 = Constant() {value = tensor<i64[1]: [4]>} : i64[1]
+        %back = Reshape(%flat, %r4) : f32[4]
+        return %back
+      }} : f32[4]
+    return %r
+  }
+})");
+  auto pipeline = passes::parsePipeline("dynamic-to-static,fold-constant,dead-code-elimination");
+  REQUIRE(pipeline.isOk());
+  auto report = passes::runPipeline(m->graph(), *pipeline, passes::RunOptions{.context = {.verifyEach = true}});
+  INFO((report.isOk() ? std::string() : report.error().str()));
+  REQUIRE(report.isOk());
+  std::vector<std::string> ops;
+  for (const ir::Node* n : m->graph().nodes())
+    if (n->opType() != "Constant") ops.push_back(n->opType());
+  CHECK(ops == std::vector<std::string>{"Squeeze", "Exp"});  // then, and the inner If's else
+  REQUIRE(m->graph().outputs().size() == 1);
+  CHECK(m->graph().outputs()[0]->name() == "r");  // the If's result keeps its name
+}
+
+namespace {
+
+/// A text-IR f32 constant of `dims` with values from a fixed sequence.
+std::string constantLiteral(const std::string& name, const Dims& dims, int seed) {
+  int64_t count = 1;
+  std::string shape;
+  for (int64_t d : dims) count *= d, shape += (shape.empty() ? "" : ",") + std::to_string(d);
+  std::string values;
+  for (int64_t i = 0; i < count; ++i)
+    values += (i ? ", " : "") + std::to_string(0.6 * std::sin(0.7 * double(i + 1) * (seed + 1.3)));
+  return "    %" + name + " = Constant() {value = tensor<f32[" + shape + "]: [" + values + "]>} : f32[" + shape + "]\n";
+}
+
+}  // namespace
+
+TEST_CASE("lower-recurrent unrolls batch-first and bidirectional RNN, GRU and LSTM exactly as the reference kernels run them",
+          "[passes]") {
+  // ONNX Runtime refuses layout 1, so the generated conformance cases leave it to this test.
+  struct Form {
+    const char* op;
+    int64_t gates;
+    std::string attrs;
+  };
+  for (const Form& f : {Form{"LSTM", 4, "direction = \"bidirectional\", hidden_size = 3, layout = 1"},
+                        Form{"GRU", 3, "direction = \"bidirectional\", hidden_size = 3, layout = 1, linear_before_reset = 1"},
+                        Form{"RNN", 1, "direction = \"reverse\", hidden_size = 3, layout = 1"}}) {
+    INFO(f.op);
+    const int64_t dirs = f.attrs.find("bidirectional") != std::string::npos ? 2 : 1, gh = f.gates * 3;
+    const std::string d = std::to_string(dirs);
+    const bool lstm = f.gates == 4;
+    std::string text = "module @m {\n  graph @main(%x: f32[2,4,2], %h0: f32[2," + d + ",3]" +
+                       (lstm ? ", %c0: f32[2," + d + ",3]" : "") + ") {\n";
+    text += constantLiteral("w", {dirs, gh, 2}, 1) + constantLiteral("r", {dirs, gh, 3}, 2) +
+            constantLiteral("b", {dirs, 2 * gh}, 3);
+    std::string results = "%y, %yh" + std::string(lstm ? ", %yc" : "");
+    std::string types = "f32[2,4," + d + ",3], f32[2," + d + ",3]" + (lstm ? ", f32[2," + d + ",3]" : "");
+    text += "    " + results + " = " + f.op + "(%x, %w, %r, %b, none, %h0" + (lstm ? ", %c0" : "") + ") {" + f.attrs +
+            "} : " + types + "\n    return " + results + "\n  }\n}\n";
+    auto m = parse(text.c_str());
+    runtime::Interpreter before(m->graph());
+    std::vector<RuntimeValue> inputs;
+    int seed = 5;
+    for (const ir::Value* in : m->graph().inputs()) {
+      Tensor t = Tensor::forWrite(DType::F32, in->tensorType().dims());
+      for (int64_t i = 0; i < t.numElements(); ++i) t.mutableData<float>()[i] = float(std::cos(0.37 * double(i) * seed));
+      ++seed;
+      inputs.push_back(RuntimeValue(t));
+    }
+    auto want = before.run(inputs);
+    REQUIRE(want.isOk());
+    auto pipeline = passes::parsePipeline("lower-recurrent");
+    REQUIRE(pipeline.isOk());
+    auto report = passes::runPipeline(m->graph(), *pipeline, passes::RunOptions{.context = {.verifyEach = true}});
+    INFO((report.isOk() ? std::string() : report.error().str()));
+    REQUIRE(report.isOk());
+    CHECK(report->passes[0].changed);
+    for (const ir::Node* n : m->graph().nodes()) CHECK(n->opType() != f.op);
+    runtime::Interpreter after(m->graph());
+    auto got = after.run(inputs);
+    REQUIRE(got.isOk());
+    REQUIRE(got->size() == want->size());
+    for (size_t o = 0; o < got->size(); ++o) {
+      std::vector<double> a = (*got)[o].tensor().toDoubles(), b = (*want)[o].tensor().toDoubles();
+      REQUIRE((*got)[o].tensor().dims() == (*want)[o].tensor().dims());
+      for (size_t i = 0; i < a.size(); ++i) CHECK(std::fabs(a[i] - b[i]) <= 1e-5);
+    }
+  }
 }

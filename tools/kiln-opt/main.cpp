@@ -67,6 +67,8 @@ int checkCompiledKernels(ir::Graph& graph, const codegen::CompileOptions& option
       const runtime::KernelStep& step = exe.steps[s];
       if (step.kind == runtime::StepKind::Host)
         std::cout << "profile " << ms[s] / 5 << " ms " << exe.hostGraphs[step.kernel].name << " host\n";
+      else if (step.kind != runtime::StepKind::Kernel)
+        std::cout << "profile " << ms[s] / 5 << " ms step " << s << " " << runtime::stepKindName(step.kind) << "\n";
       else
         std::cout << "profile " << ms[s] / 5 << " ms " << exe.kernelNames[step.kernel] << " "
                   << codegen::configToString(model->lowered.kernels[step.kernel].config) << "\n";

@@ -73,8 +73,11 @@ Status saveAndReport(const CompileOptions& o, const codegen::LoweredModel& model
   const runtime::Executable& exe = *model.executable;
   std::cout << std::fixed << std::setprecision(1);
   std::cout << "compiled " << o.model.path << " for " << exe.target << " (" << exe.cpu << ") -> " << output << "\n";
-  std::cout << "  kernels        " << exe.steps.size() - st.hostSteps.size() - st.librarySteps << " launches, " << st.kernels
-            << " distinct kernels" << kernelsNote << "\n";
+  const auto launches = std::count_if(exe.steps.begin(), exe.steps.end(),
+                                      [](const runtime::KernelStep& s) { return s.kind == runtime::StepKind::Kernel; });
+  std::cout << "  kernels        " << launches << " launches, " << st.kernels << " distinct kernels" << kernelsNote << "\n";
+  if (st.compiledIfs)
+    std::cout << "  branches       " << st.compiledIfs << " If nodes compiled (their branches' steps, one branch run per If)\n";
   if (st.librarySteps) {
     size_t convs = 0;
     for (const runtime::LibraryCall& c : exe.libraryCalls) convs += c.routine == runtime::LibraryRoutine::CudnnConv;

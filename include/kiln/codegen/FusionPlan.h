@@ -62,14 +62,17 @@ struct KernelGroup {
   std::vector<ir::Node*> nodes;       ///< in graph order
   std::vector<ir::Value*> inputs;     ///< values read from outside the group (weights included)
   std::vector<ir::Value*> outputs;    ///< values used after the group or graph outputs
-  std::string name() const;           ///< k<id>_<anchor or first op>
+  std::string scope;                  ///< "" in the model's graph; a branch's plan's scope ("4t_": If group 4's then branch)
+  std::string name() const;           ///< k<scope><id>_<anchor or first op>
 };
 
 class FusionPlan {
  public:
   /// The edges of `graph` with the default heuristic's decisions, partitioned.
   /// The graph must be free of kiln::Fused/Composite groups (inline them first).
-  static Expected<FusionPlan> build(ir::Graph& graph);
+  /// `scope` prefixes the group names of a plan of an If's branch (KernelGroup::scope), so that they
+  /// differ from the model graph's.
+  static Expected<FusionPlan> build(ir::Graph& graph, std::string scope = "");
 
   std::vector<FusionEdge>& edges() { return edges_; }
   const std::vector<FusionEdge>& edges() const { return edges_; }
@@ -101,6 +104,7 @@ class FusionPlan {
   bool reentered(const std::vector<ir::Node*>& members, PartitionState& groups) const;
 
   ir::Graph* graph_ = nullptr;
+  std::string scope_;
   std::vector<ir::Node*> order_;  ///< nodes that belong to kernels, in graph order
   std::unordered_map<const ir::Node*, size_t> position_;  ///< index in order_
   std::vector<FusionEdge> edges_;

@@ -65,6 +65,7 @@ struct CompileStats {
   uint64_t arenaBytes = 0, unsharedBytes = 0, weightBytes = 0;
   std::vector<HostStepInfo> hostSteps;
   size_t librarySteps = 0;  ///< CUDA: groups run by a library (cuBLASLt, cuDNN)
+  size_t compiledIfs = 0;   ///< If nodes run as branch steps around their branches' own steps
   /// "NonZero x90, TopK x90" (ops in host steps, most frequent first); "" when none.
   std::string hostOpSummary() const;
 };
@@ -75,6 +76,8 @@ struct LoweredModel {
   std::vector<LoweredKernel> kernels;  ///< distinct kernels, executable.kernelNames order
   /// Tails of groups split for library steps (LibraryTactics.h: splitForLibrary); kernels point into them.
   std::vector<std::unique_ptr<KernelGroup>> libraryTails;
+  /// The plans of compiled If branches (ModelLowering.cpp); kernels point into them.
+  std::vector<std::unique_ptr<FusionPlan>> branchPlans;
   std::shared_ptr<runtime::Executable> executable;
   CompileStats stats;
 };

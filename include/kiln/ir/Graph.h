@@ -129,6 +129,12 @@ class Graph {
 /// graphs keep pointing at them.
 std::unique_ptr<Graph> cloneGraph(const Graph& graph, Graph* scope = nullptr);
 
+/// Copies `body`'s nodes (subgraphs deep-copied) into `before`'s graph, in
+/// order, ahead of `before`, reading `inputs` where body reads its inputs
+/// (one each); returns what the copies compute for body's outputs (a value
+/// of an enclosing graph stays itself). Used to inline an If's branch.
+std::vector<Value*> inlineGraph(const Graph& body, const std::vector<Value*>& inputs, Node* before);
+
 /// Values that `node`'s subgraphs (at any depth) use but do not define: the
 /// values of enclosing graphs the node reads implicitly, in first-use order.
 std::vector<Value*> capturedValues(const Node& node);

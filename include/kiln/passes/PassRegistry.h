@@ -32,6 +32,7 @@ PassInfo forwardFoldScaleAxisPass();
 PassInfo dynamicToStaticPass();
 PassInfo lowerEinsumPass();
 PassInfo lowerConvTransposePass();
+PassInfo lowerRecurrentPass();
 PassInfo canonicalizeOpsPass();
 PassInfo simplifyFcTransposePass();
 PassInfo combineParallelDensePass();

@@ -7,7 +7,12 @@
 // relocatable object holding every entry point). Ops no template compiles,
 // and everything with a data-dependent shape, run as host steps: a small
 // graph in kiln's text IR that the runtime executes with the reference
-// kernels; their dynamic results live outside the arena. CUDA only: a
+// kernels; their dynamic results live outside the arena. An If whose
+// branches compile becomes control steps around the branches' own steps:
+// a branch step skips the then block when the condition is false, a jump
+// skips the else block after the then block, and copy steps move each
+// block's results into the If's buffers. Jumps only go forward, so a run
+// executes a subsequence of the steps in order. CUDA only: a
 // library step runs a vendor library's routine instead of generated code
 // (a cuBLASLt matmul or a cuDNN convolution with a fused epilogue; a
 // library tactic). The artifact file format (Artifact.h) stores exactly this.
@@ -45,13 +50,17 @@ struct BufferSpec {
   bool accepts(const Tensor& t) const;
 };
 
-enum class StepKind : uint8_t { Kernel, Host, Library };
+enum class StepKind : uint8_t { Kernel, Host, Library, Branch, Jump, Copy };
+const char* stepKindName(StepKind k);
 
 struct KernelStep {
   StepKind kind = StepKind::Kernel;
-  uint32_t kernel = 0;             ///< index into Executable::kernelNames, hostGraphs (host) or libraryCalls (library)
+  uint32_t kernel = 0;             ///< index into Executable::kernelNames, hostGraphs (host) or libraryCalls
+                                   ///< (library); branch and jump: the step to go on at (a later one)
   std::vector<uint32_t> args;      ///< buffer ids: one per kernel parameter; host: its inputs, then its outputs;
-                                   ///< library: its operands (LibraryCall)
+                                   ///< library: its operands (LibraryCall); branch: the condition (one
+                                   ///< element, false when zero); jump: none; copy: source, destination
+  bool isControl() const { return kind == StepKind::Branch || kind == StepKind::Jump; }
 };
 
 /// Epilogues a library routine applies to its result.

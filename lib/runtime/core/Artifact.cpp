@@ -310,7 +310,7 @@ Status readSteps(Reader& r, Executable& exe) {
   for (uint64_t i = 0; i < steps; ++i) {
     KernelStep s;
     KILN_ASSIGN(uint8_t kind, r.pod<uint8_t>());
-    if (kind > uint8_t(StepKind::Library)) return Error(ErrorCode::ArtifactCorrupt, "artifact: bad step kind");
+    if (kind > uint8_t(StepKind::Copy)) return Error(ErrorCode::ArtifactCorrupt, "artifact: bad step kind");
     s.kind = StepKind(kind);
     KILN_ASSIGN(s.kernel, r.pod<uint32_t>());
     KILN_ASSIGN(uint64_t args, r.count(4));

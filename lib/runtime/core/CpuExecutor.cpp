@@ -2,7 +2,8 @@
 //
 // One run: check inputs, take an arena (64-byte aligned intermediates),
 // allocate outputs, resolve every buffer id to a pointer, run the steps in
-// order, copy aliased outputs, return the arena. A host step reads its
+// order (branch and jump steps skip ahead), copy aliased outputs, return the
+// arena. A host step reads its
 // operands as tensors (arena buffers copied, dynamic values shared), and its
 // results go to their buffers after a shape check, or are kept as the run's
 // dynamic values.
@@ -16,6 +17,18 @@
 #include "HostProgram.h"
 
 namespace kiln::runtime {
+
+namespace {
+
+/// A branch condition's truth: any of its bytes nonzero.
+bool anyByteSet(const void* data, uint64_t bytes) {
+  const auto* p = static_cast<const uint8_t*>(data);
+  for (uint64_t i = 0; i < bytes; ++i)
+    if (p[i]) return true;
+  return false;
+}
+
+}  // namespace
 
 CpuExecutor::~CpuExecutor() = default;
 
@@ -97,13 +110,20 @@ Expected<std::vector<Tensor>> CpuExecutor::run(const std::vector<Tensor>& inputs
   };
   std::vector<void*> args;
   if (stepMs) stepMs->resize(exe.steps.size(), 0.0);
-  for (size_t s = 0; s < exe.steps.size(); ++s) {
+  for (size_t s = 0, next = 0; s < exe.steps.size(); s = next) {
     const KernelStep& step = exe.steps[s];
+    next = s + 1;
     auto start = std::chrono::steady_clock::now();
     if (step.kind == StepKind::Kernel) {
       args.clear();
       for (uint32_t a : step.args) args.push_back(pointers[a]);
       entries_[step.kernel](args.data());
+    } else if (step.kind == StepKind::Branch) {
+      if (!anyByteSet(pointers[step.args[0]], exe.buffers[step.args[0]].bytes())) next = step.kernel;
+    } else if (step.kind == StepKind::Jump) {
+      next = step.kernel;
+    } else if (step.kind == StepKind::Copy) {
+      std::memcpy(pointers[step.args[1]], pointers[step.args[0]], exe.buffers[step.args[1]].bytes());
     } else {
       const HostGraph& h = exe.hostGraphs[step.kernel];
       std::vector<Tensor> operands;

@@ -57,6 +57,7 @@ Loaded load() {
   need("cuMemFreeHost", d.memFreeHost);
   need("cuMemcpyHtoDAsync_v2", d.memcpyHtoDAsync);
   need("cuMemcpyDtoHAsync_v2", d.memcpyDtoHAsync);
+  need("cuMemcpyDtoDAsync_v2", d.memcpyDtoDAsync);
   need("cuGraphCreate", d.graphCreate);
   need("cuGraphAddKernelNode_v2", d.graphAddKernelNode);
   need("cuGraphInstantiateWithFlags", d.graphInstantiate);

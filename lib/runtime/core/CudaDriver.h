@@ -46,6 +46,7 @@ struct CudaDriver {
   decltype(&::cuMemFreeHost) memFreeHost = nullptr;
   decltype(&::cuMemcpyHtoDAsync) memcpyHtoDAsync = nullptr;
   decltype(&::cuMemcpyDtoHAsync) memcpyDtoHAsync = nullptr;
+  decltype(&::cuMemcpyDtoDAsync) memcpyDtoDAsync = nullptr;
   decltype(&::cuGraphCreate) graphCreate = nullptr;
   decltype(&::cuGraphAddKernelNode) graphAddKernelNode = nullptr;
   decltype(&::cuGraphInstantiate) graphInstantiate = nullptr;

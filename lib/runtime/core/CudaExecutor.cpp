@@ -24,6 +24,7 @@
 //===----------------------------------------------------------------------===//
 #include "kiln/runtime/CudaExecutor.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -46,11 +47,13 @@ struct StepTimer {
   /// replayed between the events, the call's host-side cost (tens of microseconds for a cuDNN call, which
   /// a model's graph replay does not pay) is not timed as device time.
   std::vector<CUgraphExec> library;
+  std::vector<char> ran;  ///< per step: its events were recorded in the current run (a branch can skip it)
   StepTimer(const CudaDriver& driver, size_t steps)
-      : cu(driver), before(steps, nullptr), after(steps, nullptr), library(steps, nullptr) {}
+      : cu(driver), before(steps, nullptr), after(steps, nullptr), library(steps, nullptr), ran(steps, 0) {}
   /// Records step `s`'s first (`start`) or second event on `stream`; nothing without a timer.
   static Status record(StepTimer* timer, size_t s, bool start, CUstream stream) {
     if (!timer) return Status::ok();
+    timer->ran[s] = 1;
     return timer->cu.check(timer->cu.eventRecord(start ? timer->before[s] : timer->after[s], stream), "cuEventRecord");
   }
   ~StepTimer() {
@@ -401,9 +404,11 @@ Expected<std::vector<KernelStepTime>> CudaExecutor::profile(const std::vector<Te
     KILN_ASSIGN(timer.library[t.step], instantiateGraph(*m.cu, *captured, t.kernel));
   }
   for (int r = 0; r < runs; ++r) {
+    std::fill(timer.ran.begin(), timer.ran.end(), 0);
     KILN_TRY(m.runOnce(inputs, &timer).status());  // waits for the device: every event has completed
     for (KernelStepTime& t : times) {
       float ms = 0;
+      if (!timer.ran[t.step]) continue;  // in the branch these inputs do not take: 0 ms
       KILN_TRY(m.cu->check(m.cu->eventElapsedTime(&ms, timer.before[t.step], timer.after[t.step]), "cuEventElapsedTime"));
       t.meanMs += double(ms) / runs;
     }
@@ -439,6 +444,7 @@ Expected<std::vector<Tensor>> CudaExecutor::Impl::runOnce(const std::vector<Tens
   size_t segment = 0;
   for (size_t s = 0; s < exe.steps.size();) {
     const KernelStep& step = exe.steps[s];
+    while (segment < m.segments.size() && m.segments[segment].begin < s) ++segment;  // skipped by a jump
     if (segment < m.segments.size() && m.segments[segment].begin == s) {
       const KernelSegment& seg = m.segments[segment];
       if (m.graphs.empty() || timer) KILN_TRY(m.launchSegment(seg, timer));
@@ -450,6 +456,25 @@ Expected<std::vector<Tensor>> CudaExecutor::Impl::runOnce(const std::vector<Tens
     }
     if (step.kind == StepKind::Library) {
       KILN_TRY(m.enqueueLibraryStep(s++, timer));
+      continue;
+    }
+    if (step.kind == StepKind::Jump) {
+      s = step.kernel;
+      continue;
+    }
+    if (step.kind == StepKind::Copy) {
+      const uint64_t bytes = exe.buffers[step.args[1]].bytes();
+      if (bytes)
+        KILN_TRY(cu.check(cu.memcpyDtoDAsync(m.pointers[step.args[1]], m.pointers[step.args[0]], bytes, m.stream),
+                          "copying " + exe.buffers[step.args[0]].name + " to " + exe.buffers[step.args[1]].name));
+      ++s;
+      continue;
+    }
+    if (step.kind == StepKind::Branch) {  // the condition, read once the kernels computing it are done
+      KILN_TRY(cu.check(cu.streamSynchronize(m.stream), "kernels before branch step"));
+      KILN_ASSIGN(Tensor condition, toHost(step.args[0]));
+      const auto* bytes = static_cast<const uint8_t*>(condition.rawData());
+      s = std::any_of(bytes, bytes + condition.byteSize(), [](uint8_t b) { return b != 0; }) ? s + 1 : step.kernel;
       continue;
     }
     ++s;

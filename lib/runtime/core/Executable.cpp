@@ -18,6 +18,11 @@ const char* bufferKindName(BufferKind k) {
   return names[size_t(k)];
 }
 
+const char* stepKindName(StepKind k) {
+  static const char* names[] = {"kernel", "host", "library", "branch", "jump", "copy"};
+  return size_t(k) < 6 ? names[size_t(k)] : "unknown";
+}
+
 const char* libraryEpilogueName(LibraryEpilogue e) {
   static const char* names[] = {"none", "bias", "relu", "bias+relu"};
   return size_t(e) < 4 ? names[size_t(e)] : "unknown";
@@ -101,6 +106,35 @@ Status validateLibraryStep(const Executable& exe, const KernelStep& s) {
   BufferKind out = exe.buffers[s.args.back()].kind;
   if (out != BufferKind::Intermediate && out != BufferKind::Output)
     return bad("library call ", c.name, " writes ", bufferKindName(out), " buffer ", exe.buffers[s.args.back()].name);
+  return Status::ok();
+}
+
+/// A branch or jump goes forward to a step in range (or to the end); a branch's condition is one static
+/// element; a copy moves a static buffer into an intermediate or output buffer of its size.
+Status validateControlStep(const Executable& exe, size_t index) {
+  auto bad = [](auto&&... parts) { return makeError(ErrorCode::ArtifactCorrupt, "executable: ", parts...); };
+  const KernelStep& s = exe.steps[index];
+  const char* kind = stepKindName(s.kind);
+  for (uint32_t a : s.args)
+    if (a >= exe.buffers.size()) return bad(kind, " step ", index, " takes buffer ", a, " of ", exe.buffers.size());
+  if (s.kind == StepKind::Copy) {
+    if (s.args.size() != 2) return bad("copy step ", index, " takes ", s.args.size(), " buffers, not 2");
+    const BufferSpec& from = exe.buffers[s.args[0]];
+    const BufferSpec& to = exe.buffers[s.args[1]];
+    if (from.dynamic || to.dynamic || from.bytes() != to.bytes())
+      return bad("copy step ", index, " moves ", from.name, " into ", to.name, ", which differ in size");
+    if (to.kind != BufferKind::Intermediate && to.kind != BufferKind::Output)
+      return bad("copy step ", index, " writes ", bufferKindName(to.kind), " buffer ", to.name);
+    return Status::ok();
+  }
+  if (s.kernel <= index || s.kernel > exe.steps.size())
+    return bad(kind, " step ", index, " goes on at step ", s.kernel, "; only later steps (to ", exe.steps.size(), ")");
+  if (s.kind == StepKind::Jump && !s.args.empty()) return bad("jump step ", index, " takes buffers");
+  if (s.kind == StepKind::Branch) {
+    if (s.args.size() != 1) return bad("branch step ", index, " takes ", s.args.size(), " buffers, not its condition");
+    const BufferSpec& c = exe.buffers[s.args[0]];
+    if (c.dynamic || c.bytes() != dtypeSize(c.dtype)) return bad("branch step ", index, "'s condition ", c.name, " is not one element");
+  }
   return Status::ok();
 }
 
@@ -205,6 +239,10 @@ Status Executable::validate() const {
     }
     if (s.kind == StepKind::Library) {
       KILN_TRY(validateLibraryStep(*this, s));
+      continue;
+    }
+    if (s.kind == StepKind::Branch || s.kind == StepKind::Jump || s.kind == StepKind::Copy) {
+      KILN_TRY(validateControlStep(*this, size_t(&s - steps.data())));
       continue;
     }
     if (s.kind != StepKind::Kernel) return bad("step of unknown kind ", int(s.kind));
