@@ -63,6 +63,9 @@ Expected<std::vector<PipelineEntry>> optLevelPipeline(int level, std::string_vie
     // templates) once their shapes are static and the Ifs exporters guard
     // them with (on shapes) are inlined.
     p.push_back("lower-recurrent");
+    // Convolutions with few output positions and a long reduction become a
+    // window Gather and a MatMul, once their shapes are static.
+    p.push_back("lower-narrow-conv");
     // After folding, identical constants and the ops over them merge.
     p.push_back("eliminate-common-subexpr");
     p.push_back("simplify-expr");

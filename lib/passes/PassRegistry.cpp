@@ -33,6 +33,7 @@ void registerAllPasses() {
     r.push_back(lowerEinsumPass());
     r.push_back(lowerConvTransposePass());
     r.push_back(lowerRecurrentPass());
+    r.push_back(lowerNarrowConvPass());
     r.push_back(canonicalizeOpsPass());
     r.push_back(simplifyFcTransposePass());
     r.push_back(combineParallelDensePass());

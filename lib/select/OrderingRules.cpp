@@ -28,6 +28,7 @@ const std::vector<OrderingRule>& orderingRules() {
       {"lower-conv-transpose", 23, "ConvTranspose becomes Conv while its weights are plain constants, before simplify-expr merges the reshapes around it and the scale folds look at convolutions"},
       {"dynamic-to-static", 25, "shape arithmetic is constant only once fold-constant made the weights final"},
       {"lower-recurrent", 26, "recurrent layers unroll into MatMuls and element-wise ops once dynamic-to-static made their shapes static and inlined the Ifs on shapes around them, before simplify-expr merges the reshapes and slices they leave"},
+      {"lower-narrow-conv", 27, "convolutions with few output positions become a window Gather and a MatMul once dynamic-to-static made their shapes static, before eliminate-common-subexpr merges the Gathers of convolutions over one input and fold-explicit-padding, the scale folds and alter-op-layout look at convolutions"},
       {"simplify-expr", 30, "x*1, x+0 and reshape chains on folded operands"},
       {"eliminate-common-subexpr", 35, "identical constants and the ops over them merge after folding"},
       {"fold-explicit-padding", 40, "Pad must merge into convolutions before scale folding looks at their operands"},

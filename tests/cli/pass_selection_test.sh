@@ -19,7 +19,7 @@ done
 
 # space: classes, kept passes in rule order, dropped ones with the reason, counts.
 "$KILN" passes space "$TINY/resnet_tiny-raw.onnx" > space.txt
-expect_in "classes RN; 3 of 27 passes kept for the cpu backend" space.txt
+expect_in "classes RN; 3 of 28 passes kept for the cpu backend" space.txt
 expect_in "before pruning, 16 after" space.txt
 expect_in "combine-parallel-conv2d     not applicable" space.txt  # 4 + 16 channels: not a multiple of 8
 expect_in "  alter-op-layout               82" space.txt  # kiln::ConvNCHWc compiles on the cpu

@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "kiln/ir/Parser.h"
+#include "kiln/ir/ShapeInference.h"
 #include "kiln/ir/StructuralHash.h"
 #include "kiln/passes/OptLevels.h"
 #include "kiln/passes/PassManager.h"
@@ -432,5 +433,46 @@ TEST_CASE("lower-recurrent unrolls batch-first and bidirectional RNN, GRU and LS
       REQUIRE((*got)[o].tensor().dims() == (*want)[o].tensor().dims());
       for (size_t i = 0; i < a.size(); ++i) CHECK(std::fabs(a[i] - b[i]) <= 1e-5);
     }
+  }
+}
+
+TEST_CASE("lower-narrow-conv turns convolutions with few output positions into a window Gather and a MatMul, exactly",
+          "[passes]") {
+  struct Form {
+    Dims x, w;
+    std::string attrs;
+    bool lowered;
+  };
+  for (const Form& f : {Form{{1, 1, 1280}, {6, 1, 512}, "strides = [160]", true},  // an STFT frame conv
+                        Form{{2, 3, 12, 20}, {3, 3, 8, 8}, "pads = [1, 0, 0, 1], strides = [3, 3], dilations = [1, 2]", true},
+                        Form{{1, 4, 9, 9}, {3, 4, 8, 8}, "pads = [4, 4, 4, 4]", false},  // 100 positions
+                        Form{{1, 64, 2, 2}, {3, 64, 3, 3}, "pads = [1, 1, 1, 1]", false},  // a CNN's 3x3 window
+                        Form{{1, 8, 9, 9}, {4, 2, 8, 8}, "group = 4", false}}) {
+    auto shape = [](const Dims& d) {
+      std::string s;
+      for (int64_t v : d) s += (s.empty() ? "" : ",") + std::to_string(v);
+      return s;
+    };
+    INFO(shape(f.x) << " " << f.attrs);
+    std::string text = "module @m {\n  graph @main(%x: f32[" + shape(f.x) + "]) {\n" + constantLiteral("w", f.w, 4) +
+                       constantLiteral("b", {f.w[0]}, 5) + "    %y = Conv(%x, %w, %b) {" + f.attrs +
+                       "} : f32[?]\n    return %y\n  }\n}\n";
+    auto m = parse(text.c_str());
+    REQUIRE(ir::inferTypes(m->graph()).isOk());
+    Tensor x = Tensor::forWrite(DType::F32, f.x);
+    for (int64_t i = 0; i < x.numElements(); ++i) x.mutableData<float>()[i] = float(std::sin(0.11 * double(i)));
+    auto want = runtime::Interpreter(m->graph()).run({RuntimeValue(x)});
+    REQUIRE(want.isOk());
+    auto pipeline = passes::parsePipeline("lower-narrow-conv");
+    REQUIRE(pipeline.isOk());
+    auto report = passes::runPipeline(m->graph(), *pipeline, passes::RunOptions{.context = {.verifyEach = true}});
+    INFO((report.isOk() ? std::string() : report.error().str()));
+    REQUIRE(report.isOk());
+    CHECK(report->passes[0].changed == f.lowered);
+    auto got = runtime::Interpreter(m->graph()).run({RuntimeValue(x)});
+    REQUIRE(got.isOk());
+    REQUIRE((*got)[0].tensor().dims() == (*want)[0].tensor().dims());
+    std::vector<double> a = (*got)[0].tensor().toDoubles(), b = (*want)[0].tensor().toDoubles();
+    for (size_t i = 0; i < a.size(); ++i) CHECK(std::fabs(a[i] - b[i]) <= 1e-4);
   }
 }

@@ -33,6 +33,7 @@ PassInfo dynamicToStaticPass();
 PassInfo lowerEinsumPass();
 PassInfo lowerConvTransposePass();
 PassInfo lowerRecurrentPass();
+PassInfo lowerNarrowConvPass();
 PassInfo canonicalizeOpsPass();
 PassInfo simplifyFcTransposePass();
 PassInfo combineParallelDensePass();
