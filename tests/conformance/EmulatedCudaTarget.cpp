@@ -29,11 +29,7 @@ Expected<EmulatedRun> runOnEmulatedCuda(ir::Module& module, const std::vector<Te
   codegen::CudaCompileOptions cuda;
   cuda.archs = {90};
   KILN_ASSIGN(codegen::LoweredModel lowered, codegen::compileCudaArtifact(module.graph(), options, cuda));
-  std::vector<codegen::CudaKernel> sources;
-  for (const codegen::LoweredKernel& k : lowered.kernels) {
-    KILN_ASSIGN(codegen::CudaKernel source, codegen::emitCuda(k.kernel, codegen::fusedOpsOf(*k.group)));
-    sources.push_back(std::move(source));
-  }
+  KILN_ASSIGN(std::vector<codegen::CudaKernel> sources, emulation::cudaSourcesOf(lowered));
   std::unique_ptr<emulation::EmulatedKernels> library;
   if (!sources.empty()) {  // a case of host steps only loads no module
     KILN_ASSIGN(library, emulation::EmulatedKernels::build(sources, workDir));

@@ -17,9 +17,19 @@
 #include <filesystem>
 #include <sstream>
 
+#include "kiln/codegen/cuda/CudaCompiler.h"
 #include "kiln/support/File.h"
 
 namespace kiln::emulation {
+
+Expected<std::vector<codegen::CudaKernel>> cudaSourcesOf(const codegen::LoweredModel& model) {
+  std::vector<codegen::CudaKernel> sources;
+  for (const codegen::LoweredKernel& k : model.kernels) {
+    KILN_ASSIGN(codegen::CudaKernel source, codegen::emitCuda(k.kernel, codegen::fusedOpsOf(*k.group)));
+    sources.push_back(std::move(source));
+  }
+  return sources;
+}
 namespace {
 
 /// The compiler's diagnostics (empty when the log cannot be read).

@@ -16,10 +16,14 @@
 #include <string>
 #include <vector>
 
+#include "kiln/codegen/ModelLowering.h"
 #include "kiln/codegen/cuda/CudaEmitter.h"
 #include "kiln/codegen/cuda/Nvrtc.h"
 
 namespace kiln::emulation {
+
+/// The CUDA C of every kernel of `model`, as its cubins are compiled from it (emitCuda of each kernel).
+Expected<std::vector<codegen::CudaKernel>> cudaSourcesOf(const codegen::LoweredModel& model);
 
 class EmulatedKernels {
  public:

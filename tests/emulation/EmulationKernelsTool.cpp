@@ -59,11 +59,7 @@ Expected<std::string> build(const std::string& modelPath, const std::string& wor
     tune::applyTuningDatabase(tasks, db, "cuda", gpu, tune::cudaToolkitName()).applyTo(options);
   }
   KILN_ASSIGN(codegen::LoweredModel lowered, codegen::lowerModel(module->graph(), codegen::KernelTarget::Gpu, options));
-  std::vector<codegen::CudaKernel> sources;
-  for (const codegen::LoweredKernel& k : lowered.kernels) {
-    KILN_ASSIGN(codegen::CudaKernel source, codegen::emitCuda(k.kernel, codegen::fusedOpsOf(*k.group)));
-    sources.push_back(std::move(source));
-  }
+  KILN_ASSIGN(std::vector<codegen::CudaKernel> sources, emulation::cudaSourcesOf(lowered));
   KILN_ASSIGN(auto library, emulation::EmulatedKernels::build(sources, workDir));
   return library->libraryPath();
 }

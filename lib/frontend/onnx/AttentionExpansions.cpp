@@ -61,8 +61,6 @@ Expected<ir::Value*> slice(DraftBuilder& b, ir::Value* x, int64_t axis, int64_t 
   return b.node("Slice", {x, s, e, a, st}, {});
 }
 
-Expected<ir::Value*> scalar(DraftBuilder& b, DType dt, double v) { return b.constant(scalarOf(dt, v)); }
-
 /// The score a masked position gets: the most negative finite value of `dt`.
 double maskedScore(DType dt) { return dt == DType::F16 ? -65504.0 : double(std::numeric_limits<float>::lowest()); }
 

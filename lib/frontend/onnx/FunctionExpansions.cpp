@@ -35,12 +35,12 @@ Status finishAs(NodeDraft& d, const char* op, ir::Value* a, ir::Value* c) {
   return Status::ok();
 }
 
-Expected<ir::Value*> scalar(DraftBuilder& b, DType dt, double v) { return b.constant(scalarOf(dt, v)); }
-
 /// The type the statistics are computed in: f32 for narrower inputs when stash_type is 1.
 DType stashDType(DType dt, int64_t stash) { return stash == 1 && dt != DType::F64 ? DType::F32 : dt; }
 
 }  // namespace
+
+Expected<ir::Value*> scalar(DraftBuilder& b, DType dt, double v) { return b.constant(scalarOf(dt, v)); }
 
 Expected<ir::Value*> int64Constant(DraftBuilder& b, const std::vector<int64_t>& v) {
   return b.constant(Tensor::fromVector<int64_t>({int64_t(v.size())}, v));

@@ -54,6 +54,8 @@ Expected<ir::Value*> buildRmsNormalized(DraftBuilder& b, ir::Value* x, DType dt,
                                         float eps, int64_t stash, ir::Value** invRms = nullptr);
 /// The axes from `axis` (negative: from the back) to the last of `rank`.
 Expected<std::vector<int64_t>> axesFrom(int64_t axis, int64_t rank);
+/// A scalar constant of `dt` holding `v`.
+Expected<ir::Value*> scalar(DraftBuilder& b, DType dt, double v);
 /// A rank-1 int64 constant.
 Expected<ir::Value*> int64Constant(DraftBuilder& b, const std::vector<int64_t>& v);
 /// x cast from `from` to `to` (x itself when they are the same).
