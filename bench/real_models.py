@@ -3,7 +3,7 @@
 pretrained models of models/real.json, side by side in one run.
 
   bench/real_models.py [--models-dir DIR] [--rounds 3] [--warmup 20] [--runs 200]
-                       [--only NAME ...] [--json FILE] [--kiln PATH]
+                       [--only NAME]... [--json FILE] [--kiln PATH]
 
 Each model gets the seeded inputs its real.json entry describes ("shapes",
 "ranges"; the tests' inputs), then `--rounds` rounds that alternate

@@ -54,11 +54,20 @@ std::string planName(const ir::Node& n) {
   return s;
 }
 
+/// An If whose results all have static shapes: ModelLowering may compile its branches.
+bool mayCompileBranches(const ir::Node& n) {
+  if (n.op() != ir::Op::If) return false;
+  for (const ir::Value* v : n.outputs())
+    if (!isStaticTensor(v)) return false;
+  return true;
+}
+
 bool defaultDecision(const FusionEdge& e) {
   switch (e.kind) {
     case EdgeKind::Chain: case EdgeKind::Epilogue: return true;
-    // An If stays a group of its own: the lowering may compile its branches into steps around them.
-    case EdgeKind::Host: return e.producer->op() != ir::Op::If && e.consumer->op() != ir::Op::If;
+    // An If with static results stays a group of its own: the lowering may compile its branches into
+    // steps around them.
+    case EdgeKind::Host: return !mayCompileBranches(*e.producer) && !mayCompileBranches(*e.consumer);
     case EdgeKind::Prologue: {
       KernelRole r = roleOf(*e.consumer);
       if (r == KernelRole::Reduce || r == KernelRole::Softmax || r == KernelRole::LayerNorm) return true;
