@@ -332,8 +332,8 @@ Status ModelLowering::addHostStep(const KernelGroup& g, const std::string& reaso
   return Status::ok();
 }
 
-/// The value a branch output is, when its branch's host step can write it into the If's result buffer: a
-/// result of one of the branch's nodes, output once.
+/// Whether branch output `v` can be written straight into the If's result buffer by the branch's host
+/// step: a result of one of the branch's nodes, output once.
 bool writtenInPlace(const ir::Graph& branch, const ir::Value* v) {
   return v->producer() && v->producer()->graph() == &branch &&
          std::count(branch.outputs().begin(), branch.outputs().end(), v) == 1;
@@ -406,11 +406,9 @@ std::optional<std::array<ModelLowering::BranchBlock, 2>> ModelLowering::compilab
     blocks[b].host = branchHostGroup(branch, scope);
     if (blocks[b].host.nodes.empty()) return std::nullopt;
     for (const ir::Value* v : blocks[b].host.inputs)
-    for (const ir::Value* v : blocks[b].host.inputs)
       if (!v->type().isTensor()) return std::nullopt;
     for (size_t i = 0; i < n.numOutputs(); ++i) {
       const ir::Value* out = branch.outputs()[i];
-      if (!(writtenInPlace(branch, out) ? out->type().isTensor() : sameStaticType(out, n.output(i))))
       if (!(writtenInPlace(branch, out) ? out->type().isTensor() : sameStaticType(out, n.output(i))))
         return std::nullopt;
     }
@@ -464,7 +462,7 @@ Status ModelLowering::addBranchBlock(BranchBlock block, const std::vector<uint32
   }
   for (size_t i = 0; i < results.size(); ++i) {
     const ir::Value* out = branch.outputs()[i];
-    if (bufferOf_.count(out) && bufferOf_[out] == results[i]) continue;  // written in place
+    if (auto it = bufferOf_.find(out); it != bufferOf_.end() && it->second == results[i]) continue;  // in place
     runtime::KernelStep copy;
     copy.kind = runtime::StepKind::Copy;
     KILN_ASSIGN(uint32_t from, readBuffer(out, "branch " + branch.name()));

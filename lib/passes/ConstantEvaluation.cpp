@@ -53,21 +53,20 @@ bool foldNode(ir::Node* node) {
   return true;
 }
 
-bool takesConstantBranch(const ir::Node& node) {
-  if (node.op() != ir::Op::If) return false;
-  const Tensor* condition = constantValue(node.input(0));
-  const char* branch = condition && condition->numElements() == 1 && condition->scalarAsDouble() != 0 ? "then_branch"
-                                                                                                      : "else_branch";
-  return condition && condition->numElements() == 1 && node.hasAttr(branch) &&
-         node.getGraph(branch)->outputs().size() == node.numOutputs();
-}
-
 namespace {
 
-/// Replaces an If that takes a constant branch by copies of that branch's nodes; returns the copies.
-std::vector<ir::Node*> inlineTakenBranch(ir::Node* node) {
-  const bool taken = constantValue(node->input(0))->scalarAsDouble() != 0;
-  const ir::Graph& branch = *node->getGraph(taken ? "then_branch" : "else_branch");
+/// The branch an If on a one-element constant condition takes (with as many results as the If); null otherwise.
+const ir::Graph* constantBranch(const ir::Node& node) {
+  if (node.op() != ir::Op::If) return nullptr;
+  const Tensor* condition = constantValue(node.input(0));
+  if (!condition || condition->numElements() != 1) return nullptr;
+  const char* attr = condition->scalarAsDouble() != 0 ? "then_branch" : "else_branch";
+  if (!node.hasAttr(attr) || node.getGraph(attr)->outputs().size() != node.numOutputs()) return nullptr;
+  return node.getGraph(attr);
+}
+
+/// Replaces an If by copies of the nodes of `branch`, the one it takes; returns the copies.
+std::vector<ir::Node*> inlineTakenBranch(ir::Node* node, const ir::Graph& branch) {
   ir::Graph& graph = *node->graph();
   ir::Node* before = graph.prevNode(node);
   std::vector<ir::Value*> results = ir::inlineGraph(branch, {}, node);
@@ -86,14 +85,16 @@ std::vector<ir::Node*> inlineTakenBranch(ir::Node* node) {
 bool foldInOrder(ir::Node* node) {
   bool changed = false;
   for (ir::Graph* sub : node->subgraphs()) changed |= foldConstants(*sub);
-  if (takesConstantBranch(*node)) {
-    for (ir::Node* copy : inlineTakenBranch(node)) foldInOrder(copy);
+  if (const ir::Graph* branch = constantBranch(*node)) {
+    for (ir::Node* copy : inlineTakenBranch(node, *branch)) foldInOrder(copy);
     return true;
   }
   return foldNode(node) || changed;
 }
 
 }  // namespace
+
+bool takesConstantBranch(const ir::Node& node) { return constantBranch(node) != nullptr; }
 
 bool foldConstants(ir::Graph& graph) {
   bool changed = false;

@@ -36,12 +36,6 @@ struct NarrowConv {
   const Tensor* weight = nullptr;
 };
 
-int64_t product(const Dims& d) {
-  int64_t p = 1;
-  for (int64_t v : d) p *= v;
-  return p;
-}
-
 std::optional<NarrowConv> narrowConvOf(const ir::Node& n) {
   if (!isOp(&n, ir::Op::Conv) || n.numInputs() < 2) return std::nullopt;
   const ir::Value* x = n.input(0);
@@ -61,8 +55,8 @@ std::optional<NarrowConv> narrowConvOf(const ir::Node& n) {
   Expected<ir::WindowGeometry> window = ir::computeWindowGeometry(n, c.in, kernel, false);
   if (!window) return std::nullopt;
   c.window = *window;
-  const int64_t positions = product(c.window.output);
-  if (positions < 1 || positions > kMaxOutputPositions || product(kernel) < kMinWindowTaps) return std::nullopt;
+  const int64_t positions = numElements(c.window.output);
+  if (positions < 1 || positions > kMaxOutputPositions || numElements(kernel) < kMinWindowTaps) return std::nullopt;
   return c;
 }
 
@@ -71,7 +65,7 @@ std::optional<NarrowConv> narrowConvOf(const ir::Node& n) {
 Tensor windowIndices(const NarrowConv& c) {
   const ir::WindowGeometry& w = c.window;
   const size_t r = c.in.size();
-  const int64_t positions = product(w.output), taps = product(w.kernel), plane = product(c.in);
+  const int64_t positions = numElements(w.output), taps = numElements(w.kernel), plane = numElements(c.in);
   Tensor out = Tensor::forWrite(DType::I64, {positions, c.channels * taps});
   int64_t* at = out.mutableData<int64_t>();
   for (int64_t p = 0; p < positions; ++p)
@@ -105,7 +99,7 @@ Tensor transposedWeight(const Tensor& w) {
 
 Status lower(ir::Node* n, const NarrowConv& c) {
   NodeBuilder b(n);
-  const int64_t plane = c.channels * product(c.in);
+  const int64_t plane = c.channels * numElements(c.in);
   KILN_ASSIGN(ir::Value * flat, b.reshape(n->input(0), {c.batch, plane}, "_flat"));
   ir::Value* zero = b.constant(Tensor::zeros(DType::F32, {c.batch, 1}), "_zero");
   KILN_ASSIGN(ir::Value * padded, b.node("Concat", {flat, zero}, {{"axis", int64_t(1)}}, "_with_zero"));

@@ -369,11 +369,17 @@ TEST_CASE("fold-constant replaces an If on a constant condition by the branch it
 
 namespace {
 
+/// Dims as text IR writes them in a type: "2,3,4".
+std::string commaDims(const Dims& dims) {
+  std::string s;
+  for (int64_t d : dims) s += (s.empty() ? "" : ",") + std::to_string(d);
+  return s;
+}
+
 /// A text-IR f32 constant of `dims` with values from a fixed sequence.
 std::string constantLiteral(const std::string& name, const Dims& dims, int seed) {
-  int64_t count = 1;
-  std::string shape;
-  for (int64_t d : dims) count *= d, shape += (shape.empty() ? "" : ",") + std::to_string(d);
+  const int64_t count = numElements(dims);
+  const std::string shape = commaDims(dims);
   std::string values;
   for (int64_t i = 0; i < count; ++i)
     values += (i ? ", " : "") + std::to_string(0.6 * std::sin(0.7 * double(i + 1) * (seed + 1.3)));
@@ -448,13 +454,8 @@ TEST_CASE("lower-narrow-conv turns convolutions with few output positions into a
                         Form{{1, 4, 9, 9}, {3, 4, 8, 8}, "pads = [4, 4, 4, 4]", false},  // 100 positions
                         Form{{1, 64, 2, 2}, {3, 64, 3, 3}, "pads = [1, 1, 1, 1]", false},  // a CNN's 3x3 window
                         Form{{1, 8, 9, 9}, {4, 2, 8, 8}, "group = 4", false}}) {
-    auto shape = [](const Dims& d) {
-      std::string s;
-      for (int64_t v : d) s += (s.empty() ? "" : ",") + std::to_string(v);
-      return s;
-    };
-    INFO(shape(f.x) << " " << f.attrs);
-    std::string text = "module @m {\n  graph @main(%x: f32[" + shape(f.x) + "]) {\n" + constantLiteral("w", f.w, 4) +
+    INFO(commaDims(f.x) << " " << f.attrs);
+    std::string text = "module @m {\n  graph @main(%x: f32[" + commaDims(f.x) + "]) {\n" + constantLiteral("w", f.w, 4) +
                        constantLiteral("b", {f.w[0]}, 5) + "    %y = Conv(%x, %w, %b) {" + f.attrs +
                        "} : f32[?]\n    return %y\n  }\n}\n";
     auto m = parse(text.c_str());

@@ -53,6 +53,9 @@ struct BufferSpec {
 enum class StepKind : uint8_t { Kernel, Host, Library, Branch, Jump, Copy };
 const char* stepKindName(StepKind k);
 
+/// A branch step's condition as stored in its buffer: true when any byte is nonzero.
+bool conditionHolds(const void* data, uint64_t bytes);
+
 struct KernelStep {
   StepKind kind = StepKind::Kernel;
   uint32_t kernel = 0;             ///< index into Executable::kernelNames, hostGraphs (host) or libraryCalls
@@ -60,7 +63,6 @@ struct KernelStep {
   std::vector<uint32_t> args;      ///< buffer ids: one per kernel parameter; host: its inputs, then its outputs;
                                    ///< library: its operands (LibraryCall); branch: the condition (one
                                    ///< element, false when zero); jump: none; copy: source, destination
-  bool isControl() const { return kind == StepKind::Branch || kind == StepKind::Jump; }
 };
 
 /// Epilogues a library routine applies to its result.

@@ -18,18 +18,6 @@
 
 namespace kiln::runtime {
 
-namespace {
-
-/// A branch condition's truth: any of its bytes nonzero.
-bool anyByteSet(const void* data, uint64_t bytes) {
-  const auto* p = static_cast<const uint8_t*>(data);
-  for (uint64_t i = 0; i < bytes; ++i)
-    if (p[i]) return true;
-  return false;
-}
-
-}  // namespace
-
 CpuExecutor::~CpuExecutor() = default;
 
 Expected<std::unique_ptr<CpuExecutor>> CpuExecutor::create(std::shared_ptr<const Executable> exe,
@@ -119,7 +107,7 @@ Expected<std::vector<Tensor>> CpuExecutor::run(const std::vector<Tensor>& inputs
       for (uint32_t a : step.args) args.push_back(pointers[a]);
       entries_[step.kernel](args.data());
     } else if (step.kind == StepKind::Branch) {
-      if (!anyByteSet(pointers[step.args[0]], exe.buffers[step.args[0]].bytes())) next = step.kernel;
+      if (!conditionHolds(pointers[step.args[0]], exe.buffers[step.args[0]].bytes())) next = step.kernel;
     } else if (step.kind == StepKind::Jump) {
       next = step.kernel;
     } else if (step.kind == StepKind::Copy) {

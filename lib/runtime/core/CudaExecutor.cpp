@@ -24,7 +24,6 @@
 //===----------------------------------------------------------------------===//
 #include "kiln/runtime/CudaExecutor.h"
 
-#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -473,8 +472,7 @@ Expected<std::vector<Tensor>> CudaExecutor::Impl::runOnce(const std::vector<Tens
     if (step.kind == StepKind::Branch) {  // the condition, read once the kernels computing it are done
       KILN_TRY(cu.check(cu.streamSynchronize(m.stream), "kernels before branch step"));
       KILN_ASSIGN(Tensor condition, toHost(step.args[0]));
-      const auto* bytes = static_cast<const uint8_t*>(condition.rawData());
-      s = std::any_of(bytes, bytes + condition.byteSize(), [](uint8_t b) { return b != 0; }) ? s + 1 : step.kernel;
+      s = conditionHolds(condition.rawData(), condition.byteSize()) ? s + 1 : step.kernel;
       continue;
     }
     ++s;

@@ -11,6 +11,8 @@
 //===----------------------------------------------------------------------===//
 #include "kiln/runtime/Executable.h"
 
+#include <algorithm>
+
 namespace kiln::runtime {
 
 const char* bufferKindName(BufferKind k) {
@@ -21,6 +23,11 @@ const char* bufferKindName(BufferKind k) {
 const char* stepKindName(StepKind k) {
   static const char* names[] = {"kernel", "host", "library", "branch", "jump", "copy"};
   return size_t(k) < 6 ? names[size_t(k)] : "unknown";
+}
+
+bool conditionHolds(const void* data, uint64_t bytes) {
+  const auto* p = static_cast<const uint8_t*>(data);
+  return std::any_of(p, p + bytes, [](uint8_t b) { return b != 0; });
 }
 
 const char* libraryEpilogueName(LibraryEpilogue e) {
