@@ -308,15 +308,14 @@ std::vector<select::ExcludedPass> backendExclusions(const std::string& backend) 
   if (backend == "interpreter") return {};
   // Kept true by a test that compiles each pass's result (PassSelectionTest).
   const std::string groups = "the " + backend + " backend plans its own fusion and cannot compile kiln:: groups";
-  auto reference = [&](const std::string& op, const std::string& measured) {
-    return "the " + backend + " backend has no kernel template for " + op + " and runs it on the reference kernels (" +
-           measured + ")";
-  };
-  std::vector<select::ExcludedPass> excluded = {{"fuse-ops", groups},
-                                                {"merge-composite", groups},
-                                                {"fuse-attention", reference("kiln::Attention", "BERT-base 1.8x slower")}};
-  if (backend != "cpu")  // kiln::ConvNCHWc has a CPU template only (a CPU layout)
+  std::vector<select::ExcludedPass> excluded = {{"fuse-ops", groups}, {"merge-composite", groups}};
+  if (backend != "cpu") {  // kiln::ConvNCHWc has a CPU template only (a CPU layout)
     excluded.push_back({"alter-op-layout", "the " + backend + " backend has no kernel template for kiln::ConvNCHWc (a CPU layout)"});
+    // The GPU attention schedule (one query row per warp, no tensor cores) replaces two matmuls that
+    // run on tensor cores or cuBLASLt; it stays out until a GPU run measures it (docs/cuda-target.md).
+    excluded.push_back({"fuse-attention", "on the " + backend + " backend kiln::Attention's schedule is not measured against "
+                                          "the matmuls it replaces"});
+  }
   if (backend == "cpu") {
     // Measured on BERT-base (docs/pass-selection.md): the merged Q/K/V matmul runs at most 1% faster
     // than three, and joining their weights costs 85 MB written into fresh pages (+9% compile on

@@ -80,7 +80,7 @@ bool defaultDecision(const FusionEdge& e) {
 }  // namespace
 
 const char* kernelRoleName(KernelRole r) {
-  static const char* names[] = {"injective", "matmul", "conv", "pool", "reduce", "softmax", "layernorm", "extern"};
+  static const char* names[] = {"injective", "matmul", "conv", "pool", "reduce", "softmax", "layernorm", "attention", "extern"};
   return names[size_t(r)];
 }
 
@@ -106,6 +106,7 @@ KernelRole roleOf(const ir::Node& n) {
     // fast-math's softmax: code generation computes Exp and kiln::FastExp alike.
     case Op::Softmax: case Op::LogSoftmax: case Op::KilnFastSoftmax: return KernelRole::Softmax;
     case Op::LayerNormalization: return KernelRole::LayerNorm;
+    case Op::KilnAttention: return KernelRole::Attention;
     default: return hasElementExpr(n) ? KernelRole::Injective : KernelRole::Extern;
   }
 }

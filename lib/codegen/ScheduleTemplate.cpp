@@ -158,7 +158,7 @@ Expected<Tensor> packConstantInPlace(Tensor&& source, const PackSpec& spec, std:
 const std::vector<const ScheduleTemplate*>& allTemplates() {
   static const std::vector<const ScheduleTemplate*> templates = {
       &matmulTemplate(), &conv2dTemplate(), &convNchwcTemplate(), &poolTemplate(), &reduceTemplate(),
-      &softmaxTemplate(), &layerNormTemplate(), &injectiveTemplate()};
+      &softmaxTemplate(), &layerNormTemplate(), &attentionTemplate(), &injectiveTemplate()};
   return templates;
 }
 

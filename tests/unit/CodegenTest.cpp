@@ -565,6 +565,10 @@ TEST_CASE("pool, reduce, softmax and layernorm templates match the interpreter")
   for (const testing::TemplateCase& c : testing::templateCases("rowwise")) checkAllConfigs(c.text, c.anchorOp, c.limit);
 }
 
+TEST_CASE("attention template: kiln::Attention in one kernel matches the interpreter") {
+  for (const testing::TemplateCase& c : testing::templateCases("attention")) checkAllConfigs(c.text, c.anchorOp, c.limit);
+}
+
 TEST_CASE("injective template: broadcasting, reshapes, slices, concat, pad, gather, where") {
   for (const testing::TemplateCase& c : testing::templateCases("injective")) checkAllConfigs(c.text, c.anchorOp, c.limit);
 }

@@ -167,7 +167,7 @@ TEST_CASE("the pruned space keeps applicable class passes and gives every droppe
   auto bert = tinyModel("bert_tiny-raw.onnx");
   select::SearchSpace br = spaceOf(bert->graph());
   CHECK(br.classes == std::vector<std::string>{"BR"});
-  CHECK_FALSE(br.contains("fuse-attention"));  // the cpu backend would run it on reference kernels
+  CHECK(br.contains("fuse-attention"));  // the attention template compiles kiln::Attention
   CHECK(br.contains("recognize-layer-norm"));
   CHECK_FALSE(br.contains("combine-parallel-conv2d"));
   // The interpreter compiles groups, so fusion stays in its space.
@@ -177,11 +177,8 @@ TEST_CASE("the pruned space keeps applicable class passes and gives every droppe
 }
 
 TEST_CASE("the passes excluded for code generation produce what it cannot compile into kernels") {
-  // When a template for these ops lands, this fails: drop the exclusion.
-  const std::pair<const char*, const char*> cases[] = {{"fuse-attention", "bert_tiny-raw.onnx"},
-                                                       {"fuse-ops", "resnet_tiny-raw.onnx"}};
   std::vector<select::ExcludedPass> excluded = bench::backendExclusions("cpu");
-  REQUIRE(excluded.size() == 5);
+  REQUIRE(excluded.size() == 4);
   CHECK(bench::backendExclusions("interpreter").empty());
   auto excludes = [](const std::vector<select::ExcludedPass>& list, const std::string& pass) {
     return std::any_of(list.begin(), list.end(), [&](const auto& e) { return e.pass == pass; });
@@ -194,24 +191,26 @@ TEST_CASE("the passes excluded for code generation produce what it cannot compil
   // kiln::ConvNCHWc has a CPU template only.
   CHECK_FALSE(excludes(excluded, "alter-op-layout"));
   CHECK(excludes(bench::backendExclusions("cuda"), "alter-op-layout"));
-  for (const auto& [pass, model] : cases) {
-    INFO(pass);
-    CHECK(excludes(excluded, pass));
+  // fuse-ops' groups are refused by code generation; fuse-attention's kiln::Attention compiles to
+  // generated kernels only (the attention template), so it stays in the space.
+  auto fused = [](const char* model, const char* pass) {
     auto m = tinyModel(model);
     auto pipeline = passes::parsePipeline(std::string("fold-constant,simplify-inference,simplify-expr,") + pass);
     REQUIRE(pipeline.isOk());
     auto report = passes::runPipeline(m->graph(), *pipeline);
     REQUIRE(report.isOk());
     REQUIRE(report->passes.back().changed);
-    auto compiled = codegen::compileForCpu(m->graph());
-    if (std::string(pass) == "fuse-ops") {
-      REQUIRE_FALSE(compiled.isOk());
-      CHECK(compiled.error().message().find("run defuse-ops first") != std::string::npos);
-    } else {
-      REQUIRE(compiled.isOk());
-      CHECK_FALSE(compiled->lowered.stats.hostSteps.empty());
-    }
-  }
+    return m;
+  };
+  CHECK(excludes(excluded, "fuse-ops"));
+  auto groups = codegen::compileForCpu(fused("resnet_tiny-raw.onnx", "fuse-ops")->graph());
+  REQUIRE_FALSE(groups.isOk());
+  CHECK(groups.error().message().find("run defuse-ops first") != std::string::npos);
+  CHECK_FALSE(excludes(excluded, "fuse-attention"));
+  CHECK(excludes(bench::backendExclusions("cuda"), "fuse-attention"));  // not yet measured on a GPU
+  auto attention = codegen::compileForCpu(fused("bert_tiny-raw.onnx", "fuse-attention")->graph());
+  REQUIRE(attention.isOk());
+  CHECK(attention->lowered.stats.hostSteps.empty());
 }
 
 TEST_CASE("alter-op-layout's blocked ResNet compiles to generated kernels only, residual adds blocked too") {

@@ -4,7 +4,7 @@
 // (CudaTest.cpp): small graphs that exercise every schedule template and
 // epilogue kind (padded, strided, grouped and depthwise convs, Gemm with
 // alpha/beta/bias, kiln::Dense (weights read transposed), batched matmul, pools, reductions with prologues, softmax,
-// layernorm, an injective group of reshapes, slices, concat, pad, gather and
+// layernorm, attention (kiln::Attention with a broadcast mask, one of -inf over a row's first keys), an injective group of reshapes, slices, concat, pad, gather and
 // where, a concat of five inputs (a balanced tree of picks; read by index and
 // through a transpose), and one of broadcasts and a transpose over a last dim of 8; rows of
 // 40 and 60 elements, which the GPU's warp-per-row schedules split unevenly, and of 129 and 200,
@@ -63,7 +63,7 @@ inline std::vector<Tensor> randomInputs(const ir::Graph& g, uint64_t seed) {
 }
 
 struct TemplateCase {
-  std::string family;    ///< matmul, conv2d, rowwise (pool/reduce/softmax/layernorm), injective
+  std::string family;    ///< matmul, conv2d, rowwise (pool/reduce/softmax/layernorm), attention, injective
   std::string text;      ///< text IR module
   std::string anchorOp;  ///< the op anchoring the group under test ("injective": the first group)
   size_t limit;          ///< configurations to try at most (spread over the knob space)
@@ -297,6 +297,33 @@ inline std::vector<TemplateCase> templateCases(const std::string& family = "") {
   }
 })",
        "Softmax", 16},
+      // kiln::Attention: batch dims, a mask broadcast over the batch and an epilogue; rows and keys
+      // that no tile size divides (the last tiles moved back); rows of 40 keys, split unevenly
+      // by the GPU's lanes; a mask of -inf over a row's first keys (the online softmax's
+      // running maximum stays -inf until the first unmasked key).
+      {"attention", R"(module @m {
+  graph @main(%q: f32[2,5,7], %k: f32[2,7,13], %v: f32[2,13,6], %mask: f32[5,13]) {
+    %o = kiln::Attention(%q, %k, %v, %mask) {scale = 0.37} : f32[2,5,6]
+    %r = Relu(%o) : f32[2,5,6]
+    return %r
+  }
+})",
+       "Attention", 48},
+      {"attention", R"(module @m {
+  graph @main(%q: f32[1,2,40,16], %k: f32[1,2,16,40], %v: f32[1,2,40,24]) {
+    %o = kiln::Attention(%q, %k, %v) {scale = 0.25} : f32[1,2,40,24]
+    return %o
+  }
+})",
+       "Attention", 48},
+      {"attention", R"(module @m {
+  graph @main(%q: f32[3,4,8], %k: f32[3,8,6], %v: f32[3,6,5]) {
+    %mask = Constant() {value = tensor<f32[4,6]: [-inf, -inf, -inf, 0, 0, 0, -inf, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, -inf, -inf, -inf, -inf, -inf, 0, -inf]>} : f32[4,6]
+    %o = kiln::Attention(%q, %k, %v, %mask) {scale = 1.0} : f32[3,4,5]
+    return %o
+  }
+})",
+       "Attention", 48},
       {"injective", R"(module @m {
   graph @main(%x: f32[2,3,4], %y: f32[4], %i: i64[2,2]) {
     %a = Add(%x, %y) : f32[2,3,4]

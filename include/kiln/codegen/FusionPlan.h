@@ -31,6 +31,7 @@ enum class KernelRole : uint8_t {
   Reduce,     ///< Reduce*, ArgMax/ArgMin
   Softmax,    ///< Softmax, LogSoftmax
   LayerNorm,  ///< LayerNormalization
+  Attention,  ///< kiln::Attention (softmax(q kT) v in one kernel)
   Extern,     ///< no template or no static shape: runs on the host (reference kernels)
 };
 const char* kernelRoleName(KernelRole r);

@@ -23,6 +23,7 @@ const ScheduleTemplate& poolTemplate();
 const ScheduleTemplate& reduceTemplate();
 const ScheduleTemplate& softmaxTemplate();
 const ScheduleTemplate& layerNormTemplate();
+const ScheduleTemplate& attentionTemplate();
 
 inline int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t product(const Dims& d, size_t begin = 0, size_t end = SIZE_MAX);
