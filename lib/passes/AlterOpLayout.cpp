@@ -5,7 +5,7 @@
 //   Conv(x, W) -> back(kiln::ConvNCHWc(in(x), W' [O/b, C/c, kH, kW, c, b]))
 // where `in` reshapes and transposes NCHW to [N, C/c, H, W, c] and `back`
 // undoes it. Group-1, depthwise and square-grouped convolutions block; the
-// elementwise ops, pools, Splits, Concats and BatchNorms between them then
+// elementwise ops, pools, Splits, Concats, Resizes and BatchNorms between them then
 // move onto the blocks so that each `back` meets the next `in` and both
 // cancel (simplify-expr): a conv chain stays blocked. The block of a map is
 // a function of its channel count alone (16, else 8), so producers and
@@ -72,6 +72,9 @@ int64_t outputChannelsToBlock(const ir::Node& n, int64_t channels) {
   return channels;
 }
 
+/// The most input channels without a block of their own that a conv takes as one block.
+constexpr int64_t kOneInputBlock = 64;
+
 /// The blocks conv `n` runs with, or nullopt when it stays NCHW.
 std::optional<ConvBlocks> blocksOf(const ir::Node& n, int64_t forced) {
   if (!isOp(&n, ir::Op::Conv)) return std::nullopt;
@@ -89,9 +92,10 @@ std::optional<ConvBlocks> blocksOf(const ir::Node& n, int64_t forced) {
     return std::nullopt;
   }
   const int64_t out = blockOf(outputChannelsToBlock(n, w->dim(0)), forced);
-  // Fewer input channels than a block and none of their own: all in one block.
+  // Input channels with no block of their own (an RGB stem's 3, a narrow network's 18 or 42):
+  // all in one block, up to kOneInputBlock of them (the template rolls the loop over more than 16).
   const int64_t inputBlock = blockOf(C, forced);
-  const int64_t in = inputBlock ? inputBlock : C < (forced ? forced : 16) ? C : 0;
+  const int64_t in = inputBlock ? inputBlock : C < (forced ? forced : kOneInputBlock) ? C : 0;
   if (!out || !in) return std::nullopt;
   return ConvBlocks{in, out};
 }
@@ -360,6 +364,56 @@ Status windowPoolBlocked(ir::Node* pool) {
   return Status::ok();
 }
 
+/// Whether Resize `n` reads its output dims from sizes (else from scales), as the element rule does.
+bool resizesBySizes(const ir::Node& n) {
+  if (n.numInputs() < 4 || !n.hasInput(3)) return false;
+  const Tensor* sizes = constantValue(n.input(3));
+  return !sizes || sizes->numElements() > 0;
+}
+
+/// Resize (nearest or linear) of back(t) over H and W alone: it can resize
+/// t's H and W, a pixel's lanes moving together (an FPN neck's upsampling
+/// between blocked convs). Scales must be constant and 1 over N and C; with
+/// sizes the scale of each dim is its output over its input size, in either layout.
+bool isResizeOfBlocked(const ir::Node& n) {
+  if (!isOp(&n, ir::Op::Resize) || !n.output(0)->type().isTensor() || !n.output(0)->tensorType().isStatic()) return false;
+  const std::string& mode = n.getString("mode");
+  if ((mode != "nearest" && mode != "linear") || n.getString("coordinate_transformation_mode") == "tf_crop_and_resize")
+    return false;
+  if (!blockedSource(n.input(0))) return false;
+  const Dims &x = dimsOf(n.input(0)), &y = dimsOf(n.output(0));
+  if (y.size() != 4 || y[0] != x[0] || y[1] != x[1]) return false;
+  if (resizesBySizes(n)) return true;
+  const Tensor* scales = n.numInputs() > 2 && n.hasInput(2) ? constantValue(n.input(2)) : nullptr;
+  if (!scales || scales->numElements() != 4) return false;
+  const std::vector<double> s = scales->toDoubles();
+  return s[0] == 1.0 && s[1] == 1.0;
+}
+
+/// Resize(back(t)) -> back(Resize(t)) with scales [1, 1, sh, sw, 1] (or
+/// sizes [N, C/b, H', W', b]); the roi only matters to tf_crop_and_resize.
+Status resizeBlocked(ir::Node* resize) {
+  ir::Graph& g = *resize->graph();
+  ir::Value* t = blockedSource(resize->input(0));
+  const Dims& y = dimsOf(resize->output(0));
+  const int64_t b = dimsOf(t)[4];
+  const std::string base = nameBase(*resize);
+  std::vector<ir::Value*> operands{t, nullptr, nullptr};
+  if (resizesBySizes(*resize)) {
+    operands.push_back(makeConstant(g, Tensor::fromVector<int64_t>({5}, {y[0], y[1] / b, y[2], y[3], b}),
+                                    base + "_blocked_sizes", resize));
+  } else {
+    const std::vector<double> s = constantValue(resize->input(2))->toDoubles();
+    operands[2] = makeConstant(g, Tensor::fromVector<float>({5}, {1.0f, 1.0f, float(s[2]), float(s[3]), 1.0f}),
+                               base + "_blocked_scales", resize);
+  }
+  KILN_ASSIGN(ir::Node * blocked, createTypedNode(g, "Resize", operands, resize->attributes(), resize->name(), resize));
+  KILN_ASSIGN(ir::Value * resized, unblocked(blocked->output(0), y, base, resize));
+  replaceValue(resize->output(0), resized, true);
+  eraseWithDeadProducers(resize);
+  return Status::ok();
+}
+
 /// GlobalAveragePool(back(t)) -> back(ReduceMean(t, axes [2, 3], keepdims)).
 Status poolBlocked(ir::Node* pool) {
   ir::Graph& g = *pool->graph();
@@ -516,6 +570,7 @@ PatternList blockedMoves(int64_t forced) {
   return {std::make_shared<MoveOntoBlocked<isPoolOfBlocked, poolBlocked>>(),
           std::make_shared<MoveOntoBlocked<isWindowPoolOfBlocked, windowPoolBlocked>>(),
           std::make_shared<MoveOntoBlocked<isSplitOfBlocked, splitBlocked>>(),
+          std::make_shared<MoveOntoBlocked<isResizeOfBlocked, resizeBlocked>>(),
           std::make_shared<ConcatOntoBlocked>(forced),
           std::make_shared<MoveOntoBlocked<hasChannelConstant, hoistChannelConstant>>(),
           std::make_shared<MoveOntoBlocked<isHoistable, hoistUser>>()};
@@ -559,14 +614,15 @@ PassInfo alterOpLayoutPass() {
   p.summary = "Run convolutions in a channel-blocked layout (NCHW{b}c) with prepacked weights";
   p.description =
       "Rewrites 2-D Convs (group 1 whose output channels have a block and input channels one too or fewer than "
-      "a block; depthwise; grouped with groups that fit in a block, block-diagonal weights) into kiln::ConvNCHWc "
+      "64; depthwise; grouped with groups that fit in a block, block-diagonal weights) into kiln::ConvNCHWc "
       "over blocked data [N, C/b, H, W, b] with prepacked weights, moves elementwise ops (unary, binary with both "
       "operands blocked alike: residual adds, or with a per-channel constant: a BatchNorm's Mul and Add) ahead of "
       "the layout transforms and cancels the transforms between consecutive convolutions (anchor: TVM's "
       "AlterOpLayout, oneDNN's nChw16c); squeeze-excite pooling runs blocked as ReduceMean, MaxPool and "
-      "AveragePool over the blocks, channel concatenations of blocked maps concatenate their blocks. A map's "
+      "AveragePool over the blocks, channel concatenations of blocked maps concatenate their blocks, nearest and "
+      "linear Resizes over H and W resize the blocked maps (an FPN neck's upsampling). A map's "
       "block follows from its channel count: 16 where 16 divides it, else 8 (option block: one block for every "
-      "map). An inference BatchNormalization reading a conv's result (or each part of its channel Split) is "
+      "map); a conv's input channels without one are a single block. An inference BatchNormalization reading a conv's result (or each part of its channel Split) is "
       "folded into the weights as they are packed, as simplify-inference would fold it, in one write of the "
       "weights instead of two. Within 1e-5 relative (summation order; folded statistics rounded once). On the "
       "CPU ResNet-50 runs 1.6x faster, MobileNetV2 1.4x, SSDLite 1.05x.";

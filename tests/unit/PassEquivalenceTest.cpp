@@ -63,6 +63,14 @@ std::vector<RuntimeValue> makeInputs(const ir::Graph& g, const std::string& zooN
 }
 
 /// Imports a model; tiny_cnn's dynamic batch is bound to 1 as the demo does.
+/// A text-IR Constant line `%name` of f32[dims] with `count` small distinct values.
+std::string constantText(const std::string& name, const std::string& dims, int64_t count) {
+  std::string values;
+  for (int64_t i = 0; i < count; ++i) values += (i ? ", " : "") + std::to_string(double((i * 7) % 13 - 6) * 0.25);
+  const std::string type = "f32[" + dims + "]";
+  return "    %" + name + " = Constant() {value = tensor<" + type + ": [" + values + "]>} : " + type + "\n";
+}
+
 std::unique_ptr<ir::Module> load(const std::string& file) {
   onnx::ImportOptions options;
   if (file.ends_with("tiny_cnn.onnx")) options.inputShapes["input"] = {1, 3, 32, 32};
@@ -240,12 +248,7 @@ TEST_CASE("combine-parallel-dense joins weights read through their Transpose in 
   // the 32-wide tiles of the transposing write, a plain [K, N] branch and a
   // kiln::Dense (W [N, K] as stored) among them, and a transpose that is also
   // a graph output, which stays.
-  auto constant = [](const std::string& name, const std::string& dims, int64_t count) {
-    std::string values;
-    for (int64_t i = 0; i < count; ++i) values += (i ? ", " : "") + std::to_string(double((i * 7) % 13 - 6) * 0.25);
-    const std::string type = "f32[" + dims + "]";
-    return "    %" + name + " = Constant() {value = tensor<" + type + ": [" + values + "]>} : " + type + "\n";
-  };
+  auto constant = constantText;
   const std::string text = "module @m {\n  graph @main(%x: f32[2,37]) {\n" + constant("wq", "45,37", 45 * 37) +
                            constant("wk", "37,3", 37 * 3) + constant("wv", "33,37", 33 * 37) +
                            constant("wo", "40,37", 40 * 37) + constant("bq", "45", 45) + constant("bk", "3", 3) + constant("bv", "33", 33) + constant("wd", "7,37", 7 * 37) + constant("bd", "7", 7) + R"(    %wqt = Transpose(%wq) {perm = [1, 0]} : f32[37,45]
@@ -285,4 +288,46 @@ TEST_CASE("combine-parallel-dense joins weights read through their Transpose in 
   CHECK(matmuls == 2);     // q, k, v and d joined (130 columns); o apart
   CHECK(dense == 0);
   CHECK(relativeError(run(g, inputs), reference) == 0);
+}
+
+TEST_CASE("alter-op-layout keeps an FPN neck blocked through its resizes, values unchanged", "[passes]") {
+  // A narrow backbone's 20 channels (no block of their own: one input block),
+  // a nearest 2x upsampling by scales added to a lateral conv, then a linear
+  // one by sizes: every op between the convs runs on the blocks, so only the
+  // inputs' transforms and the result's remain.
+  const std::string text = "module @m {\n  graph @main(%x: f32[1,20,4,4], %y: f32[1,8,8,8]) {\n" +
+                           constantText("w1", "8,20,1,1", 160) + constantText("w2", "8,8,1,1", 64) + R"(    %a = Conv(%x, %w1) : f32[1,8,4,4]
+    %b = Conv(%y, %w2) : f32[1,8,8,8]
+    %s = Constant() {value = tensor<f32[4]: [1.0, 1.0, 2.0, 2.0]>} : f32[4]
+    %u = Resize(%a, none, %s) {coordinate_transformation_mode = "asymmetric", mode = "nearest", nearest_mode = "floor"} : f32[1,8,8,8]
+    %t = Add(%b, %u) : f32[1,8,8,8]
+    %sz = Constant() {value = tensor<i64[4]: [1, 8, 13, 11]>} : i64[4]
+    %v = Resize(%t, none, none, %sz) {mode = "linear"} : f32[1,8,13,11]
+    %o = Conv(%v, %w2) : f32[1,8,13,11]
+    return %o
+  }
+})";
+  auto module = ir::parseModule(text);
+  INFO((module.isOk() ? std::string() : module.error().str()));
+  REQUIRE(module.isOk());
+  ir::Graph& g = (*module)->graph();
+  std::vector<RuntimeValue> inputs = makeInputs(g, "");
+  std::vector<RuntimeValue> reference = run(g, inputs);
+  auto pipeline = passes::parsePipeline("alter-op-layout");
+  REQUIRE(pipeline.isOk());
+  auto report = passes::runPipeline(g, *pipeline, {.context = {.verifyEach = true}});
+  INFO((report.isOk() ? std::string() : report.error().str()));
+  REQUIRE(report.isOk());
+  int transposes = 0, blockedConvs = 0, blockedResizes = 0;
+  for (const ir::Node* n : g.nodes()) {
+    transposes += n->opType() == "Transpose";
+    blockedConvs += n->qualifiedOpType() == "kiln::ConvNCHWc";
+    blockedResizes += n->opType() == "Resize" && n->output(0)->tensorType().rank() == 5;
+  }
+  CHECK(blockedConvs == 3);
+  CHECK(blockedResizes == 2);
+  CHECK(transposes == 3);  // x and y into blocks, the result out of them
+  double err = relativeError(run(g, inputs), reference);
+  INFO("relative error " << err);
+  CHECK(err <= passes::findPass("alter-op-layout")->tolerance);
 }
