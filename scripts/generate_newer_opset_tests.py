@@ -271,6 +271,10 @@ def new_op_cases():
     a = np.arange(12, dtype=I32).reshape(3, 4) * 5
     add("BitwiseAnd_v18", 18, "BitwiseAnd", [a, a[::-1].copy()])
     add("BitwiseNot_v18", 18, "BitwiseNot", [a])
+    add("BitwiseOr_v18_broadcast", 18, "BitwiseOr", [a, np.array([1, 2, 4, 8], I32)])
+    u = np.array([[0, 255, 17], [128, 3, 96]], np.uint8)
+    add("BitwiseXor_v18_uint8", 18, "BitwiseXor", [u, u[:, ::-1].copy()])
+    add("BitwiseNot_v18_uint8", 18, "BitwiseNot", [u])
     add("Col2Im_v18", 18, "Col2Im", [randn("c2i", (1, 4, 4)), Const(np.array([3, 3], I64)), Const(np.array([2, 2], I64))])
     add("DeformConv_v19", 19, "DeformConv",
         [randn("dc", (1, 1, 4, 4)), Const(randn("dcw", (1, 1, 2, 2))), randn("dco", (1, 8, 3, 3)) * 0.1])
@@ -281,6 +285,9 @@ def new_op_cases():
     add("TensorScatter_v24", 24, "TensorScatter",
         [randn("ts", (1, 2, 5, 4)), randn("tsu", (1, 2, 1, 4)), Const(np.array([2], I64))])
     add("CumProd_v26", 26, "CumProd", [randn("cp", (2, 3)), Const(np.array(1, I64))])
+    add("CumProd_v26_exclusive_reverse", 26, "CumProd", [randn("cp2", (3, 4)), Const(np.array(0, I64))],
+        exclusive=1, reverse=1)
+    add("CumProd_v26_int64", 26, "CumProd", [np.arange(1, 9, dtype=I64).reshape(2, 4), Const(np.array(-1, I64))])
     add("BitCast_v26", 26, "BitCast", [randn("bc", (4,))], to=TensorProto.INT32)
 
 

@@ -9,7 +9,8 @@
 //     axes widen scales/sizes/roi to every dim; DFT-20: the axis input becomes
 //     the attribute; GridSample-20: linear/cubic are bilinear/bicubic;
 //   Cast/Quantize/Dequantize-19+, AveragePool-19, LpPool-18: new attributes at
-//     their defaults are dropped, other values are refused.
+//     their defaults are dropped, other values are refused; Bitwise*-18 and
+//     CumProd-26, which opset 17 cannot spell, become the kiln domain's ops.
 //
 //===----------------------------------------------------------------------===//
 #include "NewerOpsetForms.h"
@@ -152,6 +153,13 @@ Status resizeAxes(NodeDraft& d, DraftBuilder& b) {
     for (size_t k = 0; k < axes.size(); ++k) full[size_t(axes[k])] = given[k];
     KILN_ASSIGN(d.inputs[3], b.constant(Tensor::fromVector<int64_t>({rank}, full)));
   }
+  return Status::ok();
+}
+
+/// An op with no opset-17 spelling (BitwiseAnd-18, CumProd-26): the kiln
+/// domain's op of the same name and semantics, which export writes as such.
+Status intoKilnDomain(NodeDraft& d, DraftBuilder&) {
+  d.domain = "kiln";
   return Status::ok();
 }
 
@@ -352,7 +360,8 @@ std::vector<NewerOpVersion> buildTable() {
   add("Gelu", 20, expandGelu);
   add("RMSNormalization", 23, expandRmsNormalization);
   add("Swish", 24, expandSwish);
-  for (std::string_view op : {"BitwiseAnd", "BitwiseOr", "BitwiseXor", "BitwiseNot", "Col2Im"}) add(op, 18, nullptr, false);
+  for (std::string_view op : {"BitwiseAnd", "BitwiseOr", "BitwiseXor", "BitwiseNot"}) add(op, 18, intoKilnDomain);
+  add("Col2Im", 18, nullptr, false);
   add("DeformConv", 19, nullptr, false);
   add("AffineGrid", 20, expandAffineGrid);
   for (std::string_view op : {"ImageDecoder", "RegexFullMatch", "StringConcat", "StringSplit"}) add(op, 20, nullptr, false);
@@ -360,7 +369,8 @@ std::vector<NewerOpVersion> buildTable() {
   add("Attention", 24, expandAttention);
   add("RotaryEmbedding", 23, expandRotaryEmbedding);
   add("TensorScatter", 24, nullptr, false);
-  for (std::string_view op : {"BitCast", "CumProd"}) add(op, 26, nullptr, false);
+  add("BitCast", 26, nullptr, false);
+  add("CumProd", 26, intoKilnDomain);
   return t;
 }
 

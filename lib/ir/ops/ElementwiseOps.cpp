@@ -79,6 +79,16 @@ Status inferBitShift(InferenceContext& ctx) {
   return broadcastAll(ctx);
 }
 
+/// The Bitwise ops (ONNX opset 18; kiln-domain ops, since the IR's ONNX
+/// form is opset 17's): integers of one type, broadcast.
+Status inferBitwise(InferenceContext& ctx) {
+  for (size_t i = 0; i < ctx.numInputs(); ++i) {
+    KILN_ASSIGN(TensorType t, ctx.inputTensor(i));
+    if (!isInteger(t.dtype())) return shapeError("input " + std::to_string(i) + " must be an integer, got " + t.str());
+  }
+  return broadcastAll(ctx);
+}
+
 Status inferPRelu(InferenceContext& ctx) {
   KILN_TRY(broadcastAll(ctx));
   KILN_ASSIGN(TensorType x, ctx.inputTensor(0));
@@ -193,6 +203,14 @@ void registerElementwiseOps(OpRegistry& r) {
   r.add(binary("Mod", "Remainder; sign of divisor unless fmod=1 (sign of dividend).").attr("fmod", 0).build());
   r.add(binary("BitShift", "Shift of unsigned integers left or right.", inferBitShift)
             .requiredAttr("direction", AttrKind::String).inputs(2, 2, {"X", "Y"}).build());
+  auto bitwise = [](const char* name, int arity, const char* doc) {
+    return SchemaBuilder(name, "kiln").inputs(arity, arity, {"A", "B"}).outputs(1, 1, {"C"})
+        .pattern(FusionPattern::Broadcast).infer(inferBitwise).doc(doc).build();
+  };
+  r.add(bitwise("BitwiseAnd", 2, "Bitwise and of integers (ONNX BitwiseAnd-18)."));
+  r.add(bitwise("BitwiseOr", 2, "Bitwise or of integers (ONNX BitwiseOr-18)."));
+  r.add(bitwise("BitwiseXor", 2, "Bitwise exclusive or of integers (ONNX BitwiseXor-18)."));
+  r.add(bitwise("BitwiseNot", 1, "Bitwise complement of integers (ONNX BitwiseNot-18)."));
   r.add(binary("And", "Logical and.", inferLogical).build());
   r.add(binary("Or", "Logical or.", inferLogical).build());
   r.add(binary("Xor", "Logical exclusive or.", inferLogical).build());

@@ -225,9 +225,13 @@ void registerIndexingOps(OpRegistry& r) {
   r.add(SchemaBuilder("OneHot").inputs(3, 3, {"indices", "depth", "values"}).outputs(1, 1, {"output"})
             .attr("axis", -1).pattern(FusionPattern::Opaque).infer(inferOneHot)
             .doc("One-hot encoding with [off, on] values along a new axis.").build());
-  r.add(SchemaBuilder("CumSum").inputs(2, 2, {"x", "axis"}).outputs(1, 1, {"y"}).attr("exclusive", 0)
-            .attr("reverse", 0).pattern(FusionPattern::Opaque).infer(inferCumSum)
-            .doc("Cumulative sum along axis (optionally exclusive and/or reversed).").build());
+  auto cumulative = [](const char* name, const char* domain, const char* doc) {
+    return SchemaBuilder(name, domain).inputs(2, 2, {"x", "axis"}).outputs(1, 1, {"y"}).attr("exclusive", 0)
+        .attr("reverse", 0).pattern(FusionPattern::Opaque).infer(inferCumSum).doc(doc).build();
+  };
+  r.add(cumulative("CumSum", "", "Cumulative sum along axis (optionally exclusive and/or reversed)."));
+  // ONNX CumProd-26 in the kiln domain: the IR's ONNX form is opset 17's.
+  r.add(cumulative("CumProd", "kiln", "Cumulative product along axis (optionally exclusive and/or reversed)."));
   r.add(SchemaBuilder("Compress").inputs(2, 2, {"input", "condition"}).outputs(1, 1, {"output"})
             .optionalAttr("axis", AttrKind::Int).pattern(FusionPattern::Opaque).infer(inferCompress)
             .doc("Selects slices along axis (or elements of the flattened input) where condition holds.").build());

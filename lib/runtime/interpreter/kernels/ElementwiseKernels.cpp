@@ -1,10 +1,12 @@
 //===- lib/runtime/interpreter/kernels/ElementwiseKernels.cpp - Elementwise ops -===//
 //
 // Unary math and activations, broadcasting arithmetic/comparison/logic,
-// variadic Max/Min/Sum/Mean, Clip, Cast, Where, PRelu, BitShift, Identity.
+// variadic Max/Min/Sum/Mean, Clip, Cast, Where, PRelu, BitShift, the Bitwise ops, Identity.
 // Floats compute in ComputeType (float for f16/bf16); integers wrap.
 //
 //===----------------------------------------------------------------------===//
+#include <functional>
+
 #include "../KernelContext.h"
 #include "KernelFamilies.h"
 #include "KernelUtils.h"
@@ -281,6 +283,21 @@ Status kBitShift(KernelContext& ctx) {
   });
 }
 
+/// BitwiseAnd/Or/Xor: `Op` (std::bit_and<>, ...) of broadcast integers.
+template <class Op>
+Status kBitwise(KernelContext& ctx) {
+  const Tensor &a = ctx.input(0), &b = ctx.input(1);
+  Tensor& out = ctx.allocate(0);
+  return forInteger(a.dtype(), [&]<class T>() { broadcast2<T, T, T>(a, b, out, [](T x, T y) { return T(Op{}(x, y)); }); });
+}
+Status kBitwiseNot(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  Tensor& y = ctx.allocate(0);
+  return forInteger(x.dtype(), [&]<class T>() {
+    for (int64_t i = 0; i < x.numElements(); ++i) y.mutableData<T>()[i] = T(~x.data<T>()[i]);
+  });
+}
+
 enum class Cmp { Eq, Lt, Gt, Le, Ge };
 template <Cmp op>
 Status kCompare(KernelContext& ctx) {
@@ -443,6 +460,10 @@ void registerElementwiseKernels(KernelRegistry& r) {
   r.add("Pow", kPow);
   r.add("Mod", kMod);
   r.add("BitShift", kBitShift);
+  r.add("kiln::BitwiseAnd", kBitwise<std::bit_and<>>);
+  r.add("kiln::BitwiseOr", kBitwise<std::bit_or<>>);
+  r.add("kiln::BitwiseXor", kBitwise<std::bit_xor<>>);
+  r.add("kiln::BitwiseNot", kBitwiseNot);
   r.add("Equal", kCompare<Cmp::Eq>);
   r.add("Less", kCompare<Cmp::Lt>);
   r.add("Greater", kCompare<Cmp::Gt>);

@@ -1,7 +1,7 @@
 //===- lib/runtime/interpreter/kernels/IndexingKernels.cpp - Gather, scatter, selection -===//
 //
 // Gather/GatherElements/GatherND, ScatterElements/ScatterND (with
-// reductions), OneHot, CumSum, and the data-dependent Compress, NonZero, TopK,
+// reductions), OneHot, CumSum, CumProd, and the data-dependent Compress, NonZero, TopK,
 // Unique and ReverseSequence. Every index is bounds-checked: a bad index is
 // an error, never an out-of-bounds access.
 //
@@ -182,7 +182,9 @@ Status kOneHot(KernelContext& ctx) {
   return Status::ok();
 }
 
-Status kCumSum(KernelContext& ctx) {
+/// CumSum (product false) and CumProd along the axis operand.
+template <bool product>
+Status kCumulative(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   KILN_ASSIGN(int64_t axisIn, scalarIntOperand(ctx, 1, "axis"));
   KILN_ASSIGN(int64_t axis, ir::normalizeAxis(axisIn, x.rank()));
@@ -195,14 +197,15 @@ Status kCumSum(KernelContext& ctx) {
     using A = std::conditional_t<isFloatLike<T>, double, T>;
     for (int64_t o = 0; o < outer; ++o)
       for (int64_t i = 0; i < inner; ++i) {
-        A acc = 0;
+        A acc = product ? 1 : 0;
+        auto combine = [](A a, A v) { return product ? wrapMul(a, v) : wrapAdd(a, v); };
         for (int64_t s = 0; s < n; ++s) {
           int64_t k = reverse ? n - 1 - s : s;
           int64_t at = (o * n + k) * inner + i;
           A v = A(ComputeType<T>(x.data<T>()[at]));
-          if (!exclusive) acc = wrapAdd(acc, v);
+          if (!exclusive) acc = combine(acc, v);
           y.mutableData<T>()[at] = T(acc);
-          if (exclusive) acc = wrapAdd(acc, v);
+          if (exclusive) acc = combine(acc, v);
         }
       }
   });
@@ -389,7 +392,8 @@ void registerIndexingKernels(KernelRegistry& r) {
   r.add("ScatterElements", kScatterElements);
   r.add("ScatterND", kScatterND);
   r.add("OneHot", kOneHot);
-  r.add("CumSum", kCumSum);
+  r.add("CumSum", kCumulative<false>);
+  r.add("kiln::CumProd", kCumulative<true>);
   r.add("Compress", kCompress);
   r.add("NonZero", kNonZero);
   r.add("TopK", kTopK);
