@@ -312,7 +312,7 @@ std::vector<select::ExcludedPass> backendExclusions(const std::string& backend) 
   if (backend != "cpu") {  // kiln::ConvNCHWc has a CPU template only (a CPU layout)
     excluded.push_back({"alter-op-layout", "the " + backend + " backend has no kernel template for kiln::ConvNCHWc (a CPU layout)"});
     // The GPU attention schedule (one query row per warp, no tensor cores) replaces two matmuls that
-    // run on tensor cores or cuBLASLt; it stays out until a GPU run measures it (docs/cuda-target.md).
+    // run on tensor cores or cuBLASLt, and its speed against them is unmeasured (docs/cuda-target.md).
     excluded.push_back({"fuse-attention", "on the " + backend + " backend kiln::Attention's schedule is not measured against "
                                           "the matmuls it replaces"});
   }
