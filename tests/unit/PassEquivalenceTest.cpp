@@ -62,7 +62,6 @@ std::vector<RuntimeValue> makeInputs(const ir::Graph& g, const std::string& zooN
   return out;
 }
 
-/// Imports a model; tiny_cnn's dynamic batch is bound to 1 as the demo does.
 /// A text-IR Constant line `%name` of f32[dims] with `count` small distinct values.
 std::string constantText(const std::string& name, const std::string& dims, int64_t count) {
   std::string values;
@@ -71,6 +70,7 @@ std::string constantText(const std::string& name, const std::string& dims, int64
   return "    %" + name + " = Constant() {value = tensor<" + type + ": [" + values + "]>} : " + type + "\n";
 }
 
+/// Imports a model; tiny_cnn's dynamic batch is bound to 1 as the demo does.
 std::unique_ptr<ir::Module> load(const std::string& file) {
   onnx::ImportOptions options;
   if (file.ends_with("tiny_cnn.onnx")) options.inputShapes["input"] = {1, 3, 32, 32};
@@ -106,6 +106,30 @@ double relativeError(const std::vector<RuntimeValue>& got, const std::vector<Run
     worst = std::max(worst, scale > 0 ? diff / scale : diff);
   }
   return worst;
+}
+
+/// A hand-written text-IR graph after `pipeline` ran on it (IR verified after
+/// each pass), and its outputs' relative error against the interpreter's before.
+struct RewrittenText {
+  std::unique_ptr<ir::Module> module;
+  passes::PassReport report;
+  double error = 0;
+};
+
+RewrittenText rewriteText(const std::string& text, const std::string& pipelineText) {
+  auto module = ir::parseModule(text);
+  INFO((module.isOk() ? std::string() : module.error().str()));
+  REQUIRE(module.isOk());
+  ir::Graph& g = (*module)->graph();
+  std::vector<RuntimeValue> inputs = makeInputs(g, "");
+  std::vector<RuntimeValue> reference = run(g, inputs);
+  auto pipeline = passes::parsePipeline(pipelineText);
+  REQUIRE(pipeline.isOk());
+  auto report = passes::runPipeline(g, *pipeline, {.context = {.verifyEach = true}});
+  INFO((report.isOk() ? std::string() : report.error().str()));
+  REQUIRE(report.isOk());
+  const double error = relativeError(run(g, inputs), reference);
+  return {std::move(*module), std::move(*report), error};
 }
 
 struct Case {
@@ -214,7 +238,7 @@ TEST_CASE("combine-parallel-conv2d merges resnet_tiny's unaligned branches when 
 TEST_CASE("lower-einsum keeps the values of matrix-product Einsums in every label order", "[passes]") {
   // Operands and results in orders that need no Transpose, one on either
   // operand, and one on the result; ellipsis batch dims; a diagonal that stays.
-  auto module = ir::parseModule(R"(module @m {
+  RewrittenText r = rewriteText(R"(module @m {
   graph @main(%q: f32[2,3,4,5], %k: f32[2,3,6,5], %p: f32[2,3,4,6], %a: f32[5,4], %b: f32[6,5], %c: f32[7,3,4], %s: f32[4,4]) {
     %scores = Einsum(%q, %k) {equation = "bhid,bhjd->bhij"} : f32[2,3,4,6]
     %mixed = Einsum(%p, %k) {equation = "bhij,bhjd->bhid"} : f32[2,3,4,5]
@@ -224,23 +248,13 @@ TEST_CASE("lower-einsum keeps the values of matrix-product Einsums in every labe
     %diag = Einsum(%s, %s) {equation = "ii,ij->j"} : f32[4]
     return %scores, %mixed, %swapped, %plain, %ellipsis, %diag
   }
-})");
-  INFO((module.isOk() ? std::string() : module.error().str()));
-  REQUIRE(module.isOk());
-  ir::Graph& g = (*module)->graph();
-  std::vector<RuntimeValue> inputs = makeInputs(g, "");
-  std::vector<RuntimeValue> reference = run(g, inputs);
-  auto pipeline = passes::parsePipeline("lower-einsum");
-  REQUIRE(pipeline.isOk());
-  auto report = passes::runPipeline(g, *pipeline, {.context = {.verifyEach = true}});
-  REQUIRE(report.isOk());
-  CHECK(report->passes[0].changed);
+})", "lower-einsum");
+  CHECK(r.report.passes[0].changed);
   int einsums = 0;
-  for (const ir::Node* n : g.nodes()) einsums += n->opType() == "Einsum";
+  for (const ir::Node* n : r.module->graph().nodes()) einsums += n->opType() == "Einsum";
   CHECK(einsums == 1);  // the diagonal
-  double err = relativeError(run(g, inputs), reference);
-  INFO("relative error " << err);
-  CHECK(err <= passes::findPass("lower-einsum")->tolerance);
+  INFO("relative error " << r.error);
+  CHECK(r.error <= passes::findPass("lower-einsum")->tolerance);
 }
 
 TEST_CASE("combine-parallel-dense joins weights read through their Transpose in one write, values exact", "[passes]") {
@@ -248,10 +262,9 @@ TEST_CASE("combine-parallel-dense joins weights read through their Transpose in 
   // the 32-wide tiles of the transposing write, a plain [K, N] branch and a
   // kiln::Dense (W [N, K] as stored) among them, and a transpose that is also
   // a graph output, which stays.
-  auto constant = constantText;
-  const std::string text = "module @m {\n  graph @main(%x: f32[2,37]) {\n" + constant("wq", "45,37", 45 * 37) +
-                           constant("wk", "37,3", 37 * 3) + constant("wv", "33,37", 33 * 37) +
-                           constant("wo", "40,37", 40 * 37) + constant("bq", "45", 45) + constant("bk", "3", 3) + constant("bv", "33", 33) + constant("wd", "7,37", 7 * 37) + constant("bd", "7", 7) + R"(    %wqt = Transpose(%wq) {perm = [1, 0]} : f32[37,45]
+  const std::string text = "module @m {\n  graph @main(%x: f32[2,37]) {\n" + constantText("wq", "45,37", 45 * 37) +
+                           constantText("wk", "37,3", 37 * 3) + constantText("wv", "33,37", 33 * 37) +
+                           constantText("wo", "40,37", 40 * 37) + constantText("bq", "45", 45) + constantText("bk", "3", 3) + constantText("bv", "33", 33) + constantText("wd", "7,37", 7 * 37) + constantText("bd", "7", 7) + R"(    %wqt = Transpose(%wq) {perm = [1, 0]} : f32[37,45]
     %q0 = MatMul(%x, %wqt) : f32[2,45]
     %q = Add(%q0, %bq) : f32[2,45]
     %k0 = MatMul(%x, %wk) : f32[2,3]
@@ -266,20 +279,10 @@ TEST_CASE("combine-parallel-dense joins weights read through their Transpose in 
     return %q, %k, %v, %o, %wot, %d
   }
 })";
-  auto module = ir::parseModule(text);
-  INFO((module.isOk() ? std::string() : module.error().str()));
-  REQUIRE(module.isOk());
-  ir::Graph& g = (*module)->graph();
-  std::vector<RuntimeValue> inputs = makeInputs(g, "");
-  std::vector<RuntimeValue> reference = run(g, inputs);
-  auto pipeline = passes::parsePipeline("combine-parallel-dense");
-  REQUIRE(pipeline.isOk());
-  auto report = passes::runPipeline(g, *pipeline, {.context = {.verifyEach = true}});
-  INFO((report.isOk() ? std::string() : report.error().str()));
-  REQUIRE(report.isOk());
-  CHECK(report->passes[0].changed);
+  RewrittenText r = rewriteText(text, "combine-parallel-dense");
+  CHECK(r.report.passes[0].changed);
   int transposes = 0, matmuls = 0, dense = 0;
-  for (const ir::Node* n : g.nodes()) {
+  for (const ir::Node* n : r.module->graph().nodes()) {
     transposes += n->opType() == "Transpose";
     matmuls += n->opType() == "MatMul";
     dense += n->qualifiedOpType() == "kiln::Dense";
@@ -287,7 +290,7 @@ TEST_CASE("combine-parallel-dense joins weights read through their Transpose in 
   CHECK(transposes == 1);  // the one that is also an output
   CHECK(matmuls == 2);     // q, k, v and d joined (130 columns); o apart
   CHECK(dense == 0);
-  CHECK(relativeError(run(g, inputs), reference) == 0);
+  CHECK(r.error == 0);
 }
 
 TEST_CASE("alter-op-layout keeps an FPN neck blocked through its resizes, values unchanged", "[passes]") {
@@ -307,19 +310,9 @@ TEST_CASE("alter-op-layout keeps an FPN neck blocked through its resizes, values
     return %o
   }
 })";
-  auto module = ir::parseModule(text);
-  INFO((module.isOk() ? std::string() : module.error().str()));
-  REQUIRE(module.isOk());
-  ir::Graph& g = (*module)->graph();
-  std::vector<RuntimeValue> inputs = makeInputs(g, "");
-  std::vector<RuntimeValue> reference = run(g, inputs);
-  auto pipeline = passes::parsePipeline("alter-op-layout");
-  REQUIRE(pipeline.isOk());
-  auto report = passes::runPipeline(g, *pipeline, {.context = {.verifyEach = true}});
-  INFO((report.isOk() ? std::string() : report.error().str()));
-  REQUIRE(report.isOk());
+  RewrittenText r = rewriteText(text, "alter-op-layout");
   int transposes = 0, blockedConvs = 0, blockedResizes = 0;
-  for (const ir::Node* n : g.nodes()) {
+  for (const ir::Node* n : r.module->graph().nodes()) {
     transposes += n->opType() == "Transpose";
     blockedConvs += n->qualifiedOpType() == "kiln::ConvNCHWc";
     blockedResizes += n->opType() == "Resize" && n->output(0)->tensorType().rank() == 5;
@@ -327,7 +320,6 @@ TEST_CASE("alter-op-layout keeps an FPN neck blocked through its resizes, values
   CHECK(blockedConvs == 3);
   CHECK(blockedResizes == 2);
   CHECK(transposes == 3);  // x and y into blocks, the result out of them
-  double err = relativeError(run(g, inputs), reference);
-  INFO("relative error " << err);
-  CHECK(err <= passes::findPass("alter-op-layout")->tolerance);
+  INFO("relative error " << r.error);
+  CHECK(r.error <= passes::findPass("alter-op-layout")->tolerance);
 }
