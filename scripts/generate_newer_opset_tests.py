@@ -70,6 +70,12 @@ def reduce_cases():
     for op in ["ReduceMax", "ReduceMin"]:
         add(f"{op}_v20_axes", 20, op, [randn(op, (3, 4)), Const(np.array([-1], I64))], keepdims=0)
     add("ReduceMean_v18_axes_at_run_time", 18, "ReduceMean", [randn("rm", (2, 3)), np.array([1], I64)])
+    for op in ["ReduceSum", "ReduceL2", "ReduceLogSumExp", "ReduceSumSquare"]:
+        add(f"{op}_v18_axes_at_run_time_no_keepdims", 18, op, [randn(op + "rt", (2, 3, 4), lo=0.1, hi=1.0),
+                                                               np.array([0, 2], I64)], keepdims=0)
+    add("ReduceMax_v18_axes_at_run_time", 18, "ReduceMax", [randn("rmx", (2, 3)), np.array([0], I64)])
+    add("ReduceMean_v18_empty_axes_at_run_time_noop", 18, "ReduceMean",
+        [randn("rmn", (2, 3)), np.zeros((0,), I64)], noop_with_empty_axes=1)
 
 
 def pad_split_resize_cases():
@@ -98,8 +104,15 @@ def pad_split_resize_cases():
         mode="linear", coordinate_transformation_mode="half_pixel_symmetric")
     add("Resize_v18_antialias", 18, "Resize", [img, None, Const(np.array([1, 1, 0.5, 0.5], F32))], mode="linear",
         antialias=1)
+    add("Resize_v18_antialias_cubic_sizes", 18, "Resize", [img, None, None, Const(np.array([1, 1, 3, 4], I64))],
+        mode="cubic", antialias=1)
+    add("Resize_v18_antialias_mixed", 18, "Resize", [randn("raa", (2, 3, 10, 4)), None,
+                                                      Const(np.array([1, 1, 0.6, 1.5], F32))],
+        mode="linear", antialias=1, coordinate_transformation_mode="pytorch_half_pixel")
     add("Resize_v18_not_larger", 18, "Resize", [img, None, None, Const(np.array([3, 3], I64))], mode="linear",
         axes=[2, 3], keep_aspect_ratio_policy="not_larger")
+    add("Resize_v18_not_smaller", 18, "Resize", [img, None, None, Const(np.array([1, 1, 3, 5], I64))], mode="nearest",
+        keep_aspect_ratio_policy="not_smaller")
 
 
 def scatter_pool_cases():
@@ -117,6 +130,10 @@ def scatter_pool_cases():
     add("LpPool_v22", 22, "LpPool", [x], kernel_shape=[2, 2], strides=[2, 2])
     add("AveragePool_v19_dilations_1", 19, "AveragePool", [x], kernel_shape=[3, 3], dilations=[1, 1])
     add("AveragePool_v19_dilations_2", 19, "AveragePool", [x], kernel_shape=[2, 2], dilations=[2, 2])
+    add("AveragePool_v19_dilations_pads", 19, "AveragePool", [x], kernel_shape=[2, 3], dilations=[2, 1],
+        strides=[2, 1], pads=[1, 1, 1, 0])
+    add("AveragePool_v19_dilations_count_pads", 19, "AveragePool", [x], kernel_shape=[2, 2], dilations=[2, 2],
+        pads=[1, 1, 1, 1], count_include_pad=1)
     add("AveragePool_v22_pads", 22, "AveragePool", [x], kernel_shape=[3, 3], pads=[1, 1, 1, 1], count_include_pad=1)
 
 
@@ -276,19 +293,38 @@ def new_op_cases():
     add("BitwiseXor_v18_uint8", 18, "BitwiseXor", [u, u[:, ::-1].copy()])
     add("BitwiseNot_v18_uint8", 18, "BitwiseNot", [u])
     add("Col2Im_v18", 18, "Col2Im", [randn("c2i", (1, 4, 4)), Const(np.array([3, 3], I64)), Const(np.array([2, 2], I64))])
+    add("Col2Im_v18_strided_padded", 18, "Col2Im",
+        [randn("c2s", (1, 8, 9)), Const(np.array([5, 5], I64)), Const(np.array([2, 2], I64))], strides=[2, 2],
+        pads=[1, 1, 1, 1])
+    add("Col2Im_v18_dilated", 18, "Col2Im",
+        [randn("c2d", (2, 4, 8)), Const(np.array([4, 5], I64)), Const(np.array([2, 2], I64))], dilations=[2, 1])
     add("DeformConv_v19", 19, "DeformConv",
         [randn("dc", (1, 1, 4, 4)), Const(randn("dcw", (1, 1, 2, 2))), randn("dco", (1, 8, 3, 3)) * 0.1])
+    add("DeformConv_v19_groups_mask_bias", 19, "DeformConv",
+        [randn("dg", (1, 4, 5, 5)), Const(randn("dgw", (2, 2, 3, 3))), randn("dgo", (1, 36, 5, 5)),
+         Const(randn("dgb", (2,))), randn("dgm", (1, 18, 5, 5), lo=0.0, hi=1.0)],
+        group=2, offset_group=2, pads=[1, 1, 1, 1])
+    add("DeformConv_v22_strided", 22, "DeformConv",
+        [randn("ds", (2, 1, 6, 6)), Const(randn("dsw", (3, 1, 2, 2))), randn("dso", (2, 8, 3, 3)) * 2],
+        strides=[2, 2], dilations=[1, 1])
     add("AffineGrid_v20", 20, "AffineGrid", [randn("ag", (1, 2, 3)), Const(np.array([1, 1, 3, 3], I64))])
     add("AffineGrid_v20_align_corners", 20, "AffineGrid", [randn("ag2", (2, 2, 3)), Const(np.array([2, 3, 4, 5], I64))],
         align_corners=1)
     add("AffineGrid_v20_3d", 20, "AffineGrid", [randn("ag3", (1, 3, 4)), Const(np.array([1, 1, 2, 3, 4], I64))])
     add("TensorScatter_v24", 24, "TensorScatter",
         [randn("ts", (1, 2, 5, 4)), randn("tsu", (1, 2, 1, 4)), Const(np.array([2], I64))])
+    add("TensorScatter_v24_circular", 24, "TensorScatter",
+        [randn("tsc", (2, 1, 4, 3)), randn("tscu", (2, 1, 3, 3)), np.array([3, 1], I64)], mode="circular")
+    add("TensorScatter_v24_no_indices_axis", 24, "TensorScatter",
+        [randn("tsa", (2, 6, 3)), randn("tsau", (2, 2, 3))], axis=1)
     add("CumProd_v26", 26, "CumProd", [randn("cp", (2, 3)), Const(np.array(1, I64))])
     add("CumProd_v26_exclusive_reverse", 26, "CumProd", [randn("cp2", (3, 4)), Const(np.array(0, I64))],
         exclusive=1, reverse=1)
     add("CumProd_v26_int64", 26, "CumProd", [np.arange(1, 9, dtype=I64).reshape(2, 4), Const(np.array(-1, I64))])
     add("BitCast_v26", 26, "BitCast", [randn("bc", (4,))], to=TensorProto.INT32)
+    add("BitCast_v26_int32_to_float", 26, "BitCast", [np.array([[1065353216, -1082130432], [0, 1]], I32)],
+        to=TensorProto.FLOAT)
+    add("BitCast_v26_float16_to_uint16", 26, "BitCast", [randn("bc16", (3, 2), F16)], to=TensorProto.UINT16)
 
 
 def contrib_cases():

@@ -84,8 +84,7 @@ Expected<Expr> resizeElement(ElementBuilder& builder, const ir::Node& n, const I
   KILN_TRY(constantValues(1, "roi", roi));
   if (!(n.numInputs() > 3 && n.hasInput(3))) KILN_TRY(constantValues(2, "scales", given));
   // Sizes need not be constant: with static shapes they are the output dims, and scale = out / in.
-  const bool bySizes =
-      n.numInputs() > 3 && n.hasInput(3) && (!constantOperand(n, 3) || constantOperand(n, 3)->numElements() > 0);
+  const bool bySizes = ir::resizesBySizes(n, n.numInputs() > 3 && n.hasInput(3) ? constantOperand(n, 3) : nullptr);
   for (size_t d = 0; d < rank; ++d)
     scales[d] =
         bySizes ? (inDims[d] ? double(outDims[d]) / double(inDims[d]) : 1.0) : (given.size() == rank ? given[d] : 1.0);

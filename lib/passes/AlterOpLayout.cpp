@@ -24,6 +24,7 @@
 #include "PatternRewriteDriver.h"
 #include "RewriteUtils.h"
 #include "WeightFolding.h"
+#include "kiln/ir/ResizeTaps.h"
 #include "kiln/ir/ShapeUtils.h"
 #include "kiln/passes/PassRegistry.h"
 
@@ -364,11 +365,8 @@ Status windowPoolBlocked(ir::Node* pool) {
   return Status::ok();
 }
 
-/// Whether Resize `n` reads its output dims from sizes (else from scales), as the element rule does.
 bool resizesBySizes(const ir::Node& n) {
-  if (n.numInputs() < 4 || !n.hasInput(3)) return false;
-  const Tensor* sizes = constantValue(n.input(3));
-  return !sizes || sizes->numElements() > 0;
+  return ir::resizesBySizes(n, n.numInputs() > 3 && n.hasInput(3) ? constantValue(n.input(3)) : nullptr);
 }
 
 /// Resize (nearest or linear) of back(t) over H and W alone: it can resize

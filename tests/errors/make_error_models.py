@@ -70,14 +70,24 @@ def main():
          model([helper.make_node("Frob\x1b[31m", ["x"], ["y"], name="evil\nname\x07")], [X], [Y]), "KE1003",
          substring=r"node 'evil\nname\x07' (Frob\x1b[31m, opset 13): op 'Frob\x1b[31m'", check=False)
     save("op_version_unsupported.onnx",
-         model([helper.make_node("Col2Im", ["x", "s", "b"], ["y"], name="col2im")], [vi("x", [1, 4, 4])],
-               [vi("y", [1, 1, 3, 3])], [numpy_helper.from_array(np.array([3, 3], np.int64), "s"),
-                                         numpy_helper.from_array(np.array([2, 2], np.int64), "b")], opset=18),
-         "KE1003", "col2im", "'Col2Im' version 18 is not supported", check=False)
+         model([helper.make_node("ImageDecoder", ["x"], ["y"], name="decode")], [vi("x", [64], TensorProto.UINT8)],
+               [vi("y", [4, 4, 3], TensorProto.UINT8)], opset=20),
+         "KE1003", "decode", "'ImageDecoder' version 20 is not supported", check=False)
     save("op_axes_at_run_time.onnx",
-         model([helper.make_node("ReduceMean", ["x", "axes"], ["y"], name="mean")],
+         model([helper.make_node("ReduceMax", ["x", "axes"], ["y"], name="max")],
                [X, vi("axes", [1], TensorProto.INT64)], [vi("y", [2, 1])], opset=18),
-         "KE1003", "mean", "input 'axes' must be known at import", check=False)
+         "KE1003", "max", "axes computed at run time is not supported", check=False)
+    resize_sizes = numpy_helper.from_array(np.array([7, 2], np.int64), "sizes")
+    save("op_keep_aspect_rounds_up.onnx",
+         model([helper.make_node("Resize", ["img", "", "", "sizes"], ["y"], name="fit", mode="linear", axes=[2, 3],
+                                 keep_aspect_ratio_policy="not_larger")],
+               [vi("img", [1, 1, 7, 3])], [vi("y", [1, 1, 5, 2])], inits=[resize_sizes], opset=18),
+         "KE1003", "fit", "where an output length rounds up", check=False)
+    channel_scales = numpy_helper.from_array(np.array([1, 0.5, 1, 1], np.float32), "scales")
+    save("op_antialias_channels.onnx",
+         model([helper.make_node("Resize", ["img", "", "scales"], ["y"], name="shrink", mode="linear", antialias=1)],
+               [vi("img", [1, 4, 2, 2])], [vi("y", [1, 2, 2, 2])], inits=[channel_scales], opset=18),
+         "KE1003", "shrink", "antialias=1 over an axis other than the last two", check=False)
     # KE1004: broken graphs.
     save("op_before_its_opset.onnx", model([helper.make_node("Mish", ["x"], ["y"], name="mish")], [X], [Y], opset=17),
          "KE1004", "mish", "'Mish' exists from opset 18 on", check=False)
@@ -172,6 +182,16 @@ def main():
     save("shape_conv_channels.onnx",
          model([helper.make_node("Conv", ["img", "w"], ["y"], name="conv")], [vi("img", [1, 3, 8, 8])],
                [vi("y", [1, 8, 6, 6])], inits=[w]), "KE1009", "conv", "3 channels", check=False)
+    huge_sizes = numpy_helper.from_array(np.array([1, 1, 2, 1 << 40], np.int64), "sizes")
+    save("shape_antialias_huge.onnx",
+         model([helper.make_node("Resize", ["img", "", "", "sizes"], ["y"], name="blowup", mode="linear", antialias=1)],
+               [vi("img", [1, 1, 4, 6])], [vi("y", [1, 1, 2, 1 << 40])], inits=[huge_sizes], opset=18),
+         "KE1009", "blowup", "input times output length must be positive and at most", check=False)
+    dw = numpy_helper.from_array(np.ones((1, 1, 2, 2), np.float32), "w")
+    save("shape_deform_offset.onnx",
+         model([helper.make_node("DeformConv", ["img", "w", "offset"], ["y"], name="deform")],
+               [vi("img", [1, 1, 4, 4]), vi("offset", [1, 4, 3, 3])], [vi("y", [1, 1, 3, 3])], inits=[dw], opset=19),
+         "KE1009", "deform", "offset must be f32[1,8,3,3]", check=False)
     save("shape_matmul.onnx",
          model([helper.make_node("MatMul", ["x", "z"], ["y"], name="mm")], [X, vi("z", [4, 5])], [vi("y", [2, 5])]),
          "KE1009", "mm", "inner dims differ", check=False)

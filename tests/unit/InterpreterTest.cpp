@@ -216,3 +216,43 @@ TEST_CASE("integer arithmetic wraps instead of overflowing", "[runtime]") {
   CHECK(out[1].tensor().toInt64s() == std::vector<int64_t>{mn + 1, mn});
   CHECK(out[2].tensor().toInt64s() == std::vector<int64_t>{mx, mn});
 }
+
+TEST_CASE("kiln::TensorScatter writes a KV cache and refuses writes past its end", "[runtime][errors]") {
+  auto m = parse(R"(module @m {
+  graph @main(%cache: f32[2,4,1], %update: f32[2,2,1], %at: i64[2]) {
+    %linear = kiln::TensorScatter(%cache, %update, %at) {axis = 1} : f32[2,4,1] loc("write")
+    %ring = kiln::TensorScatter(%cache, %update, %at) {axis = 1, mode = "circular"} : f32[2,4,1] loc("ring")
+    return %linear, %ring
+  }
+}
+)");
+  Tensor cache = Tensor::fromVector<float>({2, 4, 1}, {0, 0, 0, 0, 0, 0, 0, 0});
+  Tensor update = Tensor::fromVector<float>({2, 2, 1}, {1, 2, 3, 4});
+  auto out = run(*m, {cache, update, Tensor::fromVector<int64_t>({2}, {0, 2})});
+  CHECK(out[0].tensor().toDoubles() == std::vector<double>{1, 2, 0, 0, 0, 0, 3, 4});
+  CHECK(out[1].tensor().toDoubles() == std::vector<double>{1, 2, 0, 0, 0, 0, 3, 4});
+  // Row 1 starts at 3: the ring wraps its second step to 0; the linear write does not fit.
+  Error e = runError(*m, {cache, update, Tensor::fromVector<int64_t>({2}, {0, 3})});
+  CHECK(e.nodeName() == "write");
+  CHECK_THAT(e.message(), Catch::Contains("does not fit an axis of 4"));
+}
+
+TEST_CASE("kiln::DeformConv with zero offsets and a unit mask is the Conv", "[runtime]") {
+  auto m = parse(R"(module @m {
+  graph @main(%x: f32[1,2,4,4], %w: f32[3,2,3,3], %off: f32[1,18,4,4], %mask: f32[1,9,4,4]) {
+    %d = kiln::DeformConv(%x, %w, %off, none, %mask) {pads = [1, 1, 1, 1]} : f32[1,3,4,4]
+    %c = Conv(%x, %w) {pads = [1, 1, 1, 1]} : f32[1,3,4,4]
+    return %d, %c
+  }
+}
+)");
+  std::vector<float> x(32), w(54);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = float(i % 7) - 3.0f;
+  for (size_t i = 0; i < w.size(); ++i) w[i] = float(i % 5) * 0.25f - 0.5f;
+  auto out = run(*m, {Tensor::fromVector<float>({1, 2, 4, 4}, x), Tensor::fromVector<float>({3, 2, 3, 3}, w),
+                      Tensor::fromVector<float>({1, 18, 4, 4}, std::vector<float>(288, 0.0f)),
+                      Tensor::fromVector<float>({1, 9, 4, 4}, std::vector<float>(144, 1.0f))});
+  std::vector<double> deform = out[0].tensor().toDoubles(), conv = out[1].tensor().toDoubles();
+  REQUIRE(deform.size() == conv.size());
+  for (size_t i = 0; i < conv.size(); ++i) CHECK(deform[i] == Approx(conv[i]).margin(1e-5));
+}

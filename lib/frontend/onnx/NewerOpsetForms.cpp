@@ -3,24 +3,45 @@
 // The table of op versions from opset 18 to 26 (ONNX's operator_sets.h and
 // release notes: 18 with ONNX 1.13, ... 26 with 1.21) and the rewrites that
 // bring them into their opset-17 form:
-//   Reduce*-18/20: the axes input becomes the attribute (noop_with_empty_axes
-//     with no axes reduces each element alone: |x|, log x, x^2 or x); Pad-18+: the axes input becomes full pads;
+//   Reduce*-18/20: the axes input becomes the attribute, or ReduceSum-13's
+//     axes input when computed at run time (noop_with_empty_axes with no
+//     axes reduces each element alone: |x|, log x, x^2 or x);
+//   Pad-18+: the axes input becomes full pads;
 //   Split-18: num_outputs becomes equal or ceil-sized parts; Resize-18/19:
-//     axes widen scales/sizes/roi to every dim; DFT-20: the axis input becomes
-//     the attribute; GridSample-20: linear/cubic are bilinear/bicubic;
+//     axes widen scales/sizes/roi to every dim, keep_aspect_ratio_policy
+//     becomes scales, antialias becomes MatMuls (AntialiasResize.cpp);
+//   DFT-20: the axis input becomes the attribute; GridSample-20: linear/cubic
+//     are bilinear/bicubic;
 //   Cast/Quantize/Dequantize-19+, AveragePool-19, LpPool-18: new attributes at
-//     their defaults are dropped, other values are refused; Bitwise*-18 and
-//     CumProd-26, which opset 17 cannot spell, become the kiln domain's ops.
+//     their defaults are dropped, other values are refused (AveragePool's
+//     dilations and Col2Im become convolutions, WindowOpExpansions.cpp);
+//     Bitwise*-18, DeformConv-19, TensorScatter-24, BitCast-26 and CumProd-26,
+//     which opset 17 cannot spell, become the kiln domain's ops.
 //
 //===----------------------------------------------------------------------===//
 #include "NewerOpsetForms.h"
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 
 namespace kiln::onnx {
 Error refuseForm(const NodeDraft& d, const std::string& what) {
   return Error(ErrorCode::OnnxUnsupportedOp, d.opType + ": " + what + " is not supported by kiln");
+}
+
+Expected<int64_t> boundedProduct(const std::vector<int64_t>& factors, int64_t cap, const std::string& what) {
+  int64_t p = 1;
+  for (int64_t f : factors) {
+    if (f < 1 || f > cap / p) return Error(ErrorCode::ShapeMismatch, what + " must be positive and at most " + std::to_string(cap));
+    p *= f;
+  }
+  return p;
+}
+
+Expected<std::vector<int64_t>> intsOr(const NodeDraft& d, const char* name, size_t n, int64_t dflt) {
+  KILN_ASSIGN(const ir::Attribute* a, d.attrAs(name, ir::AttrKind::Ints));
+  return a ? a->ints() : std::vector<int64_t>(n, dflt);
 }
 
 namespace {
@@ -40,8 +61,46 @@ Status dropUnitInts(NodeDraft& d, const char* name) {
   return Status::ok();
 }
 
+/// Reduce*-18 whose axes are computed at run time: the reductions that are
+/// sums become ReduceSum-13, which takes its axes as an input (the mean
+/// divides by Size(x) / Size(sum)); max, min and product have no such form.
+Status reduceAxesAtRunTime(NodeDraft& d, DraftBuilder& b) {
+  const std::string op = d.opType;
+  if (op == "ReduceMax" || op == "ReduceMin" || op == "ReduceProd") return refuseForm(d, "axes computed at run time");
+  KILN_ASSIGN(DType dt, inputDType(d, 0));
+  ir::Value *x = d.inputs[0], *summand = x;
+  if (op == "ReduceSumSquare" || op == "ReduceL2") {
+    KILN_ASSIGN(summand, b.node("Mul", {x, x}, {}));
+  } else if (op == "ReduceL1") {
+    KILN_ASSIGN(summand, b.node("Abs", {x}, {}));
+  } else if (op == "ReduceLogSumExp") {
+    KILN_ASSIGN(summand, b.node("Exp", {x}, {}));
+  }
+  d.opType = "ReduceSum";
+  d.inputs = {summand, d.inputs[1]};
+  if (op == "ReduceSum" || op == "ReduceSumSquare" || op == "ReduceL1") return Status::ok();
+  KILN_ASSIGN(ir::Value* sum, b.node("ReduceSum", d.inputs, d.attrs));
+  d.attrs.clear();
+  if (op == "ReduceL2" || op == "ReduceLogSum" || op == "ReduceLogSumExp") {
+    d.opType = op == "ReduceL2" ? "Sqrt" : "Log";
+    d.inputs = {sum};
+    return Status::ok();
+  }
+  // ReduceMean: the sum over Size(x) / Size(sum) elements (at least 1).
+  KILN_ASSIGN(ir::Value* total, b.node("Size", {x}, {}));
+  KILN_ASSIGN(ir::Value* kept, b.node("Size", {sum}, {}));
+  KILN_ASSIGN(ir::Value* one, b.constant(scalarOf(DType::I64, 1)));
+  KILN_ASSIGN(ir::Value* keptAtLeast1, b.node("Max", {kept, one}, {}));
+  KILN_ASSIGN(ir::Value* count, b.node("Div", {total, keptAtLeast1}, {}));
+  KILN_ASSIGN(ir::Value* countAs, castIfNeeded(b, count, DType::I64, dt));
+  d.opType = "Div";
+  d.inputs = {sum, countAs};
+  return Status::ok();
+}
+
 /// Reduce*-18 (and ReduceMax/ReduceMin-20): axes is an input.
 Status reduceAxesInput(NodeDraft& d, DraftBuilder& b) {
+  if (hasInput(d, 1) && !b.knownValue(d.inputs[1])) return reduceAxesAtRunTime(d, b);
   KILN_ASSIGN(auto noop, d.takeAs("noop_with_empty_axes", ir::AttrKind::Int));
   std::vector<int64_t> axes;
   if (hasInput(d, 1)) {
@@ -114,17 +173,8 @@ Status splitNumOutputs(NodeDraft& d, DraftBuilder& b) {
   return Status::ok();
 }
 
-/// Resize-18/19: antialias, axes and keep_aspect_ratio_policy.
-Status resizeAxes(NodeDraft& d, DraftBuilder& b) {
-  KILN_TRY(dropIntAt(d, "antialias", 0));
-  KILN_ASSIGN(auto policy, d.takeAs("keep_aspect_ratio_policy", ir::AttrKind::String));
-  if (policy && policy->s() != "stretch") return refuseForm(d, "keep_aspect_ratio_policy '" + policy->s() + "'");
-  KILN_ASSIGN(const ir::Attribute* ctm, d.attrAs("coordinate_transformation_mode", ir::AttrKind::String));
-  if (ctm && ctm->s() == "half_pixel_symmetric") return refuseForm(d, "coordinate_transformation_mode 'half_pixel_symmetric'");
-  KILN_ASSIGN(auto axesAttr, d.takeAs("axes", ir::AttrKind::Ints));
-  if (!axesAttr) return Status::ok();
-  KILN_ASSIGN(int64_t rank, inputRank(d, 0));
-  KILN_ASSIGN(std::vector<int64_t> axes, normalizedAxes(axesAttr->ints(), rank));
+/// Resize-18/19 with axes: roi, scales and sizes widened to every dim.
+Status widenResizeInputs(NodeDraft& d, DraftBuilder& b, const std::vector<int64_t>& axes, int64_t rank) {
   if (hasInput(d, 1)) {  // roi: starts then ends of the listed axes
     KILN_ASSIGN(DType dt, inputDType(d, 1));
     const Tensor* roi = b.knownValue(d.inputs[1]);
@@ -156,7 +206,61 @@ Status resizeAxes(NodeDraft& d, DraftBuilder& b) {
   return Status::ok();
 }
 
-/// An op with no opset-17 spelling (BitwiseAnd-18, CumProd-26): the kiln
+/// keep_aspect_ratio_policy not_larger / not_smaller with full-rank sizes: one
+/// scale, the smallest or largest sizes[i] / dim[i] over `axes`, and output
+/// lengths round(scale * dim[i]) there. That is opset 17's scales form (whose
+/// lengths are floored) wherever the rounding does not go up.
+Status keepAspectRatio(NodeDraft& d, DraftBuilder& b, const std::string& policy, const std::vector<int64_t>& axes) {
+  if (policy != "not_larger" && policy != "not_smaller") return refuseForm(d, "keep_aspect_ratio_policy '" + policy + "'");
+  KILN_ASSIGN(std::vector<int64_t> sizes, knownInputInts(d, 3, b, "sizes"));
+  KILN_ASSIGN(Dims dims, staticInputDims(d, 0, "to keep the aspect ratio"));
+  if (sizes.size() != dims.size()) return Error(ErrorCode::ShapeMismatch, "sizes must have one value per input dim");
+  if (axes.empty()) return Error(ErrorCode::BadAttribute, "keep_aspect_ratio_policy needs at least one axis");
+  float scale = policy == "not_larger" ? INFINITY : 0.0f;
+  for (int64_t a : axes) {
+    if (dims[size_t(a)] < 1) return refuseForm(d, "keep_aspect_ratio_policy on an empty dim");
+    float r = float(sizes[size_t(a)]) / float(dims[size_t(a)]);
+    scale = policy == "not_larger" ? std::min(scale, r) : std::max(scale, r);
+  }
+  std::vector<float> scales(dims.size(), 1.0f);
+  for (int64_t a : axes) {
+    double dim = double(dims[size_t(a)]), target = std::floor(dim * double(scale) + 0.5);
+    // The smallest f32 scale whose floored length is the target; its sampling
+    // positions differ from the common scale's by at most 1e-5 of a step.
+    float s = scale;
+    while (std::floor(dim * double(s) + 1e-9) < target) {
+      if (double(s - scale) > 1e-5 * double(scale))
+        return refuseForm(d, "keep_aspect_ratio_policy '" + policy + "' where an output length rounds up");
+      s = std::nextafter(s, INFINITY);
+    }
+    scales[size_t(a)] = s;
+  }
+  KILN_ASSIGN(d.inputs[2], b.constant(Tensor::fromVector<float>({int64_t(dims.size())}, scales)));
+  d.inputs.resize(3);
+  return Status::ok();
+}
+
+/// Resize-18/19: antialias, axes and keep_aspect_ratio_policy.
+Status resizeAxes(NodeDraft& d, DraftBuilder& b) {
+  KILN_ASSIGN(int64_t antialias, d.takeInt("antialias", 0));
+  KILN_ASSIGN(auto policy, d.takeAs("keep_aspect_ratio_policy", ir::AttrKind::String));
+  KILN_ASSIGN(auto axesAttr, d.takeAs("axes", ir::AttrKind::Ints));
+  KILN_ASSIGN(const ir::Attribute* mode, d.attrAs("mode", ir::AttrKind::String));
+  bool keepAspect = policy && policy->s() != "stretch" && hasInput(d, 3);
+  bool filtered = antialias != 0 && mode && mode->s() != "nearest";  // antialias leaves nearest alone
+  if (!axesAttr && !keepAspect && !filtered) return Status::ok();
+  KILN_ASSIGN(int64_t rank, inputRank(d, 0));
+  std::vector<int64_t> axes(static_cast<size_t>(rank));
+  for (int64_t i = 0; i < rank; ++i) axes[size_t(i)] = i;
+  if (axesAttr) {
+    KILN_ASSIGN(axes, normalizedAxes(axesAttr->ints(), rank));
+    KILN_TRY(widenResizeInputs(d, b, axes, rank));
+  }
+  if (keepAspect) KILN_TRY(keepAspectRatio(d, b, policy->s(), axes));
+  return filtered ? expandAntialiasedResize(d, b) : Status::ok();
+}
+
+/// An op with no opset-17 spelling (BitwiseAnd-18, DeformConv-19, ...): the kiln
 /// domain's op of the same name and semantics, which export writes as such.
 Status intoKilnDomain(NodeDraft& d, DraftBuilder&) {
   d.domain = "kiln";
@@ -194,12 +298,11 @@ Status castSaturate(NodeDraft& d, DraftBuilder&) {
   return Status::ok();
 }
 
-Status averagePoolDilations(NodeDraft& d, DraftBuilder&) { return dropUnitInts(d, "dilations"); }
-
-/// The ints attribute `name`, or `n` copies of `dflt` when absent.
-Expected<std::vector<int64_t>> intsOr(const NodeDraft& d, const char* name, size_t n, int64_t dflt) {
-  KILN_ASSIGN(const ir::Attribute* a, d.attrAs(name, ir::AttrKind::Ints));
-  return a ? a->ints() : std::vector<int64_t>(n, dflt);
+Status averagePoolDilations(NodeDraft& d, DraftBuilder& b) {
+  KILN_ASSIGN(const ir::Attribute* dil, d.attrAs("dilations", ir::AttrKind::Ints));
+  if (dil && std::any_of(dil->ints().begin(), dil->ints().end(), [](int64_t v) { return v != 1; }))
+    return expandDilatedAveragePool(d, b);
+  return dropUnitInts(d, "dilations");
 }
 
 /// LpPool's ceil_mode=1 as zero padding at the end of each spatial axis: the
@@ -347,7 +450,7 @@ std::vector<NewerOpVersion> buildTable() {
                     : op == "LpPool"    ? lpPoolCeilDilations
                     : op == "GridSample" ? gridSampleModes
                                          : nullptr;
-    add(op, 22, h, op != "DeformConv");
+    add(op, 22, op == "DeformConv" ? intoKilnDomain : h);
   }
   add("TopK", 24, nullptr);
   add("SplitToSequence", 24, nullptr);
@@ -361,15 +464,15 @@ std::vector<NewerOpVersion> buildTable() {
   add("RMSNormalization", 23, expandRmsNormalization);
   add("Swish", 24, expandSwish);
   for (std::string_view op : {"BitwiseAnd", "BitwiseOr", "BitwiseXor", "BitwiseNot"}) add(op, 18, intoKilnDomain);
-  add("Col2Im", 18, nullptr, false);
-  add("DeformConv", 19, nullptr, false);
+  add("Col2Im", 18, expandCol2Im);
+  add("DeformConv", 19, intoKilnDomain);
   add("AffineGrid", 20, expandAffineGrid);
   for (std::string_view op : {"ImageDecoder", "RegexFullMatch", "StringConcat", "StringSplit"}) add(op, 20, nullptr, false);
   add("Attention", 23, expandAttention);
   add("Attention", 24, expandAttention);
   add("RotaryEmbedding", 23, expandRotaryEmbedding);
-  add("TensorScatter", 24, nullptr, false);
-  add("BitCast", 26, nullptr, false);
+  add("TensorScatter", 24, intoKilnDomain);
+  add("BitCast", 26, intoKilnDomain);
   add("CumProd", 26, intoKilnDomain);
   return t;
 }

@@ -41,6 +41,16 @@ int firstNewerVersion(std::string_view op);
 /// KE1003 "<op>: <what> is not supported by kiln": a form kiln refuses by name.
 Error refuseForm(const NodeDraft& d, const std::string& what);
 
+/// The most elements a constant that a rewrite builds from the model's dims
+/// may hold (a hostile model can declare any dims).
+inline constexpr int64_t kMaxBuiltConstantElements = int64_t(1) << 26;
+/// The product of `factors` (all positive), or a KE1009 error naming `what`
+/// when it exceeds `cap`.
+Expected<int64_t> boundedProduct(const std::vector<int64_t>& factors, int64_t cap, const std::string& what);
+
+/// The ints attribute `name`, or `n` copies of `dflt` when absent.
+Expected<std::vector<int64_t>> intsOr(const NodeDraft& d, const char* name, size_t n, int64_t dflt);
+
 /// Brings a draft of a newer op version into its opset-17 form, or refuses it.
 Status normalizeNewerForm(NodeDraft& d, const NewerOpVersion& version, DraftBuilder& b);
 
@@ -70,6 +80,17 @@ Status expandGroupNormalization18(NodeDraft& d, DraftBuilder& b);
 Status expandGroupNormalization21(NodeDraft& d, DraftBuilder& b);
 Status expandCenterCropPad(NodeDraft& d, DraftBuilder& b);
 Status expandAffineGrid(NodeDraft& d, DraftBuilder& b);
+
+// Window ops as convolutions (WindowOpExpansions.cpp).
+/// Col2Im-18: a grouped ConvTranspose with one-hot weights.
+Status expandCol2Im(NodeDraft& d, DraftBuilder& b);
+/// AveragePool-19 with dilations: a depthwise Conv with weights 1 / window,
+/// times window / (taps inside the input) where padding is not counted.
+Status expandDilatedAveragePool(NodeDraft& d, DraftBuilder& b);
+
+/// Resize-18 with antialias=1 (linear or cubic, full-rank scales or sizes
+/// known at import): a MatMul by a constant tap matrix per resized axis.
+Status expandAntialiasedResize(NodeDraft& d, DraftBuilder& b);
 
 // Attention and rotary embeddings (AttentionExpansions.cpp), ONNX and com.microsoft.
 Status expandAttention(NodeDraft& d, DraftBuilder& b);

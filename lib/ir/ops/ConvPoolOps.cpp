@@ -4,7 +4,8 @@
 // and global), MaxUnpool and MaxRoiPool, kiln::ConvNHWC (a 2-D Conv on
 // channels-last data with [O, kH, kW, C/group] weights, made by convert-layout)
 // and kiln::ConvNCHWc (channel-blocked data and prepacked weights, made by
-// alter-op-layout). Window geometry comes from
+// alter-op-layout), and kiln::DeformConv (ONNX DeformConv-19, which opset 17
+// cannot spell). Window geometry comes from
 // ShapeUtils so the interpreter computes the same pads and output sizes.
 //
 //===----------------------------------------------------------------------===//
@@ -74,6 +75,33 @@ Status inferConv(InferenceContext& ctx) {
 }
 
 Status inferConvInteger(InferenceContext& ctx) { return inferConvLike(ctx, 0, 1, 99, DType::I32); }
+
+/// kiln::DeformConv (ONNX DeformConv-19): a 2-D Conv whose taps move by
+/// `offset` [N, 2 * offset_group * kH * kW, oH, oW] and are scaled by `mask`.
+Status inferDeformConv(InferenceContext& ctx) {
+  KILN_TRY(requireSameDType(ctx, {0, 1, 2, 3, 4}));
+  KILN_ASSIGN(TensorType x, ctx.inputTensor(0));
+  if (x.hasRank() && x.rank() != 4) return shapeError("DeformConv takes 2-D images [N, C, H, W], got " + x.str());
+  KILN_TRY(inferConvLike(ctx, 0, 1, 3, x.dtype()));
+  int64_t offsetGroup = ctx.node().getInt("offset_group");
+  if (offsetGroup < 1 || (x.hasRank() && x.dim(1) >= 0 && x.dim(1) % offsetGroup != 0))
+    return attrError("offset_group must be positive and divide the input channels");
+  KILN_ASSIGN(TensorType w, ctx.inputTensor(1));
+  if (!x.hasRank() || !w.hasRank() || !x.isStatic() || !w.isStatic()) return Status::ok();
+  KILN_ASSIGN(WindowGeometry g, computeWindowGeometry(ctx.node(), spatialOf(x), spatialOf(w), false));
+  int64_t taps = w.dim(2) * w.dim(3);
+  auto check = [&](size_t i, const char* what, int64_t channels) -> Status {
+    if (!ctx.hasInput(i)) return Status::ok();
+    KILN_ASSIGN(TensorType t, ctx.inputTensor(i));
+    Dims want = {x.dim(0), channels, g.output[0], g.output[1]};
+    if (t.isStatic() && t.dims() != want)
+      return shapeError(std::string(what) + " must be " + TensorType(x.dtype(), want).str() + ", got " + t.str());
+    return Status::ok();
+  };
+  KILN_TRY(check(2, "offset", 2 * offsetGroup * taps));
+  KILN_TRY(check(4, "mask", offsetGroup * taps));
+  return Status::ok();
+}
 
 Status inferQLinearConv(InferenceContext& ctx) {
   KILN_ASSIGN(TensorType yZero, ctx.inputTensor(7));
@@ -251,6 +279,12 @@ void registerConvPoolOps(OpRegistry& r) {
             .optionalAttr("output_padding", AttrKind::Ints).optionalAttr("output_shape", AttrKind::Ints)
             .pattern(FusionPattern::OutEWiseFusable).infer(inferConvTranspose)
             .doc("Transposed convolution (gradient of Conv with respect to its input).").build());
+  r.add(windowAttrs(SchemaBuilder("DeformConv", "kiln")).optionalAttr("kernel_shape", AttrKind::Ints)
+            .inputs(3, 5, {"X", "W", "offset", "B", "mask"}).outputs(1, 1, {"Y"})
+            .optionalAttr("dilations", AttrKind::Ints).attr("group", 1).attr("offset_group", 1)
+            .pattern(FusionPattern::Opaque).infer(inferDeformConv)
+            .doc("2-D deformable convolution: each tap samples X bilinearly at its position plus offset, times mask "
+                 "(ONNX DeformConv-19).").build());
   r.add(windowAttrs(SchemaBuilder("ConvInteger")).optionalAttr("kernel_shape", AttrKind::Ints).inputs(2, 4, {"x", "w", "x_zero_point", "w_zero_point"})
             .outputs(1, 1, {"y"}).optionalAttr("dilations", AttrKind::Ints).attr("group", 1)
             .pattern(FusionPattern::OutEWiseFusable).infer(inferConvInteger)

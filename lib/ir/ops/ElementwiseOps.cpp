@@ -1,7 +1,8 @@
 //===- lib/ir/ops/ElementwiseOps.cpp - Unary, binary and variadic elementwise ops -===//
 //
 // Schemas of elementwise ops: math and activation functions, arithmetic and
-// comparison with numpy broadcasting, logical ops, Clip, Cast, Where.
+// comparison with numpy broadcasting, logical ops, Clip, Cast, Where, and
+// kiln::BitCast (ONNX BitCast-26).
 //
 //===----------------------------------------------------------------------===//
 #include "InferHelpers.h"
@@ -39,6 +40,21 @@ Status inferCast(InferenceContext& ctx) {
                      std::to_string(to) + ") is not supported");
   ctx.setOutputType(0, x.withDType(*dtype));
   if (x.hasRank()) propagateElementwise(ctx, *dtype, x.dims());
+  return Status::ok();
+}
+
+/// kiln::BitCast (ONNX BitCast-26): the same bits as type 'to', of the same width.
+Status inferBitCast(InferenceContext& ctx) {
+  KILN_ASSIGN(TensorType x, ctx.inputTensor(0));
+  int64_t to = ctx.node().getInt("to");
+  auto dtype = dtypeFromOnnx(int(to));
+  if (!dtype || *dtype == DType::Bool)
+    return Error(ErrorCode::UnsupportedType, std::string("bitcast to ONNX type ") + onnxDTypeCodeName(int(to)) + " (" +
+                                                 std::to_string(to) + ") is not supported");
+  if (x.dtype() != DType::Undefined && (x.dtype() == DType::Bool || dtypeSize(x.dtype()) != dtypeSize(*dtype)))
+    return shapeError(std::string("cannot bitcast ") + dtypeName(x.dtype()) + " to " + dtypeName(*dtype) +
+                      ": the widths differ or the input is bool");
+  ctx.setOutputType(0, x.withDType(*dtype));
   return Status::ok();
 }
 
@@ -191,6 +207,9 @@ void registerElementwiseOps(OpRegistry& r) {
   r.add(SchemaBuilder("Cast").inputs(1, 1, {"input"}).outputs(1, 1, {"output"})
             .requiredAttr("to", AttrKind::Int).attr("saturate", 1).pattern(FusionPattern::Elementwise)
             .infer(inferCast).doc("Converts elements to the type 'to' (ONNX data type code).").build());
+  r.add(SchemaBuilder("BitCast", "kiln").inputs(1, 1, {"input"}).outputs(1, 1, {"output"})
+            .requiredAttr("to", AttrKind::Int).pattern(FusionPattern::Opaque).infer(inferBitCast)
+            .doc("Reinterprets each element's bits as the type 'to' of the same width (ONNX BitCast-26).").build());
   r.add(SchemaBuilder("CastLike").inputs(2, 2, {"input", "target_type"}).outputs(1, 1, {"output"})
             .attr("saturate", 1).pattern(FusionPattern::Elementwise).infer(inferCastLike)
             .doc("Converts elements to the element type of target_type.").build());

@@ -1,7 +1,8 @@
 //===- lib/ir/ops/IndexingOps.cpp - Gather/scatter and data-dependent selection -===//
 //
 // Gather, GatherElements, GatherND, Scatter(Elements/ND), OneHot, CumSum,
-// Compress, NonZero, TopK, Unique and ReverseSequence. NonZero, Compress and
+// Compress, NonZero, TopK, Unique, ReverseSequence, and kiln::TensorScatter
+// (ONNX TensorScatter-24, a KV-cache write). NonZero, Compress and
 // Unique have data-dependent result shapes (unknown dims until run time).
 //
 //===----------------------------------------------------------------------===//
@@ -117,6 +118,36 @@ Status inferOneHot(InferenceContext& ctx) {
   return Status::ok();
 }
 
+/// kiln::TensorScatter (ONNX TensorScatter-24): past_cache with update written
+/// along axis from each batch row's write index.
+Status inferTensorScatter(InferenceContext& ctx) {
+  KILN_TRY(requireSameDType(ctx, {0, 1}));
+  KILN_ASSIGN(TensorType cache, ctx.inputTensor(0));
+  KILN_ASSIGN(TensorType update, ctx.inputTensor(1));
+  const std::string& mode = ctx.node().getString("mode");
+  if (mode != "linear" && mode != "circular") return attrError("mode '" + mode + "' is not linear or circular");
+  if (cache.hasRank()) {
+    KILN_ASSIGN(int64_t axis, normalizeAxis(ctx.node().getInt("axis"), cache.rank()));
+    if (axis == 0) return attrError("axis cannot be the batch axis 0");
+    if (update.hasRank()) {
+      if (update.rank() != cache.rank()) return shapeError("update " + update.str() + " must have past_cache's rank");
+      for (int64_t i = 0; i < cache.rank(); ++i) {
+        int64_t c = cache.dim(i), u = update.dim(i);
+        if (c >= 0 && u >= 0 && (i == axis ? u > c : u != c))
+          return shapeError("update " + update.str() + " does not fit past_cache " + cache.str() + " along axis " +
+                            std::to_string(i));
+      }
+    }
+  }
+  if (ctx.hasInput(2)) {
+    KILN_ASSIGN(TensorType idx, ctx.inputTensor(2));
+    if (idx.dtype() != DType::I64) return shapeError("write_indices must be int64, got " + idx.str());
+    KILN_TRY(requireRank(idx, 1, "write_indices"));
+  }
+  ctx.setOutputType(0, cache);
+  return Status::ok();
+}
+
 Status inferCumSum(InferenceContext& ctx) {
   KILN_ASSIGN(TensorType x, ctx.inputTensor(0));
   KILN_ASSIGN(TensorType axis, ctx.inputTensor(1));
@@ -216,6 +247,11 @@ void registerIndexingOps(OpRegistry& r) {
   r.add(SchemaBuilder("GatherND").inputs(2, 2, {"data", "indices"}).outputs(1, 1, {"output"}).attr("batch_dims", 0)
             .pattern(FusionPattern::Injective).infer(inferGatherND)
             .doc("Gathers slices addressed by index tuples in the last indices dim.").build());
+  r.add(SchemaBuilder("TensorScatter", "kiln").inputs(2, 3, {"past_cache", "update", "write_indices"})
+            .outputs(1, 1, {"present_cache"}).attr("axis", -2).attr("mode", "linear").pattern(FusionPattern::Opaque)
+            .infer(inferTensorScatter)
+            .doc("past_cache with update written along axis from each batch row's write index, wrapping around "
+                 "in circular mode (ONNX TensorScatter-24).").build());
   r.add(SchemaBuilder("ScatterElements").inputs(3, 3, {"data", "indices", "updates"}).outputs(1, 1, {"output"})
             .attr("axis", 0).attr("reduction", "none").pattern(FusionPattern::Opaque).infer(inferScatter)
             .doc("Copy of data with updates written (or reduced) at indices along axis.").build());

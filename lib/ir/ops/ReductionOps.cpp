@@ -31,8 +31,16 @@ Status inferReduce(InferenceContext& ctx) {
   bool axesFromInput = ctx.numInputs() > 1 && ctx.hasInput(1);
   if (axesFromInput) {
     axes = knownInts(ctx, 1);
-    if (!axes) {  // axes not known statically
-      if (keepdims && x.hasRank()) setOut(ctx, 0, x.dtype(), Dims(size_t(x.rank()), kUnknownDim));
+    if (!axes) {  // axes not known statically: the rank follows from their count (they do not repeat)
+      KILN_ASSIGN(TensorType axesType, ctx.inputTensor(1));
+      int64_t count = axesType.isStatic() && axesType.rank() == 1 ? axesType.dim(0) : kUnknownDim;
+      bool noop = n.getInt("noop_with_empty_axes") != 0;
+      int64_t rank = !x.hasRank()                       ? kUnknownDim
+                     : keepdims || (count == 0 && noop) ? x.rank()
+                     : count < 0 || count > x.rank()    ? kUnknownDim
+                     : count == 0                       ? 0  // every axis
+                                                        : x.rank() - count;
+      if (rank >= 0) setOut(ctx, 0, x.dtype(), Dims(size_t(rank), kUnknownDim));
       else setUnranked(ctx, 0, x.dtype());
       return Status::ok();
     }

@@ -2,9 +2,12 @@
 //
 // Conv and ConvTranspose (any spatial rank, groups, dilation, padding) for
 // float types, and the integer forms ConvInteger and QLinearConv (operands are
-// shifted by their zero points and convolved in int32 with int64 sums).
+// shifted by their zero points and convolved in int32 with int64 sums), and
+// kiln::DeformConv, whose taps sample the input bilinearly at moved positions.
 //
 //===----------------------------------------------------------------------===//
+#include <cmath>
+
 #include "../KernelContext.h"
 #include "GemmCore.h"
 #include "KernelFamilies.h"
@@ -159,9 +162,70 @@ Status kQLinearConv(KernelContext& ctx) {
   return Status::ok();
 }
 
+/// X[c] at (y, x), bilinear, reading 0 outside the image (as ONNX Runtime and
+/// torchvision's deformable convolution do).
+double bilinearOrZero(const double* plane, int64_t h, int64_t w, double y, double x) {
+  if (y <= -1 || y >= double(h) || x <= -1 || x >= double(w)) return 0.0;
+  int64_t y0 = int64_t(std::floor(y)), x0 = int64_t(std::floor(x));
+  double fy = y - double(y0), fx = x - double(x0), sum = 0.0;
+  for (int64_t dy = 0; dy < 2; ++dy)
+    for (int64_t dx = 0; dx < 2; ++dx) {
+      int64_t yy = y0 + dy, xx = x0 + dx;
+      if (yy < 0 || yy >= h || xx < 0 || xx >= w) continue;
+      sum += (dy ? fy : 1 - fy) * (dx ? fx : 1 - fx) * plane[yy * w + xx];
+    }
+  return sum;
+}
+
+/// kiln::DeformConv: per image and offset group, the moved taps are sampled
+/// into columns [C/offset_group * kH * kW] per output position, then each
+/// output channel sums its group's columns against its weights.
+Status kDeformConv(KernelContext& ctx) {
+  const Tensor &x = ctx.input(0), &w = ctx.input(1);
+  KILN_ASSIGN(ir::WindowGeometry g, convGeometry(ctx, x, w));
+  Tensor& y = ctx.allocate(0);
+  if (!isFloat(x.dtype())) return unsupportedDType(x.dtype());
+  int64_t group = ctx.node().getInt("group"), offsetGroups = ctx.node().getInt("offset_group");
+  if (x.rank() != 4 || w.rank() != 4 || group < 1 || offsetGroups < 1)
+    return kernelError("DeformConv takes 2-D images and positive group and offset_group");
+  int64_t batch = x.dim(0), c = x.dim(1), h = x.dim(2), wd = x.dim(3), m = w.dim(0), kh = w.dim(2), kw = w.dim(3);
+  int64_t oh = g.output[0], ow = g.output[1], taps = kh * kw, cg = c / group, cOff = c / offsetGroups, mg = m / group;
+  if (c % offsetGroups != 0 || m % group != 0 || w.dim(1) != cg || g.output.size() != 2 ||
+      ctx.input(2).numElements() != batch * offsetGroups * 2 * taps * oh * ow ||
+      (ctx.hasInput(3) && ctx.input(3).numElements() != m) ||
+      (ctx.hasInput(4) && ctx.input(4).numElements() != batch * offsetGroups * taps * oh * ow))
+    return kernelError("DeformConv operands do not match X, W and the output size");
+  std::vector<double> xv = loadValues<double>(x), wv = loadValues<double>(w), off = loadValues<double>(ctx.input(2));
+  std::vector<double> bias = ctx.hasInput(3) ? loadValues<double>(ctx.input(3)) : std::vector<double>(size_t(m), 0.0);
+  std::vector<double> mask = ctx.hasInput(4) ? loadValues<double>(ctx.input(4)) : std::vector<double>();
+  std::vector<double> yv(size_t(y.numElements())), cols(size_t(c * taps));
+  for (int64_t n = 0; n < batch; ++n)
+    for (int64_t py = 0; py < oh; ++py)
+      for (int64_t px = 0; px < ow; ++px) {
+        for (int64_t ci = 0; ci < c; ++ci)
+          for (int64_t t = 0; t < taps; ++t) {
+            int64_t og = ci / cOff, at = py * ow + px;
+            int64_t offY = ((n * offsetGroups + og) * 2 * taps + 2 * t) * oh * ow + at;
+            double sy = double(py * g.strides[0] - g.padsBegin[0] + (t / kw) * g.dilations[0]) + off[size_t(offY)];
+            double sx = double(px * g.strides[1] - g.padsBegin[1] + (t % kw) * g.dilations[1]) + off[size_t(offY + oh * ow)];
+            double scale = mask.empty() ? 1.0 : mask[size_t(((n * offsetGroups + og) * taps + t) * oh * ow + at)];
+            cols[size_t(ci * taps + t)] = scale * bilinearOrZero(&xv[size_t((n * c + ci) * h * wd)], h, wd, sy, sx);
+          }
+        for (int64_t mo = 0; mo < m; ++mo) {
+          int64_t gi = mo / mg;
+          double sum = bias[size_t(mo)];
+          for (int64_t k = 0; k < cg * taps; ++k) sum += wv[size_t(mo * cg * taps + k)] * cols[size_t(gi * cg * taps + k)];
+          yv[size_t(((n * m + mo) * oh + py) * ow + px)] = sum;
+        }
+      }
+  storeValues(y, yv);
+  return Status::ok();
+}
+
 }  // namespace
 
 void registerConvKernels(KernelRegistry& r) {
+  r.add("kiln::DeformConv", kDeformConv);
   r.add("Conv", kConv);
   r.add("ConvTranspose", kConvTranspose);
   r.add("ConvInteger", kConvInteger);

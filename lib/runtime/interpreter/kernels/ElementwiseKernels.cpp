@@ -5,6 +5,7 @@
 // Floats compute in ComputeType (float for f16/bf16); integers wrap.
 //
 //===----------------------------------------------------------------------===//
+#include <cstring>
 #include <functional>
 
 #include "../KernelContext.h"
@@ -164,6 +165,16 @@ Status kIdentity(KernelContext& ctx) {
 Status kCast(KernelContext& ctx) {
   const ir::TensorType& t = ctx.outputType(0).tensor();
   ctx.setOutput(0, ctx.input(0).castTo(t.dtype()));
+  return Status::ok();
+}
+
+/// kiln::BitCast: the input's bytes under the output's type (widths match).
+Status kBitCast(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  Tensor& y = ctx.allocate(0);
+  if (y.numElements() != x.numElements() || dtypeSize(y.dtype()) != dtypeSize(x.dtype()))
+    return kernelError("bitcast between types of different widths");
+  std::memcpy(y.mutableRawData(), x.rawData(), size_t(x.numElements()) * dtypeSize(x.dtype()));
   return Status::ok();
 }
 
@@ -453,6 +464,7 @@ void registerElementwiseKernels(KernelRegistry& r) {
   r.add("Identity", kIdentity);
   r.add("Cast", kCast);
   r.add("CastLike", kCast);
+  r.add("kiln::BitCast", kBitCast);
   r.add("Add", kArith<Arith::Add>);
   r.add("Sub", kArith<Arith::Sub>);
   r.add("Mul", kArith<Arith::Mul>);

@@ -1,12 +1,13 @@
 //===- lib/runtime/interpreter/kernels/IndexingKernels.cpp - Gather, scatter, selection -===//
 //
 // Gather/GatherElements/GatherND, ScatterElements/ScatterND (with
-// reductions), OneHot, CumSum, CumProd, and the data-dependent Compress, NonZero, TopK,
-// Unique and ReverseSequence. Every index is bounds-checked: a bad index is
+// reductions), OneHot, CumSum, CumProd, TensorScatter, and the data-dependent
+// Compress, NonZero, TopK, Unique and ReverseSequence. Every index is bounds-checked: a bad index is
 // an error, never an out-of-bounds access.
 //
 //===----------------------------------------------------------------------===//
 #include <algorithm>
+#include <cstring>
 #include <map>
 #include <numeric>
 
@@ -211,6 +212,42 @@ Status kCumulative(KernelContext& ctx) {
   });
 }
 
+/// kiln::TensorScatter: past_cache copied, then for each batch row b the
+/// update's slices s along axis land at write_indices[b] + s (mod the axis
+/// length in circular mode; they must fit in linear mode).
+Status kTensorScatter(KernelContext& ctx) {
+  const Tensor &cache = ctx.input(0), &update = ctx.input(1);
+  KILN_ASSIGN(int64_t axis, ir::normalizeAxis(ctx.node().getInt("axis"), cache.rank()));
+  bool circular = ctx.node().getString("mode") == "circular";
+  Tensor& out = ctx.allocate(0);
+  size_t es = dtypeSize(cache.dtype());
+  std::memcpy(out.mutableRawData(), cache.rawData(), size_t(cache.numElements()) * es);
+  if (update.rank() != cache.rank()) return kernelError("update must have past_cache's rank");
+  for (int64_t d = 0; d < cache.rank(); ++d)
+    if (d == axis ? update.dim(d) > cache.dim(d) : update.dim(d) != cache.dim(d))
+      return kernelError("update does not fit past_cache along axis " + std::to_string(d));
+  int64_t batch = cache.dim(0), outer = 1, inner = 1, length = cache.dim(axis), steps = update.dim(axis);
+  for (int64_t d = 1; d < axis; ++d) outer *= cache.dim(d);
+  for (int64_t d = axis + 1; d < cache.rank(); ++d) inner *= cache.dim(d);
+  const Tensor* idx = ctx.hasInput(2) ? &ctx.input(2) : nullptr;
+  if (idx && idx->numElements() != batch) return kernelError("write_indices must hold one index per batch row");
+  auto* dst = static_cast<uint8_t*>(out.mutableRawData());
+  const auto* src = static_cast<const uint8_t*>(update.rawData());
+  for (int64_t b = 0; b < batch; ++b) {
+    int64_t start = idx ? idx->data<int64_t>()[b] : 0;
+    if (start < 0 || start >= std::max<int64_t>(length, 1) || (!circular && start + steps > length))
+      return kernelError("write index " + std::to_string(start) + " with " + std::to_string(steps) +
+                         " steps does not fit an axis of " + std::to_string(length));
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t s = 0; s < steps; ++s) {
+        int64_t at = (start + s) % length;
+        std::memcpy(dst + size_t(((b * outer + o) * length + at) * inner) * es,
+                    src + size_t(((b * outer + o) * steps + s) * inner) * es, size_t(inner) * es);
+      }
+  }
+  return Status::ok();
+}
+
 Status kCompress(KernelContext& ctx) {
   const Tensor &x = ctx.input(0), &cond = ctx.input(1);
   const bool* c = cond.data<bool>();
@@ -394,6 +431,7 @@ void registerIndexingKernels(KernelRegistry& r) {
   r.add("OneHot", kOneHot);
   r.add("CumSum", kCumulative<false>);
   r.add("kiln::CumProd", kCumulative<true>);
+  r.add("kiln::TensorScatter", kTensorScatter);
   r.add("Compress", kCompress);
   r.add("NonZero", kNonZero);
   r.add("TopK", kTopK);

@@ -27,7 +27,7 @@ Status kResize(KernelContext& ctx) {
   Tensor& y = ctx.allocate(0);
   int64_t rank = x.rank();
   std::vector<double> scales(size_t(rank), 1.0);
-  if (ctx.hasInput(3) && ctx.input(3).numElements() > 0) {
+  if (ir::resizesBySizes(ctx.node(), ctx.hasInput(3) ? &ctx.input(3) : nullptr)) {
     for (int64_t d = 0; d < rank; ++d) scales[size_t(d)] = x.dim(d) ? double(y.dim(d)) / double(x.dim(d)) : 1.0;
   } else if (ctx.hasInput(2) && ctx.input(2).numElements() > 0) {
     scales = ctx.input(2).toDoubles();
