@@ -74,6 +74,8 @@ ResizeSampling ResizeSampling::of(const Node& n) {
   return s;
 }
 
+int64_t resizedLength(int64_t in, double scale) { return int64_t(std::floor(double(in) * scale + 1e-9)); }
+
 bool resizesBySizes(const Node& n, const Tensor* knownSizes) {
   return n.numInputs() > 3 && n.hasInput(3) && (!knownSizes || knownSizes->numElements() > 0);
 }

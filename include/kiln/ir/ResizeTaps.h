@@ -47,6 +47,10 @@ Expected<std::vector<ResizeTaps>> resizeTaps(const ResizeSampling& s, int64_t in
 Expected<std::vector<ResizeTaps>> resizeTaps(const Node& n, int64_t in, int64_t out, double scale, double roiStart,
                                              double roiEnd);
 
+/// The output length of a dim of length `in` resized by `scale` (floored,
+/// with a little slack for scales stored in f32).
+int64_t resizedLength(int64_t in, double scale);
+
 /// Whether Resize `n` takes its output dims from sizes rather than scales:
 /// sizes is given and not empty. `knownSizes` is its value where the caller
 /// knows it (null otherwise: then a given sizes counts).

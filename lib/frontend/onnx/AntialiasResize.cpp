@@ -79,7 +79,7 @@ Status scalesAndLengths(const NodeDraft& d, DraftBuilder& b, const Dims& dims, s
     if (!(scales[a] > 0)) return Error(ErrorCode::ShapeMismatch, "Resize: scales must be positive");
     // float(scale) as stored, and the length as inferResize computes it.
     scales[a] = double(float(scales[a]));
-    out[a] = int64_t(std::floor(double(dims[a]) * scales[a] + 1e-9));
+    out[a] = ir::resizedLength(dims[a], scales[a]);
   }
   return Status::ok();
 }

@@ -29,9 +29,7 @@ Expected<ir::Value*> firstInput(const NodeDraft& d) {
 
 /// Turns the draft into the binary op `op`(a, c), the expansion's last node.
 Status finishAs(NodeDraft& d, const char* op, ir::Value* a, ir::Value* c) {
-  d.opType = op;
-  d.inputs = {a, c};
-  d.attrs.clear();
+  becomeNode(d, op, {a, c}, {});
   return Status::ok();
 }
 
@@ -81,10 +79,15 @@ Expected<ir::Value*> buildGelu(DraftBuilder& b, ir::Value* x, DType dt, bool tan
   return b.node("Mul", {xs, half}, {});
 }
 
+void becomeNode(NodeDraft& d, const char* op, std::vector<ir::Value*> inputs,
+                std::vector<std::pair<std::string, ir::Attribute>> attrs) {
+  d.opType = op;
+  d.inputs = std::move(inputs);
+  d.attrs = std::move(attrs);
+}
+
 Status finishWith(NodeDraft& d, ir::Value* v) {
-  d.opType = "Identity";
-  d.inputs = {v};
-  d.attrs.clear();
+  becomeNode(d, "Identity", {v}, {});
   return Status::ok();
 }
 

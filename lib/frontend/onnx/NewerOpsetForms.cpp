@@ -25,6 +25,8 @@
 #include <array>
 #include <cmath>
 
+#include "kiln/ir/ResizeTaps.h"
+
 namespace kiln::onnx {
 Error refuseForm(const NodeDraft& d, const std::string& what) {
   return Error(ErrorCode::OnnxUnsupportedOp, d.opType + ": " + what + " is not supported by kiln");
@@ -228,7 +230,7 @@ Status keepAspectRatio(NodeDraft& d, DraftBuilder& b, const std::string& policy,
     // The smallest f32 scale whose floored length is the target; its sampling
     // positions differ from the common scale's by at most 1e-5 of a step.
     float s = scale;
-    while (std::floor(dim * double(s) + 1e-9) < target) {
+    while (double(ir::resizedLength(dims[size_t(a)], double(s))) < target) {
       if (double(s - scale) > 1e-5 * double(scale))
         return refuseForm(d, "keep_aspect_ratio_policy '" + policy + "' where an output length rounds up");
       s = std::nextafter(s, INFINITY);

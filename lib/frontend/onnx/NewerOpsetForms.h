@@ -70,6 +70,9 @@ Expected<ir::Value*> scalar(DraftBuilder& b, DType dt, double v);
 Expected<ir::Value*> int64Constant(DraftBuilder& b, const std::vector<int64_t>& v);
 /// x cast from `from` to `to` (x itself when they are the same).
 Expected<ir::Value*> castIfNeeded(DraftBuilder& b, ir::Value* x, DType from, DType to);
+/// Turns the draft into `op` with `inputs` and `attrs` (an expansion's last node).
+void becomeNode(NodeDraft& d, const char* op, std::vector<ir::Value*> inputs,
+                std::vector<std::pair<std::string, ir::Attribute>> attrs);
 /// Ends the draft as Identity(v): the expansion computed the result already.
 Status finishWith(NodeDraft& d, ir::Value* v);
 Status expandMish(NodeDraft& d, DraftBuilder& b);

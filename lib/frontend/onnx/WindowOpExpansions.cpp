@@ -57,14 +57,6 @@ std::vector<std::pair<std::string, ir::Attribute>> convAttrs(const Window& w, in
           {"group", ir::Attribute(group)}};
 }
 
-/// Turns the draft into `op` with `inputs` and `attrs`.
-void becomeNode(NodeDraft& d, const char* op, std::vector<ir::Value*> inputs,
-                std::vector<std::pair<std::string, ir::Attribute>> attrs) {
-  d.opType = op;
-  d.inputs = std::move(inputs);
-  d.attrs = std::move(attrs);
-}
-
 /// window / (taps inside the input) at each output position of a pool over
 /// input dims `x` [N, C, ...]: [1, 1, out...], a product of per-axis factors.
 Expected<Tensor> uncountedPaddingRatio(const Window& w, const Dims& x) {

@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 #include "InferHelpers.h"
 #include "OpFamilies.h"
+#include "kiln/ir/ResizeTaps.h"
 
 namespace kiln::ir {
 using namespace infer;
@@ -520,7 +521,7 @@ Status inferResize(InferenceContext& ctx) {
     auto s = scales->toDoubles();
     for (int64_t i = 0; i < x.rank(); ++i) {
       if (s[size_t(i)] <= 0) return shapeError("scales must be positive");
-      out[size_t(i)] = x.dim(i) < 0 ? kUnknownDim : int64_t(std::floor(double(x.dim(i)) * s[size_t(i)] + 1e-9));
+      out[size_t(i)] = x.dim(i) < 0 ? kUnknownDim : resizedLength(x.dim(i), s[size_t(i)]);
     }
   } else if ((ctx.hasInput(3) && !sizes) || (ctx.hasInput(2) && !scales)) {
     // Not known statically.
