@@ -494,6 +494,134 @@ def local_function_cases():
                    [("x", x)], ["mid", "y"], [ident])
 
 
+F8E4M3FN, F8E4M3FNUZ, F8E5M2, F8E5M2FNUZ, UINT4, INT4 = 17, 18, 19, 20, 21, 22
+FLOAT8 = {"e4m3fn": F8E4M3FN, "e4m3fnuz": F8E4M3FNUZ, "e5m2": F8E5M2, "e5m2fnuz": F8E5M2FNUZ}
+FLOAT8_MAX = {F8E4M3FN: 448.0, F8E4M3FNUZ: 240.0, F8E5M2: 57344.0, F8E5M2FNUZ: 57344.0}
+
+
+def narrow_tensor(name, code, dims, stored):
+    """A float8 (one byte per element) or 4-bit (two per byte, the first in the
+    low nibble) initializer; Debian's onnx 1.12 has neither type, so the bytes
+    are written as raw_data."""
+    t = onnx.TensorProto(name=name, data_type=code, dims=list(dims))
+    if code in (UINT4, INT4):
+        nibbles = [int(v) & 15 for v in stored] + [0] * (len(stored) % 2)
+        t.raw_data = bytes(nibbles[i] | (nibbles[i + 1] << 4) for i in range(0, len(nibbles), 2))
+    else:
+        t.raw_data = bytes(int(v) for v in stored)
+    return t
+
+
+def chain_model(name, opset, nodes, inputs, inits=(), output="y"):
+    """A case of several nodes: f32 (or given-type) graph inputs (name, array)
+    and one output."""
+    graph = helper.make_graph(nodes, name, [helper.make_tensor_value_info(
+        n, helper.np_dtype_to_tensor_dtype(v.dtype) if hasattr(helper, "np_dtype_to_tensor_dtype")
+        else onnx.mapping.NP_TYPE_TO_TENSOR_TYPE[v.dtype], v.shape) for n, v in inputs],
+        [onnx.ValueInfoProto(name=output)], list(inits))
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], producer_name="kiln-tests")
+    model.ir_version = 10 if opset >= 21 else 9
+    MODELS.append((name, model, [v for _, v in inputs]))
+
+
+def float8_values(code, saturate):
+    """Values that exercise rounding to a float8 type: ties to even, subnormals,
+    signed zeros, and (saturating) overflow and infinities. Without saturation
+    only values up to the largest finite one are used: ONNX Runtime 1.30 maps
+    some beyond it (E4M3FN's [480, 496), E5M2's (59392, 65536)) to the largest
+    finite value rather than to NaN / inf as the ONNX table asks."""
+    top = FLOAT8_MAX[code]
+    r = rng_for(f"f8_{code}_{saturate}")
+    ties = [1.0625, 1.1875, 1.125, 1.375, -2.125, 5.5, 3.5, 0.3125, -0.0, 0.0]
+    small = [1e-3, -1e-4, 2e-3, 6e-5, 1.5e-5, -3e-6]
+    spread = r.standard_normal(24) * np.array([0.01, 1, 10, 100] * 6)
+    values = ties + small + [top, -top, top * 0.99] + list(np.clip(spread, -top, top))
+    if saturate:
+        values += [top * 1.5, -top * 4, 1e6, np.inf, -np.inf, np.nan]
+    return np.array(values, F32)
+
+
+def narrow_type_cases():
+    """Casts to and from the float8 and 4-bit types and quantization to them,
+    between f32 graph inputs and outputs (onnxruntime-node cannot feed or return
+    these types)."""
+    for tag, code in FLOAT8.items():
+        for saturate in [1, 0]:
+            x = float8_values(code, saturate)
+            chain_model(f"Cast_v19_float8{tag}_saturate{saturate}", 19, [
+                helper.make_node("Cast", ["x"], ["t"], to=code, saturate=saturate),
+                helper.make_node("Cast", ["t"], ["y"], to=TensorProto.FLOAT)], [("x", x)])
+        patterns = [b for b in range(256)]
+        chain_model(f"DequantizeLinear_v19_float8{tag}_every_pattern", 19, [
+            helper.make_node("DequantizeLinear", ["q", "s"], ["d"]), helper.make_node("Add", ["d", "x"], ["y"])],
+            [("x", np.zeros(256, F32))], [narrow_tensor("q", code, [256], patterns),
+                                          numpy_helper.from_array(np.array(1.0, F32), "s")])
+    q = randn("q8", (2, 3, 4)) * 4
+    for tag, code in [("e4m3fn", F8E4M3FN), ("e5m2", F8E5M2)]:
+        chain_model(f"QuantizeLinear_v19_float8{tag}_round_trip", 19, [
+            helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"]),
+            helper.make_node("DequantizeLinear", ["q", "s", "z"], ["y"])], [("x", q)],
+            [numpy_helper.from_array(np.array(0.05, F32), "s"), narrow_tensor("z", code, [], [0])])
+    chain_model("QuantizeLinear_v21_float8e4m3fn_per_axis_no_saturate", 21, [
+        helper.make_node("QuantizeLinear", ["x", "s"], ["q"], axis=1, saturate=0, output_dtype=F8E4M3FN),
+        helper.make_node("Cast", ["q"], ["y"], to=TensorProto.FLOAT)], [("x", q)],
+        [numpy_helper.from_array(np.array([0.5, 0.01, 0.02], F32), "s")])
+    chain_model("CastLike_v19_float8e5m2_target", 19, [
+        helper.make_node("CastLike", ["x", "like"], ["t"]),
+        helper.make_node("Cast", ["t"], ["y"], to=TensorProto.FLOAT)], [("x", float8_values(F8E5M2, 1))],
+        [narrow_tensor("like", F8E5M2, [1], [0])])
+    chain_model("CastLike_v19_float8e4m3fn_target_through_identity", 19, [
+        helper.make_node("Identity", ["like"], ["like2"]),
+        helper.make_node("CastLike", ["x", "like2"], ["t"]),
+        helper.make_node("Cast", ["t"], ["y"], to=TensorProto.FLOAT)], [("x", float8_values(F8E4M3FN, 0))],
+        [narrow_tensor("like", F8E4M3FN, [2], [0x38, 0x40])])
+    chain_model("Constant_v19_float8e4m3fnuz", 19, [
+        helper.make_node("Constant", [], ["c"], value=narrow_tensor("value", F8E4M3FNUZ, [4], [0x00, 0x3f, 0xc4, 0x7f])),
+        helper.make_node("Cast", ["c"], ["f"], to=TensorProto.FLOAT), helper.make_node("Add", ["f", "x"], ["y"])],
+        [("x", randn("c8", (4,)))])
+
+    ints = np.array([0.0, 0.4, 0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 3.7, -7.9, 7.49, 8.5, -8.5, 15.6, 20, -3, 100.2,
+                     -1000.7, 65535.5, np.inf, -np.inf, np.nan], F32)
+    for tag, code in [("uint4", UINT4), ("int4", INT4)]:
+        chain_model(f"Cast_v21_float_to_{tag}", 21, [
+            helper.make_node("Cast", ["x"], ["t"], to=code),
+            helper.make_node("Cast", ["t"], ["y"], to=TensorProto.FLOAT)], [("x", ints)])
+        chain_model(f"Cast_v21_int32_to_{tag}", 21, [
+            helper.make_node("Cast", ["x"], ["t"], to=code),
+            helper.make_node("Cast", ["t"], ["y"], to=TensorProto.INT32)],
+            [("x", np.array([0, 1, 7, 8, 15, 16, 17, -1, -8, -9, -16, 1000, -1001, 2**31 - 1, -2**31], np.int32))])
+    chain_model("QuantizeLinear_v21_int4_per_axis_round_trip", 21, [
+        helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"], axis=1),
+        helper.make_node("DequantizeLinear", ["q", "s", "z"], ["y"], axis=1)], [("x", q)],
+        [numpy_helper.from_array(np.array([0.2, 0.5, 1.0], F32), "s"), narrow_tensor("z", INT4, [3], [-1, 0, 2])])
+    chain_model("QuantizeLinear_v21_uint4_output_dtype", 21, [
+        helper.make_node("QuantizeLinear", ["x", "s"], ["q"], output_dtype=UINT4),
+        helper.make_node("Cast", ["q"], ["y"], to=TensorProto.FLOAT)], [("x", q)],
+        [numpy_helper.from_array(np.array(0.4, F32), "s")])
+    chain_model("QuantizeLinear_v21_int4_blocked_round_trip", 21, [
+        helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"], axis=2, block_size=2),
+        helper.make_node("DequantizeLinear", ["q", "s", "z"], ["y"], axis=2, block_size=2)], [("x", q)],
+        [numpy_helper.from_array(randn("qb4", (2, 3, 2), lo=0.2, hi=0.6), "s"),
+         narrow_tensor("z", INT4, [2, 3, 2], list(range(-6, 6)))])
+    w = rng_for("w4").integers(-8, 8, 4 * 6)
+    chain_model("DequantizeLinear_v21_int4_blocked_weights_matmul", 21, [
+        helper.make_node("DequantizeLinear", ["w", "s"], ["wf"], axis=0, block_size=2),
+        helper.make_node("MatMul", ["x", "wf"], ["y"])], [("x", randn("x4", (3, 4)))],
+        [narrow_tensor("w", INT4, [4, 6], list(w)), numpy_helper.from_array(randn("s4", (2, 6), lo=0.05, hi=0.2), "s")])
+    u = rng_for("u4").integers(0, 16, 5 * 3)
+    chain_model("DequantizeLinear_v21_uint4_transposed_odd_count", 21, [
+        helper.make_node("Transpose", ["w"], ["wt"], perm=[1, 0]),
+        helper.make_node("DequantizeLinear", ["wt", "s", "z"], ["d"]), helper.make_node("Add", ["d", "x"], ["y"])],
+        [("x", randn("x5", (3, 5)))],
+        [narrow_tensor("w", UINT4, [5, 3], list(u)), numpy_helper.from_array(np.array(0.25, F32), "s"),
+         narrow_tensor("z", UINT4, [], [8])])
+    chain_model("Constant_v21_int4_transposed", 21, [
+        helper.make_node("Constant", [], ["c"], value=narrow_tensor("value", INT4, [2, 3], [-3, 7, -8, 0, 1, 5])),
+        helper.make_node("Transpose", ["c"], ["r"], perm=[1, 0]),
+        helper.make_node("Cast", ["r"], ["f"], to=TensorProto.FLOAT), helper.make_node("Add", ["f", "x"], ["y"])],
+        [("x", randn("cs4", (3, 2)))])
+
+
 def recurrent_cases():
     """RNN, GRU and LSTM with constant weights in the forms lower-recurrent unrolls (ONNX Runtime refuses
     layout 1: tests/unit/PassesTest.cpp checks it against the interpreter)."""
@@ -559,6 +687,7 @@ def main():
                  signal_grid_cases, bfloat16_widened_cases, recurrent_cases, expanded_function_cases, new_op_cases, contrib_cases, attention_cases]:
         make()
     local_function_cases()
+    narrow_type_cases()
     built = [(name, *build_model(name, opset, op, inputs, n_out, domain, attrs))
              for name, opset, op, inputs, n_out, domain, attrs in CASES]
     for name, model, feeds in built + MODELS:

@@ -15,6 +15,7 @@
 #include <numeric>
 #include <set>
 
+#include "NarrowCastExpr.h"
 #include "TensorExpr.h"
 #include "kiln/ir/Node.h"
 #include "kiln/ir/ResizeTaps.h"
@@ -613,6 +614,11 @@ void addUnaryRules(ElementRules& r) {
   r[Op::IsInf] = onOperand0(isInfElement);
   r[Op::Sinh] = r[Op::Cosh] = onOperand0(hyperbolicElement);
   r[Op::KilnGelu] = onOperand0(geluElement);
+  r[Op::KilnNarrowCast] = onOperand0([](const ElementCall& c, const Expr& x) -> Expected<Expr> {
+    std::optional<NarrowType> to = narrowTypeFromOnnx(int(c.n.getInt("to")));
+    if (!to) return makeError(ErrorCode::CodegenUnsupported, "NarrowCast to a type that is not narrow");
+    return narrowCastExpr(x, *to, c.n.getInt("saturate") != 0);
+  });
 }
 
 /// Elementwise ops of several operands, broadcast.

@@ -97,7 +97,8 @@ const char* binaryOpName(BinaryOp op) {
 
 const char* unaryOpName(UnaryOp op) {
   static const char* names[] = {"neg",  "not",  "abs",   "exp",   "log", "sqrt", "rsqrt",      "tanh", "erf",
-                                "sigmoid", "floor", "ceil", "round", "sin", "cos",  "reciprocal", "isnan"};
+                                "sigmoid", "floor", "ceil", "round", "sin", "cos",  "reciprocal", "isnan",
+                                "ilogb", "exp2i"};
   return names[size_t(op)];
 }
 
@@ -271,6 +272,8 @@ Expr binary(BinaryOp op, Expr a, Expr b) {
 
 Expr unary(UnaryOp op, Expr a) {
   ScalarType t = op == UnaryOp::IsNan || op == UnaryOp::Not ? ScalarType::Bool : a->type;
+  KILN_CHECK(!(op == UnaryOp::Ilogb || op == UnaryOp::Exp2i) || t == ScalarType::F32, unaryOpName(op),
+             " takes an f32 operand");
   if (op == UnaryOp::Neg && a->kind == ExprKind::IntImm) return intImm(-a->intValue, t);
   if (op == UnaryOp::Neg && a->kind == ExprKind::FloatImm) return floatImm(-a->floatValue, t);
   ExprNode n = exprNode(ExprKind::Unary, t);

@@ -73,7 +73,8 @@ const char* onnxDTypeCodeName(int code) {
   static const char* const kNames[] = {
       "UNDEFINED", "FLOAT",  "UINT8",  "INT8",      "UINT16",     "INT16",
       "INT32",     "INT64",  "STRING", "BOOL",      "FLOAT16",    "DOUBLE",
-      "UINT32",    "UINT64", "COMPLEX64", "COMPLEX128", "BFLOAT16"};
+      "UINT32",    "UINT64", "COMPLEX64", "COMPLEX128", "BFLOAT16", "FLOAT8E4M3FN", "FLOAT8E4M3FNUZ",
+      "FLOAT8E5M2", "FLOAT8E5M2FNUZ", "UINT4", "INT4", "FLOAT4E2M1", "FLOAT8E8M0", "UINT2", "INT2"};
   if (code >= 0 && code < int(sizeof(kNames) / sizeof(kNames[0]))) return kNames[code];
   return "UNKNOWN";
 }

@@ -116,6 +116,16 @@ def main():
     save("data_raw_too_short.onnx",
          model([helper.make_node("Add", ["x", "w"], ["y"], name="add")], [X], [Y], inits=[w]), "KE1006",
          substring="raw data holds 20 bytes", check=False)
+    q4 = onnx.TensorProto(name="q", data_type=22, dims=[5], raw_data=bytes([0x21, 0x43]))  # INT4: 5 need 3 bytes
+    save("data_int4_raw_too_short.onnx",
+         model([helper.make_node("DequantizeLinear", ["q", "s"], ["y"], name="dq")], [], [vi("y", [5])],
+               inits=[q4, numpy_helper.from_array(np.array(0.5, np.float32), "s")], opset=21),
+         "KE1006", substring="raw data holds 2 bytes, i4[5] needs 3", check=False)
+    f8 = onnx.TensorProto(name="q", data_type=17, dims=[4], int32_data=[0x38, 0x40])
+    save("data_float8_int32_data_short.onnx",
+         model([helper.make_node("DequantizeLinear", ["q", "s"], ["y"], name="dq")], [], [vi("y", [4])],
+               inits=[f8, numpy_helper.from_array(np.array(0.5, np.float32), "s")], opset=19),
+         "KE1006", substring="int32_data holds 2 values, f8e4m3fn[4] needs 4", check=False)
     w = helper.make_tensor("w", TensorProto.FLOAT, [2, 3], [1.0] * 6)
     del w.float_data[2:]
     save("data_too_few_values.onnx",
@@ -225,6 +235,10 @@ def main():
     save("type_string_input.onnx",
          model([helper.make_node("Identity", ["s"], ["t"], name="id")], [vi("s", [2], TensorProto.STRING)],
                [vi("t", [2], TensorProto.STRING)]), "KE1011", substring="STRING is not supported")
+    f4 = onnx.TensorProto(name="w", data_type=23, dims=[2], raw_data=bytes([0x21]))
+    save("type_float4_initializer.onnx",
+         model([helper.make_node("Cast", ["w"], ["y"], name="cast", to=TensorProto.FLOAT)], [], [vi("y", [2])],
+               inits=[f4], opset=23), "KE1011", substring="FLOAT4E2M1 is not supported", check=False)
     map_type = onnx.TypeProto()
     map_type.map_type.key_type = TensorProto.INT64
     map_type.map_type.value_type.CopyFrom(helper.make_tensor_type_proto(TensorProto.FLOAT, []))

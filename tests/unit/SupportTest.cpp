@@ -1,6 +1,7 @@
 //===- tests/unit/SupportTest.cpp - Unit tests of lib/support -------------===//
 //
-// Half/bfloat16 conversion (exhaustive), dtype tables, tensors (cast, reshape,
+// Half/bfloat16 conversion (exhaustive), float8 and 4-bit value rules
+// (exhaustive over the bit patterns), dtype tables, tensors (cast, reshape,
 // buffers), .npy round trips and malformed files, errors and hashing.
 //
 //===----------------------------------------------------------------------===//
@@ -15,6 +16,7 @@
 #include "kiln/support/FastMath.h"
 #include "kiln/support/File.h"
 #include "kiln/support/Hash.h"
+#include "kiln/support/NarrowTypes.h"
 #include "kiln/support/Npy.h"
 #include "kiln/support/ProcessInfo.h"
 #include "kiln/support/Status.h"
@@ -55,6 +57,84 @@ TEST_CASE("bfloat16 keeps the upper half of a float with rounding", "[float16]")
   std::memcpy(&x, &u, 4);
   CHECK(BFloat16(x).bits == 0x3f80);
   CHECK(std::isnan(float(BFloat16(std::numeric_limits<float>::quiet_NaN()))));
+}
+
+namespace {
+constexpr NarrowType kFloat8Types[] = {NarrowType::F8E4M3FN, NarrowType::F8E4M3FNUZ, NarrowType::F8E5M2,
+                                       NarrowType::F8E5M2FNUZ};
+}  // namespace
+
+TEST_CASE("every float8 value rounds to itself, and positive patterns ascend", "[narrow]") {
+  for (NarrowType t : kFloat8Types) {
+    INFO(narrowTypeName(t));
+    float previous = -1;
+    for (int bits = 0; bits < 256; ++bits) {
+      const float v = float8Value(uint8_t(bits), t);
+      if (std::isnan(v)) continue;
+      if (std::isfinite(v)) CHECK(roundToFloat8(v, t, true) == v);  // saturation maps inf to the max
+      CHECK(roundToFloat8(v, t, false) == v);
+      if (bits < 0x80 && std::isfinite(v)) {
+        CHECK(v > previous);
+        previous = v;
+      }
+    }
+    CHECK(previous == float8Format(t).maxFinite);
+  }
+  CHECK(std::isnan(float8Value(0x7f, NarrowType::F8E4M3FN)));
+  CHECK(std::isnan(float8Value(0x80, NarrowType::F8E4M3FNUZ)));
+  CHECK(float8Value(0x7c, NarrowType::F8E5M2) == std::numeric_limits<float>::infinity());
+  CHECK(float8Value(0x01, NarrowType::F8E4M3FN) == std::ldexp(1.0f, -9));
+  CHECK(float8Value(0x01, NarrowType::F8E5M2FNUZ) == std::ldexp(1.0f, -17));
+}
+
+TEST_CASE("values between float8 neighbours round to nearest, ties to the even pattern", "[narrow]") {
+  for (NarrowType t : kFloat8Types) {
+    INFO(narrowTypeName(t));
+    for (int bits = 0; bits + 1 < 0x80; ++bits) {
+      const float a = float8Value(uint8_t(bits), t), b = float8Value(uint8_t(bits + 1), t);
+      if (!std::isfinite(a) || !std::isfinite(b)) continue;
+      const float mid = (a + b) / 2;
+      INFO(a << " .. " << b);
+      CHECK(roundToFloat8(mid, t, true) == (bits % 2 == 0 ? a : b));
+      CHECK(roundToFloat8(std::nextafter(mid, b), t, true) == b);
+      CHECK(roundToFloat8(std::nextafter(mid, a), t, true) == a);
+      CHECK(roundToFloat8(-mid, t, true) == -(bits % 2 == 0 ? a : b));
+    }
+  }
+}
+
+TEST_CASE("float8 overflow saturates or becomes NaN or inf, and the FNUZ types have no -0", "[narrow]") {
+  const float inf = std::numeric_limits<float>::infinity();
+  CHECK(roundToFloat8(1e6f, NarrowType::F8E4M3FN, true) == 448);
+  CHECK(std::isnan(roundToFloat8(470, NarrowType::F8E4M3FN, false)));
+  CHECK(roundToFloat8(464, NarrowType::F8E4M3FN, false) == 448);  // a tie, to the even 448
+  CHECK(roundToFloat8(-inf, NarrowType::F8E4M3FN, true) == -448);
+  CHECK(std::isnan(roundToFloat8(inf, NarrowType::F8E4M3FN, false)));
+  CHECK(roundToFloat8(-inf, NarrowType::F8E5M2, false) == -inf);
+  CHECK(roundToFloat8(70000, NarrowType::F8E5M2, false) == inf);
+  CHECK(roundToFloat8(inf, NarrowType::F8E5M2, true) == 57344);
+  CHECK(std::isnan(roundToFloat8(inf, NarrowType::F8E5M2FNUZ, false)));
+  CHECK(roundToFloat8(inf, NarrowType::F8E4M3FNUZ, true) == 240);
+  CHECK(std::isnan(roundToFloat8(std::numeric_limits<float>::quiet_NaN(), NarrowType::F8E5M2, true)));
+  CHECK(std::signbit(roundToFloat8(-1e-6f, NarrowType::F8E4M3FN, true)));
+  CHECK(!std::signbit(roundToFloat8(-1e-6f, NarrowType::F8E4M3FNUZ, true)));
+  CHECK(!std::signbit(roundToFloat8(-0.0f, NarrowType::F8E5M2FNUZ, false)));
+}
+
+TEST_CASE("casts to 4-bit integers keep the low nibble, rounding floats half away from zero", "[narrow]") {
+  CHECK(wrapToInt4(-9, NarrowType::I4) == 7);
+  CHECK(wrapToInt4(8, NarrowType::I4) == -8);
+  CHECK(wrapToInt4(-1, NarrowType::U4) == 15);
+  CHECK(wrapToInt4(std::numeric_limits<int64_t>::min(), NarrowType::U4) == 0);
+  CHECK(castToInt4(2.5, NarrowType::I4) == 3);
+  CHECK(castToInt4(-2.5, NarrowType::U4) == 13);
+  CHECK(castToInt4(0.49999997, NarrowType::I4) == 0);
+  CHECK(castToInt4(8.5, NarrowType::I4) == -7);
+  CHECK(castToInt4(std::nan(""), NarrowType::I4) == 0);
+  CHECK(castToInt4(1e30, NarrowType::U4) == 0);
+  CHECK(castToInt4(4294967303.0, NarrowType::U4) == 7);  // 2^32 + 7: the low bits of a large value survive
+  CHECK(int4Value(0xf, NarrowType::I4) == -1);
+  CHECK(int4Value(0xf, NarrowType::U4) == 15);
 }
 
 TEST_CASE("dtype names and ONNX codes round trip", "[dtype]") {

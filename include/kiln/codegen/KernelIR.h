@@ -61,7 +61,12 @@ Var makeVar(std::string name);
 enum class ExprKind : uint8_t { IntImm, FloatImm, VarRef, Load, Binary, Unary, Select, Cast, ShuffleXor };
 enum class BinaryOp : uint8_t { Add, Sub, Mul, Div, FloorDiv, FloorMod, Min, Max, Pow, Lt, Le, Gt, Ge, Eq, Ne, And, Or };
 enum class UnaryOp : uint8_t {
-  Neg, Not, Abs, Exp, Log, Sqrt, Rsqrt, Tanh, Erf, Sigmoid, Floor, Ceil, Round, Sin, Cos, Reciprocal, IsNan
+  Neg, Not, Abs, Exp, Log, Sqrt, Rsqrt, Tanh, Erf, Sigmoid, Floor, Ceil, Round, Sin, Cos, Reciprocal, IsNan,
+  /// f32 only: floor(log2 |x|) read from the exponent field, as an f32 (-127
+  /// for zero and subnormals, 128 for inf and NaN).
+  Ilogb,
+  /// f32 only: 2^n, exactly, for an integral n in [-126, 127].
+  Exp2i,
 };
 const char* binaryOpName(BinaryOp op);
 const char* unaryOpName(UnaryOp op);

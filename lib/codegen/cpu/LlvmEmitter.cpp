@@ -320,6 +320,15 @@ Value* FunctionEmitter::unaryOp(const ExprNode& e, Value* x) {
     case UnaryOp::Cos: return call(llvm::Intrinsic::cos, {x});
     case UnaryOp::Reciprocal: return b_.CreateFDiv(fconst(x, 1.0), x);
     case UnaryOp::IsNan: return b_.CreateFCmpUNO(x, x);
+    case UnaryOp::Ilogb: {
+      Value* bits = b_.CreateBitCast(x, shaped(b_.getInt32Ty(), x));
+      Value* field = b_.CreateAnd(b_.CreateLShr(bits, 23), iconst(bits, 0xff));
+      return b_.CreateSIToFP(b_.CreateSub(field, iconst(field, 127)), x->getType());
+    }
+    case UnaryOp::Exp2i: {
+      Value* n = b_.CreateFPToSI(x, shaped(b_.getInt32Ty(), x));
+      return b_.CreateBitCast(b_.CreateShl(b_.CreateAdd(n, iconst(n, 127)), 23), x->getType());
+    }
   }
   return nullptr;
 }

@@ -454,6 +454,8 @@ class CudaEmitter {
       case UnaryOp::Cos: return call("cos");
       case UnaryOp::Reciprocal: return "(" + one + " / " + x + ")";
       case UnaryOp::IsNan: return "isnan(" + x + ")";
+      case UnaryOp::Ilogb: return "((float)(int)((__float_as_uint(" + x + ") >> 23) & 0xffu) - 127.0f)";
+      case UnaryOp::Exp2i: return "__int_as_float(((int)(" + x + ") + 127) << 23)";
     }
     return fail("has a unary operator the CUDA emitter does not know");
   }

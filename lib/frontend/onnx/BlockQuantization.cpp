@@ -1,17 +1,21 @@
-//===- lib/frontend/onnx/BlockQuantization.cpp - Blocked Quantize/Dequantize -===//
+//===- lib/frontend/onnx/BlockQuantization.cpp - Element-wise Quantize/Dequantize -===//
 //
-// QuantizeLinear and DequantizeLinear from opset 21 on take block_size > 0:
-// the scale (and zero point) hold one entry per block of block_size elements
-// along `axis`, [.., ceil(D / block_size), ..]. kiln's opset-17 forms know
-// only per-tensor and per-axis parameters, so a blocked node is written as
-// its element-wise definition, with each parameter repeated over its block:
+// The QuantizeLinear and DequantizeLinear forms kiln's opset-17 ops lack,
+// written as their element-wise definitions:
 //   Quantize:   y = saturate(round(x / scale) + zero_point)   (round half to even)
+//               float8: y = cast(x / scale + zero_point), saturating when asked
 //   Dequantize: y = (x - zero_point) * scale
+// Blocked forms (block_size > 0, opset 21 on) hold one scale (and zero point)
+// per block of block_size elements along `axis`, [.., ceil(D / block_size), ..]:
+// each parameter is repeated over its block. The float8 and 4-bit forms run
+// on their carriers (kiln/support/NarrowTypes.h), with per-tensor or per-axis
+// parameters too.
 //
 //===----------------------------------------------------------------------===//
 #include <limits>
 
 #include "NewerOpsetForms.h"
+#include "kiln/support/NarrowTypes.h"
 
 namespace kiln::onnx {
 namespace {
@@ -46,24 +50,53 @@ Expected<ir::Value*> perElement(DraftBuilder& b, ir::Value* p, int64_t axis, int
   return b.node("Slice", {r, s, end, ax}, {});
 }
 
+/// x's rank, the quantization axis (normalised when blocked), and x's dims when blocked.
 struct Blocked {
   Dims dims;
+  int64_t rank = 0;
   int64_t axis = 1;
 };
 
 Expected<Blocked> blockedOperand(NodeDraft& d, int64_t block) {
   KILN_TRY(requireInputs(d, 2));
-  if (block < 1) return Error(ErrorCode::BadAttribute, "block_size must be positive");
+  if (block < 0) return Error(ErrorCode::BadAttribute, "block_size must not be negative");
   Blocked k;
-  KILN_ASSIGN(k.dims, staticInputDims(d, 0, "for blocked quantization"));
-  KILN_ASSIGN(int64_t axis, d.takeInt("axis", 1));
-  KILN_ASSIGN(std::vector<int64_t> axes, normalizedAxes({axis}, int64_t(k.dims.size())));
+  if (block > 0) {
+    KILN_ASSIGN(k.dims, staticInputDims(d, 0, "for blocked quantization"));
+    k.rank = int64_t(k.dims.size());
+  } else {
+    KILN_ASSIGN(k.rank, inputRank(d, 0));
+  }
+  KILN_ASSIGN(k.axis, d.takeInt("axis", 1));
+  if (block == 0) return k;  // per-tensor parameters ignore the axis: alongAxis checks it
+  KILN_ASSIGN(std::vector<int64_t> axes, normalizedAxes({k.axis}, k.rank));
   k.axis = axes[0];
   return k;
 }
 
+/// A per-tensor parameter as it is; a per-axis one (1-D of more than one
+/// entry) reshaped to lie along `axis` of x's rank.
+Expected<ir::Value*> alongAxis(DraftBuilder& b, ir::Value* p, const Blocked& k) {
+  if (!p->type().isTensor() || !p->type().tensor().hasRank())
+    return Error(ErrorCode::ShapeMismatch, "a scale or zero point needs a known rank");
+  const ir::TensorType& t = p->type().tensor();
+  if (t.rank() == 0 || (t.rank() == 1 && t.dim(0) == 1)) return p;
+  if (t.rank() != 1) return Error(ErrorCode::ShapeMismatch, "a per-axis scale or zero point must be 1-D");
+  KILN_ASSIGN(std::vector<int64_t> axis, normalizedAxes({k.axis}, k.rank));
+  std::vector<int64_t> shape(size_t(k.rank), 1);
+  shape[size_t(axis[0])] = -1;
+  KILN_ASSIGN(ir::Value* s, int64Constant(b, shape));
+  return b.node("Reshape", {p, s}, {});
+}
+
+/// Parameter `slot` (scale or zero point) broadcastable against x, in type `to`.
 Expected<ir::Value*> parameter(NodeDraft& d, DraftBuilder& b, size_t slot, const Blocked& k, int64_t block, DType to) {
-  KILN_ASSIGN(ir::Value* p, perElement(b, d.inputs[slot], k.axis, block, k.dims));
+  ir::Value* p = d.inputs[slot];
+  if (block > 0) {
+    KILN_ASSIGN(p, perElement(b, p, k.axis, block, k.dims));
+  } else {
+    KILN_ASSIGN(p, alongAxis(b, p, k));
+  }
   KILN_ASSIGN(DType from, inputDType(d, slot));
   return castIfNeeded(b, p, from, to);
 }
@@ -73,46 +106,57 @@ std::pair<double, double> rangeOf() {
   return {double(std::numeric_limits<T>::min()), double(std::numeric_limits<T>::max())};
 }
 
-Expected<std::pair<double, double>> quantizedRange(DType t) {
+Expected<std::pair<double, double>> quantizedRange(DType t, std::optional<NarrowType> narrow) {
+  if (narrow == NarrowType::U4) return std::pair<double, double>{0, 15};
+  if (narrow == NarrowType::I4) return std::pair<double, double>{-8, 7};
   switch (t) {
     case DType::U8: return rangeOf<uint8_t>();
     case DType::I8: return rangeOf<int8_t>();
     case DType::U16: return rangeOf<uint16_t>();
     case DType::I16: return rangeOf<int16_t>();
     default:
-      return Error(ErrorCode::UnsupportedType, std::string("blocked quantization to ") + dtypeName(t) +
+      return Error(ErrorCode::UnsupportedType, std::string("element-wise quantization to ") + dtypeName(t) +
                                                    " is not supported by kiln");
   }
 }
 
 }  // namespace
 
-Status expandBlockedQuantize(NodeDraft& d, DraftBuilder& b, int64_t block) {
+Status expandElementwiseQuantize(NodeDraft& d, DraftBuilder& b, int64_t block, std::optional<NarrowType> narrow,
+                                 bool saturate) {
   KILN_ASSIGN(Blocked k, blockedOperand(d, block));
   KILN_ASSIGN(DType xt, inputDType(d, 0));
-  DType qt = DType::U8;
-  if (hasInput(d, 2)) {
+  DType qt = narrow ? narrowCarrier(*narrow) : DType::U8;
+  if (hasInput(d, 2) && !narrow) {
     KILN_ASSIGN(qt, inputDType(d, 2));
   }
-  KILN_ASSIGN(auto range, quantizedRange(qt));
   KILN_ASSIGN(ir::Value* scale, parameter(d, b, 1, k, block, xt));
-  KILN_ASSIGN(ir::Value* scaled, b.node("Div", {d.inputs[0], scale}, {}));
-  KILN_ASSIGN(ir::Value* q, b.node("Round", {scaled}, {}));
+  KILN_ASSIGN(ir::Value* q, b.node("Div", {d.inputs[0], scale}, {}));
+  const bool float8 = narrow && isNarrowFloat(*narrow);
+  if (!float8) {
+    KILN_ASSIGN(q, b.node("Round", {q}, {}));
+  }
   if (hasInput(d, 2)) {
     KILN_ASSIGN(ir::Value* zp, parameter(d, b, 2, k, block, xt));
     KILN_ASSIGN(q, b.node("Add", {q, zp}, {}));
   }
+  if (float8) {
+    d.domain = "kiln";
+    becomeNode(d, "NarrowCast", {q}, {});
+    d.set("to", int64_t(*narrow));
+    d.set("saturate", int64_t(saturate));
+    return Status::ok();
+  }
+  KILN_ASSIGN(auto range, quantizedRange(qt, narrow));
   KILN_ASSIGN(ir::Value* lo, b.constant(scalarOf(xt, range.first)));
   KILN_ASSIGN(ir::Value* hi, b.constant(scalarOf(xt, range.second)));
   KILN_ASSIGN(ir::Value* clipped, b.node("Clip", {q, lo, hi}, {}));
-  d.opType = "Cast";
-  d.inputs = {clipped};
-  d.attrs.clear();
+  becomeNode(d, "Cast", {clipped}, {});
   d.set("to", int64_t(onnxDTypeCode(qt)));
   return Status::ok();
 }
 
-Status expandBlockedDequantize(NodeDraft& d, DraftBuilder& b, int64_t block) {
+Status expandElementwiseDequantize(NodeDraft& d, DraftBuilder& b, int64_t block) {
   KILN_ASSIGN(Blocked k, blockedOperand(d, block));
   KILN_ASSIGN(DType xt, inputDType(d, 0));
   KILN_ASSIGN(DType st, inputDType(d, 1));
@@ -122,9 +166,7 @@ Status expandBlockedDequantize(NodeDraft& d, DraftBuilder& b, int64_t block) {
     KILN_ASSIGN(x, b.node("Sub", {x, zp}, {}));
   }
   KILN_ASSIGN(ir::Value* scale, parameter(d, b, 1, k, block, st));
-  d.opType = "Mul";
-  d.inputs = {x, scale};
-  d.attrs.clear();
+  becomeNode(d, "Mul", {x, scale}, {});
   return Status::ok();
 }
 

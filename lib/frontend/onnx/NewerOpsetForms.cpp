@@ -295,8 +295,23 @@ Status gridSampleModes(NodeDraft& d, DraftBuilder&) {
   return Status::ok();
 }
 
-Status castSaturate(NodeDraft& d, DraftBuilder&) {
-  d.take("saturate");  // only float-8 results saturate; kiln refuses those types
+/// Cast and CastLike from opset 19 on: saturate matters only for float8
+/// results; a cast to a narrow type becomes kiln::NarrowCast onto its carrier.
+Status castSaturate(NodeDraft& d, DraftBuilder& b) {
+  KILN_ASSIGN(int64_t saturate, d.takeInt("saturate", 1));
+  std::optional<NarrowType> to;
+  if (d.opType == "CastLike") {
+    if (hasInput(d, 1)) to = b.narrowType(d.inputs[1]);
+  } else {
+    KILN_ASSIGN(const ir::Attribute* target, d.attrAs("to", ir::AttrKind::Int));
+    if (target) to = narrowTypeFromOnnx(int(target->i()));
+  }
+  if (!to) return Status::ok();
+  KILN_TRY(requireInputs(d, 1));
+  d.domain = "kiln";
+  becomeNode(d, "NarrowCast", {d.inputs[0]}, {});
+  d.set("to", int64_t(*to));
+  d.set("saturate", saturate);
   return Status::ok();
 }
 
@@ -344,6 +359,17 @@ Status lpPoolCeilDilations(NodeDraft& d, DraftBuilder&) {
   return dropUnitInts(d, "dilations");
 }
 
+/// The narrow type QuantizeLinear produces: output_dtype's (taken) or the zero point's.
+Expected<std::optional<NarrowType>> quantizedNarrowType(NodeDraft& d, const DraftBuilder& b) {
+  KILN_ASSIGN(const ir::Attribute* outType, d.attrAs("output_dtype", ir::AttrKind::Int));
+  std::optional<NarrowType> zp = hasInput(d, 2) ? b.narrowType(d.inputs[2]) : std::nullopt;
+  std::optional<NarrowType> want = outType ? narrowTypeFromOnnx(int(outType->i())) : std::nullopt;
+  if (!want) return zp;
+  if (hasInput(d, 2) && zp != want) return Error(ErrorCode::BadAttribute, "output_dtype differs from y_zero_point's type");
+  d.take("output_dtype");
+  return want;
+}
+
 Expected<DType> outputDType(int64_t code) {
   std::optional<DType> t = dtypeFromOnnx(int(code));
   if (!t) return Error(ErrorCode::UnsupportedType, "output_dtype " + std::to_string(code) + " is not a type kiln supports");
@@ -367,19 +393,23 @@ Status quantizeOutputType(NodeDraft& d, DraftBuilder& b) {
 }
 
 Status quantizeBlocks(NodeDraft& d, DraftBuilder& b) {
-  d.take("saturate");
+  KILN_ASSIGN(int64_t saturate, d.takeInt("saturate", 1));
   KILN_ASSIGN(int64_t block, d.takeInt("block_size", 0));
   KILN_TRY(dropIntAt(d, "precision", 0));
+  KILN_ASSIGN(std::optional<NarrowType> narrow, quantizedNarrowType(d, b));
+  if (narrow) return expandElementwiseQuantize(d, b, block, narrow, saturate != 0);
   KILN_TRY(quantizeOutputType(d, b));
-  return block != 0 ? expandBlockedQuantize(d, b, block) : Status::ok();
+  return block != 0 ? expandElementwiseQuantize(d, b, block, std::nullopt, true) : Status::ok();
 }
 
 Status dequantizeBlocks(NodeDraft& d, DraftBuilder& b) {
   KILN_ASSIGN(int64_t block, d.takeInt("block_size", 0));
   KILN_ASSIGN(auto outType, d.takeAs("output_dtype", ir::AttrKind::Int));
   KILN_ASSIGN(DType scale, inputDType(d, 1));
-  if (block != 0) {
-    KILN_TRY(expandBlockedDequantize(d, b, block));
+  std::optional<NarrowType> narrow = hasInput(d, 0) ? b.narrowType(d.inputs[0]) : std::nullopt;
+  // float8 carriers are f32, which kiln's DequantizeLinear does not take.
+  if (block != 0 || (narrow && isNarrowFloat(*narrow))) {
+    KILN_TRY(expandElementwiseDequantize(d, b, block));
   }
   if (!outType || outType->i() == 0) return Status::ok();
   KILN_ASSIGN(DType want, outputDType(outType->i()));

@@ -15,6 +15,7 @@
 #include <string_view>
 
 #include "OpsetNormalizer.h"
+#include "kiln/support/NarrowTypes.h"
 
 namespace kiln::onnx {
 
@@ -101,9 +102,11 @@ Status expandRotaryEmbedding(NodeDraft& d, DraftBuilder& b);
 Status expandContribAttention(NodeDraft& d, DraftBuilder& b);
 Status expandMultiHeadAttention(NodeDraft& d, DraftBuilder& b);
 Status expandContribRotaryEmbedding(NodeDraft& d, DraftBuilder& b);
-// QuantizeLinear / DequantizeLinear with block_size > 0 (BlockQuantization.cpp), element-wise.
-Status expandBlockedQuantize(NodeDraft& d, DraftBuilder& b, int64_t blockSize);
-Status expandBlockedDequantize(NodeDraft& d, DraftBuilder& b, int64_t blockSize);
+// QuantizeLinear / DequantizeLinear element-wise (BlockQuantization.cpp): blocked
+// (blockSize > 0) or per tensor / per axis (0), to a DType or on a narrow type's carrier.
+Status expandElementwiseQuantize(NodeDraft& d, DraftBuilder& b, int64_t blockSize, std::optional<NarrowType> narrow,
+                                 bool saturate);
+Status expandElementwiseDequantize(NodeDraft& d, DraftBuilder& b, int64_t blockSize);
 // com.microsoft MatMulNBits (MatMulNBits.cpp): block-quantised weights dequantised at import.
 Status expandMatMulNBits(NodeDraft& d, DraftBuilder& b);
 

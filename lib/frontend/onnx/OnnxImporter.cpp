@@ -140,6 +140,10 @@ class Importer final : public DraftBuilder {
     return n->output(0);
   }
   const Tensor* knownValue(const ir::Value* v) const override { return inferencer_.knownValue(v); }
+  std::optional<NarrowType> narrowType(const ir::Value* v) const override {
+    auto it = narrow_.find(v);
+    return it == narrow_.end() ? std::nullopt : std::optional<NarrowType>(it->second);
+  }
 
  private:
   std::string freshName(const std::string& base) {
@@ -210,7 +214,9 @@ class Importer final : public DraftBuilder {
         }
       }
       if (g.isValueNameTaken(in.name())) return invalidGraph("value '" + in.name() + "' is defined twice");
-      KILN_TRY(define(in.name(), g.addInput(in.name(), t)));
+      ir::Value* input = g.addInput(in.name(), t);
+      if (in.type().has_tensor_type()) markNarrow(input, narrowTypeFromOnnx(in.type().tensor_type().elem_type()));
+      KILN_TRY(define(in.name(), input));
     }
     if (root)
       for (const auto& [name, dims] : options_.inputShapes)
@@ -227,6 +233,7 @@ class Importer final : public DraftBuilder {
       ir::Node* n = g.createNode(ir::opSchema("Constant"), {}, std::vector<std::string>{init.name()});
       n->setAttr("value", ir::Attribute(*t));
       KILN_TRY(inferencer_.inferNode(*n));
+      markNarrow(n->output(0), narrowTypeFromOnnx(init.data_type()));
       KILN_TRY(define(init.name(), n->output(0)));
     }
 
@@ -444,17 +451,48 @@ class Importer final : public DraftBuilder {
         if (!o.empty()) o = freeName(g, currentNameFor(np) + "/" + o);
     current_ = &g;
     currentName_ = np.name().empty() ? displayName(np) : np.name();  // after nested subgraph imports
+    const std::optional<NarrowType> narrowResult = domain.empty() ? narrowResultOf(np, d) : std::nullopt;
     Status s = contrib ? contrib(d, *this) : newer ? normalizeNewerForm(d, *newer, *this) : Status::ok();
     if (contrib) d.domain.clear();  // written as default-domain ops
     if (s.isOk()) s = normalizeDraft(d, opsetOf(""), *this);
     if (!s.isOk()) return located(std::move(s).error());
     auto node = createNode(d, g, opset);
     if (!node) return located(std::move(node).error());
+    if (!d.outputs.empty()) markNarrow((*node)->output(0), narrowResult);
     for (size_t i = 0; i < d.outputs.size(); ++i)
       if (!d.outputs[i].empty()) KILN_TRY(define(scopeNames[i], (*node)->output(i)));
     for (const auto& [name, value] : d.computedOutputs)
       if (!name.empty()) KILN_TRY(defineAs(name, value, d.name, g));
     return Status::ok();
+  }
+
+  void markNarrow(const ir::Value* v, std::optional<NarrowType> t) {
+    if (t) narrow_[v] = *t;
+  }
+
+  /// The narrow type of a default-domain node's first result, read before its
+  /// draft is rewritten: what a constant holds, what a cast or quantization
+  /// produces, and what the type-preserving ops ONNX allows on narrow types pass on.
+  std::optional<NarrowType> narrowResultOf(const ::onnx::NodeProto& np, const NodeDraft& d) const {
+    auto attrCode = [&](const char* name) -> int {
+      for (const auto& a : np.attribute())
+        if (a.name() == name) return a.has_t() ? a.t().data_type() : int(a.i());
+      return 0;
+    };
+    auto input = [&](size_t i) {
+      return i < d.inputs.size() && d.inputs[i] ? narrowType(d.inputs[i]) : std::nullopt;
+    };
+    const std::string& op = np.op_type();
+    if (op == "Constant" || op == "ConstantOfShape") return narrowTypeFromOnnx(attrCode("value"));
+    if (op == "Cast") return narrowTypeFromOnnx(attrCode("to"));
+    if (op == "CastLike") return input(1);
+    if (op == "QuantizeLinear") {
+      if (auto t = narrowTypeFromOnnx(attrCode("output_dtype"))) return t;
+      return input(2);
+    }
+    static const std::set<std::string> kPassing = {"Identity", "Reshape", "Flatten", "Squeeze",
+                                                   "Unsqueeze", "Transpose", "Pad"};
+    return kPassing.count(op) ? input(0) : std::nullopt;
   }
 
   static std::string currentNameFor(const ::onnx::NodeProto& np) { return np.name().empty() ? displayName(np) : np.name(); }
@@ -592,6 +630,8 @@ class Importer final : public DraftBuilder {
 
   ir::Module& module_;
   ExternalDataResolver resolver_;
+  /// Values the model gives a narrow type (kiln holds them on carriers).
+  std::unordered_map<const ir::Value*, NarrowType> narrow_;
   const ImportOptions& options_;
   ir::ShapeInferencer inferencer_;
   std::vector<std::unordered_map<std::string, ir::Value*>> scopes_;

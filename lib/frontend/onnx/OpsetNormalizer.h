@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "kiln/ir/Node.h"
+#include "kiln/support/NarrowTypes.h"
 #include "kiln/support/Status.h"
 
 namespace kiln::onnx {
@@ -53,6 +54,9 @@ class DraftBuilder {
                                     std::vector<std::pair<std::string, ir::Attribute>> attrs) = 0;
   /// The value of `v` when it is a constant or follows from constants; else null.
   virtual const Tensor* knownValue(const ir::Value* v) const = 0;
+  /// The narrow type (float8, 4-bit) the model gives `v`, which kiln holds on
+  /// its carrier; nullopt for a value of a kiln type.
+  virtual std::optional<NarrowType> narrowType(const ir::Value* v) const = 0;
 };
 
 /// Rewrites `draft` (of default-domain opset `opset`) into its opset-17 form.

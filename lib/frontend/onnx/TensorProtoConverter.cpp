@@ -9,6 +9,7 @@
 #include "OnnxProtoUtils.h"
 #include "kiln/ir/ShapeUtils.h"
 #include "kiln/frontend/onnx/OnnxImporter.h"
+#include "kiln/support/NarrowTypes.h"
 
 namespace kiln::onnx {
 
@@ -56,27 +57,13 @@ Expected<std::shared_ptr<Buffer>> ExternalDataResolver::read(const std::string& 
   return *buf;
 }
 
-Expected<Tensor> tensorFromProto(::onnx::TensorProto& p, ExternalDataResolver* resolver) {
-  int code = p.data_type();
-  auto dtype = dtypeFromOnnx(code);
-  if (!dtype) {
-    if (code == 8 || code == 14 || code == 15)
-      return tensorError(ErrorCode::UnsupportedType, p, std::string("element type ") + onnxDTypeCodeName(code) +
-                                                          " is not supported by kiln");
-    return tensorError(ErrorCode::OnnxUnknownDType, p, "unknown element type code " + std::to_string(code));
-  }
-  if (p.dims_size() > ir::kMaxRank)
-    return tensorError(ErrorCode::OnnxBadTensorData, p, "rank " + std::to_string(p.dims_size()) + " is above kiln's limit of " +
-                                                          std::to_string(ir::kMaxRank));
-  Dims dims(p.dims().begin(), p.dims().end());
-  for (int64_t d : dims)
-    if (d < 0) return tensorError(ErrorCode::OnnxBadTensorData, p, "negative dim " + std::to_string(d));
-  auto n = checkedNumElements(dims);
-  if (!n) return tensorError(ErrorCode::OnnxBadTensorData, p, "dims [" + dimsToString(dims) + "] are too large");
-  size_t bytes = size_t(*n) * dtypeSize(*dtype);
-  if (p.has_segment()) return tensorError(ErrorCode::UnsupportedType, p, "segmented tensors are not supported");
+namespace {
 
-  std::shared_ptr<Buffer> buffer;
+/// The bytes a tensor keeps outside its typed fields: its external data or
+/// raw_data, `bytes` long (null when the values are in the typed fields).
+/// `what` describes the tensor's type and dims for messages.
+Expected<std::shared_ptr<Buffer>> storedBytes(::onnx::TensorProto& p, ExternalDataResolver* resolver, size_t bytes,
+                                              const std::string& what) {
   if (p.data_location() == ::onnx::TensorProto::EXTERNAL) {
     if (!resolver) return tensorError(ErrorCode::OnnxExternalData, p, "external data is not allowed here");
     std::string location;
@@ -97,49 +84,110 @@ Expected<Tensor> tensorFromProto(::onnx::TensorProto& p, ExternalDataResolver* r
     if (length >= 0 && size_t(length) != bytes)
       return tensorError(ErrorCode::OnnxExternalData, p, "external data length " + std::to_string(length) +
                                                            " does not match " + std::to_string(bytes) + " bytes of " +
-                                                           dtypeName(*dtype) + "[" + dimsToString(dims) + "]");
+                                                           what);
     auto buf = resolver->read(location, size_t(offset), bytes);
     if (!buf) return Error(buf.error()).withContext("tensor '" + p.name() + "'");
-    buffer = *buf;
-  } else if (auto [splitData, splitSize] = resolver ? resolver->splitRawData(p) : std::pair<const uint8_t*, size_t>();
-             splitData || p.has_raw_data()) {
+    return *buf;
+  }
+  if (auto [splitData, splitSize] = resolver ? resolver->splitRawData(p) : std::pair<const uint8_t*, size_t>();
+      splitData || p.has_raw_data()) {
     const size_t held = splitData ? splitSize : p.raw_data().size();
     if (held != bytes)
       return tensorError(ErrorCode::OnnxBadTensorData, p, "raw data holds " + std::to_string(held) + " bytes, " +
-                                                            dtypeName(*dtype) + "[" + dimsToString(dims) + "] needs " +
-                                                            std::to_string(bytes));
-    buffer = splitData ? Buffer::copyOf(splitData, splitSize) : Buffer::adoptString(std::move(*p.mutable_raw_data()));
-  } else {
+                                                            what + " needs " + std::to_string(bytes));
+    return splitData ? Buffer::copyOf(splitData, splitSize) : Buffer::adoptString(std::move(*p.mutable_raw_data()));
+  }
+  return std::shared_ptr<Buffer>();
+}
+
+/// The typed field that holds a tensor of `dtype` when it has no raw data, and how many values it holds.
+std::pair<const char*, int64_t> typedField(const ::onnx::TensorProto& p, DType dtype) {
+  switch (dtype) {
+    case DType::F32: return {"float_data", p.float_data_size()};
+    case DType::F64: return {"double_data", p.double_data_size()};
+    case DType::I64: return {"int64_data", p.int64_data_size()};
+    case DType::U32: case DType::U64: return {"uint64_data", p.uint64_data_size()};
+    default: return {"int32_data", p.int32_data_size()};
+  }
+}
+
+/// A float8 or 4-bit tensor as its carrier: f32 values, or u8 / i8 ones
+/// (4-bit elements are packed two to a byte, the first in the low nibble).
+Expected<Tensor> narrowTensorFromProto(::onnx::TensorProto& p, NarrowType type, const Dims& dims, int64_t n,
+                                       ExternalDataResolver* resolver) {
+  const bool isFloat8 = isNarrowFloat(type);
+  const size_t bytes = isFloat8 ? size_t(n) : (size_t(n) + 1) / 2;
+  const std::string what = std::string(narrowTypeName(type)) + "[" + dimsToString(dims) + "]";
+  KILN_ASSIGN(std::shared_ptr<Buffer> stored, storedBytes(p, resolver, bytes, what));
+  // The bytes' count is checked against what the model holds before anything is allocated.
+  if (!stored && size_t(p.int32_data_size()) != bytes)
+    return tensorError(ErrorCode::OnnxBadTensorData, p, "int32_data holds " + std::to_string(p.int32_data_size()) +
+                                                          " values, " + what + " needs " + std::to_string(bytes));
+  std::vector<uint8_t> packed(bytes);
+  if (stored) std::memcpy(packed.data(), stored->data(), bytes);
+  else
+    for (size_t i = 0; i < bytes; ++i) packed[i] = uint8_t(p.int32_data(int(i)));
+  Tensor t = Tensor::zeros(narrowCarrier(type), dims);
+  for (int64_t i = 0; i < n; ++i) {
+    if (isFloat8) {
+      t.mutableData<float>()[i] = float8Value(packed[size_t(i)], type);
+      continue;
+    }
+    const uint8_t nibble = uint8_t(i % 2 ? packed[size_t(i / 2)] >> 4 : packed[size_t(i / 2)] & 15);
+    if (type == NarrowType::U4) t.mutableData<uint8_t>()[i] = uint8_t(int4Value(nibble, type));
+    else t.mutableData<int8_t>()[i] = int8_t(int4Value(nibble, type));
+  }
+  return t;
+}
+
+}  // namespace
+
+Expected<Tensor> tensorFromProto(::onnx::TensorProto& p, ExternalDataResolver* resolver) {
+  int code = p.data_type();
+  auto dtype = dtypeFromOnnx(code);
+  std::optional<NarrowType> narrow = narrowTypeFromOnnx(code);
+  if (!dtype && !narrow) {
+    if (code == 8 || code == 14 || code == 15 || (code >= 23 && code <= 26))
+      return tensorError(ErrorCode::UnsupportedType, p, std::string("element type ") + onnxDTypeCodeName(code) +
+                                                          " is not supported by kiln");
+    return tensorError(ErrorCode::OnnxUnknownDType, p, "unknown element type code " + std::to_string(code));
+  }
+  if (p.dims_size() > ir::kMaxRank)
+    return tensorError(ErrorCode::OnnxBadTensorData, p, "rank " + std::to_string(p.dims_size()) + " is above kiln's limit of " +
+                                                          std::to_string(ir::kMaxRank));
+  Dims dims(p.dims().begin(), p.dims().end());
+  for (int64_t d : dims)
+    if (d < 0) return tensorError(ErrorCode::OnnxBadTensorData, p, "negative dim " + std::to_string(d));
+  auto n = checkedNumElements(dims);
+  if (!n) return tensorError(ErrorCode::OnnxBadTensorData, p, "dims [" + dimsToString(dims) + "] are too large");
+  if (p.has_segment()) return tensorError(ErrorCode::UnsupportedType, p, "segmented tensors are not supported");
+  if (narrow) return narrowTensorFromProto(p, *narrow, dims, *n, resolver);
+  size_t bytes = size_t(*n) * dtypeSize(*dtype);
+
+  KILN_ASSIGN(std::shared_ptr<Buffer> buffer,
+              storedBytes(p, resolver, bytes, std::string(dtypeName(*dtype)) + "[" + dimsToString(dims) + "]"));
+  if (!buffer) {
+    const auto [field, held] = typedField(p, *dtype);
+    if (held != *n)  // checked before anything is allocated
+      return tensorError(ErrorCode::OnnxBadTensorData, p, std::string(field) + " holds " + std::to_string(held) +
+                                                            " values, " + dtypeName(*dtype) + "[" + dimsToString(dims) +
+                                                            "] needs " + std::to_string(*n));
     Tensor t = Tensor::zeros(*dtype, dims);
-    auto check = [&](int count, const char* field) -> Status {
-      if (count != *n)
-        return tensorError(ErrorCode::OnnxBadTensorData, p, std::string(field) + " holds " + std::to_string(count) +
-                                                              " values, " + dtypeName(*dtype) + "[" + dimsToString(dims) +
-                                                              "] needs " + std::to_string(*n));
-      return Status::ok();
-    };
     Status s = dispatchDType(*dtype, [&]<class T>() -> Status {
       T* out = t.mutableData<T>();
       if constexpr (std::is_same_v<T, float>) {
-        KILN_TRY(check(p.float_data_size(), "float_data"));
         copyField(p.float_data(), out);
       } else if constexpr (std::is_same_v<T, double>) {
-        KILN_TRY(check(p.double_data_size(), "double_data"));
         copyField(p.double_data(), out);
       } else if constexpr (std::is_same_v<T, int64_t>) {
-        KILN_TRY(check(p.int64_data_size(), "int64_data"));
         copyField(p.int64_data(), out);
       } else if constexpr (std::is_same_v<T, uint32_t> || std::is_same_v<T, uint64_t>) {
-        KILN_TRY(check(p.uint64_data_size(), "uint64_data"));
         copyField(p.uint64_data(), out);
       } else if constexpr (isHalfLike<T>) {
-        KILN_TRY(check(p.int32_data_size(), "int32_data"));
         for (int i = 0; i < p.int32_data_size(); ++i) out[i] = T::fromBits(uint16_t(p.int32_data(i)));
       } else if constexpr (std::is_same_v<T, bool>) {
-        KILN_TRY(check(p.int32_data_size(), "int32_data"));
         for (int i = 0; i < p.int32_data_size(); ++i) out[i] = p.int32_data(i) != 0;
       } else {
-        KILN_TRY(check(p.int32_data_size(), "int32_data"));
         copyField(p.int32_data(), out);
       }
       return Status::ok();
@@ -168,9 +216,10 @@ Expected<ir::Type> typeFromProto(const ::onnx::TypeProto& proto) {
       DType dtype = DType::Undefined;
       if (tt.elem_type() != 0) {
         auto d = dtypeFromOnnx(tt.elem_type());
+        if (auto narrow = narrowTypeFromOnnx(tt.elem_type())) d = narrowCarrier(*narrow);  // computed on its carrier
         if (!d) {
           int c = tt.elem_type();
-          if (c == 8 || c == 14 || c == 15)
+          if (c == 8 || c == 14 || c == 15 || (c >= 23 && c <= 26))
             return Error(ErrorCode::UnsupportedType, std::string("element type ") + onnxDTypeCodeName(c) +
                                                          " is not supported by kiln");
           return Error(ErrorCode::OnnxUnknownDType, "unknown element type code " + std::to_string(c));

@@ -1,12 +1,14 @@
 //===- lib/ir/ops/ElementwiseOps.cpp - Unary, binary and variadic elementwise ops -===//
 //
 // Schemas of elementwise ops: math and activation functions, arithmetic and
-// comparison with numpy broadcasting, logical ops, Clip, Cast, Where, and
-// kiln::BitCast (ONNX BitCast-26).
+// comparison with numpy broadcasting, logical ops, Clip, Cast, Where,
+// kiln::BitCast (ONNX BitCast-26) and kiln::NarrowCast (a cast to a float8 or
+// 4-bit type, on its carrier).
 //
 //===----------------------------------------------------------------------===//
 #include "InferHelpers.h"
 #include "OpFamilies.h"
+#include "kiln/support/NarrowTypes.h"
 
 namespace kiln::ir {
 using namespace infer;
@@ -55,6 +57,20 @@ Status inferBitCast(InferenceContext& ctx) {
     return shapeError(std::string("cannot bitcast ") + dtypeName(x.dtype()) + " to " + dtypeName(*dtype) +
                       ": the widths differ or the input is bool");
   ctx.setOutputType(0, x.withDType(*dtype));
+  return Status::ok();
+}
+
+/// kiln::NarrowCast: the carrier type of the narrow type 'to' (f32, u8 or i8).
+Status inferNarrowCast(InferenceContext& ctx) {
+  KILN_ASSIGN(TensorType x, ctx.inputTensor(0));
+  int64_t to = ctx.node().getInt("to");
+  std::optional<NarrowType> t = narrowTypeFromOnnx(int(to));
+  if (!t)
+    return Error(ErrorCode::BadAttribute, "'to' " + std::to_string(to) + " is not a float8 or 4-bit integer type");
+  if (x.dtype() != DType::Undefined && !isFloat(x.dtype()) && !isInteger(x.dtype()) && x.dtype() != DType::Bool)
+    return Error(ErrorCode::UnsupportedType, std::string("cannot cast ") + dtypeName(x.dtype()) + " to " +
+                                                 narrowTypeName(*t));
+  ctx.setOutputType(0, x.withDType(narrowCarrier(*t)));
   return Status::ok();
 }
 
@@ -210,6 +226,11 @@ void registerElementwiseOps(OpRegistry& r) {
   r.add(SchemaBuilder("BitCast", "kiln").inputs(1, 1, {"input"}).outputs(1, 1, {"output"})
             .requiredAttr("to", AttrKind::Int).pattern(FusionPattern::Opaque).infer(inferBitCast)
             .doc("Reinterprets each element's bits as the type 'to' of the same width (ONNX BitCast-26).").build());
+  r.add(SchemaBuilder("NarrowCast", "kiln").inputs(1, 1, {"input"}).outputs(1, 1, {"output"})
+            .requiredAttr("to", AttrKind::Int).attr("saturate", 1).pattern(FusionPattern::Elementwise)
+            .infer(inferNarrowCast)
+            .doc("ONNX Cast to the float8 or 4-bit integer type 'to', as a value of its carrier type "
+                 "(f32 for float8, u8 for UINT4, i8 for INT4).").build());
   r.add(SchemaBuilder("CastLike").inputs(2, 2, {"input", "target_type"}).outputs(1, 1, {"output"})
             .attr("saturate", 1).pattern(FusionPattern::Elementwise).infer(inferCastLike)
             .doc("Converts elements to the element type of target_type.").build());

@@ -11,6 +11,7 @@
 #include "../KernelContext.h"
 #include "KernelFamilies.h"
 #include "KernelUtils.h"
+#include "kiln/support/NarrowTypes.h"
 
 namespace kiln::runtime {
 using namespace kernels;
@@ -176,6 +177,37 @@ Status kBitCast(KernelContext& ctx) {
     return kernelError("bitcast between types of different widths");
   std::memcpy(y.mutableRawData(), x.rawData(), size_t(x.numElements()) * dtypeSize(x.dtype()));
   return Status::ok();
+}
+
+/// A value cast to UINT4 or INT4: integers wrap, floating-point values round first.
+template <class T>
+int int4Of(T v, NarrowType to) {
+  if constexpr (isFloatLike<T>) return castToInt4(double(ComputeType<T>(v)), to);
+  else return wrapToInt4(int64_t(v), to);
+}
+
+/// kiln::NarrowCast: ONNX Cast to a float8 or 4-bit type, as its carrier's
+/// values. Floating-point inputs reach float8 through f32, as in ONNX Runtime.
+Status kNarrowCast(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  std::optional<NarrowType> to = narrowTypeFromOnnx(int(ctx.node().getInt("to")));
+  if (!to) return kernelError("NarrowCast to a type that is not narrow");
+  const bool saturate = ctx.node().getInt("saturate") != 0;
+  Tensor& y = ctx.allocate(0);
+  return dispatchDType(x.dtype(), [&]<class T>() -> Status {
+    const T* in = x.data<T>();
+    auto write = [&]<class C>(auto rule) {
+      C* out = y.mutableData<C>();
+      for (int64_t i = 0; i < x.numElements(); ++i) out[i] = C(rule(in[i]));
+    };
+    if (isNarrowFloat(*to))
+      write.template operator()<float>([&](T v) { return roundToFloat8(float(ComputeType<T>(v)), *to, saturate); });
+    else if (*to == NarrowType::U4)
+      write.template operator()<uint8_t>([&](T v) { return int4Of(v, *to); });
+    else
+      write.template operator()<int8_t>([&](T v) { return int4Of(v, *to); });
+    return Status::ok();
+  });
 }
 
 // --- broadcasting binary ------------------------------------------------------
@@ -465,6 +497,7 @@ void registerElementwiseKernels(KernelRegistry& r) {
   r.add("Cast", kCast);
   r.add("CastLike", kCast);
   r.add("kiln::BitCast", kBitCast);
+  r.add("kiln::NarrowCast", kNarrowCast);
   r.add("Add", kArith<Arith::Add>);
   r.add("Sub", kArith<Arith::Sub>);
   r.add("Mul", kArith<Arith::Mul>);
