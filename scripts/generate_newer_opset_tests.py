@@ -74,6 +74,13 @@ def reduce_cases():
         add(f"{op}_v18_axes_at_run_time_no_keepdims", 18, op, [randn(op + "rt", (2, 3, 4), lo=0.1, hi=1.0),
                                                                np.array([0, 2], I64)], keepdims=0)
     add("ReduceMax_v18_axes_at_run_time", 18, "ReduceMax", [randn("rmx", (2, 3)), np.array([0], I64)])
+    add("ReduceMin_v20_axes_at_run_time_no_keepdims", 20, "ReduceMin", [randn("rmn20", (2, 3, 4)),
+                                                                         np.array([2, 0], I64)], keepdims=0)
+    add("ReduceProd_v18_axes_at_run_time", 18, "ReduceProd", [randn("rpr", (3, 4), lo=0.5, hi=1.5),
+                                                             np.array([-1], I64)])
+    add("ReduceMax_v18_empty_axes_at_run_time", 18, "ReduceMax", [randn("rme", (2, 3)), np.zeros((0,), I64)])
+    add("ReduceMin_v18_empty_axes_at_run_time_noop", 18, "ReduceMin", [randn("rmo", (2, 3)), np.zeros((0,), I64)],
+        noop_with_empty_axes=1)
     add("ReduceMean_v18_empty_axes_at_run_time_noop", 18, "ReduceMean",
         [randn("rmn", (2, 3)), np.zeros((0,), I64)], noop_with_empty_axes=1)
 

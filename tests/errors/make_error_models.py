@@ -73,10 +73,6 @@ def main():
          model([helper.make_node("ImageDecoder", ["x"], ["y"], name="decode")], [vi("x", [64], TensorProto.UINT8)],
                [vi("y", [4, 4, 3], TensorProto.UINT8)], opset=20),
          "KE1003", "decode", "'ImageDecoder' version 20 is not supported", check=False)
-    save("op_axes_at_run_time.onnx",
-         model([helper.make_node("ReduceMax", ["x", "axes"], ["y"], name="max")],
-               [X, vi("axes", [1], TensorProto.INT64)], [vi("y", [2, 1])], opset=18),
-         "KE1003", "max", "axes computed at run time is not supported", check=False)
     resize_sizes = numpy_helper.from_array(np.array([7, 2], np.int64), "sizes")
     save("op_keep_aspect_rounds_up.onnx",
          model([helper.make_node("Resize", ["img", "", "", "sizes"], ["y"], name="fit", mode="linear", axes=[2, 3],

@@ -65,10 +65,14 @@ Status dropUnitInts(NodeDraft& d, const char* name) {
 
 /// Reduce*-18 whose axes are computed at run time: the reductions that are
 /// sums become ReduceSum-13, which takes its axes as an input (the mean
-/// divides by Size(x) / Size(sum)); max, min and product have no such form.
+/// divides by Size(x) / Size(sum)); max, min and product, which opset 17
+/// cannot spell so, become the kiln domain's ops of the same name.
 Status reduceAxesAtRunTime(NodeDraft& d, DraftBuilder& b) {
   const std::string op = d.opType;
-  if (op == "ReduceMax" || op == "ReduceMin" || op == "ReduceProd") return refuseForm(d, "axes computed at run time");
+  if (op == "ReduceMax" || op == "ReduceMin" || op == "ReduceProd") {
+    d.domain = "kiln";
+    return Status::ok();
+  }
   KILN_ASSIGN(DType dt, inputDType(d, 0));
   ir::Value *x = d.inputs[0], *summand = x;
   if (op == "ReduceSumSquare" || op == "ReduceL2") {

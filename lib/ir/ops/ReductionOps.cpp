@@ -1,7 +1,9 @@
 //===- lib/ir/ops/ReductionOps.cpp - Reduce* and ArgMax/ArgMin ------------===//
 //
 // Reductions over a set of axes (attribute, or the 'axes' input for ReduceSum
-// in opset 13+), with keepdims and noop_with_empty_axes, and index reductions.
+// in opset 13+ and for kiln::ReduceMax/Min/Prod, the opset-18 forms whose axes
+// are known only at run time), with keepdims and noop_with_empty_axes, and
+// index reductions.
 //
 //===----------------------------------------------------------------------===//
 #include "InferHelpers.h"
@@ -102,6 +104,11 @@ void registerReductionOps(OpRegistry& r) {
             .pattern(FusionPattern::CommReduce).infer(inferReduce)
             .doc("Sum over the axes given as input (none: all, or identity with noop_with_empty_axes).")
             .build());
+  for (const char* name : {"ReduceMax", "ReduceMin", "ReduceProd"})
+    r.add(SchemaBuilder(name, "kiln").inputs(2, 2, {"data", "axes"}).outputs(1, 1, {"reduced"})
+              .attr("keepdims", 1).attr("noop_with_empty_axes", 0).pattern(FusionPattern::Opaque).infer(inferReduce)
+              .doc(std::string("ONNX ") + name + "-18 with axes known only at run time (none: all, or identity "
+                   "with noop_with_empty_axes).").build());
   for (const char* name : {"ArgMax", "ArgMin"})
     r.add(SchemaBuilder(name).inputs(1, 1, {"data"}).outputs(1, 1, {"reduced"})
               .attr("axis", 0).attr("keepdims", 1).attr("select_last_index", 0)

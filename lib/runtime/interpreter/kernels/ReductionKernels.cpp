@@ -160,6 +160,9 @@ void registerReductionKernels(KernelRegistry& r) {
   r.add("ReduceMax", kReduce<Red::Max>);
   r.add("ReduceMin", kReduce<Red::Min>);
   r.add("ReduceProd", kReduce<Red::Prod>);
+  r.add("kiln::ReduceMax", kReduce<Red::Max>);
+  r.add("kiln::ReduceMin", kReduce<Red::Min>);
+  r.add("kiln::ReduceProd", kReduce<Red::Prod>);
   r.add("ReduceL1", kReduce<Red::L1>);
   r.add("ReduceL2", kReduce<Red::L2>);
   r.add("ReduceLogSum", kReduce<Red::LogSum>);
