@@ -109,4 +109,8 @@ int int4Value(uint8_t nibble, NarrowType t) {
   return t == NarrowType::I4 && v >= 8 ? v - 16 : v;
 }
 
+std::pair<int, int> int4Range(NarrowType t) {
+  return t == NarrowType::I4 ? std::pair<int, int>{-8, 7} : std::pair<int, int>{0, 15};
+}
+
 }  // namespace kiln

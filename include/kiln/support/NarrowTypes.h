@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <utility>
 
 #include "kiln/support/DType.h"
 
@@ -66,5 +67,7 @@ int castToInt4(double x, NarrowType t);
 
 /// The value of nibble `nibble` (0..15) of a 4-bit type.
 int int4Value(uint8_t nibble, NarrowType t);
+/// The smallest and largest value of UINT4 (0, 15) or INT4 (-8, 7).
+std::pair<int, int> int4Range(NarrowType t);
 
 }  // namespace kiln

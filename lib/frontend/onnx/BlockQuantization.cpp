@@ -68,7 +68,7 @@ Expected<Blocked> blockedOperand(NodeDraft& d, int64_t block) {
     KILN_ASSIGN(k.rank, inputRank(d, 0));
   }
   KILN_ASSIGN(k.axis, d.takeInt("axis", 1));
-  if (block == 0) return k;  // per-tensor parameters ignore the axis: alongAxis checks it
+  if (block == 0) return k;  // per-tensor and per-axis parameters: alongAxis normalises the axis
   KILN_ASSIGN(std::vector<int64_t> axes, normalizedAxes({k.axis}, k.rank));
   k.axis = axes[0];
   return k;
@@ -107,8 +107,10 @@ std::pair<double, double> rangeOf() {
 }
 
 Expected<std::pair<double, double>> quantizedRange(DType t, std::optional<NarrowType> narrow) {
-  if (narrow == NarrowType::U4) return std::pair<double, double>{0, 15};
-  if (narrow == NarrowType::I4) return std::pair<double, double>{-8, 7};
+  if (narrow) {
+    const auto [lo, hi] = int4Range(*narrow);
+    return std::pair<double, double>{lo, hi};
+  }
   switch (t) {
     case DType::U8: return rangeOf<uint8_t>();
     case DType::I8: return rangeOf<int8_t>();
@@ -141,10 +143,7 @@ Status expandElementwiseQuantize(NodeDraft& d, DraftBuilder& b, int64_t block, s
     KILN_ASSIGN(q, b.node("Add", {q, zp}, {}));
   }
   if (float8) {
-    d.domain = "kiln";
-    becomeNode(d, "NarrowCast", {q}, {});
-    d.set("to", int64_t(*narrow));
-    d.set("saturate", int64_t(saturate));
+    becomeNarrowCast(d, q, *narrow, saturate);
     return Status::ok();
   }
   KILN_ASSIGN(auto range, quantizedRange(qt, narrow));

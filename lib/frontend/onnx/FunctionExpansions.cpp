@@ -86,6 +86,13 @@ void becomeNode(NodeDraft& d, const char* op, std::vector<ir::Value*> inputs,
   d.attrs = std::move(attrs);
 }
 
+void becomeNarrowCast(NodeDraft& d, ir::Value* x, NarrowType to, bool saturate) {
+  d.domain = "kiln";
+  becomeNode(d, "NarrowCast", {x}, {});
+  d.set("to", int64_t(to));
+  d.set("saturate", int64_t(saturate));
+}
+
 Status finishWith(NodeDraft& d, ir::Value* v) {
   becomeNode(d, "Identity", {v}, {});
   return Status::ok();

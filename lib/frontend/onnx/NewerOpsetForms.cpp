@@ -312,10 +312,7 @@ Status castSaturate(NodeDraft& d, DraftBuilder& b) {
   }
   if (!to) return Status::ok();
   KILN_TRY(requireInputs(d, 1));
-  d.domain = "kiln";
-  becomeNode(d, "NarrowCast", {d.inputs[0]}, {});
-  d.set("to", int64_t(*to));
-  d.set("saturate", saturate);
+  becomeNarrowCast(d, d.inputs[0], *to, saturate != 0);
   return Status::ok();
 }
 

@@ -74,6 +74,8 @@ Expected<ir::Value*> castIfNeeded(DraftBuilder& b, ir::Value* x, DType from, DTy
 /// Turns the draft into `op` with `inputs` and `attrs` (an expansion's last node).
 void becomeNode(NodeDraft& d, const char* op, std::vector<ir::Value*> inputs,
                 std::vector<std::pair<std::string, ir::Attribute>> attrs);
+/// Turns the draft into kiln::NarrowCast(x) to the narrow type `to`.
+void becomeNarrowCast(NodeDraft& d, ir::Value* x, NarrowType to, bool saturate);
 /// Ends the draft as Identity(v): the expansion computed the result already.
 Status finishWith(NodeDraft& d, ir::Value* v);
 Status expandMish(NodeDraft& d, DraftBuilder& b);
