@@ -372,6 +372,44 @@ bool isNonNegative(const Expr& e) {
 
 bool isConstant(const Expr& e) { return e->kind == ExprKind::IntImm || e->kind == ExprKind::FloatImm; }
 
+namespace {
+
+/// The upper bound of `e` when it grows with every run-time extent (see extentUpperBound).
+std::optional<int64_t> monotoneBound(const Expr& e, const Kernel& k) {
+  switch (e->kind) {
+    case ExprKind::IntImm: return e->type == ScalarType::I64 ? std::optional<int64_t>(e->intValue) : std::nullopt;
+    case ExprKind::VarRef:
+      for (const RunTimeExtent& x : k.extents)
+        if (x.var == e->var) return x.max;
+      return std::nullopt;
+    case ExprKind::Binary: {
+      const std::optional<int64_t> a = monotoneBound(e->operands[0], k), b = monotoneBound(e->operands[1], k);
+      if (!a || !b) return std::nullopt;
+      int64_t out = 0;
+      switch (e->binaryOp) {
+        case BinaryOp::Add:
+          if (__builtin_add_overflow(*a, *b, &out)) return std::nullopt;
+          return out;
+        case BinaryOp::Mul:
+          if (!isNonNegative(e->operands[0]) || !isNonNegative(e->operands[1]) || __builtin_mul_overflow(*a, *b, &out))
+            return std::nullopt;
+          return out;
+        case BinaryOp::FloorDiv:
+          if (!isIntConstant(e->operands[1]) || *b <= 0 || !isNonNegative(e->operands[0])) return std::nullopt;
+          return *a / *b;
+        case BinaryOp::Min: return std::min(*a, *b);
+        case BinaryOp::Max: return std::max(*a, *b);
+        default: return std::nullopt;
+      }
+    }
+    default: return std::nullopt;
+  }
+}
+
+}  // namespace
+
+std::optional<int64_t> extentUpperBound(const Expr& e, const Kernel& k) { return monotoneBound(e, k); }
+
 bool usesVar(const Expr& e, const Var& v) {
   if (e->kind == ExprKind::VarRef) return e->var == v;
   for (const Expr& o : e->operands)

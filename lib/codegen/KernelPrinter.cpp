@@ -7,6 +7,7 @@
 // precision of their type and an `f` suffix for f32.
 //
 //===----------------------------------------------------------------------===//
+#include <cctype>
 #include <cstdio>
 #include <sstream>
 
@@ -151,6 +152,22 @@ void printStmtTo(std::ostream& os, const Stmt& s, int indent) {
   }
 }
 
+/// Replaces every `%from` in `text` that is a whole name (not followed by
+/// more of a name) with `%to`.
+void replaceName(std::string& text, const std::string& from, const std::string& to) {
+  const std::string f = "%" + from, t = "%" + to;
+  for (size_t at = text.find(f); at != std::string::npos; at = text.find(f, at)) {
+    const size_t end = at + f.size();
+    const bool whole = end == text.size() || !(std::isalnum((unsigned char)text[end]) || text[end] == '_' || text[end] == '.');
+    if (!whole) {
+      at = end;
+      continue;
+    }
+    text.replace(at, f.size(), t);
+    at += t.size();
+  }
+}
+
 }  // namespace
 
 std::string printExpr(const Expr& e) {
@@ -167,6 +184,8 @@ std::string printKernel(const Kernel& k) {
     os << (i ? ", " : "") << memoryScopeName(b->scope) << " " << scalarTypeName(b->type) << " %" << b->name << "["
        << b->size << "]";
   }
+  for (size_t i = 0; i < k.extents.size(); ++i)
+    os << (i || !k.params.empty() ? ", " : "") << "i64 %" << k.extents[i].var->name << "<=" << k.extents[i].max;
   os << ") target=" << (k.target == KernelTarget::Cpu ? "cpu" : "gpu") << " {\n";
   if (k.body) printStmtTo(os, k.body, 1);
   os << "}\n";
@@ -176,10 +195,8 @@ std::string printKernel(const Kernel& k) {
 std::string kernelBodyKey(const Kernel& k) {
   std::string body = printKernel(k);
   body = body.substr(body.find('('));
-  for (size_t p = 0; p < k.params.size(); ++p) {
-    std::string from = "%" + k.params[p]->name + "[", to = "%p" + std::to_string(p) + "[";
-    for (size_t at = body.find(from); at != std::string::npos; at = body.find(from, at + to.size())) body.replace(at, from.size(), to);
-  }
+  for (size_t p = 0; p < k.params.size(); ++p) replaceName(body, k.params[p]->name, "p" + std::to_string(p));
+  for (size_t e = 0; e < k.extents.size(); ++e) replaceName(body, k.extents[e].var->name, "e" + std::to_string(e));
   return body;
 }
 

@@ -2,7 +2,8 @@
 //
 // The rules every kernel obeys, checked after every template instantiation in
 // tests and debug builds:
-//   - parameters are global buffers with unique names; allocations are local,
+//   - parameters are global buffers with unique names; run-time extents are
+//     variables in scope throughout; allocations are local,
 //     or shared on GPU kernels only, and never shadow another buffer;
 //   - loads, stores and variable references name something in scope; loop and
 //     let variables do not shadow;
@@ -38,6 +39,10 @@ class Verifier final : public IRVisitor {
     for (const Buffer& b : kernel_.params) {
       if (b->scope != MemoryScope::Global) return fail("parameter %" + b->name + " is not a global buffer");
       KILN_TRY(declare(b));
+    }
+    for (const RunTimeExtent& e : kernel_.extents) {
+      if (e.max < 0) return fail("run-time extent %" + e.var->name + " has a negative maximum");
+      KILN_TRY(bindVar(e.var));
     }
     if (!kernel_.body) return fail("kernel has no body");
     return stmt(kernel_.body, /*outermost=*/true, 0);

@@ -193,6 +193,46 @@ TEST_CASE("kernel IR prints loops, buffers and statements") {
   CHECK(verifyKernel(k).isOk());
 }
 
+TEST_CASE("CPU kernels take run-time extents after their buffers: one kernel runs at every extent up to its maxima") {
+  // out[r][c] = 2 * in[r][c] + c over an m x n matrix (row stride n), rows in
+  // parallel; m <= 8, n <= 16 are the buffers' capacities.
+  codegen::Buffer in = makeBuffer("in", ScalarType::F32, MemoryScope::Global, 128);
+  codegen::Buffer out = makeBuffer("out", ScalarType::F32, MemoryScope::Global, 128);
+  Var m = makeVar("m"), n = makeVar("n"), r = makeVar("r"), c = makeVar("c");
+  Expr at = varRef(r) * varRef(n) + varRef(c);
+  Stmt body = forLoop(r, varRef(m), LoopKind::Parallel,
+                      forLoop(c, varRef(n), LoopKind::Serial,
+                              store(out, at, load(in, at) * floatImm(2) + cast(ScalarType::F32, varRef(c)))));
+  Kernel k{"scale_rows", KernelTarget::Cpu, {in, out}, body, {{m, 8}, {n, 16}}};
+  REQUIRE(verifyKernel(k).isOk());
+  CHECK(printKernel(k).rfind("kernel @scale_rows(global f32 %in[128], global f32 %out[128], i64 %m<=8, i64 %n<=16)", 0) == 0);
+  CHECK(kernelBodyKey(k).find("i64 %e0<=8, i64 %e1<=16") != std::string::npos);
+  CHECK(kernelBodyKey(k).find("%e1") != std::string::npos);
+  CHECK(kernelBodyKey(k).find("%n") == std::string::npos);
+  CHECK(extentUpperBound(floorDiv(varRef(m) * varRef(n) + 7, 8), k) == 16);
+  CHECK_FALSE(extentUpperBound(varRef(n) - 1, k).has_value());  // not monotone
+  CHECK_FALSE(extentUpperBound(varRef(c), k).has_value());      // not a run-time extent
+  auto jit = CpuJit::create();
+  REQUIRE(jit.isOk());
+  auto fns = (*jit)->compile({&k});
+  INFO((fns.isOk() ? std::string() : fns.error().str()));
+  REQUIRE(fns.isOk());
+  for (auto [rows, cols] : std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {3, 5}, {8, 16}, {0, 4}, {7, 9}}) {
+    std::vector<float> x(128), y(128, -1.0f);
+    for (size_t i = 0; i < x.size(); ++i) x[i] = float(i) * 0.5f;
+    std::vector<void*> args = {x.data(), y.data(), reinterpret_cast<void*>(intptr_t(rows)), reinterpret_cast<void*>(intptr_t(cols))};
+    (*fns)[0](args.data());
+    INFO(rows << " x " << cols);
+    for (int64_t i = 0; i < 128; ++i) {
+      const bool written = i < rows * cols;
+      CHECK(y[size_t(i)] == (written ? 2 * x[size_t(i)] + float(i % std::max<int64_t>(cols, 1)) : -1.0f));
+    }
+  }
+  Kernel negative = k;
+  negative.extents[0].max = -1;
+  CHECK_FALSE(verifyKernel(negative).isOk());
+}
+
 TEST_CASE("kernel IR expresses GPU schedules: bindings, shared memory, barriers") {
   codegen::Buffer in = makeBuffer("in", ScalarType::F32, MemoryScope::Global, 1024);
   codegen::Buffer out = makeBuffer("out", ScalarType::F32, MemoryScope::Global, 4);

@@ -187,6 +187,49 @@ TEST_CASE("the emulation harness honours threads, shared memory, barriers and wa
   CHECK(st.error().message().find("divergence") != std::string::npos);
 }
 
+TEST_CASE("GPU kernels with run-time extents launch blocks for the maxima and run at every extent under emulation") {
+  // out[o] = in[o] + n for o < n, n <= 256: 64 threads a block, blocks for
+  // ceil(n / 64) that grow with n, so the launch takes the maximum's 4.
+  codegen::Buffer in = makeBuffer("in", ScalarType::F32, MemoryScope::Global, 256);
+  codegen::Buffer out = makeBuffer("out", ScalarType::F32, MemoryScope::Global, 256);
+  Var n = makeVar("n"), b = makeVar("b"), t = makeVar("t");
+  Expr o = varRef(b) * 64 + varRef(t);
+  Stmt body = forLoop(b, floorDiv(varRef(n) + 63, 64), LoopKind::BlockX,
+                      forLoop(t, intImm(64), LoopKind::ThreadX,
+                              ifThen(binary(BinaryOp::Lt, o, varRef(n)),
+                                     store(out, o, load(in, o) + cast(ScalarType::F32, varRef(n))))));
+  Kernel k{"add_count", KernelTarget::Gpu, {in, out}, body, {{n, 256}}};
+  auto cuda = emitCuda(k);
+  INFO((cuda.isOk() ? std::string() : cuda.error().str()));
+  REQUIRE(cuda.isOk());
+  CHECK(cuda->grid == std::array<int64_t, 3>{4, 1, 1});
+  CHECK(cuda->paramTypes == std::vector<std::string>{"const float*", "float*", "long long"});
+  for (int sm : {80, 90}) {
+    auto cubin = compileCubin(cuda->source, "add_count.cu", sm);
+    INFO(cuda->source);
+    INFO((cubin.isOk() ? std::string() : cubin.error().str()));
+    REQUIRE(cubin.isOk());
+  }
+  auto lib = emulation::EmulatedKernels::build({*cuda}, testing::scratchDir("runtime-extents"));
+  INFO((lib.isOk() ? std::string() : lib.error().str()));
+  REQUIRE(lib.isOk());
+  for (int64_t count : {1, 63, 64, 65, 200, 256}) {
+    std::vector<float> x(256), y(256, -1.0f);
+    for (size_t i = 0; i < x.size(); ++i) x[i] = float(i);
+    void* args[] = {x.data(), y.data(), reinterpret_cast<void*>(intptr_t(count))};
+    REQUIRE((*lib)->launch(0, args).isOk());
+    INFO("n = " << count);
+    for (int64_t i = 0; i < 256; ++i) CHECK(y[size_t(i)] == (i < count ? float(i + count) : -1.0f));
+  }
+  // A block extent that does not grow with n has no maximum to launch for.
+  Kernel shrinking = k;
+  shrinking.body = forLoop(b, intImm(300) - varRef(n), LoopKind::BlockX,
+                           forLoop(t, intImm(64), LoopKind::ThreadX, store(out, varRef(t), floatImm(0))));
+  auto refused = emitCuda(shrinking);
+  REQUIRE_FALSE(refused.isOk());
+  CHECK(refused.error().message().find("no upper bound") != std::string::npos);
+}
+
 namespace {
 
 /// Lowers the group anchored by `c.anchorOp` under every configuration of

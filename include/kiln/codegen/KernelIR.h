@@ -221,21 +221,39 @@ Stmt simplifyIndices(const Stmt& body);
 /// Which kind of machine a kernel is scheduled for (what the verifier allows).
 enum class KernelTarget : uint8_t { Cpu, Gpu };
 
-/// One kernel: global buffers in parameter order, and its body.
+/// An i64 scalar each launch of a kernel passes after its buffers (a dynamic
+/// dim's value in that run), in [0, max].
+struct RunTimeExtent {
+  Var var;
+  int64_t max = 0;
+};
+
+/// One kernel: global buffers in parameter order, its run-time extents and
+/// its body. Loop extents, indices and guards may refer to the run-time
+/// extents; a buffer's size is then its capacity (the most elements any
+/// launch touches).
 struct Kernel {
   std::string name;
   KernelTarget target = KernelTarget::Cpu;
   std::vector<Buffer> params;
   Stmt body;
+  std::vector<RunTimeExtent> extents = {};
 };
 
-/// Text form, e.g.
+/// The largest value the integer expression `e` takes over the run-time
+/// extents of `k` (each in [0, max]): nullopt unless `e` is built from
+/// constants and those extents by sums, products of non-negative terms,
+/// floor divisions by a positive constant, min and max (it grows with each
+/// extent, so its value at the maxima bounds it).
+std::optional<int64_t> extentUpperBound(const Expr& e, const Kernel& k);
+
+/// Text form (run-time extents follow the buffers as `i64 %n`), e.g.
 ///   kernel @add_relu(global f32 %a[16], global f32 %out[16]) target=cpu {
 ///     parallel for %i in 16 { %out[%i] = max(%a[%i], 0.0f) }
 ///   }
 std::string printKernel(const Kernel& k);
 /// printKernel's text without the kernel's name and with its parameters
-/// renamed p0, p1, ...: equal for kernels that compute the same thing (the
+/// renamed p0, p1, ... (run-time extents e0, e1, ...): equal for kernels that compute the same thing (the
 /// compiler shares their code; the tuner's kernel signatures hash it).
 std::string kernelBodyKey(const Kernel& k);
 std::string printExpr(const Expr& e);

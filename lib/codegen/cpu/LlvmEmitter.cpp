@@ -74,6 +74,12 @@ class FunctionEmitter {
       Value* slot = b_.CreateConstInBoundsGEP1_64(b_.getPtrTy(), args, i);
       buffers_[kernel_.params[i].get()] = b_.CreateLoad(b_.getPtrTy(), slot, kernel_.params[i]->name);
     }
+    // Run-time extents follow the buffer pointers, one i64 per slot.
+    for (size_t j = 0; j < kernel_.extents.size(); ++j) {
+      Value* slot = b_.CreateConstInBoundsGEP1_64(b_.getPtrTy(), args, kernel_.params.size() + j);
+      const Var& v = kernel_.extents[j].var;
+      vars_[v.get()] = b_.CreateLoad(b_.getInt64Ty(), slot, v->name);
+    }
   }
 
   Status stmt(const Stmt& s);
@@ -89,6 +95,8 @@ class FunctionEmitter {
     return llvm::MDNode::get(ctx_, ops);
   }
   void bindVar(const Var& v, Value* value) { vars_[v.get()] = value; }
+  /// A loop extent's value (a constant, or computed from run-time extents).
+  Value* extent(const Expr& e) { return expr(e); }
   IRBuilder<>& builder() { return b_; }
 
  private:
@@ -750,9 +758,7 @@ class KernelEmitter {
     inner.builder().CreateRetVoid();
     auto* forType = llvm::FunctionType::get(llvm::Type::getVoidTy(ctx), {ptr, ptr, i64}, false);
     llvm::FunctionCallee parallelFor = m_.getOrInsertFunction("kiln_rt_parallel_for", forType);
-    llvm::Value* extent = llvm::ConstantInt::get(i64, uint64_t(s->value->intValue));
-    if (s->value->kind != ExprKind::IntImm) return makeError(ErrorCode::Internal, "parallel loop with a computed extent");
-    main.builder().CreateCall(parallelFor, {body, args, extent});
+    main.builder().CreateCall(parallelFor, {body, args, main.extent(s->value)});
     return Status::ok();
   }
 

@@ -236,6 +236,12 @@ class CudaEmitter {
       out_.paramTypes.push_back(type);
       params << (i ? ",\n    " : "") << type << " __restrict__ " << bufferNames_[b.get()];
     }
+    for (size_t i = 0; i < kernel_.extents.size(); ++i) {
+      const Var& v = kernel_.extents[i].var;
+      varNames_[v.get()] = unique(v->name);
+      out_.paramTypes.push_back("long long");
+      params << (i || !kernel_.params.empty() ? ",\n    " : "") << "const long long " << varNames_[v.get()];
+    }
     reserved_ = taken;
     std::ostringstream body;
     KILN_TRY(stmt(body, kernel_.body, 1));
@@ -263,9 +269,14 @@ class CudaEmitter {
     switch (s->kind) {
       case StmtKind::For: {
         int64_t extent = 0;
-        if (!isIntConstant(s->value, &extent) && isGpuBinding(s->loop))
-          return fail("binds a loop of non-constant extent");
+        if (isThreadBinding(s->loop) && !isIntConstant(s->value, &extent))
+          return fail("binds a thread loop of non-constant extent");
         if (isGpuBinding(s->loop) && !isThreadBinding(s->loop)) {
+          // A block loop over run-time extents launches blocks for their
+          // maxima; the blocks past this launch's extent return at once.
+          std::optional<int64_t> bound = extentUpperBound(s->value, kernel_);
+          if (!bound) return fail("binds block loop %" + s->var->name + " whose extent has no upper bound");
+          extent = *bound;
           if (inThread) return fail("binds block loop %" + s->var->name + " inside a thread loop");
           int64_t& g = out_.grid[size_t(bindingAxis(s->loop))];
           if (gridSet_[size_t(bindingAxis(s->loop))] && g != extent)
@@ -490,9 +501,13 @@ class CudaEmitter {
           os << pad << "{  // " << loopKindName(s->loop) << " loop\n"
              << pad << "  const long long " << name << " = " << (thread ? "threadIdx." : "blockIdx.") << axis[ax] << ";\n";
           int64_t extent = 0;
-          isIntConstant(s->value, &extent);
+          const bool constant = isIntConstant(s->value, &extent);
           bool guarded = thread && extent < out_.block[size_t(ax)];
-          if (guarded) {
+          if (!thread && !constant) {
+            os << pad << "  if (" << name << " < " << e[0] << ") {\n";
+            KILN_TRY(stmt(os, s->body[0], indent + 2));
+            os << pad << "  }\n";
+          } else if (guarded) {
             if (hasBarrier(s->body[0])) return fail("has a barrier inside thread loop %" + s->var->name + ", which not every thread runs");
             if (usesMma(s->body[0])) return fail("has an mma inside thread loop %" + s->var->name + ", which not every lane runs");
             os << pad << "  if (" << name << " < " << extent << "LL) {\n";

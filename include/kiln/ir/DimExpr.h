@@ -1,0 +1,84 @@
+//===- kiln/ir/DimExpr.h - Integer expressions over dynamic dims -*- C++ -*-===//
+//
+// A dim whose value is known only at run time is an expression over named
+// symbols (the model's dynamic dims: "batch", "seq"): a polynomial with int64
+// coefficients whose variables are atoms, an atom being a symbol, a floor
+// division of an expression by a positive constant, or the min or max of two
+// expressions. The form is canonical (terms ordered, no zero coefficients,
+// exact divisions done, constant atoms folded), so two expressions are equal
+// exactly when they are the same polynomial in the same atoms: seq * 12 / 12
+// is seq, (b + 1) * (b - 1) is b * b - 1. That is what shape inference needs
+// to propagate Reshape, Concat, Slice and broadcast arithmetic and to decide
+// whether two dynamic dims agree.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "kiln/support/Status.h"
+
+namespace kiln::ir {
+
+class DimExpr {
+ public:
+  /// The constant c.
+  DimExpr(int64_t c = 0);  // NOLINT: a constant is a dim expression
+  /// The symbol `name`.
+  static DimExpr symbol(const std::string& name);
+  /// floor(a / d) for d > 0 (exact divisions divide each coefficient).
+  static DimExpr floorDiv(const DimExpr& a, int64_t d);
+  /// ceil(a / d) for d > 0.
+  static DimExpr ceilDiv(const DimExpr& a, int64_t d);
+  static DimExpr min(const DimExpr& a, const DimExpr& b);
+  static DimExpr max(const DimExpr& a, const DimExpr& b);
+
+  friend DimExpr operator+(const DimExpr& a, const DimExpr& b);
+  friend DimExpr operator-(const DimExpr& a, const DimExpr& b);
+  friend DimExpr operator*(const DimExpr& a, const DimExpr& b);
+  /// Equal polynomials in the same atoms (an expression whose coefficients
+  /// overflowed equals nothing).
+  bool operator==(const DimExpr& o) const { return !overflow_ && !o.overflow_ && terms_ == o.terms_; }
+
+  /// Whether building it overflowed int64 (it then has no value or bounds).
+  bool overflowed() const { return overflow_; }
+  /// The value when the expression has no symbols.
+  std::optional<int64_t> constant() const;
+  /// The symbols it refers to, at any depth.
+  std::set<std::string> symbols() const;
+  /// Its value with each symbol given; KE error (ShapeBinding) naming a
+  /// symbol without a value, or on overflow.
+  Expected<int64_t> evaluate(const std::map<std::string, int64_t>& values) const;
+  /// The smallest and largest values over symbols in the given [lo, hi]
+  /// ranges (interval arithmetic: a bound, tight when each atom occurs once);
+  /// nullopt when a symbol has no range or a bound overflows.
+  std::optional<std::pair<int64_t, int64_t>> bounds(const std::map<std::string, std::pair<int64_t, int64_t>>& ranges) const;
+  /// "2*batch*seq + 1", "floordiv(h + 1, 2)", "max(a, 3)"; constants print as numbers.
+  std::string str() const;
+
+ private:
+  struct Atom;
+  using AtomPtr = std::shared_ptr<const Atom>;
+  /// A product of atoms, ordered by their text (repeated for powers).
+  using Monomial = std::vector<std::string>;
+  std::map<Monomial, int64_t> terms_;            ///< the empty monomial is the constant term
+  std::map<std::string, AtomPtr> atoms_;          ///< every atom the terms name, by its text
+  bool overflow_ = false;
+
+  static DimExpr ofAtom(AtomPtr atom);
+  /// max (largest) or min of a and b: one of them when their difference is constant, else an atom.
+  static DimExpr extremeAtom(bool largest, const DimExpr& a, const DimExpr& b);
+  void addTerm(const Monomial& m, int64_t coefficient);
+  void absorbAtoms(const DimExpr& o);
+  /// Drops the atoms no term names any more (after a cancellation).
+  DimExpr& pruneAtoms();
+};
+
+}  // namespace kiln::ir
