@@ -372,10 +372,7 @@ bool isNonNegative(const Expr& e) {
 
 bool isConstant(const Expr& e) { return e->kind == ExprKind::IntImm || e->kind == ExprKind::FloatImm; }
 
-namespace {
-
-/// The upper bound of `e` when it grows with every run-time extent (see extentUpperBound).
-std::optional<int64_t> monotoneBound(const Expr& e, const Kernel& k) {
+std::optional<int64_t> extentUpperBound(const Expr& e, const Kernel& k) {
   switch (e->kind) {
     case ExprKind::IntImm: return e->type == ScalarType::I64 ? std::optional<int64_t>(e->intValue) : std::nullopt;
     case ExprKind::VarRef:
@@ -383,7 +380,7 @@ std::optional<int64_t> monotoneBound(const Expr& e, const Kernel& k) {
         if (x.var == e->var) return x.max;
       return std::nullopt;
     case ExprKind::Binary: {
-      const std::optional<int64_t> a = monotoneBound(e->operands[0], k), b = monotoneBound(e->operands[1], k);
+      const std::optional<int64_t> a = extentUpperBound(e->operands[0], k), b = extentUpperBound(e->operands[1], k);
       if (!a || !b) return std::nullopt;
       int64_t out = 0;
       switch (e->binaryOp) {
@@ -405,10 +402,6 @@ std::optional<int64_t> monotoneBound(const Expr& e, const Kernel& k) {
     default: return std::nullopt;
   }
 }
-
-}  // namespace
-
-std::optional<int64_t> extentUpperBound(const Expr& e, const Kernel& k) { return monotoneBound(e, k); }
 
 bool usesVar(const Expr& e, const Var& v) {
   if (e->kind == ExprKind::VarRef) return e->var == v;

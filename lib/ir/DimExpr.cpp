@@ -2,7 +2,7 @@
 //
 // Canonical polynomials over atoms (DimExpr.h). Every constructor returns the
 // canonical form: terms with zero coefficients are dropped, monomials keep
-// their atoms ordered by text, a floor division splits off the multiples of
+// their atoms ordered by key, a floor division splits off the multiples of
 // its divisor (floordiv(d * q + r, d) = q + floordiv(r, d), with r's
 // coefficients reduced into [0, d)), and min/max of expressions whose
 // difference is constant pick one of them.
@@ -19,6 +19,7 @@ namespace kiln::ir {
 struct DimExpr::Atom {
   enum class Kind : uint8_t { Symbol, FloorDiv, Min, Max };
   Kind kind = Kind::Symbol;
+  std::string key;                ///< identity: unambiguous whatever the symbols' names
   std::string text;               ///< the symbol's name, or the printed form
   std::vector<DimExpr> operands;  ///< FloorDiv: the dividend; Min/Max: both sides
   int64_t divisor = 1;
@@ -58,13 +59,14 @@ DimExpr::DimExpr(int64_t c) {
 
 DimExpr DimExpr::ofAtom(AtomPtr atom) {
   DimExpr e;
-  e.terms_[{atom->text}] = 1;
-  e.atoms_[atom->text] = std::move(atom);
+  e.terms_[{atom->key}] = 1;
+  e.atoms_[atom->key] = std::move(atom);
   return e;
 }
 
 DimExpr DimExpr::symbol(const std::string& name) {
   auto a = std::make_shared<Atom>();
+  a->key = "S" + std::to_string(name.size()) + ":" + name;
   a->text = name;
   return ofAtom(std::move(a));
 }
@@ -138,6 +140,7 @@ DimExpr DimExpr::floorDiv(const DimExpr& a, int64_t d) {
   auto atom = std::make_shared<Atom>();
   atom->kind = Atom::Kind::FloorDiv;
   atom->divisor = d;
+  atom->key = "F" + std::to_string(d) + "(" + remainder.key() + ")";
   atom->text = "floordiv(" + remainder.str() + ", " + std::to_string(d) + ")";
   atom->operands = {remainder};
   return quotient + ofAtom(std::move(atom));
@@ -166,8 +169,11 @@ DimExpr DimExpr::extremeAtom(bool largest, const DimExpr& a, const DimExpr& b) {
   }
   auto atom = std::make_shared<Atom>();
   atom->kind = largest ? Atom::Kind::Max : Atom::Kind::Min;
-  atom->operands = a.str() < b.str() ? std::vector<DimExpr>{a, b} : std::vector<DimExpr>{b, a};
-  atom->text = std::string(largest ? "max(" : "min(") + atom->operands[0].str() + ", " + atom->operands[1].str() + ")";
+  const std::string ka = a.key(), kb = b.key();
+  atom->operands = ka < kb ? std::vector<DimExpr>{a, b} : std::vector<DimExpr>{b, a};
+  atom->key = std::string(largest ? "M(" : "m(") + std::min(ka, kb) + "," + std::max(ka, kb) + ")";
+  const std::string sa = a.str(), sb = b.str();
+  atom->text = std::string(largest ? "max(" : "min(") + std::min(sa, sb) + ", " + std::max(sa, sb) + ")";
   return ofAtom(std::move(atom));
 }
 
@@ -183,9 +189,9 @@ std::optional<int64_t> DimExpr::constant() const {
 
 std::set<std::string> DimExpr::symbols() const {
   std::set<std::string> out;
-  for (const auto& [text, atom] : atoms_) {
+  for (const auto& [key, atom] : atoms_) {
     if (atom->kind == Atom::Kind::Symbol) {
-      out.insert(text);
+      out.insert(atom->text);
       continue;
     }
     for (const DimExpr& o : atom->operands) {
@@ -200,11 +206,11 @@ Expected<int64_t> DimExpr::evaluate(const std::map<std::string, int64_t>& values
   if (overflow_) return Error(ErrorCode::ShapeBinding, "the dim expression overflows int64");
   auto overflow = [&]() { return Error(ErrorCode::ShapeBinding, "dim " + str() + " overflows int64"); };
   std::map<std::string, int64_t> atomValues;
-  for (const auto& [text, atom] : atoms_) {
+  for (const auto& [key, atom] : atoms_) {
     int64_t v = 0;
     if (atom->kind == Atom::Kind::Symbol) {
-      auto it = values.find(text);
-      if (it == values.end()) return Error(ErrorCode::ShapeBinding, "dynamic dim '" + text + "' has no value");
+      auto it = values.find(atom->text);
+      if (it == values.end()) return Error(ErrorCode::ShapeBinding, "dynamic dim '" + atom->text + "' has no value");
       v = it->second;
     } else {
       std::vector<int64_t> ops;
@@ -216,7 +222,7 @@ Expected<int64_t> DimExpr::evaluate(const std::map<std::string, int64_t>& values
           : atom->kind == Atom::Kind::Min    ? std::min(ops[0], ops[1])
                                              : std::max(ops[0], ops[1]);
     }
-    atomValues[text] = v;
+    atomValues[key] = v;
   }
   int64_t sum = 0;
   for (const auto& [m, c] : terms_) {
@@ -234,10 +240,10 @@ std::optional<std::pair<int64_t, int64_t>> DimExpr::bounds(
     const std::map<std::string, std::pair<int64_t, int64_t>>& ranges) const {
   if (overflow_) return std::nullopt;
   std::map<std::string, Interval> atomRanges;
-  for (const auto& [text, atom] : atoms_) {
+  for (const auto& [key, atom] : atoms_) {
     Interval r;
     if (atom->kind == Atom::Kind::Symbol) {
-      auto it = ranges.find(text);
+      auto it = ranges.find(atom->text);
       if (it == ranges.end()) return std::nullopt;
       r = it->second;
     } else {
@@ -254,7 +260,7 @@ std::optional<std::pair<int64_t, int64_t>> DimExpr::bounds(
       else
         r = {std::max(ops[0].first, ops[1].first), std::max(ops[0].second, ops[1].second)};
     }
-    atomRanges[text] = r;
+    atomRanges[key] = r;
   }
   Interval sum{0, 0};
   for (const auto& [m, c] : terms_) {
@@ -271,6 +277,17 @@ std::optional<std::pair<int64_t, int64_t>> DimExpr::bounds(
   return sum;
 }
 
+std::string DimExpr::key() const {
+  if (overflow_) return "!";
+  std::string out;
+  for (const auto& [m, c] : terms_) {
+    out += std::to_string(c) + "*";
+    for (const std::string& k : m) out += k;
+    out += ";";
+  }
+  return out;
+}
+
 std::string DimExpr::str() const {
   if (overflow_) return "<overflow>";
   std::string out;
@@ -279,8 +296,11 @@ std::string DimExpr::str() const {
     const uint64_t magnitude = negative ? uint64_t(0) - uint64_t(c) : uint64_t(c);
     if (out.empty()) out += negative ? "-" : "";
     else out += negative ? " - " : " + ";
+    std::vector<std::string> texts;
+    for (const std::string& key : m) texts.push_back(atoms_.at(key)->text);
+    std::sort(texts.begin(), texts.end());
     std::string factors;
-    for (const std::string& a : m) factors += (factors.empty() ? "" : "*") + a;
+    for (const std::string& t : texts) factors += (factors.empty() ? "" : "*") + t;
     if (factors.empty()) out += std::to_string(magnitude);
     else out += (magnitude == 1 ? "" : std::to_string(magnitude) + "*") + factors;
   };

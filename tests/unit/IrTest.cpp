@@ -364,6 +364,12 @@ TEST_CASE("dim expressions over dynamic dims are canonical polynomials that eval
   const DimExpr out = DimExpr::floorDiv(h + 2 * 1 - 3, 2) + 1;
   CHECK(out == DimExpr::floorDiv(h + 1, 2));
   CHECK(out.str() == "floordiv(h + 1, 2)");
+  // A symbol named like an atom's printed form is another atom.
+  const DimExpr lookalike = DimExpr::symbol("floordiv(h + 1, 2)");
+  CHECK_FALSE(lookalike == out);
+  CHECK(lookalike.symbols() == std::set<std::string>{"floordiv(h + 1, 2)"});
+  CHECK((lookalike - out).constant() == std::nullopt);
+  CHECK_FALSE(DimExpr::min(DimExpr::symbol("a, b"), h) == DimExpr::min(DimExpr::symbol("a"), DimExpr::symbol("b, h")));
   CHECK(DimExpr::ceilDiv(s, 64) == DimExpr::floorDiv(s + 63, 64));
   CHECK((DimExpr(2) * b * s + 1).str() == "2*batch*seq + 1");
   CHECK((s - 1).str() == "seq - 1");

@@ -253,8 +253,9 @@ std::optional<int64_t> extentUpperBound(const Expr& e, const Kernel& k);
 ///   }
 std::string printKernel(const Kernel& k);
 /// printKernel's text without the kernel's name and with its parameters
-/// renamed p0, p1, ... (run-time extents e0, e1, ...): equal for kernels that compute the same thing (the
-/// compiler shares their code; the tuner's kernel signatures hash it).
+/// renamed p0, p1, ... (run-time extents e0, e1, ...): equal for kernels
+/// that compute the same thing (the compiler shares their code; the tuner's
+/// kernel signatures hash it).
 std::string kernelBodyKey(const Kernel& k);
 std::string printExpr(const Expr& e);
 

@@ -66,13 +66,17 @@ class DimExpr {
  private:
   struct Atom;
   using AtomPtr = std::shared_ptr<const Atom>;
-  /// A product of atoms, ordered by their text (repeated for powers).
+  /// A product of atoms, ordered by their keys (repeated for powers). An
+  /// atom's key is unambiguous whatever its symbols' names (length-prefixed),
+  /// so a symbol named like another atom's printed form is still another atom.
   using Monomial = std::vector<std::string>;
   std::map<Monomial, int64_t> terms_;            ///< the empty monomial is the constant term
-  std::map<std::string, AtomPtr> atoms_;          ///< every atom the terms name, by its text
+  std::map<std::string, AtomPtr> atoms_;          ///< every atom the terms name, by its key
   bool overflow_ = false;
 
   static DimExpr ofAtom(AtomPtr atom);
+  /// The terms with their atoms' keys: equal exactly when the expressions are.
+  std::string key() const;
   /// max (largest) or min of a and b: one of them when their difference is constant, else an atom.
   static DimExpr extremeAtom(bool largest, const DimExpr& a, const DimExpr& b);
   void addTerm(const Monomial& m, int64_t coefficient);

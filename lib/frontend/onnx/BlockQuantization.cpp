@@ -107,7 +107,7 @@ std::pair<double, double> rangeOf() {
 }
 
 Expected<std::pair<double, double>> quantizedRange(DType t, std::optional<NarrowType> narrow) {
-  if (narrow) {
+  if (narrow && !isNarrowFloat(*narrow)) {
     const auto [lo, hi] = int4Range(*narrow);
     return std::pair<double, double>{lo, hi};
   }
