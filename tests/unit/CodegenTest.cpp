@@ -29,6 +29,7 @@
 #include "kiln/runtime/ObjectLoader.h"
 #include "kiln/support/ThreadPool.h"
 #include "../../lib/codegen/MemoryPlanner.h"
+#include "kiln/support/DimExpr.h"
 #include "kiln/support/File.h"
 #include "kiln/support/Hash.h"
 #include "kiln/support/NarrowTypes.h"
@@ -231,6 +232,117 @@ TEST_CASE("CPU kernels take run-time extents after their buffers: one kernel run
   Kernel negative = k;
   negative.extents[0].max = -1;
   CHECK_FALSE(verifyKernel(negative).isOk());
+}
+
+namespace {
+
+/// A kernel over the first n <= 64 elements: out[i] = 2 * in[i] (`addCount`
+/// false) or in[i] + n (true).
+Kernel countedKernel(const std::string& name, bool addCount) {
+  codegen::Buffer in = makeBuffer("in", ScalarType::F32, MemoryScope::Global, 64);
+  codegen::Buffer out = makeBuffer("out", ScalarType::F32, MemoryScope::Global, 64);
+  Var n = makeVar("n"), i = makeVar("i");
+  Expr value = addCount ? load(in, varRef(i)) + cast(ScalarType::F32, varRef(n)) : load(in, varRef(i)) * floatImm(2);
+  return Kernel{name, KernelTarget::Cpu, {in, out}, forLoop(i, varRef(n), LoopKind::Serial, store(out, varRef(i), value)),
+                {{n, 64}}};
+}
+
+/// y = 2x + n for x of f32[n], n in 1..64: two kernel steps through an
+/// intermediate, every buffer sized for n = 64.
+runtime::Executable countedExecutable() {
+  using runtime::BufferKind;
+  runtime::Executable exe;
+  const DimExpr n = DimExpr::symbol("n");
+  auto buffer = [&](const char* name, BufferKind kind) {
+    runtime::BufferSpec b;
+    b.name = name;
+    b.dims = {64};
+    b.shape = {n};
+    b.kind = kind;
+    return b;
+  };
+  exe.buffers = {buffer("x", BufferKind::Input), buffer("t", BufferKind::Intermediate), buffer("y", BufferKind::Output)};
+  exe.arenaBytes = 256;
+  exe.inputs = {0};
+  exe.outputs = {2};
+  exe.kernelNames = {"doubled", "plus_count"};
+  exe.kernelParamBytes = {{256, 256}, {256, 256}};
+  exe.kernelExtentMax = {{64}, {64}};
+  exe.steps = {{runtime::StepKind::Kernel, 0, {0, 1}, {n}}, {runtime::StepKind::Kernel, 1, {1, 2}, {n}}};
+  exe.symbols = {{"n", 0, 0, 1, 32, 64}};
+  return exe;
+}
+
+}  // namespace
+
+TEST_CASE("an executable with a dynamic dim runs every shape in its range, refuses others by name, and round-trips") {
+  Kernel doubled = countedKernel("doubled", false), plus = countedKernel("plus_count", true);
+  auto jit = CpuJit::create();
+  REQUIRE(jit.isOk());
+  auto fns = (*jit)->compile({&doubled, &plus});
+  REQUIRE(fns.isOk());
+  std::vector<runtime::KernelEntry> entries(fns->begin(), fns->end());
+  auto exe = std::make_shared<const runtime::Executable>(countedExecutable());
+  REQUIRE(exe->validate().isOk());
+  auto bytes = runtime::serializeExecutable(*exe);
+  auto loaded = runtime::deserializeExecutable(bytes.data(), bytes.size());
+  INFO((loaded.isOk() ? std::string() : loaded.error().str()));
+  REQUIRE(loaded.isOk());
+  CHECK(loaded->symbols.size() == 1);
+  CHECK(loaded->buffers[1].shape == exe->buffers[1].shape);
+  CHECK(loaded->steps[1].extents == exe->steps[1].extents);
+  CHECK(loaded->kernelExtentMax == exe->kernelExtentMax);
+  for (auto source : {exe, std::make_shared<const runtime::Executable>(std::move(*loaded))}) {
+    auto executor = runtime::CpuExecutor::create(source, entries);
+    REQUIRE(executor.isOk());
+    for (int64_t n : {1, 7, 32, 63, 64}) {
+      std::vector<float> x(static_cast<size_t>(n));
+      for (int64_t i = 0; i < n; ++i) x[size_t(i)] = float(i) - 3.5f;
+      auto y = (*executor)->run({Tensor::fromVector<float>({n}, x)});
+      INFO("n = " << n);
+      REQUIRE(y.isOk());
+      REQUIRE(y->at(0).dims() == Dims{n});
+      for (int64_t i = 0; i < n; ++i) CHECK(y->at(0).data<float>()[i] == 2 * x[size_t(i)] + float(n));
+    }
+    for (int64_t n : {0, 65}) {
+      auto refused = (*executor)->run({Tensor::zeros(DType::F32, {n})});
+      REQUIRE_FALSE(refused.isOk());
+      CHECK(refused.error().code() == ErrorCode::ExecInput);
+      CHECK(refused.error().message().find("input 'x' dim 0 ('n') is " + std::to_string(n) + "; this executable serves 1..64") !=
+            std::string::npos);
+    }
+    auto wrongRank = (*executor)->run({Tensor::zeros(DType::F32, {2, 2})});
+    REQUIRE_FALSE(wrongRank.isOk());
+    CHECK(wrongRank.error().message().find("f32 [n]") != std::string::npos);
+  }
+  // What validate() refuses: extents or shapes beyond what was sized for them.
+  auto refuses = [](runtime::Executable bad, const std::string& what) {
+    Status st = bad.validate();
+    REQUIRE_FALSE(st.isOk());
+    CHECK(st.error().code() == ErrorCode::ArtifactCorrupt);
+    CHECK(st.error().message().find(what) != std::string::npos);
+  };
+  runtime::Executable e = countedExecutable();
+  e.steps[0].extents = {DimExpr::symbol("n") + 1};
+  refuses(e, "exceeds its maximum 64");
+  e = countedExecutable();
+  e.buffers[1].shape = {DimExpr::symbol("n") * 2};
+  refuses(e, "exceeds its capacity 64");
+  e = countedExecutable();
+  e.steps[1].extents = {DimExpr::symbol("m")};
+  refuses(e, "uses dim 'm', which is not declared");
+  e = countedExecutable();
+  e.steps[0].extents.clear();
+  refuses(e, "takes 1 run-time extents, a step gives 0");
+  e = countedExecutable();
+  e.symbols[0].axis = 1;
+  refuses(e, "is not dim 1 of input x");
+  e = countedExecutable();
+  e.symbols[0].min = 65;
+  refuses(e, "has range 65..64");
+  e = countedExecutable();
+  e.steps.push_back({runtime::StepKind::Copy, 0, {1, 2}, {}});
+  refuses(e, "whose shape depends on dynamic dims");
 }
 
 TEST_CASE("kernel IR expresses GPU schedules: bindings, shared memory, barriers") {

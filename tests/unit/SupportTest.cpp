@@ -13,6 +13,7 @@
 #include <limits>
 #include <vector>
 
+#include "kiln/support/DimExpr.h"
 #include "kiln/support/FastMath.h"
 #include "kiln/support/File.h"
 #include "kiln/support/Hash.h"
@@ -315,4 +316,116 @@ TEST_CASE("The fast-math approximations stay within their documented errors over
   CHECK(kiln::fastExp(88.7f) == Approx(std::exp(double(88.7f))).epsilon(1e-6));
   CHECK(kiln::fastErf(10.0f) == 1.0f);
   CHECK(kiln::fastTanh(-20.0f) == -1.0f);
+}
+
+TEST_CASE("dim expressions over dynamic dims are canonical polynomials that evaluate and bound") {
+  const DimExpr b = DimExpr::symbol("batch"), s = DimExpr::symbol("seq"), h = DimExpr::symbol("h");
+  // Equal exactly when they are the same polynomial in the same atoms.
+  CHECK(b * s == s * b);
+  CHECK((b + 1) * (b - 1) == b * b - 1);
+  CHECK(s - s == DimExpr(0));
+  CHECK((s - s).symbols().empty());
+  CHECK_FALSE(b == s);
+  CHECK_FALSE(s + 1 == s);
+  // Reshape's -1: an exact division divides every coefficient.
+  CHECK(DimExpr::floorDiv(b * s * 768, 768) == b * s);
+  CHECK(DimExpr::floorDiv(s * 12, 4) == s * 3);
+  CHECK(DimExpr::floorDiv(DimExpr(-7), 2) == DimExpr(-4));
+  // Multiples of the divisor are split off: floor((2h + 3) / 2) = h + 1.
+  CHECK(DimExpr::floorDiv(h * 2 + 3, 2) == h + 1);
+  // A convolution's output length, and the same computed another way.
+  const DimExpr out = DimExpr::floorDiv(h + 2 * 1 - 3, 2) + 1;
+  CHECK(out == DimExpr::floorDiv(h + 1, 2));
+  CHECK(out.str() == "floordiv(h + 1, 2)");
+  // A symbol named like an atom's printed form is another atom.
+  const DimExpr lookalike = DimExpr::symbol("floordiv(h + 1, 2)");
+  CHECK_FALSE(lookalike == out);
+  CHECK(lookalike.symbols() == std::set<std::string>{"floordiv(h + 1, 2)"});
+  CHECK((lookalike - out).constant() == std::nullopt);
+  CHECK_FALSE(DimExpr::min(DimExpr::symbol("a, b"), h) == DimExpr::min(DimExpr::symbol("a"), DimExpr::symbol("b, h")));
+  CHECK(DimExpr::ceilDiv(s, 64) == DimExpr::floorDiv(s + 63, 64));
+  CHECK((DimExpr(2) * b * s + 1).str() == "2*batch*seq + 1");
+  CHECK((s - 1).str() == "seq - 1");
+  CHECK(DimExpr(-3).str() == "-3");
+  CHECK((DimExpr(1) - s).str() == "-seq + 1");
+  // min and max: folded when the difference is constant, else one atom either way round.
+  CHECK(DimExpr::min(s, s + 1) == s);
+  CHECK(DimExpr::max(s, s + 1) == s + 1);
+  CHECK(DimExpr::min(s, b) == DimExpr::min(b, s));
+  CHECK(DimExpr::min(s, b).str() == "min(batch, seq)");
+  CHECK(DimExpr::min(DimExpr(3), DimExpr(5)).constant() == 3);
+  // Constants, symbols and values.
+  CHECK((b * s).constant() == std::nullopt);
+  CHECK((DimExpr(6) * 7).constant() == 42);
+  CHECK((out * b).symbols() == std::set<std::string>{"batch", "h"});
+  auto v = (out * b + DimExpr::max(s, DimExpr(100))).evaluate({{"h", 224}, {"batch", 4}, {"seq", 37}});
+  REQUIRE(v.isOk());
+  CHECK(*v == 112 * 4 + 100);
+  auto missing = (b * s).evaluate({{"batch", 2}});
+  REQUIRE_FALSE(missing.isOk());
+  CHECK(missing.error().message().find("'seq'") != std::string::npos);
+  // Bounds over ranges: the KV cache's total length, a halved width.
+  auto total = (s + DimExpr::symbol("past")).bounds({{"seq", {1, 1}}, {"past", {0, 127}}});
+  REQUIRE(total.has_value());
+  CHECK(*total == std::pair<int64_t, int64_t>{1, 128});
+  auto halved = out.bounds({{"h", {48, 1280}}});
+  REQUIRE(halved.has_value());
+  CHECK(*halved == std::pair<int64_t, int64_t>{24, 640});
+  CHECK_FALSE((b * s).bounds({{"batch", {1, 8}}}).has_value());
+  // Overflow is never a wrong value.
+  const DimExpr huge = DimExpr(int64_t(1) << 62) * 4;
+  CHECK(huge.overflowed());
+  CHECK_FALSE(huge.constant().has_value());
+  CHECK_FALSE(huge.evaluate({}).isOk());
+  CHECK_FALSE(huge == huge);
+  auto big = (s * s).evaluate({{"seq", int64_t(1) << 40}});
+  CHECK_FALSE(big.isOk());
+}
+
+TEST_CASE("dim expressions survive their encoded form, and malformed encodings are errors, never crashes") {
+  const DimExpr b = DimExpr::symbol("batch size"), s = DimExpr::symbol("seq;1"), h = DimExpr::symbol("h");
+  const std::vector<DimExpr> cases = {
+      DimExpr(0), DimExpr(-42), b * s * 768 - 3, DimExpr::floorDiv(h - 1, 2) + 1,
+      DimExpr::max(DimExpr::min(b, s) * 2, DimExpr::ceilDiv(h * h, 7)) + b, DimExpr(INT64_MIN + 1) + h};
+  for (const DimExpr& e : cases) {
+    INFO(e.str() << " as " << e.encode());
+    auto back = DimExpr::decode(e.encode());
+    REQUIRE(back.isOk());
+    CHECK(*back == e);
+    CHECK(back->encode() == e.encode());
+  }
+  for (const char* bad : {"", "E", "E1;", "E1;5;1;S9;h", "E1;5;1;F0;E0;", "E1;5;1;X", "E-1;", "E1;99999999999999999999;0;",
+                          "E0;trailing", "E1;1;1;m E0;"}) {
+    INFO(bad);
+    auto r = DimExpr::decode(bad);
+    REQUIRE_FALSE(r.isOk());
+    CHECK(r.error().code() == ErrorCode::ArtifactCorrupt);
+  }
+  std::string deep = "E0;";
+  for (int i = 0; i < 40; ++i) deep = "E1;1;1;F2;" + deep;
+  CHECK_FALSE(DimExpr::decode(deep).isOk());  // nested too deeply
+  // Mutants of every case (bytes replaced, dropped, duplicated): each decodes
+  // to a canonical expression or is refused.
+  uint64_t state = 12345;
+  auto next = [&]() { return state = state * 6364136223846793005ull + 1442695040888963407ull, state >> 33; };
+  const std::string alphabet = "E;SFmM-0123456789abc";
+  int decoded = 0;
+  for (int round = 0; round < 20000; ++round) {
+    std::string text = cases[next() % cases.size()].encode();
+    for (int edits = 1 + int(next() % 3); edits > 0 && !text.empty(); --edits) {
+      const size_t at = next() % text.size();
+      switch (next() % 3) {
+        case 0: text[at] = alphabet[next() % alphabet.size()]; break;
+        case 1: text.erase(at, 1); break;
+        default: text.insert(at, text.substr(at, 1 + next() % 4)); break;
+      }
+    }
+    auto r = DimExpr::decode(text);
+    if (!r.isOk()) continue;
+    ++decoded;
+    auto again = DimExpr::decode(r->encode());
+    REQUIRE(again.isOk());
+    CHECK(*again == *r);
+  }
+  CHECK(decoded > 0);
 }

@@ -15,22 +15,39 @@
 // executes a subsequence of the steps in order. CUDA only: a
 // library step runs a vendor library's routine instead of generated code
 // (a cuBLASLt matmul or a cuDNN convolution with a fused epilogue; a
-// library tactic). The artifact file format (Artifact.h) stores exactly this.
+// library tactic). Dynamic dims (DimSymbol) are dims of the inputs that
+// vary between runs within a range: a buffer's shape and a kernel step's
+// run-time extents are expressions over them, evaluated per run, and every
+// buffer is sized for their maxima. The artifact file format (Artifact.h)
+// stores exactly this.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "kiln/support/DimExpr.h"
 #include "kiln/support/Status.h"
 #include "kiln/support/Tensor.h"
 
 namespace kiln::runtime {
+
+/// A dynamic dim of the model's inputs: in a run, its value is dim `axis` of
+/// input `input` (model order), which must lie in [min, max]; the kernels are
+/// tuned for `opt`.
+struct DimSymbol {
+  std::string name;
+  uint32_t input = 0, axis = 0;
+  int64_t min = 0, opt = 0, max = 0;
+};
+/// The dynamic dims' values in one run, by name.
+using SymbolValues = std::map<std::string, int64_t>;
 
 enum class BufferKind : uint8_t { Input, Output, Weight, Intermediate };
 const char* bufferKindName(BufferKind k);
@@ -45,7 +62,13 @@ struct BufferSpec {
   int32_t aliasOf = -1;  ///< Output that is another buffer (an input or weight): copied after the run
   bool dynamic = false;  ///< shape known only at run time (dims hold -1 there); written by host steps only
   bool unknownRank = false;  ///< dynamic, and the rank too is known only at run time (dims empty): an If whose branches differ in rank
-  uint64_t bytes() const;  ///< 0 for a dynamic buffer
+  /// Dims that depend on the dynamic dims, one expression per dim (empty: a
+  /// static buffer); `dims` then hold its capacity, the dims at their maxima,
+  /// and a run's elements lie packed at the start.
+  std::vector<DimExpr> shape = {};
+  uint64_t bytes() const;  ///< 0 for a dynamic buffer; the capacity for one with a shape
+  /// Its dims in a run (dims when it has no shape).
+  Expected<Dims> runDims(const SymbolValues& values) const;
   /// Whether `t` fits this buffer (a dynamic buffer's -1 dims accept any size).
   bool accepts(const Tensor& t) const;
 };
@@ -63,6 +86,7 @@ struct KernelStep {
   std::vector<uint32_t> args;      ///< buffer ids: one per kernel parameter; host: its inputs, then its outputs;
                                    ///< library: its operands (LibraryCall); branch: the condition (one
                                    ///< element, false when zero); jump: none; copy: source, destination
+  std::vector<DimExpr> extents = {};  ///< kernel: its run-time extents' values, passed after the buffers
 };
 
 /// Epilogues a library routine applies to its result.
@@ -151,6 +175,9 @@ struct Executable {
   std::vector<Tensor> weights;
   std::vector<std::string> kernelNames;  ///< entry point symbols
   std::vector<std::vector<uint64_t>> kernelParamBytes;  ///< per kernel: bytes each parameter addresses
+  std::vector<std::vector<int64_t>> kernelExtentMax;   ///< per kernel: each run-time extent's largest value
+                                                       ///< (an empty table: no kernel takes any)
+  std::vector<DimSymbol> symbols;                      ///< the dynamic dims (none: every shape fixed)
   std::vector<HostGraph> hostGraphs;
   std::vector<KernelStep> steps;
   std::vector<uint32_t> inputs, outputs;  ///< buffer ids in model order
@@ -164,8 +191,10 @@ struct Executable {
   /// Checks internal consistency (ids in range, arena bounds, weights match); the
   /// error says what is wrong (ArtifactCorrupt).
   Status validate() const;
-  /// Checks run-time inputs against the declared inputs (ExecInput).
-  Status checkInputs(const std::vector<Tensor>& inputs) const;
+  /// Checks run-time inputs against the declared inputs and the dynamic
+  /// dims' ranges (ExecInput, naming the input, dim and range); the dynamic
+  /// dims' values in this run.
+  Expected<SymbolValues> checkInputs(const std::vector<Tensor>& inputs) const;
 };
 
 }  // namespace kiln::runtime

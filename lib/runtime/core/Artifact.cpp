@@ -137,6 +137,30 @@ Expected<DType> readDType(Reader& r) {
   return DType(t);
 }
 
+void writeExpressions(Writer& w, const std::vector<DimExpr>& list) {
+  w.pod<uint64_t>(list.size());
+  for (const DimExpr& e : list) w.str(e.encode());
+}
+
+/// The dynamic dims, then each buffer's shape over them, each step's
+/// run-time extents and each kernel's extent maxima.
+void writeDynamicDims(Writer& w, const Executable& exe) {
+  w.pod<uint64_t>(exe.symbols.size());
+  for (const DimSymbol& d : exe.symbols) {
+    w.str(d.name);
+    w.pod<uint32_t>(d.input);
+    w.pod<uint32_t>(d.axis);
+    for (int64_t v : {d.min, d.opt, d.max}) w.pod<int64_t>(v);
+  }
+  for (const BufferSpec& b : exe.buffers) writeExpressions(w, b.shape);
+  for (const KernelStep& s : exe.steps) writeExpressions(w, s.extents);
+  w.pod<uint64_t>(exe.kernelExtentMax.size());
+  for (const std::vector<int64_t>& max : exe.kernelExtentMax) {
+    w.pod<uint64_t>(max.size());
+    for (int64_t v : max) w.pod<int64_t>(v);
+  }
+}
+
 /// The payload (everything after the header); its blobs point into `exe`.
 Writer payloadOf(const Executable& exe) {
   Writer w;
@@ -216,6 +240,7 @@ Writer payloadOf(const Executable& exe) {
     writeDims(w, t.dims());
     w.blob(t.rawData(), t.byteSize());
   }
+  writeDynamicDims(w, exe);
   return w;
 }
 
@@ -421,6 +446,49 @@ Status readWeights(Reader& r, Executable& exe) {
   return Status::ok();
 }
 
+Expected<std::vector<DimExpr>> readExpressions(Reader& r) {
+  KILN_ASSIGN(uint64_t n, r.count(8));
+  std::vector<DimExpr> out;
+  for (uint64_t i = 0; i < n; ++i) {
+    KILN_ASSIGN(std::string text, r.str());
+    KILN_ASSIGN(DimExpr e, DimExpr::decode(text));
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+/// writeDynamicDims' section (after the buffers and steps it annotates).
+Status readDynamicDims(Reader& r, Executable& exe) {
+  KILN_ASSIGN(uint64_t symbols, r.count(40));
+  for (uint64_t i = 0; i < symbols; ++i) {
+    DimSymbol d;
+    KILN_ASSIGN(d.name, r.str());
+    KILN_ASSIGN(d.input, r.pod<uint32_t>());
+    KILN_ASSIGN(d.axis, r.pod<uint32_t>());
+    for (int64_t* v : {&d.min, &d.opt, &d.max}) {
+      KILN_ASSIGN(*v, r.pod<int64_t>());
+    }
+    exe.symbols.push_back(std::move(d));
+  }
+  for (BufferSpec& b : exe.buffers) {
+    KILN_ASSIGN(b.shape, readExpressions(r));
+  }
+  for (KernelStep& s : exe.steps) {
+    KILN_ASSIGN(s.extents, readExpressions(r));
+  }
+  KILN_ASSIGN(uint64_t kernels, r.count(8));
+  for (uint64_t k = 0; k < kernels; ++k) {
+    KILN_ASSIGN(uint64_t n, r.count(8));
+    std::vector<int64_t> max;
+    for (uint64_t i = 0; i < n; ++i) {
+      KILN_ASSIGN(int64_t v, r.pod<int64_t>());
+      max.push_back(v);
+    }
+    exe.kernelExtentMax.push_back(std::move(max));
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 std::vector<uint8_t> serializeExecutable(const Executable& exe) {
@@ -455,7 +523,7 @@ Expected<Executable> deserializeExecutable(const uint8_t* data, size_t size) {
   Executable exe;
   for (Status (*section)(Reader&, Executable&) :
        {readTarget, readBuffers, readKernels, readHostGraphs, readSteps, readInputsOutputs, readObjectCode,
-        readCudaKernels, readLibraryCalls, readWeights})
+        readCudaKernels, readLibraryCalls, readWeights, readDynamicDims})
     KILN_TRY(section(r, exe));
   if (!r.done()) return Error(ErrorCode::ArtifactCorrupt, "artifact has trailing bytes");
   KILN_TRY(exe.validate());

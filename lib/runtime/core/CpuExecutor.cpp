@@ -1,9 +1,10 @@
 //===- lib/runtime/core/CpuExecutor.cpp - Running CPU kernel steps --------===//
 //
-// One run: check inputs, take an arena (64-byte aligned intermediates),
-// allocate outputs, resolve every buffer id to a pointer, run the steps in
-// order (branch and jump steps skip ahead), copy aliased outputs, return the
-// arena. A host step reads its
+// One run: check inputs (which gives the dynamic dims' values), take an
+// arena (64-byte aligned intermediates, sized for the dims' maxima), allocate
+// outputs of this run's shapes, resolve every buffer id to a pointer, run the
+// steps in order (kernels get their run-time extents after the buffers;
+// branch and jump steps skip ahead), copy aliased outputs, return the arena. A host step reads its
 // operands as tensors (arena buffers copied, dynamic values shared), and its
 // results go to their buffers after a shape check, or are kept as the run's
 // dynamic values.
@@ -44,7 +45,7 @@ Expected<std::unique_ptr<CpuExecutor>> CpuExecutor::create(std::shared_ptr<const
 
 Expected<std::vector<Tensor>> CpuExecutor::run(const std::vector<Tensor>& inputs, std::vector<double>* stepMs) const {
   const Executable& exe = *exe_;
-  KILN_TRY(exe.checkInputs(inputs));
+  KILN_ASSIGN(const SymbolValues symbolValues, exe.checkInputs(inputs));
   std::shared_ptr<Buffer> arena;
   {
     std::lock_guard<std::mutex> lock(arenasMutex_);
@@ -78,10 +79,12 @@ Expected<std::vector<Tensor>> CpuExecutor::run(const std::vector<Tensor>& inputs
       case BufferKind::Input: pointers[id] = const_cast<void*>(inputs[b.index].rawData()); break;
       case BufferKind::Weight: pointers[id] = const_cast<void*>(weights_[b.index].rawData()); break;
       case BufferKind::Intermediate: pointers[id] = arenaBase ? arenaBase + b.offset : nullptr; break;
-      case BufferKind::Output:
-        outputs[b.index] = Tensor(b.dtype, b.dims, Buffer::allocate(b.bytes()));
+      case BufferKind::Output: {
+        KILN_ASSIGN(Dims run, b.runDims(symbolValues));
+        outputs[b.index] = Tensor::zeros(b.dtype, std::move(run));
         pointers[id] = outputs[b.index].mutableRawData();
         break;
+      }
     }
   }
   // A host step's operand as a tensor.
@@ -105,6 +108,10 @@ Expected<std::vector<Tensor>> CpuExecutor::run(const std::vector<Tensor>& inputs
     if (step.kind == StepKind::Kernel) {
       args.clear();
       for (uint32_t a : step.args) args.push_back(pointers[a]);
+      for (const DimExpr& e : step.extents) {  // validate() bounds each by the kernel's maximum
+        KILN_ASSIGN(int64_t v, e.evaluate(symbolValues));
+        args.push_back(reinterpret_cast<void*>(intptr_t(v)));
+      }
       entries_[step.kernel](args.data());
     } else if (step.kind == StepKind::Branch) {
       if (!conditionHolds(pointers[step.args[0]], exe.buffers[step.args[0]].bytes())) next = step.kernel;
@@ -142,7 +149,8 @@ Expected<std::vector<Tensor>> CpuExecutor::run(const std::vector<Tensor>& inputs
     if (b.kind != BufferKind::Output || b.aliasOf < 0) continue;
     if (b.dynamic && computed[size_t(b.aliasOf)]) outputs[b.index] = dynamicValues[size_t(b.aliasOf)];
     else if (b.dynamic) return makeError(ErrorCode::Internal, "output ", b.name, " was never computed");
-    else if (b.bytes()) std::memcpy(pointers[&b - exe.buffers.data()], pointers[size_t(b.aliasOf)], b.bytes());
+    else if (outputs[b.index].byteSize())
+      std::memcpy(pointers[&b - exe.buffers.data()], pointers[size_t(b.aliasOf)], outputs[b.index].byteSize());
   }
   return outputs;
 }

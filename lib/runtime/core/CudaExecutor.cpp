@@ -286,6 +286,10 @@ Expected<std::unique_ptr<CudaExecutor>> CudaExecutor::create(std::shared_ptr<con
   if (exe->cudaKernels.size() != exe->kernelNames.size())
     return makeError(ErrorCode::ArtifactCorrupt, "executable has ", exe->kernelNames.size(), " kernels but CUDA code for ",
                      exe->cudaKernels.size());
+  // Its CUDA graphs hold each kernel's arguments, run-time extents included.
+  if (!exe->symbols.empty())
+    return makeError(ErrorCode::ExecUnsupported, "the executable has dynamic dims (", exe->symbols.front().name,
+                     ", ...); the CUDA executor runs fixed shapes only");
   KILN_ASSIGN(const CudaDriver* cu, CudaDriver::get());
   std::unique_ptr<CudaExecutor> e(new CudaExecutor);
   Impl& m = *e->impl_;

@@ -6,12 +6,15 @@
 // every step giving its kernel as many buffers as it has parameters, each at
 // least as large as the kernel addresses (and never a dynamic one), every host
 // step as many as its graph's inputs and outputs, every library step operands
-// of its call's type and exact sizes (the library trusts them).
+// of its call's type and exact sizes (the library trusts them), and every
+// dim that depends on the dynamic dims within its buffer's capacity or its
+// kernel's maximum over their ranges.
 //
 //===----------------------------------------------------------------------===//
 #include "kiln/runtime/Executable.h"
 
 #include <algorithm>
+#include <map>
 
 namespace kiln::runtime {
 
@@ -145,6 +148,67 @@ Status validateControlStep(const Executable& exe, size_t index) {
   return Status::ok();
 }
 
+/// The dynamic dims: each names a dim of an input whose shape is that
+/// symbol, with 0 <= min <= opt <= max; every buffer shape and kernel extent
+/// uses only them and stays within its capacity (dims) or the kernel's maximum
+/// over their ranges; only kernel steps, inputs, outputs and intermediates
+/// have them (host, library and control steps take static buffers).
+Status validateDynamicDims(const Executable& exe) {
+  auto bad = [](auto&&... parts) { return makeError(ErrorCode::ArtifactCorrupt, "executable: ", parts...); };
+  std::map<std::string, std::pair<int64_t, int64_t>> ranges;
+  for (const DimSymbol& d : exe.symbols) {
+    if (d.name.empty() || ranges.count(d.name)) return bad("dynamic dim '", d.name, "' is unnamed or declared twice");
+    if (d.min < 0 || d.min > d.opt || d.opt > d.max || d.max > (int64_t(1) << 40))
+      return bad("dynamic dim '", d.name, "' has range ", d.min, "..", d.max, " (opt ", d.opt, ")");
+    if (d.input >= exe.inputs.size() || exe.inputs[d.input] >= exe.buffers.size())
+      return bad("dynamic dim '", d.name, "' comes from input ", d.input, " of ", exe.inputs.size());
+    const BufferSpec& in = exe.buffers[exe.inputs[d.input]];
+    if (d.axis >= in.shape.size() || !(in.shape[d.axis] == DimExpr::symbol(d.name)))
+      return bad("dynamic dim '", d.name, "' is not dim ", d.axis, " of input ", in.name);
+    ranges[d.name] = {d.min, d.max};
+  }
+  // `e` (what `where` names) stays in [0, cap] over the ranges.
+  auto within = [&](const DimExpr& e, int64_t cap, const std::string& where, const char* limit) -> Status {
+    for (const std::string& name : e.symbols())
+      if (!ranges.count(name)) return bad(where, " (", e.str(), ") uses dim '", name, "', which is not declared");
+    std::optional<std::pair<int64_t, int64_t>> b = e.bounds(ranges);
+    if (!b || b->first < 0 || b->second > cap) return bad(where, " (", e.str(), ") exceeds its ", limit, " ", cap);
+    return Status::ok();
+  };
+  for (const BufferSpec& b : exe.buffers) {
+    if (b.shape.empty()) continue;
+    if (b.dynamic || b.kind == BufferKind::Weight || b.shape.size() != b.dims.size())
+      return bad("buffer ", b.name, " has a shape over dynamic dims it cannot have");
+    for (size_t i = 0; i < b.shape.size(); ++i)
+      KILN_TRY(within(b.shape[i], b.dims[i], "buffer " + b.name + " dim " + std::to_string(i), "capacity"));
+    if (b.aliasOf >= 0 && size_t(b.aliasOf) < exe.buffers.size() && exe.buffers[size_t(b.aliasOf)].shape != b.shape)
+      return bad("output ", b.name, " aliases a buffer of another shape");
+  }
+  if (!exe.kernelExtentMax.empty() && exe.kernelExtentMax.size() != exe.kernelNames.size())
+    return bad("kernel extent table has the wrong size");
+  for (size_t s = 0; s < exe.steps.size(); ++s) {
+    const KernelStep& step = exe.steps[s];
+    if (step.kind != StepKind::Kernel) {
+      if (!step.extents.empty()) return bad(stepKindName(step.kind), " step ", s, " passes run-time extents");
+      for (uint32_t a : step.args)
+        if (a < exe.buffers.size() && !exe.buffers[a].shape.empty())
+          return bad(stepKindName(step.kind), " step ", s, " takes buffer ", exe.buffers[a].name,
+                     ", whose shape depends on dynamic dims");
+      continue;
+    }
+    if (step.kernel >= exe.kernelNames.size()) continue;  // validate() reports it
+    static const std::vector<int64_t> kNone;
+    const std::vector<int64_t>& max = exe.kernelExtentMax.empty() ? kNone : exe.kernelExtentMax[step.kernel];
+    if (step.extents.size() != max.size())
+      return bad("kernel ", exe.kernelNames[step.kernel], " takes ", max.size(), " run-time extents, a step gives ",
+                 step.extents.size());
+    for (size_t i = 0; i < max.size(); ++i)
+      KILN_TRY(within(step.extents[i], max[i], "kernel " + exe.kernelNames[step.kernel] + " extent " + std::to_string(i),
+                      "maximum"));
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 uint64_t BufferSpec::bytes() const {
@@ -163,16 +227,55 @@ bool BufferSpec::accepts(const Tensor& t) const {
   return true;
 }
 
-Status Executable::checkInputs(const std::vector<Tensor>& values) const {
+Expected<Dims> BufferSpec::runDims(const SymbolValues& values) const {
+  if (shape.empty()) return dims;
+  Dims out;
+  for (const DimExpr& d : shape) {
+    KILN_ASSIGN(int64_t v, d.evaluate(values));
+    out.push_back(v);
+  }
+  return out;
+}
+
+namespace {
+
+/// "[seq,768]": a buffer's dims as the dynamic dims give them.
+std::string shapeText(const BufferSpec& b) {
+  if (b.shape.empty()) return dimsToString(b.dims);
+  std::string out = "[";
+  for (size_t i = 0; i < b.shape.size(); ++i) out += (i ? "," : "") + b.shape[i].str();
+  return out + "]";
+}
+
+}  // namespace
+
+Expected<SymbolValues> Executable::checkInputs(const std::vector<Tensor>& values) const {
   if (values.size() != inputs.size())
     return makeError(ErrorCode::ExecInput, "model takes ", inputs.size(), " inputs, got ", values.size());
+  SymbolValues run;
+  for (const DimSymbol& d : symbols) {
+    const Tensor& t = values[d.input];
+    const BufferSpec& b = buffers[inputs[d.input]];
+    if (t.dims().size() != b.dims.size())
+      return makeError(ErrorCode::ExecInput, "input '", b.name, "' must be ", dtypeName(b.dtype), " ", shapeText(b),
+                       ", got ", t.typeString());
+    const int64_t v = t.dims()[d.axis];
+    if (v < d.min || v > d.max)
+      return makeError(ErrorCode::ExecInput, "input '", b.name, "' dim ", d.axis, " ('", d.name, "') is ", v,
+                       "; this executable serves ", d.min, "..", d.max);
+    run[d.name] = v;
+  }
   for (size_t i = 0; i < values.size(); ++i) {
     const BufferSpec& b = buffers[inputs[i]];
-    if (values[i].dtype() != b.dtype || values[i].dims() != b.dims)
+    KILN_ASSIGN(Dims want, b.runDims(run));
+    if (values[i].dtype() == b.dtype && values[i].dims() == want) continue;
+    if (b.shape.empty())
       return makeError(ErrorCode::ExecInput, "input '", b.name, "' must be ", dtypeName(b.dtype), " ", dimsToString(b.dims),
                        ", got ", values[i].typeString(), " (the executable was compiled for fixed shapes)");
+    return makeError(ErrorCode::ExecInput, "input '", b.name, "' must be ", dtypeName(b.dtype), " ", shapeText(b), " = ",
+                     dimsToString(want), " in this run, got ", values[i].typeString());
   }
-  return Status::ok();
+  return run;
 }
 
 uint64_t Executable::objectCodeBytes() const {
@@ -230,6 +333,7 @@ Status Executable::validate() const {
     if (c.cubins.size() != c.cubinArchs.size() || (c.cubins.empty() && c.ptx.empty()))
       return bad("CUDA kernel ", kernelNames[k], " has no code");
   }
+  KILN_TRY(validateDynamicDims(*this));
   for (const KernelStep& s : steps) {
     if (s.kind == StepKind::Host) {
       if (s.kernel >= hostGraphs.size()) return bad("step names host graph ", s.kernel, " of ", hostGraphs.size());

@@ -1,4 +1,4 @@
-//===- lib/ir/DimExpr.cpp - Integer expressions over dynamic dims ---------===//
+//===- lib/support/DimExpr.cpp - Integer expressions over dynamic dims ----===//
 //
 // Canonical polynomials over atoms (DimExpr.h). Every constructor returns the
 // canonical form: terms with zero coefficients are dropped, monomials keep
@@ -8,13 +8,13 @@
 // difference is constant pick one of them.
 //
 //===----------------------------------------------------------------------===//
-#include "kiln/ir/DimExpr.h"
+#include "kiln/support/DimExpr.h"
 
 #include <algorithm>
 
 #include "kiln/support/StatusImpl.h"
 
-namespace kiln::ir {
+namespace kiln {
 
 struct DimExpr::Atom {
   enum class Kind : uint8_t { Symbol, FloorDiv, Min, Max };
@@ -310,4 +310,121 @@ std::string DimExpr::str() const {
   return out.empty() ? "0" : out;
 }
 
-}  // namespace kiln::ir
+// The encoded form: an expression is "E<terms>;" then per term
+// "<coefficient>;<factors>;" and its factors' atoms; an atom is
+// "S<length>;<name>", "F<divisor>;" and its dividend, or "m"/"M" and both
+// sides of a min/max.
+std::string DimExpr::encode() const {
+  std::string out = "E" + std::to_string(terms_.size()) + ";";
+  for (const auto& [m, c] : terms_) {
+    out += std::to_string(c) + ";" + std::to_string(m.size()) + ";";
+    for (const std::string& key : m) {
+      const Atom& a = *atoms_.at(key);
+      switch (a.kind) {
+        case Atom::Kind::Symbol: out += "S" + std::to_string(a.text.size()) + ";" + a.text; break;
+        case Atom::Kind::FloorDiv: out += "F" + std::to_string(a.divisor) + ";" + a.operands[0].encode(); break;
+        case Atom::Kind::Min: out += "m" + a.operands[0].encode() + a.operands[1].encode(); break;
+        case Atom::Kind::Max: out += "M" + a.operands[0].encode() + a.operands[1].encode(); break;
+      }
+    }
+  }
+  return out;
+}
+
+namespace {
+
+/// Reads DimExpr::encode's form from the front of `text`.
+class DimDecoder {
+ public:
+  explicit DimDecoder(std::string_view text) : text_(text) {}
+
+  Expected<DimExpr> expression(int depth) {
+    if (depth > kMaxDepth) return bad("nests too deeply");
+    KILN_TRY(expect('E'));
+    KILN_ASSIGN(int64_t terms, number());
+    if (terms < 0 || uint64_t(terms) > text_.size()) return bad("has a bad term count");
+    DimExpr sum;
+    for (int64_t t = 0; t < terms; ++t) {
+      KILN_ASSIGN(int64_t coefficient, number());
+      KILN_ASSIGN(int64_t factors, number());
+      if (factors < 0 || uint64_t(factors) > text_.size()) return bad("has a bad factor count");
+      DimExpr term(coefficient);
+      for (int64_t f = 0; f < factors; ++f) {
+        KILN_ASSIGN(DimExpr atom, this->atom(depth));
+        term = term * atom;
+      }
+      sum = sum + term;
+    }
+    if (sum.overflowed()) return bad("overflows int64");
+    return sum;
+  }
+
+  bool done() const { return text_.empty(); }
+
+ private:
+  static constexpr int kMaxDepth = 32;
+
+  Expected<DimExpr> atom(int depth) {
+    if (text_.empty()) return bad("ends early");
+    const char kind = text_.front();
+    text_.remove_prefix(1);
+    if (kind == 'S') {
+      KILN_ASSIGN(int64_t length, number());
+      if (length <= 0 || uint64_t(length) > text_.size()) return bad("has a bad symbol length");
+      std::string name(text_.substr(0, size_t(length)));
+      text_.remove_prefix(size_t(length));
+      return DimExpr::symbol(name);
+    }
+    if (kind == 'F') {
+      KILN_ASSIGN(int64_t divisor, number());
+      if (divisor <= 0) return bad("divides by " + std::to_string(divisor));
+      KILN_ASSIGN(DimExpr dividend, expression(depth + 1));
+      return DimExpr::floorDiv(dividend, divisor);
+    }
+    if (kind == 'm' || kind == 'M') {
+      KILN_ASSIGN(DimExpr a, expression(depth + 1));
+      KILN_ASSIGN(DimExpr b, expression(depth + 1));
+      return kind == 'm' ? DimExpr::min(a, b) : DimExpr::max(a, b);
+    }
+    return bad("has an atom of unknown kind");
+  }
+
+  Status expect(char c) {
+    if (text_.empty() || text_.front() != c) return bad("is malformed");
+    text_.remove_prefix(1);
+    return Status::ok();
+  }
+
+  /// A decimal integer ended by ';'.
+  Expected<int64_t> number() {
+    const size_t end = text_.find(';');
+    if (end == std::string_view::npos || end == 0 || end > 20) return bad("has a malformed number");
+    std::string_view digits = text_.substr(0, end);
+    const bool negative = digits.front() == '-';
+    if (negative) digits.remove_prefix(1);
+    if (digits.empty()) return bad("has a malformed number");
+    uint64_t magnitude = 0;
+    for (char c : digits) {
+      if (c < '0' || c > '9') return bad("has a malformed number");
+      if (magnitude > (uint64_t(INT64_MAX) - uint64_t(c - '0')) / 10) return bad("has a number beyond int64");
+      magnitude = magnitude * 10 + uint64_t(c - '0');
+    }
+    text_.remove_prefix(end + 1);
+    return negative ? -int64_t(magnitude) : int64_t(magnitude);
+  }
+
+  static Error bad(const std::string& what) { return Error(ErrorCode::ArtifactCorrupt, "dim expression " + what); }
+
+  std::string_view text_;
+};
+
+}  // namespace
+
+Expected<DimExpr> DimExpr::decode(std::string_view text) {
+  DimDecoder decoder(text);
+  KILN_ASSIGN(DimExpr e, decoder.expression(0));
+  if (!decoder.done()) return Error(ErrorCode::ArtifactCorrupt, "dim expression has trailing bytes");
+  return e;
+}
+
+}  // namespace kiln

@@ -1,4 +1,4 @@
-//===- kiln/ir/DimExpr.h - Integer expressions over dynamic dims -*- C++ -*-===//
+//===- kiln/support/DimExpr.h - Integer expressions over dynamic dims -*- C++ -*-===//
 //
 // A dim whose value is known only at run time is an expression over named
 // symbols (the model's dynamic dims: "batch", "seq"): a polynomial with int64
@@ -20,12 +20,13 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include "kiln/support/Status.h"
 
-namespace kiln::ir {
+namespace kiln {
 
 class DimExpr {
  public:
@@ -62,6 +63,13 @@ class DimExpr {
   std::optional<std::pair<int64_t, int64_t>> bounds(const std::map<std::string, std::pair<int64_t, int64_t>>& ranges) const;
   /// "2*batch*seq + 1", "floordiv(h + 1, 2)", "max(a, 3)"; constants print as numbers.
   std::string str() const;
+  /// An unambiguous form for files (symbol names of any characters):
+  /// decode(encode()) == *this.
+  std::string encode() const;
+  /// Rebuilds an encoded expression through the builders (so the result is
+  /// canonical whatever the bytes); KE error (ArtifactCorrupt) on a malformed
+  /// or too deeply nested form.
+  static Expected<DimExpr> decode(std::string_view text);
 
  private:
   struct Atom;
@@ -85,4 +93,4 @@ class DimExpr {
   DimExpr& pruneAtoms();
 };
 
-}  // namespace kiln::ir
+}  // namespace kiln
