@@ -6,6 +6,8 @@
 //===----------------------------------------------------------------------===//
 #include "kiln/ir/Type.h"
 
+#include <set>
+
 #include "kiln/ir/Printer.h"
 
 namespace kiln::ir {
@@ -21,6 +23,44 @@ std::optional<int64_t> TensorType::numElements() const {
   if (!isStatic()) return std::nullopt;
   return checkedNumElements(dims_);
 }
+
+std::optional<DimExpr> TensorType::dimExpr(int64_t i) const {
+  if (dims_[size_t(i)] >= 0) return DimExpr(dims_[size_t(i)]);
+  if (size_t(i) < exprs_.size()) return exprs_[size_t(i)];
+  return std::nullopt;
+}
+
+std::optional<std::vector<DimExpr>> TensorType::dimExprs() const {
+  if (!ranked_) return std::nullopt;
+  std::vector<DimExpr> out;
+  for (int64_t i = 0; i < rank(); ++i) {
+    std::optional<DimExpr> e = dimExpr(i);
+    if (!e) return std::nullopt;
+    out.push_back(*e);
+  }
+  return out;
+}
+
+void TensorType::setDimExpr(int64_t i, const DimExpr& e) {
+  std::optional<int64_t> c = e.constant();
+  bool symbolic = !e.overflowed() && !c;
+  dims_[size_t(i)] = c && *c >= 0 && !e.overflowed() ? *c : kUnknownDim;  // a negative dim is no dim
+  if (symbolic) {
+    exprs_.resize(dims_.size());
+    exprs_[size_t(i)] = e;
+  } else if (size_t(i) < exprs_.size()) {
+    exprs_[size_t(i)].reset();
+  }
+  while (!exprs_.empty() && !exprs_.back()) exprs_.pop_back();
+}
+
+TensorType TensorType::ofExprs(DType dtype, const std::vector<DimExpr>& dims) {
+  TensorType t(dtype, Dims(dims.size(), kUnknownDim));
+  for (size_t i = 0; i < dims.size(); ++i) t.setDimExpr(int64_t(i), dims[i]);
+  return t;
+}
+
+bool TensorType::hasSymbolicDims() const { return !exprs_.empty(); }
 
 bool TensorType::accepts(const Dims& concrete) const {
   if (!ranked_) return true;
@@ -38,6 +78,15 @@ bool isSymbolBare(const std::string& s) {
       return false;
   return s != "seq" && s != "opt";
 }
+
+/// A symbolic dim as the type prints it: a bare symbol as itself, anything
+/// else in parentheses ("(2*seq + 1)") so the dims stay comma-separated.
+std::string exprString(const DimExpr& e) {
+  std::string text = e.str();
+  std::set<std::string> symbols = e.symbols();
+  if (symbols.size() == 1 && *symbols.begin() == text) return isSymbolBare(text) ? text : quoteString(text);
+  return "(" + text + ")";
+}
 }  // namespace
 
 std::string TensorType::str() const {
@@ -48,6 +97,8 @@ std::string TensorType::str() const {
     if (i) s += ",";
     if (dims_[i] >= 0)
       s += std::to_string(dims_[i]);
+    else if (i < exprs_.size() && exprs_[i])
+      s += exprString(*exprs_[i]);
     else if (i < symbols_.size() && !symbols_[i].empty())
       s += isSymbolBare(symbols_[i]) ? symbols_[i] : quoteString(symbols_[i]);
     else

@@ -11,6 +11,7 @@
 #include "kiln/support/DimExpr.h"
 
 #include <algorithm>
+#include <iterator>
 
 #include "kiln/support/StatusImpl.h"
 
@@ -144,6 +145,22 @@ DimExpr DimExpr::floorDiv(const DimExpr& a, int64_t d) {
   atom->text = "floordiv(" + remainder.str() + ", " + std::to_string(d) + ")";
   atom->operands = {remainder};
   return quotient + ofAtom(std::move(atom));
+}
+
+std::optional<DimExpr> DimExpr::divideExact(const DimExpr& a, const DimExpr& b) {
+  if (a.overflow_ || b.overflow_ || b.terms_.size() != 1) return std::nullopt;
+  const auto& [divisorAtoms, divisor] = *b.terms_.begin();
+  if (divisor <= 0) return std::nullopt;
+  DimExpr out;
+  out.absorbAtoms(a);
+  for (const auto& [m, c] : a.terms_) {
+    if (c % divisor != 0 || !std::includes(m.begin(), m.end(), divisorAtoms.begin(), divisorAtoms.end()))
+      return std::nullopt;
+    Monomial rest;
+    std::set_difference(m.begin(), m.end(), divisorAtoms.begin(), divisorAtoms.end(), std::back_inserter(rest));
+    out.addTerm(rest, c / divisor);
+  }
+  return out.pruneAtoms();
 }
 
 DimExpr DimExpr::ceilDiv(const DimExpr& a, int64_t d) { return floorDiv(a + DimExpr(d - 1), d); }

@@ -36,6 +36,53 @@ expect_in "3  Conv" inspect.txt
 "$KILN" inspect "$TINY" --ir > inspect_ir.txt
 expect_in "graph @main(%input: f32[batch,3,32,32])" inspect_ir.txt
 
+# Shape ranges: a dim whose min and max differ stays symbolic through inference.
+"$KILN" inspect "$TINY" --ir --min-shapes input:1x3x32x32 --opt-shapes input:4x3x32x32 --max-shapes input:16x3x32x32 > ranged.txt
+expect_in "batch: 1..16 (opt 4)" ranged.txt
+expect_in ": f32[batch,8,32,32] loc(\"/stem/stem.0/Conv\")" ranged.txt
+"$KILN" inspect "$TINY" --json --min-shapes input:1x3x32x32,input2:1 --max-shapes input:16x3x32x32 > /dev/null 2> ranged.err && fail "a range for a missing input"
+expect_in "a shape range names 'input2', which is not a graph input (inputs: input)" ranged.err
+/usr/bin/python3 - <<'PY'
+# Attention's head split over a dynamic batch and sequence: Shape -> Gather -> Concat -> Reshape.
+import numpy as np, onnx
+from onnx import helper, numpy_helper, TensorProto
+consts = {"i0": np.array([0]), "i1": np.array([1]), "split": np.array([2, 4])}
+inits = [numpy_helper.from_array(v.astype(np.int64), k) for k, v in consts.items()]
+inits.append(numpy_helper.from_array(np.ones((8, 8), np.float32), "w"))
+nodes = [helper.make_node("MatMul", ["x", "w"], ["xw"]), helper.make_node("Shape", ["xw"], ["shape"]),
+         helper.make_node("Gather", ["shape", "i0"], ["b"]), helper.make_node("Gather", ["shape", "i1"], ["s"]),
+         helper.make_node("Concat", ["b", "s", "split"], ["target"], axis=0),
+         helper.make_node("Reshape", ["xw", "target"], ["r"]),
+         helper.make_node("Transpose", ["r"], ["heads"], perm=[0, 2, 1, 3])]
+inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", "tokens", 8]),
+          helper.make_tensor_value_info("mask", TensorProto.FLOAT, ["batch", "tokens"])]
+nodes.append(helper.make_node("ReduceSum", ["mask"], ["count"], keepdims=0))
+graph = helper.make_graph(nodes, "heads", inputs,
+                          [helper.make_tensor_value_info("heads", TensorProto.FLOAT, None),
+                           helper.make_tensor_value_info("count", TensorProto.FLOAT, None)], inits)
+onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), "heads.onnx")
+PY
+"$KILN" inspect heads.onnx --min-shapes x:1x1x8,mask:1x1 --opt-shapes x:1x64x8,mask:1x64 --max-shapes x:4x128x8,mask:4x128 > heads.txt
+expect_in "heads: f32[batch,2,tokens,4]" heads.txt
+expect_in "count: f32[]" heads.txt
+expect_in "tokens: 1..128 (opt 64)" heads.txt
+"$KILN" inspect heads.onnx --min-shapes x:1x1x8 --max-shapes x:1x128x8 --min-shapes mask:1x1 --max-shapes mask:1x128 > heads_b1.txt
+expect_in "heads: f32[1,2,tokens,4]" heads_b1.txt
+expect_fail "error KE1010 (shape-binding): input 'mask' dim 0 ('batch') is dynamic and has no range" \
+  "$KILN" inspect heads.onnx --min-shapes x:1x1x8 --max-shapes x:1x128x8
+expect_fail "input 'mask' dim 1 ('tokens') is given 1..64 (opt 64), but another input's 'tokens' is given 1..128 (opt 128)" \
+  "$KILN" inspect heads.onnx --min-shapes x:1x1x8,mask:1x1 --max-shapes x:1x128x8,mask:1x64
+expect_fail "input 'x' has both --shape and a shape range" \
+  "$KILN" inspect heads.onnx --min-shapes x:1x1x8 --max-shapes x:1x128x8 --shape x:1x4x8
+expect_fail "input 'x' has rank 3 (f32[batch,tokens,8]); a range gives 1x128" "$KILN" inspect heads.onnx --min-shapes x:1x1x8 --max-shapes x:1x128
+expect_fail "input 'x' dim 2 is fixed at 8 in the model" "$KILN" inspect heads.onnx --min-shapes x:1x1x4 --max-shapes x:1x128x8
+expect_fail "input 'x' dim 1: min 64, opt 32, max 128" \
+  "$KILN" inspect heads.onnx --min-shapes x:1x64x8 --opt-shapes x:1x32x8 --max-shapes x:1x128x8
+expect_fail "input 'x' has --min-shapes but no --max-shapes" "$KILN" inspect heads.onnx --min-shapes x:1x1x8
+expect_fail "--max-shapes 'x:1xax8': 'a' is not a dim" "$KILN" inspect heads.onnx --min-shapes x:1x1x8 --max-shapes x:1xax8
+expect_fail "error KE5001 (codegen-unsupported): the shape ranges leave dynamic dims (tokens 1..128)" \
+  "$KILN" compile heads.onnx --min-shapes x:1x1x8,mask:1x1 --max-shapes x:1x128x8,mask:1x128 -o heads.kiln
+
 # run: random inputs are seeded; the same seed gives the same bytes.
 "$KILN" run "$TINY" --shape input:2x3x32x32 --output-dir out1 > run1.txt
 "$KILN" run "$TINY" --shape input:2x3x32x32 --output-dir out2 --seed 0 > run2.txt

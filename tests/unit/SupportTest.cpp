@@ -331,6 +331,14 @@ TEST_CASE("dim expressions over dynamic dims are canonical polynomials that eval
   CHECK(DimExpr::floorDiv(b * s * 768, 768) == b * s);
   CHECK(DimExpr::floorDiv(s * 12, 4) == s * 3);
   CHECK(DimExpr::floorDiv(DimExpr(-7), 2) == DimExpr(-4));
+  // Exact division by one term: what Reshape's -1 needs when the other dims are symbolic too.
+  CHECK(DimExpr::divideExact(b * s * 768, s * 12) == b * 64);
+  CHECK(DimExpr::divideExact(b * s * 2 + s * 4, s * 2) == b + 2);
+  CHECK(DimExpr::divideExact(b * s * 768, DimExpr(768)) == b * s);
+  CHECK_FALSE(DimExpr::divideExact(b * s * 768, h).has_value());       // h does not divide it
+  CHECK_FALSE(DimExpr::divideExact(s * 6 + 1, DimExpr(2)).has_value());  // a remainder
+  CHECK_FALSE(DimExpr::divideExact(s * 6, s + 1).has_value());          // not one term
+  CHECK_FALSE(DimExpr::divideExact(s * 6, DimExpr(0)).has_value());
   // Multiples of the divisor are split off: floor((2h + 3) / 2) = h + 1.
   CHECK(DimExpr::floorDiv(h * 2 + 3, 2) == h + 1);
   // A convolution's output length, and the same computed another way.

@@ -45,6 +45,8 @@ int runInspect(const ModelOptions& options, bool printIr, bool asJson) {
     for (const auto& [domain, v] : m.opsetImports) j["opsets"][domain.empty() ? "ai.onnx" : domain] = v;
     for (ir::Value* in : g.inputs()) j["inputs"].push_back({{"name", in->name()}, {"type", in->type().str()}});
     for (ir::Value* out : g.outputs()) j["outputs"].push_back({{"name", out->name()}, {"type", out->type().str()}});
+    for (const auto& [symbol, r] : m.dimRanges)
+      j["dynamic_dims"][symbol] = {{"min", r.min}, {"opt", r.opt}, {"max", r.max}};
     j["nodes"] = s.nodes;
     j["parameters"] = s.parameters;
     j["parameter_bytes"] = s.parameterBytes;
@@ -60,6 +62,9 @@ int runInspect(const ModelOptions& options, bool printIr, bool asJson) {
     for (ir::Value* in : g.inputs()) std::cout << "  " << printable(in->name()) << ": " << in->type().str() << "\n";
     std::cout << "outputs:\n";
     for (ir::Value* out : g.outputs()) std::cout << "  " << printable(out->name()) << ": " << out->type().str() << "\n";
+    if (!m.dimRanges.empty()) std::cout << "dynamic dims:\n";
+    for (const auto& [symbol, r] : m.dimRanges)
+      std::cout << "  " << printable(symbol) << ": " << r.min << ".." << r.max << " (opt " << r.opt << ")\n";
     std::cout << "nodes:      " << s.nodes << " (plus " << s.constants << " constants)\n";
     std::cout << "parameters: " << s.parameters << " (" << humanBytes(s.parameterBytes) << ")\n";
     std::cout << "hash:       " << ir::structuralHashHex(g) << "\n";
@@ -77,6 +82,7 @@ void addInspectCommand(CLI::App& app, int& exitCode) {
   auto options = std::make_shared<ModelOptions>();
   auto printIr = std::make_shared<bool>(false), asJson = std::make_shared<bool>(false);
   addModelOptions(*cmd, *options, false);
+  addShapeRangeOptions(*cmd, *options);
   cmd->add_flag("--ir", *printIr, "Also print the text IR (weights elided)");
   cmd->add_flag("--json", *asJson, "Print the summary as JSON");
   cmd->callback([=, &exitCode] { exitCode = runInspect(*options, *printIr, *asJson); });

@@ -55,6 +55,14 @@ void addModelOptions(CLI::App& cmd, ModelOptions& o, bool withOptLevel) {
       ->check(CLI::IsMember({"off", "auto", "all"}));
 }
 
+void addShapeRangeOptions(CLI::App& cmd, ModelOptions& o) {
+  const char* what = " shape of a range, e.g. x:1x3x48x80 (comma-separated or repeated, one per input; a dim whose min "
+                     "and max differ stays dynamic, and every dynamic dim needs a range)";
+  cmd.add_option("--min-shapes", o.minShapes, std::string("Smallest") + what)->delimiter(',');
+  cmd.add_option("--opt-shapes", o.optShapes, "Shape to tune for within the range (default: the max shape)")->delimiter(',');
+  cmd.add_option("--max-shapes", o.maxShapes, std::string("Largest") + what)->delimiter(',');
+}
+
 void addBackendOption(CLI::App& cmd, std::string& backend, const std::string& defaultBackend) {
   cmd.add_option("--backend", backend, "What to run the model on: " + joinStrings(bench::backendNames(), ", "))
       ->default_val(defaultBackend)
@@ -65,7 +73,12 @@ Expected<std::unique_ptr<ir::Module>> loadModel(const ModelOptions& o, const std
   onnx::ImportOptions import;
   for (const auto& s : extraShapes) KILN_TRY(onnx::parseShapeBinding(s, import));
   for (const auto& s : o.shapes) KILN_TRY(onnx::parseShapeBinding(s, import));  // explicit --shape wins
+  for (const auto& s : o.minShapes) KILN_TRY(onnx::parseShapeRange("--min-shapes", s, import.minShapes));
+  for (const auto& s : o.optShapes) KILN_TRY(onnx::parseShapeRange("--opt-shapes", s, import.optShapes));
+  for (const auto& s : o.maxShapes) KILN_TRY(onnx::parseShapeRange("--max-shapes", s, import.maxShapes));
   if (o.path.ends_with(".kir")) {
+    if (!o.minShapes.empty() || !o.optShapes.empty() || !o.maxShapes.empty())
+      return Error(ErrorCode::InvalidArgument, "shape ranges apply to ONNX models; a .kir model's shapes are fixed with --shape");
     KILN_ASSIGN(std::string text, readFile(o.path));
     KILN_ASSIGN(auto module, ir::parseModule(text, o.path));
     KILN_TRY(ir::verify(module->graph()));

@@ -1,7 +1,7 @@
 //===- tools/kiln/ModelLoader.h - Loading models for the CLI --------------===//
 //
 // Loads a model from .onnx (ONNX import) or .kir (text IR), binding dynamic
-// input dims given with --shape, and validates the optimisation level; the
+// input dims given with --shape (or giving them ranges), and validates the optimisation level; the
 // --backend option of the commands that execute models.
 //
 //===----------------------------------------------------------------------===//
@@ -23,6 +23,8 @@ namespace kiln::cli {
 struct ModelOptions {
   std::string path;
   std::vector<std::string> shapes;  ///< "name:1x3x224x224"
+  /// --min-shapes / --opt-shapes / --max-shapes ("name:1x3x48x80"; commands that add them).
+  std::vector<std::string> minShapes, optShapes, maxShapes;
   int optLevel = -1;      ///< -O; -1 when not given (then -O3 unless --pipeline)
   std::string pipeline;  ///< --pipeline: passes to run after import, instead of -O; "arch": the arch strategy's for the model
   std::string target;    ///< the backend the passes prepare for (cpu, cuda, interpreter; empty: none): -O3 adds its layout
@@ -36,6 +38,9 @@ std::string effectiveLibraryTactics(const ModelOptions& options, bool cuda);
 
 /// Adds the model path, --shape and (for commands that execute) -O and --pipeline.
 void addModelOptions(CLI::App& cmd, ModelOptions& options, bool withOptLevel);
+
+/// Adds --min-shapes, --opt-shapes and --max-shapes (trtexec's shape ranges).
+void addShapeRangeOptions(CLI::App& cmd, ModelOptions& options);
 
 /// Adds --backend (default "interpreter" unless given, checked against the registry).
 void addBackendOption(CLI::App& cmd, std::string& backend, const std::string& defaultBackend = "interpreter");

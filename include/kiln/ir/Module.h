@@ -18,6 +18,15 @@
 
 namespace kiln::ir {
 
+/// The values a dynamic dim takes: the range an artifact serves and the
+/// value it is tuned for (trtexec's min, opt and max shapes).
+struct DimRange {
+  int64_t min = 0;
+  int64_t opt = 0;
+  int64_t max = 0;
+  bool operator==(const DimRange&) const = default;
+};
+
 class Module {
  public:
   Module() : graph_(std::make_unique<Graph>("main")) {}
@@ -36,6 +45,8 @@ class Module {
   /// Opset per domain as declared by the source model ("" is the default domain).
   std::map<std::string, int64_t> opsetImports;
   std::vector<std::pair<std::string, std::string>> metadataProps;
+  /// The dynamic dims that symbolic types refer to, by symbol.
+  std::map<std::string, DimRange> dimRanges;
 
  private:
   std::unique_ptr<Graph> graph_;

@@ -2,8 +2,11 @@
 //
 // A TensorType is a dtype plus a shape that may be unranked or have unknown dims
 // (-1), each optionally named by a symbol ("batch") as ONNX inputs declare them.
-// Shapes are static wherever they can be: dynamic input dims are bound at import,
-// and only data-dependent results (NonZero, NonMaxSuppression, ...) stay unknown.
+// A dim may also be symbolic: unknown as an int64 but known as a DimExpr over
+// the model's dynamic dims (an input dim compiled for a range of values, and
+// whatever shape inference derives from it: "seq", "2*seq + 1").
+// Dynamic input dims are otherwise bound at import, and only data-dependent
+// results (NonZero, NonMaxSuppression, ...) stay unknown.
 // A Type is a tensor, a sequence of tensors or an optional value (ONNX's types).
 //
 //===----------------------------------------------------------------------===//
@@ -14,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "kiln/support/DimExpr.h"
 #include "kiln/support/Tensor.h"
 
 namespace kiln::ir {
@@ -41,6 +45,18 @@ class TensorType {
   int64_t dim(int64_t i) const { return dims_[size_t(i)]; }
   /// True when ranked and every dim is known.
   bool isStatic() const;
+  /// Dim i as an expression: its value when known, its DimExpr when it is
+  /// symbolic, nullopt when unknown.
+  std::optional<DimExpr> dimExpr(int64_t i) const;
+  /// Every dim as an expression, or nullopt when some dim (or the rank) is unknown.
+  std::optional<std::vector<DimExpr>> dimExprs() const;
+  /// Sets dim i: a constant makes it static, any other expression symbolic
+  /// (dims()[i] is then kUnknownDim); an overflowed expression makes it unknown.
+  void setDimExpr(int64_t i, const DimExpr& e);
+  /// A ranked type whose dims are these expressions.
+  static TensorType ofExprs(DType dtype, const std::vector<DimExpr>& dims);
+  /// True when some dim is symbolic.
+  bool hasSymbolicDims() const;
   /// Element count when static.
   std::optional<int64_t> numElements() const;
 
@@ -65,6 +81,8 @@ class TensorType {
   Dims dims_;
   bool ranked_ = false;
   std::vector<std::string> symbols_;
+  /// Empty, or one entry per dim: set exactly where the dim is symbolic.
+  std::vector<std::optional<DimExpr>> exprs_;
 };
 
 class Type {

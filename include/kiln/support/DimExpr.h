@@ -40,6 +40,9 @@ class DimExpr {
   static DimExpr ceilDiv(const DimExpr& a, int64_t d);
   static DimExpr min(const DimExpr& a, const DimExpr& b);
   static DimExpr max(const DimExpr& a, const DimExpr& b);
+  /// a / b when b is one term (c * atoms, c > 0) that divides every term of
+  /// a exactly: (12*b*s) / (4*s) is 3*b; nullopt otherwise.
+  static std::optional<DimExpr> divideExact(const DimExpr& a, const DimExpr& b);
 
   friend DimExpr operator+(const DimExpr& a, const DimExpr& b);
   friend DimExpr operator-(const DimExpr& a, const DimExpr& b);

@@ -25,6 +25,7 @@
 #include "NewerOpsetForms.h"
 #include "OnnxProtoUtils.h"
 #include "OpsetNormalizer.h"
+#include "ShapeRanges.h"
 #include "kiln/ir/OpSchema.h"
 #include "kiln/ir/ShapeInference.h"
 #include "kiln/ir/Verifier.h"
@@ -43,10 +44,10 @@ ir::Type refineType(const ir::Type& inferred, const ir::Type& declared) {
   DType dtype = a.dtype() != DType::Undefined ? a.dtype() : b.dtype();
   if (!b.hasRank()) return ir::Type(a.withDType(dtype));
   if (!a.hasRank()) return ir::Type(b.withDType(dtype));
-  Dims dims = a.dims();
-  for (size_t i = 0; i < dims.size(); ++i)
-    if (dims[i] < 0) dims[i] = b.dims()[i];
-  ir::TensorType t(dtype, dims);
+  // A dim the graph leaves unknown (not symbolic) takes the declared one.
+  ir::TensorType t = a.withDType(dtype);
+  for (int64_t i = 0; i < t.rank(); ++i)
+    if (!a.dimExpr(i) && b.dim(i) >= 0) t.setDimExpr(i, DimExpr(b.dim(i)));
   if (!b.dimSymbols().empty()) t.setDimSymbols(b.dimSymbols());
   return ir::Type(t);
 }
@@ -211,6 +212,8 @@ class Importer final : public DraftBuilder {
         if (auto s = options_.inputShapes.find(in.name()); s != options_.inputShapes.end()) {
           KILN_ASSIGN(t, bindShape(in.name(), t, s->second));
           bound.insert(in.name());
+        } else {
+          KILN_ASSIGN(t, rangedInputType(in.name(), t, options_, module_.dimRanges));
         }
       }
       if (g.isValueNameTaken(in.name())) return invalidGraph("value '" + in.name() + "' is defined twice");
@@ -226,6 +229,10 @@ class Importer final : public DraftBuilder {
           return Error(ErrorCode::ShapeBinding,
                        "--shape names '" + name + "', which is not a graph input (inputs: " + names + ")");
         }
+    if (root) {
+      KILN_TRY(checkRangeCoverage(g, options_));
+      inferencer_.setDimRanges(module_.dimRanges);
+    }
     for (auto& init : *gp.mutable_initializer()) {
       auto t = tensorFromProto(init, &resolver_);
       if (!t) return Error(t.error()).withContext("initializer");
@@ -697,10 +704,13 @@ Expected<std::unique_ptr<ir::Module>> importOnnxFile(const std::string& path, co
   return importFromMemory(file->size() ? file->data() : &kEmpty, file->size(), dirName(path), options);
 }
 
-Status parseShapeBinding(const std::string& spec, ImportOptions& options) {
+namespace {
+
+/// "name:1x3x224x224" as given to `flag`.
+Expected<std::pair<std::string, Dims>> parseNamedDims(const std::string& flag, const std::string& spec) {
   size_t colon = spec.rfind(':');
   if (colon == std::string::npos || colon == 0)
-    return Error(ErrorCode::InvalidArgument, "--shape '" + spec + "' must look like name:1x3x224x224");
+    return Error(ErrorCode::InvalidArgument, flag + " '" + spec + "' must look like name:1x3x224x224");
   std::string name = spec.substr(0, colon), dimsText = spec.substr(colon + 1);
   Dims dims;
   size_t pos = 0;
@@ -708,12 +718,26 @@ Status parseShapeBinding(const std::string& spec, ImportOptions& options) {
     size_t x = dimsText.find('x', pos);
     std::string part = dimsText.substr(pos, x == std::string::npos ? std::string::npos : x - pos);
     if (part.empty() || part.size() > 12 || part.find_first_not_of("0123456789") != std::string::npos)
-      return Error(ErrorCode::InvalidArgument, "--shape '" + spec + "': '" + part + "' is not a dim (dims are separated by 'x')");
+      return Error(ErrorCode::InvalidArgument, flag + " '" + spec + "': '" + part + "' is not a dim (dims are separated by 'x')");
     dims.push_back(std::stoll(part));
     if (x == std::string::npos) break;
     pos = x + 1;
   }
-  options.inputShapes[name] = dims;
+  return std::pair{name, dims};
+}
+
+}  // namespace
+
+Status parseShapeBinding(const std::string& spec, ImportOptions& options) {
+  KILN_ASSIGN(auto named, parseNamedDims("--shape", spec));
+  options.inputShapes[named.first] = named.second;
+  return Status::ok();
+}
+
+Status parseShapeRange(const std::string& flag, const std::string& spec, std::map<std::string, Dims>& shapes) {
+  KILN_ASSIGN(auto named, parseNamedDims(flag, spec));
+  if (!shapes.emplace(named.first, named.second).second)
+    return Error(ErrorCode::InvalidArgument, flag + " gives input '" + named.first + "' twice");
   return Status::ok();
 }
 

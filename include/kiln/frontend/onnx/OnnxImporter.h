@@ -35,6 +35,10 @@ inline constexpr int64_t kOldestOpset = 1;
 struct ImportOptions {
   /// Concrete dims for graph inputs, by name (`--shape name:1x3x224x224`).
   std::map<std::string, Dims> inputShapes;
+  /// Shape ranges for graph inputs, by name (`--min-shapes`, `--opt-shapes`,
+  /// `--max-shapes`): a dim whose min and max differ stays dynamic, a
+  /// symbolic dim with that range (Module::dimRanges); opt defaults to max.
+  std::map<std::string, Dims> minShapes, optShapes, maxShapes;
 };
 
 /// Imports a .onnx file; external data is resolved next to it.
@@ -45,6 +49,8 @@ Expected<std::unique_ptr<ir::Module>> importOnnxBytes(const std::string& bytes, 
 
 /// Parses "name:1x3x224x224" into options.inputShapes.
 Status parseShapeBinding(const std::string& spec, ImportOptions& options);
+/// Parses "name:1x3x48x80" given to `flag` (--min-shapes, ...) into `shapes`.
+Status parseShapeRange(const std::string& flag, const std::string& spec, std::map<std::string, Dims>& shapes);
 
 /// Reads a serialized TensorProto, SequenceProto or OptionalProto (.pb), as the
 /// ONNX test data sets store inputs and outputs. `expected` says which to read.
