@@ -25,16 +25,8 @@ struct ShapeInferencer::State {
 
 namespace {
 
-using KnownValues = symbolic::KnownValues;
 using State = ShapeInferencer::State;
-
-const Tensor* lookupKnown(const Value* v, const KnownValues& known) {
-  if (!v) return nullptr;
-  if (Node* p = v->producer(); p && p->op() == ir::Op::Constant && p->hasAttr("value"))
-    return &p->getTensor("value");
-  auto it = known.find(v);
-  return it == known.end() ? nullptr : &it->second;
-}
+using symbolic::lookupKnown;
 
 class StaticInferenceContext final : public InferenceContext {
  public:

@@ -9,6 +9,23 @@
 
 namespace kiln::ir::symbolic {
 
+const Tensor* lookupKnown(const Value* v, const KnownValues& known) {
+  if (!v) return nullptr;
+  if (Node* p = v->producer(); p && p->op() == Op::Constant && p->hasAttr("value")) return &p->getTensor("value");
+  auto it = known.find(v);
+  return it == known.end() ? nullptr : &it->second;
+}
+
+std::optional<std::vector<int64_t>> constantValues(const DimValues& values) {
+  std::vector<int64_t> out;
+  for (const DimExpr& e : values) {
+    std::optional<int64_t> c = e.constant();
+    if (!c) return std::nullopt;
+    out.push_back(*c);
+  }
+  return out;
+}
+
 RuleContext::RuleContext(const Node& node, std::vector<std::optional<Type>>& results, const KnownValues& known,
                          const KnownDimValues& dimValues, const SymbolRanges& ranges)
     : node_(node), results_(results), known_(known), dimValues_(dimValues), ranges_(ranges) {}
@@ -35,24 +52,11 @@ const DimValues* RuleContext::inputValues(size_t i) const {
   return &(constantValues_[i] = std::move(values));
 }
 
-const Tensor* RuleContext::inputTensor(size_t i) const {
-  if (!input(i)) return nullptr;
-  const Value* v = node_.input(i);
-  if (Node* p = v->producer(); p && p->op() == Op::Constant && p->hasAttr("value")) return &p->getTensor("value");
-  auto k = known_.find(v);
-  return k == known_.end() ? nullptr : &k->second;
-}
+const Tensor* RuleContext::inputTensor(size_t i) const { return input(i) ? lookupKnown(node_.input(i), known_) : nullptr; }
 
 std::optional<std::vector<int64_t>> RuleContext::inputInts(size_t i) const {
   const DimValues* values = inputValues(i);
-  if (!values) return std::nullopt;
-  std::vector<int64_t> out;
-  for (const DimExpr& e : *values) {
-    std::optional<int64_t> c = e.constant();
-    if (!c) return std::nullopt;
-    out.push_back(*c);
-  }
-  return out;
+  return values ? constantValues(*values) : std::nullopt;
 }
 
 const TensorType* RuleContext::output(size_t i) const {
@@ -114,13 +118,9 @@ namespace {
 std::optional<Tensor> constantTensor(const TensorType* type, const DimValues& values) {
   if (!type || !type->isStatic() || !isInteger(type->dtype()) || *type->numElements() != int64_t(values.size()))
     return std::nullopt;
-  std::vector<int64_t> ints;
-  for (const DimExpr& e : values) {
-    std::optional<int64_t> c = e.constant();
-    if (!c) return std::nullopt;
-    ints.push_back(*c);
-  }
-  return Tensor::fromVector<int64_t>(type->dims(), ints).castTo(type->dtype());
+  std::optional<std::vector<int64_t>> ints = constantValues(values);
+  if (!ints) return std::nullopt;
+  return Tensor::fromVector<int64_t>(type->dims(), *ints).castTo(type->dtype());
 }
 
 }  // namespace
@@ -146,12 +146,10 @@ std::vector<std::optional<DimExpr>> broadcastDimByDim(const std::vector<std::opt
   for (size_t k = 0; k < rank; ++k) {
     const std::optional<DimExpr>& x = k < rank - a.size() ? one : a[k - (rank - a.size())];
     const std::optional<DimExpr>& y = k < rank - b.size() ? one : b[k - (rank - b.size())];
-    if (!x || !y) {
-      if (x && x != one && x->constant()) out[k] = x;  // an unknown dim broadcast against n > 1 is n (or an error at run time)
-      if (y && y != one && y->constant()) out[k] = y;
-    } else if (*x == *y || *y == DimExpr(1)) {
+    if (!x || !y) continue;  // against an unknown dim: the static rule's result stands
+    if (*x == *y || y == one) {
       out[k] = x;
-    } else if (*x == DimExpr(1)) {
+    } else if (x == one) {
       out[k] = y;
     } else if (x->constant()) {
       out[k] = x;  // a symbolic dim broadcast against n is n (from 1, or an error at run time)

@@ -35,6 +35,11 @@ using SymbolRanges = std::map<std::string, std::pair<int64_t, int64_t>>;
 /// Tensors of more elements than this carry no dim values (shapes are short).
 inline constexpr size_t kMaxDimValues = 64;
 
+/// The value of `v` if a Constant node produces it or `known` holds it; else null.
+const Tensor* lookupKnown(const Value* v, const KnownValues& known);
+/// The values as integers when every one is constant.
+std::optional<std::vector<int64_t>> constantValues(const DimValues& values);
+
 /// What a symbolic rule sees of its node: operand types, known values and dim
 /// values, and the results the static rule typed (which it may refine).
 class RuleContext {

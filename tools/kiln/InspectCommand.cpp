@@ -64,7 +64,7 @@ int runInspect(const ModelOptions& options, bool printIr, bool asJson) {
     for (ir::Value* out : g.outputs()) std::cout << "  " << printable(out->name()) << ": " << out->type().str() << "\n";
     if (!m.dimRanges.empty()) std::cout << "dynamic dims:\n";
     for (const auto& [symbol, r] : m.dimRanges)
-      std::cout << "  " << printable(symbol) << ": " << r.min << ".." << r.max << " (opt " << r.opt << ")\n";
+      std::cout << "  " << printable(symbol) << ": " << r.str() << "\n";
     std::cout << "nodes:      " << s.nodes << " (plus " << s.constants << " constants)\n";
     std::cout << "parameters: " << s.parameters << " (" << humanBytes(s.parameterBytes) << ")\n";
     std::cout << "hash:       " << ir::structuralHashHex(g) << "\n";

@@ -25,6 +25,10 @@ struct DimRange {
   int64_t opt = 0;
   int64_t max = 0;
   bool operator==(const DimRange&) const = default;
+  /// "1..512 (opt 128)"
+  std::string str() const {
+    return std::to_string(min) + ".." + std::to_string(max) + " (opt " + std::to_string(opt) + ")";
+  }
 };
 
 class Module {

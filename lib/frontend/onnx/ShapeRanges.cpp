@@ -17,10 +17,6 @@ const Dims* find(const std::map<std::string, Dims>& shapes, const std::string& n
   return it == shapes.end() ? nullptr : &it->second;
 }
 
-std::string rangeText(const ir::DimRange& r) {
-  return std::to_string(r.min) + ".." + std::to_string(r.max) + " (opt " + std::to_string(r.opt) + ")";
-}
-
 bool rangesName(const ImportOptions& o, const std::string& name) {
   return find(o.minShapes, name) || find(o.optShapes, name) || find(o.maxShapes, name);
 }
@@ -59,7 +55,7 @@ Expected<ir::Type> rangedInputType(const std::string& name, const ir::Type& decl
                         std::to_string(r.max) + "; a range needs min <= opt <= max");
     const int64_t fixed = t.hasRank() ? t.dim(int64_t(axis)) : ir::kUnknownDim;
     if (fixed >= 0 && (r.min != fixed || r.max != fixed))
-      return rangeError(where + " is fixed at " + std::to_string(fixed) + " in the model; the range gives " + rangeText(r));
+      return rangeError(where + " is fixed at " + std::to_string(fixed) + " in the model; the range gives " + r.str());
     if (r.min == r.max) {
       dims.emplace_back(r.min);
       continue;
@@ -67,8 +63,8 @@ Expected<ir::Type> rangedInputType(const std::string& name, const ir::Type& decl
     const std::string symbol = dimSymbol(name, t, axis);
     auto [it, added] = ranges.emplace(symbol, r);
     if (!added && it->second != r)
-      return rangeError(where + " ('" + symbol + "') is given " + rangeText(r) + ", but another input's '" + symbol +
-                        "' is given " + rangeText(it->second) + "; dims that share a name share a range");
+      return rangeError(where + " ('" + symbol + "') is given " + r.str() + ", but another input's '" + symbol +
+                        "' is given " + it->second.str() + "; dims that share a name share a range");
     dims.push_back(DimExpr::symbol(symbol));
   }
   ir::TensorType ranged = ir::TensorType::ofExprs(t.dtype(), dims);
