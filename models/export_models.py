@@ -265,6 +265,9 @@ def main():
     parser.add_argument("--opset", type=int, default=13)
     parser.add_argument("--batch", type=int, default=0,
                         help="export at this batch size (first input dim) as <model>-b<N>-<form>.onnx")
+    parser.add_argument("--dynamic", action="store_true",
+                        help="export with dynamic axes as <model>-dyn-<form>.onnx: every input's and output's dim 0 "
+                             "is 'batch', and a BERT's dim 1 'seq'")
     parser.add_argument("models", nargs="*", help="zoo model names (default: every model of --size)")
     args = parser.parse_args()
     with open(ZOO) as f:
@@ -290,6 +293,10 @@ def main():
             spec, stem = json.loads(json.dumps(spec)), f"{name}-b{args.batch}"
             for s in spec["inputs"].values():
                 s["shape"][0] = args.batch
+        if args.dynamic:
+            axes = {0: "batch", 1: "seq"} if spec["class"] == "BR" else {0: "batch"}
+            spec, stem = dict(spec), f"{stem}-dyn"
+            spec["dynamic_axes"] = {n: axes for n in list(spec["inputs"]) + spec["outputs"]}
         for form in forms:
             path = os.path.join(args.out, f"{stem}-{form}.onnx")
             export(name, spec, form, path, args.opset)

@@ -166,7 +166,7 @@ struct ElementCall {
 
   Expected<Expr> operand(size_t i, const Index& at) const { return builder.at(n.input(i), at); }
   Expected<Expr> broadcastOperand(size_t i) const {
-    KILN_ASSIGN(Dims d, staticDims(n.input(i)));
+    KILN_ASSIGN(Dims d, elementDims(n.input(i)));
     return builder.at(n.input(i), broadcastIndex(idx, d));
   }
   Expr fconst(double v) const { return constantOf(ct, v); }
@@ -353,15 +353,27 @@ Expected<Expr> modElement(const ElementCall& c) {
 
 /// A remapping rule, given operand 0's dims.
 using RemapRule = std::function<Expected<Expr>(const ElementCall&, const Dims& inDims)>;
+/// A rule over static shapes only (its index arithmetic reads the dims).
 ElementRule remap(RemapRule f) {
   return [f = std::move(f)](const ElementCall& c) -> Expected<Expr> {
     KILN_ASSIGN(Dims inDims, staticDims(c.n.input(0)));
+    KILN_TRY(staticDims(c.n.output(c.result)).status());
+    return f(c, inDims);
+  };
+}
+/// A rule that takes dynamic dims too (-1 in `inDims` and the call's outDims).
+ElementRule remapDynamic(RemapRule f) {
+  return [f = std::move(f)](const ElementCall& c) -> Expected<Expr> {
+    KILN_ASSIGN(Dims inDims, elementDims(c.n.input(0)));
     return f(c, inDims);
   };
 }
 
-Expected<Expr> reshapeElement(const ElementCall& c, const Dims& inDims) {
-  return c.operand(0, unflatten(flatIndex(c.idx, c.outDims), inDims));
+/// The element at the same row-major position of operand 0, over the run's dims when they are dynamic.
+Expected<Expr> reshapeElement(const ElementCall& c, const Dims&) {
+  KILN_ASSIGN(ExprDims in, c.builder.dims(c.n.input(0)));
+  KILN_ASSIGN(ExprDims out, c.builder.dims(c.n.output(c.result)));
+  return c.operand(0, unflatten(flatIndex(c.idx, out), in));
 }
 
 Expected<Expr> tileElement(const ElementCall& c, const Dims& inDims) {
@@ -518,9 +530,10 @@ Expected<Expr> gatherElementsElement(const ElementCall& c, const Dims& inDims) {
 
 Expected<Expr> gatherElement(const ElementCall& c, const Dims& inDims) {
   KILN_ASSIGN(int64_t axis, ir::normalizeAxis(c.n.getInt("axis"), int64_t(inDims.size())));
-  KILN_ASSIGN(Dims qDims, staticDims(c.n.input(1)));
+  KILN_ASSIGN(Dims qDims, elementDims(c.n.input(1)));  // only its rank is used: the indices may be dynamic
   const Index& idx = c.idx;
   const size_t a = size_t(axis), q = qDims.size();
+  if (inDims[a] < 0) return c.unsupported("Gather along a dynamic dim");
   Index qIdx(idx.begin() + a, idx.begin() + a + q);
   KILN_ASSIGN(Expr i, indexOperand(c, qIdx, inDims[a]));
   Index in(idx.begin(), idx.begin() + a);
@@ -559,6 +572,37 @@ Expected<Expr> depthSpaceElement(const ElementCall& c, const Dims& inDims) {
     in = {idx[0], channel, floorDiv(idx[2], b), floorDiv(idx[3], b)};
   }
   return c.operand(0, in);
+}
+
+/// Shape: element i is dim start + i of operand 0, a run-time extent where
+/// it is dynamic (static shapes fold away before code generation); operand 0 is never read.
+Expected<Expr> shapeElement(const ElementCall& c) {
+  KILN_ASSIGN(ExprDims dims, c.builder.dims(c.n.input(0)));
+  const int64_t rank = int64_t(dims.size());
+  auto clampIdx = [&](int64_t v) { return std::clamp<int64_t>(v < 0 ? v + rank : v, 0, rank); };
+  const int64_t start = clampIdx(c.n.getInt("start")), end = c.n.hasAttr("end") ? clampIdx(c.n.getInt("end")) : rank;
+  if (end <= start) return c.unsupported("an empty Shape");
+  Expr value = dims[size_t(end - 1)];
+  for (int64_t d = end - 1; d-- > start;) value = select(binary(BinaryOp::Eq, c.idx[0], intImm(d - start)), dims[size_t(d)], value);
+  return cast(c.ct, value);
+}
+
+/// Size: the product of operand 0's dims (never read).
+Expected<Expr> sizeElement(const ElementCall& c) {
+  KILN_ASSIGN(ExprDims dims, c.builder.dims(c.n.input(0)));
+  return cast(c.ct, productOf(dims));
+}
+
+/// Range: start + i * delta (the result's length comes from its type; limit is never read).
+Expected<Expr> rangeElement(const ElementCall& c) {
+  KILN_ASSIGN(Expr start, c.operand(0, {}));
+  KILN_ASSIGN(Expr delta, c.operand(2, {}));
+  return start + cast(c.ct, c.idx[0]) * delta;
+}
+
+/// ConstantOfShape: its value (zero without one) everywhere; the shape operand is never read.
+Expected<Expr> constantOfShapeElement(const ElementCall& c) {
+  return c.fconst(c.n.hasAttr("value") ? c.n.getTensor("value").scalarAsDouble() : 0.0);
 }
 
 using ir::Op;
@@ -656,11 +700,11 @@ void addBinaryRules(ElementRules& r) {
 
 /// Index remapping: the element of an operand the result's element is.
 void addRemapRules(ElementRules& r) {
-  r[Op::Reshape] = r[Op::Flatten] = r[Op::Squeeze] = r[Op::Unsqueeze] = remap(reshapeElement);
+  r[Op::Reshape] = r[Op::Flatten] = r[Op::Squeeze] = r[Op::Unsqueeze] = remapDynamic(reshapeElement);
   r[Op::Expand] =
-      remap([](const ElementCall& c, const Dims& inDims) { return c.operand(0, broadcastIndex(c.idx, inDims)); });
+      remapDynamic([](const ElementCall& c, const Dims& inDims) { return c.operand(0, broadcastIndex(c.idx, inDims)); });
   r[Op::Tile] = remap(tileElement);
-  r[Op::Transpose] = remap(transposeElement);
+  r[Op::Transpose] = remapDynamic(transposeElement);
   r[Op::Slice] = remap(sliceElement);
   r[Op::Split] = remap(splitElement);
   r[Op::Concat] = remap(concatElement);
@@ -669,9 +713,13 @@ void addRemapRules(ElementRules& r) {
     return resizeElement(c.builder, c.n, c.idx, inDims, c.outDims, c.ct);
   });
   r[Op::GatherElements] = remap(gatherElementsElement);
-  r[Op::Gather] = remap(gatherElement);
+  r[Op::Gather] = remapDynamic(gatherElement);
   r[Op::Trilu] = remap(triluElement);
   r[Op::DepthToSpace] = r[Op::SpaceToDepth] = remap(depthSpaceElement);
+  r[Op::Shape] = shapeElement;
+  r[Op::Size] = sizeElement;
+  r[Op::Range] = rangeElement;
+  r[Op::ConstantOfShape] = constantOfShapeElement;
 }
 
 /// The element rule of every op code generation computes element by element,
@@ -693,7 +741,7 @@ const ElementRules& elementRules() {
 bool hasElementExpr(const ir::Node& n) { return elementRules().count(n.op()) > 0; }
 
 Expected<Expr> ElementBuilder::compute(const ir::Node& n, size_t result, const Index& idx) {
-  KILN_ASSIGN(Dims outDims, staticDims(n.output(result)));
+  KILN_ASSIGN(Dims outDims, elementDims(n.output(result)));
   KILN_ASSIGN(ScalarType outType, valueScalarType(n.output(result)));
   auto rule = elementRules().find(n.op());
   if (rule == elementRules().end()) {

@@ -34,6 +34,9 @@ bool isStaticTensor(const ir::Value* v) {
   return v->type().isTensor() && v->tensorType().hasRank() && v->tensorType().isStatic();
 }
 
+/// A tensor a kernel can hold: static, or every dim not static a dynamic dim (symbolic, within the shape ranges).
+bool isKernelTensor(const ir::Value* v) { return isStaticTensor(v) || (hasDynamicDims(v) && elementDims(v).isOk()); }
+
 /// Operands, then the values the node's subgraphs capture.
 std::vector<ir::Value*> valuesRead(const ir::Node& n) {
   std::vector<ir::Value*> reads = n.inputs();
@@ -90,11 +93,11 @@ const char* edgeKindName(EdgeKind k) {
 }
 
 KernelRole roleOf(const ir::Node& n) {
-  // Kernels have static shapes; anything else runs on the host.
+  // Kernels have static shapes or dynamic dims; anything else runs on the host.
   for (const ir::Value* v : n.inputs())
-    if (v && !isStaticTensor(v)) return KernelRole::Extern;
+    if (v && !isKernelTensor(v)) return KernelRole::Extern;
   for (const ir::Value* v : n.outputs())
-    if (!isStaticTensor(v)) return KernelRole::Extern;
+    if (!isKernelTensor(v)) return KernelRole::Extern;
   using ir::Op;
   switch (n.op()) {
     case Op::MatMul: case Op::Gemm: case Op::KilnDense: return KernelRole::Matmul;  // Dense: simplify-fc-transpose's
@@ -303,6 +306,7 @@ KernelGroup FusionPlan::makeGroup(int id, std::vector<ir::Node*> nodes) const {
   KernelGroup g;
   g.id = id;
   g.scope = scope_;
+  g.dimRanges = dimRanges_;
   g.nodes = std::move(nodes);
   g.role = KernelRole::Injective;
   for (ir::Node* n : g.nodes)
@@ -322,6 +326,11 @@ KernelGroup FusionPlan::makeGroup(int id, std::vector<ir::Node*> nodes) const {
     }
   }
   return g;
+}
+
+void FusionPlan::setDimRanges(const ir::DimRanges* ranges) {
+  dimRanges_ = ranges;
+  for (KernelGroup& g : groups_) g.dimRanges = ranges;
 }
 
 const KernelGroup& FusionPlan::groupOf(const ir::Node* n) const {

@@ -106,6 +106,7 @@ class ModelLowering {
   Expected<uint32_t> resultBuffer(const ir::Value* v);
   Expected<uint32_t> readBuffer(const ir::Value* v, const std::string& reader);
   Status addInputs();
+  Status addDimSymbols();
   // Steps.
   Status addGroupSteps(const KernelGroup* g);
   Status addHostStep(const KernelGroup& g, const std::string& reason);
@@ -148,12 +149,14 @@ Expected<LoweredModel> ModelLowering::run() {
   Stopwatch timer;
   KILN_ASSIGN(FusionPlan plan, FusionPlan::build(graph_));
   out_.plan = std::make_unique<FusionPlan>(std::move(plan));
+  if (!options_.dimRanges.empty()) out_.plan->setDimRanges(&options_.dimRanges);
   if (!options_.fusionPlanText.empty()) KILN_TRY(out_.plan->applyDecisions(options_.fusionPlanText));
   out_.stats.planMs = timer.elapsedMs();
   timer.restart();
 
   exe_->target = target_ == KernelTarget::Cpu ? "cpu" : "cuda";
   KILN_TRY(addInputs());
+  KILN_TRY(addDimSymbols());
   graphOutputs_ = std::set<const ir::Value*>(graph_.outputs().begin(), graph_.outputs().end());
   std::vector<const KernelGroup*> order = topologicalGroups(*out_.plan);
   if (order.size() != out_.plan->groups().size())
@@ -166,6 +169,9 @@ Expected<LoweredModel> ModelLowering::run() {
         v->producer()->removeAttr("value");
   }
   KILN_TRY(addOutputs());
+  const bool anyExtents = std::any_of(exe_->kernelExtentMax.begin(), exe_->kernelExtentMax.end(),
+                                      [](const std::vector<int64_t>& m) { return !m.empty(); });
+  if (!anyExtents) exe_->kernelExtentMax.clear();
   planArena();
   KILN_TRY(exe_->validate());
   out_.stats.groups = order.size() + branchGroups_;
@@ -178,7 +184,11 @@ Expected<LoweredModel> ModelLowering::run() {
 Expected<uint32_t> ModelLowering::addBuffer(const ir::Value* v, runtime::BufferKind kind) {
   runtime::BufferSpec b;
   bool dynamicOk = kind == runtime::BufferKind::Intermediate || kind == runtime::BufferKind::Output;
-  if (Expected<Dims> dims = staticDims(v)) {
+  if (hasDynamicDims(v) && kind != runtime::BufferKind::Weight) {  // sized for the maxima, shaped per run
+    KILN_ASSIGN(b.dims, dimsAt(v, &options_.dimRanges, DimPoint::Max));
+    KILN_TRY(elementDims(v).status());
+    b.shape = *v->tensorType().dimExprs();
+  } else if (Expected<Dims> dims = staticDims(v)) {
     b.dims = *dims;
   } else if (dynamicOk && v->type().isTensor()) {  // computed on the host at run time
     b.dynamic = true;
@@ -244,6 +254,22 @@ Status ModelLowering::addInputs() {
   return Status::ok();
 }
 
+/// The dynamic dims, each read from the first input dim that is exactly its symbol.
+Status ModelLowering::addDimSymbols() {
+  for (const auto& [symbol, range] : options_.dimRanges) {
+    std::optional<runtime::DimSymbol> found;
+    for (uint32_t i = 0; i < exe_->inputs.size() && !found; ++i) {
+      const std::vector<DimExpr>& shape = exe_->buffers[exe_->inputs[i]].shape;
+      for (uint32_t axis = 0; axis < shape.size() && !found; ++axis)
+        if (shape[axis] == DimExpr::symbol(symbol)) found = runtime::DimSymbol{symbol, i, axis, range.min, range.opt, range.max};
+    }
+    if (!found)
+      return makeError(ErrorCode::CodegenUnsupported, "dynamic dim '", symbol, "' is not a dim of any graph input");
+    exe_->symbols.push_back(*found);
+  }
+  return Status::ok();
+}
+
 /// One group's steps: a host step, nothing (empty results), a library step, or a kernel.
 Status ModelLowering::addGroupSteps(const KernelGroup* g) {
   if (g->role == KernelRole::Extern) {
@@ -253,7 +279,7 @@ Status ModelLowering::addGroupSteps(const KernelGroup* g) {
   // A group whose results are all empty has nothing to compute.
   bool empty = true;
   for (const ir::Value* v : g->outputs) {
-    KILN_ASSIGN(Dims dims, staticDims(v));
+    KILN_ASSIGN(Dims dims, elementDims(v));  // -1 at a dynamic dim: not empty
     empty &= product(dims) == 0;
   }
   if (empty) {
@@ -291,6 +317,8 @@ Status ModelLowering::addHostStep(const KernelGroup& g, const std::string& reaso
     return makeError(ErrorCode::CodegenUnsupported, parts...).atNode(first->displayName(), first->opType());
   };
   if (!options_.allowHostSteps) return unsupported(reason, " (host steps are disabled)");
+  if (hasDynamicDims(g))
+    return unsupported(reason, " (a group with dynamic dims has no host-step fallback)");
   runtime::KernelStep step;
   step.kind = runtime::StepKind::Host;
   std::vector<const ir::Node*> nodes;
@@ -519,6 +547,7 @@ Status ModelLowering::addKernelStep(const KernelGroup* g) {
     KILN_ASSIGN(uint32_t id, kernelArgBuffer(*lowered, a));
     step.args.push_back(id);
   }
+  for (const std::string& symbol : lowered->extentSymbols) step.extents.push_back(DimExpr::symbol(symbol));
   addKernel(std::move(*lowered), std::move(step));
   return Status::ok();
 }
@@ -583,6 +612,9 @@ void ModelLowering::addKernel(LoweredKernel lk, runtime::KernelStep step) {
       paramBytes.push_back(empty ? 0 : uint64_t(b->size) * scalarTypeSize(b->type));
     }
     exe_->kernelParamBytes.push_back(std::move(paramBytes));
+    std::vector<int64_t> extentMax;
+    for (const RunTimeExtent& e : lk.kernel.extents) extentMax.push_back(e.max);
+    exe_->kernelExtentMax.push_back(std::move(extentMax));
     out_.kernels.push_back(std::move(lk));
   }
   step.kernel = it->second;

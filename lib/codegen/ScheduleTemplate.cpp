@@ -188,6 +188,10 @@ Expected<LoweredKernel> lowerGroup(const KernelGroup& group, KernelTarget target
   lk.kernel.name = group.name();
   lk.kernel.target = target;
   lk.kernel.params = elements.params();
+  for (const auto& [symbol, extent] : elements.extents()) {
+    lk.kernel.extents.push_back(extent);
+    lk.extentSymbols.push_back(symbol);
+  }
   lk.kernel.body = simplifyIndices(*body);
   lk.group = &group;
   lk.templateName = t->name();

@@ -28,16 +28,39 @@ bool hasElementExpr(const ir::Node& n);
 
 /// The static dims of a value; an error naming the producer when unknown.
 Expected<Dims> staticDims(const ir::Value* v);
+/// The dims of a ranked tensor value whose other dims are all dynamic dims
+/// (symbolic): static dims as they are, -1 at the dynamic ones (never 1, so
+/// broadcasting passes their index through); staticDims' error otherwise.
+Expected<Dims> elementDims(const ir::Value* v);
+/// Whether the value's type has dynamic (symbolic) dims.
+bool hasDynamicDims(const ir::Value* v);
+/// Whether any value a group reads or writes inside has dynamic dims.
+bool hasDynamicDims(const KernelGroup& g);
+/// Where in their ranges dynamic dims are taken: at the opt values (what
+/// knob spaces are sized for) or at their upper bounds (a buffer's capacity).
+enum class DimPoint : uint8_t { Opt, Max };
+/// A value's dims with each dynamic dim at `point` of the group's ranges;
+/// its static dims when it has no dynamic ones (the ranges may then be null).
+Expected<Dims> dimsAt(const ir::Value* v, const ir::DimRanges* ranges, DimPoint point);
 /// The kernel scalar type of a tensor value.
 Expected<ScalarType> valueScalarType(const ir::Value* v);
 /// Row-major flat index of `idx` in `dims`.
 Expr flatIndex(const Index& idx, const Dims& dims);
 /// The multi-index of `flat` in `dims` (floordiv/floormod per dim).
 Index unflatten(const Expr& flat, const Dims& dims);
+/// Dims as kernel expressions (dynamic dims over the run-time extents).
+using ExprDims = std::vector<Expr>;
+/// flatIndex and unflatten over dims that may be run-time expressions.
+Expr flatIndex(const Index& idx, const ExprDims& dims);
+Index unflatten(const Expr& flat, const ExprDims& dims);
+/// The product of dims[begin, end) as an expression.
+Expr productOf(const ExprDims& dims, size_t begin = 0, size_t end = SIZE_MAX);
 /// Index expressions for loop variables.
 Index indexOf(const std::vector<Var>& vars);
 /// Clamps an index expression into [0, extent-1].
 Expr clampIndex(const Expr& i, int64_t extent);
+/// Clamps an index expression into [0, extent-1] for a run-time extent (at least 1).
+Expr clampIndex(const Expr& i, const Expr& extent);
 /// A small identifier made of a value's name (for buffers and variables).
 std::string identifierOf(const std::string& name);
 
@@ -61,6 +84,15 @@ class ElementBuilder {
   /// A scratch buffer for this kernel alone (e.g. a padded or im2col copy); the
   /// runtime places it in the arena. Its parameter holds no graph value.
   Buffer workspace(const std::string& name, ScalarType type, int64_t size);
+  /// A value's dims as kernel expressions: its constants, and each dynamic
+  /// dim over the kernel's run-time extents (extent()).
+  Expected<ExprDims> dims(const ir::Value* v);
+  /// Dynamic dim `d` as a kernel expression: each symbol it names becomes a
+  /// run-time extent of the kernel (made on first use, bounded by the
+  /// symbol's range in the group's ranges; an error for a symbol without one).
+  Expected<Expr> extent(const DimExpr& d);
+  /// The run-time extents the kernel takes, in parameter order, with the symbol each holds.
+  const std::vector<std::pair<std::string, RunTimeExtent>>& extents() const { return extents_; }
   /// Stores element `idx` of every group output in `values` (the same index
   /// space, e.g. an anchor and its epilogue outputs).
   Expected<std::vector<Stmt>> storeOutputs(const std::vector<ir::Value*>& values, const Index& idx);
@@ -86,6 +118,7 @@ class ElementBuilder {
   std::vector<Buffer> params_;
   std::vector<const ir::Value*> paramValues_;
   std::vector<PackSpec> packs_;  ///< by parameter position (shorter when the last ones are plain)
+  std::vector<std::pair<std::string, RunTimeExtent>> extents_;
   /// (value, index node identities) -> (the index, kept alive so its nodes'
   /// addresses cannot be reused by other expressions, and the element).
   std::map<std::pair<const ir::Value*, std::vector<const ExprNode*>>, std::pair<Index, Expr>> cache_;

@@ -219,6 +219,19 @@ std::set<std::string> DimExpr::symbols() const {
   return out;
 }
 
+std::vector<std::pair<int64_t, std::vector<DimExpr::Factor>>> DimExpr::terms() const {
+  std::vector<std::pair<int64_t, std::vector<Factor>>> out;
+  for (const auto& [m, c] : terms_) {
+    std::vector<Factor> factors;
+    for (const std::string& key : m) {
+      const Atom& a = *atoms_.at(key);
+      factors.push_back({Factor::Kind(uint8_t(a.kind)), a.text, a.operands, a.divisor});
+    }
+    out.emplace_back(c, std::move(factors));
+  }
+  return out;
+}
+
 Expected<int64_t> DimExpr::evaluate(const std::map<std::string, int64_t>& values) const {
   if (overflow_) return Error(ErrorCode::ShapeBinding, "the dim expression overflows int64");
   auto overflow = [&]() { return Error(ErrorCode::ShapeBinding, "dim " + str() + " overflows int64"); };

@@ -80,8 +80,28 @@ expect_fail "input 'x' dim 1: min 64, opt 32, max 128" \
   "$KILN" inspect heads.onnx --min-shapes x:1x64x8 --opt-shapes x:1x32x8 --max-shapes x:1x128x8
 expect_fail "input 'x' has --min-shapes but no --max-shapes" "$KILN" inspect heads.onnx --min-shapes x:1x1x8
 expect_fail "--max-shapes 'x:1xax8': 'a' is not a dim" "$KILN" inspect heads.onnx --min-shapes x:1x1x8 --max-shapes x:1xax8
-expect_fail "error KE5001 (codegen-unsupported): the shape ranges leave dynamic dims (tokens 1..128)" \
-  "$KILN" compile heads.onnx --min-shapes x:1x1x8,mask:1x1 --max-shapes x:1x128x8,mask:1x128 -o heads.kiln
+# compile with ranges: one artifact serves every shape in them, as the interpreter computes it.
+"$KILN" compile heads.onnx --min-shapes x:1x1x8,mask:1x1 --opt-shapes x:2x64x8,mask:2x64 \
+  --max-shapes x:4x128x8,mask:4x128 -o heads.kiln > heads_compile.txt
+for shape in 1x1 2x64 3x17 4x128; do
+  /usr/bin/python3 -c "
+import numpy as np; b, t = map(int, '$shape'.split('x')); r = np.random.default_rng(b * 1000 + t)
+np.save('hx.npy', r.standard_normal((b, t, 8)).astype(np.float32)); np.save('hm.npy', r.standard_normal((b, t)).astype(np.float32))"
+  "$KILN" run heads.kiln --input x=hx.npy --input mask=hm.npy --output-dir "heads_k$shape" > /dev/null
+  "$KILN" run heads.onnx --input x=hx.npy --input mask=hm.npy --output-dir "heads_i$shape" > /dev/null
+  /usr/bin/python3 -c "
+import numpy as np
+for name in ('heads', 'count'):
+    got, want = np.load('heads_k$shape/' + name + '.npy'), np.load('heads_i$shape/' + name + '.npy')
+    assert got.shape == want.shape and np.allclose(got, want, atol=1e-5), ('$shape', name, got.shape, want.shape)"
+done
+/usr/bin/python3 -c "import numpy as np; np.save('hx.npy', np.zeros((1, 129, 8), np.float32)); np.save('hm.npy', np.zeros((1, 129), np.float32))"
+expect_fail "error KE3001 (bad-input): input 'x' dim 1 ('tokens') is 129; this executable serves 1..128" \
+  "$KILN" run heads.kiln --input x=hx.npy --input mask=hm.npy
+expect_fail "error KE5001 (codegen-unsupported): the shape ranges leave dynamic dims (batch 1..4, tokens 1..128); --target cuda does not generate kernels for shape ranges yet" \
+  "$KILN" compile heads.onnx --min-shapes x:1x1x8,mask:1x1 --max-shapes x:4x128x8,mask:4x128 --target cuda -o heads_cuda.kiln
+expect_fail "(Conv): value 'input' has dynamic dims (f32[batch,3,32,32]), which this kernel's schedule template does not take yet" \
+  "$KILN" compile "$TINY" --min-shapes input:1x3x32x32 --max-shapes input:4x3x32x32 -o ranged_cnn.kiln
 
 # run: random inputs are seeded; the same seed gives the same bytes.
 "$KILN" run "$TINY" --shape input:2x3x32x32 --output-dir out1 > run1.txt

@@ -964,14 +964,7 @@ std::vector<Tensor> runsLikeInterpreter(const Model& model, const ir::Module& mo
   REQUIRE(got.isOk());
   auto want = reference.run(std::vector<RuntimeValue>(inputs.begin(), inputs.end()));
   REQUIRE(want.isOk());
-  REQUIRE(got->size() == want->size());
-  for (size_t i = 0; i < got->size(); ++i) {
-    const Tensor& w = (*want)[i].tensor();
-    INFO("output " << i << ": " << (*got)[i].typeString() << " vs " << w.typeString());
-    REQUIRE((*got)[i].dims() == w.dims());
-    std::vector<double> a = (*got)[i].toDoubles(), b = w.toDoubles();
-    for (size_t j = 0; j < a.size(); ++j) CHECK(std::fabs(a[j] - b[j]) <= 1e-6 * std::max(1.0, std::fabs(b[j])));
-  }
+  testing::checkOutputsMatch(*got, *want, 1e-6);
   return std::move(*got);
 }
 

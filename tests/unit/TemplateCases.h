@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "kiln/ir/Parser.h"
+#include "kiln/support/RuntimeValue.h"
 #include "kiln/support/Tensor.h"
 
 namespace kiln::testing {
@@ -60,6 +61,19 @@ inline std::vector<Tensor> randomInputs(const ir::Graph& g, uint64_t seed) {
     inputs.push_back(Tensor::fromVector<double>(t.dims(), values).castTo(t.dtype()));
   }
   return inputs;
+}
+
+/// Every output has the reference's dims and values within `tolerance`,
+/// relative to the reference's magnitude (absolute below 1).
+inline void checkOutputsMatch(const std::vector<Tensor>& got, const std::vector<RuntimeValue>& want, double tolerance) {
+  REQUIRE(got.size() == want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    const Tensor& w = want[i].tensor();
+    INFO("output " << i << ": " << got[i].typeString() << " vs " << w.typeString());
+    REQUIRE(got[i].dims() == w.dims());
+    std::vector<double> a = got[i].toDoubles(), b = w.toDoubles();
+    for (size_t j = 0; j < a.size(); ++j) CHECK(std::fabs(a[j] - b[j]) <= tolerance * std::max(1.0, std::fabs(b[j])));
+  }
 }
 
 struct TemplateCase {

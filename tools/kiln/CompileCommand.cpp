@@ -62,22 +62,24 @@ std::string size(uint64_t bytes) {
   return os.str();
 }
 
-/// Writes the fusion plan (if asked) and the artifact, then the report's
-/// first lines; `kernelsNote` ends the kernels line. The caller prints the
-/// target's own lines (weights, times) after these.
-/// KE5001 while the code generators take static shapes only: a model with
-/// dynamic dims (shape ranges) is inspected, not compiled.
-Status checkStaticShapes(const ir::Module& module) {
-  if (module.dimRanges.empty()) return Status::ok();
+/// KE5001 for what does not take dynamic dims yet (shape ranges): the CUDA
+/// target and tuning databases, whose records are kept per static shape.
+Status checkDynamicSupport(const ir::Module& module, bool cuda, bool tuningDb) {
+  if (module.dimRanges.empty() || (!cuda && !tuningDb)) return Status::ok();
   std::string dims;
   for (const auto& [symbol, r] : module.dimRanges)
     dims += (dims.empty() ? "" : ", ") + symbol + " " + std::to_string(r.min) + ".." + std::to_string(r.max);
+  const std::string what = cuda ? "--target cuda does not generate kernels for shape ranges yet"
+                                : "--tuning-db does not apply to kernels over shape ranges yet";
   return Error(ErrorCode::CodegenUnsupported,
-               "the shape ranges leave dynamic dims (" + dims + "); kiln compile does not generate kernels for a "
-               "shape range yet (docs/notes/dynamic-shapes.md). Compile for one shape with --shape (e.g. the opt "
-               "shape); `kiln inspect` with the ranges shows the symbolic shapes");
+               "the shape ranges leave dynamic dims (" + dims + "); " + what +
+                   " (docs/notes/dynamic-shapes.md). Compile for one shape with --shape, or for the CPU without a "
+                   "tuning database");
 }
 
+/// Writes the fusion plan (if asked) and the artifact, then the report's
+/// first lines; `kernelsNote` ends the kernels line. The caller prints the
+/// target's own lines (weights, times) after these.
 Status saveAndReport(const CompileOptions& o, const codegen::LoweredModel& model, const std::string& output,
                      const std::string& kernelsNote) {
   if (!o.saveFusionPlan.empty()) KILN_TRY(writeFile(o.saveFusionPlan, model.plan->print()));
@@ -233,7 +235,7 @@ int compileModel(const CompileOptions& o) {
   progress("importing " + o.model.path);
   auto module = loadModel(o.model);
   if (!module) return reportError(module.error());
-  if (Status s = checkStaticShapes(**module); !s.isOk()) return reportError(s.error());
+  if (Status s = checkDynamicSupport(**module, cuda, !o.tuningDb.empty()); !s.isOk()) return reportError(s.error());
   double importMs = timer.elapsedMs();
   timer.restart();
   auto report = applyPipeline(**module, o.model);
@@ -242,6 +244,7 @@ int compileModel(const CompileOptions& o) {
   codegen::CompileOptions options;
   options.allowHostSteps = !o.noHostSteps;
   options.releaseConsumedWeights = true;  // after lowering only the executable is written
+  options.dimRanges = (*module)->dimRanges;
   options.allowTf32 = o.model.precision == "tf32";
   options.libraryTactics = *codegen::parseLibraryTactics(effectiveLibraryTactics(o.model, cuda));  // checked by CLI::IsMember
   if (!o.fusionPlan.empty()) {

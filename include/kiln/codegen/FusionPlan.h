@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "kiln/ir/Graph.h"
+#include "kiln/ir/Module.h"
 #include "kiln/support/Status.h"
 
 namespace kiln::codegen {
@@ -64,6 +65,8 @@ struct KernelGroup {
   std::vector<ir::Value*> inputs;     ///< values read from outside the group (weights included)
   std::vector<ir::Value*> outputs;    ///< values used after the group or graph outputs
   std::string scope;                  ///< "" in the model's graph; a branch's plan's scope ("4t_": If group 4's then branch)
+  /// The ranges of the dynamic dims its values' types refer to (FusionPlan::setDimRanges); null when none are given.
+  const ir::DimRanges* dimRanges = nullptr;
   std::string name() const;           ///< k<scope><id>_<anchor or first op>
 };
 
@@ -83,6 +86,10 @@ class FusionPlan {
   /// anchor, the values it reads from outside and those used after it.
   KernelGroup makeGroup(int id, std::vector<ir::Node*> nodes) const;
   ir::Graph& graph() const { return *graph_; }
+
+  /// The dynamic dims' ranges every group (now and after partition) refers
+  /// to; `ranges` outlives the plan's use.
+  void setDimRanges(const ir::DimRanges* ranges);
 
   /// Sets every decision to the default heuristic's.
   void setDefaultDecisions();
@@ -106,6 +113,7 @@ class FusionPlan {
 
   ir::Graph* graph_ = nullptr;
   std::string scope_;
+  const ir::DimRanges* dimRanges_ = nullptr;
   std::vector<ir::Node*> order_;  ///< nodes that belong to kernels, in graph order
   std::unordered_map<const ir::Node*, size_t> position_;  ///< index in order_
   std::vector<FusionEdge> edges_;

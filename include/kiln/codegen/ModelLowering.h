@@ -48,6 +48,10 @@ struct CompileOptions {
   /// a later reader of such a constant finds no value (lowering reports an
   /// internal error, other readers stop on a failed check), never old data.
   bool releaseConsumedWeights = false;
+  /// The ranges of the dynamic dims the graph's types refer to (the module's
+  /// dimRanges): the executable serves every shape in them, its buffers sized
+  /// for their maxima; empty for a graph of static shapes.
+  ir::DimRanges dimRanges;
 };
 
 /// A group that runs as a host step, and why.

@@ -96,6 +96,7 @@ struct LoweredKernel {
   Config config;
   std::vector<const ir::Value*> args;  ///< one per kernel.params; null for a workspace
   std::vector<PackSpec> packs;         ///< one per kernel.params: how a constant is rearranged
+  std::vector<std::string> extentSymbols;  ///< one per kernel.extents: the dynamic dim it holds
 };
 
 /// Lowers a group with `config` (the template's default when null), verified.

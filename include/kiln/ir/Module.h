@@ -31,6 +31,9 @@ struct DimRange {
   }
 };
 
+/// Dynamic dims' ranges by symbol.
+using DimRanges = std::map<std::string, DimRange>;
+
 class Module {
  public:
   Module() : graph_(std::make_unique<Graph>("main")) {}
@@ -50,7 +53,7 @@ class Module {
   std::map<std::string, int64_t> opsetImports;
   std::vector<std::pair<std::string, std::string>> metadataProps;
   /// The dynamic dims that symbolic types refer to, by symbol.
-  std::map<std::string, DimRange> dimRanges;
+  DimRanges dimRanges;
 
  private:
   std::unique_ptr<Graph> graph_;

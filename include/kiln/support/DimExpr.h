@@ -64,6 +64,19 @@ class DimExpr {
   /// ranges (interval arithmetic: a bound, tight when each atom occurs once);
   /// nullopt when a symbol has no range or a bound overflows.
   std::optional<std::pair<int64_t, int64_t>> bounds(const std::map<std::string, std::pair<int64_t, int64_t>>& ranges) const;
+  /// One factor of a term, for code that rebuilds the expression in its own
+  /// arithmetic (a kernel's index expressions): a symbol (`name`), a floor
+  /// division of operands[0] by `divisor`, or the min or max of operands[0] and [1].
+  struct Factor {
+    enum class Kind : uint8_t { Symbol, FloorDiv, Min, Max };
+    Kind kind = Kind::Symbol;
+    std::string name;
+    std::vector<DimExpr> operands;
+    int64_t divisor = 1;
+  };
+  /// The expression as a sum of coefficient * product of factors (a factor
+  /// repeated for a power); the constant term has no factors.
+  std::vector<std::pair<int64_t, std::vector<Factor>>> terms() const;
   /// "2*batch*seq + 1", "floordiv(h + 1, 2)", "max(a, 3)"; constants print as numbers.
   std::string str() const;
   /// An unambiguous form for files (symbol names of any characters):

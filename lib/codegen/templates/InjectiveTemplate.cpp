@@ -44,7 +44,8 @@ class InjectiveTemplate final : public ScheduleTemplate {
   bool matches(const KernelGroup& g) const override { return g.role == KernelRole::Injective; }
 
   Expected<KnobSpace> knobSpace(const KernelGroup& g, KernelTarget target) const override {
-    KILN_ASSIGN(Dims dims, staticDims(g.outputs.front()));
+    KILN_ASSIGN(Dims dims, target == KernelTarget::Gpu ? staticDims(g.outputs.front())
+                                                       : dimsAt(g.outputs.front(), g.dimRanges, DimPoint::Opt));
     int64_t inner = dims.empty() ? 1 : dims.back(), total = product(dims);
     if (target == KernelTarget::Gpu) {
       bool oneShape = true;
@@ -61,10 +62,10 @@ class InjectiveTemplate final : public ScheduleTemplate {
     }
     // Outputs of several shapes (an FPN's sums at each level) are separate
     // loop nests: the largest one's innermost dim bounds the vector width,
-    // and every output's elements count as work.
+    // and every output's elements count as work. Dynamic dims count at their opt values.
     int64_t elements = 0;
     for (const ir::Value* v : g.outputs) {
-      KILN_ASSIGN(Dims d, staticDims(v));
+      KILN_ASSIGN(Dims d, dimsAt(v, g.dimRanges, DimPoint::Opt));
       elements += product(d);
       if (product(d) > total) dims = d, total = product(d), inner = d.empty() ? 1 : d.back();
     }
@@ -81,27 +82,38 @@ class InjectiveTemplate final : public ScheduleTemplate {
   }
 
   Expected<Stmt> instantiate(ElementBuilder& el, const Config& c, KernelTarget target) const override {
-    std::vector<std::pair<Dims, std::vector<ir::Value*>>> nests;
+    if (target == KernelTarget::Gpu) {
+      std::vector<std::pair<Dims, std::vector<ir::Value*>>> nests;
+      for (ir::Value* v : el.group().outputs) {
+        KILN_ASSIGN(Dims d, staticDims(v));
+        auto it = std::find_if(nests.begin(), nests.end(), [&](const auto& n) { return n.first == d; });
+        if (it == nests.end()) nests.push_back({d, {v}});
+        else it->second.push_back(v);
+      }
+      return instantiateGpu(el, c, nests);
+    }
+    // CPU: outputs of one shape (the same dims, dynamic ones as expressions) share a nest.
+    std::vector<std::pair<std::vector<DimExpr>, std::vector<ir::Value*>>> nests;
     for (ir::Value* v : el.group().outputs) {
-      KILN_ASSIGN(Dims d, staticDims(v));
+      KILN_TRY(elementDims(v).status());
+      std::vector<DimExpr> d = *v->tensorType().dimExprs();
       auto it = std::find_if(nests.begin(), nests.end(), [&](const auto& n) { return n.first == d; });
       if (it == nests.end()) nests.push_back({d, {v}});
       else it->second.push_back(v);
     }
-    if (target == KernelTarget::Gpu) return instantiateGpu(el, c, nests);
     std::vector<Stmt> loops;
     for (size_t n = 0; n < nests.size(); ++n) {
-      Dims dims = nests[n].first;
+      KILN_ASSIGN(ExprDims dims, el.dims(nests[n].second.front()));
       std::string suffix = nests.size() > 1 ? std::to_string(n) : "";
-      int64_t inner = dims.empty() ? 1 : dims.back();
-      int64_t outer = product(dims) / std::max<int64_t>(inner, 1);
-      int64_t vec = c.at("vector");
-      if (inner % vec != 0) vec = 1;
+      Expr inner = dims.empty() ? intImm(1) : dims.back();
+      Expr outer = productOf(dims, 0, dims.empty() ? 0 : dims.size() - 1);
+      int64_t innerValue = 0, outerValue = 0, vec = c.at("vector");
+      if (!isIntConstant(inner, &innerValue) || innerValue % vec != 0) vec = 1;
       Var o = makeVar("o" + suffix), io = makeVar("i" + suffix), iv = makeVar("v" + suffix);
       Expr innerIndex = vec > 1 ? varRef(io) * vec + varRef(iv) : varRef(io);
       Index idx;
       if (!dims.empty()) {
-        Dims lead(dims.begin(), dims.end() - 1);
+        ExprDims lead(dims.begin(), dims.end() - 1);
         idx = unflatten(varRef(o), lead);
         idx.push_back(innerIndex);
       }
@@ -112,8 +124,9 @@ class InjectiveTemplate final : public ScheduleTemplate {
       }
       Stmt body = seq(std::move(stores));
       if (vec > 1) body = forLoop(iv, intImm(vec), LoopKind::Vectorized, body);
-      body = forLoop(io, intImm(inner / vec), LoopKind::Serial, body);
-      loops.push_back(forLoop(o, intImm(outer), outer > 1 ? outerKind(c) : LoopKind::Serial, body));
+      body = forLoop(io, vec > 1 ? intImm(innerValue / vec) : inner, LoopKind::Serial, body);
+      const bool oneIteration = isIntConstant(outer, &outerValue) && outerValue <= 1;
+      loops.push_back(forLoop(o, outer, oneIteration ? LoopKind::Serial : outerKind(c), body));
     }
     return seq(std::move(loops));
   }

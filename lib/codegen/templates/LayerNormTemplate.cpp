@@ -24,18 +24,25 @@ class LayerNormTemplate final : public ScheduleTemplate {
   bool matches(const KernelGroup& g) const override { return g.role == KernelRole::LayerNorm; }
 
   Expected<KnobSpace> knobSpace(const KernelGroup& g, KernelTarget target) const override {
-    KILN_ASSIGN(Dims x, staticDims(g.anchor->input(0)));
+    KILN_ASSIGN(Dims x, rowwiseDims(g, target, DimPoint::Opt));
     KILN_ASSIGN(int64_t axis, ir::normalizeAxis(g.anchor->getInt("axis"), int64_t(x.size())));
     return rowwiseKnobSpace(g, target, product(x, size_t(axis)));
   }
 
   Expected<Stmt> instantiate(ElementBuilder& el, const Config& c, KernelTarget target) const override {
     const ir::Node& node = *el.group().anchor;
-    KILN_ASSIGN(Dims x, staticDims(node.input(0)));
+    KILN_ASSIGN(Dims x, rowwiseDims(el.group(), target, DimPoint::Max));
     KILN_ASSIGN(const ScalarType ct, resultComputeType(node));
     KILN_ASSIGN(int64_t axis, ir::normalizeAxis(node.getInt("axis"), int64_t(x.size())));
-    Dims rowDims(x.begin(), x.begin() + axis), normDims(x.begin() + axis, x.end());
-    const int64_t rows = product(rowDims), len = product(normDims);
+    Dims normDims(x.begin() + axis, x.end());
+    if (std::count(normDims.begin(), normDims.end(), ir::kUnknownDim))
+      return makeError(ErrorCode::CodegenUnsupported, "layer normalization over a dynamic dim");
+    KILN_ASSIGN(ExprDims xE, el.dims(node.input(0)));
+    const ExprDims rowDims(xE.begin(), xE.begin() + axis);
+    const Expr rowsE = productOf(rowDims);
+    const int64_t len = product(normDims);
+    int64_t rows = 0;
+    isIntConstant(rowsE, &rows);  // the GPU's rows are static
     const bool warp = target == KernelTarget::Gpu && knobIs(c, "warp");
     Var o = makeVar("o"), j = makeVar("j"), lane = makeVar("lane");
     // The row's element at flat `position` within the normalized dims.
@@ -48,7 +55,7 @@ class LayerNormTemplate final : public ScheduleTemplate {
     const Index idx = indexAt(varRef(j));
     KILN_ASSIGN(Expr xv, at(varRef(j)));
     auto paramAt = [&](size_t input) -> Expected<Expr> {
-      KILN_ASSIGN(Dims d, staticDims(node.input(input)));
+      KILN_ASSIGN(Dims d, elementDims(node.input(input)));
       Index pi;
       for (size_t k = 0; k < d.size(); ++k) pi.push_back(d[k] == 1 ? intImm(0) : idx[idx.size() - d.size() + k]);
       return el.at(node.input(input), pi);
@@ -100,7 +107,7 @@ class LayerNormTemplate final : public ScheduleTemplate {
     Stmt body = allocate(acc, seq(std::move(steps)));
     if (warp) return warpPerItem(o, lane, rows, c.at("threads"), body);
     if (target == KernelTarget::Gpu) return threadPerItem(o, rows, c.at("threads"), body);
-    return forLoop(o, intImm(rows), rows > 1 ? outerKind(c) : LoopKind::Serial, body);
+    return rowsLoop(o, rowsE, c, body);
   }
 };
 

@@ -28,10 +28,13 @@ struct MatmulShape {
   bool gemm, ta, tb;  ///< Gemm, and whether A / B are read transposed (Gemm's transA / transB; kiln::Dense's B)
 };
 
-Expected<MatmulShape> shapeOf(const ir::Node& node) {
-  KILN_ASSIGN(Dims a, staticDims(node.input(0)));
-  KILN_ASSIGN(Dims b, staticDims(node.input(1)));
-  KILN_ASSIGN(Dims out, staticDims(node.output(0)));
+/// The shape with each value's dims from `dimsOf` (static, at the opt
+/// values, or with -1 at dynamic dims: m and batch are then -1 or wrong,
+/// and the CPU schedule takes them as expressions).
+Expected<MatmulShape> shapeOf(const ir::Node& node, const std::function<Expected<Dims>(const ir::Value*)>& dimsOf = staticDims) {
+  KILN_ASSIGN(Dims a, dimsOf(node.input(0)));
+  KILN_ASSIGN(Dims b, dimsOf(node.input(1)));
+  KILN_ASSIGN(Dims out, dimsOf(node.output(0)));
   if (a.size() < 2 || b.size() < 2)
     return makeError(ErrorCode::CodegenUnsupported, "matmul template needs operands of rank >= 2");
   MatmulShape s;
@@ -72,7 +75,9 @@ class MatmulTemplate final : public ScheduleTemplate {
   //        cores, GpuGemm.cpp), warps {1,4} and frags {1,2}; f32 ones
   //        the same knobs with mma default 0 and approximate (TF32, opt-in)
   Expected<KnobSpace> knobSpace(const KernelGroup& g, KernelTarget target) const override {
-    KILN_ASSIGN(MatmulShape s, shapeOf(*g.anchor));
+    KILN_ASSIGN(MatmulShape s, target == KernelTarget::Gpu ? shapeOf(*g.anchor) : shapeOf(*g.anchor, [&](const ir::Value* v) {
+      return dimsAt(v, g.dimRanges, DimPoint::Opt);
+    }));
     KnobSpace space;
     if (target == KernelTarget::Gpu) {
       space.knobs.push_back(makeKnob("tile", {8, 16, 32}, 16, "GPU (gemm = 0): output tile (tile x tile threads) and k step staged in shared memory"));
@@ -98,26 +103,35 @@ class MatmulTemplate final : public ScheduleTemplate {
     if (target == KernelTarget::Gpu && usesGpuGemm(c)) return instantiateGemm(el, c);
     if (target == KernelTarget::Gpu) return instantiateGpu(el, c);
     const ir::Node& node = *el.group().anchor;
-    KILN_ASSIGN(MatmulShape s, shapeOf(node));
+    // Any of the batch dims, M, N and K may be dynamic (run-time extents).
+    KILN_ASSIGN(MatmulShape s, shapeOf(node, elementDims));
+    KILN_ASSIGN(ExprDims outE, el.dims(node.output(0)));
+    KILN_ASSIGN(ExprDims aE, el.dims(node.input(0)));
+    const bool mDynamic = s.m < 0, nDynamic = s.n < 0, kDynamic = s.k < 0;
+    const Expr nE = outE.back(), kE = s.ta ? aE[aE.size() - 2] : aE.back();
     KILN_ASSIGN(const ScalarType ct, resultComputeType(node));
     const Dims &aDims = s.a, &bDims = s.b;
     const bool ta = s.ta, tb = s.tb;
-    const int64_t tm = std::min(c.at("tm"), s.m), tn = c.at("tn");
-    const int64_t mTiles = ceilDiv(s.m, tm), nTiles = ceilDiv(s.n, tn);
-    const Dims batchDims(s.outDims.begin(), s.outDims.end() - 2);
+    const int64_t tm = mDynamic ? c.at("tm") : std::min(c.at("tm"), s.m), tn = c.at("tn");
+    const Expr mE = outE[outE.size() - 2];
+    const Expr mTiles = mDynamic ? floorDiv(mE + (tm - 1), tm) : intImm(ceilDiv(s.m, tm));
+    const Expr nTiles = nDynamic ? floorDiv(nE + (tn - 1), tn) : intImm(ceilDiv(s.n, tn));
+    const ExprDims batchDims(outE.begin(), outE.end() - 2);
 
     Var bm = makeVar("bm"), nt = makeVar("nt"), k = makeVar("k"), i = makeVar("i"), j = makeVar("j");
-    Expr batchFlat = floorDiv(varRef(bm), mTiles);
+    Expr batchFlat = binary(BinaryOp::FloorDiv, varRef(bm), mTiles);
     // Packed B: panels are zero-padded to tn columns, so the last column block
-    // stays in place and masks its stores.
+    // stays in place and masks its stores. Row blocks over a dynamic M start
+    // at multiples of tm, the last one masked.
     const bool packed = knobIs(c, "pack");
-    Expr m0 = blockOrigin(floorMod(varRef(bm), mTiles), tm, s.m);
-    Expr n0 = packed ? varRef(nt) * tn : blockOrigin(varRef(nt), tn, s.n);
+    Expr rowBlock = binary(BinaryOp::FloorMod, varRef(bm), mTiles);
+    Expr m0 = mDynamic ? rowBlock * tm : blockOrigin(rowBlock, tm, s.m);
+    Expr n0 = packed || nDynamic ? varRef(nt) * tn : blockOrigin(varRef(nt), tn, s.n);
     Buffer panels;
-    if (packed) {
+    if (packed) {  // a constant B: static N and K
       PackSpec pack;
       pack.kind = "panels", pack.width = tn, pack.transposed = tb;
-      KILN_ASSIGN(panels, el.packedBuffer(node.input(1), pack, nTiles * s.k * tn));
+      KILN_ASSIGN(panels, el.packedBuffer(node.input(1), pack, ceilDiv(s.n, tn) * s.k * tn));
     }
     Index batchIdx = batchDims.empty() ? Index{} : unflatten(batchFlat, batchDims);
     auto operandIndex = [&](const Dims& dims, Expr row, Expr col) { return operandIndexOf(batchIdx, dims, row, col); };
@@ -125,13 +139,17 @@ class MatmulTemplate final : public ScheduleTemplate {
     // columns; full tiles index directly, so column reads stay contiguous vectors.
     auto product = [&](bool clamped) -> Expected<Expr> {
       Expr row = m0 + varRef(i), col = n0 + varRef(j);
-      if (clamped) row = clampIndex(row, s.m), col = clampIndex(col, s.n);
+      if (clamped) {
+        row = mDynamic ? clampIndex(row, mE) : clampIndex(row, s.m);
+        col = nDynamic ? clampIndex(col, nE) : clampIndex(col, s.n);
+      }
       KILN_ASSIGN(Expr a, el.at(node.input(0), ta ? operandIndex(aDims, varRef(k), row) : operandIndex(aDims, row, varRef(k))));
       if (packed) return a * cast(computeType(panels->type), load(panels, (varRef(nt) * s.k + varRef(k)) * tn + varRef(j)));
       KILN_ASSIGN(Expr b, el.at(node.input(1), tb ? operandIndex(bDims, col, varRef(k)) : operandIndex(bDims, varRef(k), col)));
       return a * b;
     };
     GemmBlock block{i, j, k, tm, tn, s.k, makeBuffer("acc", ct, MemoryScope::Local, tm * tn)};
+    if (kDynamic) block.kRunExtent = kE;
     Expr accIndex = varRef(i) * tn + varRef(j);
     const Buffer& acc = block.acc;
 
@@ -141,24 +159,29 @@ class MatmulTemplate final : public ScheduleTemplate {
     outIdx.push_back(n0 + varRef(j));
     KILN_ASSIGN(Expr result, resultOf(el, load(acc, accIndex), outIdx, ct));
     el.setSource(node.output(0), [result](const Index&) { return result; });
-    Expr guard = binary(BinaryOp::And, binary(BinaryOp::Lt, m0 + varRef(i), intImm(s.m)),
-                        binary(BinaryOp::Lt, n0 + varRef(j), intImm(s.n)));
-    const bool columnsOverhang = packed ? s.n % tn != 0 : blocksOverhang(tn, s.n);
-    if (!blocksOverhang(tm, s.m) && !columnsOverhang) guard = Expr();
+    Expr guard = binary(BinaryOp::And, binary(BinaryOp::Lt, m0 + varRef(i), mE),
+                        binary(BinaryOp::Lt, n0 + varRef(j), nE));
+    const bool rowsOverhang = mDynamic || blocksOverhang(tm, s.m);
+    const bool columnsOverhang = nDynamic || (packed ? s.n % tn != 0 : blocksOverhang(tn, s.n));
+    if (!rowsOverhang && !columnsOverhang) guard = Expr();
     KILN_ASSIGN(Stmt epilogue, storeEpilogue(el, outIdx, guard));
     // Direct and clamped variants only where a block can overhang what it reads.
-    const bool readsOverhang = blocksOverhang(tm, s.m) || (!packed && blocksOverhang(tn, s.n));
-    Expr fullTile = readsOverhang ? binary(BinaryOp::And, binary(BinaryOp::Le, m0 + tm, intImm(s.m)),
-                                           binary(BinaryOp::Le, n0 + tn, intImm(s.n)))
+    const bool readsOverhang = rowsOverhang || nDynamic || (!packed && blocksOverhang(tn, s.n));
+    Expr fullTile = readsOverhang ? binary(BinaryOp::And, binary(BinaryOp::Le, m0 + tm, mE),
+                                           binary(BinaryOp::Le, n0 + tn, nE))
                                   : Expr();
     KILN_ASSIGN(Stmt perTile, gemmBlock(block, fullTile, product, gemmTileLoops(block, epilogue)));
-    const int64_t outer = s.batch * mTiles;
+    const Expr outer = productOf(batchDims) * mTiles;
+    int64_t outerValue = 0;
+    const bool oneRowBlock = isIntConstant(outer, &outerValue) && outerValue <= 1;
+    int64_t nTilesValue = 0;
+    const bool oneColumnBlock = isIntConstant(nTiles, &nTilesValue) && nTilesValue <= 1;
     if (c.at("order") == 1) {  // column blocks outer: a B strip stays in cache for every row block
-      Stmt body = forLoop(bm, intImm(outer), LoopKind::Serial, perTile);
-      return forLoop(nt, intImm(nTiles), nTiles > 1 ? outerKind(c) : LoopKind::Serial, body);
+      Stmt body = forLoop(bm, outer, LoopKind::Serial, perTile);
+      return forLoop(nt, nTiles, oneColumnBlock ? LoopKind::Serial : outerKind(c), body);
     }
-    Stmt body = forLoop(nt, intImm(nTiles), LoopKind::Serial, perTile);
-    return forLoop(bm, intImm(outer), outer > 1 ? outerKind(c) : LoopKind::Serial, body);
+    Stmt body = forLoop(nt, nTiles, LoopKind::Serial, perTile);
+    return forLoop(bm, outer, oneRowBlock ? LoopKind::Serial : outerKind(c), body);
   }
 
  private:
@@ -227,7 +250,7 @@ class MatmulTemplate final : public ScheduleTemplate {
     if (node.op() != ir::Op::Gemm) return acc;
     if (float alpha = node.getFloat("alpha"); alpha != 1.0f) acc = acc * constantOf(ct, alpha);
     if (node.numInputs() < 3 || !node.hasInput(2)) return acc;
-    KILN_ASSIGN(Dims cDims, staticDims(node.input(2)));
+    KILN_ASSIGN(Dims cDims, elementDims(node.input(2)));
     Index cIdx;
     for (size_t d = 0; d < cDims.size(); ++d) cIdx.push_back(cDims[d] == 1 ? intImm(0) : outIdx[outIdx.size() - cDims.size() + d]);
     KILN_ASSIGN(Expr bias, el.at(node.input(2), cIdx));

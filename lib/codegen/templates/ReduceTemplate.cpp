@@ -28,9 +28,13 @@ struct ReduceShape {
   int64_t kept = 1, count = 1;
 };
 
-Expected<ReduceShape> shapeOf(const ir::Node& node) {
+/// The shape with the input's dims from `dimsOf` (static, at the opt values,
+/// or with -1 at dynamic dims: kept and count are then wrong, and the CPU
+/// schedule takes them as expressions).
+Expected<ReduceShape> shapeOf(const ir::Node& node,
+                              const std::function<Expected<Dims>(const ir::Value*)>& dimsOf = staticDims) {
   ReduceShape s;
-  KILN_ASSIGN(s.in, staticDims(node.input(0)));
+  KILN_ASSIGN(s.in, dimsOf(node.input(0)));
   std::vector<int64_t> axes;
   if (node.hasAttr("axes")) axes = node.getInts("axes");
   if (isArg(node)) axes = {node.getInt("axis")};
@@ -57,7 +61,9 @@ class ReduceTemplate final : public ScheduleTemplate {
   }
 
   Expected<KnobSpace> knobSpace(const KernelGroup& g, KernelTarget target) const override {
-    KILN_ASSIGN(ReduceShape s, shapeOf(*g.anchor));
+    KILN_ASSIGN(ReduceShape s, target == KernelTarget::Gpu ? shapeOf(*g.anchor) : shapeOf(*g.anchor, [&](const ir::Value* v) {
+      return dimsAt(v, g.dimRanges, DimPoint::Opt);
+    }));
     if (target == KernelTarget::Gpu) {
       KnobSpace space = threadPerItemSpace(s.kept);
       if (!isArg(*g.anchor))
@@ -72,14 +78,20 @@ class ReduceTemplate final : public ScheduleTemplate {
 
   Expected<Stmt> instantiate(ElementBuilder& el, const Config& c, KernelTarget target) const override {
     const ir::Node& node = *el.group().anchor;
-    KILN_ASSIGN(ReduceShape s, shapeOf(node));
-    KILN_ASSIGN(Dims outDims, staticDims(node.output(0)));
+    // The CPU takes dynamic dims, kept or reduced, as run-time extents.
+    KILN_ASSIGN(ReduceShape s, target == KernelTarget::Gpu ? shapeOf(node) : shapeOf(node, elementDims));
+    KILN_ASSIGN(ExprDims in, el.dims(node.input(0)));
+    KILN_ASSIGN(ExprDims outDims, el.dims(node.output(0)));
     KILN_ASSIGN(const ScalarType ct, resultComputeType(node));
     using ir::Op;
     const Op op = node.op();
     const bool arg = isArg(node);
-    Dims keptDims, redDims;
-    for (size_t d = 0; d < s.in.size(); ++d) (s.reduced[d] ? redDims : keptDims).push_back(s.in[d]);
+    ExprDims keptDims, redDims;
+    for (size_t d = 0; d < s.in.size(); ++d) (s.reduced[d] ? redDims : keptDims).push_back(in[d]);
+    const Expr keptE = productOf(keptDims), countE = productOf(redDims);
+    int64_t keptValue = 0;
+    const bool oneKept = isIntConstant(keptE, &keptValue) && keptValue <= 1;
+    const bool dynamicCount = !isIntConstant(countE);
     Var o = makeVar("o"), r = makeVar("r");
     Index kept = unflatten(varRef(o), keptDims), red = unflatten(varRef(r), redDims);
     Index inIdx;
@@ -92,14 +104,14 @@ class ReduceTemplate final : public ScheduleTemplate {
       Expr bv = load(best, intImm(0));
       BinaryOp cmp = op == Op::ArgMax ? (last ? BinaryOp::Ge : BinaryOp::Gt) : (last ? BinaryOp::Le : BinaryOp::Lt);
       Expr better = binary(BinaryOp::Or, binary(BinaryOp::Eq, varRef(r), intImm(0)), binary(cmp, x, bv));
-      Stmt scan = forLoop(r, intImm(s.count), LoopKind::Serial,
+      Stmt scan = forLoop(r, countE, LoopKind::Serial,
                           ifThen(better, seq({store(best, intImm(0), x), store(at, intImm(0), varRef(r))})));
       Expr result = cast(ct, load(at, intImm(0)));
       el.setSource(node.output(0), [result](const Index&) { return result; });
       KILN_ASSIGN(Stmt epilogue, storeEpilogue(el, unflatten(varRef(o), outDims)));
       Stmt body = allocate(best, allocate(at, seq({store(best, intImm(0), constantOf(x->type, 0)), scan, epilogue})));
       if (target == KernelTarget::Gpu) return threadPerItem(o, s.kept, c.at("threads"), body);
-      return forLoop(o, intImm(s.kept), s.kept > 1 ? outerKind(c) : LoopKind::Serial, body);
+      return forLoop(o, keptE, oneKept ? LoopKind::Serial : outerKind(c), body);
     }
 
     Buffer acc = makeBuffer("acc", ct, MemoryScope::Local, 1);
@@ -116,14 +128,15 @@ class ReduceTemplate final : public ScheduleTemplate {
     else if (op == Op::ReduceLogSum || op == Op::ReduceSum || op == Op::ReduceMean) update = a + x;
     else return makeError(ErrorCode::CodegenUnsupported, "no reduction formula for ", node.opType());
     Expr result = a;
-    if (op == Op::ReduceMean) result = a / constantOf(ct, double(s.count));
+    if (op == Op::ReduceMean) result = a / (dynamicCount ? cast(ct, countE) : constantOf(ct, double(s.count)));
     if (op == Op::ReduceL2) result = unary(UnaryOp::Sqrt, a);
     if (op == Op::ReduceLogSumExp || op == Op::ReduceLogSum) result = unary(UnaryOp::Log, a);
     el.setSource(node.output(0), [result](const Index&) { return result; });
     KILN_ASSIGN(Stmt epilogue, storeEpilogue(el, unflatten(varRef(o), outDims)));
     const bool warp = target == KernelTarget::Gpu && knobIs(c, "warp");
     Var lane = makeVar("lane");
-    Stmt accumulate = rowLoop(r, lane, s.count, warp, store(acc, intImm(0), update));
+    Stmt accumulate = dynamicCount ? forLoop(r, countE, LoopKind::Serial, store(acc, intImm(0), update))
+                                   : rowLoop(r, lane, s.count, warp, store(acc, intImm(0), update));
     if (warp) {
       accumulate = seq({accumulate, warpAllReduce(acc, 0, combine)});
       epilogue = ifThen(binary(BinaryOp::Eq, varRef(lane), intImm(0)), epilogue);
@@ -131,7 +144,7 @@ class ReduceTemplate final : public ScheduleTemplate {
     Stmt body = allocate(acc, seq({store(acc, intImm(0), init), accumulate, epilogue}));
     if (warp) return warpPerItem(o, lane, s.kept, c.at("threads"), body);
     if (target == KernelTarget::Gpu) return threadPerItem(o, s.kept, c.at("threads"), body);
-    return forLoop(o, intImm(s.kept), s.kept > 1 ? outerKind(c) : LoopKind::Serial, body);
+    return forLoop(o, keptE, oneKept ? LoopKind::Serial : outerKind(c), body);
   }
 };
 

@@ -33,7 +33,7 @@ class SoftmaxTemplate final : public ScheduleTemplate {
   bool matches(const KernelGroup& g) const override { return g.role == KernelRole::Softmax; }
 
   Expected<KnobSpace> knobSpace(const KernelGroup& g, KernelTarget target) const override {
-    KILN_ASSIGN(Dims x, staticDims(g.anchor->input(0)));
+    KILN_ASSIGN(Dims x, rowwiseDims(g, target, DimPoint::Opt));
     if (x.empty()) return makeError(ErrorCode::CodegenUnsupported, "softmax of a scalar");
     KILN_ASSIGN(int64_t axis, ir::normalizeAxis(g.anchor->getInt("axis"), int64_t(x.size())));
     return rowwiseKnobSpace(g, target, x[size_t(axis)]);
@@ -41,16 +41,26 @@ class SoftmaxTemplate final : public ScheduleTemplate {
 
   Expected<Stmt> instantiate(ElementBuilder& el, const Config& c, KernelTarget target) const override {
     const ir::Node& node = *el.group().anchor;
-    KILN_ASSIGN(Dims x, staticDims(node.input(0)));
+    KILN_ASSIGN(Dims x, rowwiseDims(el.group(), target, DimPoint::Max));
     KILN_ASSIGN(const ScalarType ct, resultComputeType(node));
     if (x.empty()) return makeError(ErrorCode::CodegenUnsupported, "softmax of a scalar");
     KILN_ASSIGN(int64_t axis, ir::normalizeAxis(node.getInt("axis"), int64_t(x.size())));
-    Dims rowDims;
-    for (size_t d = 0; d < x.size(); ++d)
-      if (int64_t(d) != axis) rowDims.push_back(x[d]);
-    const int64_t len = x[size_t(axis)], rows = product(rowDims);
     const bool warp = target == KernelTarget::Gpu && knobIs(c, "warp");
     Var o = makeVar("o"), j = makeVar("j"), lane = makeVar("lane");
+    // A row along a dynamic dim (the CPU only) runs plain serial passes over its run-time length.
+    const bool dynamicRow = x[size_t(axis)] < 0;
+    KILN_ASSIGN(Dims xMax, dimsAt(node.input(0), el.group().dimRanges, DimPoint::Max));
+    const int64_t len = xMax[size_t(axis)];
+    KILN_ASSIGN(ExprDims xE, el.dims(node.input(0)));
+    auto rowPass = [&](Stmt body) {
+      return dynamicRow ? forLoop(j, xE[size_t(axis)], LoopKind::Serial, std::move(body)) : rowLoop(j, lane, len, warp, std::move(body));
+    };
+    ExprDims rowDims;
+    for (size_t d = 0; d < x.size(); ++d)
+      if (int64_t(d) != axis) rowDims.push_back(xE[d]);
+    const Expr rowsE = productOf(rowDims);
+    int64_t rows = 0;
+    isIntConstant(rowsE, &rows);  // the GPU's rows are static
     Index row = unflatten(varRef(o), rowDims);
     // The row's element at `position` along the axis (the index stores go to, and the value read there).
     auto indexAt = [&](const Expr& position) {
@@ -64,8 +74,8 @@ class SoftmaxTemplate final : public ScheduleTemplate {
 
     Buffer acc = makeBuffer("acc", ct, MemoryScope::Local, 2);  // [max, sum]
     Expr mx = load(acc, intImm(0)), sum = load(acc, intImm(1));
-    Stmt findMax = rowLoop(j, lane, len, warp, store(acc, intImm(0), maxOf(mx, xv)));
-    if (target == KernelTarget::Cpu) {
+    Stmt findMax = rowPass(store(acc, intImm(0), maxOf(mx, xv)));
+    if (target == KernelTarget::Cpu && !dynamicRow) {
       KILN_ASSIGN(findMax, cpuRowReduce(acc, 0, BinaryOp::Max, at, len, ct, "rowmax"));
     }
     // On the CPU a Softmax row's exponentials are kept from the sum's pass for the store's (one exp per element,
@@ -73,8 +83,7 @@ class SoftmaxTemplate final : public ScheduleTemplate {
     const bool keepExp = target == KernelTarget::Cpu && node.op() != ir::Op::LogSoftmax && len <= kKeptRow;
     Buffer exps = makeBuffer("exps", ct, MemoryScope::Local, keepExp ? len : 1);
     Expr e = unary(UnaryOp::Exp, xv - mx);
-    Stmt addExp = rowLoop(j, lane, len, warp,
-                          keepExp ? seq({store(exps, varRef(j), e), store(acc, intImm(1), sum + e)})
+    Stmt addExp = rowPass(keepExp ? seq({store(exps, varRef(j), e), store(acc, intImm(1), sum + e)})
                                   : store(acc, intImm(1), sum + e));
     if (warp) {
       findMax = seq({findMax, warpAllReduce(acc, 0, BinaryOp::Max)});
@@ -86,14 +95,15 @@ class SoftmaxTemplate final : public ScheduleTemplate {
     el.setSource(node.output(0), [result](const Index&) { return result; });
     KILN_ASSIGN(Stmt epilogue, storeEpilogue(el, idx));
     // The CPU's store pass as explicit vectors (LLVM left an unrolled row's divisions scalar).
-    Stmt write = target == KernelTarget::Cpu && len >= 16 ? forLoop(j, intImm(len), LoopKind::Vectorized, epilogue)
-                                                          : rowLoop(j, lane, len, warp, epilogue);
+    Stmt write = target == KernelTarget::Cpu && len >= 16 && !dynamicRow
+                     ? forLoop(j, intImm(len), LoopKind::Vectorized, epilogue)
+                     : rowPass(epilogue);
     Stmt body = allocate(acc, seq({store(acc, intImm(0), constantOf(ct, -std::numeric_limits<double>::infinity())),
                                    store(acc, intImm(1), constantOf(ct, 0)), findMax, addExp, write}));
     if (keepExp) body = allocate(exps, body);
     if (warp) return warpPerItem(o, lane, rows, c.at("threads"), body);
     if (target == KernelTarget::Gpu) return threadPerItem(o, rows, c.at("threads"), body);
-    return forLoop(o, intImm(rows), rows > 1 ? outerKind(c) : LoopKind::Serial, body);
+    return rowsLoop(o, rowsE, c, body);
   }
 };
 

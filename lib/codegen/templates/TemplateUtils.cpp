@@ -163,7 +163,7 @@ Expected<PaddedCopy> borderedCopy(ElementBuilder& el, ScalarType t, int64_t plan
 }
 
 Expected<KnobSpace> rowwiseKnobSpace(const KernelGroup& g, KernelTarget target, int64_t rowLength) {
-  KILN_ASSIGN(Dims x, staticDims(g.anchor->input(0)));
+  KILN_ASSIGN(Dims x, rowwiseDims(g, target, DimPoint::Opt));
   KnobSpace space;
   int64_t rows = x.empty() ? 1 : product(x) / std::max<int64_t>(rowLength, 1);
   if (target == KernelTarget::Gpu) {
@@ -174,6 +174,18 @@ Expected<KnobSpace> rowwiseKnobSpace(const KernelGroup& g, KernelTarget target, 
   }
   space.knobs.push_back(parallelKnob(product(x) * 8, rows));
   return space;
+}
+
+Expected<Dims> rowwiseDims(const KernelGroup& g, KernelTarget target, DimPoint point) {
+  const ir::Value* x = g.anchor->input(0);
+  if (target == KernelTarget::Gpu) return staticDims(x);
+  return point == DimPoint::Opt ? dimsAt(x, g.dimRanges, point) : elementDims(x);
+}
+
+Stmt rowsLoop(const Var& o, const Expr& rows, const Config& c, Stmt body) {
+  int64_t n = 0;
+  const bool one = isIntConstant(rows, &n) && n <= 1;
+  return forLoop(o, rows, one ? LoopKind::Serial : outerKind(c), std::move(body));
 }
 
 Expected<ScalarType> resultComputeType(const ir::Node& anchor) {
@@ -191,7 +203,7 @@ Expected<Stmt> gemmBlock(const GemmBlock& g, Expr fullTile, const std::function<
   Expr accIndex = varRef(g.i) * g.tn + varRef(g.j);
   auto variant = [&](bool clamped) -> Expected<Stmt> {
     KILN_ASSIGN(Expr p, product(clamped));
-    Stmt update = forLoop(g.k, intImm(g.kExtent), g.kLoop,
+    Stmt update = forLoop(g.k, g.kRunExtent ? g.kRunExtent : intImm(g.kExtent), g.kRunExtent ? LoopKind::Serial : g.kLoop,
                           gemmTileLoops(g, store(g.acc, accIndex, load(g.acc, accIndex) + p)));
     return seq({gemmTileLoops(g, store(g.acc, accIndex, constantOf(t, 0))), update, write});
   };

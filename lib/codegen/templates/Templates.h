@@ -86,6 +86,7 @@ struct GemmBlock {
   int64_t tm = 1, tn = 1, kExtent = 1;
   Buffer acc;
   LoopKind kLoop = LoopKind::Serial;  ///< Unrolled for short reductions (a depthwise 3x3's 9 taps)
+  Expr kRunExtent = Expr();           ///< a dynamic K: the k loop's run-time extent (kExtent unused)
 };
 Expected<Stmt> gemmBlock(const GemmBlock& g, Expr fullTile, const std::function<Expected<Expr>(bool clamped)>& product,
                          Stmt write);
@@ -113,6 +114,12 @@ Expected<PaddedCopy> borderedCopy(ElementBuilder& el, ScalarType t, int64_t plan
 /// on the CPU; on the GPU `threads` per block and `warp` {0,1}: 0 one row per
 /// thread, 1 one row per warp (default for rows of 32 or more elements).
 Expected<KnobSpace> rowwiseKnobSpace(const KernelGroup& g, KernelTarget target, int64_t rowLength);
+/// The dims of a row-wise template's operand (the anchor's input 0): static
+/// on the GPU; on the CPU at the opt values (`point` Opt, for knob spaces)
+/// or with -1 at dynamic dims (Max: the rows may be dynamic, a row's length not).
+Expected<Dims> rowwiseDims(const KernelGroup& g, KernelTarget target, DimPoint point);
+/// The CPU loop over a row-wise template's `rows` (run-time or constant): parallel as `c` asks, when there can be more than one.
+Stmt rowsLoop(const Var& o, const Expr& rows, const Config& c, Stmt body);
 
 /// GPU schedules with one warp per work item: `body` runs on every lane of
 /// the warp for item o in [0, items), `lane` (0..31) its lane; blocks of

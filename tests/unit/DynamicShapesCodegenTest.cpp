@@ -1,0 +1,194 @@
+//===- tests/unit/DynamicShapesCodegenTest.cpp - Kernels over shape ranges --===//
+//
+// A graph whose inputs have dynamic dims (symbolic, with ranges) compiled
+// once for the CPU: its kernels take the dims as run-time extents, its
+// buffers are sized for the maxima, and one executable runs every shape in
+// the ranges as the interpreter does, refuses shapes outside them by name,
+// and round-trips through the artifact format. Groups no template takes with
+// dynamic dims are refused by node, never run on the host.
+//
+//===----------------------------------------------------------------------===//
+#include <catch2/catch.hpp>
+
+#include <random>
+
+#include "kiln/codegen/Compiler.h"
+#include "kiln/ir/Module.h"
+#include "kiln/ir/Parser.h"
+#include "kiln/ir/ShapeInference.h"
+#include "kiln/runtime/Artifact.h"
+#include "kiln/runtime/Interpreter.h"
+#include "TemplateCases.h"
+
+using namespace kiln;
+using testing::parse;
+
+namespace {
+
+const DimExpr kB = DimExpr::symbol("b"), kS = DimExpr::symbol("s");
+
+/// A self-attention block over x: f32[b, s, 16] with every template that
+/// takes dynamic dims: layer normalization, matmuls whose rows, columns and
+/// reduction are dynamic, a softmax along s, a reduction over s, the shape
+/// arithmetic exporters write (Shape, Gather, Concat, Reshape), Range and
+/// ConstantOfShape.
+const char* kAttention = R"(module @m {
+  graph @main(%x: f32[?,?,16]) {
+    %g = Constant() {value = tensor<f32[16]: [1.0, 0.9, 1.1, 1.2, 0.8, 1.0, 0.7, 1.3, 1.0, 0.9, 1.1, 1.2, 0.8, 1.0, 0.7, 1.3]>} : f32[16]
+    %n = LayerNormalization(%x, %g) {axis = -1} : f32[?,?,16]
+    %shape = Shape(%n) : i64[3]
+    %i1 = Constant() {value = tensor<i64[1]: [1]>} : i64[1]
+    %sdim = Gather(%shape, %i1) : i64[1]
+    %zero = Constant() {value = tensor<i64[]: [0]>} : i64[]
+    %one = Constant() {value = tensor<i64[]: [1]>} : i64[]
+    %slen = Squeeze(%sdim) : i64[]
+    %pos = Range(%zero, %slen, %one) : i64[?]
+    %posf = Cast(%pos) {to = 1} : f32[?]
+    %c = Constant() {value = tensor<f32[]: [0.01]>} : f32[]
+    %posc = Mul(%posf, %c) : f32[?]
+    %ones = ConstantOfShape(%sdim) {value = tensor<f32[1]: [0.5]>} : f32[?]
+    %bias = Add(%posc, %ones) : f32[?]
+    %kt = Transpose(%n) {perm = [0, 2, 1]} : f32[?,16,?]
+    %scores = MatMul(%n, %kt) : f32[?,?,?]
+    %biased = Add(%scores, %bias) : f32[?,?,?]
+    %p = Softmax(%biased) {axis = -1} : f32[?,?,?]
+    %o = MatMul(%p, %n) : f32[?,?,16]
+    %y = Add(%o, %x) : f32[?,?,16]
+    %heads = Constant() {value = tensor<i64[4]: [0, 0, 4, 4]>} : i64[4]
+    %yh = Reshape(%y, %heads) : f32[?,?,4,4]
+    %pooled = ReduceMean(%y) {axes = [1], keepdims = 0} : f32[?,16]
+    return %yh, %pooled
+  }
+}
+)";
+
+/// The module with input 0 of dims `dims` and ranges b 1..3 (opt 2), s 1..20 (opt 8), types inferred.
+std::unique_ptr<ir::Module> ranged(const char* text, const std::vector<DimExpr>& dims) {
+  auto m = parse(text);
+  ir::Graph& g = m->graph();
+  g.inputs()[0]->setType(ir::TensorType::ofExprs(DType::F32, dims));
+  m->dimRanges = {{"b", {1, 2, 3}}, {"s", {1, 8, 20}}};
+  Status s = ir::inferTypes(g, m->dimRanges);
+  INFO((s.isOk() ? std::string() : s.error().str()));
+  REQUIRE(s.isOk());
+  return m;
+}
+
+Tensor randomTensor(const Dims& dims, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float& x : v) x = u(rng);
+  return Tensor::fromVector<float>(dims, v);
+}
+
+/// Runs `executor` and the interpreter (on the unranged graph `text`) on `x`; every output agrees.
+void agreesWithInterpreter(runtime::CpuExecutor& executor, const char* text, const Tensor& x) {
+  auto reference = parse(text);
+  runtime::Interpreter interpreter(reference->graph());
+  auto want = interpreter.run({RuntimeValue(x)});
+  REQUIRE(want.isOk());
+  auto got = executor.run({x});
+  INFO(x.typeString() << ": " << (got.isOk() ? std::string() : got.error().str()));
+  REQUIRE(got.isOk());
+  testing::checkOutputsMatch(*got, *want, 1e-5);
+}
+
+}  // namespace
+
+TEST_CASE("one executable compiled for shape ranges runs every shape in them like the interpreter",
+          "[codegen][dynamic]") {
+  auto m = ranged(kAttention, {kB, kS, DimExpr(16)});
+  codegen::CompileOptions options;
+  options.dimRanges = m->dimRanges;
+  auto model = codegen::compileForCpu(m->graph(), options);
+  INFO((model.isOk() ? std::string() : model.error().str()));
+  REQUIRE(model.isOk());
+  const runtime::Executable& exe = *model->lowered.executable;
+  REQUIRE(exe.symbols.size() == 2);
+  CHECK(exe.symbols[0].name == "b");
+  CHECK(exe.symbols[0].axis == 0);
+  CHECK(exe.symbols[1].name == "s");
+  CHECK(exe.symbols[1].axis == 1);
+  CHECK(exe.symbols[1].max == 20);
+  CHECK(model->lowered.stats.hostSteps.empty());
+  // Outputs are sized for the maxima and shaped per run.
+  const runtime::BufferSpec& out = exe.buffers[exe.outputs[0]];
+  CHECK(out.dims == Dims{3, 20, 4, 4});
+  CHECK(out.shape == std::vector<DimExpr>{kB, kS, DimExpr(4), DimExpr(4)});
+  // Every kernel over the sequence takes it as a run-time extent.
+  size_t dynamicKernels = 0;
+  for (const codegen::LoweredKernel& k : model->lowered.kernels) {
+    REQUIRE(k.kernel.extents.size() == k.extentSymbols.size());
+    dynamicKernels += !k.kernel.extents.empty();
+    for (size_t i = 0; i < k.extentSymbols.size(); ++i)
+      CHECK(k.kernel.extents[i].max == (k.extentSymbols[i] == "b" ? 3 : 20));
+  }
+  CHECK(dynamicKernels == model->lowered.kernels.size());
+
+  for (auto [b, s] : std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {2, 8}, {3, 20}, {1, 13}, {3, 5}})
+    agreesWithInterpreter(*model->executor, kAttention, randomTensor({b, s, 16}, uint32_t(b * 100 + s)));
+
+  auto tooLong = model->executor->run({randomTensor({1, 21, 16}, 1)});
+  REQUIRE_FALSE(tooLong.isOk());
+  CHECK(tooLong.error().code() == ErrorCode::ExecInput);
+  CHECK(tooLong.error().message().find("input 'x' dim 1 ('s') is 21; this executable serves 1..20") != std::string::npos);
+  auto wrongWidth = model->executor->run({randomTensor({1, 4, 8}, 1)});
+  REQUIRE_FALSE(wrongWidth.isOk());
+  CHECK(wrongWidth.error().message().find("input 'x' must be f32 [b,s,16] = 1x4x16 in this run, got f32[1,4,8]") != std::string::npos);
+
+  auto bytes = runtime::serializeExecutable(exe);
+  auto loaded = runtime::deserializeExecutable(bytes.data(), bytes.size());
+  INFO((loaded.isOk() ? std::string() : loaded.error().str()));
+  REQUIRE(loaded.isOk());
+  CHECK(loaded->symbols.size() == 2);
+  CHECK(loaded->kernelExtentMax == exe.kernelExtentMax);
+  CHECK(loaded->validate().isOk());
+}
+
+TEST_CASE("a dynamic batch alone keeps static rows, and kernels with static shapes stay as they were",
+          "[codegen][dynamic]") {
+  // Only b varies: s is fixed at 6, so the sequence loops keep constant extents.
+  auto m = ranged(kAttention, {kB, DimExpr(6), DimExpr(16)});
+  m->dimRanges.erase("s");
+  codegen::CompileOptions options;
+  options.dimRanges = m->dimRanges;
+  auto model = codegen::compileForCpu(m->graph(), options);
+  INFO((model.isOk() ? std::string() : model.error().str()));
+  REQUIRE(model.isOk());
+  for (const codegen::LoweredKernel& k : model->lowered.kernels)
+    for (const std::string& symbol : k.extentSymbols) CHECK(symbol == "b");
+  for (int64_t b : {1, 2, 3}) agreesWithInterpreter(*model->executor, kAttention, randomTensor({b, 6, 16}, uint32_t(b)));
+
+  // The same graph at one static shape compiles to the kernels it always had: no run-time extents.
+  auto fixed = ranged(kAttention, {DimExpr(2), DimExpr(6), DimExpr(16)});
+  auto staticModel = codegen::compileForCpu(fixed->graph());
+  REQUIRE(staticModel.isOk());
+  for (const codegen::LoweredKernel& k : staticModel->lowered.kernels) CHECK(k.kernel.extents.empty());
+  CHECK(staticModel->lowered.executable->kernelExtentMax.empty());
+  CHECK(staticModel->lowered.executable->symbols.empty());
+}
+
+TEST_CASE("a group no template takes with dynamic dims is refused by node, not run on the host", "[codegen][dynamic]") {
+  const char* conv = R"(module @m {
+  graph @main(%x: f32[?,2,6,6]) {
+    %w = Constant() {value = tensor<f32[1,2,1,1]: [0.5, -0.25]>} : f32[1,2,1,1]
+    %y = Conv(%x, %w) {kernel_shape = [1, 1]} : f32[?,1,6,6]
+    return %y
+  }
+}
+)";
+  auto m = ranged(conv, {kB, DimExpr(2), DimExpr(6), DimExpr(6)});
+  m->dimRanges.erase("s");
+  codegen::CompileOptions options;
+  options.dimRanges = m->dimRanges;
+  auto model = codegen::compileForCpu(m->graph(), options);
+  REQUIRE_FALSE(model.isOk());
+  CHECK(model.error().code() == ErrorCode::CodegenUnsupported);
+  INFO(model.error().str());
+  CHECK(model.error().str().find("Conv") != std::string::npos);
+  CHECK(model.error().message().find("has dynamic dims (f32[b,2,6,6])") != std::string::npos);
+  CHECK(model.error().message().find("no host-step fallback") != std::string::npos);
+}
