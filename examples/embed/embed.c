@@ -4,8 +4,9 @@
  * inputs with x[i] = sin(i) / 2 (other types are refused), run, print the
  * shape and first values of each f32 output. Models whose output shapes
  * depend on the data (a detector's boxes) run with kiln_model_run_outputs;
- * the others with kiln_model_run into buffers sized up front. Errors print
- * kiln_last_error().
+ * models compiled for shape ranges with kiln_model_run_shaped, at the
+ * inputs' opt dims; the others with kiln_model_run into buffers sized up
+ * front. Errors print kiln_last_error().
  *
  *   embed_c model.kiln
  *
@@ -22,6 +23,13 @@ static int has_dynamic_outputs(const kiln_model* model) {
     for (size_t d = 0; d < kiln_model_output_rank(model, o); ++d)
       if (kiln_model_output_dims(model, o)[d] < 0) return 1;
   }
+  return 0;
+}
+
+static int has_dynamic_inputs(const kiln_model* model) {
+  for (size_t i = 0; i < kiln_model_num_inputs(model); ++i)
+    for (size_t d = 0; d < kiln_model_input_rank(model, i); ++d)
+      if (kiln_model_input_dims(model, i)[d] < 0) return 1;
   return 0;
 }
 
@@ -55,7 +63,8 @@ int main(int argc, char** argv) {
       fprintf(stderr, "input %s is not f32\n", kiln_model_input_name(model, i));
       return 1;
     }
-    size_t n = kiln_model_input_bytes(model, i) / sizeof(float);
+    size_t n = 1; /* at the opt dims: the dims themselves where they are fixed */
+    for (size_t d = 0; d < kiln_model_input_rank(model, i); ++d) n *= (size_t)kiln_model_input_opt_dims(model, i)[d];
     float* data = malloc(n * sizeof(float) + 1);
     for (size_t k = 0; k < n; ++k) data[k] = (float)(sin((double)k) / 2);
     inputs[i] = data;
@@ -63,7 +72,12 @@ int main(int argc, char** argv) {
   }
   if (has_dynamic_outputs(model)) {
     kiln_outputs* results = NULL;
-    if (kiln_model_run_outputs(model, inputs, &results) != 0) {
+    const int64_t** dims = calloc(ni, sizeof(int64_t*));
+    for (size_t i = 0; i < ni; ++i) dims[i] = kiln_model_input_opt_dims(model, i);
+    int failed = has_dynamic_inputs(model) ? kiln_model_run_shaped(model, inputs, dims, &results)
+                                           : kiln_model_run_outputs(model, inputs, &results);
+    free(dims);
+    if (failed != 0) {
       fprintf(stderr, "%s\n", kiln_last_error());
       return 1;
     }

@@ -3,7 +3,8 @@
 // The smallest useful embedding of kiln: load a .kiln artifact, describe its
 // inputs and outputs, fill every input with x[i] = sin(i) / 2, run it once,
 // then run it from four threads at once and check they agree, and print the
-// first values of each output. Links kiln_runtime only.
+// first values of each output. A model compiled for shape ranges runs at its
+// inputs' opt dims, then at their smallest and largest. Links kiln_runtime only.
 //
 //   embed_cpp model.kiln
 //
@@ -25,14 +26,27 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", model.error().str().c_str());
     return 1;
   }
-  std::vector<kiln::Tensor> inputs;
+  // x[i] = sin(i) / 2 for every input, at its opt dims (the dims themselves where they are fixed), min or max.
+  auto makeInputs = [&](const kiln::Dims kiln::TensorInfo::*which) {
+    std::vector<kiln::Tensor> inputs;
+    for (const kiln::TensorInfo& in : (*model)->inputs()) {
+      const kiln::Dims& dims = in.*which;
+      kiln::Tensor t = kiln::Tensor::zeros(in.dtype, dims);
+      std::vector<double> values(size_t(t.numElements()));
+      for (size_t i = 0; i < values.size(); ++i) values[i] = std::sin(double(i)) / 2;
+      inputs.push_back(kiln::Tensor::fromVector<double>(dims, values).castTo(in.dtype));
+    }
+    return inputs;
+  };
+  bool dynamic = false;
   for (const kiln::TensorInfo& in : (*model)->inputs()) {
-    std::printf("input %s %s[%s]\n", in.name.c_str(), kiln::dtypeName(in.dtype), kiln::dimsToString(in.dims).c_str());
-    kiln::Tensor t = kiln::Tensor::zeros(in.dtype, in.dims);
-    std::vector<double> values(size_t(t.numElements()));
-    for (size_t i = 0; i < values.size(); ++i) values[i] = std::sin(double(i)) / 2;
-    inputs.push_back(kiln::Tensor::fromVector<double>(in.dims, values).castTo(in.dtype));
+    std::printf("input %s %s[%s]", in.name.c_str(), kiln::dtypeName(in.dtype), kiln::dimsToString(in.optDims).c_str());
+    if (in.hasDynamicDims())
+      std::printf(" (dims from [%s] to [%s])", kiln::dimsToString(in.minDims).c_str(), kiln::dimsToString(in.maxDims).c_str());
+    std::printf("\n");
+    dynamic |= in.hasDynamicDims();
   }
+  const std::vector<kiln::Tensor> inputs = makeInputs(&kiln::TensorInfo::optDims);
   auto outputs = (*model)->run(inputs);
   if (!outputs) {
     std::fprintf(stderr, "%s\n", outputs.error().str().c_str());
@@ -65,5 +79,17 @@ int main(int argc, char** argv) {
     std::printf("\n");
   }
   std::printf("concurrent runs agree\n");
+  // One artifact, other shapes: its smallest and largest inputs.
+  for (auto [label, which] : {std::pair{"min", &kiln::TensorInfo::minDims}, std::pair{"max", &kiln::TensorInfo::maxDims}}) {
+    if (!dynamic) break;
+    auto shaped = (*model)->run(makeInputs(which));
+    if (!shaped) {
+      std::fprintf(stderr, "%s\n", shaped.error().str().c_str());
+      return 1;
+    }
+    for (size_t o = 0; o < shaped->size(); ++o)
+      std::printf("at the %s dims: output %s [%s]\n", label, (*model)->outputs()[o].name.c_str(),
+                  kiln::dimsToString((*shaped)[o].dims()).c_str());
+  }
   return 0;
 }

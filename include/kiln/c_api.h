@@ -51,10 +51,20 @@ const int64_t* kiln_model_output_dims(const kiln_model* model, size_t i);
 size_t kiln_model_input_bytes(const kiln_model* model, size_t i);
 size_t kiln_model_output_bytes(const kiln_model* model, size_t i);
 
+/* An artifact compiled with shape ranges (kiln compile --min-shapes ...)
+   has dynamic dims: -1 in kiln_model_input_dims (its bytes are 0). These give
+   each dim of input i the smallest and largest value a run may give it and
+   the value the kernels were tuned for (all three the dim where it is
+   fixed); null when out of range. Such a model runs with kiln_model_run_shaped. */
+const int64_t* kiln_model_input_min_dims(const kiln_model* model, size_t i);
+const int64_t* kiln_model_input_opt_dims(const kiln_model* model, size_t i);
+const int64_t* kiln_model_input_max_dims(const kiln_model* model, size_t i);
+
 /* Runs once: inputs[i] points at input i's data (dense, row-major, its type);
    outputs[i] at room for output i (kiln_model_output_bytes). Models with an
    output whose shape depends on the data (its dims hold -1 or its rank is
-   KILN_UNKNOWN_RANK, its bytes are 0) need kiln_model_run_outputs instead. */
+   KILN_UNKNOWN_RANK, its bytes are 0) need kiln_model_run_outputs instead,
+   and models with dynamic input dims kiln_model_run_shaped. */
 int kiln_model_run(const kiln_model* model, const void* const* inputs, void* const* outputs);
 
 /* Runs once and returns outputs the runtime allocated, with their actual
@@ -62,6 +72,12 @@ int kiln_model_run(const kiln_model* model, const void* const* inputs, void* con
    them with kiln_outputs_free. */
 typedef struct kiln_outputs kiln_outputs;
 int kiln_model_run_outputs(const kiln_model* model, const void* const* inputs, kiln_outputs** outputs);
+/* Runs once with input i of dims input_dims[i] (kiln_model_input_rank(model, i)
+   of them, dense and row-major at inputs[i]); a dim outside its range is an
+   error naming the input, the dim and the range. Outputs as from
+   kiln_model_run_outputs. Any model (static dims must match). */
+int kiln_model_run_shaped(const kiln_model* model, const void* const* inputs, const int64_t* const* input_dims,
+                          kiln_outputs** outputs);
 size_t kiln_outputs_rank(const kiln_outputs* outputs, size_t i);
 const int64_t* kiln_outputs_dims(const kiln_outputs* outputs, size_t i);
 size_t kiln_outputs_bytes(const kiln_outputs* outputs, size_t i);

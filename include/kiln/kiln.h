@@ -26,8 +26,14 @@ namespace kiln {
 struct TensorInfo {
   std::string name;
   DType dtype = DType::F32;
-  Dims dims;               ///< -1 where a dim depends on the data
+  Dims dims;               ///< -1 where a dim depends on the data or is a dynamic dim (compiled for a shape range)
   bool rankKnown = true;   ///< false: the rank too depends on the data (dims empty; run() returns the shape)
+  /// Per dim, for an artifact compiled with shape ranges: the smallest and
+  /// largest values a run may give it and the value the kernels were tuned
+  /// for (the three equal dims where it is fixed; -1 where it depends on the data).
+  Dims minDims, optDims, maxDims;
+  /// Whether some dim is a dynamic dim (its min and max differ).
+  bool hasDynamicDims() const { return minDims != maxDims; }
 };
 
 class Model {
@@ -44,7 +50,8 @@ class Model {
   const std::string& compiledFor() const;
   uint64_t scratchBytes() const;
 
-  /// Runs once; inputs in the order of inputs(), each of exactly its type.
+  /// Runs once; inputs in the order of inputs(), each of exactly its type
+  /// (a dynamic dim any value in its range, the same wherever the dim recurs).
   Expected<std::vector<Tensor>> run(const std::vector<Tensor>& inputs) const;
 
   /// Threads kernels use (process-wide; default: all cores).

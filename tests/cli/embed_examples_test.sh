@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # tests/cli/embed_examples_test.sh - the embedding examples as a user runs them.
 #
-# Compiles a classifier (static shapes) and a detector (post-processing in
-# host steps, outputs whose shapes depend on the data) with `kiln compile`,
+# Compiles a classifier (static shapes), a detector (post-processing in
+# host steps, outputs whose shapes depend on the data) and a small
+# transformer-style block with shape ranges (dynamic batch and sequence)
+# with `kiln compile`,
 # runs examples/embed's C++ and C applications on each artifact, and checks
 # that (1) both print the shapes and values `kiln run` computes for the same
 # inputs, (2) concurrent runs agree, (3) a corrupt artifact is refused with
-# its error code, and (4) the applications link no LLVM, protobuf or ONNX
+# its error code, (4) the ranged artifact runs at its smallest and largest
+# shapes too, and (5) the applications link no LLVM, protobuf or ONNX
 # library.
 # Usage: embed_examples_test.sh KILN EMBED_CPP EMBED_C SOURCE_DIR WORK_DIR
 set -euo pipefail
@@ -14,8 +17,28 @@ KILN=$1 CPP=$2 C=$3 SRC=$4 WORK=$5
 rm -rf "$WORK" && mkdir -p "$WORK"
 fail() { echo "FAILED: $*" >&2; exit 1; }
 
-for name in resnet_tiny ssdlite_tiny; do
-  "$KILN" compile "$SRC/models/tiny/$name-raw.onnx" -o "$WORK/$name.kiln" --quiet > "$WORK/$name.compile.txt"
+/usr/bin/python3 - "$WORK/ranged.onnx" <<'PY'
+# y = softmax(x @ w + b) over x: f32[batch, tokens, 16], and a mean over the tokens.
+import sys, numpy as np, onnx
+from onnx import helper, numpy_helper, TensorProto
+r = np.random.default_rng(0)
+inits = [numpy_helper.from_array((r.standard_normal((16, 8)) * 0.3).astype(np.float32), "w"),
+         numpy_helper.from_array(r.standard_normal(8).astype(np.float32), "b")]
+nodes = [helper.make_node("MatMul", ["x", "w"], ["xw"]), helper.make_node("Add", ["xw", "b"], ["logits"]),
+         helper.make_node("Softmax", ["logits"], ["y"], axis=-1),
+         helper.make_node("ReduceMean", ["y"], ["pooled"], axes=[1], keepdims=0)]
+graph = helper.make_graph(nodes, "ranged", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", "tokens", 16])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None),
+                           helper.make_tensor_value_info("pooled", TensorProto.FLOAT, None)], inits)
+onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), sys.argv[1])
+PY
+for name in resnet_tiny ssdlite_tiny ranged; do
+  if [ "$name" = ranged ]; then
+    "$KILN" compile "$WORK/ranged.onnx" --min-shapes x:1x1x16 --opt-shapes x:2x12x16 --max-shapes x:4x40x16 \
+      -o "$WORK/$name.kiln" --quiet > "$WORK/$name.compile.txt"
+  else
+    "$KILN" compile "$SRC/models/tiny/$name-raw.onnx" -o "$WORK/$name.kiln" --quiet > "$WORK/$name.compile.txt"
+  fi
   grep -q "distinct kernels" "$WORK/$name.compile.txt" || fail "kiln compile printed no summary"
   "$CPP" "$WORK/$name.kiln" > "$WORK/$name.cpp.txt" || fail "embed_cpp $name exited $?"
   "$C" "$WORK/$name.kiln" > "$WORK/$name.c.txt" || fail "embed_c $name exited $?"
@@ -61,6 +84,9 @@ print(f"{name}: embedding examples match kiln run ({checked} outputs)")
 PY
 done
 grep -q "host steps" "$WORK/ssdlite_tiny.compile.txt" || fail "the detector's post-processing is not reported as host steps"
+grep -q "input x f32\[2x12x16\] (dims from \[1x1x16\] to \[4x40x16\])" "$WORK/ranged.cpp.txt" || fail "the ranged input: $(cat "$WORK/ranged.cpp.txt")"
+grep -q "at the min dims: output y \[1x1x8\]" "$WORK/ranged.cpp.txt" || fail "the ranged artifact at its min dims"
+grep -q "at the max dims: output pooled \[4x8\]" "$WORK/ranged.cpp.txt" || fail "the ranged artifact at its max dims"
 
 # A corrupt artifact: one byte flipped in the middle.
 cp "$WORK/resnet_tiny.kiln" "$WORK/corrupt.kiln"

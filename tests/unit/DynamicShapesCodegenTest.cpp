@@ -10,8 +10,11 @@
 //===----------------------------------------------------------------------===//
 #include <catch2/catch.hpp>
 
+#include <cstdio>
+#include <cstring>
 #include <random>
 
+#include "kiln/c_api.h"
 #include "kiln/codegen/Compiler.h"
 #include "kiln/ir/Module.h"
 #include "kiln/ir/Parser.h"
@@ -191,4 +194,50 @@ TEST_CASE("a group no template takes with dynamic dims is refused by node, not r
   CHECK(model.error().str().find("Conv") != std::string::npos);
   CHECK(model.error().message().find("has dynamic dims (f32[b,2,6,6])") != std::string::npos);
   CHECK(model.error().message().find("no host-step fallback") != std::string::npos);
+}
+
+TEST_CASE("the C API reports a ranged artifact's dim ranges and runs it at a run's dims", "[codegen][dynamic]") {
+  auto m = ranged(kAttention, {kB, kS, DimExpr(16)});
+  codegen::CompileOptions options;
+  options.dimRanges = m->dimRanges;
+  auto artifact = codegen::compileCpuArtifact(m->graph(), options);
+  REQUIRE(artifact.isOk());
+  const std::string path = "dynamic_capi_test.kiln";
+  REQUIRE(runtime::saveArtifact(*artifact->executable, path).isOk());
+  kiln_model* model = nullptr;
+  REQUIRE(kiln_model_load(path.c_str(), &model) == 0);
+  CHECK(kiln_model_input_dims(model, 0)[0] == -1);
+  CHECK(kiln_model_input_dims(model, 0)[2] == 16);
+  CHECK(kiln_model_input_bytes(model, 0) == 0);
+  CHECK(kiln_model_input_min_dims(model, 0)[1] == 1);
+  CHECK(kiln_model_input_opt_dims(model, 0)[1] == 8);
+  CHECK(kiln_model_input_max_dims(model, 0)[1] == 20);
+  CHECK(kiln_model_input_max_dims(model, 1) == nullptr);
+
+  Tensor x = randomTensor({2, 5, 16}, 9);
+  const void* inputs[] = {x.rawData()};
+  void* outputs[2] = {nullptr, nullptr};
+  CHECK(kiln_model_run(model, inputs, outputs) != 0);  // no dims: refused, never read past the caller's data
+  CHECK(std::string(kiln_last_error()).find("input x has dynamic dims") != std::string::npos);
+  const int64_t dims[] = {2, 5, 16};
+  const int64_t* inputDims[] = {dims};
+  kiln_outputs* results = nullptr;
+  REQUIRE(kiln_model_run_shaped(model, inputs, inputDims, &results) == 0);
+  REQUIRE(kiln_outputs_rank(results, 0) == 4);
+  CHECK(kiln_outputs_dims(results, 0)[1] == 5);
+  auto reference = codegen::compileForCpu(ranged(kAttention, {kB, kS, DimExpr(16)})->graph(), options);
+  REQUIRE(reference.isOk());
+  auto want = reference->executor->run({x});
+  REQUIRE(want.isOk());
+  CHECK(kiln_outputs_bytes(results, 1) == (*want)[1].byteSize());
+  CHECK(std::memcmp(kiln_outputs_data(results, 1), (*want)[1].rawData(), (*want)[1].byteSize()) == 0);
+  kiln_outputs_free(results);
+  Tensor longer = randomTensor({2, 21, 16}, 10);
+  const void* longerInputs[] = {longer.rawData()};
+  const int64_t tooLong[] = {2, 21, 16};
+  const int64_t* tooLongDims[] = {tooLong};
+  CHECK(kiln_model_run_shaped(model, longerInputs, tooLongDims, &results) == int(ErrorCode::ExecInput));
+  CHECK(std::string(kiln_last_error()).find("dim 1 ('s') is 21; this executable serves 1..20") != std::string::npos);
+  kiln_model_free(model);
+  std::remove(path.c_str());
 }

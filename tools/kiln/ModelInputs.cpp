@@ -146,7 +146,7 @@ Expected<std::vector<Tensor>> artifactInputs(const std::vector<TensorInfo>& info
       if (!v.isTensor()) return Error(ErrorCode::ExecInput, "input '" + t.name + "' must be a tensor");
       inputs.push_back(v.tensor());
     } else {
-      inputs.push_back(randomData(t.dtype, t.dims, seed + i));
+      inputs.push_back(randomData(t.dtype, t.optDims, seed + i));  // a dynamic dim at its opt value
     }
   }
   return inputs;

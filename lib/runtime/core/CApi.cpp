@@ -42,16 +42,34 @@ size_t bytesOf(const kiln::TensorInfo* t) {
   return n;
 }
 
-/// The model's inputs as tensors (copied from the caller's pointers).
-kiln::Expected<std::vector<kiln::Tensor>> inputTensors(const kiln_model* m, const void* const* inputs) {
+/// The model's inputs as tensors (copied from the caller's pointers), of
+/// dims `dims[i]` when given, else each input's fixed dims.
+kiln::Expected<std::vector<kiln::Tensor>> inputTensors(const kiln_model* m, const void* const* inputs,
+                                                       const int64_t* const* dims = nullptr) {
   std::vector<kiln::Tensor> in;
   for (size_t i = 0; i < m->model->inputs().size(); ++i) {
     const kiln::TensorInfo& t = m->model->inputs()[i];
     if (!inputs[i]) return kiln::Error(kiln::ErrorCode::ExecInput, "input " + t.name + " is null");
-    size_t n = bytesOf(&t);
-    in.emplace_back(t.dtype, t.dims, kiln::Buffer::copyOf(inputs[i], n));
+    if (dims && !dims[i]) return kiln::Error(kiln::ErrorCode::ExecInput, "the dims of input " + t.name + " are null");
+    if (!dims && t.hasDynamicDims())
+      return kiln::Error(kiln::ErrorCode::ExecInput, "input " + t.name + " has dynamic dims (" + kiln::dimsToString(t.minDims) +
+                                                         " to " + kiln::dimsToString(t.maxDims) +
+                                                         "); give a run's dims with kiln_model_run_shaped");
+    kiln::Dims d = dims ? kiln::Dims(dims[i], dims[i] + t.dims.size()) : t.dims;
+    size_t n = kiln::dtypeSize(t.dtype);
+    for (int64_t x : d) {
+      if (x < 0) return kiln::Error(kiln::ErrorCode::ExecInput, "input " + t.name + " is given a negative dim");
+      n *= size_t(x);
+    }
+    in.emplace_back(t.dtype, d, kiln::Buffer::copyOf(inputs[i], n));
   }
   return in;
+}
+
+const int64_t* rangeDims(const kiln_model* m, size_t i, int which) {
+  const kiln::TensorInfo* t = info(m, i, true);
+  if (!t) return nullptr;
+  return (which < 0 ? t->minDims : which > 0 ? t->maxDims : t->optDims).data();
 }
 
 const kiln::Tensor* outputAt(const kiln_outputs* o, size_t i) { return o && i < o->tensors.size() ? &o->tensors[i] : nullptr; }
@@ -91,16 +109,20 @@ const int64_t* kiln_model_output_dims(const kiln_model* m, size_t i) { auto* t =
 size_t kiln_model_input_bytes(const kiln_model* m, size_t i) { return bytesOf(info(m, i, true)); }
 size_t kiln_model_output_bytes(const kiln_model* m, size_t i) { return bytesOf(info(m, i, false)); }
 
+const int64_t* kiln_model_input_min_dims(const kiln_model* m, size_t i) { return rangeDims(m, i, -1); }
+const int64_t* kiln_model_input_opt_dims(const kiln_model* m, size_t i) { return rangeDims(m, i, 0); }
+const int64_t* kiln_model_input_max_dims(const kiln_model* m, size_t i) { return rangeDims(m, i, 1); }
+
 int kiln_model_run(const kiln_model* m, const void* const* inputs, void* const* outputs) {
   if (!m || (!inputs && kiln_model_num_inputs(m)) || (!outputs && kiln_model_num_outputs(m)))
     return fail(kiln::Error(kiln::ErrorCode::InvalidArgument, "kiln_model_run: null argument"));
   try {
+    auto in = inputTensors(m, inputs);
+    if (!in) return fail(in.error());
     for (const kiln::TensorInfo& t : m->model->outputs())
       if (!t.rankKnown || std::any_of(t.dims.begin(), t.dims.end(), [](int64_t d) { return d < 0; }))
         return fail(kiln::Error(kiln::ErrorCode::InvalidArgument,
                                 "output " + t.name + " has a data-dependent shape; use kiln_model_run_outputs"));
-    auto in = inputTensors(m, inputs);
-    if (!in) return fail(in.error());
     auto out = m->model->run(*in);
     if (!out) return fail(out.error());
     for (size_t i = 0; i < out->size(); ++i) {
@@ -113,20 +135,37 @@ int kiln_model_run(const kiln_model* m, const void* const* inputs, void* const* 
   }
 }
 
-int kiln_model_run_outputs(const kiln_model* m, const void* const* inputs, kiln_outputs** outputs) {
+namespace {
+
+/// Runs with the caller's inputs (of `dims` when given) into runtime-allocated outputs.
+int runIntoOutputs(const char* entry, const kiln_model* m, const void* const* inputs, const int64_t* const* dims,
+                   kiln_outputs** outputs) {
   if (!m || !outputs || (!inputs && kiln_model_num_inputs(m)))
-    return fail(kiln::Error(kiln::ErrorCode::InvalidArgument, "kiln_model_run_outputs: null argument"));
+    return fail(kiln::Error(kiln::ErrorCode::InvalidArgument, std::string(entry) + ": null argument"));
   *outputs = nullptr;
   try {
-    auto in = inputTensors(m, inputs);
+    auto in = inputTensors(m, inputs, dims);
     if (!in) return fail(in.error());
     auto out = m->model->run(*in);
     if (!out) return fail(out.error());
     *outputs = new kiln_outputs{std::move(*out)};
     return 0;
   } catch (const std::exception& e) {
-    return fail(kiln::Error(kiln::ErrorCode::Internal, std::string("kiln_model_run_outputs: ") + e.what()));
+    return fail(kiln::Error(kiln::ErrorCode::Internal, std::string(entry) + ": " + e.what()));
   }
+}
+
+}  // namespace
+
+int kiln_model_run_outputs(const kiln_model* m, const void* const* inputs, kiln_outputs** outputs) {
+  return runIntoOutputs("kiln_model_run_outputs", m, inputs, nullptr, outputs);
+}
+
+int kiln_model_run_shaped(const kiln_model* m, const void* const* inputs, const int64_t* const* input_dims,
+                          kiln_outputs** outputs) {
+  if (m && !input_dims && kiln_model_num_inputs(m))
+    return fail(kiln::Error(kiln::ErrorCode::InvalidArgument, "kiln_model_run_shaped: null argument"));
+  return runIntoOutputs("kiln_model_run_shaped", m, inputs, input_dims, outputs);
 }
 
 size_t kiln_outputs_rank(const kiln_outputs* o, size_t i) { auto* t = outputAt(o, i); return t ? t->dims().size() : 0; }

@@ -10,6 +10,8 @@
 //===----------------------------------------------------------------------===//
 #include "kiln/kiln.h"
 
+#include <map>
+
 #include "kiln/runtime/Artifact.h"
 #include "kiln/runtime/CpuExecutor.h"
 #include "kiln/runtime/CudaExecutor.h"
@@ -29,15 +31,33 @@ struct Model::Impl {
 Model::Model() : impl_(std::make_unique<Impl>()) {}
 Model::~Model() = default;
 
+namespace {
+
+/// What the API reports of a buffer: its dims, with -1 at the dynamic ones,
+/// and each dim's range under the executable's dynamic dims.
+TensorInfo infoOf(const runtime::BufferSpec& b, const runtime::Executable& exe) {
+  TensorInfo t{b.name, b.dtype, b.dims, !b.unknownRank};
+  t.minDims = t.optDims = t.maxDims = b.dims;
+  std::map<std::string, int64_t> opt;
+  std::map<std::string, std::pair<int64_t, int64_t>> ranges;
+  for (const runtime::DimSymbol& d : exe.symbols) opt[d.name] = d.opt, ranges[d.name] = {d.min, d.max};
+  for (size_t i = 0; i < b.shape.size(); ++i) {
+    if (b.shape[i].constant()) continue;
+    t.dims[i] = -1;
+    if (auto r = b.shape[i].bounds(ranges)) t.minDims[i] = r->first, t.maxDims[i] = r->second;
+    if (auto v = b.shape[i].evaluate(opt)) t.optDims[i] = *v;
+  }
+  return t;
+}
+
+}  // namespace
+
 Expected<std::unique_ptr<Model>> Model::load(const std::string& path) {
   KILN_ASSIGN(runtime::Executable exe, runtime::loadArtifact(path));
   std::unique_ptr<Model> model(new Model);
   Impl& m = *model->impl_;
-  for (uint32_t id : exe.inputs) m.inputs.push_back({exe.buffers[id].name, exe.buffers[id].dtype, exe.buffers[id].dims});
-  for (uint32_t id : exe.outputs) {
-    const runtime::BufferSpec& b = exe.buffers[id];
-    m.outputs.push_back({b.name, b.dtype, b.dims, !b.unknownRank});
-  }
+  for (uint32_t id : exe.inputs) m.inputs.push_back(infoOf(exe.buffers[id], exe));
+  for (uint32_t id : exe.outputs) m.outputs.push_back(infoOf(exe.buffers[id], exe));
   if (exe.target == "cuda") {
     m.exe = std::make_shared<const runtime::Executable>(std::move(exe));
     auto executor = runtime::CudaExecutor::create(m.exe);
