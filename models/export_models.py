@@ -117,6 +117,69 @@ class BertLayer(torch.nn.Module):
         return self.norm2(x + self.down(torch.nn.functional.gelu(self.up(x))))
 
 
+class GptDecoder(torch.nn.Module):
+    """A GPT-2-style decoder over a KV cache: token and position embeddings,
+    pre-LayerNorm blocks of causal multi-head self-attention (one fused QKV
+    projection) and a GELU (tanh) MLP, a final LayerNorm and a linear head
+    to the logits (untied: with random weights a tied head makes greedy
+    decoding repeat the last token). Takes input_ids [batch, seq] and each layer's
+    past key and value [batch, heads, past, head_dim] (past = tokens already
+    seen); returns logits [batch, seq, vocab] and each layer's present key and
+    value [batch, heads, past + seq, head_dim], which the next step takes as
+    its past. Query i (position past + i) attends keys 0..past + i."""
+
+    def __init__(self, layers, hidden, heads, vocab, max_len):
+        super().__init__()
+        self.heads = heads
+        self.words = torch.nn.Embedding(vocab, hidden)
+        self.positions = torch.nn.Embedding(max_len, hidden)
+        self.blocks = torch.nn.ModuleList([GptBlock(hidden, heads) for _ in range(layers)])
+        self.norm = torch.nn.LayerNorm(hidden)
+        self.head = torch.nn.Linear(hidden, vocab, bias=False)
+        with torch.no_grad():  # logits far apart: greedy decoding meets no near tie
+            self.words.weight.normal_(0.0, 1.0)
+            self.positions.weight.normal_(0.0, 1.0)
+            self.head.weight.normal_(0.0, 1.0)
+
+    def forward(self, input_ids, *past):
+        past_len, seq = past[0].shape[2], input_ids.shape[1]
+        positions = torch.arange(past_len, past_len + seq, dtype=torch.long, device=input_ids.device)
+        x = self.words(input_ids) + self.positions(positions).unsqueeze(0)
+        keys = torch.arange(0, past_len + seq, dtype=torch.long, device=input_ids.device)
+        future = keys.unsqueeze(0) > positions.unsqueeze(1)  # [seq, past + seq]
+        presents = []
+        for i, block in enumerate(self.blocks):
+            x, key, value = block(x, past[2 * i], past[2 * i + 1], future)
+            presents += [key, value]
+        return (self.head(self.norm(x)), *presents)
+
+
+class GptBlock(torch.nn.Module):
+    def __init__(self, hidden, heads):
+        super().__init__()
+        self.heads = heads
+        self.norm1 = torch.nn.LayerNorm(hidden)
+        self.qkv = torch.nn.Linear(hidden, 3 * hidden)
+        self.out = torch.nn.Linear(hidden, hidden)
+        self.norm2 = torch.nn.LayerNorm(hidden)
+        self.up = torch.nn.Linear(hidden, 4 * hidden)
+        self.down = torch.nn.Linear(4 * hidden, hidden)
+
+    def forward(self, x, past_key, past_value, future):
+        b, n, h = x.shape
+        d = h // self.heads
+        split = lambda t: t.view(b, n, self.heads, d).transpose(1, 2)
+        q, k, v = self.qkv(self.norm1(x)).split(h, dim=2)
+        key = torch.cat([past_key, split(k)], dim=2)
+        value = torch.cat([past_value, split(v)], dim=2)
+        scores = torch.matmul(split(q), key.transpose(-1, -2)) / (d ** 0.5)
+        scores = scores.masked_fill(future, float("-inf"))
+        context = torch.matmul(torch.softmax(scores, dim=-1), value).transpose(1, 2).reshape(b, n, h)
+        x = x + self.out(context)
+        x = x + self.down(torch.nn.functional.gelu(self.up(self.norm2(x)), approximate="tanh"))
+        return x, key, value
+
+
 class Detector(torch.nn.Module):
     """torchvision's SSD inference path (SSD.forward in eval mode) for one
     image, returning the detections and also the raw head outputs, so a
@@ -222,6 +285,10 @@ def build(name):
         return BertEncoder(12, 768, 12)
     if name == "bert_tiny":
         return BertEncoder(2, 32, 4, vocab=512, max_len=64)
+    if name == "gpt_tiny":
+        return GptDecoder(2, 64, 4, vocab=512, max_len=256)
+    if name == "gpt_small":
+        return GptDecoder(6, 512, 8, vocab=8192, max_len=1024)
     raise SystemExit(f"export_models: unknown model '{name}' (see {ZOO})")
 
 
@@ -247,6 +314,8 @@ def export(name, spec, form, path, opset):
     if "dynamo" in inspect.signature(torch.onnx.export).parameters:
         options["dynamo"] = False  # newer torch: the TorchScript exporter these options belong to
     dynamic = spec.get("dynamic_axes")
+    if dynamic:  # zoo.json writes the axes as strings
+        dynamic = {name: {int(axis): dim for axis, dim in axes.items()} for name, axes in dynamic.items()}
     with torch.no_grad():
         torch.onnx.export(model, example_inputs(spec), path, input_names=list(spec["inputs"]),
                           output_names=spec["outputs"], opset_version=opset, dynamic_axes=dynamic, **options)

@@ -63,12 +63,14 @@ def load_zoo():
 def zoo_spec_for(model_path):
     """The zoo entry of a file named <zoo model>-<form>.onnx, else None. A
     file exported at another batch size, <zoo model>-b<N>-<form>.onnx
-    (export_models.py --batch N), gets the entry with batch N inputs."""
+    (export_models.py --batch N), gets the entry with batch N inputs; one
+    exported with dynamic axes, <zoo model>-dyn-<form>.onnx, the entry as it is."""
     base = os.path.basename(model_path)
     for suffix in ("-default.onnx", "-raw.onnx"):
         if not base.endswith(suffix):
             continue
         name, batch = base[: -len(suffix)], None
+        name = name[: -len("-dyn")] if name.endswith("-dyn") else name
         head, _, tail = name.rpartition("-b")
         if head and tail.isdigit():
             name, batch = head, int(tail)

@@ -394,6 +394,16 @@ Expected<Expr> transposeElement(const ElementCall& c, const Dims& inDims) {
   return c.operand(0, in);
 }
 
+/// Where a Slice along a dynamic dim of run-time length `dim` starts: ONNX's
+/// clamping of `start` to [0, dim] (step > 0) or [0, dim - 1] (step < 0).
+Expr dynamicSliceStart(int64_t start, int64_t step, const Expr& dim) {
+  constexpr int64_t kFarBelow = -(int64_t(1) << 40);  // below any dim's negation: the start clamps to 0
+  Expr s = start < 0 ? dim + std::max(start, kFarBelow) : intImm(start);
+  return minOf(maxOf(s, intImm(0)), step > 0 ? dim : dim - intImm(1));
+}
+
+/// Constant bounds over static or dynamic dims: a dynamic axis starts where
+/// its run-time length puts the start.
 Expected<Expr> sliceElement(const ElementCall& c, const Dims& inDims) {
   std::vector<std::vector<int64_t>> args(5);
   for (size_t i = 1; i < 5; ++i) {
@@ -402,49 +412,61 @@ Expected<Expr> sliceElement(const ElementCall& c, const Dims& inDims) {
     if (!t) return needsConstant(c.n, "bound");
     args[i] = t->toInt64s();
   }
-  KILN_ASSIGN(auto dims, ir::computeSlice(inDims, args[1], args[2], args[3], args[4]));
+  Dims known = inDims;  // a dynamic dim's static slice is a placeholder, replaced below
+  for (int64_t& d : known) d = d == ir::kUnknownDim ? 1 : d;
+  KILN_ASSIGN(auto dims, ir::computeSlice(known, args[1], args[2], args[3], args[4]));
   Index in(c.idx.size());
   for (size_t i = 0; i < c.idx.size(); ++i) in[i] = intImm(dims[i].start) + c.idx[i] * dims[i].step;
+  std::vector<int64_t> axes = args[3];
+  if (axes.empty())
+    for (size_t i = 0; i < args[1].size(); ++i) axes.push_back(int64_t(i));
+  KILN_ASSIGN(ExprDims run, c.builder.dims(c.n.input(0)));
+  for (size_t k = 0; k < axes.size(); ++k) {
+    KILN_ASSIGN(int64_t axis, ir::normalizeAxis(axes[k], int64_t(inDims.size())));
+    if (inDims[size_t(axis)] != ir::kUnknownDim) continue;
+    const int64_t step = args[4].empty() ? 1 : args[4][k];
+    in[size_t(axis)] = dynamicSliceStart(args[1][k], step, run[size_t(axis)]) + c.idx[size_t(axis)] * step;
+  }
   return c.operand(0, in);
 }
 
+/// Result r's element along the axis follows the results before it (static or run-time lengths).
 Expected<Expr> splitElement(const ElementCall& c, const Dims& inDims) {
   KILN_ASSIGN(int64_t axis, ir::normalizeAxis(c.n.getInt("axis"), int64_t(inDims.size())));
-  int64_t offset = 0;
-  for (size_t r = 0; r < c.result; ++r) {
-    KILN_ASSIGN(Dims d, staticDims(c.n.output(r)));
-    offset += d[size_t(axis)];
-  }
   Index in = c.idx;
-  in[size_t(axis)] = c.idx[size_t(axis)] + offset;
+  for (size_t r = 0; r < c.result; ++r) {
+    KILN_ASSIGN(ExprDims d, c.builder.dims(c.n.output(r)));
+    in[size_t(axis)] = in[size_t(axis)] + d[size_t(axis)];
+  }
   return c.operand(0, in);
 }
 
+/// The operand an output index along the axis falls in, by a balanced tree
+/// of selects over the inputs' end offsets (static or run-time extents).
 Expected<Expr> concatElement(const ElementCall& c, const Dims&) {
   const ir::Node& n = c.n;
   const Index& idx = c.idx;
   KILN_ASSIGN(int64_t axis, ir::normalizeAxis(n.getInt("axis"), int64_t(c.outDims.size())));
   const size_t a = size_t(axis);
-  std::vector<int64_t> offsets{0};
+  std::vector<std::pair<Expr, Expr>> parts;  // (end offset, element) of each input that is not always empty
+  Expr offset = intImm(0);
   for (size_t i = 0; i < n.numInputs(); ++i) {
-    KILN_ASSIGN(Dims d, staticDims(n.input(i)));
-    offsets.push_back(offsets.back() + d[a]);
-  }
-  std::vector<std::pair<int64_t, Expr>> parts;  // (end offset, element) of each non-empty input
-  for (size_t i = 0; i < n.numInputs(); ++i) {
-    int64_t extent = offsets[i + 1] - offsets[i];
-    if (extent == 0) continue;
+    KILN_ASSIGN(ExprDims d, c.builder.dims(n.input(i)));
+    int64_t extent = 0, begin = 0;
+    const bool staticExtent = isIntConstant(d[a], &extent);
+    if (staticExtent && extent == 0) continue;
     Index in = idx;
-    in[a] = clampIndex(idx[a] - offsets[i], extent);
+    in[a] = clampIndex(idx[a] - offset, d[a]);
     KILN_ASSIGN(Expr e, c.operand(i, in));
-    parts.push_back({offsets[i + 1], e});
+    offset = staticExtent && isIntConstant(offset, &begin) ? intImm(begin + extent) : offset + d[a];
+    parts.push_back({offset, e});
   }
   // A balanced tree of selects: log2(inputs) comparisons per element (DenseNet
   // concatenates up to 49 inputs), each side loaded only when chosen on the CPU.
   std::function<Expr(size_t, size_t)> pick = [&](size_t lo, size_t hi) -> Expr {
     if (hi - lo == 1) return parts[lo].second;
     size_t mid = (lo + hi) / 2;
-    return select(binary(BinaryOp::Lt, idx[a], intImm(parts[mid - 1].first)), pick(lo, mid), pick(mid, hi));
+    return select(binary(BinaryOp::Lt, idx[a], parts[mid - 1].first), pick(lo, mid), pick(mid, hi));
   };
   return pick(0, parts.size());
 }
@@ -705,9 +727,9 @@ void addRemapRules(ElementRules& r) {
       remapDynamic([](const ElementCall& c, const Dims& inDims) { return c.operand(0, broadcastIndex(c.idx, inDims)); });
   r[Op::Tile] = remap(tileElement);
   r[Op::Transpose] = remapDynamic(transposeElement);
-  r[Op::Slice] = remap(sliceElement);
-  r[Op::Split] = remap(splitElement);
-  r[Op::Concat] = remap(concatElement);
+  r[Op::Slice] = remapDynamic(sliceElement);
+  r[Op::Split] = remapDynamic(splitElement);
+  r[Op::Concat] = remapDynamic(concatElement);
   r[Op::Pad] = remap(padElement);
   r[Op::Resize] = remap([](const ElementCall& c, const Dims& inDims) {
     return resizeElement(c.builder, c.n, c.idx, inDims, c.outDims, c.ct);

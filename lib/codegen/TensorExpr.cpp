@@ -139,7 +139,10 @@ Expr clampIndex(const Expr& i, int64_t extent) {
   return minOf(maxOf(i, intImm(0)), intImm(extent - 1));
 }
 
-Expr clampIndex(const Expr& i, const Expr& extent) { return minOf(maxOf(i, intImm(0)), extent - intImm(1)); }
+Expr clampIndex(const Expr& i, const Expr& extent) {
+  if (int64_t e; isIntConstant(extent, &e)) return clampIndex(i, e);
+  return minOf(maxOf(i, intImm(0)), extent - intImm(1));
+}
 
 std::string identifierOf(const std::string& name) {
   std::string s;

@@ -18,7 +18,7 @@ source "$SRC/tests/cli/expect.sh"
 
 # Help on every command.
 "$KILN" --help > help.txt
-for cmd in inspect run bench passes convert ops compile; do
+for cmd in inspect run generate bench passes convert ops compile; do
   expect_in "$cmd" help.txt
   "$KILN" "$cmd" --help > "help_$cmd.txt"
   expect_in "Usage:" "help_$cmd.txt"
@@ -100,8 +100,22 @@ expect_fail "error KE3001 (bad-input): input 'x' dim 1 ('tokens') is 129; this e
   "$KILN" run heads.kiln --input x=hx.npy --input mask=hm.npy
 expect_fail "error KE5001 (codegen-unsupported): the shape ranges leave dynamic dims (batch 1..4, tokens 1..128); --target cuda does not generate kernels for shape ranges yet" \
   "$KILN" compile heads.onnx --min-shapes x:1x1x8,mask:1x1 --max-shapes x:4x128x8,mask:4x128 --target cuda -o heads_cuda.kiln
-expect_fail "(Conv): value 'input' has dynamic dims (f32[batch,3,32,32]), which this kernel's schedule template does not take yet" \
-  "$KILN" compile "$TINY" --min-shapes input:1x3x32x32 --max-shapes input:4x3x32x32 -o ranged_cnn.kiln
+# A CNN over a dynamic batch: one artifact, inspected from its file, run at three batch sizes.
+"$KILN" compile "$TINY" --min-shapes input:1x3x32x32 --opt-shapes input:2x3x32x32 --max-shapes input:4x3x32x32 \
+  -o ranged_cnn.kiln > /dev/null
+"$KILN" inspect ranged_cnn.kiln > ranged_cnn.txt
+expect_in "input: f32[batch,3,32,32]" ranged_cnn.txt
+expect_in "probabilities: f32[batch,10]" ranged_cnn.txt
+expect_in "batch: 1..4 (opt 2), read from input 'input' dim 0" ranged_cnn.txt
+"$KILN" inspect ranged_cnn.kiln --json > ranged_cnn.json
+/usr/bin/python3 -c "import json; j=json.load(open('ranged_cnn.json')); assert j['dynamic_dims']['batch']=={'min':1,'opt':2,'max':4}, j"
+expect_fail "--ir needs a model (.onnx, .kir), not an artifact" "$KILN" inspect ranged_cnn.kiln --ir
+for b in 1 3 4; do
+  /usr/bin/python3 -c "import numpy as np; np.save('cx.npy', np.random.default_rng($b).standard_normal(($b, 3, 32, 32)).astype(np.float32))"
+  "$KILN" run ranged_cnn.kiln --input input=cx.npy --output-dir "cnn_k$b" > /dev/null
+  "$KILN" run "$TINY" --input input=cx.npy --output-dir "cnn_i$b" > /dev/null
+  same_outputs "cnn_k$b" "cnn_i$b"
+done
 
 # run: random inputs are seeded; the same seed gives the same bytes.
 "$KILN" run "$TINY" --shape input:2x3x32x32 --output-dir out1 > run1.txt

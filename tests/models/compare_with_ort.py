@@ -6,12 +6,12 @@ and compares every output.
                         [--work DIR] [--kiln-arg ARG ...] [--compile-arg ARG ...]
                         [--detections BOXES,SCORES,LABELS[,PER_DETECTION...] [--min-matched F]]
 
-Zoo models (<name>-<form>.onnx, see models/zoo.json) take their inputs,
-tolerance and detection rule from the manifest; other models get inputs from
-their declared types (dynamic dims from --shape, else 1). --detections names
-a detector's box, score and label outputs to compare by the detection rule
-below (any detector: torchvision's RetinaNet, FCOS, ...; it overrides the
-manifest's), --min-matched its share (default 0.98). Names after the third
+Zoo models (<name>-<form>.onnx, models/zoo.json) take inputs (as --shape
+too, where exported with dynamic axes), tolerance and detection rule from
+the manifest; others, inputs of their declared types (dynamic dims from
+--shape, else 1). --detections names a detector's box, score and label
+outputs for the detection rule below (any detector: RetinaNet, FCOS, ...;
+it overrides the manifest's), --min-matched its share (default 0.98). Names after the third
 are per-detection outputs (Mask R-CNN's masks, keypoints): row i belongs to
 detection i, so they are compared detection by detection along the matching.
 
@@ -151,6 +151,9 @@ def main():
                     help="run a CUDA artifact on the CPU emulation: kiln-emulation-kernels builds the model's kernels, "
                          "DRIVER (libkiln_emulated_cuda.so) stands in for libcuda")
     args = ap.parse_args()
+    spec = dict(zoo.zoo_spec_for(args.model) or {})
+    if not args.shape and spec.get("dynamic_axes"):  # a zoo model exported with dynamic axes: the manifest's shapes
+        args.shape = [f"{n}:{'x'.join(map(str, s['shape']))}" for n, s in spec["inputs"].items()]
     if args.emulate:
         tool, driver = args.emulate
         emu_dir = os.path.join(args.work or os.getcwd(), "emulation")
@@ -170,7 +173,6 @@ def main():
         sys.exit(77)
     name = os.path.splitext(os.path.basename(args.model))[0]
     work = args.work or os.path.join(os.getcwd(), "compare_" + name)
-    spec = dict(zoo.zoo_spec_for(args.model) or {})
     import onnx
     outputs = [o.name for o in onnx.load(args.model, load_external_data=False).graph.output]
     if args.detections:

@@ -21,5 +21,6 @@ void addPassesCommand(CLI::App& app, int& exitCode);
 void addPassSelectionCommands(CLI::App& passes, int& exitCode);
 void addCompileCommand(CLI::App& app, int& exitCode);
 void addTuneCommand(CLI::App& app, int& exitCode);
+void addGenerateCommand(CLI::App& app, int& exitCode);
 
 }  // namespace kiln::cli

@@ -2,7 +2,9 @@
 //
 // Summarises a model: inputs and outputs with types, op histogram, parameter
 // count and bytes, node count, opsets, producer and structural hash; `--ir`
-// prints the text IR (weights elided), `--json` the summary as JSON.
+// prints the text IR (weights elided), `--json` the summary as JSON. A .kiln
+// artifact is summarised from its file (no device needed): target, inputs
+// and outputs with the shape ranges it serves, steps and memory.
 //
 //===----------------------------------------------------------------------===//
 #include <algorithm>
@@ -15,6 +17,7 @@
 #include "kiln/ir/OpSchema.h"
 #include "kiln/ir/Printer.h"
 #include "kiln/ir/StructuralHash.h"
+#include "kiln/runtime/Artifact.h"
 #include "kiln/select/ArchitectureFeatures.h"
 #include "kiln/support/Strings.h"
 
@@ -30,7 +33,62 @@ std::string humanBytes(int64_t b) {
   return os.str();
 }
 
+/// A buffer's dims as a run sees them: each dim a number or its DimExpr ("f32[batch,3,64,64]").
+std::string runTimeType(const runtime::BufferSpec& b) {
+  std::string out = std::string(dtypeName(b.dtype)) + "[";
+  for (size_t i = 0; i < b.dims.size(); ++i) {
+    if (i) out += ",";
+    if (i >= b.shape.size() || b.shape[i].constant()) {
+      out += std::to_string(b.dims[i]);
+      continue;
+    }
+    const std::string e = b.shape[i].str();  // a bare symbol, or a formula in parentheses as types print it
+    out += b.shape[i].symbols().size() == 1 && e == *b.shape[i].symbols().begin() ? e : "(" + e + ")";
+  }
+  return out + "]";
+}
+
+/// `kiln inspect model.kiln`: what the artifact serves, read from its file.
+int inspectArtifact(const std::string& path, bool asJson) {
+  auto exe = runtime::loadArtifact(path);
+  if (!exe) return reportError(exe.error());
+  std::map<runtime::StepKind, size_t> steps;
+  for (const runtime::KernelStep& s : exe->steps) ++steps[s.kind];
+  if (asJson) {
+    nlohmann::json j;
+    j["artifact"] = path;
+    j["target"] = exe->target;
+    j["compiled_for"] = exe->cpu;
+    for (uint32_t id : exe->inputs) j["inputs"].push_back({{"name", exe->buffers[id].name}, {"type", runTimeType(exe->buffers[id])}});
+    for (uint32_t id : exe->outputs) j["outputs"].push_back({{"name", exe->buffers[id].name}, {"type", runTimeType(exe->buffers[id])}});
+    for (const runtime::DimSymbol& d : exe->symbols)
+      j["dynamic_dims"][d.name] = {{"min", d.min}, {"opt", d.opt}, {"max", d.max}};
+    for (const auto& [kind, n] : steps) j["steps"][runtime::stepKindName(kind)] = n;
+    j["arena_bytes"] = exe->arenaBytes;
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  std::cout << "artifact:   " << path << "\n";
+  std::cout << "target:     " << exe->target << " (" << exe->cpu << ")\n";
+  std::cout << "inputs:\n";
+  for (uint32_t id : exe->inputs) std::cout << "  " << printable(exe->buffers[id].name) << ": " << runTimeType(exe->buffers[id]) << "\n";
+  std::cout << "outputs:\n";
+  for (uint32_t id : exe->outputs) std::cout << "  " << printable(exe->buffers[id].name) << ": " << runTimeType(exe->buffers[id]) << "\n";
+  if (!exe->symbols.empty()) std::cout << "dynamic dims:\n";
+  for (const runtime::DimSymbol& d : exe->symbols)
+    std::cout << "  " << printable(d.name) << ": " << ir::DimRange{d.min, d.opt, d.max}.str() << ", read from input '"
+              << printable(exe->buffers[exe->inputs[d.input]].name) << "' dim " << d.axis << "\n";
+  std::cout << "steps:     ";
+  for (const auto& [kind, n] : steps) std::cout << " " << n << " " << runtime::stepKindName(kind);
+  std::cout << "\nscratch:    " << humanBytes(int64_t(exe->arenaBytes)) << " (sized for the largest shapes)\n";
+  return 0;
+}
+
 int runInspect(const ModelOptions& options, bool printIr, bool asJson) {
+  if (options.path.ends_with(".kiln")) {
+    if (printIr) return reportError(Error(ErrorCode::InvalidArgument, "--ir needs a model (.onnx, .kir), not an artifact"));
+    return inspectArtifact(options.path, asJson);
+  }
   auto module = loadModel(options);
   if (!module) return reportError(module.error());
   const ir::Module& m = **module;
@@ -78,7 +136,8 @@ int runInspect(const ModelOptions& options, bool printIr, bool asJson) {
 }  // namespace
 
 void addInspectCommand(CLI::App& app, int& exitCode) {
-  auto* cmd = app.add_subcommand("inspect", "Summarise a model: inputs, outputs, ops, parameters");
+  auto* cmd = app.add_subcommand("inspect", "Summarise a model (inputs, outputs, ops, parameters) or a .kiln artifact "
+                                            "(target, inputs and outputs with their shape ranges, steps, memory)");
   auto options = std::make_shared<ModelOptions>();
   auto printIr = std::make_shared<bool>(false), asJson = std::make_shared<bool>(false);
   addModelOptions(*cmd, *options, false);

@@ -1,7 +1,7 @@
 //===- tools/kiln/main.cpp - The kiln command-line tool --------------------===//
 //
 // One CLI for kiln's jobs: inspect a model, compile it to an artifact, run it
-// once (a model or an artifact), tune its kernels, benchmark it, list and run graph passes,
+// once (a model or an artifact), decode with a KV cache, tune its kernels, benchmark it, list and run graph passes,
 // convert between ONNX and text IR, list supported ops.
 //
 //===----------------------------------------------------------------------===//
@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   kiln::cli::addCompileCommand(app, exitCode);
   kiln::cli::addTuneCommand(app, exitCode);
   kiln::cli::addRunCommand(app, exitCode);
+  kiln::cli::addGenerateCommand(app, exitCode);
   kiln::cli::addBenchCommand(app, exitCode);
   kiln::cli::addPassesCommand(app, exitCode);
   kiln::cli::addConvertCommand(app, exitCode);

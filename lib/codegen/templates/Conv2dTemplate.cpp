@@ -37,11 +37,13 @@ struct ConvShape {
   bool pointwise = false;  ///< 1x1, stride 1, no padding
 };
 
-Expected<ConvShape> shapeOf(const ir::Node& node) {
+/// The shape with the data's and result's dims from `dimsOf` (static, or a
+/// dynamic batch at a point of its range: windowDims).
+Expected<ConvShape> shapeOf(const ir::Node& node, const std::function<Expected<Dims>(const ir::Value*)>& dimsOf) {
   ConvShape s;
-  KILN_ASSIGN(s.x, staticDims(node.input(0)));
+  KILN_ASSIGN(s.x, dimsOf(node.input(0)));
   KILN_ASSIGN(s.w, staticDims(node.input(1)));
-  KILN_ASSIGN(s.y, staticDims(node.output(0)));
+  KILN_ASSIGN(s.y, dimsOf(node.output(0)));
   if (s.x.size() != 4) return makeError(ErrorCode::CodegenUnsupported, "conv template handles 2-D convolution only");
   s.groups = node.getInt("group");
   s.icg = s.w[1], s.ocg = s.w[0] / s.groups, s.kh = s.w[2], s.kw = s.w[3];
@@ -71,7 +73,7 @@ class Conv2dTemplate final : public ScheduleTemplate {
   //          register tiles) and block {32,64}; f16 / bf16 ones also get
   //          mma {0,1} (1: tensor cores), warps {1,4} and frags {1,2} (f32: TF32, mma default 0, opt-in)
   Expected<KnobSpace> knobSpace(const KernelGroup& g, KernelTarget target) const override {
-    KILN_ASSIGN(ConvShape s, shapeOf(*g.anchor));
+    KILN_ASSIGN(ConvShape s, shapeOf(*g.anchor, [&](const ir::Value* v) { return windowDims(g, v, target, DimPoint::Opt); }));
     if (target == KernelTarget::Gpu) {
       KnobSpace space = threadPerItemSpace(product(s.y));
       if (s.groups == 1) addSimtGemmKnobs(space, s.y[0], s.y[1], s.y[2] * s.y[3]);
@@ -111,10 +113,12 @@ class Conv2dTemplate final : public ScheduleTemplate {
 
   Expected<Stmt> instantiate(ElementBuilder& el, const Config& c, KernelTarget target) const override {
     const ir::Node& node = *el.group().anchor;
-    KILN_ASSIGN(ConvShape s, shapeOf(node));
+    // A dynamic batch (CPU) is taken at its maximum here; the loops over images run to its run-time value.
+    KILN_ASSIGN(ConvShape s, shapeOf(node, [&](const ir::Value* v) { return windowDims(el.group(), v, target, DimPoint::Max); }));
     KILN_ASSIGN(const ScalarType ct, resultComputeType(node));
     if (target == KernelTarget::Gpu && usesGpuGemm(c)) return instantiateGemm(el, c, s, ct);
     if (target == KernelTarget::Gpu) return instantiateGpu(el, c, s, ct);
+    KILN_ASSIGN(const RunCount batch, batchCount(el, node.output(0)));
     const int64_t toc = c.at("toc"), tw = c.at("tw"), ocTiles = s.ocg / toc;
     const bool im2col = c.at("algo") == 1;
     const int64_t oh = s.y[2], ow = s.y[3], kTotal = s.icg * s.kh * s.kw;
@@ -147,8 +151,8 @@ class Conv2dTemplate final : public ScheduleTemplate {
           return el.atFlat(node.input(0), (image * s.icg + varRef(k)) * pixels + q);
         };
       } else {
-        const int64_t images = s.y[0] * s.groups;
-        Buffer colBuf = el.workspace("col", ct, images * kTotal * (panelsLayout ? panels * tw : pixels));
+        const RunCount images = batch.times(s.groups);
+        Buffer colBuf = el.workspace("col", ct, images.max * kTotal * (panelsLayout ? panels * tw : pixels));
         // r = (n, g, k) row of col; q = pixel (with panels: panel pn, lane jv, vectorized;
         // the padded tail of the last panel reads outside the image and stores zeros).
         Var r = makeVar("r"), q = makeVar("q"), pn = makeVar("pn"), jv = makeVar("jv");
@@ -162,13 +166,13 @@ class Conv2dTemplate final : public ScheduleTemplate {
         Expr inside = binary(BinaryOp::And, inRange(iy, s.x[2]), inRange(ix, s.x[3]));
         KILN_ASSIGN(Expr v, el.at(node.input(0), {rn, rg * s.icg + ric, clampIndex(iy, s.x[2]), clampIndex(ix, s.x[3])}));
         if (s.padded || (panelsLayout && pixels % tw)) v = select(inside, v, constantOf(ct, 0));
-        int64_t colRows = images * kTotal;
+        const RunCount colRows = images.times(kTotal);
         Stmt fill = panelsLayout
                         ? forLoop(pn, intImm(panels), LoopKind::Serial,
                                   forLoop(jv, intImm(tw), LoopKind::Vectorized,
                                           store(colBuf, ((floorDiv(varRef(r), kTotal) * panels + varRef(pn)) * kTotal + rk) * tw + varRef(jv), v)))
                         : forLoop(q, intImm(pixels), LoopKind::Serial, store(colBuf, varRef(r) * pixels + varRef(q), v));
-        nests.push_back(forLoop(r, intImm(colRows), colRows > 1 ? outerKind(c) : LoopKind::Serial, fill));
+        nests.push_back(forLoop(r, colRows.run, colRows.loopKind(outerKind(c)), fill));
         pixelValue = [&, p, image, pixels, colBuf, panels](bool clamped) -> Expected<Expr> {
           if (panelsLayout) return load(colBuf, ((image * panels + varRef(xt)) * kTotal + varRef(k)) * tw + varRef(j));
           Expr q2 = clamped ? clampIndex(p, pixels) : p;
@@ -185,7 +189,7 @@ class Conv2dTemplate final : public ScheduleTemplate {
         auto source = [&](const Expr& plane, const Expr& iy, const Expr& ix, const Expr&) {
           return el.at(node.input(0), {floorDiv(plane, s.x[1]), floorMod(plane, s.x[1]), iy, ix});
         };
-        KILN_ASSIGN(PaddedCopy copy, borderedCopy(el, ct, s.x[0] * s.x[1], s.x[2], s.x[3], 1, s.geo, outerKind(c), constantOf(ct, 0), source));
+        KILN_ASSIGN(PaddedCopy copy, borderedCopy(el, ct, batch.times(s.x[1]), s.x[2], s.x[3], 1, s.geo, outerKind(c), constantOf(ct, 0), source));
         padBuf = copy.buffer, hp = copy.hp, wp = copy.wp;
         nests.push_back(copy.fill);
       }
@@ -222,15 +226,15 @@ class Conv2dTemplate final : public ScheduleTemplate {
       return weight * px;
     };
     KILN_ASSIGN(Stmt perTile, gemmBlock(block, fullTile, product, gemmTileLoops(block, epilogue)));
-    const int64_t outer = s.y[0] * s.groups * ocTiles;
+    const RunCount outer = batch.times(s.groups * ocTiles);
     if (im2col && c.at("order") == 1) {  // pixel tiles outer: a col strip stays in cache for every channel block
-      Stmt body = forLoop(t, intImm(outer), LoopKind::Serial, perTile);
+      Stmt body = forLoop(t, outer.run, LoopKind::Serial, perTile);
       nests.push_back(forLoop(xt, intImm(tilesPerRow), tilesPerRow > 1 ? outerKind(c) : LoopKind::Serial, body));
       return seq(std::move(nests));
     }
     Stmt body = forLoop(xt, intImm(tilesPerRow), LoopKind::Serial, perTile);
     if (!im2col) body = forLoop(y, intImm(rows), LoopKind::Serial, body);
-    nests.push_back(forLoop(t, intImm(outer), outer > 1 ? outerKind(c) : LoopKind::Serial, body));
+    nests.push_back(forLoop(t, outer.run, outer.loopKind(outerKind(c)), body));
     return seq(std::move(nests));
   }
 

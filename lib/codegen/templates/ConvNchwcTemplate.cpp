@@ -33,11 +33,13 @@ struct BlockedShape {
 
 int64_t taps(const BlockedShape& s) { return s.w[2] * s.w[3]; }
 
-Expected<BlockedShape> shapeOf(const ir::Node& node) {
+/// The shape with the data's and result's dims from `dimsOf` (static, or a
+/// dynamic batch at a point of its range: windowDims).
+Expected<BlockedShape> shapeOf(const ir::Node& node, const std::function<Expected<Dims>(const ir::Value*)>& dimsOf) {
   BlockedShape s;
-  KILN_ASSIGN(s.x, staticDims(node.input(0)));
+  KILN_ASSIGN(s.x, dimsOf(node.input(0)));
   KILN_ASSIGN(s.w, staticDims(node.input(1)));
-  KILN_ASSIGN(s.y, staticDims(node.output(0)));
+  KILN_ASSIGN(s.y, dimsOf(node.output(0)));
   if (s.x.size() != 5 || s.w.size() != 6 || s.y.size() != 5)
     return makeError(ErrorCode::CodegenUnsupported, "kiln::ConvNCHWc needs rank-5 data and rank-6 weights");
   KILN_ASSIGN(s.geo, ir::computeWindowGeometry(node, {s.x[2], s.x[3]}, {s.w[2], s.w[3]}, false));
@@ -79,7 +81,7 @@ class ConvNchwcTemplate final : public ScheduleTemplate {
       return makeError(ErrorCode::CodegenUnsupported, "kiln::ConvNCHWc has no GPU schedule (alter-op-layout is a CPU "
                                                       "layout; leave it out of GPU pipelines)")
           .atNode(g.anchor->displayName(), g.anchor->opType());
-    KILN_ASSIGN(BlockedShape s, shapeOf(*g.anchor));
+    KILN_ASSIGN(BlockedShape s, shapeOf(*g.anchor, [&](const ir::Value* v) { return windowDims(g, v, target, DimPoint::Opt); }));
     const int64_t ow = s.y[3], blocks = s.y[1];
     KnobSpace space;
     // Default register block: 7 pixels (a width dividing the row where 7
@@ -117,9 +119,11 @@ class ConvNchwcTemplate final : public ScheduleTemplate {
     return space;
   }
 
-  Expected<Stmt> instantiate(ElementBuilder& el, const Config& c, KernelTarget) const override {
+  Expected<Stmt> instantiate(ElementBuilder& el, const Config& c, KernelTarget target) const override {
     const ir::Node& node = *el.group().anchor;
-    KILN_ASSIGN(BlockedShape s, shapeOf(node));
+    // A dynamic batch is taken at its maximum here; the loops over images run to its run-time value.
+    KILN_ASSIGN(BlockedShape s, shapeOf(node, [&](const ir::Value* v) { return windowDims(el.group(), v, target, DimPoint::Max); }));
+    KILN_ASSIGN(const RunCount batch, batchCount(el, node.output(0)));
     KILN_ASSIGN(const ScalarType ct, resultComputeType(node));
     const int64_t tw = c.at("tw"), tob = c.at("tob");
     const int64_t inBlocks = s.x[1], inLanes = s.x[4], kh = s.w[2], kw = s.w[3];
@@ -138,7 +142,7 @@ class ConvNchwcTemplate final : public ScheduleTemplate {
       auto source = [&](const Expr& plane, const Expr& iy, const Expr& ix, const Expr& lane) {
         return el.at(node.input(0), {floorDiv(plane, inBlocks), floorMod(plane, inBlocks), iy, ix, lane});
       };
-      KILN_ASSIGN(copy, borderedCopy(el, ct, s.x[0] * inBlocks, s.x[2], s.x[3], inLanes, s.geo, outerKind(c), constantOf(ct, 0), source));
+      KILN_ASSIGN(copy, borderedCopy(el, ct, batch.times(inBlocks), s.x[2], s.x[3], inLanes, s.geo, outerKind(c), constantOf(ct, 0), source));
       nests.push_back(copy.fill);
     }
 
@@ -215,8 +219,8 @@ class ConvNchwcTemplate final : public ScheduleTemplate {
     KILN_ASSIGN(Stmt epilogue, storeEpilogue(el, {n, block, row, col, varRef(l)}));
 
     Stmt perTile = allocate(acc, seq({tile(store(acc, accIndex, constantOf(ct, 0))), reduction, tile(epilogue)}));
-    const int64_t outer = s.y[0] * groupsOfBlocks * oh;
-    nests.push_back(forLoop(t, intImm(outer), outer > 1 ? outerKind(c) : LoopKind::Serial,
+    const RunCount outer = batch.times(groupsOfBlocks * oh);
+    nests.push_back(forLoop(t, outer.run, outer.loopKind(outerKind(c)),
                             forLoop(xt, intImm(ceilDiv(ow, tw)), LoopKind::Serial, perTile)));
     return seq(std::move(nests));
   }

@@ -30,9 +30,9 @@ class PoolTemplate final : public ScheduleTemplate {
   bool matches(const KernelGroup& g) const override { return g.role == KernelRole::Pool; }
 
   Expected<KnobSpace> knobSpace(const KernelGroup& g, KernelTarget target) const override {
-    KILN_ASSIGN(Dims x, staticDims(g.anchor->input(0)));
+    KILN_ASSIGN(Dims x, windowDims(g, g.anchor->input(0), target, DimPoint::Opt));
     KILN_TRY(checkRank(*g.anchor, x, target));
-    KILN_ASSIGN(Dims y, staticDims(g.anchor->output(0)));
+    KILN_ASSIGN(Dims y, windowDims(g, g.anchor->output(0), target, DimPoint::Opt));
     if (target == KernelTarget::Gpu) return threadPerItemSpace(product(y));
     // Work: two elementwise operations' worth per window tap (the load and
     // the max or add, besides the bordered copy or the bounds checks).
@@ -47,8 +47,11 @@ class PoolTemplate final : public ScheduleTemplate {
 
   Expected<Stmt> instantiate(ElementBuilder& el, const Config& c, KernelTarget target) const override {
     const ir::Node& node = *el.group().anchor;
-    KILN_ASSIGN(Dims x, staticDims(node.input(0)));
-    KILN_ASSIGN(Dims y, staticDims(node.output(0)));
+    // A dynamic batch (CPU) is taken at its maximum here; the loops over planes run to its run-time value.
+    KILN_ASSIGN(Dims x, windowDims(el.group(), node.input(0), target, DimPoint::Max));
+    KILN_ASSIGN(Dims y, windowDims(el.group(), node.output(0), target, DimPoint::Max));
+    KILN_ASSIGN(const RunCount batch, batchCount(el, node.output(0)));
+    const RunCount planes = batch.times(x[1]);
     KILN_ASSIGN(const ScalarType ct, resultComputeType(node));
     const bool isMax = isOp(&node, ir::Op::MaxPool) || isOp(&node, ir::Op::GlobalMaxPool);
     const bool global = isGlobal(node);
@@ -70,10 +73,10 @@ class PoolTemplate final : public ScheduleTemplate {
         return makeError(ErrorCode::CodegenUnsupported, "pool template: a rank-5 (channel-blocked) pool needs a window "
                                                         "of 1 over the last axis, at most ", kMaxUnrolledTaps,
                          " taps, and dilation 1 to average");
-      return borderedWindows(el, c, x, y, ct, geo, isMax, includePad);
+      return borderedWindows(el, c, x, y, planes, ct, geo, isMax, includePad);
     }
     if (target == KernelTarget::Cpu && !global && unrollable && (isMax || (geo.dilations[0] == 1 && geo.dilations[1] == 1)))
-      return borderedWindows(el, c, x, y, ct, geo, isMax, includePad);
+      return borderedWindows(el, c, x, y, planes, ct, geo, isMax, includePad);
 
     Var p = makeVar("p"), oy = makeVar("oy"), ox = makeVar("ox"), ky = makeVar("ky"), kx = makeVar("kx");
     Expr n = floorDiv(varRef(p), x[1]), ch = floorMod(varRef(p), x[1]);
@@ -99,14 +102,13 @@ class PoolTemplate final : public ScheduleTemplate {
     KILN_ASSIGN(Stmt epilogue, storeEpilogue(el, {n, ch, varRef(oy), varRef(ox)}));
     Stmt pixel = allocate(acc, seq({clear, window, epilogue}));
     Stmt body = forLoop(oy, intImm(y[2]), LoopKind::Serial, forLoop(ox, intImm(y[3]), LoopKind::Serial, pixel));
-    int64_t outer = x[0] * x[1];
     if (target == KernelTarget::Gpu) {  // one output pixel per thread
       Var o = makeVar("o");
       Stmt perPixel = let(p, floorDiv(varRef(o), y[2] * y[3]),
                           let(oy, floorMod(floorDiv(varRef(o), y[3]), y[2]), let(ox, floorMod(varRef(o), y[3]), pixel)));
-      return threadPerItem(o, outer * y[2] * y[3], c.at("threads"), perPixel);
+      return threadPerItem(o, planes.max * y[2] * y[3], c.at("threads"), perPixel);
     }
-    return forLoop(p, intImm(outer), outer > 1 ? outerKind(c) : LoopKind::Serial, body);
+    return forLoop(p, planes.run, planes.loopKind(outerKind(c)), body);
   }
 
  private:
@@ -133,9 +135,9 @@ class PoolTemplate final : public ScheduleTemplate {
   /// clamped window bounds (dilation 1), or with count_include_pad by
   /// those on the image or its padding.
   static Expected<Stmt> borderedWindows(ElementBuilder& el, const Config& c, const Dims& x, const Dims& y,
-                                        ScalarType ct, ir::WindowGeometry geo, bool isMax, bool includePad) {
+                                        const RunCount& planes, ScalarType ct, ir::WindowGeometry geo, bool isMax,
+                                        bool includePad) {
     const ir::Node& node = *el.group().anchor;
-    const int64_t planes = x[0] * x[1];
     const bool blocked = x.size() == 5;
     const int64_t inner = blocked ? x[4] : 1;
     const Dims padsEnd = geo.padsEnd;
@@ -144,7 +146,7 @@ class PoolTemplate final : public ScheduleTemplate {
       geo.padsEnd[d] = std::max(geo.padsEnd[d], reach - x[2 + d] - geo.padsBegin[d]);
     }
     const double identity = isMax ? -std::numeric_limits<double>::infinity() : 0.0;
-    const LoopKind planeLoop = planes > 1 ? outerKind(c) : LoopKind::Serial;
+    const LoopKind planeLoop = planes.loopKind(outerKind(c));
     KILN_ASSIGN(PaddedCopy copy,
                 borderedCopy(el, ct, planes, x[2], x[3], inner, geo, planeLoop, constantOf(ct, identity),
                              [&](const Expr& plane, const Expr& iy, const Expr& ix, const Expr& lane) {
@@ -179,7 +181,7 @@ class PoolTemplate final : public ScheduleTemplate {
     Stmt row = lanes > 1 ? forLoop(oxo, intImm((y[3] + lanes - 1) / lanes), LoopKind::Serial,
                                    forLoop(v, intImm(lanes), LoopKind::Vectorized, store))
                          : forLoop(oxo, intImm(y[3]), LoopKind::Serial, store);
-    Stmt windows = forLoop(p, intImm(planes), planeLoop, forLoop(oy, intImm(y[2]), LoopKind::Serial, row));
+    Stmt windows = forLoop(p, planes.run, planeLoop, forLoop(oy, intImm(y[2]), LoopKind::Serial, row));
     return seq({copy.fill, windows});
   }
 };

@@ -132,12 +132,33 @@ Knob parallelKnob(int64_t work, int64_t outerIterations) {
                   [&](int64_t v) { return v == 0 || outerIterations > 1; });
 }
 
-Expected<PaddedCopy> borderedCopy(ElementBuilder& el, ScalarType t, int64_t planes, int64_t height, int64_t width,
+Expected<Dims> windowDims(const KernelGroup& g, const ir::Value* v, KernelTarget target, DimPoint point) {
+  if (target == KernelTarget::Gpu || !hasDynamicDims(v)) return staticDims(v);
+  KILN_ASSIGN(Dims dims, elementDims(v));
+  for (size_t i = 1; i < dims.size(); ++i)
+    if (dims[i] == ir::kUnknownDim) {
+      Error err = makeError(ErrorCode::CodegenUnsupported, "dim ", i, " of value '", v->name(), "' (",
+                            v->tensorType().dimExpr(int64_t(i))->str(),
+                            ") is dynamic; convolutions and pools take a dynamic batch only");
+      if (v->producer()) err.atNode(v->producer()->displayName(), v->producer()->opType());
+      return err;
+    }
+  return dimsAt(v, g.dimRanges, point);
+}
+
+Expected<RunCount> batchCount(ElementBuilder& el, const ir::Value* v) {
+  KILN_ASSIGN(Dims max, dimsAt(v, el.group().dimRanges, DimPoint::Max));
+  if (max.empty()) return makeError(ErrorCode::CodegenUnsupported, "value '", v->name(), "' has no batch dim");
+  KILN_ASSIGN(ExprDims run, el.dims(v));
+  return RunCount(run[0], max[0]);
+}
+
+Expected<PaddedCopy> borderedCopy(ElementBuilder& el, ScalarType t, const RunCount& planes, int64_t height, int64_t width,
                                   int64_t inner, const ir::WindowGeometry& geo, LoopKind planeLoop, const Expr& border,
                                   const PaddedSource& source) {
   PaddedCopy copy;
   copy.hp = height + geo.padsBegin[0] + geo.padsEnd[0], copy.wp = width + geo.padsBegin[1] + geo.padsEnd[1];
-  copy.buffer = el.workspace("padded", t, planes * copy.hp * copy.wp * inner);
+  copy.buffer = el.workspace("padded", t, planes.max * copy.hp * copy.wp * inner);
   Var pc = makeVar("pc"), py = makeVar("py"), px = makeVar("px"), q = makeVar("q"), l = makeVar("l");
   Expr iy = varRef(py) - geo.padsBegin[0];
   Expr rowStart = (varRef(pc) * copy.hp + varRef(py)) * copy.wp;
@@ -156,7 +177,7 @@ Expected<PaddedCopy> borderedCopy(ElementBuilder& el, ScalarType t, int64_t plan
   if (padL) imageRow.push_back(pixels(px, padL, rowStart, false, border));
   if (padR) imageRow.push_back(pixels(px, padR, rowStart + padL + width, false, border));
   Stmt borderRow = pixels(px, copy.wp, rowStart, true, border);
-  copy.fill = forLoop(pc, intImm(planes), planes > 1 ? planeLoop : LoopKind::Serial,
+  copy.fill = forLoop(pc, planes.run, planes.loopKind(planeLoop),
                       forLoop(py, intImm(copy.hp), LoopKind::Serial,
                               ifThen(inRange(iy, height), seq(std::move(imageRow)), borderRow)));
   return copy;

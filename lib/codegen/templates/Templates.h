@@ -93,8 +93,29 @@ Expected<Stmt> gemmBlock(const GemmBlock& g, Expr fullTile, const std::function<
 /// The i (unrolled) x j (vectorized) loops over a GEMM block's tile.
 Stmt gemmTileLoops(const GemmBlock& g, Stmt body);
 
+/// A count known at compile time or only at run time (a dynamic batch):
+/// `run`, an expression over the kernel's run-time extents (a constant when
+/// static), and `max`, its largest value, which workspaces are sized for.
+struct RunCount {
+  Expr run;
+  int64_t max = 0;
+  RunCount(int64_t n) : run(intImm(n)), max(n) {}  // NOLINT: a static count converts implicitly
+  RunCount(Expr r, int64_t m) : run(std::move(r)), max(m) {}
+  RunCount times(int64_t f) const { return {run * f, max * f}; }
+  /// The loop kind of a loop over this count: `parallel` when it can run more than once.
+  LoopKind loopKind(LoopKind parallel) const { return max > 1 ? parallel : LoopKind::Serial; }
+};
+
+/// The dims of a convolution's or pool's value (an operand or result):
+/// static, or with a dynamic batch (dim 0; every other dim static) taken at
+/// `point` of the group's ranges. The GPU schedules take static dims only;
+/// other dynamic dims are CodegenUnsupported naming the value.
+Expected<Dims> windowDims(const KernelGroup& g, const ir::Value* v, KernelTarget target, DimPoint point);
+/// The batch (dim 0) of such a value in a kernel: its run-time extent when dynamic.
+Expected<RunCount> batchCount(ElementBuilder& el, const ir::Value* v);
+
 /// A bordered copy of a convolution's or pool's input, so its windows read it
-/// without bounds checks: `planes` planes of height x width pixels of `inner`
+/// without bounds checks: `planes` planes (sized for their maximum) of height x width pixels of `inner`
 /// contiguous elements each (1 for NCHW, the channel block for NCHWc), padded
 /// by geo's pads with `border` (zero for a conv, -inf for a max pool) into a
 /// workspace "padded" of planes x hp x wp x inner.
@@ -106,7 +127,7 @@ struct PaddedCopy {
   int64_t hp = 0, wp = 0;
 };
 using PaddedSource = std::function<Expected<Expr>(const Expr& plane, const Expr& iy, const Expr& ix, const Expr& lane)>;
-Expected<PaddedCopy> borderedCopy(ElementBuilder& el, ScalarType t, int64_t planes, int64_t height, int64_t width,
+Expected<PaddedCopy> borderedCopy(ElementBuilder& el, ScalarType t, const RunCount& planes, int64_t height, int64_t width,
                                   int64_t inner, const ir::WindowGeometry& geo, LoopKind planeLoop, const Expr& border,
                                   const PaddedSource& source);
 
