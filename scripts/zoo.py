@@ -130,6 +130,15 @@ def sanitize(name):
     return "".join(c if c.isalnum() or c in "_.-" else "_" for c in name)
 
 
+def parse_shapes(text):
+    """{name: [dims]} from `kiln compile`'s form, name:1x3x64x64,name2:1x17."""
+    shapes = {}
+    for item in text.split(","):
+        name, _, dims = item.rpartition(":")
+        shapes[name] = [int(d) for d in dims.split("x")]
+    return shapes
+
+
 def input_args(paths):
     args = []
     for name, path in paths.items():

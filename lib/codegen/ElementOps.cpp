@@ -369,11 +369,54 @@ ElementRule remapDynamic(RemapRule f) {
   };
 }
 
-/// The element at the same row-major position of operand 0, over the run's dims when they are dynamic.
+/// Runs of input and output dims with equal products, in order ([N, C, H,
+/// W] -> [N, C/c, c, H, W] pairs N with N, C with C/c x c, H with H and W
+/// with W); empty when the dims do not split so (or are not all known).
+struct DimGroup {
+  size_t inBegin, inEnd, outBegin, outEnd;
+};
+std::vector<DimGroup> reshapeGroups(const ir::Value* in, const ir::Value* out) {
+  const auto a = in->tensorType().dimExprs(), b = out->tensorType().dimExprs();
+  if (!a || !b) return {};
+  std::vector<DimGroup> groups;
+  size_t i = 0, j = 0;
+  while (i < a->size() || j < b->size()) {
+    DimGroup g{i, i, j, j};
+    DimExpr pa(1), pb(1);
+    if (g.inEnd < a->size()) pa = (*a)[g.inEnd++];
+    if (g.outEnd < b->size()) pb = (*b)[g.outEnd++];
+    while (!(pa == pb)) {  // grow the side whose product the other's is a multiple of
+      const bool growIn = pa.constant() && pb.constant() ? *pa.constant() < *pb.constant()
+                                                         : DimExpr::divideExact(pb, pa).has_value();
+      if (growIn && g.inEnd < a->size()) pa = pa * (*a)[g.inEnd++];
+      else if (!growIn && g.outEnd < b->size()) pb = pb * (*b)[g.outEnd++];
+      else return {};
+    }
+    groups.push_back(g);
+    i = g.inEnd, j = g.outEnd;
+  }
+  return groups;
+}
+
+/// The element at the same row-major position of operand 0, over the run's
+/// dims when they are dynamic. Over dynamic dims each run of dims with equal
+/// products maps on its own (reshapeGroups), so a dim that passes through
+/// keeps its index instead of a division by a run-time extent per element.
 Expected<Expr> reshapeElement(const ElementCall& c, const Dims&) {
   KILN_ASSIGN(ExprDims in, c.builder.dims(c.n.input(0)));
   KILN_ASSIGN(ExprDims out, c.builder.dims(c.n.output(c.result)));
-  return c.operand(0, unflatten(flatIndex(c.idx, out), in));
+  const std::vector<DimGroup> groups =
+      hasDynamicDims(c.n.input(0)) ? reshapeGroups(c.n.input(0), c.n.output(c.result)) : std::vector<DimGroup>{};
+  if (groups.empty()) return c.operand(0, unflatten(flatIndex(c.idx, out), in));
+  Index at;
+  for (const DimGroup& g : groups) {
+    const Index part(c.idx.begin() + long(g.outBegin), c.idx.begin() + long(g.outEnd));
+    const ExprDims from(out.begin() + long(g.outBegin), out.begin() + long(g.outEnd));
+    const ExprDims to(in.begin() + long(g.inBegin), in.begin() + long(g.inEnd));
+    const Index mapped = g.inEnd - g.inBegin == 1 && g.outEnd - g.outBegin == 1 ? part : unflatten(flatIndex(part, from), to);
+    at.insert(at.end(), mapped.begin(), mapped.end());
+  }
+  return c.operand(0, at);
 }
 
 Expected<Expr> tileElement(const ElementCall& c, const Dims& inDims) {

@@ -288,12 +288,13 @@ Status ModelLowering::addGroupSteps(const KernelGroup* g) {
   }
   // Under auto, what kiln tune measured for the group decides, else the heuristic. A configuration given for the
   // group keeps it generated, unless its library call measured faster (the tuning database still gives the
-  // kernel's best configuration, for --library-tactics off).
+  // kernel's best configuration, for --library-tactics off). A group with dynamic dims stays generated: the
+  // runtime plans library calls for fixed shapes.
   auto measured = options_.libraryMeasuredFaster.find(g->name());
   const bool byMeasurement =
       options_.libraryTactics == LibraryTactics::Auto && measured != options_.libraryMeasuredFaster.end();
   const bool measuredFaster = measured != options_.libraryMeasuredFaster.end() && measured->second;
-  if (target_ == KernelTarget::Gpu && options_.libraryTactics != LibraryTactics::Off &&
+  if (target_ == KernelTarget::Gpu && options_.libraryTactics != LibraryTactics::Off && !hasDynamicDims(*g) &&
       (measuredFaster || !options_.configs.count(g->name()))) {
     if (std::optional<LibraryMatch> match = libraryCallFor(*g, options_.allowTf32);
         match && (byMeasurement ? measured->second : useLibrary(options_.libraryTactics, *match)))

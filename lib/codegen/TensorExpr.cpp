@@ -70,7 +70,7 @@ Expected<Dims> dimsAt(const ir::Value* v, const ir::DimRanges* ranges, DimPoint 
     if (point == DimPoint::Opt) {
       if (Expected<int64_t> x = e->evaluate(opt)) value = *x;
     } else if (auto b = e->bounds(bounds)) {
-      value = std::max<int64_t>(b->second, 0);
+      value = std::max<int64_t>(point == DimPoint::Min ? b->first : b->second, 0);
     }
     if (!value) {
       Error err = makeError(ErrorCode::CodegenUnsupported, "dim ", i, " of value '", v->name(), "' (", e->str(),

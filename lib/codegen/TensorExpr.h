@@ -37,8 +37,9 @@ bool hasDynamicDims(const ir::Value* v);
 /// Whether any value a group reads or writes inside has dynamic dims.
 bool hasDynamicDims(const KernelGroup& g);
 /// Where in their ranges dynamic dims are taken: at the opt values (what
-/// knob spaces are sized for) or at their upper bounds (a buffer's capacity).
-enum class DimPoint : uint8_t { Opt, Max };
+/// knob spaces are sized for), at their lower bounds (what a schedule may
+/// assume every run has) or at their upper bounds (a buffer's capacity).
+enum class DimPoint : uint8_t { Opt, Min, Max };
 /// A value's dims with each dynamic dim at `point` of the group's ranges;
 /// its static dims when it has no dynamic ones (the ranges may then be null).
 Expected<Dims> dimsAt(const ir::Value* v, const ir::DimRanges* ranges, DimPoint point);

@@ -263,17 +263,24 @@ void rangeDims(RuleContext& ctx) {
 /// Conv and the windowed pools: N from the input, channels from the static
 /// rule, each spatial dim floor((in + pads - effective kernel) / stride) + 1,
 /// or ceil(in / stride) with SAME padding. ceil_mode pools stay unknown.
+/// kiln::ConvNCHWc ([N, C/c, H, W, c] data, [O/o, C/c, kH, kW, c, o]
+/// weights) the same over H and W, its lanes from the static rule.
 void windowDims(RuleContext& ctx) {
   std::optional<Exprs> x = ctx.inputDims(0);
   const TensorType* out = ctx.output(0);
   const Node& n = ctx.node();
   if (!x || x->size() < 3 || !out || out->rank() != int64_t(x->size())) return;
   if (n.schema().findAttr("ceil_mode") && n.getInt("ceil_mode")) return;
-  const size_t spatial = x->size() - 2;
+  const bool blocked = n.op() == Op::KilnConvNCHWc;
+  const size_t spatial = blocked ? 2 : x->size() - 2;
   Dims kernel;
-  if (n.hasAttr("kernel_shape")) {
+  const TensorType* w = ctx.input(1);
+  if (blocked) {
+    if (!w || !w->isStatic() || w->rank() != 6 || out->dim(4) < 0) return;
+    kernel = {w->dim(2), w->dim(3)};
+  } else if (n.hasAttr("kernel_shape")) {
     kernel = n.getInts("kernel_shape");
-  } else if (const TensorType* w = ctx.input(1); w && w->isStatic() && w->rank() == int64_t(x->size())) {
+  } else if (w && w->isStatic() && w->rank() == int64_t(x->size())) {
     kernel.assign(w->dims().begin() + 2, w->dims().end());
   }
   if (kernel.size() != spatial) return;
@@ -291,6 +298,7 @@ void windowDims(RuleContext& ctx) {
       dims.push_back(DimExpr::floorDiv(in + DimExpr(g->padsBegin[i] + g->padsEnd[i] - effK), g->strides[i]) +
                      DimExpr(1));
   }
+  if (blocked) dims.emplace_back(out->dim(4));
   ctx.setOutputDims(0, dims);
 }
 
@@ -366,7 +374,8 @@ void resizeDims(RuleContext& ctx) {
 }
 
 bool isWindowed(Op op) {
-  return op == Op::Conv || op == Op::ConvInteger || op == Op::MaxPool || op == Op::AveragePool || op == Op::LpPool;
+  return op == Op::Conv || op == Op::ConvInteger || op == Op::MaxPool || op == Op::AveragePool || op == Op::LpPool ||
+         op == Op::KilnConvNCHWc;
 }
 
 }  // namespace

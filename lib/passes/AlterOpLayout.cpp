@@ -33,6 +33,29 @@ namespace {
 
 const Dims& dimsOf(const ir::Value* v) { return v->tensorType().dims(); }
 
+/// A map's dims [N, C, H, W] when the layout transforms can carry them:
+/// every dim known (constant, or symbolic: a dynamic batch or image size),
+/// C constant, and the Reshapes of `in` and `back` able to name the
+/// symbolic dims (reshapeShape: N at its own position, then one dynamic
+/// image dim, or two equal ones); nullopt otherwise.
+std::optional<std::vector<DimExpr>> blockableDims(const ir::Value* v) {
+  std::optional<std::vector<DimExpr>> d = knownDims(v);
+  if (!d || d->size() != 4 || !(*d)[1].constant()) return std::nullopt;
+  const std::vector<DimExpr>& x = *d;
+  const std::vector<DimExpr> split{x[0], DimExpr(1), x[1], x[2], x[3]};  // the block sizes are constants either way
+  if (!reshapeShape(ir::TensorType::ofExprs(DType::F32, x), split) ||
+      !reshapeShape(ir::TensorType::ofExprs(DType::F32, split), x))
+    return std::nullopt;
+  return d;
+}
+
+/// Whether the auto_pad of window op `n` is resolved by its dims: explicit
+/// pads, or image dims that are constants.
+bool padsKnown(const ir::Node& n, const std::vector<DimExpr>& x) {
+  const std::string autoPad = n.hasAttr("auto_pad") ? n.getString("auto_pad") : "NOTSET";
+  return autoPad == "NOTSET" || autoPad == "VALID" || (x[2].constant() && x[3].constant());
+}
+
 /// A depthwise conv: one input channel per group, as many outputs as inputs.
 bool isDepthwise(const ir::Node& n, const Tensor& w) {
   const int64_t group = n.getInt("group");
@@ -68,7 +91,8 @@ int64_t outputChannelsToBlock(const ir::Node& n, int64_t channels) {
   for (const ir::Use& use : n.output(0)->uses()) {
     if (!use.user || !isOp(use.user, ir::Op::Split) || use.user->getInt("axis") != 1) continue;
     for (const ir::Value* part : use.user->outputs())
-      if (part->type().isTensor() && part->tensorType().isStatic()) channels = std::gcd(channels, part->tensorType().dim(1));
+      if (part->type().isTensor() && part->tensorType().rank() > 1 && part->tensorType().dim(1) > 0)
+        channels = std::gcd(channels, part->tensorType().dim(1));
   }
   return channels;
 }
@@ -80,9 +104,9 @@ constexpr int64_t kOneInputBlock = 64;
 std::optional<ConvBlocks> blocksOf(const ir::Node& n, int64_t forced) {
   if (!isOp(&n, ir::Op::Conv)) return std::nullopt;
   const ir::Value *x = n.input(0), *y = n.output(0);
-  if (!x->type().isTensor() || !x->tensorType().isStatic() || x->tensorType().rank() != 4) return std::nullopt;
+  const std::optional<std::vector<DimExpr>> xd = blockableDims(x);
+  if (!xd || !blockableDims(y) || !padsKnown(n, *xd)) return std::nullopt;
   if (x->tensorType().dtype() != DType::F32) return std::nullopt;  // the conv2d-nchwc template's type
-  if (!y->type().isTensor() || !y->tensorType().isStatic()) return std::nullopt;
   const Tensor* w = constantValue(n.input(1));
   if (!w || w->rank() != 4) return std::nullopt;
   const int64_t C = x->tensorType().dim(1);
@@ -159,7 +183,7 @@ std::optional<AbsorbedNorms> absorbableNorms(const ir::Node& conv) {
     ir::Node* norm = soleUser(part);
     if (!norm || isGraphOutput(part) || !isOp(norm, ir::Op::BatchNormalization) || norm->input(0) != part) return std::nullopt;
     auto affine = inferenceBatchNormAffine(*norm);
-    if (!affine || !part->tensorType().isStatic() || dimsOf(part)[1] != int64_t(affine->first.size())) return std::nullopt;
+    if (!affine || !blockableDims(part) || dimsOf(part)[1] != int64_t(affine->first.size())) return std::nullopt;
     absorbed.norms.push_back(norm);
     absorbed.scale.insert(absorbed.scale.end(), affine->first.begin(), affine->first.end());
     absorbed.shift.insert(absorbed.shift.end(), affine->second.begin(), affine->second.end());
@@ -172,11 +196,14 @@ std::optional<AbsorbedNorms> absorbableNorms(const ir::Node& conv) {
 const std::vector<int64_t> kFromBlocked{0, 1, 4, 2, 3};
 
 /// back(t) for a blocked value t [N, C/b, H, W, b], made before `before`:
-/// Transpose by kFromBlocked, then Reshape to NCHW dims `y`.
-Expected<ir::Value*> unblocked(ir::Value* t, const Dims& y, const std::string& name, ir::Node* before) {
+/// Transpose by kFromBlocked, then Reshape to the NCHW dims of `like` (which blockableDims accepts).
+Expected<ir::Value*> unblocked(ir::Value* t, const ir::Value* like, const std::string& name, ir::Node* before) {
   ir::Graph& g = *before->graph();
   KILN_ASSIGN(ir::Node * transpose, createTypedNode(g, "Transpose", {t}, {{"perm", kFromBlocked}}, name + "_from_blocked", before));
-  ir::Value* shape = makeConstant(g, Tensor::fromVector<int64_t>({int64_t(y.size())}, y), name + "_merge_c", before);
+  const std::optional<std::vector<DimExpr>> y = blockableDims(like);
+  std::optional<Tensor> merge = y ? reshapeShape(transpose->output(0)->tensorType(), *y) : std::nullopt;
+  if (!merge) return Error(ErrorCode::Internal, "alter-op-layout: no Reshape names the dims of '" + like->name() + "'");
+  ir::Value* shape = makeConstant(g, std::move(*merge), name + "_merge_c", before);
   KILN_ASSIGN(ir::Node * reshaped, createTypedNode(g, "Reshape", {transpose->output(0), shape}, {}, name + "_merge_c", before));
   return reshaped->output(0);
 }
@@ -187,16 +214,14 @@ Expected<bool> block(ir::Node* n, int64_t forced, std::vector<ir::Node*>& absorb
   const std::optional<ConvBlocks> blocks = blocksOf(*n, forced);
   if (!blocks) return false;
   ir::Graph& g = *n->graph();
-  const Dims& xd = n->input(0)->tensorType().dims();
-  const Dims& yd = n->output(0)->tensorType().dims();
+  const std::vector<DimExpr> xd = *blockableDims(n->input(0));
   const Tensor& w = *constantValue(n->input(1));
-  const int64_t O = w.dim(0), C = xd[1], ci = blocks->in, b = blocks->out;
+  const int64_t O = w.dim(0), C = *xd[1].constant(), ci = blocks->in, b = blocks->out;
   std::string base = nameBase(*n);
-  auto shape = [&](const Dims& d, const std::string& what) {
-    return makeConstant(g, Tensor::fromVector<int64_t>({int64_t(d.size())}, d), base + what, n);
-  };
-  KILN_ASSIGN(ir::Node * split, createTypedNode(g, "Reshape", {n->input(0), shape({xd[0], C / ci, ci, xd[2], xd[3]}, "_split_c")},
-                                                {}, base + "_split_c", n));
+  ir::Value* splitShape =
+      makeConstant(g, *reshapeShape(n->input(0)->tensorType(), {xd[0], DimExpr(C / ci), DimExpr(ci), xd[2], xd[3]}),
+                   base + "_split_c", n);
+  KILN_ASSIGN(ir::Node * split, createTypedNode(g, "Reshape", {n->input(0), splitShape}, {}, base + "_split_c", n));
   KILN_ASSIGN(ir::Node * in, createTypedNode(g, "Transpose", {split->output(0)}, {{"perm", std::vector<int64_t>{0, 1, 3, 4, 2}}},
                                              base + "_to_blocked", n));
   // [O/b, C/ci, kH, kW, ci, b]; depthwise [C/b, 1, kH, kW, 1, b]; square groups [C/b, 1, kH, kW, b, b].
@@ -213,7 +238,7 @@ Expected<bool> block(ir::Node* n, int64_t forced, std::vector<ir::Node*>& absorb
   else if (n->hasInput(2))
     operands.push_back(n->input(2));
   KILN_ASSIGN(ir::Node * conv, createTypedNode(g, "kiln::ConvNCHWc", operands, n->attributes(), n->name(), n));
-  KILN_ASSIGN(ir::Value * result, unblocked(conv->output(0), yd, base, n));
+  KILN_ASSIGN(ir::Value * result, unblocked(conv->output(0), n->output(0), base, n));
   replaceValue(n->output(0), result, true);
   if (norms)
     for (ir::Node* norm : norms->norms) {  // reads `result` or a part of its Split now
@@ -232,18 +257,27 @@ bool isMove(const ir::Node* n) { return n && (isOp(n, ir::Op::Reshape) || isOp(n
 /// `back` of a [N, C/b, H, W, b] map and of a [N, C/b, 1, 1, b] scale).
 bool compatibleMoves(const ir::Node& a, const ir::Node& b) {
   if (a.op() != b.op() || !a.input(0)->type().isTensor() || !b.input(0)->type().isTensor()) return false;
-  const ir::TensorType &ta = a.input(0)->tensorType(), &tb = b.input(0)->tensorType();
-  if (ta.dtype() != tb.dtype() || !ta.isStatic() || !tb.isStatic() || !a.output(0)->tensorType().isStatic() ||
-      !b.output(0)->tensorType().isStatic())
-    return false;
-  const Dims &ia = dimsOf(a.input(0)), &ib = dimsOf(b.input(0)), &oa = dimsOf(a.output(0)), &ob = dimsOf(b.output(0));
-  if (ia.size() != ib.size() || oa.size() != ob.size()) return false;
+  if (a.input(0)->tensorType().dtype() != b.input(0)->tensorType().dtype()) return false;
+  const auto ia = knownDims(a.input(0)), ib = knownDims(b.input(0)), oa = knownDims(a.output(0)), ob = knownDims(b.output(0));
+  if (!ia || !ib || !oa || !ob || ia->size() != ib->size() || oa->size() != ob->size()) return false;
   if (isOp(&a, ir::Op::Transpose)) return a.getInts("perm") == b.getInts("perm");
+  // The Reshapes' shape operands must agree too: a dim named 0 or -1 in one must be named so in the other.
+  const Tensor *sa = constantValue(a.input(1)), *sb = constantValue(b.input(1));
+  if (!sa || !sb) return false;
+  const std::vector<int64_t> na = sa->toInt64s(), nb = sb->toInt64s();
   size_t kept = 0;  // trailing dims each Reshape passes through
-  while (kept < std::min(ia.size(), oa.size()) && ia[ia.size() - 1 - kept] == oa[oa.size() - 1 - kept] &&
-         ib[ib.size() - 1 - kept] == ob[ob.size() - 1 - kept])
+  while (kept < std::min(ia->size(), oa->size()) && (*ia)[ia->size() - 1 - kept] == (*oa)[oa->size() - 1 - kept] &&
+         (*ib)[ib->size() - 1 - kept] == (*ob)[ob->size() - 1 - kept])
     ++kept;
-  return std::equal(ia.begin(), ia.end() - kept, ib.begin()) && std::equal(oa.begin(), oa.end() - kept, ob.begin());
+  auto leading = [&](const std::vector<DimExpr>& x, const std::vector<DimExpr>& y) {
+    return std::equal(x.begin(), x.end() - long(kept), y.begin());
+  };
+  auto symbolicNamedAlike = [&] {  // a symbolic dim's name (0 or -1) in one Reshape is its name in the other
+    for (size_t i = 0; i + kept < oa->size(); ++i)
+      if (!(*oa)[i].constant() && (i >= na.size() || i >= nb.size() || na[i] != nb[i])) return false;
+    return true;
+  };
+  return leading(*ia, *ib) && leading(*oa, *ob) && symbolicNamedAlike();
 }
 
 /// Whether both operands of binary `u` come out of compatible data movements.
@@ -256,19 +290,21 @@ bool bothMoved(const ir::Node& u) {
 /// The blocked tensor t [N, C/b, H, W, b] when `v` is back(t), else null.
 ir::Value* blockedSource(const ir::Value* v) {
   const ir::Node* merge = v->producer();
-  if (!merge || !isOp(merge, ir::Op::Reshape) || !merge->output(0)->tensorType().isStatic()) return nullptr;
+  if (!merge || !isOp(merge, ir::Op::Reshape)) return nullptr;
   const ir::Node* out = merge->input(0)->producer();
   if (!out || !isOp(out, ir::Op::Transpose) || out->getInts("perm") != kFromBlocked) return nullptr;
-  if (!merge->input(0)->tensorType().isStatic()) return nullptr;
-  const Dims &in = dimsOf(merge->input(0)), &y = dimsOf(merge->output(0));
-  if (in.size() != 5 || y.size() != 4 || y[1] != in[1] * in[2] || y[2] != in[3] || y[3] != in[4]) return nullptr;
+  const auto in = knownDims(merge->input(0));
+  const auto y = blockableDims(merge->output(0));
+  if (!in || !y || in->size() != 5 || (*y)[0] != (*in)[0] || (*y)[1] != (*in)[1] * (*in)[2] || (*y)[2] != (*in)[3] ||
+      (*y)[3] != (*in)[4])
+    return nullptr;
   return out->input(0);
 }
 
 /// GlobalAveragePool(back(t)) (a squeeze-excite block's pooling): it can run
 /// blocked as ReduceMean over t's H and W.
 bool isPoolOfBlocked(const ir::Node& n) {
-  return isOp(&n, ir::Op::GlobalAveragePool) && n.output(0)->tensorType().isStatic() && blockedSource(n.input(0));
+  return isOp(&n, ir::Op::GlobalAveragePool) && blockableDims(n.output(0)) && blockedSource(n.input(0));
 }
 
 /// Split(back(t)) along the channels into parts of whole blocks (the Split
@@ -280,7 +316,7 @@ bool isSplitOfBlocked(const ir::Node& n) {
   const int64_t b = dimsOf(t)[4];
   const std::vector<ir::Value*> parts = n.outputs();
   return std::all_of(parts.begin(), parts.end(), [&](const ir::Value* v) {
-    return v->tensorType().isStatic() && dimsOf(v)[1] % b == 0;
+    return blockableDims(v) && dimsOf(v)[1] % b == 0;
   });
 }
 
@@ -290,8 +326,7 @@ bool isSplitOfBlocked(const ir::Node& n) {
 /// branches, a DenseNet block's growing feature map).
 bool isConcatOfBlocked(const ir::Node& n, int64_t forced) {
   if (!isOp(&n, ir::Op::Concat) || n.getInt("axis") != 1 || n.numInputs() < 2) return false;
-  if (!n.output(0)->type().isTensor() || !n.output(0)->tensorType().isStatic() || n.output(0)->tensorType().rank() != 4)
-    return false;
+  if (!blockableDims(n.output(0))) return false;
   const int64_t b = blockOf(dimsOf(n.output(0))[1], forced);
   return b && std::all_of(n.inputs().begin(), n.inputs().end(), [&](const ir::Value* v) {
     const ir::Value* t = v ? blockedSource(v) : nullptr;
@@ -305,7 +340,7 @@ Status concatBlocked(ir::Node* concat) {
   std::vector<ir::Value*> parts;
   for (const ir::Value* v : concat->inputs()) parts.push_back(blockedSource(v));
   KILN_ASSIGN(ir::Node * joined, createTypedNode(g, "Concat", parts, {{"axis", int64_t(1)}}, concat->name(), concat));
-  KILN_ASSIGN(ir::Value * result, unblocked(joined->output(0), dimsOf(concat->output(0)), nameBase(*concat), concat));
+  KILN_ASSIGN(ir::Value * result, unblocked(joined->output(0), concat->output(0), nameBase(*concat), concat));
   replaceValue(concat->output(0), result, true);
   eraseWithDeadProducers(concat);
   return Status::ok();
@@ -323,7 +358,7 @@ Status splitBlocked(ir::Node* split) {
   KILN_ASSIGN(ir::Node * parts, createTypedNode(g, "Split", {t, sizes}, {{"axis", int64_t(1)}}, split->name(), split,
                                                 blocks.size()));
   for (size_t i = 0; i < blocks.size(); ++i) {
-    KILN_ASSIGN(ir::Value * part, unblocked(parts->output(i), dimsOf(split->output(i)), base, split));
+    KILN_ASSIGN(ir::Value * part, unblocked(parts->output(i), split->output(i), base, split));
     replaceValue(split->output(i), part, true);
   }
   eraseWithDeadProducers(split);
@@ -336,7 +371,8 @@ Status splitBlocked(ir::Node* split) {
 bool isWindowPoolOfBlocked(const ir::Node& n) {
   if (!isOp(&n, ir::Op::MaxPool) && !isOp(&n, ir::Op::AveragePool)) return false;
   if (n.numOutputs() > 1 && n.output(1)->hasUses()) return false;  // MaxPool's indices are NCHW positions
-  if (!n.output(0)->type().isTensor() || !n.output(0)->tensorType().isStatic() || n.getInts("kernel_shape").size() != 2)
+  const std::optional<std::vector<DimExpr>> x = knownDims(n.input(0));
+  if (!blockableDims(n.output(0)) || !x || x->size() != 4 || !padsKnown(n, *x) || n.getInts("kernel_shape").size() != 2)
     return false;
   const std::vector<int64_t>& k = n.getInts("kernel_shape");
   if (k[0] * k[1] > 64) return false;  // the cpu pool template unrolls blocked windows of at most 64 taps
@@ -359,7 +395,7 @@ Status windowPoolBlocked(ir::Node* pool) {
   if (isOp(pool, ir::Op::MaxPool)) attrs.push_back({"dilations", std::vector<int64_t>{geo.dilations[0], geo.dilations[1], 1}});
   else attrs.push_back({"count_include_pad", pool->getInt("count_include_pad")});
   KILN_ASSIGN(ir::Node * blocked, createTypedNode(g, pool->opType(), {t}, attrs, pool->name(), pool));
-  KILN_ASSIGN(ir::Value * pooled, unblocked(blocked->output(0), dimsOf(pool->output(0)), nameBase(*pool), pool));
+  KILN_ASSIGN(ir::Value * pooled, unblocked(blocked->output(0), pool->output(0), nameBase(*pool), pool));
   replaceValue(pool->output(0), pooled, true);
   eraseWithDeadProducers(pool);
   return Status::ok();
@@ -406,7 +442,7 @@ Status resizeBlocked(ir::Node* resize) {
                                base + "_blocked_scales", resize);
   }
   KILN_ASSIGN(ir::Node * blocked, createTypedNode(g, "Resize", operands, resize->attributes(), resize->name(), resize));
-  KILN_ASSIGN(ir::Value * resized, unblocked(blocked->output(0), y, base, resize));
+  KILN_ASSIGN(ir::Value * resized, unblocked(blocked->output(0), resize->output(0), base, resize));
   replaceValue(resize->output(0), resized, true);
   eraseWithDeadProducers(resize);
   return Status::ok();
@@ -418,7 +454,7 @@ Status poolBlocked(ir::Node* pool) {
   KILN_ASSIGN(ir::Node * mean, createTypedNode(g, "ReduceMean", {blockedSource(pool->input(0))},
                                                {{"axes", std::vector<int64_t>{2, 3}}, {"keepdims", int64_t(1)}},
                                                pool->name(), pool));
-  KILN_ASSIGN(ir::Value * pooled, unblocked(mean->output(0), dimsOf(pool->output(0)), nameBase(*pool), pool));
+  KILN_ASSIGN(ir::Value * pooled, unblocked(mean->output(0), pool->output(0), nameBase(*pool), pool));
   replaceValue(pool->output(0), pooled, true);
   eraseWithDeadProducers(pool);
   return Status::ok();
@@ -472,7 +508,7 @@ Status hoistChannelConstant(ir::Node* u) {
                                    u->input(1 - i)->name() + "_blocked", u);
   }
   KILN_ASSIGN(ir::Node * early, createTypedNode(g, u->qualifiedOpType(), operands, u->attributes(), u->name(), u));
-  KILN_ASSIGN(ir::Value * result, unblocked(early->output(0), dimsOf(u->output(0)), nameBase(*u), u));
+  KILN_ASSIGN(ir::Value * result, unblocked(early->output(0), u->output(0), nameBase(*u), u));
   replaceValue(u->output(0), result, true);
   eraseWithDeadProducers(u);
   return Status::ok();

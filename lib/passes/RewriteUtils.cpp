@@ -261,6 +261,29 @@ void replaceValue(ir::Value* from, ir::Value* to, bool takeName) {
   from->replaceAllUsesWith(to);
 }
 
+std::optional<std::vector<DimExpr>> knownDims(const ir::Value* v) {
+  if (!v || !v->type().isTensor()) return std::nullopt;
+  return v->tensorType().dimExprs();
+}
+
+std::optional<Tensor> reshapeShape(const ir::TensorType& from, const std::vector<DimExpr>& to) {
+  std::vector<int64_t> shape;
+  bool inferred = false;
+  for (size_t i = 0; i < to.size(); ++i) {
+    if (std::optional<int64_t> c = to[i].constant()) {
+      shape.push_back(*c);
+    } else if (int64_t(i) < from.rank() && from.dimExpr(int64_t(i)) == to[i]) {
+      shape.push_back(0);
+    } else if (!inferred) {
+      shape.push_back(-1);
+      inferred = true;
+    } else {
+      return std::nullopt;
+    }
+  }
+  return Tensor::fromVector<int64_t>({int64_t(shape.size())}, shape);
+}
+
 Expected<ir::Node*> createTypedNode(ir::Graph& graph, const std::string& op, const std::vector<ir::Value*>& inputs,
                                     const std::vector<std::pair<std::string, ir::Attribute>>& attrs,
                                     const std::string& name, ir::Node* before, size_t numOutputs) {

@@ -54,6 +54,15 @@ Tensor joinedColumns(const std::vector<ColumnPart>& parts);
 /// weights as exporters store them, [N, K]); null otherwise.
 const Tensor* transposedConstant(const ir::Value* v);
 
+/// Every dim of a tensor value as an expression (constants and symbolic
+/// dims), or nullopt when a dim or the rank is unknown.
+std::optional<std::vector<DimExpr>> knownDims(const ir::Value* v);
+/// The shape operand of a Reshape from `from` to dims `to`: constants, and
+/// each symbolic dim as ONNX's Reshape can name it (0: the input's dim at the
+/// same position, when equal; -1: inferred, once); nullopt when `to` has a
+/// symbolic dim it cannot name.
+std::optional<Tensor> reshapeShape(const ir::TensorType& from, const std::vector<DimExpr>& to);
+
 /// Redirects every use of `from` to `to`. When `from` is a graph output its
 /// name moves to `to` (or, if `to` cannot take it because it is a graph input
 /// or already an output, an Identity keeps the name). With `takeName` (for a

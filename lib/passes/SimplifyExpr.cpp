@@ -4,7 +4,7 @@
 //   Identity(x), Transpose(x) with the identity permutation -> x
 //   x+0, 0+x, x-0, x*1, 1*x, x/1, x^1, Expand to x's own shape -> x
 //   Transpose(Transpose(x, p), q)                 -> Transpose(x, p∘q), or x if that is the identity
-//   chains of Reshape/Flatten/Squeeze/Unsqueeze    -> one Reshape to the static result shape
+//   chains of Reshape/Flatten/Squeeze/Unsqueeze    -> one Reshape to the result shape
 //   a reshape-like op or Slice (steps 1) or Concat of one operand that keeps x's shape -> x
 //   Pad by zeros everywhere (PyTorch's avg_pool2d export)  -> x
 // The arithmetic rules fire only when the constant cannot broadcast x to a
@@ -22,8 +22,6 @@
 
 namespace kiln::passes {
 namespace {
-
-bool isStaticTensor(const ir::Value* v) { return v->type().isTensor() && v->tensorType().isStatic(); }
 
 /// True when `c` broadcast against `x` yields x's shape and dtype.
 bool broadcastKeepsShape(const ir::Value* x, const ir::Value* c) {
@@ -73,7 +71,8 @@ ir::Value* identityOperand(const ir::Node& n) {
   if ((op == Op::Sub && constIs(n.input(1), 0)) || (op == Op::Div && constIs(n.input(1), 1)) ||
       (op == Op::Pow && constIs(n.input(1), 1) && n.input(1)->tensorType().dtype() == n.input(0)->tensorType().dtype()))
     if (broadcastKeepsShape(n.input(0), n.input(1))) return n.input(0);
-  bool keepsShape = isStaticTensor(n.output(0)) && n.input(0) && n.input(0)->type() == n.output(0)->type();
+  // Equal types with every dim known (constant or the same symbolic dim): the op moves nothing.
+  bool keepsShape = knownDims(n.output(0)) && n.input(0) && n.input(0)->type() == n.output(0)->type();
   if (keepsShape && (op == Op::Reshape || op == Op::Flatten || op == Op::Squeeze || op == Op::Unsqueeze || op == Op::Expand))
     return n.input(0);
   if (keepsShape && op == Op::Concat && n.numInputs() == 1) return n.input(0);
@@ -118,10 +117,18 @@ std::optional<Match> transposesMatch(const ir::Node& n) {
   return std::nullopt;
 }
 
-/// A chain of reshape-like ops -> one Reshape to the static result shape.
+/// The shape operand of one Reshape from `from` to `to`'s dims (symbolic dims named as reshapeShape can).
+std::optional<Tensor> mergedShape(const ir::Value* from, const ir::Value* to) {
+  std::optional<std::vector<DimExpr>> dims = knownDims(to);
+  if (!dims || !from->type().isTensor()) return std::nullopt;
+  return reshapeShape(from->tensorType(), *dims);
+}
+
+/// A chain of reshape-like ops -> one Reshape to the result's shape.
 std::optional<Match> reshapesMatch(const ir::Node& n) {
   const ir::Node* inner = n.input(0) ? n.input(0)->producer() : nullptr;
-  if (isReshapeLike(&n) && isReshapeLike(inner) && soleUser(inner->output(0)) == &n && isStaticTensor(n.output(0)))
+  if (isReshapeLike(&n) && isReshapeLike(inner) && soleUser(inner->output(0)) == &n &&
+      mergedShape(inner->input(0), n.output(0)))
     return Match{Rule::kMergeReshapes, inner->input(0)};
   return std::nullopt;
 }
@@ -134,9 +141,7 @@ Status simplified(ir::Node* n, const Match& m) {
     KILN_ASSIGN(ir::Node * t, createTypedNode(g, "Transpose", {m.from}, {{"perm", m.perm}}, n->name(), n));
     result = t->output(0);
   } else if (m.rule == Rule::kMergeReshapes) {
-    const Dims& dims = n->output(0)->tensorType().dims();
-    ir::Value* shape = makeConstant(g, Tensor::fromVector<int64_t>({int64_t(dims.size())}, dims),
-                                    n->output(0)->name() + "_shape", n);
+    ir::Value* shape = makeConstant(g, *mergedShape(m.from, n->output(0)), n->output(0)->name() + "_shape", n);
     KILN_ASSIGN(ir::Node * r, createTypedNode(g, "Reshape", {m.from, shape}, {}, n->name(), n));
     result = r->output(0);
   }
@@ -162,7 +167,7 @@ PassInfo simplifyExprPass() {
   p.description =
       "Drops Identity, x+0, x-0, x*1, x/1, x^1 and shape-preserving Reshape/Flatten/Squeeze/Unsqueeze/Expand/"
       "Slice/Concat and Pad by zeros; composes Transpose pairs (removing identity permutations) and collapses chains of "
-      "reshape-like ops into one Reshape to the static shape. Exact except that x+0 maps -0 to +0.";
+      "reshape-like ops into one Reshape to the result shape. Exact except that x+0 maps -0 to +0.";
   // Table 4: SimplifyExpr is RN; MN; SSD; in kiln's -O3 (BL). kiln adds BR:
   // the reshape chains left by folding a transformer's constants.
   p.classes = {"BL", "RN", "MN", "SSD", "BR"};

@@ -98,8 +98,25 @@ done
 /usr/bin/python3 -c "import numpy as np; np.save('hx.npy', np.zeros((1, 129, 8), np.float32)); np.save('hm.npy', np.zeros((1, 129), np.float32))"
 expect_fail "error KE3001 (bad-input): input 'x' dim 1 ('tokens') is 129; this executable serves 1..128" \
   "$KILN" run heads.kiln --input x=hx.npy --input mask=hm.npy
-expect_fail "error KE5001 (codegen-unsupported): the shape ranges leave dynamic dims (batch 1..4, tokens 1..128); --target cuda does not generate kernels for shape ranges yet" \
-  "$KILN" compile heads.onnx --min-shapes x:1x1x8,mask:1x1 --max-shapes x:4x128x8,mask:4x128 --target cuda -o heads_cuda.kiln
+# The same ranges on the CUDA target, run on the emulated driver at two shapes; a tuning database refuses them.
+HEADS_RANGES=(--min-shapes x:1x1x8,mask:1x1 --max-shapes x:4x128x8,mask:4x128)
+"$KILN" compile heads.onnx "${HEADS_RANGES[@]}" --target cuda:sm_90 --library-tactics off -o heads_cuda.kiln > /dev/null
+"$KILN" inspect heads_cuda.kiln > heads_cuda.txt
+expect_in "target:     cuda (sm_90)" heads_cuda.txt
+expect_in "tokens: 1..128 (opt 128), read from input 'x' dim 1" heads_cuda.txt
+HEADS_EMU=$("$EMULATION_KERNELS" heads.onnx heads_emulation f32 off "${HEADS_RANGES[@]}" | tail -1)
+for shape in 1x1 3x17; do
+  /usr/bin/python3 -c "
+import numpy as np; b, t = map(int, '$shape'.split('x')); r = np.random.default_rng(b * 1000 + t)
+np.save('hx.npy', r.standard_normal((b, t, 8)).astype(np.float32)); np.save('hm.npy', r.standard_normal((b, t)).astype(np.float32))"
+  KILN_CUDA_DRIVER=$EMULATED_DRIVER KILN_EMULATED_KERNELS=$HEADS_EMU "$KILN" run heads_cuda.kiln --input x=hx.npy --input mask=hm.npy \
+    --output-dir "heads_g$shape" > /dev/null
+  "$KILN" run heads.onnx --input x=hx.npy --input mask=hm.npy --output-dir "heads_gi$shape" > /dev/null
+  same_outputs "heads_g$shape" "heads_gi$shape"
+done
+echo '{}' > empty.tune.jsonl
+expect_fail "error KE5001 (codegen-unsupported): the shape ranges leave dynamic dims (batch 1..4, tokens 1..128); --tuning-db does not apply to kernels over shape ranges yet" \
+  "$KILN" compile heads.onnx "${HEADS_RANGES[@]}" --tuning-db empty.tune.jsonl -o heads_tuned.kiln
 # A CNN over a dynamic batch: one artifact, inspected from its file, run at three batch sizes.
 "$KILN" compile "$TINY" --min-shapes input:1x3x32x32 --opt-shapes input:2x3x32x32 --max-shapes input:4x3x32x32 \
   -o ranged_cnn.kiln > /dev/null

@@ -1,6 +1,7 @@
 //===- tests/emulation/EmulationKernelsTool.cpp - kiln-emulation-kernels ---===//
 //
 //   kiln-emulation-kernels MODEL.onnx WORK_DIR [f32|tf32|f16|bf16 [off|auto|all [TUNING_DB]]] [--shape name:dims ...]
+//                          [--min-shapes S --opt-shapes S --max-shapes S]
 //   kiln-emulation-kernels CANDIDATE_DIR WORK_DIR
 //
 // Builds the CPU emulation library of every CUDA kernel kiln generates for a
@@ -10,7 +11,7 @@
 // those left beside `--library-tactics` library steps; with a tuning
 // database, the schedules `kiln compile --target cuda --tuning-db` takes
 // from the records of the database's only GPU; --shape binds dynamic input
-// dims as `kiln compile --shape` does), and prints its path. With KILN_CUDA_DRIVER naming the emulated driver and
+// dims and the range options keep them dynamic, as with `kiln compile`), and prints its path. With KILN_CUDA_DRIVER naming the emulated driver and
 // KILN_EMULATED_KERNELS this library, the kiln CLI runs the model's CUDA
 // code on a machine without a GPU: how the CLI tests and bench/gpu-run's
 // self-test drive the CUDA backend. Given a directory of CUDA candidates
@@ -20,6 +21,8 @@
 //===----------------------------------------------------------------------===//
 #include <filesystem>
 #include <iostream>
+#include <map>
+#include <sstream>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -58,6 +61,7 @@ Expected<std::string> build(const std::string& modelPath, const std::string& wor
     KILN_ASSIGN(tune::TaskSet tasks, tune::extractTasks(module->graph(), codegen::KernelTarget::Gpu));
     tune::applyTuningDatabase(tasks, db, "cuda", gpu, tune::cudaToolkitName()).applyTo(options);
   }
+  options.dimRanges = module->dimRanges;
   KILN_ASSIGN(codegen::LoweredModel lowered, codegen::lowerModel(module->graph(), codegen::KernelTarget::Gpu, options));
   KILN_ASSIGN(std::vector<codegen::CudaKernel> sources, emulation::cudaSourcesOf(lowered));
   KILN_ASSIGN(auto library, emulation::EmulatedKernels::build(sources, workDir));
@@ -94,13 +98,20 @@ Expected<std::string> buildCandidates(const std::string& dir, const std::string&
 int main(int rawArgc, char** rawArgv) {
   std::vector<char*> args;
   onnx::ImportOptions shapes;
+  const std::map<std::string, std::map<std::string, Dims>*> ranges{
+      {"--min-shapes", &shapes.minShapes}, {"--opt-shapes", &shapes.optShapes}, {"--max-shapes", &shapes.maxShapes}};
   for (int i = 0; i < rawArgc; ++i) {
-    if (std::string(rawArgv[i]) != "--shape" || i + 1 == rawArgc) {
+    const std::string flag = rawArgv[i];
+    if ((flag != "--shape" && !ranges.count(flag)) || i + 1 == rawArgc) {
       args.push_back(rawArgv[i]);
       continue;
     }
-    if (Status s = onnx::parseShapeBinding(rawArgv[++i], shapes); !s.isOk()) {
-      std::cerr << "kiln-emulation-kernels: " << s.error().str() << "\n";
+    std::stringstream list(rawArgv[++i]);
+    Status parsed = Status::ok();
+    for (std::string item; parsed.isOk() && std::getline(list, item, ',');)
+      parsed = flag == "--shape" ? onnx::parseShapeBinding(item, shapes) : onnx::parseShapeRange(flag, item, *ranges.at(flag));
+    if (!parsed.isOk()) {
+      std::cerr << "kiln-emulation-kernels: " << parsed.error().str() << "\n";
       return 2;
     }
   }

@@ -4,7 +4,7 @@ ONNX Runtime at every shape of a sweep.
 
     sweep_shapes.py --kiln KILN --model M.onnx --min-shapes S --opt-shapes S --max-shapes S
                     --at SHAPES [--at SHAPES ...] [--tolerance T] [--target cpu] [--work DIR]
-                    [--compile-arg ARG ...] [--expect-symbols N]
+                    [--compile-arg ARG ...] [--expect-symbols N] [--emulate KERNELS_TOOL DRIVER]
 
 S and SHAPES are in `kiln compile`'s form (name:1x3x64x64,name2:1x17). Each
 --at binds every dynamic input; the inputs are seeded, drawn from the zoo
@@ -14,7 +14,9 @@ the file's declared types otherwise. One `kiln compile` writes the artifact;
 inputs. Measures max|kiln - ort| / max|ort| per output and shape, at most T
 (the manifest's tolerance by default, else 1e-4), and that outputs have
 ONNX Runtime's shapes. --expect-symbols checks how many dynamic dims the
-artifact serves (kiln inspect on the artifact). Exits 1 on any mismatch.
+artifact serves (kiln inspect on the artifact). --emulate runs a CUDA
+artifact (--target cuda:sm_NN) on the CPU emulation of its kernels, as
+compare_with_ort.py does. Exits 1 on any mismatch.
 """
 import argparse
 import json
@@ -25,15 +27,6 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
 import zoo  # noqa: E402
 from compare_with_ort import relative_error  # noqa: E402
-
-
-def parse_shapes(text):
-    """{name: [dims]} from name:1x3x64x64,name2:1x17."""
-    shapes = {}
-    for item in text.split(","):
-        name, _, dims = item.rpartition(":")
-        shapes[name] = [int(d) for d in dims.split("x")]
-    return shapes
 
 
 def check_at(args, artifact, outputs, shapes, tolerance, index):
@@ -82,6 +75,9 @@ def main():
     ap.add_argument("--work", default=None, help="directory for the artifact, inputs and outputs")
     ap.add_argument("--compile-arg", action="append", default=[], help="extra argument for `kiln compile` (repeatable)")
     ap.add_argument("--expect-symbols", type=int, help="the number of dynamic dims the artifact must serve")
+    ap.add_argument("--emulate", nargs=2, metavar=("KERNELS_TOOL", "DRIVER"),
+                    help="run a CUDA artifact on the CPU emulation: kiln-emulation-kernels builds the model's kernels "
+                         "for the ranges, DRIVER (libkiln_emulated_cuda.so) stands in for libcuda")
     args = ap.parse_args()
     name = os.path.splitext(os.path.basename(args.model))[0]
     args.work = args.work or os.path.join(os.getcwd(), "sweep_" + name)
@@ -92,6 +88,16 @@ def main():
         value = getattr(args, f"{point}_shapes")
         if value:
             ranges += [f"--{point}-shapes", value]
+    if args.emulate:
+        tool, driver = args.emulate
+        kernels = subprocess.run([tool, args.model, os.path.join(args.work, "emulation"), "f32", "off"] + ranges,
+                                 capture_output=True, text=True)
+        if kernels.returncode != 0:
+            print(f"{name}: kiln-emulation-kernels failed:\n{kernels.stderr}")
+            sys.exit(1)
+        os.environ["KILN_CUDA_DRIVER"] = driver
+        os.environ["KILN_EMULATED_KERNELS"] = kernels.stdout.strip().splitlines()[-1]
+        args.compile_arg = ["--library-tactics=off"] + args.compile_arg
     built = subprocess.run([args.kiln, "compile", args.model, "--target", args.target, "-o", artifact, "--quiet"] + ranges +
                            args.compile_arg, capture_output=True, text=True)
     if built.returncode != 0:
@@ -111,7 +117,7 @@ def main():
     tolerance = args.tolerance if args.tolerance is not None else spec.get("tolerance", 1e-4)
     ok = True
     for i, at in enumerate(args.at):
-        ok &= check_at(args, artifact, outputs, parse_shapes(at), tolerance, i)
+        ok &= check_at(args, artifact, outputs, zoo.parse_shapes(at), tolerance, i)
     print(f"{name}: one artifact, {len(args.at)} shapes: {'ok' if ok else 'FAILED'}")
     sys.exit(0 if ok else 1)
 

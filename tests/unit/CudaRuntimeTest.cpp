@@ -28,7 +28,9 @@
 #include <fstream>
 #include <functional>
 #include <set>
+#include <random>
 #include <thread>
+#include <tuple>
 
 #include "CudaEmulator.h"
 #include "EmulatedDriverCounters.h"
@@ -39,6 +41,7 @@
 #include "kiln/codegen/cuda/NvrtcCache.h"
 #include "kiln/frontend/onnx/OnnxImporter.h"
 #include "kiln/ir/Parser.h"
+#include "kiln/ir/ShapeInference.h"
 #include "kiln/kiln.h"
 #include "kiln/passes/OptLevels.h"
 #include "kiln/passes/PassManager.h"
@@ -312,6 +315,79 @@ TEST_CASE("kernel steps replay as CUDA graphs with concurrent branches, and with
     CHECK(std::memcmp(withGraphs[o].rawData(), stepByStep[o].rawData(), withGraphs[o].byteSize()) == 0);
   }
   CHECK(liveDriverObjects() == 0);
+}
+
+TEST_CASE("a CUDA artifact compiled for shape ranges runs every shape, recurring shapes replaying as CUDA graphs") {
+  // A transformer block's templates (layer normalization, matmuls whose rows and reduction are dynamic, a
+  // softmax along the sequence, a reduction) and a CNN's (a padded conv as an implicit GEMM, a depthwise conv
+  // one output per thread, pools) over x: f32[b, s, 16] and c: f32[b, 8, 6, s].
+  const std::string text = R"(module @m {
+  graph @main(%x: f32[?,?,16], %c: f32[?,8,6,?]) {
+    %g = Constant() {value = )" + testing::literal({16}, 51) + R"(} : f32[16]
+    %n = LayerNormalization(%x, %g) {axis = -1} : f32[?,?,16]
+    %w = Constant() {value = )" + testing::literal({16, 16}, 52) + R"(} : f32[16,16]
+    %q = MatMul(%n, %w) : f32[?,?,16]
+    %kt = Transpose(%n) {perm = [0, 2, 1]} : f32[?,16,?]
+    %scores = MatMul(%q, %kt) : f32[?,?,?]
+    %p = Softmax(%scores) {axis = -1} : f32[?,?,?]
+    %o = MatMul(%p, %n) : f32[?,?,16]
+    %pooled = ReduceMean(%o) {axes = [1], keepdims = 0} : f32[?,16]
+    %cw = Constant() {value = )" + testing::literal({8, 8, 3, 3}, 53) + R"(} : f32[8,8,3,3]
+    %cv = Conv(%c, %cw) {kernel_shape = [3, 3], pads = [1, 1, 1, 1]} : f32[?,8,6,?]
+    %dw = Constant() {value = )" + testing::literal({8, 1, 3, 3}, 54) + R"(} : f32[8,1,3,3]
+    %d = Conv(%cv, %dw) {kernel_shape = [3, 3], group = 8, pads = [1, 1, 1, 1]} : f32[?,8,6,?]
+    %mp = MaxPool(%d) {kernel_shape = [2, 2], strides = [2, 2]} : f32[?,8,3,?]
+    %gp = GlobalAveragePool(%mp) : f32[?,8,1,1]
+    return %o, %pooled, %mp, %gp
+  }
+}
+)";
+  const DimExpr b = DimExpr::symbol("b"), sq = DimExpr::symbol("s");
+  auto ranged = ir::parseModule(text);
+  REQUIRE(ranged.isOk());
+  ir::Graph& g = (*ranged)->graph();
+  g.inputs()[0]->setType(ir::TensorType::ofExprs(DType::F32, {b, sq, DimExpr(16)}));
+  g.inputs()[1]->setType(ir::TensorType::ofExprs(DType::F32, {b, DimExpr(8), DimExpr(6), sq}));
+  (*ranged)->dimRanges = {{"b", {1, 2, 3}}, {"s", {2, 8, 20}}};
+  REQUIRE(ir::inferTypes(g, (*ranged)->dimRanges).isOk());
+  codegen::CompileOptions options;
+  options.dimRanges = (*ranged)->dimRanges;
+  options.libraryTactics = codegen::LibraryTactics::Off;
+  CompiledModel compiled = compileModule(std::move(*ranged), "ranged", options);
+  auto reference = ir::parseModule(text);
+  REQUIRE(reference.isOk());
+  runtime::Interpreter interpreter((*reference)->graph());
+  {
+    auto model = Model::load(compiled.artifact);
+    INFO((model.isOk() ? std::string() : model.error().str()));
+    REQUIRE(model.isOk());
+    CHECK((*model)->inputs()[0].maxDims == Dims{3, 20, 16});
+    std::mt19937_64 gen(9);
+    auto random = [&](const Dims& dims) {
+      std::vector<float> v(size_t(numElements(dims)));
+      for (float& x : v) x = std::uniform_real_distribution<float>(-1, 1)(gen);
+      return Tensor::fromVector<float>(dims, v);
+    };
+    // A shape seen once launches its steps one by one; seen again, it gets graphs that later runs replay.
+    for (auto [bv, sv, graphed] : std::vector<std::tuple<int64_t, int64_t, bool>>{
+             {1, 5, false}, {2, 17, false}, {1, 5, true}, {1, 5, true}, {3, 20, false}, {2, 17, true}, {3, 2, false}}) {
+      INFO("b " << bv << ", s " << sv);
+      std::vector<Tensor> inputs{random({bv, sv, 16}), random({bv, 8, 6, sv})};
+      const unsigned long long before = graphLaunches();
+      auto got = (*model)->run(inputs);
+      INFO((got.isOk() ? std::string() : got.error().str()));
+      REQUIRE(got.isOk());
+      CHECK((graphLaunches() > before) == graphed);
+      auto want = interpreter.run(std::vector<RuntimeValue>(inputs.begin(), inputs.end()));
+      REQUIRE(want.isOk());
+      requireClose(*got, *want, 1e-4, false);
+    }
+    auto outside = (*model)->run({random({1, 21, 16}), random({1, 8, 6, 21})});
+    REQUIRE_FALSE(outside.isOk());
+    CHECK(outside.error().code() == ErrorCode::ExecInput);
+    CHECK(outside.error().message().find("is 21; this executable serves 2..20") != std::string::npos);
+  }
+  CHECK(liveDriverObjects() == 0);  // the graph sets built per shape are released too
 }
 
 TEST_CASE("a model whose device memory does not fit is KE5007 with both sizes") {

@@ -12,19 +12,25 @@
 // the database, --versus-pipeline P a second time with pipeline P, and the two
 // copies alternate run by run (kiln/bench/BenchRunner.h runPairedBenchmark):
 // on a machine whose speed drifts by more than tuning or a pass gains, the
-// paired ratio still says which is faster.
+// paired ratio still says which is faster. A compiled .kiln artifact is
+// measured as it was compiled, through the embedding API (kiln.h), at the
+// shapes of its --input files (any shape in its ranges) or its opt dims;
+// --versus-artifact B alternates its runs with B's on the same inputs (an
+// artifact compiled for shape ranges against one for a single shape).
 //
 //===----------------------------------------------------------------------===//
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <optional>
+#include <thread>
 
 #include "Commands.h"
 #include "kiln/passes/OptLevels.h"
 #include "ModelInputs.h"
 #include "ModelLoader.h"
 #include "kiln/bench/BenchRunner.h"
+#include "kiln/support/Stopwatch.h"
 
 namespace kiln::cli {
 namespace {
@@ -43,6 +49,7 @@ struct BenchCommandOptions {
   std::string tuningDb;
   bool versusUntuned = false;
   std::string versusPipeline;
+  std::string versusArtifact;
   bool baselineFirst = false;
 };
 
@@ -68,7 +75,90 @@ Expected<std::optional<Baseline>> pairedBaseline(const BenchCommandOptions& o) {
   return std::optional<Baseline>(std::move(b));
 }
 
+/// Prints the record (table or JSON) and appends it to --json's file.
+int writeRecord(const BenchCommandOptions& o, const bench::BenchRecord& record) {
+  std::string line = bench::toJsonLine(record);
+  if (o.format == "json") std::cout << line << "\n";
+  else bench::printTable(std::cout, record);
+  if (!o.jsonFile.empty()) {
+    std::ofstream out(o.jsonFile, std::ios::app);
+    out << line << "\n";
+    if (!out) return reportError(Error(ErrorCode::IoError, "cannot append to '" + o.jsonFile + "'"));
+  }
+  return 0;
+}
+
+/// A compiled artifact as a bench backend: runs go through the embedding API.
+class ArtifactBackend final : public bench::Backend {
+ public:
+  ArtifactBackend(std::unique_ptr<Model> model, int threads) : model_(std::move(model)), threads_(threads) {}
+  std::string name() const override { return "artifact-" + model_->compiledFor(); }
+  int threads() const override { return threads_ > 0 ? threads_ : int(std::thread::hardware_concurrency()); }
+  Status prepare(std::unique_ptr<ir::Module>, bench::CompilePhases&) override { return Status::ok(); }
+  Expected<std::vector<RuntimeValue>> run(const std::vector<RuntimeValue>& inputs) override {
+    KILN_ASSIGN(std::vector<Tensor> tensors, bench::tensorInputs(inputs, name()));
+    KILN_ASSIGN(std::vector<Tensor> outputs, model_->run(tensors));
+    return bench::tensorValues(std::move(outputs));
+  }
+
+ private:
+  std::unique_ptr<Model> model_;
+  int threads_;
+};
+
+/// `kiln bench model.kiln`: the artifact as it was compiled (no import, passes or code generation).
+int benchArtifact(const BenchCommandOptions& o) {
+  if (o.model.optLevel >= 0 || !o.model.pipeline.empty() || !o.tuningDb.empty() || o.versusUntuned ||
+      !o.versusPipeline.empty() || o.profileRuns > 0 || o.model.precision != "f32" || !o.model.libraryTactics.empty())
+    return reportError(Error(ErrorCode::InvalidArgument,
+                             "an artifact is measured as it was compiled: -O, --pipeline, --precision, --library-tactics, "
+                             "--tuning-db, --versus-untuned, --versus-pipeline and --profile apply to models (.onnx, .kir)"));
+  if (o.threads > 0) Model::setThreads(o.threads);
+  // The baseline artifact first when asked (which loads first can shift the two a little).
+  std::unique_ptr<Model> baseline;
+  auto loadBaseline = [&]() -> Status {
+    if (o.versusArtifact.empty()) return Status::ok();
+    KILN_ASSIGN(baseline, Model::load(o.versusArtifact));
+    return Status::ok();
+  };
+  if (o.baselineFirst)
+    if (Status s = loadBaseline(); !s.isOk()) return reportError(s.error());
+  Stopwatch timer;
+  auto model = Model::load(o.model.path);
+  if (!model) return reportError(model.error());
+  if (!o.baselineFirst)
+    if (Status s = loadBaseline(); !s.isOk()) return reportError(s.error());
+  bench::BenchRecord record;
+  record.compileMs.importMs = timer.elapsedMs();  // the artifact's load
+  auto tensors = artifactInputs((*model)->inputs(), o.inputs, o.seed);
+  if (!tensors) return reportError(tensors.error());
+  record.runtimeVersion = KILN_VERSION;
+  record.modelPath = o.model.path;
+  record.model = std::filesystem::path(o.model.path).filename().string();
+  record.seed = o.seed;
+  record.options = "artifact";
+  for (size_t i = 0; i < tensors->size(); ++i) record.inputShapes.emplace_back((*model)->inputs()[i].name, (*tensors)[i].dims());
+  ArtifactBackend backend(std::move(*model), o.threads);
+  std::ostream* progress = o.quiet ? nullptr : &std::cerr;
+  if (progress)
+    *progress << "kiln bench: " << o.bench.warmup << " warm-up and " << o.bench.runs << " timed runs"
+              << (baseline ? " of each, alternating with " + o.versusArtifact : "") << "\n" << std::flush;
+  const std::vector<RuntimeValue> inputs = bench::tensorValues(std::move(*tensors));
+  Status measured = Status::ok();
+  if (baseline) {
+    ArtifactBackend other(std::move(baseline), o.threads);
+    measured = bench::runPairedBenchmark(backend, other, o.versusArtifact, inputs, o.bench, record, progress);
+  } else {
+    measured = bench::runBenchmark(backend, inputs, o.bench, record, progress);
+  }
+  if (!measured.isOk()) return reportError(measured.error());
+  return writeRecord(o, record);
+}
+
 int benchModel(const BenchCommandOptions& o) {
+  if (o.model.path.ends_with(".kiln")) return benchArtifact(o);
+  if (!o.versusArtifact.empty())
+    return reportError(Error(ErrorCode::InvalidArgument, "--versus-artifact compares two artifacts: measure a .kiln with it"));
   std::ostream* progress = o.quiet ? nullptr : &std::cerr;
   auto baseline = pairedBaseline(o);
   if (!baseline) return reportError(baseline.error());
@@ -136,9 +226,7 @@ int benchModel(const BenchCommandOptions& o) {
                           : bench::runBenchmark(**backend, model->inputs, o.bench, record, progress);
   if (!measured.isOk()) return reportError(measured.error());
 
-  std::string line = bench::toJsonLine(record);
-  if (o.format == "json") std::cout << line << "\n";
-  else bench::printTable(std::cout, record);
+  if (int status = writeRecord(o, record)) return status;
   if (o.profileRuns > 0) {
     if (progress) *progress << "kiln bench: profiling every kernel over " << o.profileRuns << " runs\n" << std::flush;
     auto profile = (*backend)->profileKernels(model->inputs, o.profileRuns);
@@ -147,11 +235,6 @@ int benchModel(const BenchCommandOptions& o) {
       bench::printKernelProfile(std::cerr, *profile, o.profileRuns, profile->size());
     else
       bench::printKernelProfile(std::cout, *profile, o.profileRuns);
-  }
-  if (!o.jsonFile.empty()) {
-    std::ofstream out(o.jsonFile, std::ios::app);
-    out << line << "\n";
-    if (!out) return reportError(Error(ErrorCode::IoError, "cannot append to '" + o.jsonFile + "'"));
   }
   return 0;
 }
@@ -190,6 +273,9 @@ void addBenchCommand(CLI::App& app, int& exitCode) {
       "--versus-pipeline", o->versusPipeline,
       "Also prepare the model with this pipeline (any --pipeline form: O3, arch, pass lists) and alternate the runs "
       "one by one with it, as --versus-untuned does; e.g. --pipeline arch --versus-pipeline O3");
+  cmd->add_option("--versus-artifact", o->versusArtifact,
+                  "With a .kiln artifact: also load this artifact and alternate the runs one by one with it on the same "
+                  "inputs (e.g. an artifact compiled for shape ranges against one compiled for the inputs' shape)");
   cmd->add_flag("--baseline-first,--untuned-first", o->baselineFirst,
                 "With --versus-untuned or --versus-pipeline: import the baseline's copy first (which comes first "
                 "shifts the two by up to 2.5% on a shared VM; alternate it over several processes)");

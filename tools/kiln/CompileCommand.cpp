@@ -62,19 +62,16 @@ std::string size(uint64_t bytes) {
   return os.str();
 }
 
-/// KE5001 for what does not take dynamic dims yet (shape ranges): the CUDA
-/// target and tuning databases, whose records are kept per static shape.
-Status checkDynamicSupport(const ir::Module& module, bool cuda, bool tuningDb) {
-  if (module.dimRanges.empty() || (!cuda && !tuningDb)) return Status::ok();
+/// KE5001 for what does not take dynamic dims yet (shape ranges): tuning
+/// databases, whose records are kept per static shape.
+Status checkDynamicSupport(const ir::Module& module, bool tuningDb) {
+  if (module.dimRanges.empty() || !tuningDb) return Status::ok();
   std::string dims;
   for (const auto& [symbol, r] : module.dimRanges)
     dims += (dims.empty() ? "" : ", ") + symbol + " " + std::to_string(r.min) + ".." + std::to_string(r.max);
-  const std::string what = cuda ? "--target cuda does not generate kernels for shape ranges yet"
-                                : "--tuning-db does not apply to kernels over shape ranges yet";
   return Error(ErrorCode::CodegenUnsupported,
-               "the shape ranges leave dynamic dims (" + dims + "); " + what +
-                   " (docs/notes/dynamic-shapes.md). Compile for one shape with --shape, or for the CPU without a "
-                   "tuning database");
+               "the shape ranges leave dynamic dims (" + dims + "); --tuning-db does not apply to kernels over shape "
+               "ranges yet (docs/notes/dynamic-shapes.md). Compile for one shape with --shape, or without a tuning database");
 }
 
 /// Writes the fusion plan (if asked) and the artifact, then the report's
@@ -235,7 +232,7 @@ int compileModel(const CompileOptions& o) {
   progress("importing " + o.model.path);
   auto module = loadModel(o.model);
   if (!module) return reportError(module.error());
-  if (Status s = checkDynamicSupport(**module, cuda, !o.tuningDb.empty()); !s.isOk()) return reportError(s.error());
+  if (Status s = checkDynamicSupport(**module, !o.tuningDb.empty()); !s.isOk()) return reportError(s.error());
   double importMs = timer.elapsedMs();
   timer.restart();
   auto report = applyPipeline(**module, o.model);

@@ -53,6 +53,12 @@ Expected<ConvShape> shapeOf(const ir::Node& node, const std::function<Expected<D
   return s;
 }
 
+/// Whether the conv's data has a dynamic image dim.
+bool hasDynamicImage(const ir::Node& node) {
+  const ir::TensorType& x = node.input(0)->tensorType();
+  return x.rank() == 4 && (x.dim(2) < 0 || x.dim(3) < 0);
+}
+
 class Conv2dTemplate final : public ScheduleTemplate {
  public:
   const char* name() const override { return "conv2d"; }
@@ -82,14 +88,20 @@ class Conv2dTemplate final : public ScheduleTemplate {
       return space;
     }
     const int64_t ow = s.y[3], pixels = s.y[2] * s.y[3];
+    KILN_ASSIGN(const Dims smallest, windowDims(g, g.anchor->output(0), target, DimPoint::Min));
+    // Over a dynamic image size only the direct algorithm runs, its blocks no wider than the narrowest row.
+    const bool dynamicImage = hasDynamicImage(*g.anchor);
+    const int64_t owMin = smallest[3];
     KnobSpace space;
-    space.knobs.push_back(makeKnob("algo", {0, 1}, s.groups == 1 ? 1 : 0, "0 direct, 1 im2col + GEMM"));
+    space.knobs.push_back(makeKnob("algo", {0, 1}, s.groups == 1 && !dynamicImage ? 1 : 0, "0 direct, 1 im2col + GEMM",
+                                   [&](int64_t v) { return v == 0 || !dynamicImage; }));
     space.knobs.push_back(makeKnob("toc", {1, 2, 4, 8, 16}, 4, "output channels per register block",
                                    [&](int64_t v) { return s.ocg % v == 0; }));
     std::vector<int64_t> widths{4, 8, 16, 32, 64};
     if (ow <= 64 && std::find(widths.begin(), widths.end(), ow) == widths.end()) widths.push_back(ow);
+    if (dynamicImage && owMin < 4) widths.push_back(owMin);
     // Default block width: one dividing what is tiled (all pixels for im2col, a row for direct).
-    const bool im2colDefault = s.groups == 1;
+    const bool im2colDefault = s.groups == 1 && !dynamicImage;
     const int64_t tiled = im2colDefault ? pixels : ow;
     int64_t preferred = 32;
     for (int64_t v : {32, 16, 8})
@@ -98,8 +110,10 @@ class Conv2dTemplate final : public ScheduleTemplate {
         break;
       }
     if (!im2colDefault && ow < 32 && ow % preferred) preferred = ow;
-    space.knobs.push_back(makeKnob("tw", widths, preferred, "output pixels per register block (vectorized)",
-                                   [&](int64_t v) { return v <= std::max<int64_t>(4, pixels + 3); }));
+    if (dynamicImage) preferred = std::min(preferred, owMin);
+    space.knobs.push_back(makeKnob("tw", widths, preferred, "output pixels per register block (vectorized)", [&](int64_t v) {
+      return dynamicImage ? v <= owMin : v <= std::max<int64_t>(4, pixels + 3);
+    }));
     // Loop order (im2col): stream the larger GEMM operand fewer times.
     double weightsPasses = double(pixels) / double(preferred) * double(s.w[0]), colPasses = double(s.ocg) / 4.0 * double(pixels);
     space.knobs.push_back(makeKnob("order", {0, 1}, weightsPasses < colPasses ? 1 : 0,
@@ -116,12 +130,23 @@ class Conv2dTemplate final : public ScheduleTemplate {
     // A dynamic batch (CPU) is taken at its maximum here; the loops over images run to its run-time value.
     KILN_ASSIGN(ConvShape s, shapeOf(node, [&](const ir::Value* v) { return windowDims(el.group(), v, target, DimPoint::Max); }));
     KILN_ASSIGN(const ScalarType ct, resultComputeType(node));
-    if (target == KernelTarget::Gpu && usesGpuGemm(c)) return instantiateGemm(el, c, s, ct);
-    if (target == KernelTarget::Gpu) return instantiateGpu(el, c, s, ct);
-    KILN_ASSIGN(const RunCount batch, batchCount(el, node.output(0)));
+    if (target == KernelTarget::Gpu) {
+      KILN_ASSIGN(const Image im, imageOf(el, node));
+      return usesGpuGemm(c) ? instantiateGemm(el, c, s, im, ct) : instantiateGpu(el, c, s, im, ct);
+    }
+    KILN_ASSIGN(const RunCount batch, runDim(el, node.output(0), 0));
     const int64_t toc = c.at("toc"), tw = c.at("tw"), ocTiles = s.ocg / toc;
     const bool im2col = c.at("algo") == 1;
     const int64_t oh = s.y[2], ow = s.y[3], kTotal = s.icg * s.kh * s.kw;
+    // Image dims, static or run-time extents (oh and ow above are their maxima).
+    KILN_ASSIGN(const RunCount inH, runDim(el, node.input(0), 2));
+    KILN_ASSIGN(const RunCount inW, runDim(el, node.input(0), 3));
+    KILN_ASSIGN(const RunCount outH, runDim(el, node.output(0), 2));
+    KILN_ASSIGN(const RunCount outW, runDim(el, node.output(0), 3));
+    const bool dynamicImage = inH.dynamic() || inW.dynamic();
+    if (dynamicImage && im2col)
+      return makeError(ErrorCode::CodegenUnsupported, "conv template: im2col (algo 1) needs a static image size")
+          .atNode(node.displayName(), node.opType());
 
     // Outer loop t = ((n * groups + g) * ocTiles + tile).
     Var t = makeVar("t"), i = makeVar("i"), j = makeVar("j"), k = makeVar("k");
@@ -134,7 +159,7 @@ class Conv2dTemplate final : public ScheduleTemplate {
     Var y = makeVar("y"), xt = makeVar("xt");
     Expr row, col;  // output pixel of block lane (i, j)
     std::function<Expected<Expr>(bool)> pixelValue;
-    int64_t tilesPerRow, rows;
+    Expr tilesPerRow, rows;
     const bool panelsLayout = im2col && knobIs(c, "pack");
     if (im2col) {
       // col[((n * groups + g) * K + k) * P + p], or with pack=1 in panels of tw
@@ -143,7 +168,7 @@ class Conv2dTemplate final : public ScheduleTemplate {
       const int64_t pixels = oh * ow, panels = ceilDiv(pixels, tw);
       Expr p = (panelsLayout ? varRef(xt) * tw : blockOrigin(varRef(xt), tw, pixels)) + varRef(j);
       row = floorDiv(p, ow), col = floorMod(p, ow);
-      tilesPerRow = ceilDiv(pixels, tw), rows = 1;
+      tilesPerRow = intImm(ceilDiv(pixels, tw)), rows = intImm(1);
       Expr image = n * s.groups + g;
       if (s.pointwise && !panelsLayout) {
         pixelValue = [&, p, image, pixels](bool clamped) -> Expected<Expr> {
@@ -181,15 +206,15 @@ class Conv2dTemplate final : public ScheduleTemplate {
       }
     } else {
       // Direct: from a zero-bordered copy of the input when padded.
-      row = varRef(y), col = blockOrigin(varRef(xt), tw, ow) + varRef(j);
-      tilesPerRow = ceilDiv(ow, tw), rows = oh;
+      row = varRef(y), col = blockOrigin(varRef(xt), tw, outW) + varRef(j);
+      tilesPerRow = blockCount(tw, outW), rows = outH.run;
       Buffer padBuf;
-      int64_t hp = s.x[2], wp = s.x[3];
+      RunCount hp = inH, wp = inW;
       if (s.padded) {
         auto source = [&](const Expr& plane, const Expr& iy, const Expr& ix, const Expr&) {
           return el.at(node.input(0), {floorDiv(plane, s.x[1]), floorMod(plane, s.x[1]), iy, ix});
         };
-        KILN_ASSIGN(PaddedCopy copy, borderedCopy(el, ct, batch.times(s.x[1]), s.x[2], s.x[3], 1, s.geo, outerKind(c), constantOf(ct, 0), source));
+        KILN_ASSIGN(PaddedCopy copy, borderedCopy(el, ct, batch.times(s.x[1]), inH, inW, 1, s.geo, outerKind(c), constantOf(ct, 0), source));
         padBuf = copy.buffer, hp = copy.hp, wp = copy.wp;
         nests.push_back(copy.fill);
       }
@@ -198,7 +223,7 @@ class Conv2dTemplate final : public ScheduleTemplate {
         Expr iy = row * s.geo.strides[0] + ky * s.geo.dilations[0];
         Expr ix = cx * s.geo.strides[1] + kx * s.geo.dilations[1];
         Expr channel = g * s.icg + ic;
-        if (padBuf) return load(padBuf, ((n * s.x[1] + channel) * hp + iy) * wp + ix);
+        if (padBuf) return load(padBuf, ((n * s.x[1] + channel) * hp.run + iy) * wp.run + ix);
         return el.at(node.input(0), {n, channel, iy, ix});
       };
     }
@@ -229,11 +254,11 @@ class Conv2dTemplate final : public ScheduleTemplate {
     const RunCount outer = batch.times(s.groups * ocTiles);
     if (im2col && c.at("order") == 1) {  // pixel tiles outer: a col strip stays in cache for every channel block
       Stmt body = forLoop(t, outer.run, LoopKind::Serial, perTile);
-      nests.push_back(forLoop(xt, intImm(tilesPerRow), tilesPerRow > 1 ? outerKind(c) : LoopKind::Serial, body));
+      nests.push_back(forLoop(xt, tilesPerRow, ceilDiv(oh * ow, tw) > 1 ? outerKind(c) : LoopKind::Serial, body));
       return seq(std::move(nests));
     }
-    Stmt body = forLoop(xt, intImm(tilesPerRow), LoopKind::Serial, perTile);
-    if (!im2col) body = forLoop(y, intImm(rows), LoopKind::Serial, body);
+    Stmt body = forLoop(xt, tilesPerRow, LoopKind::Serial, perTile);
+    if (!im2col) body = forLoop(y, rows, LoopKind::Serial, body);
     nests.push_back(forLoop(t, outer.run, outer.loopKind(outerKind(c)), body));
     return seq(std::move(nests));
   }
@@ -247,30 +272,45 @@ class Conv2dTemplate final : public ScheduleTemplate {
     return mmaKindFor(w, x);
   }
 
+  /// The batch and the data's and result's image dims in a run (static, or run-time extents with their maxima).
+  struct Image {
+    RunCount n = 0, h = 0, w = 0, oh = 0, ow = 0;
+  };
+  static Expected<Image> imageOf(ElementBuilder& el, const ir::Node& node) {
+    Image im;
+    KILN_ASSIGN(im.n, runDim(el, node.output(0), 0));
+    KILN_ASSIGN(im.h, runDim(el, node.input(0), 2));
+    KILN_ASSIGN(im.w, runDim(el, node.input(0), 3));
+    KILN_ASSIGN(im.oh, runDim(el, node.output(0), 2));
+    KILN_ASSIGN(im.ow, runDim(el, node.output(0), 3));
+    return im;
+  }
+
   /// GPU as an implicit GEMM (tensor cores with mma = 1, else SIMT tiles):
   /// per image, out[oc, pixel] = sum over taps k of weight[oc, k] *
   /// patch[k, pixel] (taps outside the image read zero).
-  static Expected<Stmt> instantiateGemm(ElementBuilder& el, const Config& c, const ConvShape& s, ScalarType ct) {
+  static Expected<Stmt> instantiateGemm(ElementBuilder& el, const Config& c, const ConvShape& s, const Image& im, ScalarType ct) {
     const ir::Node& node = *el.group().anchor;
     if (s.groups != 1) return makeError(ErrorCode::CodegenUnsupported, "the GPU implicit GEMM needs an ungrouped conv");
     KILN_ASSIGN(std::optional<MmaKind> kind, mmaKindOf(node, s));
-    const int64_t ow = s.y[3], window = s.kh * s.kw;
+    const int64_t window = s.kh * s.kw;
+    const Expr ow = im.ow.run;
     auto tap = [&](const Expr& k) {
       return std::array<Expr, 3>{floorDiv(k, window), floorMod(floorDiv(k, s.kw), s.kh), floorMod(k, s.kw)};
     };
     GpuGemm gemm;
-    gemm.batch = s.y[0], gemm.m = s.y[1], gemm.n = s.y[2] * ow, gemm.k = s.icg * window;
+    gemm.batch = im.n, gemm.m = s.y[1], gemm.n = im.oh * im.ow, gemm.k = s.icg * window;
     gemm.a = [&](const Expr&, const Expr& oc, const Expr& k) {
       auto [ic, ky, kx] = tap(k);
       return el.at(node.input(1), {oc, ic, ky, kx});
     };
     gemm.b = [&](const Expr& n, const Expr& k, const Expr& pixel) -> Expected<Expr> {
       auto [ic, ky, kx] = tap(k);
-      Expr iy = floorDiv(pixel, ow) * s.geo.strides[0] - s.geo.padsBegin[0] + ky * s.geo.dilations[0];
-      Expr ix = floorMod(pixel, ow) * s.geo.strides[1] - s.geo.padsBegin[1] + kx * s.geo.dilations[1];
-      KILN_ASSIGN(Expr xv, el.at(node.input(0), {n, ic, clampIndex(iy, s.x[2]), clampIndex(ix, s.x[3])}));
+      Expr iy = binary(BinaryOp::FloorDiv, pixel, ow) * s.geo.strides[0] - s.geo.padsBegin[0] + ky * s.geo.dilations[0];
+      Expr ix = binary(BinaryOp::FloorMod, pixel, ow) * s.geo.strides[1] - s.geo.padsBegin[1] + kx * s.geo.dilations[1];
+      KILN_ASSIGN(Expr xv, el.at(node.input(0), {n, ic, clampIndex(iy, im.h.run), clampIndex(ix, im.w.run)}));
       if (!s.padded) return xv;
-      return select(binary(BinaryOp::And, inRange(iy, s.x[2]), inRange(ix, s.x[3])), xv, constantOf(computeType(xv->type), 0));
+      return select(binary(BinaryOp::And, inRange(iy, im.h.run), inRange(ix, im.w.run)), xv, constantOf(computeType(xv->type), 0));
     };
     gemm.write = [&](const Expr& n, const Expr& oc, const Expr& pixel, const Expr& value) -> Expected<Stmt> {
       Expr result = cast(ct, value);
@@ -279,23 +319,24 @@ class Conv2dTemplate final : public ScheduleTemplate {
         result = result + bias;
       }
       el.setSource(node.output(0), [result](const Index&) { return result; });
-      return storeEpilogue(el, {n, oc, floorDiv(pixel, ow), floorMod(pixel, ow)});
+      return storeEpilogue(el, {n, oc, binary(BinaryOp::FloorDiv, pixel, ow), binary(BinaryOp::FloorMod, pixel, ow)});
     };
     return gpuGemm(std::move(gemm), kind, c);
   }
 
   /// GPU: one output element per thread, its taps (input channels of its
   /// group x window) in a serial loop; taps outside the image read zero.
-  static Expected<Stmt> instantiateGpu(ElementBuilder& el, const Config& c, const ConvShape& s, ScalarType ct) {
+  static Expected<Stmt> instantiateGpu(ElementBuilder& el, const Config& c, const ConvShape& s, const Image& im, ScalarType ct) {
     const ir::Node& node = *el.group().anchor;
-    const int64_t oc = s.y[1], oh = s.y[2], ow = s.y[3], taps = s.icg * s.kh * s.kw;
+    const int64_t oc = s.y[1], taps = s.icg * s.kh * s.kw;
+    const Expr oh = im.oh.run, ow = im.ow.run;
     Var o = makeVar("o"), n = makeVar("n"), ch = makeVar("oc"), oy = makeVar("oy"), ox = makeVar("ox"), k = makeVar("k");
     Expr ic = floorDiv(varRef(k), s.kh * s.kw), ky = floorMod(floorDiv(varRef(k), s.kw), s.kh), kx = floorMod(varRef(k), s.kw);
     Expr iy = varRef(oy) * s.geo.strides[0] - s.geo.padsBegin[0] + ky * s.geo.dilations[0];
     Expr ix = varRef(ox) * s.geo.strides[1] - s.geo.padsBegin[1] + kx * s.geo.dilations[1];
     Expr channel = floorDiv(varRef(ch), s.ocg) * s.icg + ic;
-    KILN_ASSIGN(Expr xv, el.at(node.input(0), {varRef(n), channel, clampIndex(iy, s.x[2]), clampIndex(ix, s.x[3])}));
-    if (s.padded) xv = select(binary(BinaryOp::And, inRange(iy, s.x[2]), inRange(ix, s.x[3])), xv, constantOf(ct, 0));
+    KILN_ASSIGN(Expr xv, el.at(node.input(0), {varRef(n), channel, clampIndex(iy, im.h.run), clampIndex(ix, im.w.run)}));
+    if (s.padded) xv = select(binary(BinaryOp::And, inRange(iy, im.h.run), inRange(ix, im.w.run)), xv, constantOf(ct, 0));
     KILN_ASSIGN(Expr wv, el.at(node.input(1), {varRef(ch), ic, ky, kx}));
     Buffer acc = makeBuffer("acc", ct, MemoryScope::Local, 1);
     Expr result = load(acc, intImm(0));
@@ -310,10 +351,12 @@ class Conv2dTemplate final : public ScheduleTemplate {
                                            store(acc, intImm(0), load(acc, intImm(0)) + wv * xv)),
                                    epilogue}));
     Expr flat = varRef(o);
-    body = let(n, floorDiv(flat, oc * oh * ow),
-               let(ch, floorMod(floorDiv(flat, oh * ow), oc),
-                   let(oy, floorMod(floorDiv(flat, ow), oh), let(ox, floorMod(flat, ow), body))));
-    return threadPerItem(o, product(s.y), c.at("threads"), body);
+    const RunCount pixels = im.oh * im.ow;
+    body = let(n, binary(BinaryOp::FloorDiv, flat, pixels.times(oc).run),
+               let(ch, floorMod(binary(BinaryOp::FloorDiv, flat, pixels.run), oc),
+                   let(oy, binary(BinaryOp::FloorMod, binary(BinaryOp::FloorDiv, flat, ow), oh),
+                       let(ox, binary(BinaryOp::FloorMod, flat, ow), body))));
+    return threadPerItem(o, im.n * pixels.times(oc), c.at("threads"), body);
   }
 };
 

@@ -82,7 +82,9 @@ class ConvNchwcTemplate final : public ScheduleTemplate {
                                                       "layout; leave it out of GPU pipelines)")
           .atNode(g.anchor->displayName(), g.anchor->opType());
     KILN_ASSIGN(BlockedShape s, shapeOf(*g.anchor, [&](const ir::Value* v) { return windowDims(g, v, target, DimPoint::Opt); }));
-    const int64_t ow = s.y[3], blocks = s.y[1];
+    KILN_ASSIGN(const Dims smallest, windowDims(g, g.anchor->output(0), target, DimPoint::Min));
+    // Register blocks fit the narrowest output row a run may have (blocks never overhang a row).
+    const int64_t ow = s.y[3], owMin = smallest[3], blocks = s.y[1];
     KnobSpace space;
     // Default register block: 7 pixels (a width dividing the row where 7
     // does not: overlapping blocks recompute pixels) x 2 channel blocks (14
@@ -93,14 +95,14 @@ class ConvNchwcTemplate final : public ScheduleTemplate {
     // with several taps and depthwise convs take 7 x 1 unrolled. Measured
     // by grid search over ResNet-50's and MobileNetV2's blocked convs:
     // docs/performance.md, "Register blocks".
-    int64_t preferred = std::min<int64_t>(ow, 7);
+    int64_t preferred = std::min<int64_t>(owMin, 7);
     for (int64_t v : {7, 8, 6, 4, 14, 12})
-      if (v <= ow && ow % v == 0) {
+      if (v <= owMin && ow % v == 0) {
         preferred = v;
         break;
       }
     space.knobs.push_back(makeKnob("tw", {1, 2, 3, 4, 5, 6, 7, 8, 12, 14, 16, 28}, preferred,
-                                   "output pixels of a row per register block", [&](int64_t v) { return v <= ow; }));
+                                   "output pixels of a row per register block", [&](int64_t v) { return v <= owMin; }));
     // The exceptions on AMD's cores (above).
     const bool stridedTaps = (s.geo.strides[0] > 1 || s.geo.strides[1] > 1) && taps(s) > 1;
     const bool amdOneBlock = amdCores() && (s.depthwise || stridedTaps);
@@ -123,11 +125,16 @@ class ConvNchwcTemplate final : public ScheduleTemplate {
     const ir::Node& node = *el.group().anchor;
     // A dynamic batch is taken at its maximum here; the loops over images run to its run-time value.
     KILN_ASSIGN(BlockedShape s, shapeOf(node, [&](const ir::Value* v) { return windowDims(el.group(), v, target, DimPoint::Max); }));
-    KILN_ASSIGN(const RunCount batch, batchCount(el, node.output(0)));
+    KILN_ASSIGN(const RunCount batch, runDim(el, node.output(0), 0));
     KILN_ASSIGN(const ScalarType ct, resultComputeType(node));
     const int64_t tw = c.at("tw"), tob = c.at("tob");
     const int64_t inBlocks = s.x[1], inLanes = s.x[4], kh = s.w[2], kw = s.w[3];
-    const int64_t oh = s.y[2], ow = s.y[3], lanes = s.y[4], groupsOfBlocks = s.y[1] / tob;
+    const int64_t lanes = s.y[4], groupsOfBlocks = s.y[1] / tob;
+    // Image dims, static or run-time extents (the dims in `s` are their maxima).
+    KILN_ASSIGN(const RunCount h, runDim(el, node.input(0), 2));
+    KILN_ASSIGN(const RunCount w, runDim(el, node.input(0), 3));
+    KILN_ASSIGN(const RunCount oh, runDim(el, node.output(0), 2));
+    KILN_ASSIGN(const RunCount ow, runDim(el, node.output(0), 3));
     std::vector<Stmt> nests;
 
     // A depthwise conv is memory-bound: a zero-bordered copy would double its
@@ -142,17 +149,18 @@ class ConvNchwcTemplate final : public ScheduleTemplate {
       auto source = [&](const Expr& plane, const Expr& iy, const Expr& ix, const Expr& lane) {
         return el.at(node.input(0), {floorDiv(plane, inBlocks), floorMod(plane, inBlocks), iy, ix, lane});
       };
-      KILN_ASSIGN(copy, borderedCopy(el, ct, batch.times(inBlocks), s.x[2], s.x[3], inLanes, s.geo, outerKind(c), constantOf(ct, 0), source));
+      KILN_ASSIGN(copy, borderedCopy(el, ct, batch.times(inBlocks), h, w, inLanes, s.geo, outerKind(c), constantOf(ct, 0), source));
       nests.push_back(copy.fill);
     }
 
     // t = (n * groupsOfBlocks + block group) * oh + output row.
     Var t = makeVar("t"), xt = makeVar("xt"), i = makeVar("i"), ob = makeVar("ob"), l = makeVar("l");
     Var icb = makeVar("icb"), ky = makeVar("ky"), kx = makeVar("kx"), ic = makeVar("ic");
-    Expr n = floorDiv(varRef(t), groupsOfBlocks * oh);
-    Expr block = floorMod(floorDiv(varRef(t), oh), groupsOfBlocks) * tob + varRef(ob);
-    Expr row = floorMod(varRef(t), oh);
-    Expr col = blockOrigin(varRef(xt), tw, ow) + varRef(i);
+    Expr n = binary(BinaryOp::FloorDiv, varRef(t), oh.times(groupsOfBlocks).run);
+    Expr block = floorMod(binary(BinaryOp::FloorDiv, varRef(t), oh.run), groupsOfBlocks) * tob + varRef(ob);
+    Expr row = binary(BinaryOp::FloorMod, varRef(t), oh.run);
+    Expr origin = blockOrigin(varRef(xt), tw, ow);
+    Expr col = origin + varRef(i);
     Expr iy = row * s.geo.strides[0] + varRef(ky) * s.geo.dilations[0];
     Expr ix = col * s.geo.strides[1] + varRef(kx) * s.geo.dilations[1];
     Expr pixel;
@@ -162,7 +170,7 @@ class ConvNchwcTemplate final : public ScheduleTemplate {
     if (guarded) {
       KILN_ASSIGN(pixel, el.at(node.input(0), {n, inBlock, iy - padTop, ix - padLeft, inLane}));
     } else if (s.padded) {
-      pixel = load(copy.buffer, (((n * inBlocks + inBlock) * copy.hp + iy) * copy.wp + ix) * inLanes + inLane);
+      pixel = load(copy.buffer, (((n * inBlocks + inBlock) * copy.hp.run + iy) * copy.wp.run + ix) * inLanes + inLane);
     } else {
       KILN_ASSIGN(pixel, el.at(node.input(0), {n, inBlock, iy, ix, inLane}));
     }
@@ -182,23 +190,29 @@ class ConvNchwcTemplate final : public ScheduleTemplate {
     if (guarded) {
       Stmt checkedUpdate = forLoop(
           i, intImm(tw), LoopKind::Unrolled,
-          ifThen(inRange(ix - padLeft, s.x[3]),
+          ifThen(inRange(ix - padLeft, w.run),
                  forLoop(ob, intImm(tob), LoopKind::Unrolled,
                          forLoop(l, intImm(lanes), LoopKind::Vectorized, store(acc, accIndex, load(acc, accIndex) + pixel * weight)))));
       auto taps = [&](Stmt perTap) {
-        return forLoop(ky, intImm(kh), unrolled, ifThen(inRange(iy - padTop, s.x[2]), forLoop(kx, intImm(kw), unrolled, perTap)));
+        return forLoop(ky, intImm(kh), unrolled, ifThen(inRange(iy - padTop, h.run), forLoop(kx, intImm(kw), unrolled, perTap)));
       };
-      // Blocks [first, last) read no column outside the input (block origins grow with xt).
-      int64_t first = ceilDiv(ow, tw), last = 0;
-      for (int64_t b = 0; b < ceilDiv(ow, tw); ++b) {
-        const int64_t origin = ow % tw == 0 ? b * tw : std::min(b * tw, ow - tw);
-        const int64_t lo = origin * s.geo.strides[1] - padLeft;
-        const int64_t hi = (origin + tw - 1) * s.geo.strides[1] + (kw - 1) * s.geo.dilations[1] - padLeft;
-        if (lo >= 0 && hi < s.x[3]) first = std::min(first, b), last = b + 1;
+      // A block reads no column outside the input when its first and last taps fall inside.
+      const int64_t reach = (tw - 1) * s.geo.strides[1] + (kw - 1) * s.geo.dilations[1];
+      Expr interior = binary(BinaryOp::And, binary(BinaryOp::Ge, origin * s.geo.strides[1] - padLeft, intImm(0)),
+                             binary(BinaryOp::Lt, origin * s.geo.strides[1] + (reach - padLeft), w.run));
+      if (!w.dynamic()) {  // blocks [first, last) are interior (block origins grow with xt)
+        const int64_t owv = ow.max;
+        int64_t first = ceilDiv(owv, tw), last = 0;
+        for (int64_t b = 0; b < ceilDiv(owv, tw); ++b) {
+          const int64_t o = owv % tw == 0 ? b * tw : std::min(b * tw, owv - tw);
+          if (o * s.geo.strides[1] - padLeft >= 0 && o * s.geo.strides[1] + reach - padLeft < w.max)
+            first = std::min(first, b), last = b + 1;
+        }
+        interior = first < last ? binary(BinaryOp::And, binary(BinaryOp::Ge, varRef(xt), intImm(first)),
+                                         binary(BinaryOp::Lt, varRef(xt), intImm(last)))
+                                : Expr();
       }
-      Expr interior = binary(BinaryOp::And, binary(BinaryOp::Ge, varRef(xt), intImm(first)),
-                             binary(BinaryOp::Lt, varRef(xt), intImm(last)));
-      reduction = first < last ? ifThen(interior, taps(update), taps(checkedUpdate)) : taps(checkedUpdate);
+      reduction = interior ? ifThen(interior, taps(update), taps(checkedUpdate)) : taps(checkedUpdate);
     } else if (s.depthwise) {
       reduction = forLoop(ky, intImm(kh), unrolled, forLoop(kx, intImm(kw), unrolled, update));
     } else {
@@ -219,9 +233,9 @@ class ConvNchwcTemplate final : public ScheduleTemplate {
     KILN_ASSIGN(Stmt epilogue, storeEpilogue(el, {n, block, row, col, varRef(l)}));
 
     Stmt perTile = allocate(acc, seq({tile(store(acc, accIndex, constantOf(ct, 0))), reduction, tile(epilogue)}));
-    const RunCount outer = batch.times(groupsOfBlocks * oh);
+    const RunCount outer = batch.times(groupsOfBlocks) * oh;
     nests.push_back(forLoop(t, outer.run, outer.loopKind(outerKind(c)),
-                            forLoop(xt, intImm(ceilDiv(ow, tw)), LoopKind::Serial, perTile)));
+                            forLoop(xt, blockCount(tw, ow), LoopKind::Serial, perTile)));
     return seq(std::move(nests));
   }
 };

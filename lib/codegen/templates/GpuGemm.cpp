@@ -110,6 +110,9 @@ struct BlockTiles {
   Expr n0() const { return varRef(bx) * tileN; }
 };
 
+/// Whether tiles of `size` can reach past `extent` (a run-time extent always may).
+bool overhangs(const RunCount& extent, int64_t size) { return extent.dynamic() || extent.max % size != 0; }
+
 /// The block's cooperative copies of this k stage's A and B tiles into shared memory.
 Expected<Stmt> stageTiles(const GpuGemm& g, const BlockTiles& t) {
   Var e = makeVar("e");
@@ -118,18 +121,19 @@ Expected<Stmt> stageTiles(const GpuGemm& g, const BlockTiles& t) {
     const int64_t rows = isA ? t.tileM : t.tileK, cols = isA ? t.tileK : t.tileN, stride = isA ? t.strideA : t.strideB;
     Expr idx = varRef(e) * t.threads + varRef(t.tx), r = floorDiv(idx, cols), col = floorMod(idx, cols);
     Expr gRow = isA ? t.m0() + r : k0 + r, gCol = isA ? k0 + col : t.n0() + col;
-    const int64_t rowExtent = isA ? g.m : g.k, colExtent = isA ? g.k : g.n;
+    const RunCount& rowExtent = isA ? g.m : g.k;
+    const RunCount& colExtent = isA ? g.k : g.n;
     Expr value;
     if (isA) {
-      KILN_ASSIGN(value, g.a(varRef(t.bz), clampIndex(gRow, rowExtent), clampIndex(gCol, colExtent)));
+      KILN_ASSIGN(value, g.a(varRef(t.bz), clampIndex(gRow, rowExtent.run), clampIndex(gCol, colExtent.run)));
     } else {
-      KILN_ASSIGN(value, g.b(varRef(t.bz), clampIndex(gRow, rowExtent), clampIndex(gCol, colExtent)));
+      KILN_ASSIGN(value, g.b(varRef(t.bz), clampIndex(gRow, rowExtent.run), clampIndex(gCol, colExtent.run)));
     }
     value = cast(ScalarType::F32, value);
     Expr inside;
-    if (rowExtent % rows) inside = binary(BinaryOp::Lt, gRow, intImm(rowExtent));
-    if (colExtent % cols) {
-      Expr colOk = binary(BinaryOp::Lt, gCol, intImm(colExtent));
+    if (overhangs(rowExtent, rows)) inside = binary(BinaryOp::Lt, gRow, rowExtent.run);
+    if (overhangs(colExtent, cols)) {
+      Expr colOk = binary(BinaryOp::Lt, gCol, colExtent.run);
       inside = inside ? both(inside, colOk) : colOk;
     }
     if (inside) value = select(inside, value, floatImm(0));
@@ -147,9 +151,9 @@ Expected<Stmt> stageTiles(const GpuGemm& g, const BlockTiles& t) {
 Expected<Stmt> guardedWrite(const GpuGemm& g, const BlockTiles& t, const Expr& row, const Expr& col, const Expr& value) {
   KILN_ASSIGN(Stmt w, g.write(varRef(t.bz), row, col, value));
   Expr guard;
-  if (g.m % t.tileM) guard = binary(BinaryOp::Lt, row, intImm(g.m));
-  if (g.n % t.tileN) {
-    Expr colOk = binary(BinaryOp::Lt, col, intImm(g.n));
+  if (overhangs(g.m, t.tileM)) guard = binary(BinaryOp::Lt, row, g.m.run);
+  if (overhangs(g.n, t.tileN)) {
+    Expr colOk = binary(BinaryOp::Lt, col, g.n.run);
     guard = guard ? both(guard, colOk) : colOk;
   }
   return guard ? ifThen(guard, w) : w;
@@ -161,14 +165,13 @@ Stmt gemmKernel(const GpuGemm& g, const BlockTiles& t, Stmt stage, const Buffer&
                 Stmt step, Stmt epilogue) {
   Var z = makeVar("z");
   Stmt clear = forLoop(z, intImm(acc->size), LoopKind::Unrolled, store(acc, varRef(z), floatImm(0)));
-  Stmt mainLoop = forLoop(t.kt, intImm(ceilDiv(g.k, t.tileK)), LoopKind::Serial, seq({stage, barrier(), step, barrier()}));
+  Stmt mainLoop = forLoop(t.kt, blockCount(t.tileK, g.k), LoopKind::Serial, seq({stage, barrier(), step, barrier()}));
   Stmt thread = seq({clear, mainLoop, epilogue});
   for (auto it = locals.rbegin(); it != locals.rend(); ++it) thread = allocate(*it, thread);
   thread = allocate(acc, thread);
   Stmt block = allocate(t.as, allocate(t.bs, forLoop(t.tx, intImm(t.threads), LoopKind::ThreadX, thread)));
-  return forLoop(t.bz, intImm(g.batch), LoopKind::BlockZ,
-                 forLoop(t.by, intImm(ceilDiv(g.m, t.tileM)), LoopKind::BlockY,
-                         forLoop(t.bx, intImm(ceilDiv(g.n, t.tileN)), LoopKind::BlockX, block)));
+  return forLoop(t.bz, g.batch.run, LoopKind::BlockZ,
+                 forLoop(t.by, blockCount(t.tileM, g.m), LoopKind::BlockY, forLoop(t.bx, blockCount(t.tileN, g.n), LoopKind::BlockX, block)));
 }
 
 Expected<Stmt> tensorCoreGemm(const GpuGemm& g, const Config& c) {

@@ -44,13 +44,13 @@ class InjectiveTemplate final : public ScheduleTemplate {
   bool matches(const KernelGroup& g) const override { return g.role == KernelRole::Injective; }
 
   Expected<KnobSpace> knobSpace(const KernelGroup& g, KernelTarget target) const override {
-    KILN_ASSIGN(Dims dims, target == KernelTarget::Gpu ? staticDims(g.outputs.front())
-                                                       : dimsAt(g.outputs.front(), g.dimRanges, DimPoint::Opt));
+    KILN_ASSIGN(Dims dims, dimsAt(g.outputs.front(), g.dimRanges, DimPoint::Opt));
     int64_t inner = dims.empty() ? 1 : dims.back(), total = product(dims);
     if (target == KernelTarget::Gpu) {
-      bool oneShape = true;
+      // Dynamic dims count at their opt values; vectors of 4 need one static shape whose last dim they divide.
+      bool oneShape = !hasDynamicDims(g);
       for (const ir::Value* v : g.outputs) {
-        KILN_ASSIGN(Dims d, staticDims(v));
+        KILN_ASSIGN(Dims d, dimsAt(v, g.dimRanges, DimPoint::Opt));
         total = std::max(total, product(d));
         oneShape &= d == dims;
       }
@@ -82,17 +82,7 @@ class InjectiveTemplate final : public ScheduleTemplate {
   }
 
   Expected<Stmt> instantiate(ElementBuilder& el, const Config& c, KernelTarget target) const override {
-    if (target == KernelTarget::Gpu) {
-      std::vector<std::pair<Dims, std::vector<ir::Value*>>> nests;
-      for (ir::Value* v : el.group().outputs) {
-        KILN_ASSIGN(Dims d, staticDims(v));
-        auto it = std::find_if(nests.begin(), nests.end(), [&](const auto& n) { return n.first == d; });
-        if (it == nests.end()) nests.push_back({d, {v}});
-        else it->second.push_back(v);
-      }
-      return instantiateGpu(el, c, nests);
-    }
-    // CPU: outputs of one shape (the same dims, dynamic ones as expressions) share a nest.
+    // Outputs of one shape (the same dims, dynamic ones as expressions) share a nest.
     std::vector<std::pair<std::vector<DimExpr>, std::vector<ir::Value*>>> nests;
     for (ir::Value* v : el.group().outputs) {
       KILN_TRY(elementDims(v).status());
@@ -101,6 +91,7 @@ class InjectiveTemplate final : public ScheduleTemplate {
       if (it == nests.end()) nests.push_back({d, {v}});
       else it->second.push_back(v);
     }
+    if (target == KernelTarget::Gpu) return instantiateGpu(el, c, nests);
     std::vector<Stmt> loops;
     for (size_t n = 0; n < nests.size(); ++n) {
       KILN_ASSIGN(ExprDims dims, el.dims(nests[n].second.front()));
@@ -133,26 +124,40 @@ class InjectiveTemplate final : public ScheduleTemplate {
 
  private:
   /// One thread per element of the largest output; each output shape's
-  /// stores are guarded by its own element count.
+  /// stores are guarded by its own element count (over dynamic dims, threads
+  /// for the most elements an output has in the run, every output guarded).
   static Expected<Stmt> instantiateGpu(ElementBuilder& el, const Config& c,
-                                       const std::vector<std::pair<Dims, std::vector<ir::Value*>>>& nests) {
+                                       const std::vector<std::pair<std::vector<DimExpr>, std::vector<ir::Value*>>>& nests) {
     Var o = makeVar("o");
-    int64_t items = 0;
-    for (const auto& n : nests) items = std::max(items, product(n.first));
+    std::vector<ExprDims> dims;
+    std::vector<RunCount> counts;
+    size_t largest = 0;
+    for (const auto& n : nests) {
+      KILN_ASSIGN(ExprDims d, el.dims(n.second.front()));
+      KILN_ASSIGN(Dims max, dimsAt(n.second.front(), el.group().dimRanges, DimPoint::Max));
+      counts.emplace_back(productOf(d), product(max));
+      if (counts.back().max > counts[largest].max) largest = counts.size() - 1;
+      dims.push_back(std::move(d));
+    }
+    // Threads for the most elements any output has in this run (which output that is may change from run to run).
+    RunCount items = counts[largest];
+    for (const RunCount& n : counts)
+      if (n.dynamic() || items.dynamic()) items = RunCount(maxOf(items.run, n.run), std::max(items.max, n.max));
     if (knobIs(c, "vector", 4)) {
-      // 4 consecutive elements per thread, along the last dim (a multiple of 4).
-      const auto& [dims, values] = nests.front();
+      // 4 consecutive elements per thread, along the last dim (a multiple of 4; static shapes).
+      const auto& values = nests.front().second;
       Var v = makeVar("v");
-      Index idx = unflatten(varRef(o) * 4, dims);
+      Index idx = unflatten(varRef(o) * 4, dims.front());
       idx.back() = idx.back() + varRef(v);
       KILN_ASSIGN(std::vector<Stmt> stores, el.storeOutputs(values, idx));
-      return threadPerItem(o, items / 4, c.at("threads"), forLoop(v, intImm(4), LoopKind::Vectorized, seq(std::move(stores))));
+      return threadPerItem(o, items.max / 4, c.at("threads"), forLoop(v, intImm(4), LoopKind::Vectorized, seq(std::move(stores))));
     }
     std::vector<Stmt> perShape;
-    for (const auto& [dims, values] : nests) {
-      KILN_ASSIGN(std::vector<Stmt> stores, el.storeOutputs(values, unflatten(varRef(o), dims)));
+    for (size_t n = 0; n < nests.size(); ++n) {
+      KILN_ASSIGN(std::vector<Stmt> stores, el.storeOutputs(nests[n].second, unflatten(varRef(o), dims[n])));
       Stmt s = seq(std::move(stores));
-      perShape.push_back(product(dims) < items ? ifThen(binary(BinaryOp::Lt, varRef(o), intImm(product(dims))), s) : s);
+      const bool guard = items.dynamic() ? nests.size() > 1 : counts[n].max < items.max;
+      perShape.push_back(guard ? ifThen(binary(BinaryOp::Lt, varRef(o), counts[n].run), s) : s);
     }
     return threadPerItem(o, items, c.at("threads"), seq(std::move(perShape)));
   }

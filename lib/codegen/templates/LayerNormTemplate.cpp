@@ -41,8 +41,8 @@ class LayerNormTemplate final : public ScheduleTemplate {
     const ExprDims rowDims(xE.begin(), xE.begin() + axis);
     const Expr rowsE = productOf(rowDims);
     const int64_t len = product(normDims);
-    int64_t rows = 0;
-    isIntConstant(rowsE, &rows);  // the GPU's rows are static
+    KILN_ASSIGN(const Dims xMax, dimsAt(node.input(0), el.group().dimRanges, DimPoint::Max));
+    const RunCount rows(rowsE, product(xMax, 0, size_t(axis)));
     const bool warp = target == KernelTarget::Gpu && knobIs(c, "warp");
     Var o = makeVar("o"), j = makeVar("j"), lane = makeVar("lane");
     // The row's element at flat `position` within the normalized dims.

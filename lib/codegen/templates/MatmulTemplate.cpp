@@ -51,6 +51,28 @@ Expected<MatmulShape> shapeOf(const ir::Node& node, const std::function<Expected
   return s;
 }
 
+/// A matmul's extents in a kernel: the output's batch dims (dynamic ones as
+/// run-time extents), and batch, M, N and K as counts with their maxima.
+struct MatmulExtents {
+  ExprDims batchDims;
+  RunCount batch = 1, m = 1, n = 1, k = 1;
+};
+Expected<MatmulExtents> extentsOf(ElementBuilder& el, const MatmulShape& s) {
+  const ir::Node& node = *el.group().anchor;
+  KILN_ASSIGN(const MatmulShape top, shapeOf(node, [&](const ir::Value* v) {
+    return dimsAt(v, el.group().dimRanges, DimPoint::Max);
+  }));
+  KILN_ASSIGN(ExprDims out, el.dims(node.output(0)));
+  KILN_ASSIGN(ExprDims a, el.dims(node.input(0)));
+  MatmulExtents e;
+  e.batchDims.assign(out.begin(), out.end() - 2);
+  e.batch = RunCount(productOf(e.batchDims), top.batch);
+  e.m = RunCount(out[out.size() - 2], top.m);
+  e.n = RunCount(out.back(), top.n);
+  e.k = RunCount(s.ta ? a[a.size() - 2] : a.back(), top.k);
+  return e;
+}
+
 /// B can be packed into panels at compile time: a 2-D constant read from memory.
 bool packableB(const KernelGroup& g) {
   const ir::Value* b = g.anchor->input(1);
@@ -75,9 +97,7 @@ class MatmulTemplate final : public ScheduleTemplate {
   //        cores, GpuGemm.cpp), warps {1,4} and frags {1,2}; f32 ones
   //        the same knobs with mma default 0 and approximate (TF32, opt-in)
   Expected<KnobSpace> knobSpace(const KernelGroup& g, KernelTarget target) const override {
-    KILN_ASSIGN(MatmulShape s, target == KernelTarget::Gpu ? shapeOf(*g.anchor) : shapeOf(*g.anchor, [&](const ir::Value* v) {
-      return dimsAt(v, g.dimRanges, DimPoint::Opt);
-    }));
+    KILN_ASSIGN(MatmulShape s, shapeOf(*g.anchor, [&](const ir::Value* v) { return dimsAt(v, g.dimRanges, DimPoint::Opt); }));
     KnobSpace space;
     if (target == KernelTarget::Gpu) {
       space.knobs.push_back(makeKnob("tile", {8, 16, 32}, 16, "GPU (gemm = 0): output tile (tile x tile threads) and k step staged in shared memory"));
@@ -196,14 +216,14 @@ class MatmulTemplate final : public ScheduleTemplate {
   /// writes run the anchor's result (alpha, beta * C) and the group's epilogue.
   static Expected<Stmt> instantiateGemm(ElementBuilder& el, const Config& c) {
     const ir::Node& node = *el.group().anchor;
-    KILN_ASSIGN(MatmulShape s, shapeOf(node));
+    KILN_ASSIGN(MatmulShape s, shapeOf(node, elementDims));  // -1 at dynamic dims: the extents come from extentsOf
+    KILN_ASSIGN(const MatmulExtents e, extentsOf(el, s));
     KILN_ASSIGN(const ScalarType ct, resultComputeType(node));
     KILN_ASSIGN(std::optional<MmaKind> kind, mmaKindOf(node));
-    const Dims batchDims(s.outDims.begin(), s.outDims.end() - 2);
-    auto batchIndex = [&](const Expr& batch) { return batchDims.empty() ? Index{} : unflatten(batch, batchDims); };
+    auto batchIndex = [&](const Expr& batch) { return e.batchDims.empty() ? Index{} : unflatten(batch, e.batchDims); };
     KILN_ASSIGN(Buffer bT, gpuTransposedB(el, s));
     GpuGemm gemm;
-    gemm.batch = s.batch, gemm.m = s.m, gemm.n = s.n, gemm.k = s.k;
+    gemm.batch = e.batch, gemm.m = e.m, gemm.n = e.n, gemm.k = e.k;
     gemm.a = [&](const Expr& batch, const Expr& row, const Expr& k) {
       Index bi = batchIndex(batch);
       return el.at(node.input(0), s.ta ? operandIndexOf(bi, s.a, k, row) : operandIndexOf(bi, s.a, row, k));
@@ -263,21 +283,23 @@ class MatmulTemplate final : public ScheduleTemplate {
   /// shared memory (out-of-range elements zero) between two barriers.
   static Expected<Stmt> instantiateGpu(ElementBuilder& el, const Config& c) {
     const ir::Node& node = *el.group().anchor;
-    KILN_ASSIGN(MatmulShape s, shapeOf(node));
+    KILN_ASSIGN(MatmulShape s, shapeOf(node, elementDims));  // -1 at dynamic dims: the extents come from extentsOf
+    KILN_ASSIGN(const MatmulExtents e, extentsOf(el, s));
     KILN_ASSIGN(const ScalarType ct, resultComputeType(node));
     const Dims &aDims = s.a, &bDims = s.b;
     const bool ta = s.ta, tb = s.tb;
     const int64_t t = c.at("tile");
-    const Dims batchDims(s.outDims.begin(), s.outDims.end() - 2);
     Var bz = makeVar("bz"), by = makeVar("by"), bx = makeVar("bx"), ty = makeVar("ty"), tx = makeVar("tx");
     Var kt = makeVar("kt"), kk = makeVar("kk");
-    Index batchIdx = batchDims.empty() ? Index{} : unflatten(varRef(bz), batchDims);
+    Index batchIdx = e.batchDims.empty() ? Index{} : unflatten(varRef(bz), e.batchDims);
     Expr row = varRef(by) * t + varRef(ty), col = varRef(bx) * t + varRef(tx);
     Expr ka = varRef(kt) * t + varRef(tx), kb = varRef(kt) * t + varRef(ty);
-    auto within = [](const Expr& a, int64_t n, const Expr& b, int64_t m) {
-      return binary(BinaryOp::And, binary(BinaryOp::Lt, a, intImm(n)), binary(BinaryOp::Lt, b, intImm(m)));
+    auto within = [](const Expr& a, const RunCount& n, const Expr& b, const RunCount& m) {
+      return binary(BinaryOp::And, binary(BinaryOp::Lt, a, n.run), binary(BinaryOp::Lt, b, m.run));
     };
-    Expr ra = clampIndex(row, s.m), ca = clampIndex(ka, s.k), rb = clampIndex(kb, s.k), cb = clampIndex(col, s.n);
+    // Tiles that can overhang a dim (a run-time one always may) read clamped and mask with zeros.
+    auto overhangs = [&](const RunCount& d) { return d.dynamic() || d.max % t != 0; };
+    Expr ra = clampIndex(row, e.m.run), ca = clampIndex(ka, e.k.run), rb = clampIndex(kb, e.k.run), cb = clampIndex(col, e.n.run);
     KILN_ASSIGN(Expr av, el.at(node.input(0), ta ? operandIndexOf(batchIdx, aDims, ca, ra) : operandIndexOf(batchIdx, aDims, ra, ca)));
     KILN_ASSIGN(Buffer bT, gpuTransposedB(el, s));
     Expr bv;
@@ -290,8 +312,8 @@ class MatmulTemplate final : public ScheduleTemplate {
     Buffer acc = makeBuffer("acc", ct, MemoryScope::Local, 1);
     Expr slot = varRef(ty) * t + varRef(tx), a0 = load(acc, intImm(0));
     Expr zero = constantOf(ct, 0);
-    Stmt step = seq({store(as, slot, s.m % t || s.k % t ? select(within(row, s.m, ka, s.k), av, zero) : av),
-                     store(bs, slot, s.k % t || s.n % t ? select(within(kb, s.k, col, s.n), bv, zero) : bv), barrier(),
+    Stmt step = seq({store(as, slot, overhangs(e.m) || overhangs(e.k) ? select(within(row, e.m, ka, e.k), av, zero) : av),
+                     store(bs, slot, overhangs(e.k) || overhangs(e.n) ? select(within(kb, e.k, col, e.n), bv, zero) : bv), barrier(),
                      forLoop(kk, intImm(t), LoopKind::Unrolled,
                              store(acc, intImm(0), a0 + load(as, varRef(ty) * t + varRef(kk)) * load(bs, varRef(kk) * t + varRef(tx)))),
                      barrier()});
@@ -300,11 +322,11 @@ class MatmulTemplate final : public ScheduleTemplate {
     outIdx.push_back(col);
     KILN_ASSIGN(Expr result, resultOf(el, a0, outIdx, ct));
     el.setSource(node.output(0), [result](const Index&) { return result; });
-    KILN_ASSIGN(Stmt epilogue, storeEpilogue(el, outIdx, s.m % t || s.n % t ? within(row, s.m, col, s.n) : Expr()));
-    Stmt thread = allocate(acc, seq({store(acc, intImm(0), zero), forLoop(kt, intImm(ceilDiv(s.k, t)), LoopKind::Serial, step), epilogue}));
+    KILN_ASSIGN(Stmt epilogue, storeEpilogue(el, outIdx, overhangs(e.m) || overhangs(e.n) ? within(row, e.m, col, e.n) : Expr()));
+    Stmt thread = allocate(acc, seq({store(acc, intImm(0), zero), forLoop(kt, blockCount(t, e.k), LoopKind::Serial, step), epilogue}));
     Stmt block = allocate(as, allocate(bs, forLoop(ty, intImm(t), LoopKind::ThreadY, forLoop(tx, intImm(t), LoopKind::ThreadX, thread))));
-    return forLoop(bz, intImm(s.batch), LoopKind::BlockZ,
-                   forLoop(by, intImm(ceilDiv(s.m, t)), LoopKind::BlockY, forLoop(bx, intImm(ceilDiv(s.n, t)), LoopKind::BlockX, block)));
+    return forLoop(bz, e.batch.run, LoopKind::BlockZ,
+                   forLoop(by, blockCount(t, e.m), LoopKind::BlockY, forLoop(bx, blockCount(t, e.n), LoopKind::BlockX, block)));
   }
 };
 

@@ -61,9 +61,7 @@ class ReduceTemplate final : public ScheduleTemplate {
   }
 
   Expected<KnobSpace> knobSpace(const KernelGroup& g, KernelTarget target) const override {
-    KILN_ASSIGN(ReduceShape s, target == KernelTarget::Gpu ? shapeOf(*g.anchor) : shapeOf(*g.anchor, [&](const ir::Value* v) {
-      return dimsAt(v, g.dimRanges, DimPoint::Opt);
-    }));
+    KILN_ASSIGN(ReduceShape s, shapeOf(*g.anchor, [&](const ir::Value* v) { return dimsAt(v, g.dimRanges, DimPoint::Opt); }));
     if (target == KernelTarget::Gpu) {
       KnobSpace space = threadPerItemSpace(s.kept);
       if (!isArg(*g.anchor))
@@ -78,8 +76,11 @@ class ReduceTemplate final : public ScheduleTemplate {
 
   Expected<Stmt> instantiate(ElementBuilder& el, const Config& c, KernelTarget target) const override {
     const ir::Node& node = *el.group().anchor;
-    // The CPU takes dynamic dims, kept or reduced, as run-time extents.
-    KILN_ASSIGN(ReduceShape s, target == KernelTarget::Gpu ? shapeOf(node) : shapeOf(node, elementDims));
+    // Dynamic dims, kept or reduced, are run-time extents.
+    KILN_ASSIGN(ReduceShape s, shapeOf(node, elementDims));
+    KILN_ASSIGN(const ReduceShape largest, shapeOf(node, [&](const ir::Value* v) {
+      return dimsAt(v, el.group().dimRanges, DimPoint::Max);
+    }));
     KILN_ASSIGN(ExprDims in, el.dims(node.input(0)));
     KILN_ASSIGN(ExprDims outDims, el.dims(node.output(0)));
     KILN_ASSIGN(const ScalarType ct, resultComputeType(node));
@@ -89,11 +90,17 @@ class ReduceTemplate final : public ScheduleTemplate {
     ExprDims keptDims, redDims;
     for (size_t d = 0; d < s.in.size(); ++d) (s.reduced[d] ? redDims : keptDims).push_back(in[d]);
     const Expr keptE = productOf(keptDims), countE = productOf(redDims);
+    const RunCount keptCount(keptE, largest.kept), reducedCount(countE, largest.count);
     int64_t keptValue = 0;
     const bool oneKept = isIntConstant(keptE, &keptValue) && keptValue <= 1;
     const bool dynamicCount = !isIntConstant(countE);
     Var o = makeVar("o"), r = makeVar("r");
-    Index kept = unflatten(varRef(o), keptDims), red = unflatten(varRef(r), redDims);
+    // Several reduced dims of which some are dynamic each get a loop of their
+    // own: one flat index would divide by run-time extents per element.
+    const bool warp = target == KernelTarget::Gpu && knobIs(c, "warp");
+    const bool nested = dynamicCount && redDims.size() > 1 && !warp;
+    const std::vector<Var> redVars = makeVars("r", redDims.size());
+    Index kept = unflatten(varRef(o), keptDims), red = nested ? indexOf(redVars) : unflatten(varRef(r), redDims);
     Index inIdx;
     size_t ki = 0, ri = 0;
     for (size_t d = 0; d < s.in.size(); ++d) inIdx.push_back(s.reduced[d] ? red[ri++] : kept[ki++]);
@@ -110,7 +117,7 @@ class ReduceTemplate final : public ScheduleTemplate {
       el.setSource(node.output(0), [result](const Index&) { return result; });
       KILN_ASSIGN(Stmt epilogue, storeEpilogue(el, unflatten(varRef(o), outDims)));
       Stmt body = allocate(best, allocate(at, seq({store(best, intImm(0), constantOf(x->type, 0)), scan, epilogue})));
-      if (target == KernelTarget::Gpu) return threadPerItem(o, s.kept, c.at("threads"), body);
+      if (target == KernelTarget::Gpu) return threadPerItem(o, keptCount, c.at("threads"), body);
       return forLoop(o, keptE, oneKept ? LoopKind::Serial : outerKind(c), body);
     }
 
@@ -133,17 +140,20 @@ class ReduceTemplate final : public ScheduleTemplate {
     if (op == Op::ReduceLogSumExp || op == Op::ReduceLogSum) result = unary(UnaryOp::Log, a);
     el.setSource(node.output(0), [result](const Index&) { return result; });
     KILN_ASSIGN(Stmt epilogue, storeEpilogue(el, unflatten(varRef(o), outDims)));
-    const bool warp = target == KernelTarget::Gpu && knobIs(c, "warp");
     Var lane = makeVar("lane");
-    Stmt accumulate = dynamicCount ? forLoop(r, countE, LoopKind::Serial, store(acc, intImm(0), update))
-                                   : rowLoop(r, lane, s.count, warp, store(acc, intImm(0), update));
+    Stmt accumulate = store(acc, intImm(0), update);
+    if (nested)
+      for (size_t d = redDims.size(); d-- > 0;) accumulate = forLoop(redVars[d], redDims[d], LoopKind::Serial, accumulate);
+    else
+      accumulate = dynamicCount && !warp ? forLoop(r, countE, LoopKind::Serial, accumulate)
+                                         : rowLoop(r, lane, reducedCount, warp, accumulate);
     if (warp) {
       accumulate = seq({accumulate, warpAllReduce(acc, 0, combine)});
       epilogue = ifThen(binary(BinaryOp::Eq, varRef(lane), intImm(0)), epilogue);
     }
     Stmt body = allocate(acc, seq({store(acc, intImm(0), init), accumulate, epilogue}));
-    if (warp) return warpPerItem(o, lane, s.kept, c.at("threads"), body);
-    if (target == KernelTarget::Gpu) return threadPerItem(o, s.kept, c.at("threads"), body);
+    if (warp) return warpPerItem(o, lane, keptCount, c.at("threads"), body);
+    if (target == KernelTarget::Gpu) return threadPerItem(o, keptCount, c.at("threads"), body);
     return forLoop(o, keptE, oneKept ? LoopKind::Serial : outerKind(c), body);
   }
 };

@@ -47,20 +47,17 @@ class SoftmaxTemplate final : public ScheduleTemplate {
     KILN_ASSIGN(int64_t axis, ir::normalizeAxis(node.getInt("axis"), int64_t(x.size())));
     const bool warp = target == KernelTarget::Gpu && knobIs(c, "warp");
     Var o = makeVar("o"), j = makeVar("j"), lane = makeVar("lane");
-    // A row along a dynamic dim (the CPU only) runs plain serial passes over its run-time length.
+    // A row along a dynamic dim runs plain passes over its run-time length (a warp's lanes striding over it on the GPU).
     const bool dynamicRow = x[size_t(axis)] < 0;
     KILN_ASSIGN(Dims xMax, dimsAt(node.input(0), el.group().dimRanges, DimPoint::Max));
     const int64_t len = xMax[size_t(axis)];
     KILN_ASSIGN(ExprDims xE, el.dims(node.input(0)));
-    auto rowPass = [&](Stmt body) {
-      return dynamicRow ? forLoop(j, xE[size_t(axis)], LoopKind::Serial, std::move(body)) : rowLoop(j, lane, len, warp, std::move(body));
-    };
+    auto rowPass = [&](Stmt body) { return rowLoop(j, lane, RunCount(xE[size_t(axis)], len), warp, std::move(body)); };
     ExprDims rowDims;
     for (size_t d = 0; d < x.size(); ++d)
       if (int64_t(d) != axis) rowDims.push_back(xE[d]);
     const Expr rowsE = productOf(rowDims);
-    int64_t rows = 0;
-    isIntConstant(rowsE, &rows);  // the GPU's rows are static
+    const RunCount rows(rowsE, product(xMax) / std::max<int64_t>(len, 1));
     Index row = unflatten(varRef(o), rowDims);
     // The row's element at `position` along the axis (the index stores go to, and the value read there).
     auto indexAt = [&](const Expr& position) {

@@ -39,28 +39,31 @@ Stmt loopNest(const std::vector<Var>& vars, const Dims& extents, Stmt body) {
   return body;
 }
 
-Stmt threadPerItem(const Var& o, int64_t items, int64_t threads, Stmt body) {
-  threads = std::max<int64_t>(1, std::min(threads, items));
+Stmt threadPerItem(const Var& o, const RunCount& items, int64_t threads, Stmt body) {
+  threads = std::max<int64_t>(1, std::min(threads, items.max));
   Var bx = makeVar("bx"), tx = makeVar("tx");
-  Stmt guarded = items % threads ? ifThen(binary(BinaryOp::Lt, varRef(o), intImm(items)), body) : body;
-  return forLoop(bx, intImm(ceilDiv(items, threads)), LoopKind::BlockX,
+  const bool guard = items.dynamic() || items.max % threads;
+  Stmt guarded = guard ? ifThen(binary(BinaryOp::Lt, varRef(o), items.run), body) : body;
+  return forLoop(bx, blockCount(threads, items), LoopKind::BlockX,
                  forLoop(tx, intImm(threads), LoopKind::ThreadX, let(o, varRef(bx) * threads + varRef(tx), guarded)));
 }
 
-Stmt warpPerItem(const Var& o, const Var& lane, int64_t items, int64_t threads, Stmt body) {
-  const int64_t warps = std::max<int64_t>(1, std::min(threads / 32, items));
+Stmt warpPerItem(const Var& o, const Var& lane, const RunCount& items, int64_t threads, Stmt body) {
+  const int64_t warps = std::max<int64_t>(1, std::min(threads / 32, items.max));
   Var bx = makeVar("bx"), tx = makeVar("tx");
   Expr item = varRef(bx) * warps + floorDiv(varRef(tx), 32);
-  Stmt guarded = items % warps ? ifThen(binary(BinaryOp::Lt, varRef(o), intImm(items)), body) : body;
-  return forLoop(bx, intImm(ceilDiv(items, warps)), LoopKind::BlockX,
+  const bool guard = items.dynamic() || items.max % warps;
+  Stmt guarded = guard ? ifThen(binary(BinaryOp::Lt, varRef(o), items.run), body) : body;
+  return forLoop(bx, blockCount(warps, items), LoopKind::BlockX,
                  forLoop(tx, intImm(warps * 32), LoopKind::ThreadX,
                          let(o, item, let(lane, floorMod(varRef(tx), 32), guarded))));
 }
 
-Stmt laneStrided(const Var& j, const Var& lane, int64_t len, Stmt body) {
+Stmt laneStrided(const Var& j, const Var& lane, const RunCount& len, Stmt body) {
   Var t = makeVar(j->name + "t");
-  Stmt guarded = len % 32 ? ifThen(binary(BinaryOp::Lt, varRef(j), intImm(len)), body) : body;
-  return forLoop(t, intImm(ceilDiv(len, 32)), LoopKind::Serial, let(j, varRef(t) * 32 + varRef(lane), guarded));
+  const bool guard = len.dynamic() || len.max % 32;
+  Stmt guarded = guard ? ifThen(binary(BinaryOp::Lt, varRef(j), len.run), body) : body;
+  return forLoop(t, blockCount(32, len), LoopKind::Serial, let(j, varRef(t) * 32 + varRef(lane), guarded));
 }
 
 Stmt warpAllReduce(const Buffer& acc, int64_t index, BinaryOp op) {
@@ -70,8 +73,8 @@ Stmt warpAllReduce(const Buffer& acc, int64_t index, BinaryOp op) {
   return seq(std::move(steps));
 }
 
-Stmt rowLoop(const Var& j, const Var& lane, int64_t len, bool warp, Stmt body) {
-  return warp ? laneStrided(j, lane, len, body) : forLoop(j, intImm(len), LoopKind::Serial, body);
+Stmt rowLoop(const Var& j, const Var& lane, const RunCount& len, bool warp, Stmt body) {
+  return warp ? laneStrided(j, lane, len, body) : forLoop(j, len.run, LoopKind::Serial, body);
 }
 
 Expected<Stmt> cpuRowReduce(const Buffer& acc, int64_t slot, BinaryOp op, const std::function<Expected<Expr>(const Expr&)>& at,
@@ -132,54 +135,61 @@ Knob parallelKnob(int64_t work, int64_t outerIterations) {
                   [&](int64_t v) { return v == 0 || outerIterations > 1; });
 }
 
-Expected<Dims> windowDims(const KernelGroup& g, const ir::Value* v, KernelTarget target, DimPoint point) {
-  if (target == KernelTarget::Gpu || !hasDynamicDims(v)) return staticDims(v);
+Expected<Dims> windowDims(const KernelGroup& g, const ir::Value* v, KernelTarget, DimPoint point) {
+  if (!hasDynamicDims(v)) return staticDims(v);
   KILN_ASSIGN(Dims dims, elementDims(v));
-  for (size_t i = 1; i < dims.size(); ++i)
-    if (dims[i] == ir::kUnknownDim) {
-      Error err = makeError(ErrorCode::CodegenUnsupported, "dim ", i, " of value '", v->name(), "' (",
-                            v->tensorType().dimExpr(int64_t(i))->str(),
-                            ") is dynamic; convolutions and pools take a dynamic batch only");
-      if (v->producer()) err.atNode(v->producer()->displayName(), v->producer()->opType());
-      return err;
-    }
+  auto refuse = [&](size_t i, const char* why) -> Error {
+    Error err = makeError(ErrorCode::CodegenUnsupported, "dim ", i, " of value '", v->name(), "' (",
+                          v->tensorType().dimExpr(int64_t(i))->str(), ") is dynamic; ", why);
+    if (v->producer()) err.atNode(v->producer()->displayName(), v->producer()->opType());
+    return err;
+  };
+  const std::string autoPad = g.anchor->hasAttr("auto_pad") ? g.anchor->getString("auto_pad") : "NOTSET";
+  const bool samePads = autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER";
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (dims[i] != ir::kUnknownDim) continue;
+    const bool image = i == 2 || i == 3;
+    if (i != 0 && !image) return refuse(i, "convolutions and pools take a dynamic batch and image size only");
+    if (image && samePads) return refuse(i, "SAME padding over a dynamic image size is not generated");
+  }
   return dimsAt(v, g.dimRanges, point);
 }
 
-Expected<RunCount> batchCount(ElementBuilder& el, const ir::Value* v) {
+Expected<RunCount> runDim(ElementBuilder& el, const ir::Value* v, size_t axis) {
   KILN_ASSIGN(Dims max, dimsAt(v, el.group().dimRanges, DimPoint::Max));
-  if (max.empty()) return makeError(ErrorCode::CodegenUnsupported, "value '", v->name(), "' has no batch dim");
+  if (axis >= max.size()) return makeError(ErrorCode::CodegenUnsupported, "value '", v->name(), "' has no dim ", axis);
   KILN_ASSIGN(ExprDims run, el.dims(v));
-  return RunCount(run[0], max[0]);
+  return RunCount(run[axis], max[axis]);
 }
 
-Expected<PaddedCopy> borderedCopy(ElementBuilder& el, ScalarType t, const RunCount& planes, int64_t height, int64_t width,
-                                  int64_t inner, const ir::WindowGeometry& geo, LoopKind planeLoop, const Expr& border,
-                                  const PaddedSource& source) {
+Expected<PaddedCopy> borderedCopy(ElementBuilder& el, ScalarType t, const RunCount& planes, const RunCount& height,
+                                  const RunCount& width, int64_t inner, const ir::WindowGeometry& geo, LoopKind planeLoop,
+                                  const Expr& border, const PaddedSource& source) {
   PaddedCopy copy;
-  copy.hp = height + geo.padsBegin[0] + geo.padsEnd[0], copy.wp = width + geo.padsBegin[1] + geo.padsEnd[1];
-  copy.buffer = el.workspace("padded", t, planes.max * copy.hp * copy.wp * inner);
+  copy.hp = height.plus(geo.padsBegin[0] + geo.padsEnd[0]), copy.wp = width.plus(geo.padsBegin[1] + geo.padsEnd[1]);
+  copy.buffer = el.workspace("padded", t, planes.max * copy.hp.max * copy.wp.max * inner);
   Var pc = makeVar("pc"), py = makeVar("py"), px = makeVar("px"), q = makeVar("q"), l = makeVar("l");
   Expr iy = varRef(py) - geo.padsBegin[0];
-  Expr rowStart = (varRef(pc) * copy.hp + varRef(py)) * copy.wp;
+  Expr rowStart = (varRef(pc) * copy.hp.run + varRef(py)) * copy.wp.run;
   const int64_t padL = geo.padsBegin[1], padR = geo.padsEnd[1];
   // Pixels [first, first + n) of a padded row: one element each (a vector
-  // over the row when `vectorRow`), or `inner` contiguous lanes each.
-  auto pixels = [&](const Var& v, int64_t n, Expr first, bool vectorRow, const Expr& value) {
-    if (inner == 1)
-      return forLoop(v, intImm(n), vectorRow && n > 1 && n <= 256 ? LoopKind::Vectorized : LoopKind::Serial,
-                     store(copy.buffer, first + varRef(v), value));
-    return forLoop(v, intImm(n), LoopKind::Serial,
+  // over a row of constant length when `vectorRow`), or `inner` contiguous lanes each.
+  auto pixels = [&](const Var& v, const RunCount& n, Expr first, bool vectorRow, const Expr& value) {
+    if (inner == 1) {
+      const bool vector = vectorRow && !n.dynamic() && n.max > 1 && n.max <= 256;
+      return forLoop(v, n.run, vector ? LoopKind::Vectorized : LoopKind::Serial, store(copy.buffer, first + varRef(v), value));
+    }
+    return forLoop(v, n.run, LoopKind::Serial,
                    forLoop(l, intImm(inner), LoopKind::Vectorized, store(copy.buffer, (first + varRef(v)) * inner + varRef(l), value)));
   };
   KILN_ASSIGN(Expr xv, source(varRef(pc), iy, varRef(q), inner == 1 ? intImm(0) : varRef(l)));
   std::vector<Stmt> imageRow{pixels(q, width, rowStart + padL, true, xv)};
   if (padL) imageRow.push_back(pixels(px, padL, rowStart, false, border));
-  if (padR) imageRow.push_back(pixels(px, padR, rowStart + padL + width, false, border));
+  if (padR) imageRow.push_back(pixels(px, padR, rowStart + padL + width.run, false, border));
   Stmt borderRow = pixels(px, copy.wp, rowStart, true, border);
   copy.fill = forLoop(pc, planes.run, planes.loopKind(planeLoop),
-                      forLoop(py, intImm(copy.hp), LoopKind::Serial,
-                              ifThen(inRange(iy, height), seq(std::move(imageRow)), borderRow)));
+                      forLoop(py, copy.hp.run, LoopKind::Serial,
+                              ifThen(inRange(iy, height.run), seq(std::move(imageRow)), borderRow)));
   return copy;
 }
 
@@ -197,9 +207,8 @@ Expected<KnobSpace> rowwiseKnobSpace(const KernelGroup& g, KernelTarget target, 
   return space;
 }
 
-Expected<Dims> rowwiseDims(const KernelGroup& g, KernelTarget target, DimPoint point) {
+Expected<Dims> rowwiseDims(const KernelGroup& g, KernelTarget, DimPoint point) {
   const ir::Value* x = g.anchor->input(0);
-  if (target == KernelTarget::Gpu) return staticDims(x);
   return point == DimPoint::Opt ? dimsAt(x, g.dimRanges, point) : elementDims(x);
 }
 

@@ -43,10 +43,31 @@ inline Expr blockOrigin(const Expr& index, int64_t size, int64_t extent) {
 /// Whether blocks of `size` over `extent` still overhang (only when size > extent).
 inline bool blocksOverhang(int64_t size, int64_t extent) { return extent % size != 0 && size > extent; }
 
+/// A count known at compile time or only at run time (a dynamic batch):
+/// `run`, an expression over the kernel's run-time extents (a constant when
+/// static), and `max`, its largest value, which workspaces are sized for.
+struct RunCount {
+  Expr run;
+  int64_t max = 0;
+  RunCount(int64_t n) : run(intImm(n)), max(n) {}  // NOLINT: a static count converts implicitly
+  RunCount(Expr r, int64_t m) : run(std::move(r)), max(m) {}
+  // Arithmetic on counts folds static ones, so static kernels keep constant extents.
+  RunCount times(int64_t f) const { return dynamic() ? RunCount(run * f, max * f) : RunCount(max * f); }
+  RunCount operator*(const RunCount& o) const {
+    return dynamic() || o.dynamic() ? RunCount(run * o.run, max * o.max) : RunCount(max * o.max);
+  }
+  RunCount plus(int64_t k) const { return dynamic() ? RunCount(run + k, max + k) : RunCount(max + k); }
+  /// Whether its value is known only at run time.
+  bool dynamic() const { return !isIntConstant(run); }
+  /// The loop kind of a loop over this count: `parallel` when it can run more than once.
+  LoopKind loopKind(LoopKind parallel) const { return max > 1 ? parallel : LoopKind::Serial; }
+};
+
 /// 0 <= v < extent.
-inline Expr inRange(const Expr& v, int64_t extent) {
-  return binary(BinaryOp::And, binary(BinaryOp::Ge, v, intImm(0)), binary(BinaryOp::Lt, v, intImm(extent)));
+inline Expr inRange(const Expr& v, const Expr& extent) {
+  return binary(BinaryOp::And, binary(BinaryOp::Ge, v, intImm(0)), binary(BinaryOp::Lt, v, extent));
 }
+inline Expr inRange(const Expr& v, int64_t extent) { return inRange(v, intImm(extent)); }
 
 /// Nested serial loops over `extents` (one variable each, named prefix0...).
 Stmt loopNest(const std::vector<Var>& vars, const Dims& extents, Stmt body);
@@ -55,8 +76,10 @@ std::vector<Var> makeVars(const std::string& prefix, size_t n);
 /// GPU schedules that give each thread one independent work item (an output
 /// element, a row): `body` runs once per item o in [0, items), in blocks of
 /// `threads` threads (BlockX x ThreadX, o = block * threads + thread, the
-/// last block guarded). `body` may use `o` as it would a serial loop's.
-Stmt threadPerItem(const Var& o, int64_t items, int64_t threads, Stmt body);
+/// last block guarded). `body` may use `o` as it would a serial loop's. A
+/// run-time count launches blocks for its maximum; those past the run's
+/// items do nothing.
+Stmt threadPerItem(const Var& o, const RunCount& items, int64_t threads, Stmt body);
 /// The knob "threads" {64,128,256,512} (per block) of thread-per-item
 /// schedules; the default keeps at least ~2 blocks per SM when items allow.
 Knob threadsKnob(int64_t items);
@@ -93,29 +116,29 @@ Expected<Stmt> gemmBlock(const GemmBlock& g, Expr fullTile, const std::function<
 /// The i (unrolled) x j (vectorized) loops over a GEMM block's tile.
 Stmt gemmTileLoops(const GemmBlock& g, Stmt body);
 
-/// A count known at compile time or only at run time (a dynamic batch):
-/// `run`, an expression over the kernel's run-time extents (a constant when
-/// static), and `max`, its largest value, which workspaces are sized for.
-struct RunCount {
-  Expr run;
-  int64_t max = 0;
-  RunCount(int64_t n) : run(intImm(n)), max(n) {}  // NOLINT: a static count converts implicitly
-  RunCount(Expr r, int64_t m) : run(std::move(r)), max(m) {}
-  RunCount times(int64_t f) const { return {run * f, max * f}; }
-  /// The loop kind of a loop over this count: `parallel` when it can run more than once.
-  LoopKind loopKind(LoopKind parallel) const { return max > 1 ? parallel : LoopKind::Serial; }
-};
-
 /// The dims of a convolution's or pool's value (an operand or result):
-/// static, or with a dynamic batch (dim 0; every other dim static) taken at
-/// `point` of the group's ranges. The GPU schedules take static dims only;
-/// other dynamic dims are CodegenUnsupported naming the value.
+/// static, or with a dynamic batch (dim 0) and image dims (2, 3), taken at
+/// `point` of the group's ranges; the channels (and a blocked map's lanes)
+/// stay static. Other dynamic dims, and dynamic image dims under SAME
+/// padding (whose pads depend on them), are CodegenUnsupported naming the value.
 Expected<Dims> windowDims(const KernelGroup& g, const ir::Value* v, KernelTarget target, DimPoint point);
-/// The batch (dim 0) of such a value in a kernel: its run-time extent when dynamic.
-Expected<RunCount> batchCount(ElementBuilder& el, const ir::Value* v);
+/// Dim `axis` of such a value in a kernel: its run-time extent when dynamic, with its maximum.
+Expected<RunCount> runDim(ElementBuilder& el, const ir::Value* v, size_t axis);
+/// Blocks of `size` over a run-time `extent` of at least `size` (a schedule
+/// sizes its blocks from the extent's lower bound): block `index` starts at
+/// index * size, the last one moved back to end at the extent.
+inline Expr blockOrigin(const Expr& index, int64_t size, const RunCount& extent) {
+  if (!extent.dynamic()) return blockOrigin(index, size, extent.max);
+  return minOf(index * size, extent.run - intImm(size));
+}
+/// The number of blocks of `size` over `extent`.
+inline Expr blockCount(int64_t size, const RunCount& extent) {
+  if (!extent.dynamic()) return intImm(ceilDiv(extent.max, size));
+  return floorDiv(extent.run + intImm(size - 1), size);
+}
 
 /// A bordered copy of a convolution's or pool's input, so its windows read it
-/// without bounds checks: `planes` planes (sized for their maximum) of height x width pixels of `inner`
+/// without bounds checks: `planes` planes (sized for their maxima) of height x width pixels of `inner`
 /// contiguous elements each (1 for NCHW, the channel block for NCHWc), padded
 /// by geo's pads with `border` (zero for a conv, -inf for a max pool) into a
 /// workspace "padded" of planes x hp x wp x inner.
@@ -124,10 +147,11 @@ Expected<RunCount> batchCount(ElementBuilder& el, const ir::Value* v);
 struct PaddedCopy {
   Buffer buffer;
   Stmt fill;
-  int64_t hp = 0, wp = 0;
+  RunCount hp = 0, wp = 0;  ///< the padded height and width (run-time ones over dynamic image dims)
 };
 using PaddedSource = std::function<Expected<Expr>(const Expr& plane, const Expr& iy, const Expr& ix, const Expr& lane)>;
-Expected<PaddedCopy> borderedCopy(ElementBuilder& el, ScalarType t, const RunCount& planes, int64_t height, int64_t width,
+Expected<PaddedCopy> borderedCopy(ElementBuilder& el, ScalarType t, const RunCount& planes, const RunCount& height,
+                                  const RunCount& width,
                                   int64_t inner, const ir::WindowGeometry& geo, LoopKind planeLoop, const Expr& border,
                                   const PaddedSource& source);
 
@@ -135,9 +159,8 @@ Expected<PaddedCopy> borderedCopy(ElementBuilder& el, ScalarType t, const RunCou
 /// on the CPU; on the GPU `threads` per block and `warp` {0,1}: 0 one row per
 /// thread, 1 one row per warp (default for rows of 32 or more elements).
 Expected<KnobSpace> rowwiseKnobSpace(const KernelGroup& g, KernelTarget target, int64_t rowLength);
-/// The dims of a row-wise template's operand (the anchor's input 0): static
-/// on the GPU; on the CPU at the opt values (`point` Opt, for knob spaces)
-/// or with -1 at dynamic dims (Max: the rows may be dynamic, a row's length not).
+/// The dims of a row-wise template's operand (the anchor's input 0): at the
+/// opt values (`point` Opt, for knob spaces) or with -1 at dynamic dims (Max).
 Expected<Dims> rowwiseDims(const KernelGroup& g, KernelTarget target, DimPoint point);
 /// The CPU loop over a row-wise template's `rows` (run-time or constant): parallel as `c` asks, when there can be more than one.
 Stmt rowsLoop(const Var& o, const Expr& rows, const Config& c, Stmt body);
@@ -146,16 +169,16 @@ Stmt rowsLoop(const Var& o, const Expr& rows, const Config& c, Stmt body);
 /// the warp for item o in [0, items), `lane` (0..31) its lane; blocks of
 /// threads / 32 warps. The item guard is the same for a whole warp, so the
 /// body may use warp shuffles.
-Stmt warpPerItem(const Var& o, const Var& lane, int64_t items, int64_t threads, Stmt body);
+Stmt warpPerItem(const Var& o, const Var& lane, const RunCount& items, int64_t threads, Stmt body);
 /// A loop over [0, len) shared by a warp's lanes: j = t * 32 + lane for
 /// t in [0, ceil(len / 32)), guarded by j < len (consecutive lanes read consecutive elements).
-Stmt laneStrided(const Var& j, const Var& lane, int64_t len, Stmt body);
+Stmt laneStrided(const Var& j, const Var& lane, const RunCount& len, Stmt body);
 /// acc[index] = op of acc[index] over the warp's 32 lanes, every lane
 /// receiving it (a butterfly of five xor shuffles).
 Stmt warpAllReduce(const Buffer& acc, int64_t index, BinaryOp op);
 /// A row loop `j in [0, len)` of a rowwise template as the GPU config asks:
 /// serial per thread, or strided over a warp's lanes (warp = 1).
-Stmt rowLoop(const Var& j, const Var& lane, int64_t len, bool warp, Stmt body);
+Stmt rowLoop(const Var& j, const Var& lane, const RunCount& len, bool warp, Stmt body);
 /// CPU: acc[slot] = op(acc[slot], op over the row's `len` values at(j)), op
 /// Add or Max. Rows of at least 2 x 16 go 16 lanes at a time into a local
 /// vector of partial results named `scratch` (a name kernel parameters never
@@ -174,7 +197,7 @@ Expected<ScalarType> resultComputeType(const ir::Node& anchor);
 /// with zeros); `write` stores one output element's accumulated value.
 struct GpuGemm {
   MmaKind kind = MmaKind::F16_M16N8K16;
-  int64_t batch = 1, m = 1, n = 1, k = 1;
+  RunCount batch = 1, m = 1, n = 1, k = 1;  ///< static, or run-time extents (the grid launches for their maxima)
   std::function<Expected<Expr>(const Expr& batch, const Expr& row, const Expr& k)> a;
   std::function<Expected<Expr>(const Expr& batch, const Expr& k, const Expr& col)> b;
   std::function<Expected<Stmt>(const Expr& batch, const Expr& row, const Expr& col, const Expr& value)> write;

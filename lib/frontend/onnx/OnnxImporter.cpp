@@ -48,7 +48,15 @@ ir::Type refineType(const ir::Type& inferred, const ir::Type& declared) {
   ir::TensorType t = a.withDType(dtype);
   for (int64_t i = 0; i < t.rank(); ++i)
     if (!a.dimExpr(i) && b.dim(i) >= 0) t.setDimExpr(i, DimExpr(b.dim(i)));
-  if (!b.dimSymbols().empty()) t.setDimSymbols(b.dimSymbols());
+  // Declared names stay on the dims still unknown: a dim bound to a value
+  // (--shape) is that value, so a rewrite's result types equal it.
+  std::vector<std::string> symbols = b.dimSymbols();
+  bool anySymbol = false;
+  for (size_t i = 0; i < symbols.size(); ++i) {
+    if (int64_t(i) < t.rank() && t.dimExpr(int64_t(i))) symbols[i].clear();
+    anySymbol |= !symbols[i].empty();
+  }
+  if (anySymbol) t.setDimSymbols(symbols);
   return ir::Type(t);
 }
 

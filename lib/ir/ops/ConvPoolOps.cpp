@@ -221,15 +221,17 @@ Status inferConvNhwc(InferenceContext& ctx) {
 }
 
 /// kiln::ConvNCHWc: X [N, C/c, H, W, c], W [O/o, C/c, kH, kW, c, o], B [O]
-/// -> [N, O/o, OH, OW, o] (group 1); depthwise (group C): W [C/c, 1, kH, kW, 1, c]
+/// -> [N, O/o, OH, OW, o] (group 1; N, H and W may be unknown); depthwise (group C): W [C/c, 1, kH, kW, 1, c]
 /// -> [N, C/c, OH, OW, c]; groups of g channels to g, g dividing c:
 /// W [C/c, 1, kH, kW, c, c] (block-diagonal) -> [N, C/c, OH, OW, c].
 Status inferConvNchwc(InferenceContext& ctx) {
   KILN_TRY(requireSameDType(ctx, {0, 1, 2}));
   KILN_ASSIGN(TensorType x, ctx.inputTensor(0));
   KILN_ASSIGN(TensorType w, ctx.inputTensor(1));
-  if (!x.isStatic() || !w.isStatic() || x.rank() != 5 || w.rank() != 6)
-    return shapeError("needs static rank-5 input and rank-6 weight, got " + x.str() + " and " + w.str());
+  // The batch and image dims may be unknown (dynamic); the blocks and lanes must be known.
+  if (!w.isStatic() || !x.hasRank() || x.rank() != 5 || w.rank() != 6 || x.dim(1) < 0 || x.dim(4) < 0)
+    return shapeError("needs a rank-5 input with known blocks and lanes and a static rank-6 weight, got " + x.str() +
+                      " and " + w.str());
   const int64_t group = ctx.node().getInt("group");
   const int64_t channels = x.dim(1) * x.dim(4);
   const bool sameBlocks = w.dim(0) == x.dim(1) && w.dim(1) == 1 && w.dim(5) == x.dim(4);

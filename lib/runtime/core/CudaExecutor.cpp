@@ -8,22 +8,23 @@
 // once per host step). Each run of kernel steps between host steps is a
 // CUDA graph built at load time from the steps' data dependencies
 // (StepDependencies.h): replayed with one launch, its independent branches
-// run concurrently; KILN_CUDA_GRAPHS=0 launches the steps one by one on the
-// stream instead. The primary context of the device is pushed around every
-// driver call sequence, so the executor works from any thread. The stream is
-// a blocking one: the synchronous copies of host steps (legacy default
-// stream) order with its work. Library steps (cuBLASLt matmuls and cuDNN
-// convolutions, LibrarySteps.h) are planned and tried once at load time,
-// then each is recorded by stream capture into a graph of its own, which
-// becomes a child node of its segment's graph (a model without host steps
-// is one graph launch per run). Where a library refuses capture, the
-// executor builds the graphs again without them and enqueues library steps
-// on the stream between the graphs of the kernel steps around them;
-// graphSummary() says which happened.
+// run concurrently; KILN_CUDA_GRAPHS=0 launches the steps one by one. The
+// device's primary context is pushed around every driver call sequence, so
+// the executor works from any thread; the stream is a blocking one, so the
+// synchronous copies of host steps order with its work. Library steps
+// (cuBLASLt, cuDNN: LibrarySteps.h) are planned and tried once at load, then
+// recorded by stream capture into child graphs of their segment's graph;
+// where a library refuses capture they run on the stream between the
+// graphs (graphSummary() says which). With dynamic dims, kernels take their
+// run-time extents after the buffers, inputs and outputs are copied at the
+// run's size, and dim values seen a second time get a graph set (the most
+// recent kGraphShapes kept): a recurring shape replays in one launch, a
+// shape seen once (a decoder's growing cache) launches its steps directly.
 //
 //===----------------------------------------------------------------------===//
 #include "kiln/runtime/CudaExecutor.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -67,6 +68,10 @@ struct StepTimer {
 
 }  // namespace
 
+/// Graph sets an executable with dynamic dims keeps, one per recurring dim
+/// values (a server's batch sizes); each holds an instantiated graph per segment.
+constexpr size_t kGraphShapes = 16;
+
 struct CudaExecutor::Impl {
   const CudaDriver* cu = nullptr;
   std::shared_ptr<const Executable> exe;
@@ -82,7 +87,12 @@ struct CudaExecutor::Impl {
   std::unique_ptr<LibrarySteps> librarySteps;  ///< planned when there are library steps
   CUdeviceptr libraryWorkspace = 0;
   std::vector<KernelSegment> segments;  ///< with library steps unless their capture failed
-  std::vector<CUgraphExec> graphs;      ///< one per segment; empty with KILN_CUDA_GRAPHS=0
+  std::vector<CUgraphExec> graphs;      ///< one per segment; empty with KILN_CUDA_GRAPHS=0 or dynamic dims
+  bool useGraphs = true;                ///< false with KILN_CUDA_GRAPHS=0
+  /// Dynamic dims: the graph sets built for the dim values of recent runs, the most recent last,
+  /// and the values of recent runs seen once (no graphs yet).
+  mutable std::vector<std::pair<SymbolValues, std::vector<CUgraphExec>>> shapeGraphs;
+  mutable std::vector<SymbolValues> seenOnce;
   std::string captureRefused;           ///< why library steps run between the graphs (empty: captured)
   uint8_t* staging = nullptr;       ///< pinned host memory for inputs and outputs
   std::vector<uint64_t> inputStaging, outputStaging;  ///< offsets in staging
@@ -131,12 +141,24 @@ struct CudaExecutor::Impl {
     return text;
   }
 
-  /// A kernel step's parameter array: `params[i]` points at `args[i]`, the device pointer of its i-th buffer.
-  void kernelParams(const KernelStep& step, std::vector<CUdeviceptr>& args, std::vector<void*>& params) const {
-    args.clear();
-    params.clear();
-    for (uint32_t a : step.args) args.push_back(pointers[a]);
-    for (CUdeviceptr& p : args) params.push_back(&p);
+  /// A kernel step's parameters: the device pointers of its buffers, then
+  /// its run-time extents at `values` (`params` points at them; the
+  /// kernels take extents as `long long`).
+  struct KernelParams {
+    std::vector<CUdeviceptr> args;
+    std::vector<long long> extents;
+    std::vector<void*> params;
+  };
+  Status kernelParams(const KernelStep& step, const SymbolValues& values, KernelParams& k) const {
+    k.args.clear(), k.extents.clear(), k.params.clear();
+    for (uint32_t a : step.args) k.args.push_back(pointers[a]);
+    for (const DimExpr& e : step.extents) {  // validate() bounds each by the kernel's maximum
+      KILN_ASSIGN(int64_t v, e.evaluate(values));
+      k.extents.push_back(static_cast<long long>(v));
+    }
+    for (CUdeviceptr& p : k.args) k.params.push_back(&p);
+    for (long long& e : k.extents) k.params.push_back(&e);
+    return Status::ok();
   }
 
   /// Library step `s` recorded by stream capture into a graph of its own
@@ -147,8 +169,10 @@ struct CudaExecutor::Impl {
                         [&] { return librarySteps->enqueue(s, libraryWorkspace, stream); });
   }
 
-  /// Adds step `s` to `graph` after `before`: a kernel node, or a library step's captured graph as a child node.
-  Status addStepNode(uint32_t s, CUgraph graph, const std::vector<CUgraphNode>& before, CUgraphNode& added) const {
+  /// Adds step `s` to `graph` after `before`: a kernel node (its extents at
+  /// `values`), or a library step's captured graph as a child node.
+  Status addStepNode(uint32_t s, const SymbolValues& values, CUgraph graph, const std::vector<CUgraphNode>& before,
+                     CUgraphNode& added) const {
     const KernelStep& step = exe->steps[s];
     if (step.kind == StepKind::Library) {
       KILN_ASSIGN(CUgraph child, captureLibraryStep(s));
@@ -157,60 +181,95 @@ struct CudaExecutor::Impl {
       cu->graphDestroy(child);  // the node holds a clone
       return status;
     }
-    std::vector<CUdeviceptr> args;
-    std::vector<void*> params;
+    KernelParams k;
+    KILN_TRY(kernelParams(step, values, k));
     const CudaKernelCode& c = exe->cudaKernels[step.kernel];
-    kernelParams(step, args, params);
     CUDA_KERNEL_NODE_PARAMS node{};
     node.func = functions[step.kernel];
     node.gridDimX = c.grid[0], node.gridDimY = c.grid[1], node.gridDimZ = c.grid[2];
     node.blockDimX = c.block[0], node.blockDimY = c.block[1], node.blockDimZ = c.block[2];
-    node.kernelParams = params.data();
+    node.kernelParams = k.params.data();
     return cu->check(cu->graphAddKernelNode(&added, graph, before.data(), before.size(), &node),
                      "cuGraphAddKernelNode " + exe->kernelNames[step.kernel]);
   }
 
-  /// Builds and instantiates one CUDA graph per segment.
-  Status buildGraphs() {
+  /// Builds and instantiates one CUDA graph per segment, its kernels' extents at `values`.
+  Expected<std::vector<CUgraphExec>> buildGraphs(const SymbolValues& values) const {
+    std::vector<CUgraphExec> built;
+    auto destroyBuilt = [&] {
+      for (CUgraphExec g : built) cu->graphExecDestroy(g);
+    };
     for (const KernelSegment& segment : segments) {
       CUgraph graph = nullptr;
       KILN_TRY(cu->check(cu->graphCreate(&graph, 0), "cuGraphCreate"));
       std::vector<CUgraphNode> nodes;
-      Status built = Status::ok();
+      Status status = Status::ok();
       std::vector<std::vector<uint32_t>> deps = kernelStepDependencies(*exe, segment);
-      for (uint32_t s = segment.begin; s < segment.end && built.isOk(); ++s) {
+      for (uint32_t s = segment.begin; s < segment.end && status.isOk(); ++s) {
         std::vector<CUgraphNode> before;
         for (uint32_t d : deps[s - segment.begin]) before.push_back(nodes[d - segment.begin]);
         CUgraphNode added = nullptr;
-        built = addStepNode(s, graph, before, added);
+        status = addStepNode(s, values, graph, before, added);
         nodes.push_back(added);
       }
       CUgraphExec instance = nullptr;
-      if (built.isOk()) built = cu->check(cu->graphInstantiate(&instance, graph, 0), "cuGraphInstantiate");
+      if (status.isOk()) status = cu->check(cu->graphInstantiate(&instance, graph, 0), "cuGraphInstantiate");
       cu->graphDestroy(graph);
-      KILN_TRY(built);
-      graphs.push_back(instance);
+      if (!status.isOk()) {
+        destroyBuilt();
+        return status.error();
+      }
+      built.push_back(instance);
     }
-    return Status::ok();
+    return built;
   }
 
-  /// The graphs, with the library steps captured in them where the libraries allow it.
+  /// The graphs of a run at `values`: the static ones, or (dynamic dims) the
+  /// set built for these values, built now when a recent run had them too;
+  /// null the first time (the steps are launched directly).
+  Expected<const std::vector<CUgraphExec>*> graphsFor(const SymbolValues& values) const {
+    if (exe->symbols.empty()) return &graphs;
+    for (size_t i = 0; i < shapeGraphs.size(); ++i) {
+      if (shapeGraphs[i].first != values) continue;
+      std::rotate(shapeGraphs.begin() + long(i), shapeGraphs.begin() + long(i) + 1, shapeGraphs.end());  // now the most recent
+      return &shapeGraphs.back().second;
+    }
+    auto seen = std::find(seenOnce.begin(), seenOnce.end(), values);
+    if (seen == seenOnce.end()) {
+      if (seenOnce.size() == kGraphShapes) seenOnce.erase(seenOnce.begin());
+      seenOnce.push_back(values);
+      return static_cast<const std::vector<CUgraphExec>*>(nullptr);
+    }
+    seenOnce.erase(seen);
+    KILN_ASSIGN(std::vector<CUgraphExec> built, buildGraphs(values));
+    if (shapeGraphs.size() == kGraphShapes) {  // the least recently used set goes
+      for (CUgraphExec g : shapeGraphs.front().second) cu->graphExecDestroy(g);
+      shapeGraphs.erase(shapeGraphs.begin());
+    }
+    shapeGraphs.emplace_back(values, std::move(built));
+    return &shapeGraphs.back().second;
+  }
+
+  /// The graphs, with the library steps captured in them where the libraries
+  /// allow it (with dynamic dims, the segments only: graphs come per run's dims).
   Status buildGraphsCapturingLibraries() {
     segments = kernelSegments(*exe, true);
-    Status built = buildGraphs();
-    if (built.isOk() || exe->libraryCalls.empty()) return built;
-    captureRefused = built.error().message();
-    for (CUgraphExec g : graphs) cu->graphExecDestroy(g);
-    graphs.clear();
-    segments = kernelSegments(*exe, false);
-    return buildGraphs();
+    if (!exe->symbols.empty()) return Status::ok();
+    Expected<std::vector<CUgraphExec>> built = buildGraphs({});
+    if (!built.isOk() && !exe->libraryCalls.empty()) {
+      captureRefused = built.error().message();
+      segments = kernelSegments(*exe, false);
+      built = buildGraphs({});
+    }
+    KILN_TRY(built.status());
+    graphs = std::move(*built);
+    return Status::ok();
   }
 
   /// Enqueues a segment's steps one by one (no CUDA graphs); with `timer`,
   /// each between two of its events.
-  Status launchSegment(const KernelSegment& segment, StepTimer* timer) const {
-    std::vector<CUdeviceptr> args;
-    std::vector<void*> params;
+  Status launchSegment(const KernelSegment& segment, const SymbolValues& values, StepTimer* timer) const {
+    KernelParams k;
     for (uint32_t s = segment.begin; s < segment.end; ++s) {
       const KernelStep& step = exe->steps[s];
       if (step.kind == StepKind::Library) {
@@ -218,10 +277,10 @@ struct CudaExecutor::Impl {
         continue;
       }
       const CudaKernelCode& c = exe->cudaKernels[step.kernel];
-      kernelParams(step, args, params);
+      KILN_TRY(kernelParams(step, values, k));
       KILN_TRY(StepTimer::record(timer, s, true, stream));
       KILN_TRY(cu->check(cu->launchKernel(functions[step.kernel], c.grid[0], c.grid[1], c.grid[2], c.block[0], c.block[1],
-                                          c.block[2], 0, stream, params.data(), nullptr),
+                                          c.block[2], 0, stream, k.params.data(), nullptr),
                          "launching " + exe->kernelNames[step.kernel]));
       KILN_TRY(StepTimer::record(timer, s, false, stream));
     }
@@ -250,7 +309,7 @@ struct CudaExecutor::Impl {
     return cu->check(cu->streamSynchronize(stream), "the library steps' trial run at load");
   }
 
-  Expected<std::vector<Tensor>> runOnce(const std::vector<Tensor>& inputs, StepTimer* timer) const;
+  Expected<std::vector<Tensor>> runOnce(const std::vector<Tensor>& inputs, const SymbolValues& values, StepTimer* timer) const;
 
   ~Impl() {
     if (!cu || !context) return;
@@ -258,6 +317,8 @@ struct CudaExecutor::Impl {
       Current current(*this);
       librarySteps.reset();
       for (CUgraphExec g : graphs) cu->graphExecDestroy(g);
+      for (auto& [values, set] : shapeGraphs)
+        for (CUgraphExec g : set) cu->graphExecDestroy(g);
       for (CUdeviceptr p : owned) cu->memFree(p);
       if (staging) cu->memFreeHost(staging);
       for (CUmodule m : modules) cu->moduleUnload(m);
@@ -286,10 +347,10 @@ Expected<std::unique_ptr<CudaExecutor>> CudaExecutor::create(std::shared_ptr<con
   if (exe->cudaKernels.size() != exe->kernelNames.size())
     return makeError(ErrorCode::ArtifactCorrupt, "executable has ", exe->kernelNames.size(), " kernels but CUDA code for ",
                      exe->cudaKernels.size());
-  // Its CUDA graphs hold each kernel's arguments, run-time extents included.
-  if (!exe->symbols.empty())
+  // Library steps are planned for fixed shapes once, at load.
+  if (!exe->symbols.empty() && !exe->libraryCalls.empty())
     return makeError(ErrorCode::ExecUnsupported, "the executable has dynamic dims (", exe->symbols.front().name,
-                     ", ...); the CUDA executor runs fixed shapes only");
+                     ", ...) and library steps, which run fixed shapes only");
   KILN_ASSIGN(const CudaDriver* cu, CudaDriver::get());
   std::unique_ptr<CudaExecutor> e(new CudaExecutor);
   Impl& m = *e->impl_;
@@ -358,7 +419,8 @@ Expected<std::unique_ptr<CudaExecutor>> CudaExecutor::create(std::shared_ptr<con
   }
   KILN_TRY(m.planLibrarySteps());
   const char* graphs = std::getenv("KILN_CUDA_GRAPHS");
-  if (graphs && std::string(graphs) == "0") m.segments = kernelSegments(*exe, true);
+  m.useGraphs = !(graphs && std::string(graphs) == "0");
+  if (!m.useGraphs) m.segments = kernelSegments(*exe, true);
   else KILN_TRY(m.buildGraphsCapturingLibraries());
   return e;
 }
@@ -367,8 +429,12 @@ std::string CudaExecutor::graphSummary() const {
   const Impl& m = *impl_;
   size_t librarySteps = 0;
   for (const KernelStep& step : m.exe->steps) librarySteps += step.kind == StepKind::Library;
-  if (m.graphs.empty())
+  if (!m.useGraphs)
     return m.segments.empty() ? "no kernel steps" : "CUDA graphs off (KILN_CUDA_GRAPHS=0): every step launched on the stream";
+  if (!m.exe->symbols.empty())
+    return std::to_string(m.segments.size()) + " CUDA graph(s) per run, built for dynamic dims seen twice (the last " +
+           std::to_string(kGraphShapes) + " shapes kept; a shape seen once launches its steps one by one)";
+  if (m.graphs.empty()) return "no kernel steps";
   std::string text = std::to_string(m.graphs.size()) + (m.graphs.size() == 1 ? " CUDA graph" : " CUDA graphs") + " per run";
   if (!librarySteps) return text;
   if (m.captureRefused.empty()) return text + " (" + std::to_string(librarySteps) + " library calls captured in them)";
@@ -376,16 +442,16 @@ std::string CudaExecutor::graphSummary() const {
 }
 
 Expected<std::vector<Tensor>> CudaExecutor::run(const std::vector<Tensor>& inputs) const {
-  KILN_TRY(impl_->exe->checkInputs(inputs));
+  KILN_ASSIGN(const SymbolValues values, impl_->exe->checkInputs(inputs));
   std::lock_guard<std::mutex> lock(impl_->runMutex);
   Impl::Current current(*impl_);
-  return impl_->runOnce(inputs, nullptr);
+  return impl_->runOnce(inputs, values, nullptr);
 }
 
 Expected<std::vector<KernelStepTime>> CudaExecutor::profile(const std::vector<Tensor>& inputs, int runs) const {
   const Impl& m = *impl_;
   const Executable& exe = *m.exe;
-  KILN_TRY(exe.checkInputs(inputs));
+  KILN_ASSIGN(const SymbolValues values, exe.checkInputs(inputs));
   if (runs < 1) return makeError(ErrorCode::InvalidArgument, "profiling needs at least one run, not ", runs);
   std::lock_guard<std::mutex> lock(impl_->runMutex);
   Impl::Current current(m);
@@ -408,7 +474,7 @@ Expected<std::vector<KernelStepTime>> CudaExecutor::profile(const std::vector<Te
   }
   for (int r = 0; r < runs; ++r) {
     std::fill(timer.ran.begin(), timer.ran.end(), 0);
-    KILN_TRY(m.runOnce(inputs, &timer).status());  // waits for the device: every event has completed
+    KILN_TRY(m.runOnce(inputs, values, &timer).status());  // waits for the device: every event has completed
     for (KernelStepTime& t : times) {
       float ms = 0;
       if (!timer.ran[t.step]) continue;  // in the branch these inputs do not take: 0 ms
@@ -419,16 +485,22 @@ Expected<std::vector<KernelStepTime>> CudaExecutor::profile(const std::vector<Te
   return times;
 }
 
-Expected<std::vector<Tensor>> CudaExecutor::Impl::runOnce(const std::vector<Tensor>& inputs, StepTimer* timer) const {
+Expected<std::vector<Tensor>> CudaExecutor::Impl::runOnce(const std::vector<Tensor>& inputs, const SymbolValues& values,
+                                                          StepTimer* timer) const {
   const Impl& m = *this;
   const Executable& exe = *m.exe;
   const CudaDriver& cu = *m.cu;
-  for (size_t i = 0; i < inputs.size(); ++i) {
+  for (size_t i = 0; i < inputs.size(); ++i) {  // at this run's size (checkInputs: within the capacity)
     const BufferSpec& b = exe.buffers[exe.inputs[i]];
-    if (!b.bytes()) continue;
+    const uint64_t bytes = b.bytes() ? inputs[i].byteSize() : 0;
+    if (!bytes) continue;
     uint8_t* staged = m.staging + m.inputStaging[i];
-    std::memcpy(staged, inputs[i].rawData(), b.bytes());
-    KILN_TRY(cu.check(cu.memcpyHtoDAsync(m.pointers[exe.inputs[i]], staged, b.bytes(), m.stream), "copying input " + b.name));
+    std::memcpy(staged, inputs[i].rawData(), bytes);
+    KILN_TRY(cu.check(cu.memcpyHtoDAsync(m.pointers[exe.inputs[i]], staged, bytes, m.stream), "copying input " + b.name));
+  }
+  const std::vector<CUgraphExec>* graphs = nullptr;
+  if (m.useGraphs && !timer) {
+    KILN_ASSIGN(graphs, m.graphsFor(values));
   }
   std::vector<Tensor> dynamicValues(exe.buffers.size());
   // A host step's operand, copied from the device (or a dynamic value).
@@ -450,8 +522,8 @@ Expected<std::vector<Tensor>> CudaExecutor::Impl::runOnce(const std::vector<Tens
     while (segment < m.segments.size() && m.segments[segment].begin < s) ++segment;  // skipped by a jump
     if (segment < m.segments.size() && m.segments[segment].begin == s) {
       const KernelSegment& seg = m.segments[segment];
-      if (m.graphs.empty() || timer) KILN_TRY(m.launchSegment(seg, timer));
-      else KILN_TRY(cu.check(cu.graphLaunch(m.graphs[segment], m.stream), "launching the CUDA graph of steps " +
+      if (!graphs) KILN_TRY(m.launchSegment(seg, values, timer));
+      else KILN_TRY(cu.check(cu.graphLaunch((*graphs)[segment], m.stream), "launching the CUDA graph of steps " +
                                                                              std::to_string(seg.begin) + ".." + std::to_string(seg.end - 1)));
       ++segment;
       s = seg.end;
@@ -499,12 +571,15 @@ Expected<std::vector<Tensor>> CudaExecutor::Impl::runOnce(const std::vector<Tens
         KILN_TRY(cu.check(cu.memcpyHtoD(m.pointers[id], results[i].rawData(), b.bytes()), "copying " + b.name + " to the device"));
     }
   }
-  // Outputs the device computed come back through the staging block, all before one wait.
+  // Outputs the device computed come back through the staging block, all before one wait, at this run's dims.
+  std::vector<Dims> outputDims(exe.outputs.size());
   for (size_t o = 0; o < exe.outputs.size(); ++o) {
     uint32_t source = m.outputSource(exe.outputs[o]);
+    KILN_ASSIGN(outputDims[o], exe.buffers[source].runDims(values));
     if (!m.onDevice(source)) continue;
     const BufferSpec& from = exe.buffers[source];
-    KILN_TRY(cu.check(cu.memcpyDtoHAsync(m.staging + m.outputStaging[o], m.pointers[source], from.bytes(), m.stream),
+    const uint64_t bytes = uint64_t(numElements(outputDims[o])) * dtypeSize(from.dtype);
+    KILN_TRY(cu.check(cu.memcpyDtoHAsync(m.staging + m.outputStaging[o], m.pointers[source], bytes, m.stream),
                       "copying output " + from.name));
   }
   KILN_TRY(cu.check(cu.streamSynchronize(m.stream), "running the kernels"));
@@ -521,8 +596,9 @@ Expected<std::vector<Tensor>> CudaExecutor::Impl::runOnce(const std::vector<Tens
     } else if (from.kind == BufferKind::Weight) {
       outputs[o] = exe.weights[from.index].clone();
     } else {
-      Tensor t(from.dtype, from.dims, Buffer::allocate(from.bytes()));
-      if (from.bytes()) std::memcpy(t.mutableRawData(), m.staging + m.outputStaging[o], from.bytes());
+      const uint64_t bytes = uint64_t(numElements(outputDims[o])) * dtypeSize(from.dtype);
+      Tensor t(from.dtype, outputDims[o], Buffer::allocate(bytes));
+      if (bytes) std::memcpy(t.mutableRawData(), m.staging + m.outputStaging[o], bytes);
       outputs[o] = std::move(t);
     }
   }
