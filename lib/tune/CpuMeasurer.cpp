@@ -83,12 +83,28 @@ class CpuMeasurer final : public StagedMeasurer<Candidate> {
 std::vector<void*> KernelArguments::pointers() {
   std::vector<void*> out;
   for (Tensor& t : tensors) out.push_back(t.mutableRawData());
+  for (int64_t e : extents) out.push_back(reinterpret_cast<void*>(intptr_t(e)));  // as the CPU executor passes them
+  return out;
+}
+
+/// `t` in a tensor of `capacity` elements, its data packed at the start (a
+/// kernel over dynamic dims reads a run's tensor so from a buffer sized for the maxima).
+Tensor withCapacity(const Tensor& t, int64_t capacity) {
+  Tensor out = Tensor::zeros(t.dtype(), {capacity});
+  std::memcpy(out.mutableRawData(), t.rawData(), t.byteSize());
   return out;
 }
 
 Expected<KernelArguments> bindKernelArguments(const KernelGroup& group, const LoweredKernel& lk,
                                               const std::map<std::string, Tensor>& reference) {
   KernelArguments b;
+  // Dynamic dims at their opt values: the reference values were computed on inputs of those dims.
+  for (const std::string& symbol : lk.extentSymbols) {
+    auto r = group.dimRanges ? group.dimRanges->find(symbol) : ir::DimRanges::const_iterator();
+    if (!group.dimRanges || r == group.dimRanges->end())
+      return makeError(ErrorCode::Internal, "tuning ", group.name(), ": no range for dynamic dim ", symbol);
+    b.extents.push_back(r->second.opt);
+  }
   for (size_t a = 0; a < lk.kernel.params.size(); ++a) {
     const codegen::Buffer& param = lk.kernel.params[a];
     const ir::Value* v = lk.args[a];
@@ -106,11 +122,11 @@ Expected<KernelArguments> bindKernelArguments(const KernelGroup& group, const Lo
       if (pack) {
         KILN_ASSIGN(t, packConstant(ref, *pack));
       } else if (output) {
-        t = Tensor::zeros(ref.dtype(), ref.dims());
+        t = Tensor::zeros(ref.dtype(), ref.numElements() < param->size ? Dims{param->size} : ref.dims());
         std::memset(t.mutableRawData(), 0xff, t.byteSize());  // NaN bits: a missed store cannot pass
         b.expected.emplace_back(a, &ref);
       } else {
-        t = ref.clone();
+        t = ref.numElements() < param->size && !b.extents.empty() ? withCapacity(ref, param->size) : ref.clone();
       }
     }
     if (t.numElements() < param->size && t.byteSize() != 0)

@@ -91,7 +91,8 @@ std::string installedLibraryVersion(const std::string& library) {
 
 double maxRelativeError(const Tensor& got, const Tensor& want) {
   std::vector<double> g = got.toDoubles(), w = want.toDoubles();
-  if (g.size() != w.size()) return INFINITY;
+  // A kernel over dynamic dims writes a run's result packed at the start of a buffer sized for the maxima.
+  if (g.size() < w.size()) return INFINITY;
   double squares = 0;
   for (double v : w) squares += std::isfinite(v) ? v * v : 0;
   const double rms = w.empty() ? 0 : std::sqrt(squares / double(w.size()));

@@ -25,11 +25,28 @@ std::string hex16(uint64_t h) {
   return buf;
 }
 
+/// "1x64x56x56"; a dynamic dim as its expression ("bx(s)x16").
 std::string dimsText(const ir::Value* v) {
   if (!v->type().isTensor()) return "?";
+  const ir::TensorType& t = v->tensorType();
   std::string out;
-  for (int64_t d : v->tensorType().dims()) out += (out.empty() ? "" : "x") + std::to_string(d);
+  for (int64_t i = 0; i < t.rank(); ++i) {
+    std::optional<DimExpr> e = t.dim(i) < 0 ? t.dimExpr(i) : std::nullopt;
+    const std::string text = e ? e->str() : std::to_string(t.dim(i));
+    out += (out.empty() ? "" : "x") + (e && e->symbols().size() == 1 && text == *e->symbols().begin() ? text : e ? "(" + text + ")" : text);
+  }
   return out.empty() ? "scalar" : out;
+}
+
+/// "b=2,s=8": the opt value of each dynamic dim a kernel takes (what it is measured at); "" for none.
+std::string optText(const LoweredKernel& k, const KernelGroup& g) {
+  std::string out;
+  for (const std::string& symbol : k.extentSymbols) {
+    auto r = g.dimRanges ? g.dimRanges->find(symbol) : ir::DimRanges::const_iterator();
+    if (!g.dimRanges || r == g.dimRanges->end()) continue;
+    out += (out.empty() ? "" : ",") + symbol + "=" + std::to_string(r->second.opt);
+  }
+  return out;
 }
 
 /// "Conv 1x64x56x56 -> 1x256x56x56 +Add+Relu": the anchor (or first op), its
@@ -68,6 +85,8 @@ Expected<GroupSignature> signatureOf(const KernelGroup& group, KernelTarget targ
   KILN_ASSIGN(s.fullSpace, t->knobSpace(group, target));
   KILN_ASSIGN(LoweredKernel lowered, lowerGroup(group, target, nullptr));
   uint64_t h = hashString(kernelBodyKey(lowered.kernel), hashString(s.templateName));
+  s.opt = optText(lowered, group);
+  if (!s.opt.empty()) h = hashString(s.opt, h);
   s.signature = s.templateName + "-" + targetName(target) + "-" + hex16(hashCombine(h, uint64_t(target)));
   s.spaceVersion = hex16(hashString(s.fullSpace.str()));
   s.flops = kernelStats(lowered.kernel).flops;
@@ -88,10 +107,15 @@ std::optional<TaskLibraryCall> libraryCallOf(const TuningTask& task) {
   return TaskLibraryCall{std::move(head), std::move(split)};
 }
 
-Expected<TaskSet> extractTasks(ir::Graph& graph, KernelTarget target, const std::string& fusionPlanText) {
+Expected<TaskSet> extractTasks(ir::Graph& graph, KernelTarget target, const std::string& fusionPlanText,
+                               const ir::DimRanges& ranges) {
   TaskSet out;
   KILN_ASSIGN(FusionPlan plan, FusionPlan::build(graph));
   out.plan = std::make_unique<FusionPlan>(std::move(plan));
+  if (!ranges.empty()) {
+    out.ranges = std::make_unique<ir::DimRanges>(ranges);
+    out.plan->setDimRanges(out.ranges.get());
+  }
   if (!fusionPlanText.empty()) KILN_TRY(out.plan->applyDecisions(fusionPlanText));
   std::map<std::string, size_t> bySignature;
   for (const KernelGroup& g : out.plan->groups()) {
@@ -116,7 +140,7 @@ Expected<TaskSet> extractTasks(ir::Graph& graph, KernelTarget target, const std:
       TuningTask task;
       task.signature = s->signature;
       task.templateName = s->templateName;
-      task.description = describe(g);
+      task.description = describe(g) + (s->opt.empty() ? "" : " @ " + s->opt);
       task.target = target;
       task.space = std::move(space);
       task.spaceVersion = s->spaceVersion;

@@ -4,6 +4,7 @@
 # each strategy on a tiny model, the report and its JSON, the database
 # applied at compile time (the tuned artifact computes what the interpreter
 # computes), corrupt lines warned about, stale records reported, and errors.
+# Kernels over shape ranges: tuned at the opt shape, applied only there.
 # Batch mode: candidates exported, measured by kiln-measure, imported; CUDA
 # candidates (cubins) too, measured on the emulated driver. Library calls
 # measured faster than their kernels run as library steps; a group split for
@@ -456,6 +457,28 @@ grep -E "^kiln: tuning .*\+Erf\+" ssplit.err | grep -q -E "(library cuBLASLt|kep
   || fail "the split group's pair was not applied: $(grep -E 'Erf' ssplit.err)"
 expect_fail "needs the measuring GPU's architecture" "$KILN" tune "$MODEL" --target cuda --export-candidates x
 expect_fail "expected cpu, cuda or cuda:sm_NN" "$KILN" tune "$MODEL" --target cuda:90 --trials 4
+
+# Shape ranges: kernels over dynamic dims are tuned at the opt shape and keyed by it. The records apply to
+# a compile with the same ranges and opt shape, to none compiled for another opt shape or one static shape,
+# and the tuned ranged artifact computes what the interpreter does at another shape.
+CNN=$SRC/models/tiny/tiny_cnn.onnx
+RANGES=(--min-shapes input:1x3x32x32 --max-shapes input:8x3x32x32)
+"$KILN" tune "$CNN" "${RANGES[@]}" --opt-shapes input:4x3x32x32 --trials 8 "${FAST[@]}" --db ranged.jsonl \
+  > ranged_tune.txt 2> ranged_tune.err
+expect_in "@ batch=4" ranged_tune.txt
+"$KILN" compile "$CNN" "${RANGES[@]}" --opt-shapes input:4x3x32x32 --tuning-db ranged.jsonl -o ranged_tuned.kiln > ranged_c.txt
+grep -q "tuning db: .* 0 missing" ranged_c.txt || fail "ranged records not found: $(cat ranged_c.txt)"
+"$KILN" compile "$CNN" "${RANGES[@]}" --opt-shapes input:2x3x32x32 --tuning-db ranged.jsonl -o ranged_other.kiln > ranged_o.txt
+grep -q "tuning db: 0 kernels applied, 0 kept the default" ranged_o.txt || fail "records of opt batch 4 applied at 2: $(cat ranged_o.txt)"
+"$KILN" compile "$CNN" --shape input:4x3x32x32 --tuning-db ranged.jsonl -o ranged_static.kiln > ranged_s.txt
+grep -q "tuning db: 0 kernels applied, 0 kept the default" ranged_s.txt || fail "ranged records applied to static kernels"
+/usr/bin/python3 -c "import numpy as np; np.save('rx.npy', np.random.default_rng(3).standard_normal((3, 3, 32, 32)).astype(np.float32))"
+"$KILN" run ranged_tuned.kiln --input input=rx.npy --output-dir ranged_k > /dev/null
+"$KILN" run "$CNN" --input input=rx.npy --output-dir ranged_i > /dev/null
+same_outputs ranged_k ranged_i
+expect_fail "kiln tune over shape ranges measures CPU kernels on this machine; --target cuda takes one shape" \
+  "$KILN" tune "$CNN" "${RANGES[@]}" --target cuda --trials 4 --db r.jsonl
+expect_fail "--export-candidates takes one shape" "$KILN" tune "$CNN" "${RANGES[@]}" --export-candidates rx --trials 4
 
 # Errors.
 expect_fail "does not exist" "$KILN" compile "$MODEL" --tuning-db none.jsonl -o n.kiln

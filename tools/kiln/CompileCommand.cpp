@@ -62,18 +62,6 @@ std::string size(uint64_t bytes) {
   return os.str();
 }
 
-/// KE5001 for what does not take dynamic dims yet (shape ranges): tuning
-/// databases, whose records are kept per static shape.
-Status checkDynamicSupport(const ir::Module& module, bool tuningDb) {
-  if (module.dimRanges.empty() || !tuningDb) return Status::ok();
-  std::string dims;
-  for (const auto& [symbol, r] : module.dimRanges)
-    dims += (dims.empty() ? "" : ", ") + symbol + " " + std::to_string(r.min) + ".." + std::to_string(r.max);
-  return Error(ErrorCode::CodegenUnsupported,
-               "the shape ranges leave dynamic dims (" + dims + "); --tuning-db does not apply to kernels over shape "
-               "ranges yet (docs/notes/dynamic-shapes.md). Compile for one shape with --shape, or without a tuning database");
-}
-
 /// Writes the fusion plan (if asked) and the artifact, then the report's
 /// first lines; `kernelsNote` ends the kernels line. The caller prints the
 /// target's own lines (weights, times) after these.
@@ -185,7 +173,7 @@ Expected<tune::TuningApplication> applyTuning(const CompileOptions& o, ir::Graph
   KILN_ASSIGN(tune::TuningDatabase db, tune::TuningDatabase::open(o.tuningDb, true));
   for (const std::string& p : db.problems()) std::cerr << "kiln: warning: " << p << "\n";
   KILN_ASSIGN(tune::TaskSet tasks, tune::extractTasks(graph, cuda ? codegen::KernelTarget::Gpu : codegen::KernelTarget::Cpu,
-                                                      options.fusionPlanText));
+                                                      options.fusionPlanText, options.dimRanges));
   std::string device = tune::cpuDeviceName();
   if (cuda) {
     KILN_ASSIGN(device, tuningGpu(o, db));
@@ -232,7 +220,6 @@ int compileModel(const CompileOptions& o) {
   progress("importing " + o.model.path);
   auto module = loadModel(o.model);
   if (!module) return reportError(module.error());
-  if (Status s = checkDynamicSupport(**module, !o.tuningDb.empty()); !s.isOk()) return reportError(s.error());
   double importMs = timer.elapsedMs();
   timer.restart();
   auto report = applyPipeline(**module, o.model);

@@ -2,7 +2,9 @@
 //
 // Input files are read once; when they (or random inputs, whose unknown dims
 // become 1) bind dynamic dims, the model is imported again with those
-// bindings so that static inference and code generation see them.
+// bindings so that static inference and code generation see them. A model
+// imported with shape ranges keeps them: random inputs take each dynamic
+// dim's opt value, and files of any shape in the ranges are used as they are.
 //
 //===----------------------------------------------------------------------===//
 #include "ModelInputs.h"
@@ -45,6 +47,19 @@ Tensor randomData(DType dtype, const Dims& dims, uint64_t seed) {
   return out;
 }
 
+/// A ranged input's dims at the opt values of its dynamic dims.
+Expected<Dims> optDims(const ir::TensorType& t, const ir::DimRanges& ranges) {
+  std::map<std::string, int64_t> opt;
+  for (const auto& [symbol, r] : ranges) opt[symbol] = r.opt;
+  Dims dims = t.dims();
+  for (int64_t i = 0; i < t.rank(); ++i) {
+    std::optional<DimExpr> e = t.dim(i) < 0 ? t.dimExpr(i) : std::nullopt;
+    if (!e) continue;
+    KILN_ASSIGN(dims[size_t(i)], e->evaluate(opt));
+  }
+  return dims;
+}
+
 Expected<Tensor> randomTensor(const ir::Value& input, uint64_t seed) {
   if (!input.type().isTensor())
     return Error(ErrorCode::ExecInput, "input '" + input.name() + "' is a " + input.type().str() +
@@ -85,9 +100,11 @@ Expected<ModelWithInputs> loadModelWithInputs(const ModelOptions& options, const
   }
   std::map<std::string, RuntimeValue> given;
   std::vector<std::string> bindings;
+  const bool ranged = !result.module->dimRanges.empty();  // dynamic dims stay dynamic: no rebinding
   for (ir::Value* in : result.module->graph().inputs()) {
     auto it = files.find(in->name());
     if (it == files.end()) {
+      if (ranged) continue;
       // Random data binds unknown dims to 1, in the graph too (code generation needs static shapes).
       if (in->type().isTensor() && in->tensorType().hasRank() && !in->tensorType().isStatic()) {
         Dims dims = in->tensorType().dims();
@@ -101,7 +118,7 @@ Expected<ModelWithInputs> loadModelWithInputs(const ModelOptions& options, const
       continue;
     }
     KILN_ASSIGN(RuntimeValue v, readInputFile(it->second, in->type()));
-    if (v.isTensor() && in->type().isTensor() && !in->tensorType().isStatic())
+    if (v.isTensor() && in->type().isTensor() && !in->tensorType().isStatic() && !ranged)
       bindings.push_back(in->name() + ":" + dimsToString(v.tensor().dims()));
     given[in->name()] = std::move(v);
   }
@@ -118,6 +135,11 @@ Expected<ModelWithInputs> loadModelWithInputs(const ModelOptions& options, const
     const ir::Value* in = g.inputs()[i];
     if (auto it = given.find(in->name()); it != given.end()) {
       result.inputs.push_back(it->second);
+      continue;
+    }
+    if (ranged && in->type().isTensor() && in->tensorType().hasRank()) {
+      KILN_ASSIGN(Dims dims, optDims(in->tensorType(), result.module->dimRanges));
+      result.inputs.push_back(RuntimeValue(randomData(in->tensorType().dtype(), dims, seed + i)));
       continue;
     }
     KILN_ASSIGN(Tensor t, randomTensor(*in, seed + i));

@@ -15,7 +15,9 @@
 // each kernel's library call (cuBLASLt, cuDNN) beside it (--no-library: not);
 // --target cuda:sm_NN --export-candidates writes cubins for a GPU elsewhere.
 // --replay TABLE looks the results up in a database measured earlier (the
-// strategy comparison's oracle) instead of measuring.
+// strategy comparison's oracle) instead of measuring. With shape ranges
+// (--min/--opt/--max-shapes, as for kiln compile) the CPU kernels are tuned
+// over the dynamic dims, measured at the opt shape.
 //
 //===----------------------------------------------------------------------===//
 #include <unistd.h>
@@ -181,7 +183,13 @@ int tuneModel(TuneCommandOptions o) {
   auto model = loadModelWithInputs(o.model, o.inputs, o.tune.search.seed);
   if (!model) return reportError(model.error());
   ir::Graph& graph = model->module->graph();
-  auto tasks = tune::extractTasks(graph, cuda ? codegen::KernelTarget::Gpu : codegen::KernelTarget::Cpu);
+  const ir::DimRanges& ranges = model->module->dimRanges;
+  if (!ranges.empty() && (cuda || !o.exportDir.empty()))
+    return reportError(Error(ErrorCode::CodegenUnsupported,
+                             std::string("kiln tune over shape ranges measures CPU kernels on this machine; ") +
+                                 (cuda ? "--target cuda" : "--export-candidates") +
+                                 " takes one shape (--shape) (docs/notes/dynamic-shapes.md)"));
+  auto tasks = tune::extractTasks(graph, cuda ? codegen::KernelTarget::Gpu : codegen::KernelTarget::Cpu, "", ranges);
   if (!tasks) return reportError(tasks.error());
   if (!o.kernels.empty()) {  // --kernel: only tasks whose description or signature contains one of the strings
     std::vector<tune::TuningTask> kept;
@@ -247,6 +255,7 @@ void addTuneCommand(CLI::App& app, int& exitCode) {
   auto* cmd = app.add_subcommand("tune", "Tune the schedules of a model's kernels on this machine (autotuning)");
   auto o = std::make_shared<TuneCommandOptions>();
   addModelOptions(*cmd, o->model, true);
+  addShapeRangeOptions(*cmd, o->model);
   cmd->add_option("--target", o->target,
                   "Target whose kernels are tuned: cpu (this machine's CPU), cuda (its GPU, KILN_CUDA_DEVICE, default 0) "
                   "or cuda:sm_NN (with --export-candidates: cubins for a GPU of that architecture)")

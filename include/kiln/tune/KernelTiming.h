@@ -44,7 +44,8 @@ struct MeasureOptions {
 
 /// Largest |got - want| / max(1, |want|, rms(want)) (infinite where one is
 /// NaN and the other not): long reductions summed in another order are not
-/// mistaken for wrong code where values are large.
+/// mistaken for wrong code where values are large. `got` may be longer (a
+/// buffer sized for dynamic dims' maxima): its first elements are compared.
 double maxRelativeError(const Tensor& got, const Tensor& want);
 
 /// Output arguments (indices into a candidate's arguments) and the reference

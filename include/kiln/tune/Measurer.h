@@ -75,6 +75,8 @@ class Measurer {
 struct KernelArguments {
   std::vector<Tensor> tensors;  ///< one per kernel parameter
   ExpectedOutputs expected;     ///< output argument, its reference value
+  std::vector<int64_t> extents; ///< the kernel's run-time extents (dynamic dims at their opt values)
+  /// The CPU entry point's arguments: each tensor's data, then each extent.
   std::vector<void*> pointers();
 };
 Expected<KernelArguments> bindKernelArguments(const codegen::KernelGroup& group, const codegen::LoweredKernel& lowered,

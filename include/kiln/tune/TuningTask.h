@@ -50,19 +50,27 @@ std::optional<TaskLibraryCall> libraryCallOf(const TuningTask& task);
 
 /// The tasks of a graph: its fusion plan (defaults, or `fusionPlanText`) and
 /// one task per distinct kernel a template lowers, in first-use order. Groups
-/// that run as host steps or whose knob space has one configuration are not tasks.
+/// that run as host steps or whose knob space has one configuration are not
+/// tasks. With `ranges` (a graph with dynamic dims) kernels take them as
+/// run-time extents and are measured at the opt values.
 struct TaskSet {
+  std::unique_ptr<ir::DimRanges> ranges;  ///< what the plan's groups read (null: static shapes)
   std::unique_ptr<codegen::FusionPlan> plan;
   std::vector<TuningTask> tasks;
   size_t groups = 0;          ///< kernel groups in the plan
   size_t untunableGroups = 0; ///< host steps and groups with a single configuration
 };
-Expected<TaskSet> extractTasks(ir::Graph& graph, codegen::KernelTarget target, const std::string& fusionPlanText = "");
+Expected<TaskSet> extractTasks(ir::Graph& graph, codegen::KernelTarget target, const std::string& fusionPlanText = "",
+                               const ir::DimRanges& ranges = {});
 
 /// The signature and knob-space version of one group (what extractTasks and
-/// applying the tuning database both compute); error when no template lowers it.
+/// applying the tuning database both compute); error when no template lowers
+/// it. A kernel over dynamic dims is keyed by its code (which holds each
+/// run-time extent's maximum) and the opt values it is measured at, so a
+/// record never applies to a kernel measured at other values.
 struct GroupSignature {
   std::string signature, spaceVersion, templateName;
+  std::string opt;  ///< "b=2,s=8": the opt values a kernel over dynamic dims is measured at ("" for none)
   codegen::KnobSpace fullSpace;
   double flops = 0;
 };
