@@ -76,14 +76,16 @@ class CudaMeasurer final : public StagedMeasurer<CudaCandidate> {
   }
 
   Status runAndTime(CudaCandidate& c, KernelArguments& args, MeasureResult& r) const override {
-    KILN_ASSIGN(KernelOutcome outcome, measureCudaKernel(c.cubin, launchOf(c.source), args.tensors, args.expected, options_));
+    KILN_ASSIGN(KernelOutcome outcome, measureCudaKernel(c.cubin, launchOf(c.source, args), args.tensors, args.expected, options_));
     take(outcome, r);
     return Status::ok();
   }
 
-  static runtime::CudaKernelLaunch launchOf(const CudaKernel& source) {
+  /// The launch of `source` on `args` (their run-time extents after the buffers).
+  static runtime::CudaKernelLaunch launchOf(const CudaKernel& source, const KernelArguments& args) {
     runtime::CudaKernelLaunch launch;
     launch.entry = source.name;
+    launch.extents = args.extents;
     for (size_t d = 0; d < 3; ++d) {
       launch.grid[d] = uint32_t(source.grid[d]);
       launch.block[d] = uint32_t(source.block[d]);
@@ -106,7 +108,7 @@ class CudaMeasurer final : public StagedMeasurer<CudaCandidate> {
       return Status::ok();
     }
     KILN_ASSIGN(KernelArguments args, bindKernelArguments(tail, c.lowered, reference_));
-    KILN_ASSIGN(KernelOutcome outcome, measureCudaKernel(c.cubin, launchOf(c.source), args.tensors, args.expected, options_));
+    KILN_ASSIGN(KernelOutcome outcome, measureCudaKernel(c.cubin, launchOf(c.source, args), args.tensors, args.expected, options_));
     const double callMs = r.ms, callError = r.maxError;
     take(outcome, r);
     if (r.ok()) r.ms += callMs;

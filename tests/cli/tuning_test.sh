@@ -476,8 +476,6 @@ grep -q "tuning db: 0 kernels applied, 0 kept the default" ranged_s.txt || fail 
 "$KILN" run ranged_tuned.kiln --input input=rx.npy --output-dir ranged_k > /dev/null
 "$KILN" run "$CNN" --input input=rx.npy --output-dir ranged_i > /dev/null
 same_outputs ranged_k ranged_i
-expect_fail "kiln tune over shape ranges measures CPU kernels on this machine; --target cuda takes one shape" \
-  "$KILN" tune "$CNN" "${RANGES[@]}" --target cuda --trials 4 --db r.jsonl
 expect_fail "--export-candidates takes one shape" "$KILN" tune "$CNN" "${RANGES[@]}" --export-candidates rx --trials 4
 
 # Errors.

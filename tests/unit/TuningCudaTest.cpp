@@ -30,6 +30,7 @@
 #include "kiln/codegen/cuda/CudaCompiler.h"
 #include "kiln/codegen/KernelCheck.h"
 #include "kiln/ir/Parser.h"
+#include "kiln/ir/ShapeInference.h"
 #include "kiln/tune/Measurer.h"
 #include "kiln/tune/Tuner.h"
 
@@ -181,6 +182,57 @@ TEST_CASE("the CUDA measurer builds, checks and times candidates (emulated drive
     CHECK((*r)[0].ok());
     CHECK((*r)[3].status == MeasureStatus::RunError);
     CHECK((*r)[3].error.find("tune_3") != std::string::npos);
+  }
+}
+
+TEST_CASE("a kernel over dynamic dims is measured at the opt shape on the GPU and keyed by it (emulated driver)") {
+  // The matmul block with a dynamic row count m in 1..40 (opt 12): the candidates take m as a run-time extent.
+  auto m = ir::parseModule(kMatmulBlock, "tune-cuda-ranged.kir");
+  REQUIRE(m.isOk());
+  ir::Graph& g = (*m)->graph();
+  const DimExpr rows = DimExpr::symbol("m");
+  g.inputs()[0]->setType(ir::TensorType::ofExprs(DType::F32, {rows, DimExpr(32)}));
+  const ir::DimRanges ranges{{"m", {1, 12, 40}}};
+  REQUIRE(ir::inferTypes(g, ranges).isOk());
+  auto tasks = extractTasks(g, codegen::KernelTarget::Gpu, "", ranges);
+  INFO((tasks.isOk() ? std::string() : tasks.error().str()));
+  REQUIRE(tasks.isOk());
+  REQUIRE(tasks->tasks.size() == 1);
+  const TuningTask& t = tasks->tasks.front();
+  CHECK(t.description.find("@ m=12") != std::string::npos);
+  // Another opt value is another kernel to tune: its records never apply here.
+  const ir::DimRanges otherOpt{{"m", {1, 20, 40}}};
+  auto other = extractTasks(g, codegen::KernelTarget::Gpu, "", otherOpt);
+  REQUIRE(other.isOk());
+  CHECK(other->tasks.front().signature != t.signature);
+
+  std::vector<float> a(12 * 32), w(32 * 64), b(64);
+  for (size_t i = 0; i < a.size(); ++i) a[i] = float(int(i * 13 % 11) - 5) / 8.0f;
+  for (size_t i = 0; i < w.size(); ++i) w[i] = float(int(i * 7 % 9) - 4) / 16.0f;
+  for (size_t i = 0; i < b.size(); ++i) b[i] = float(int(i % 5) - 2) / 4.0f;
+  auto reference = codegen::referenceValues(g, {Tensor::fromVector<float>({12, 32}, a), Tensor::fromVector<float>({32, 64}, w),
+                                                Tensor::fromVector<float>({64}, b)});
+  REQUIRE(reference.isOk());
+  std::vector<codegen::Config> configs{t.space.defaultConfig(), t.space.configAt(1)};
+  std::vector<codegen::CudaKernel> sources;
+  for (size_t i = 0; i < configs.size(); ++i) sources.push_back(sourceOf(*t.groups.front(), &configs[i], "tune_" + std::to_string(i)));
+  for (const codegen::CudaKernel& k : sources) CHECK(k.source.find("const long long") != std::string::npos);  // the extent
+  useEmulation(sources, "tune-cuda-ranged");
+  auto measurer = createCudaMeasurer(*reference, quickTiming());
+  REQUIRE(measurer.isOk());
+  auto results = (*measurer)->measure(t, configs);
+  REQUIRE(results.isOk());
+  for (const MeasureResult& r : *results) {
+    INFO(r.error);
+    CHECK(r.ok());
+    CHECK(r.maxError < 1e-5);
+  }
+  SECTION("a reference that disagrees is a wrong output") {
+    auto wrong = createCudaMeasurer(withWrongValue(*reference, "z"), quickTiming());
+    REQUIRE(wrong.isOk());
+    auto r = (*wrong)->measure(t, {configs[0]});
+    REQUIRE(r.isOk());
+    CHECK(r->front().status == MeasureStatus::WrongOutput);
   }
 }
 

@@ -36,6 +36,7 @@ struct CudaKernelLaunch {
   std::string entry;                     ///< the kernel's name in the image
   std::array<uint32_t, 3> grid{1, 1, 1};   ///< blocks
   std::array<uint32_t, 3> block{1, 1, 1};  ///< threads per block
+  std::vector<int64_t> extents;            ///< run-time extents, passed after the buffers (as `long long`)
 };
 
 struct CudaTimingOptions {

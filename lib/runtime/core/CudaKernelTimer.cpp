@@ -65,8 +65,10 @@ struct CudaKernelTimer::Impl {
   Status launchOnce() const {
     if (library) return library->enqueue(0, workspace, stream);
     std::vector<CUdeviceptr> values(buffers);
+    std::vector<long long> extents(launch.extents.begin(), launch.extents.end());
     std::vector<void*> params;
     for (CUdeviceptr& p : values) params.push_back(&p);
+    for (long long& e : extents) params.push_back(&e);
     return cu->check(cu->launchKernel(function, launch.grid[0], launch.grid[1], launch.grid[2], launch.block[0],
                                       launch.block[1], launch.block[2], 0, stream, params.data(), nullptr),
                      "launching kernel " + launch.entry);
