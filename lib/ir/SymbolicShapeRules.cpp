@@ -75,6 +75,15 @@ void matmulDims(RuleContext& ctx) {
   ctx.setOutputDims(0, *out);
 }
 
+/// kiln::Dense: X [..., M, K] times W [N, K] transposed is [..., M, N].
+void denseDims(RuleContext& ctx) {
+  std::optional<Exprs> x = ctx.inputDims(0), w = ctx.inputDims(1);
+  if (!x || !w || x->size() < 2 || w->size() != 2) return;
+  Exprs out(x->begin(), x->end() - 1);
+  out.push_back((*w)[0]);
+  ctx.setOutputDims(0, out);
+}
+
 void gemmDims(RuleContext& ctx) {
   std::optional<Exprs> a = ctx.inputDims(0), b = ctx.inputDims(1);
   if (!a || !b || a->size() != 2 || b->size() != 2) return;
@@ -396,6 +405,7 @@ void applyShapeRule(RuleContext& ctx) {
     switch (op) {
       case Op::MatMul: matmulDims(ctx); break;
       case Op::Gemm: gemmDims(ctx); break;
+      case Op::KilnDense: denseDims(ctx); break;
       case Op::Transpose: transposeDims(ctx); break;
       case Op::Reshape: reshapeDims(ctx); break;
       case Op::Flatten: flattenDims(ctx); break;
