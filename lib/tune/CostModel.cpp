@@ -48,19 +48,25 @@ CostModel::~CostModel() {
 }
 
 Status CostModel::fit(const std::vector<std::vector<float>>& x, const std::vector<float>& y,
-                      const std::vector<unsigned>& groups) {
+                      const std::vector<unsigned>& groups, const std::vector<float>& weights) {
   if (x.empty() || x.size() != y.size())
     return makeError(ErrorCode::Internal, "cost model fit with ", x.size(), " rows and ", y.size(), " scores");
   const size_t width = x.front().size();
   Matrix train;
   KILN_TRY(makeMatrix(x, width, train));
   KILN_TRY(xgbCheck(XGDMatrixSetFloatInfo(train.handle, "label", y.data(), y.size()), "setting labels"));
+  const bool ranking = options_.objective.rfind("rank:", 0) == 0;
   std::vector<unsigned> sizes = groups.empty() ? std::vector<unsigned>{unsigned(x.size())} : groups;
-  KILN_TRY(xgbCheck(XGDMatrixSetUIntInfo(train.handle, "group", sizes.data(), sizes.size()), "setting groups"));
+  if (ranking) KILN_TRY(xgbCheck(XGDMatrixSetUIntInfo(train.handle, "group", sizes.data(), sizes.size()), "setting groups"));
+  if (!weights.empty()) {
+    if (weights.size() != x.size())
+      return makeError(ErrorCode::Internal, "cost model fit with ", x.size(), " rows and ", weights.size(), " weights");
+    KILN_TRY(xgbCheck(XGDMatrixSetFloatInfo(train.handle, "weight", weights.data(), weights.size()), "setting weights"));
+  }
   BoosterHandle booster = nullptr;
   KILN_TRY(xgbCheck(XGBoosterCreate(&train.handle, 1, &booster), "booster creation"));
   const std::pair<const char*, std::string> params[] = {
-      {"objective", "rank:pairwise"},
+      {"objective", options_.objective},
       {"max_depth", std::to_string(options_.maxDepth)},
       {"eta", std::to_string(options_.eta)},
       {"min_child_weight", "1"},
@@ -93,6 +99,31 @@ Expected<std::vector<float>> CostModel::predict(const std::vector<std::vector<fl
   KILN_TRY(xgbCheck(XGBoosterPredict(booster_, m.handle, 0, 0, 0, &length, &out), "prediction"));
   if (length != x.size()) return makeError(ErrorCode::Internal, "XGBoost predicted ", length, " scores for ", x.size(), " rows");
   return std::vector<float>(out, out + length);
+}
+
+}  // namespace kiln::tune
+
+namespace kiln::tune {
+
+Expected<std::string> CostModel::save() const {
+  if (!booster_) return makeError(ErrorCode::InvalidArgument, "the cost model is not trained");
+  bst_ulong length = 0;
+  const char* out = nullptr;
+  KILN_TRY(xgbCheck(XGBoosterSaveModelToBuffer(booster_, R"({"format": "json"})", &length, &out), "saving the model"));
+  return std::string(out, length);
+}
+
+Status CostModel::load(const std::string& json, size_t width) {
+  BoosterHandle booster = nullptr;
+  KILN_TRY(xgbCheck(XGBoosterCreate(nullptr, 0, &booster), "booster creation"));
+  if (Status s = xgbCheck(XGBoosterLoadModelFromBuffer(booster, json.data(), json.size()), "loading a model"); !s.isOk()) {
+    XGBoosterFree(booster);
+    return s;
+  }
+  if (booster_) XGBoosterFree(booster_);
+  booster_ = booster;
+  width_ = width;
+  return Status::ok();
 }
 
 }  // namespace kiln::tune

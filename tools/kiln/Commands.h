@@ -22,5 +22,7 @@ void addPassSelectionCommands(CLI::App& passes, int& exitCode);
 void addCompileCommand(CLI::App& app, int& exitCode);
 void addTuneCommand(CLI::App& app, int& exitCode);
 void addGenerateCommand(CLI::App& app, int& exitCode);
+/// `kiln fuse`: fusion search (kiln/fuse).
+void addFuseCommand(CLI::App& app, int& exitCode);
 
 }  // namespace kiln::cli

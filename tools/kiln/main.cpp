@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   kiln::cli::addInspectCommand(app, exitCode);
   kiln::cli::addCompileCommand(app, exitCode);
   kiln::cli::addTuneCommand(app, exitCode);
+  kiln::cli::addFuseCommand(app, exitCode);
   kiln::cli::addRunCommand(app, exitCode);
   kiln::cli::addGenerateCommand(app, exitCode);
   kiln::cli::addBenchCommand(app, exitCode);

@@ -36,8 +36,7 @@ namespace {
 /// What the API reports of a buffer: its dims, with -1 at the dynamic ones,
 /// and each dim's range under the executable's dynamic dims.
 TensorInfo infoOf(const runtime::BufferSpec& b, const runtime::Executable& exe) {
-  TensorInfo t{b.name, b.dtype, b.dims, !b.unknownRank};
-  t.minDims = t.optDims = t.maxDims = b.dims;
+  TensorInfo t{b.name, b.dtype, b.dims, !b.unknownRank, b.dims, b.dims, b.dims};
   std::map<std::string, int64_t> opt;
   std::map<std::string, std::pair<int64_t, int64_t>> ranges;
   for (const runtime::DimSymbol& d : exe.symbols) opt[d.name] = d.opt, ranges[d.name] = {d.min, d.max};

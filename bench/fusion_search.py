@@ -1,0 +1,262 @@
+#!/usr/bin/python3
+"""bench/fusion_search.py - the fusion-search study of docs/fusion-search.md
+(issue 68; shared/seeds/004): train the advantage model on training graphs,
+then compare random, guided and ranked search on unseen graphs.
+
+  bench/fusion_search.py train [--kiln PATH] [--out DIR] [--sweeps 2] [--install]
+  bench/fusion_search.py study [--kiln PATH] [--out DIR] [--trials 60] [--seeds 2]
+                               [--starts default,random] [--only NAME]... [--model F]
+  bench/fusion_search.py report [--out DIR] [--doc docs/fusion-search.md]
+
+train: `kiln fuse --collect` on every TRAIN graph (--sweeps sweeps from the
+default configuration) into DIR/data/, `kiln fuse --train` into
+DIR/cpu.json; --install copies it to data/advantage/cpu.json (kiln's own).
+study: on every TEST graph (no architecture of TRAIN), for each start and
+seed, each strategy runs --trials measurements. The strategies of one graph
+share one --db, so a partition is measured once and every strategy sees the
+same number; a candidate is kept only when 5 paired runs against the best
+agree. Each best plan is confirmed against the default by 30 paired runs.
+Records go to DIR/study/.
+report: per graph and start, each strategy's best improvement over the
+default, the measurements guided and ranked needed to reach random search's
+best (as a share of random's), the seed's Table 1, and SVG charts of the
+best-so-far latency against measurements into docs/fusion-search/; the
+tables go into --doc between its study markers.
+"""
+import argparse
+import glob
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+TINY = os.path.join(ROOT, "models", "tiny")
+
+# name: (model path relative to a models dir, extra arguments); {tiny}, {real} and {zoo} are the dirs.
+TRAIN = {
+    "resnet_tiny": ("{tiny}/resnet_tiny-raw.onnx", []),
+    "tiny_cnn": ("{tiny}/tiny_cnn.onnx", []),
+    "ssdlite_tiny": ("{tiny}/ssdlite_tiny-raw.onnx", []),
+    "oww_embedding": ("{real}/oww_embedding.onnx", ["--shape", "input_1:1x76x32x1"]),
+    "oww_melspectrogram": ("{real}/oww_melspectrogram.onnx", ["--shape", "input:1x1280"]),
+    "oww_alexa": ("{real}/oww_alexa.onnx", []),
+    "ppocr_mobile_cls": ("{real}/ppocr_mobile_cls.onnx", ["--shape", "x:1x3x48x192"]),
+}
+TEST = {
+    "mobilenet_v2": ("{zoo}/mobilenet_v2-default.onnx", []),
+    "bert_tiny": ("{tiny}/bert_tiny-raw.onnx", []),
+    "gpt_tiny": ("{tiny}/gpt_tiny-raw.onnx", ["--shape", "input_ids:1x1"] + [
+        "--shape=past_key_values.%d.%s:1x4x7x16" % (i, kv) for i in range(2) for kv in ("key", "value")]),
+    "ppocr_v4_det": ("{real}/ppocr_v4_det.onnx", ["--shape", "x:1x3x320x320"]),
+    "ppocr_v4_rec": ("{real}/ppocr_v4_rec.onnx", ["--shape", "x:1x3x48x320"]),
+}
+STRATEGIES = ["random", "guided", "ranked"]
+COLORS = {"random": "#777777", "guided": "#1f77b4", "ranked": "#d62728"}
+# shared/seeds/004's Table 1 (XLA on TPU, from the default configuration): improvement and samples.
+SEED_TABLE = [("GraphNets", 1532, "18%", 1400, "18%", 3500), ("Unet", 2626, "5%", 300, "5%", 4500),
+              ("DeepRank", 532, "5%", 2000, "5%", 4500), ("MNasNet", 5713, "2%", 2100, "2.8%", 3000),
+              ("SSDMobileNet", 22176, "2.3%", 400, "0.5%", 100)]
+
+
+def model_path(spec, out):
+    return spec[0].format(tiny=TINY, real=os.path.join(out, "real"), zoo=os.path.join(out, "zoo"))
+
+
+def fetch_models(out, names):
+    if any("{real}" in (TRAIN.get(n) or TEST[n])[0] for n in names):
+        subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "models", "fetch_real_models.py"), "--out",
+                        os.path.join(out, "real")], check=True)
+    zoo = sorted({n for n in names if "{zoo}" in (TRAIN.get(n) or TEST[n])[0]})
+    missing = [n for n in zoo if not os.path.exists(model_path((TRAIN.get(n) or TEST[n]), out))]
+    if missing:
+        subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "models", "export_models.py"), "--out",
+                        os.path.join(out, "zoo"), "--forms", "default", "--size", "full"] + missing, check=True)
+
+
+def train(a):
+    fetch_models(a.out, list(TRAIN))
+    data = os.path.join(a.out, "data")
+    os.makedirs(data, exist_ok=True)
+    sets = []
+    for name, spec in TRAIN.items():
+        path = os.path.join(data, name + ".jsonl")
+        print("fusion_search: collecting %s" % name, file=sys.stderr)
+        subprocess.run([a.kiln, "fuse", model_path(spec, a.out)] + spec[1] +
+                       ["--collect", path, "--sweeps", str(a.sweeps), "--quiet"], check=True)
+        sets.append(path)
+    model = os.path.join(a.out, "cpu.json")
+    subprocess.run([a.kiln, "fuse", "--train"] + sets + ["-o", model], check=True)
+    if a.install:
+        shutil.copy(model, os.path.join(ROOT, "data", "advantage", "cpu.json"))
+        print("fusion_search: installed data/advantage/cpu.json", file=sys.stderr)
+
+
+def study(a):
+    names = a.only or list(TEST)
+    fetch_models(a.out, names)
+    runs = os.path.join(a.out, "study")
+    os.makedirs(runs, exist_ok=True)
+    for name in names:
+        spec = TEST[name]
+        db = os.path.join(runs, name + ".db.jsonl")
+        for start in a.starts.split(","):
+            for seed in range(a.seeds):
+                for strategy in STRATEGIES:
+                    record = os.path.join(runs, "%s-%s-%d-%s.json" % (name, start, seed, strategy))
+                    if os.path.exists(record):
+                        continue
+                    print("fusion_search: %s from %s, seed %d, %s" % (name, start, seed, strategy), file=sys.stderr)
+                    cmd = [a.kiln, "fuse", model_path(spec, a.out)] + spec[1] + [
+                        "--strategy", strategy, "--trials", str(a.trials), "--seed", str(seed), "--from", start,
+                        "--confirm-pairs", "30", "--db", db, "--json", record, "--quiet"]
+                    if a.model and strategy != "random":
+                        cmd += ["--advantage-model", a.model]
+                    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+
+
+def curve(record):
+    """Best-so-far latency relative to the default after each measurement (index 0: the start)."""
+    return [t["best_ms"] / record["default_ms"] for t in record["trials"]]
+
+
+def reach(c, target):
+    """The first measurement at which curve `c` is at or below `target` (None: never)."""
+    return next((i for i, v in enumerate(c) if v <= target + 1e-12), None)
+
+
+def summarize(out):
+    records = [json.load(open(p)) for p in sorted(glob.glob(os.path.join(out, "study", "*.json")))]
+    groups = {}
+    for r in records:
+        name = os.path.basename(r["model"]).rsplit(".", 1)[0]
+        groups.setdefault((name, r["from"]), {}).setdefault(r["strategy"], {})[r["seed"]] = r
+    rows = []
+    for (name, start), by in sorted(groups.items()):
+        if any(s not in by for s in STRATEGIES):
+            continue
+        seeds = sorted(set.intersection(*(set(by[s]) for s in STRATEGIES)))
+        row = {"model": name, "from": start, "seeds": len(seeds), "strategies": {}}
+        for s in STRATEGIES:
+            curves = [curve(by[s][k]) for k in seeds]
+            row["strategies"][s] = {
+                "improvement": statistics.mean(1 - c[-1] for c in curves),
+                "confirmed": [by[s][k]["confirmed_ratio"] for k in seeds],
+                "kept": [by[s][k]["kept"] for k in seeds],
+                "mean_curve": [statistics.mean(c[i] for c in curves) for i in range(min(len(c) for c in curves))]}
+        for s in STRATEGIES:
+            shares = []
+            for k in seeds:
+                target = curve(by["random"][k])[-1]
+                needed_random = reach(curve(by["random"][k]), target)
+                needed = reach(curve(by[s][k]), target)
+                if target >= curve(by["random"][k])[0] - 1e-12 or not needed_random:
+                    continue  # random found nothing better than its start: nothing to reach
+                shares.append(None if needed is None else needed / needed_random)
+            row["strategies"][s]["reached"] = sum(x is not None for x in shares)
+            row["strategies"][s]["runs"] = len(shares)
+            got = [x for x in shares if x is not None]
+            row["strategies"][s]["share"] = statistics.median(got) if got else None
+        rows.append(row)
+    return rows
+
+
+def chart(row, path):
+    W, H, L, B = 560, 280, 60, 40
+    curves = {s: row["strategies"][s]["mean_curve"] for s in STRATEGIES}
+    top = max(max(c) for c in curves.values())
+    low = min(min(c) for c in curves.values())
+    span = max(top - low, 1e-3)
+    n = max(len(c) for c in curves.values()) - 1
+    ys = lambda v: 20 + (H - B - 20) * (1 - (v - low) / span)
+    xs = lambda i: L + (W - L - 110) * i / max(n, 1)
+    out = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="11">' % (W, H),
+           '<rect width="100%" height="100%" fill="white"/>',
+           '<text x="%d" y="12">%s from the %s configuration: best latency / default vs measurements (mean of %d seeds)</text>'
+           % (4, row["model"], row["from"], row["seeds"]),
+           '<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="black"/>' % (L, H - B, W - 110, H - B),
+           '<line x1="%d" y1="20" x2="%d" y2="%d" stroke="black"/>' % (L, L, H - B)]
+    for frac in (0, 0.5, 1):
+        v = low + span * frac
+        out.append('<text x="%d" y="%.1f" text-anchor="end">%.3f</text>' % (L - 4, ys(v) + 4, v))
+    for i in range(0, n + 1, max(n // 4, 1)):
+        out.append('<text x="%.1f" y="%d" text-anchor="middle">%d</text>' % (xs(i), H - B + 14, i))
+    out.append('<text x="%d" y="%d">measurements</text>' % ((W - 110) // 2, H - 8))
+    for k, (s, c) in enumerate(curves.items()):
+        pts = " ".join("%.1f,%.1f" % (xs(i), ys(v)) for i, v in enumerate(c))
+        out.append('<polyline fill="none" stroke="%s" stroke-width="1.6" points="%s"/>' % (COLORS[s], pts))
+        out.append('<text x="%d" y="%d" fill="%s">%s</text>' % (W - 100, 40 + 16 * k, COLORS[s], s))
+    out.append("</svg>")
+    with open(path, "w") as f:
+        f.write("\n".join(out) + "\n")
+
+
+def pct(x):
+    return "%.1f%%" % (100 * x)
+
+
+def share_text(s):
+    if s["runs"] == 0:
+        return "-"
+    if s["share"] is None:
+        return "not reached (0/%d)" % s["runs"]
+    return "%s (%d/%d)" % (pct(s["share"]), s["reached"], s["runs"])
+
+
+def report(a):
+    rows = summarize(a.out)
+    if not rows:
+        sys.exit("fusion_search: no complete study records in %s/study" % a.out)
+    charts = os.path.join(os.path.dirname(a.doc), "fusion-search")
+    os.makedirs(charts, exist_ok=True)
+    lines = ["| graph | from | random: improvement | guided: improvement | guided: measurements vs random | "
+             "ranked: improvement | ranked: measurements vs random | kept plans confirmed faster (ratio) |",
+             "|---|---|---|---|---|---|---|---|"]
+    for row in rows:
+        st = row["strategies"]
+        confirmed = [(r, k) for s in STRATEGIES for r, k in zip(st[s]["confirmed"], st[s]["kept"])]
+        kept = [r for r, k in confirmed if k == "searched"]
+        lines.append("| %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            row["model"], row["from"], pct(st["random"]["improvement"]), pct(st["guided"]["improvement"]),
+            share_text(st["guided"]), pct(st["ranked"]["improvement"]), share_text(st["ranked"]),
+            "%d of %d (best %.3f)" % (len(kept), len(confirmed), min(kept)) if kept else "0 of %d" % len(confirmed)))
+        chart(row, os.path.join(charts, "%s-%s.svg" % (row["model"], row["from"])))
+    lines += ["", "The seed's Table 1 (XLA on TPU, from the default configuration):", "",
+              "| graph | configurable nodes | guided | samples | random | samples |", "|---|---|---|---|---|---|"]
+    lines += ["| %s | %d | %s | %d | %s | %d |" % r for r in SEED_TABLE]
+    lines += [""] + ["![%s from %s](fusion-search/%s-%s.svg)" % (r["model"], r["from"], r["model"], r["from"]) for r in rows]
+    text = open(a.doc).read()
+    begin, end = "<!-- study:begin -->", "<!-- study:end -->"
+    if begin not in text or end not in text:
+        sys.exit("fusion_search: %s lacks the %s / %s markers" % (a.doc, begin, end))
+    head, rest = text.split(begin, 1)
+    text = head + begin + "\n" + "\n".join(lines) + "\n" + end + rest.split(end, 1)[1]
+    with open(a.doc, "w") as f:
+        f.write(text)
+    with open(os.path.join(a.out, "summary.json"), "w") as f:
+        json.dump(rows, f, indent=1)
+    print("fusion_search: wrote %s and %s/" % (a.doc, charts), file=sys.stderr)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("mode", choices=["train", "study", "report"])
+    ap.add_argument("--kiln", default=os.path.join(ROOT, "build", "tools", "kiln", "kiln"))
+    ap.add_argument("--out", default=os.path.join(ROOT, "build", "fusion-search"))
+    ap.add_argument("--sweeps", type=int, default=2)
+    ap.add_argument("--install", action="store_true")
+    ap.add_argument("--trials", type=int, default=60)
+    ap.add_argument("--seeds", type=int, default=2)
+    ap.add_argument("--starts", default="default,random")
+    ap.add_argument("--only", action="append", default=[], choices=list(TEST))
+    ap.add_argument("--model", help="the advantage model (default: the one kiln ships)")
+    ap.add_argument("--doc", default=os.path.join(ROOT, "docs", "fusion-search.md"))
+    a = ap.parse_args()
+    {"train": train, "study": study, "report": report}[a.mode](a)
+
+
+if __name__ == "__main__":
+    main()

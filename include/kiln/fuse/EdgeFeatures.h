@@ -1,0 +1,31 @@
+//===- kiln/fuse/EdgeFeatures.h - What the advantage model sees of an edge -*- C++ -*-===//
+//
+// The features of one fusion edge and its k-neighbourhood under a
+// configuration (shared/seeds/004, section 3): the edge's kind, its
+// producer's and consumer's roles and op classes, their tensor sizes, bytes
+// and FLOPs, fan-in and fan-out, the groups the partition puts them in, and
+// the decisions of the neighbouring edges. Sizes are log-scaled so that one
+// model serves graphs of any size. The plan must be partitioned under the
+// configuration (FusionEvaluator::planUnder).
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "kiln/codegen/FusionPlan.h"
+
+namespace kiln::fuse {
+
+/// The names of the features, in row order.
+const std::vector<std::string>& edgeFeatureNames();
+
+/// One row per edge of `plan`, in edge order; `radius` is the neighbourhood's k.
+std::vector<std::vector<float>> edgeFeatures(const codegen::FusionPlan& plan, int radius);
+
+/// The edges within `radius` hops of `edge` in `plan` (itself first); two
+/// edges are one hop apart when they share a node.
+std::vector<size_t> edgeNeighbourhood(const codegen::FusionPlan& plan, size_t edge, int radius);
+
+}  // namespace kiln::fuse

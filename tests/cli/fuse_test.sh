@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# tests/cli/fuse_test.sh - `kiln fuse` driven as a user would (issue 68): a
+# few trials of random search on a tiny model, its record and plan, the plan
+# applied with `kiln compile --fusion-plan` (the artifact computes what the
+# interpreter computes), a rerun replayed from --db, Gibbs-sampling datasets
+# of two models, an advantage model trained on them, guided and ranked
+# search with it and with the model kiln ships, and the errors.
+# Usage: fuse_test.sh <kiln> <source dir> <work dir>
+set -euo pipefail
+KILN=$1
+SRC=$2
+WORK=$3
+rm -rf "$WORK" && mkdir -p "$WORK" && cd "$WORK"
+source "$SRC/tests/cli/expect.sh"
+TINY=$SRC/models/tiny
+
+"$KILN" fuse --help > help.txt
+for flag in --strategy --advantage-model --trials --from --collect --train --db --confirm-pairs; do expect_in "$flag" help.txt; done
+
+# Random search: its record, its plan, and the plan compiled.
+MODEL=$TINY/resnet_tiny-raw.onnx
+"$KILN" fuse "$MODEL" --trials 8 --seed 3 --accept-pairs 0 --confirm-pairs 5 -o plan.txt --json first.json --db db.jsonl \
+  > search.txt 2> progress.txt
+expect_in "8 trials of random" search.txt
+expect_in "kept      " search.txt
+expect_in "kiln fuse: trial 8/8" progress.txt
+expect_in "edge e0 " plan.txt
+"$KILN" compile "$MODEL" --fusion-plan plan.txt -o searched.kiln --quiet
+"$KILN" run searched.kiln --backend cpu --output-dir searched > /dev/null
+"$KILN" run "$MODEL" --backend interpreter --output-dir reference > /dev/null
+same_outputs reference searched
+
+# The same search again, replayed from the database: the same trials, nothing compiled or timed.
+"$KILN" fuse "$MODEL" --trials 8 --seed 3 --accept-pairs 0 --confirm-pairs 5 --json again.json --db db.jsonl --quiet > /dev/null
+/usr/bin/python3 - <<'PY'
+import json
+first, again = json.load(open("first.json")), json.load(open("again.json"))
+assert first["schema"] == "kiln-fuse/1" and first["strategy"] == "random", first
+trials = first["trials"]
+assert len(trials) == 9 and trials[0]["trial"] == 0, len(trials)
+configs = [t["config"] for t in trials[1:]]
+assert len(set(configs)) == len(configs), "a search trial repeated a configuration"
+assert all(t["status"] == "ok" and t["ms"] > 0 for t in trials), trials
+assert all(not t["replayed"] for t in trials[1:]), "the first search replayed"
+best = [t["best_ms"] for t in trials]
+assert all(b >= a for a, b in zip(best[1:], best)), ("best-so-far rose", best)
+assert [t["config"] for t in again["trials"]] == [t["config"] for t in trials], "the replayed search took other trials"
+assert all(t["replayed"] and t["kernels_compiled"] == 0 for t in again["trials"][1:]), again["trials"]
+print("random search: 8 distinct trials, replayed exactly from --db")
+PY
+
+# Gibbs-sampling datasets, an advantage model, and guided / ranked search with it.
+"$KILN" fuse "$TINY/tiny_cnn.onnx" --collect cnn.jsonl --quiet > collect.txt
+expect_in "samples of" collect.txt
+"$KILN" fuse "$MODEL" --collect resnet.jsonl --temperature 0.02 --quiet > /dev/null
+head -1 resnet.jsonl > header.txt
+expect_in '"schema":"kiln-fuse-data/1"' header.txt
+[ "$(wc -l < resnet.jsonl)" -gt 20 ] || fail "resnet_tiny's dataset has $(wc -l < resnet.jsonl) lines"
+"$KILN" fuse --train cnn.jsonl resnet.jsonl -o advantage.json > train.txt
+expect_in "trained the advantage model on 2 dataset(s)" train.txt
+expect_in "rank correlation" train.txt
+for strategy in guided ranked; do
+  "$KILN" fuse "$TINY/mobilenet_tiny-raw.onnx" --strategy $strategy --advantage-model advantage.json --trials 6 \
+    --json $strategy.json --quiet > $strategy.txt
+  expect_in "6 trials of $strategy" $strategy.txt
+done
+# Without --advantage-model, the model kiln ships for the target.
+"$KILN" fuse "$TINY/mobilenet_tiny-raw.onnx" --strategy guided --trials 3 --json shipped.json --quiet > /dev/null
+expect_in "data/advantage/cpu.json" shipped.json
+
+# Errors.
+expect_fail "measures on this CPU" "$KILN" fuse "$MODEL" --target cuda
+expect_fail "kiln fuse needs a model" "$KILN" fuse
+expect_fail "--train needs -o" "$KILN" fuse --train cnn.jsonl
+expect_fail "missing.json" "$KILN" fuse "$MODEL" --strategy guided --advantage-model missing.json
+printf '{"schema":"kiln-fuse-data/1","features":[]}\n' > stale.jsonl
+expect_fail "other edge features" "$KILN" fuse --train stale.jsonl -o m.json
+head -1 resnet.jsonl > corrupt.jsonl && echo '{"features": [1]}' >> corrupt.jsonl
+expect_fail "corrupt.jsonl:2: a sample needs" "$KILN" fuse --train corrupt.jsonl -o m.json
+echo "not json" > bad-db.jsonl
+expect_fail "bad-db.jsonl:1: not a JSON object" "$KILN" fuse "$MODEL" --db bad-db.jsonl --trials 1
+echo "kiln fuse: ok"

@@ -1,0 +1,49 @@
+//===- tools/kiln/FuseOptions.h - `kiln fuse` options and modes ------------===//
+//
+// `kiln fuse` has three modes: search a model's fusion decisions (the
+// default), collect a Gibbs-sampling dataset of a model (--collect), and
+// train the advantage model on datasets (--train). Each mode's function
+// takes the parsed options and returns the exit code.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ModelLoader.h"
+#include "kiln/fuse/FusionEvaluator.h"
+#include "kiln/fuse/FusionSearch.h"
+#include "kiln/fuse/GibbsSampling.h"
+
+namespace kiln::cli {
+
+struct FuseOptions {
+  ModelOptions model;
+  std::vector<std::string> inputs;
+  std::string target = "cpu";
+  fuse::SearchOptions search;
+  std::string from = "default";
+  std::string advantageModel;  ///< empty: the model shipped for the target
+  std::string output, jsonFile;
+  std::string database;              ///< --db: measured partitions kept across runs
+  int confirmPairs = 30;
+  bool quiet = false;
+  std::string collect;               ///< --collect: the dataset to write
+  fuse::GibbsOptions gibbs;
+  std::vector<std::string> train;    ///< --train: the datasets to train on
+};
+
+/// The advantage model that ships for `target` (data/advantage/<target>.json).
+std::string shippedAdvantageModel(const std::string& target);
+
+/// Imports the model as `kiln compile` does and makes the evaluator on its (seeded or given) inputs.
+Expected<std::unique_ptr<fuse::FusionEvaluator>> makeFuseEvaluator(const FuseOptions& o,
+                                                                  std::unique_ptr<ir::Module>& module);
+
+int searchMode(FuseOptions o);
+int collectMode(const FuseOptions& o);
+int trainMode(const FuseOptions& o);
+
+}  // namespace kiln::cli
