@@ -21,6 +21,7 @@
 #include "kiln/fuse/FusionDatabase.h"
 #include "kiln/runtime/Interpreter.h"
 #include "kiln/support/Hash.h"
+#include "kiln/support/Statistics.h"
 #include "kiln/support/Stopwatch.h"
 #include "kiln/tune/KernelTiming.h"
 
@@ -280,7 +281,12 @@ Expected<double> FusionEvaluator::pairedRatio(const Decisions& candidate, const 
   Impl& m = *impl_;
   size_t compiled = 0;
   KILN_ASSIGN(Runnable c, m.lower(candidate, compiled));
-  KILN_ASSIGN(Runnable b, m.lower(baseline, compiled));
+  Runnable lowered;  // the baseline, unless it is the default and the anchor already runs it
+  const bool anchored = baseline == m.defaults && m.anchor;
+  if (!anchored) {
+    KILN_ASSIGN(lowered, m.lower(baseline, compiled));
+  }
+  const Runnable& b = anchored ? *m.anchor : lowered;
   auto once = [&](const Runnable& r) -> Expected<double> {
     const auto start = std::chrono::steady_clock::now();
     KILN_TRY(r.executor->run(m.inputs).status());
@@ -297,8 +303,7 @@ Expected<double> FusionEvaluator::pairedRatio(const Decisions& candidate, const 
     KILN_ASSIGN(double y, once(baselineFirst ? c : b));
     ratios.push_back(baselineFirst ? y / x : x / y);
   }
-  std::sort(ratios.begin(), ratios.end());
-  return ratios.empty() ? 1.0 : ratios[ratios.size() / 2];
+  return ratios.empty() ? 1.0 : upperMedian(std::move(ratios));
 }
 
 Expected<Configured> startConfiguration(FusionEvaluator& evaluator, bool fromRandom, std::mt19937_64& rng) {
