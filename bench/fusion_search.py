@@ -48,9 +48,9 @@ TRAIN = {
 }
 TEST = {
     "mobilenet_v2": ("{zoo}/mobilenet_v2-default.onnx", []),
-    "bert_tiny": ("{tiny}/bert_tiny-raw.onnx", []),
-    "gpt_tiny": ("{tiny}/gpt_tiny-raw.onnx", ["--shape", "input_ids:1x1"] + [
-        "--shape=past_key_values.%d.%s:1x4x7x16" % (i, kv) for i in range(2) for kv in ("key", "value")]),
+    "bert_base": ("{zoo}/bert_base-default.onnx", []),
+    "gpt_small": ("{zoo}/gpt_small-default.onnx", ["--shape", "input_ids:1x1"] + [
+        "--shape=past_key_values.%d.%s:1x8x7x64" % (i, kv) for i in range(6) for kv in ("key", "value")]),
     "ppocr_v4_det": ("{real}/ppocr_v4_det.onnx", ["--shape", "x:1x3x320x320"]),
     "ppocr_v4_rec": ("{real}/ppocr_v4_rec.onnx", ["--shape", "x:1x3x48x320"]),
 }

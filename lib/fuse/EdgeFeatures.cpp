@@ -136,48 +136,84 @@ std::vector<size_t> edgeNeighbourhood(const codegen::FusionPlan& plan, size_t ed
   return neighbourhood(plan.edges(), incidentEdges(plan.edges()), edge, radius);
 }
 
-std::vector<std::vector<float>> edgeFeatures(const codegen::FusionPlan& plan, int radius) {
-  const std::vector<codegen::FusionEdge>& edges = plan.edges();
-  const auto incident = incidentEdges(edges);
-  std::vector<std::vector<float>> rows;
-  for (size_t i = 0; i < edges.size(); ++i) {
-    const codegen::FusionEdge& e = edges[i];
-    const codegen::KernelRole pr = codegen::roleOf(*e.producer), cr = codegen::roleOf(*e.consumer);
-    const ir::Value* v = edgeValue(e);
-    std::vector<float> row;
-    oneHot(row, size_t(e.kind), kKinds);
-    oneHot(row, size_t(pr), kRoles);
-    oneHot(row, size_t(cr), kRoles);
-    oneHot(row, opClass(*e.producer), kClasses);
-    oneHot(row, opClass(*e.consumer), kClasses);
-    const ir::Value* out = e.consumer->numOutputs() ? e.consumer->output(0) : nullptr;
-    row.push_back(log2p(bytes(v)));
-    row.push_back(log2p(bytes(out)));
-    row.push_back(log2p(nodeFlops(*e.producer, pr)));
-    row.push_back(log2p(nodeFlops(*e.consumer, cr)));
-    row.push_back(log2p(elements(out) / std::max(1.0, elements(v))));
-    bool isOutput = false;
-    for (const ir::Use& u : v ? v->uses() : std::vector<ir::Use>{}) isOutput |= u.isGraphOutput();
-    row.push_back(float(v ? v->uses().size() : 0));
-    row.push_back(float(e.consumer->numInputs()));
-    row.push_back(isOutput);
-    row.push_back(e.fuse);
-    row.push_back(e.honored);
-    row.push_back(log2p(double(plan.groupOf(e.producer).nodes.size())));
-    row.push_back(log2p(double(plan.groupOf(e.consumer).nodes.size())));
-    const std::vector<size_t> near = neighbourhood(edges, incident, i, radius);
-    float fused = 0, honored = 0, epilogue = 0, prologue = 0;
-    for (size_t j = 1; j < near.size(); ++j) {
-      const codegen::FusionEdge& n = edges[near[j]];
-      fused += n.fuse, honored += n.honored;
-      epilogue += n.kind == codegen::EdgeKind::Epilogue, prologue += n.kind == codegen::EdgeKind::Prologue;
-    }
-    const float others = float(std::max<size_t>(1, near.size() - 1));
-    row.push_back(float(near.size() - 1));
-    for (float f : {fused, honored, epilogue, prologue}) row.push_back(f / others);
-    rows.push_back(std::move(row));
+namespace {
+
+/// An op's type and the types it reads and writes.
+std::string opSignature(const ir::Node& n) {
+  std::string s = n.opType();
+  for (const ir::Value* v : n.inputs()) s += ' ' + (v ? v->type().str() : std::string("-"));
+  s += " ->";
+  for (const ir::Value* v : n.outputs()) s += ' ' + v->type().str();
+  return s;
+}
+
+}  // namespace
+
+std::vector<size_t> edgeClasses(const codegen::FusionPlan& plan) {
+  std::map<std::string, size_t> numbers;
+  std::vector<size_t> classes;
+  for (const codegen::FusionEdge& e : plan.edges()) {
+    const std::string key =
+        std::string(codegen::edgeKindName(e.kind)) + " | " + opSignature(*e.producer) + " | " + opSignature(*e.consumer);
+    classes.push_back(numbers.emplace(key, numbers.size()).first->second);
   }
+  return classes;
+}
+
+namespace {
+
+/// The features of edge `i` of `plan` (see edgeFeatureNames).
+std::vector<float> featureRow(const codegen::FusionPlan& plan,
+                              const std::map<const ir::Node*, std::vector<size_t>>& incident, size_t i, int radius) {
+  const std::vector<codegen::FusionEdge>& edges = plan.edges();
+  const codegen::FusionEdge& e = edges[i];
+  const codegen::KernelRole pr = codegen::roleOf(*e.producer), cr = codegen::roleOf(*e.consumer);
+  const ir::Value* v = edgeValue(e);
+  std::vector<float> row;
+  oneHot(row, size_t(e.kind), kKinds);
+  oneHot(row, size_t(pr), kRoles);
+  oneHot(row, size_t(cr), kRoles);
+  oneHot(row, opClass(*e.producer), kClasses);
+  oneHot(row, opClass(*e.consumer), kClasses);
+  const ir::Value* out = e.consumer->numOutputs() ? e.consumer->output(0) : nullptr;
+  row.push_back(log2p(bytes(v)));
+  row.push_back(log2p(bytes(out)));
+  row.push_back(log2p(nodeFlops(*e.producer, pr)));
+  row.push_back(log2p(nodeFlops(*e.consumer, cr)));
+  row.push_back(log2p(elements(out) / std::max(1.0, elements(v))));
+  bool isOutput = false;
+  for (const ir::Use& u : v ? v->uses() : std::vector<ir::Use>{}) isOutput |= u.isGraphOutput();
+  row.push_back(float(v ? v->uses().size() : 0));
+  row.push_back(float(e.consumer->numInputs()));
+  row.push_back(isOutput);
+  row.push_back(e.fuse);
+  row.push_back(e.honored);
+  row.push_back(log2p(double(plan.groupOf(e.producer).nodes.size())));
+  row.push_back(log2p(double(plan.groupOf(e.consumer).nodes.size())));
+  const std::vector<size_t> near = neighbourhood(edges, incident, i, radius);
+  float fused = 0, honored = 0, epilogue = 0, prologue = 0;
+  for (size_t j = 1; j < near.size(); ++j) {
+    const codegen::FusionEdge& n = edges[near[j]];
+    fused += n.fuse, honored += n.honored;
+    epilogue += n.kind == codegen::EdgeKind::Epilogue, prologue += n.kind == codegen::EdgeKind::Prologue;
+  }
+  const float others = float(std::max<size_t>(1, near.size() - 1));
+  row.push_back(float(near.size() - 1));
+  for (float f : {fused, honored, epilogue, prologue}) row.push_back(f / others);
+  return row;
+}
+
+}  // namespace
+
+std::vector<std::vector<float>> edgeFeatures(const codegen::FusionPlan& plan, int radius) {
+  const auto incident = incidentEdges(plan.edges());
+  std::vector<std::vector<float>> rows;
+  for (size_t i = 0; i < plan.edges().size(); ++i) rows.push_back(featureRow(plan, incident, i, radius));
   return rows;
+}
+
+std::vector<float> edgeFeatures(const codegen::FusionPlan& plan, size_t edge, int radius) {
+  return featureRow(plan, incidentEdges(plan.edges()), edge, radius);
 }
 
 }  // namespace kiln::fuse

@@ -5,13 +5,15 @@
 // the configuration's plan text), its kernels taken from the cache by
 // kernelBodyKey or compiled together in one JIT that the cache keeps, run
 // once against the interpreter's outputs and timed with tune::timeKernel, or
-// anchored: with tune::timeInterleaved beside the default partition.
+// anchored: with tune::timeInterleaved beside the default partition (a slow
+// model in single runs alternating with the default's).
 //
 //===----------------------------------------------------------------------===//
 #include "kiln/fuse/FusionEvaluator.h"
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <functional>
 #include <map>
@@ -76,6 +78,14 @@ std::string cachedName(const std::string& bodyKey) {
   return buf;
 }
 
+/// A run longer than this is timed in single runs beside the anchor's, kSlowRunPairs pairs of them,
+/// with no warm-up runs and no untimed run before each sample: the check run or the last pair warmed
+/// it, and these runs are most of a trial's cost (docs/fusion-search.md).
+constexpr double kSlowRunMs = 20;
+constexpr int kSlowRunPairs = 3;
+/// A paired run of a faster model repeats it for about this long.
+constexpr double kPairSampleMs = 10;
+
 /// Runs `run` for a while: the first partition measured would otherwise pay for a cold process
 /// (page faults on the weights, the thread pool's first wake-ups) and look slower than it is.
 void warmUp(const std::function<void()>& run) {
@@ -139,6 +149,9 @@ struct FusionEvaluator::Impl {
     return r;
   }
 
+  /// Whether one run is long enough that its timing needs no warm-up of its own.
+  bool slow() const { return anchorMs && *anchorMs > kSlowRunMs; }
+
   tune::MeasureOptions timing() const {
     tune::MeasureOptions t;
     t.warmup = options.warmup, t.repeats = options.repeats, t.minSampleMs = options.minSampleMs;
@@ -165,12 +178,39 @@ struct FusionEvaluator::Impl {
       anchor = std::make_unique<Runnable>(std::move(a));
       if (!anchorMs) anchorMs = tune::timeKernel(run(*anchor), timing());
     }
-    // Rounds are fewer for slow models (about 0.6 s of rounds, at least 3): see docs/fusion-search.md.
+    if (slow()) {  // single runs in alternation: the check run has just warmed the candidate
+      KILN_ASSIGN(std::vector<double> ratios, alternate(r, *anchor, kSlowRunPairs, -1));
+      return upperMedian(std::move(ratios)) * *anchorMs;
+    }
+    // Rounds are fewer for slower models (about 0.6 s of rounds, at least 3): see docs/fusion-search.md.
     tune::MeasureOptions t = timing();
     t.repeats = std::min(t.repeats, std::max(3, int(600 / (2 * *anchorMs))));
-    if (*anchorMs > 20) t.warmup = 1;
     const std::vector<double> ms = tune::timeInterleaved({run(r), run(*anchor)}, t);
     return ms[0] / ms[1] * *anchorMs;
+  }
+
+  /// Milliseconds of one run of `r`: the mean of back-to-back runs that last about kPairSampleMs
+  /// (one run for a model slower than that), so that a fast model's pairs are not single noisy runs.
+  Expected<double> once(const Runnable& r) const {
+    const int runs = anchorMs ? int(std::clamp(std::ceil(kPairSampleMs / std::max(*anchorMs, 1e-3)), 1.0, 1e5)) : 1;
+    const auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < runs; ++i) KILN_TRY(r.executor->run(inputs).status());
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() / runs;
+  }
+
+  /// `pairs` pairs of single runs of `c` and `b`, `b` first in even pairs: each pair's c / b. With
+  /// `maxSlower` >= 0 it stops once more pairs than that find `c` slower.
+  Expected<std::vector<double>> alternate(const Runnable& c, const Runnable& b, int pairs, int maxSlower) const {
+    std::vector<double> ratios;
+    int slower = 0;
+    for (int p = 0; p < pairs && (maxSlower < 0 || slower <= maxSlower); ++p) {
+      const bool baselineFirst = p % 2 == 0;
+      KILN_ASSIGN(double x, once(baselineFirst ? b : c));
+      KILN_ASSIGN(double y, once(baselineFirst ? c : b));
+      ratios.push_back(baselineFirst ? y / x : x / y);
+      slower += ratios.back() >= 1;
+    }
+    return ratios;
   }
 
   /// The largest error of `got` against the interpreter's outputs; a description of the worst output in `where`.
@@ -277,7 +317,8 @@ Status FusionEvaluator::useDatabase(const std::string& path) {
   return Status::ok();
 }
 
-Expected<double> FusionEvaluator::pairedRatio(const Decisions& candidate, const Decisions& baseline, int pairs) {
+Expected<std::vector<double>> FusionEvaluator::pairedRatios(const Decisions& candidate, const Decisions& baseline,
+                                                            int pairs, int maxSlower) {
   Impl& m = *impl_;
   size_t compiled = 0;
   KILN_ASSIGN(Runnable c, m.lower(candidate, compiled));
@@ -287,22 +328,16 @@ Expected<double> FusionEvaluator::pairedRatio(const Decisions& candidate, const 
     KILN_ASSIGN(lowered, m.lower(baseline, compiled));
   }
   const Runnable& b = anchored ? *m.anchor : lowered;
-  auto once = [&](const Runnable& r) -> Expected<double> {
-    const auto start = std::chrono::steady_clock::now();
-    KILN_TRY(r.executor->run(m.inputs).status());
-    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  };
-  for (int w = 0; w < m.options.warmup; ++w) {
-    KILN_TRY(once(c).status());
-    KILN_TRY(once(b).status());
+  for (int w = 0; w < m.options.warmup; ++w) {  // a slow model's candidate ran last: only the baseline warms
+    if (!m.slow()) KILN_TRY(m.once(c).status());
+    KILN_TRY(m.once(b).status());
+    if (m.slow()) break;
   }
-  std::vector<double> ratios;
-  for (int p = 0; p < pairs; ++p) {  // the baseline first in even pairs, second in odd ones
-    const bool baselineFirst = p % 2 == 0;
-    KILN_ASSIGN(double x, once(baselineFirst ? b : c));
-    KILN_ASSIGN(double y, once(baselineFirst ? c : b));
-    ratios.push_back(baselineFirst ? y / x : x / y);
-  }
+  return m.alternate(c, b, pairs, maxSlower);
+}
+
+Expected<double> FusionEvaluator::pairedRatio(const Decisions& candidate, const Decisions& baseline, int pairs) {
+  KILN_ASSIGN(std::vector<double> ratios, pairedRatios(candidate, baseline, pairs));
   return ratios.empty() ? 1.0 : upperMedian(std::move(ratios));
 }
 

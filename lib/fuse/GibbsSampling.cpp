@@ -42,7 +42,7 @@ Expected<size_t> gibbsSample(FusionEvaluator& evaluator, const GibbsOptions& opt
       KILN_ASSIGN(Evaluation f, evaluator.evaluate(fused));
       KILN_ASSIGN(Evaluation s, evaluator.evaluate(split));
       if (f.ok() && s.ok()) {
-        const std::vector<float> features = edgeFeatures(evaluator.planUnder(config), options.radius)[v];
+        const std::vector<float> features = edgeFeatures(evaluator.planUnder(config), v, options.radius);
         out << nlohmann::json({{"sweep", sweep},
                                {"edge", v},
                                {"config", decisionString(config)},

@@ -2,13 +2,18 @@
 //
 // One class per strategy of kiln/fuse/FusionSearch.h. The guided and ranked
 // strategies ask the advantage model about every edge under the current
-// best, once per best: guided its |advantage| regressor, ranked its signed one.
+// best, once per best: guided its |advantage| regressor, ranked its signed
+// one, which it reads per class of alike edges (EdgeFeatures.h).
 //
 //===----------------------------------------------------------------------===//
 #include "Proposers.h"
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
+#include <map>
+#include <set>
+#include <tuple>
 
 #include "kiln/fuse/EdgeFeatures.h"
 
@@ -61,7 +66,7 @@ class GuidedProposer : public Proposer {
     const size_t edge = ranking_[std::uniform_int_distribution<size_t>(0, topShare(options_.alpha, ranking_.size()) - 1)(rng)];
     return mutateNeighbourhood(evaluator_, best, edge, options_.radius, rng);
   }
-  void improved() override { ranking_.clear(); }
+  void improved(const Decisions&, const Decisions&) override { ranking_.clear(); }
 
  private:
   FusionEvaluator& evaluator_;
@@ -79,29 +84,37 @@ Expected<std::vector<float>> predictedGains(FusionEvaluator& evaluator, const Ad
   return advantage;
 }
 
-/// kiln's own: first single flips of the edges predicted to gain (at most the top alpha share, the
-/// largest gain first); once they are spent, random neighbourhood mutations screened by the model: of
-/// kScreened uniform draws, the one whose flipped edges' predicted gains sum highest. Every
-/// improvement re-predicts.
+/// A move of ranked search: every edge of one class (edgeClasses) set to one decision.
+struct ClassMove {
+  size_t cls = 0;
+  bool fuse = false;
+  bool operator<(const ClassMove& o) const { return std::tie(cls, fuse) < std::tie(o.cls, o.fuse); }
+};
+
+/// kiln's own: moves that set a whole class of edges (a repeated block's same decision) at once,
+/// those the model predicts to gain first (the mean predicted gain of the edges they flip, largest
+/// first), each tried once; once they are spent, random neighbourhood mutations screened by the
+/// model: of kScreened uniform draws, the one whose flipped edges' predicted gains sum highest.
+/// Every improvement re-predicts, and its changes are first repeated on the rest of their classes.
 class RankedProposer : public Proposer {
  public:
   static constexpr int kScreened = 8;
   RankedProposer(FusionEvaluator& evaluator, const SearchOptions& o)
-      : evaluator_(evaluator), random_(evaluator, o.radius), options_(o) {}
+      : evaluator_(evaluator), random_(evaluator, o.radius), options_(o), classes_(edgeClasses(evaluator.plan())) {}
   Expected<Decisions> propose(const Decisions& best, std::mt19937_64& rng) override {
     if (gains_.empty()) {
       KILN_ASSIGN(gains_, predictedGains(evaluator_, *options_.advantage, best));
-      ranking_.clear(), next_ = 0;
-      for (size_t i = 0; i < gains_.size(); ++i)
-        if (gains_[i] > 0) ranking_.push_back(i);
-      std::stable_sort(ranking_.begin(), ranking_.end(), [&](size_t a, size_t b) { return gains_[a] > gains_[b]; });
-      ranking_.resize(std::min(ranking_.size(), topShare(options_.alpha, gains_.size())));
+      rankMoves(best);
     }
-    if (next_ < ranking_.size()) {
+    while (!repeats_.empty() || next_ < moves_.size()) {
+      const bool repeat = !repeats_.empty();
+      const ClassMove move = repeat ? repeats_.front() : moves_[next_++];
+      if (repeat) repeats_.pop_front();
+      if (!tried_.insert(move).second && !repeat) continue;
       Decisions d = best;
-      d[ranking_[next_]] = !d[ranking_[next_]];
-      ++next_;
-      return d;
+      for (size_t i = 0; i < d.size(); ++i)
+        if (classes_[i] == move.cls) d[i] = move.fuse;
+      if (d != best) return d;
     }
     Decisions chosen;
     float chosenGain = 0;
@@ -113,14 +126,39 @@ class RankedProposer : public Proposer {
     }
     return chosen;
   }
-  void improved() override { gains_.clear(); }
+  /// Re-predicts, and first repeats the improvement's changes on the rest of their classes.
+  void improved(const Decisions& previous, const Decisions& best) override {
+    gains_.clear();
+    std::set<ClassMove> changed;
+    for (size_t i = 0; i < best.size(); ++i)
+      if (best[i] != previous[i] && changed.insert(ClassMove{classes_[i], best[i]}).second)
+        repeats_.push_back(ClassMove{classes_[i], best[i]});
+  }
 
  private:
+  /// The untried moves under `best` whose flipped edges gain on average, the largest mean first.
+  void rankMoves(const Decisions& best) {
+    std::map<ClassMove, std::pair<float, int>> flipped;  // the gains of the edges each move flips
+    for (size_t i = 0; i < best.size(); ++i) {
+      auto& [sum, count] = flipped[ClassMove{classes_[i], !best[i]}];
+      sum += gains_[i], ++count;
+    }
+    std::vector<std::pair<float, ClassMove>> ranked;
+    for (const auto& [move, gain] : flipped)
+      if (gain.first > 0 && !tried_.count(move)) ranked.push_back({gain.first / float(gain.second), move});
+    std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+    moves_.clear(), next_ = 0;
+    for (const auto& r : ranked) moves_.push_back(r.second);
+  }
+
   FusionEvaluator& evaluator_;
   RandomProposer random_;
   const SearchOptions& options_;
+  std::vector<size_t> classes_;
   std::vector<float> gains_;
-  std::vector<size_t> ranking_;
+  std::vector<ClassMove> moves_;
+  std::deque<ClassMove> repeats_;  ///< the last improvement's changes, for the rest of their classes
+  std::set<ClassMove> tried_;
   size_t next_ = 0;
 };
 

@@ -19,8 +19,8 @@ class Proposer {
   virtual ~Proposer() = default;
   /// The next candidate: a mutation of `best`.
   virtual Expected<Decisions> propose(const Decisions& best, std::mt19937_64& rng) = 0;
-  /// `best` is a new best configuration.
-  virtual void improved() {}
+  /// `best`, a mutation of `previous`, is the new best configuration.
+  virtual void improved(const Decisions& previous, const Decisions& best) { (void)previous, (void)best; }
 };
 
 /// The proposer of `options.strategy` (checked by the caller).

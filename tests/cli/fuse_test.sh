@@ -2,8 +2,9 @@
 # tests/cli/fuse_test.sh - `kiln fuse` driven as a user would (issue 68): a
 # few trials of random search on a tiny model, its record and plan, the plan
 # applied with `kiln compile --fusion-plan` (the artifact computes what the
-# interpreter computes), a rerun replayed from --db, Gibbs-sampling datasets
-# of two models, an advantage model trained on them, guided and ranked
+# interpreter computes), a rerun replayed from --db, every kept
+# configuration confirmed (--confirm-kept), Gibbs-sampling datasets of two
+# models, an advantage model trained on them, guided and ranked
 # search with it and with the model kiln ships, and the errors.
 # Usage: fuse_test.sh <kiln> <source dir> <work dir>
 set -euo pipefail
@@ -15,7 +16,7 @@ source "$SRC/tests/cli/expect.sh"
 TINY=$SRC/models/tiny
 
 "$KILN" fuse --help > help.txt
-for flag in --strategy --advantage-model --trials --from --collect --train --db --confirm-pairs; do expect_in "$flag" help.txt; done
+for flag in --strategy --advantage-model --trials --from --collect --train --db --confirm-pairs --confirm-kept; do expect_in "$flag" help.txt; done
 
 # Random search: its record, its plan, and the plan compiled.
 MODEL=$TINY/resnet_tiny-raw.onnx
@@ -47,6 +48,21 @@ assert all(b >= a for a, b in zip(best[1:], best)), ("best-so-far rose", best)
 assert [t["config"] for t in again["trials"]] == [t["config"] for t in trials], "the replayed search took other trials"
 assert all(t["replayed"] and t["kernels_compiled"] == 0 for t in again["trials"][1:]), again["trials"]
 print("random search: 8 distinct trials, replayed exactly from --db")
+PY
+
+# --confirm-kept: every kept configuration that is not the default (the random start included) is
+# confirmed against the default, and the last confirmation is the final one.
+"$KILN" fuse "$MODEL" --trials 4 --seed 5 --from random --confirm-kept --confirm-pairs 3 --json kept.json --quiet > /dev/null
+/usr/bin/python3 - <<'PY'
+import json
+record = json.load(open("kept.json"))
+trials = record["trials"]
+confirmed = [t for t in trials if t["confirmed_ratio"] is not None]
+assert trials[0]["kept"] and trials[0]["confirmed_ratio"] > 0, trials[0]
+assert all(t["kept"] for t in confirmed), "a trial the search did not keep was confirmed"
+assert all(t["confirmed_ratio"] is not None for t in trials if t["kept"]), "a kept trial was not confirmed"
+assert record["confirmed_ratio"] == confirmed[-1]["confirmed_ratio"], "the final confirmation is not the last one"
+print(f"--confirm-kept: {len(confirmed)} kept configurations confirmed")
 PY
 
 # Gibbs-sampling datasets, an advantage model, and guided / ranked search with it.

@@ -13,7 +13,10 @@
 //===----------------------------------------------------------------------===//
 #include <unistd.h>
 
+#include <algorithm>
 #include <iomanip>
+#include <iterator>
+#include <map>
 #include <iostream>
 #include <sstream>
 
@@ -22,6 +25,7 @@
 #include "Commands.h"
 #include "FuseOptions.h"
 #include "ModelInputs.h"
+#include "kiln/fuse/EdgeFeatures.h"
 #include "kiln/support/File.h"
 #include "kiln/support/Strings.h"
 
@@ -47,9 +51,14 @@ void showProgress(const fuse::SearchTrial& t, const fuse::SearchResult& r, const
   else std::cerr << os.str() << "\n";
 }
 
-nlohmann::json recordOf(const FuseOptions& o, const fuse::SearchResult& r, double confirmedRatio, bool kept) {
+/// Each kept configuration's paired ratio against the default (by trial index), for --confirm-kept.
+using ConfirmedRatios = std::map<int, double>;
+
+nlohmann::json recordOf(const FuseOptions& o, const fuse::SearchResult& r, double confirmedRatio, bool kept,
+                        const ConfirmedRatios& confirmed) {
   nlohmann::json trials = nlohmann::json::array();
-  for (const fuse::SearchTrial& t : r.trials)
+  for (const fuse::SearchTrial& t : r.trials) {
+    auto c = confirmed.find(t.index);
     trials.push_back({{"trial", t.index},
                       {"status", fuse::evaluationStatusName(t.evaluation.status)},
                       {"ms", t.evaluation.ok() ? nlohmann::json(t.evaluation.ms) : nlohmann::json()},
@@ -58,13 +67,34 @@ nlohmann::json recordOf(const FuseOptions& o, const fuse::SearchResult& r, doubl
                       {"config", fuse::decisionString(t.decisions)},
                       {"kernels_compiled", t.evaluation.kernelsCompiled},
                       {"best_ms", t.bestMs},
+                      {"confirmed_ratio", c == confirmed.end() ? nlohmann::json() : nlohmann::json(c->second)},
                       {"seconds", t.elapsedSeconds}});
+  }
   return {{"schema", "kiln-fuse/1"},  {"model", o.model.path},   {"target", o.target},
           {"strategy", o.search.strategy}, {"seed", o.search.seed}, {"radius", o.search.radius},
           {"advantage_model", o.search.advantage ? o.advantageModel : ""},
           {"from", o.from},          {"default_ms", r.defaultMs}, {"start_ms", r.startMs},
           {"best_ms", r.bestMs},     {"confirmed_ratio", confirmedRatio}, {"kept", kept ? "searched" : "default"},
           {"invalid", r.invalid},    {"repeats_skipped", r.cached},       {"trials", trials}};
+}
+
+/// With --confirm-kept, every kept configuration that is not the default (the start from a random one
+/// included) against the default in --confirm-pairs paired runs: what each step of the search really
+/// gained, where the search's own best latency carries every acceptance's noise. The last is the best.
+Expected<ConfirmedRatios> confirmKept(fuse::FusionEvaluator& evaluator, const fuse::SearchResult& r,
+                                      const FuseOptions& o) {
+  ConfirmedRatios confirmed;
+  for (const fuse::SearchTrial& t : r.trials) {
+    if (!o.confirmKept || !t.kept || t.decisions == evaluator.defaultDecisions()) continue;
+    KILN_ASSIGN(confirmed[t.index], evaluator.pairedRatio(t.decisions, evaluator.defaultDecisions(), o.confirmPairs));
+  }
+  return confirmed;
+}
+
+/// How many classes of alike edges (fuse::edgeClasses) the plan has.
+size_t classCount(const fuse::FusionEvaluator& evaluator) {
+  const std::vector<size_t> classes = fuse::edgeClasses(evaluator.plan());
+  return classes.empty() ? 0 : *std::max_element(classes.begin(), classes.end()) + 1;
 }
 
 }  // namespace
@@ -102,7 +132,8 @@ int searchMode(FuseOptions o) {
   auto evaluator = makeFuseEvaluator(o, module);
   if (!evaluator) return reportError(evaluator.error());
   if (log)
-    *log << "kiln fuse: " << (*evaluator)->edgeCount() << " fusion edges, " << (*evaluator)->plan().groups().size()
+    *log << "kiln fuse: " << (*evaluator)->edgeCount() << " fusion edges in " << classCount(**evaluator)
+         << " classes of alike edges, " << (*evaluator)->plan().groups().size()
          << " kernels by default; " << o.search.trials << " trials of " << o.search.strategy << " search from the "
          << o.from << " configuration (seed " << o.search.seed << ")\n";
   const bool terminal = isatty(STDERR_FILENO);
@@ -113,10 +144,14 @@ int searchMode(FuseOptions o) {
   if (!result) return reportError(result.error());
   // The searched plan stays only where paired runs confirm it beats the default.
   const fuse::Decisions& defaults = (*evaluator)->defaultDecisions();
+  auto confirmed = confirmKept(**evaluator, *result, o);
+  if (!confirmed) return reportError(confirmed.error());
   double ratio = 1.0;
   bool kept = false;
   if (result->best != defaults) {
-    auto paired = (*evaluator)->pairedRatio(result->best, defaults, o.confirmPairs);
+    auto last = confirmed->empty() ? confirmed->end() : std::prev(confirmed->end());
+    auto paired = last != confirmed->end() ? Expected<double>(last->second)
+                                           : (*evaluator)->pairedRatio(result->best, defaults, o.confirmPairs);
     if (!paired) return reportError(paired.error());
     ratio = *paired;
     kept = ratio < 1.0;
@@ -136,7 +171,7 @@ int searchMode(FuseOptions o) {
     std::cout << "  plan      " << o.output << " (kiln compile " << o.model.path << " --fusion-plan " << o.output << ")\n";
   }
   if (!o.jsonFile.empty())
-    if (Status s = writeFile(o.jsonFile, recordOf(o, *result, ratio, kept).dump(1) + "\n"); !s.isOk())
+    if (Status s = writeFile(o.jsonFile, recordOf(o, *result, ratio, kept, *confirmed).dump(1) + "\n"); !s.isOk())
       return reportError(s.error());
   return 0;
 }
@@ -154,7 +189,8 @@ void addFuseCommand(CLI::App& app, int& exitCode) {
   cmd->add_option("--target", o->target, "Where configurations are measured: cpu")->default_val("cpu");
   cmd->add_option("--strategy", o->search.strategy,
                   "random (uniform edge), guided (an edge among the top --alpha by predicted |advantage|) or ranked "
-                  "(single flips in order of predicted |advantage|, then guided); see docs/fusion-search.md")
+                  "(classes of alike edges moved at once, in order of predicted gain, then mutations screened by "
+                  "it); see docs/fusion-search.md")
       ->default_val("random")
       ->check(CLI::IsMember(fuse::searchStrategies()));
   cmd->add_option("--advantage-model", o->advantageModel,
@@ -174,12 +210,15 @@ void addFuseCommand(CLI::App& app, int& exitCode) {
       ->default_val("default")
       ->check(CLI::IsMember({"default", "random"}));
   cmd->add_option("--accept-pairs", o->search.acceptPairs,
-                  "Paired runs against the best that must confirm a faster candidate during the search (0: its median alone)")
+                  "Paired runs against the best of which 4 in 5 must find a candidate faster to keep it (0: its median alone)")
       ->default_val(5)
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--confirm-pairs", o->confirmPairs, "Paired runs (best, default) that must confirm the best plan")
       ->default_val(30)
       ->check(CLI::PositiveNumber);
+  cmd->add_flag("--confirm-kept", o->confirmKept,
+                "Confirm every configuration the search kept against the default, not only the best, and record each "
+                "ratio in --json (for studies of how fast a strategy really improves)");
   cmd->add_option("-o,--output", o->output,
                   "Search: write the kept plan (the default's when nothing was confirmed faster); --train: the model");
   cmd->add_option("--db", o->database,

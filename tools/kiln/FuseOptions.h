@@ -29,6 +29,7 @@ struct FuseOptions {
   std::string output, jsonFile;
   std::string database;              ///< --db: measured partitions kept across runs
   int confirmPairs = 30;
+  bool confirmKept = false;          ///< --confirm-kept: every kept configuration against the default, for studies
   bool quiet = false;
   std::string collect;               ///< --collect: the dataset to write
   fuse::GibbsOptions gibbs;

@@ -23,9 +23,17 @@ const std::vector<std::string>& edgeFeatureNames();
 
 /// One row per edge of `plan`, in edge order; `radius` is the neighbourhood's k.
 std::vector<std::vector<float>> edgeFeatures(const codegen::FusionPlan& plan, int radius);
+/// The row of one edge (as edgeFeatures(plan, radius)[edge], without the others).
+std::vector<float> edgeFeatures(const codegen::FusionPlan& plan, size_t edge, int radius);
 
 /// The edges within `radius` hops of `edge` in `plan` (itself first); two
 /// edges are one hop apart when they share a node.
 std::vector<size_t> edgeNeighbourhood(const codegen::FusionPlan& plan, size_t edge, int radius);
+
+/// One class number per edge of `plan`: edges of one class join the same
+/// ops (op type, input and output types) by the same kind of edge, as the
+/// repeated blocks of a network do, so a decision that pays on one is
+/// likely to pay on the others. Numbers count from 0 in first-edge order.
+std::vector<size_t> edgeClasses(const codegen::FusionPlan& plan);
 
 }  // namespace kiln::fuse

@@ -79,7 +79,12 @@ class FusionEvaluator {
   /// The plan partitioned under `decisions` (for features of its edges).
   const codegen::FusionPlan& planUnder(const Decisions& decisions);
   /// `candidate` against `baseline` in alternating runs, `pairs` of each:
-  /// the median over pairs of candidate / baseline (below 1: candidate faster).
+  /// each pair's candidate / baseline (below 1: candidate faster). With
+  /// `maxSlower` >= 0, the runs stop early once more pairs than that find
+  /// the candidate slower.
+  Expected<std::vector<double>> pairedRatios(const Decisions& candidate, const Decisions& baseline, int pairs,
+                                             int maxSlower = -1);
+  /// The median of pairedRatios (1 for no pairs).
   Expected<double> pairedRatio(const Decisions& candidate, const Decisions& baseline, int pairs);
 
   /// Records every new measurement in the database at `path` and answers

@@ -3,18 +3,18 @@
 // The search over a plan's fusion decisions (shared/seeds/004: progressive
 // search with local mutations). Each trial mutates the best configuration
 // so far, evaluates it and keeps it when it is faster; a candidate that
-// seems faster is kept only when a few paired runs against the best agree,
-// so that measurement noise does not crown a lucky sample. Proposals whose
+// seems faster is kept only when 4 in 5 of a few paired runs against the
+// best agree, so that measurement noise does not crown a lucky sample. Proposals whose
 // partition was evaluated already are redrawn (up to `redraws` times, then
 // as many uniform draws), and a repeat that remains is not a trial: the
 // budget counts measurements. Strategies:
 //   random  - an edge drawn uniformly; its k-neighbourhood mutated.
 //   guided  - an edge drawn from the top alpha share by the advantage
 //             model's predicted |advantage|; its k-neighbourhood mutated.
-//   ranked  - kiln's own: single flips of the edges whose flip the signed
-//             regressor predicts to gain (at most the top alpha share),
-//             largest gain first; then random mutations screened by it
-//             (the best predicted of 8 draws per measurement).
+//   ranked  - kiln's own: each class of alike edges (a repeated block's
+//             same edge) set to one decision at once, the moves the signed
+//             regressor predicts to gain first; then random mutations
+//             screened by it (the best predicted of 8 draws a measurement).
 // Seeded: one seed, one sequence of configurations. The budget is a number
 // of trials and, optionally, seconds.
 //
