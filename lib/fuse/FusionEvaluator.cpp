@@ -12,7 +12,6 @@
 #include "kiln/fuse/FusionEvaluator.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <functional>
@@ -79,12 +78,14 @@ std::string cachedName(const std::string& bodyKey) {
 }
 
 /// A run longer than this is timed in single runs beside the anchor's, kSlowRunPairs pairs of them,
-/// with no warm-up runs and no untimed run before each sample: the check run or the last pair warmed
-/// it, and these runs are most of a trial's cost (docs/fusion-search.md).
+/// with no warm-up runs of its own: these runs are most of a trial's cost (docs/fusion-search.md).
 constexpr double kSlowRunMs = 20;
 constexpr int kSlowRunPairs = 3;
 /// A paired run of a faster model repeats it for about this long.
 constexpr double kPairSampleMs = 10;
+/// pairedRatio lowers both partitions afresh for every this many pairs, so that no one placement
+/// of their buffers decides the median (docs/fusion-search.md).
+constexpr int kConfirmBlockPairs = 5;
 
 /// Runs `run` for a while: the first partition measured would otherwise pay for a cold process
 /// (page faults on the weights, the thread pool's first wake-ups) and look slower than it is.
@@ -178,8 +179,8 @@ struct FusionEvaluator::Impl {
       anchor = std::make_unique<Runnable>(std::move(a));
       if (!anchorMs) anchorMs = tune::timeKernel(run(*anchor), timing());
     }
-    if (slow()) {  // single runs in alternation: the check run has just warmed the candidate
-      KILN_ASSIGN(std::vector<double> ratios, alternate(r, *anchor, kSlowRunPairs, -1));
+    if (slow()) {  // pairs of warm single runs in alternation
+      KILN_ASSIGN(std::vector<double> ratios, alternate(r, *anchor, kSlowRunPairs, -1, 1));
       return upperMedian(std::move(ratios)) * *anchorMs;
     }
     // Rounds are fewer for slower models (about 0.6 s of rounds, at least 3): see docs/fusion-search.md.
@@ -189,24 +190,29 @@ struct FusionEvaluator::Impl {
     return ms[0] / ms[1] * *anchorMs;
   }
 
-  /// Milliseconds of one run of `r`: the mean of back-to-back runs that last about kPairSampleMs
-  /// (one run for a model slower than that), so that a fast model's pairs are not single noisy runs.
-  Expected<double> once(const Runnable& r) const {
-    const int runs = anchorMs ? int(std::clamp(std::ceil(kPairSampleMs / std::max(*anchorMs, 1e-3)), 1.0, 1e5)) : 1;
-    const auto start = std::chrono::steady_clock::now();
+  /// How many back-to-back runs one paired sample takes for a model whose run lasts `runMs`: about
+  /// kPairSampleMs of them, so that a fast model's pairs are not single noisy runs.
+  static int sampleRuns(double runMs) { return int(std::clamp(std::ceil(kPairSampleMs / std::max(runMs, 1e-3)), 1.0, 1e5)); }
+
+  /// Milliseconds of one run of `r`: the mean of `runs` back-to-back runs after an untimed one, so
+  /// that the partition runs warm, as it does in service, not in the caches the other one left.
+  static Expected<double> once(const Runnable& r, const std::vector<Tensor>& inputs, int runs) {
+    KILN_TRY(r.executor->run(inputs).status());
+    Stopwatch clock;
     for (int i = 0; i < runs; ++i) KILN_TRY(r.executor->run(inputs).status());
-    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() / runs;
+    return clock.elapsedMs() / runs;
   }
 
-  /// `pairs` pairs of single runs of `c` and `b`, `b` first in even pairs: each pair's c / b. With
-  /// `maxSlower` >= 0 it stops once more pairs than that find `c` slower.
-  Expected<std::vector<double>> alternate(const Runnable& c, const Runnable& b, int pairs, int maxSlower) const {
+  /// `pairs` pairs of samples of `runs` runs of `c` and `b`, `b` first in even pairs: each pair's
+  /// c / b. With `maxSlower` >= 0 it stops once more pairs than that find `c` slower.
+  Expected<std::vector<double>> alternate(const Runnable& c, const Runnable& b, int pairs, int maxSlower,
+                                          int runs) const {
     std::vector<double> ratios;
     int slower = 0;
     for (int p = 0; p < pairs && (maxSlower < 0 || slower <= maxSlower); ++p) {
       const bool baselineFirst = p % 2 == 0;
-      KILN_ASSIGN(double x, once(baselineFirst ? b : c));
-      KILN_ASSIGN(double y, once(baselineFirst ? c : b));
+      KILN_ASSIGN(double x, once(baselineFirst ? b : c, inputs, runs));
+      KILN_ASSIGN(double y, once(baselineFirst ? c : b, inputs, runs));
       ratios.push_back(baselineFirst ? y / x : x / y);
       slower += ratios.back() >= 1;
     }
@@ -269,6 +275,14 @@ const codegen::FusionPlan& FusionEvaluator::planUnder(const Decisions& decisions
   return *impl_->plan;
 }
 
+Expected<Decisions> FusionEvaluator::decisionsOf(const std::string& planText) {
+  impl_->apply(impl_->defaults);
+  KILN_TRY(impl_->plan->applyDecisions(planText));
+  Decisions d;
+  for (const codegen::FusionEdge& edge : impl_->plan->edges()) d.push_back(edge.fuse);
+  return d;
+}
+
 Expected<Evaluation> FusionEvaluator::evaluate(const Decisions& decisions) {
   Impl& m = *impl_;
   if (decisions.size() != m.defaults.size())
@@ -319,31 +333,41 @@ Status FusionEvaluator::useDatabase(const std::string& path) {
 
 Expected<std::vector<double>> FusionEvaluator::pairedRatios(const Decisions& candidate, const Decisions& baseline,
                                                             int pairs, int maxSlower) {
+  // Both sides are lowered afresh, the default too (not the anchor): where a process's buffers land
+  // moves a partition's time by a few percent, and fresh lowerings draw that anew.
   Impl& m = *impl_;
   size_t compiled = 0;
   KILN_ASSIGN(Runnable c, m.lower(candidate, compiled));
-  Runnable lowered;  // the baseline, unless it is the default and the anchor already runs it
-  const bool anchored = baseline == m.defaults && m.anchor;
-  if (!anchored) {
-    KILN_ASSIGN(lowered, m.lower(baseline, compiled));
+  KILN_ASSIGN(Runnable b, m.lower(baseline, compiled));
+  // Samples last about kPairSampleMs; where nothing was timed in this process (every partition
+  // replayed from --db), a run of the baseline sizes them.
+  double runMs = m.anchorMs.value_or(0);
+  if (!m.anchorMs) {
+    KILN_ASSIGN(runMs, Impl::once(b, m.inputs, 1));
   }
-  const Runnable& b = anchored ? *m.anchor : lowered;
-  for (int w = 0; w < m.options.warmup; ++w) {  // a slow model's candidate ran last: only the baseline warms
-    if (!m.slow()) KILN_TRY(m.once(c).status());
-    KILN_TRY(m.once(b).status());
-    if (m.slow()) break;
-  }
-  return m.alternate(c, b, pairs, maxSlower);
+  return m.alternate(c, b, pairs, maxSlower, Impl::sampleRuns(runMs));
 }
 
 Expected<double> FusionEvaluator::pairedRatio(const Decisions& candidate, const Decisions& baseline, int pairs) {
-  KILN_ASSIGN(std::vector<double> ratios, pairedRatios(candidate, baseline, pairs));
+  std::vector<double> ratios;
+  for (int done = 0; done < pairs; done += kConfirmBlockPairs) {
+    KILN_ASSIGN(std::vector<double> block, pairedRatios(candidate, baseline, std::min(kConfirmBlockPairs, pairs - done)));
+    ratios.insert(ratios.end(), block.begin(), block.end());
+  }
   return ratios.empty() ? 1.0 : upperMedian(std::move(ratios));
 }
 
-Expected<Configured> startConfiguration(FusionEvaluator& evaluator, bool fromRandom, std::mt19937_64& rng) {
+Expected<Configured> startConfiguration(FusionEvaluator& evaluator, bool fromRandom, std::mt19937_64& rng,
+                                        const Decisions& given) {
   KILN_ASSIGN(Evaluation byDefault, evaluator.evaluate(evaluator.defaultDecisions()));
   if (!byDefault.ok()) return makeError(ErrorCode::Internal, "the default fusion plan fails: ", byDefault.error);
+  if (!given.empty()) {
+    KILN_ASSIGN(Evaluation e, evaluator.evaluate(given));
+    if (!e.ok())
+      return makeError(ErrorCode::InvalidArgument, "the starting fusion plan is ", evaluationStatusName(e.status), ": ",
+                       e.error);
+    return Configured{given, e.ms};
+  }
   for (int attempt = 0; fromRandom && attempt < 100; ++attempt) {
     Decisions d(evaluator.edgeCount());
     for (size_t i = 0; i < d.size(); ++i) d[i] = rng() & 1;

@@ -64,7 +64,7 @@ Expected<SearchResult> searchFusion(FusionEvaluator& evaluator, const SearchOpti
     if (progress) progress(t, result);
   };
 
-  KILN_ASSIGN(Configured start, startConfiguration(evaluator, options.fromRandom, rng));
+  KILN_ASSIGN(Configured start, startConfiguration(evaluator, options.fromRandom, rng, options.start));
   KILN_ASSIGN(Evaluation byDefault, evaluator.evaluate(evaluator.defaultDecisions()));  // from the cache
   result.defaultMs = byDefault.ms;
   result.best = start.decisions, result.bestMs = result.startMs = start.ms;

@@ -23,7 +23,7 @@ Expected<size_t> gibbsSample(FusionEvaluator& evaluator, const GibbsOptions& opt
   if (!(options.temperature > 0)) return makeError(ErrorCode::InvalidArgument, "the temperature must be positive");
   std::mt19937_64 rng(options.seed);
   Stopwatch clock;
-  KILN_ASSIGN(Configured start, startConfiguration(evaluator, options.fromRandom, rng));
+  KILN_ASSIGN(Configured start, startConfiguration(evaluator, options.fromRandom, rng, options.start));
   auto [config, currentMs] = start;
   out << nlohmann::json({{"schema", "kiln-fuse-data/1"},
                          {"model", options.model},

@@ -50,6 +50,21 @@ assert all(t["replayed"] and t["kernels_compiled"] == 0 for t in again["trials"]
 print("random search: 8 distinct trials, replayed exactly from --db")
 PY
 
+# --from PLAN: a search starts from a saved plan's configuration (here with no trials: the plan
+# against the default in a fresh process, as the study re-confirms its kept plans).
+"$KILN" fuse "$MODEL" --from plan.txt --trials 0 --confirm-pairs 3 --json from-plan.json --quiet > /dev/null
+/usr/bin/python3 - <<'PY'
+import json
+# edge <id> <producer> -> <consumer> <kind> fuse|split [note]
+plan = "".join("1" if l.split()[6] == "fuse" else "0" for l in open("plan.txt") if l.startswith("edge "))
+start = json.load(open("from-plan.json"))["trials"][0]
+assert start["config"] == plan, ("the search did not start from plan.txt", start["config"], plan)
+print("--from plan.txt: started from the plan's configuration")
+PY
+sed 's/^edge e0 [^ ]*/edge e0 no_such_node/' plan.txt > wrong-plan.txt
+expect_fail "wrong-plan.txt: fusion plan line 2" "$KILN" fuse "$MODEL" --from wrong-plan.txt --trials 0
+expect_fail "--from" "$KILN" fuse "$MODEL" --from missing-plan.txt --trials 0
+
 # --confirm-kept: every kept configuration that is not the default (the random start included) is
 # confirmed against the default, and the last confirmation is the final one.
 "$KILN" fuse "$MODEL" --trials 4 --seed 5 --from random --confirm-kept --confirm-pairs 3 --json kept.json --quiet > /dev/null

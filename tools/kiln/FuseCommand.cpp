@@ -112,9 +112,18 @@ Expected<std::unique_ptr<fuse::FusionEvaluator>> makeFuseEvaluator(const FuseOpt
   std::vector<Tensor> inputs;
   for (const RuntimeValue& v : model.inputs) inputs.push_back(v.isTensor() ? v.tensor() : Tensor());
   module = std::move(model.module);
-  KILN_ASSIGN(std::unique_ptr<fuse::FusionEvaluator> evaluator, fuse::FusionEvaluator::create(module->graph(), std::move(inputs)));
+  KILN_ASSIGN(std::unique_ptr<fuse::FusionEvaluator> evaluator,
+              fuse::FusionEvaluator::create(module->graph(), std::move(inputs), o.evaluation));
   if (!o.database.empty()) KILN_TRY(evaluator->useDatabase(o.database));
   return evaluator;
+}
+
+Expected<fuse::Decisions> startDecisions(const FuseOptions& o, fuse::FusionEvaluator& evaluator) {
+  if (o.from == "default" || o.from == "random") return fuse::Decisions{};
+  KILN_ASSIGN(std::string text, readFile(o.from));
+  auto decisions = evaluator.decisionsOf(text);
+  if (!decisions) return makeError(decisions.error().code(), o.from, ": ", decisions.error().message());
+  return decisions;
 }
 
 int searchMode(FuseOptions o) {
@@ -131,6 +140,9 @@ int searchMode(FuseOptions o) {
   std::unique_ptr<ir::Module> module;
   auto evaluator = makeFuseEvaluator(o, module);
   if (!evaluator) return reportError(evaluator.error());
+  auto start = startDecisions(o, **evaluator);
+  if (!start) return reportError(start.error());
+  o.search.start = std::move(*start);
   if (log)
     *log << "kiln fuse: " << (*evaluator)->edgeCount() << " fusion edges in " << classCount(**evaluator)
          << " classes of alike edges, " << (*evaluator)->plan().groups().size()
@@ -206,15 +218,21 @@ void addFuseCommand(CLI::App& app, int& exitCode) {
   cmd->add_option("--radius", o->search.radius, "Edges within this many hops of the chosen one are mutated together")
       ->default_val(1)
       ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--from", o->from, "Start from the default heuristic's decisions or a random configuration")
+  cmd->add_option("--from", o->from,
+                  "Start from the default heuristic's decisions, a random configuration, or a saved plan (a -o file): "
+                  "default, random or PLAN")
       ->default_val("default")
-      ->check(CLI::IsMember({"default", "random"}));
+      ->check(CLI::IsMember({"default", "random"}) | CLI::ExistingFile);
   cmd->add_option("--accept-pairs", o->search.acceptPairs,
                   "Paired runs against the best of which 4 in 5 must find a candidate faster to keep it (0: its median alone)")
       ->default_val(5)
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--confirm-pairs", o->confirmPairs, "Paired runs (best, default) that must confirm the best plan")
       ->default_val(30)
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--tolerance", o->evaluation.tolerance,
+                  "Largest relative error of a configuration's outputs against the interpreter before it is rejected")
+      ->default_val(1e-3)
       ->check(CLI::PositiveNumber);
   cmd->add_flag("--confirm-kept", o->confirmKept,
                 "Confirm every configuration the search kept against the default, not only the best, and record each "

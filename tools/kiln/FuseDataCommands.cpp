@@ -48,10 +48,12 @@ int collectMode(const FuseOptions& o) {
   std::unique_ptr<ir::Module> module;
   auto evaluator = makeFuseEvaluator(o, module);
   if (!evaluator) return reportError(evaluator.error());
+  auto start = startDecisions(o, **evaluator);
+  if (!start) return reportError(start.error());
   std::ofstream out(o.collect);
   if (!out) return reportError(Error(ErrorCode::IoError, "cannot write " + o.collect));
   fuse::GibbsOptions g = o.gibbs;
-  g.seed = o.search.seed, g.fromRandom = o.from == "random", g.radius = o.search.radius;
+  g.seed = o.search.seed, g.fromRandom = o.from == "random", g.radius = o.search.radius, g.start = std::move(*start);
   g.maxSeconds = o.search.maxSeconds, g.target = o.target;
   g.model = std::filesystem::path(o.model.path).filename().string();  // no machine's paths in a shipped model
   const bool terminal = isatty(STDERR_FILENO);

@@ -24,6 +24,7 @@ struct FuseOptions {
   std::vector<std::string> inputs;
   std::string target = "cpu";
   fuse::SearchOptions search;
+  fuse::EvaluatorOptions evaluation;
   std::string from = "default";
   std::string advantageModel;  ///< empty: the model shipped for the target
   std::string output, jsonFile;
@@ -42,6 +43,9 @@ std::string shippedAdvantageModel(const std::string& target);
 /// Imports the model as `kiln compile` does and makes the evaluator on its (seeded or given) inputs.
 Expected<std::unique_ptr<fuse::FusionEvaluator>> makeFuseEvaluator(const FuseOptions& o,
                                                                   std::unique_ptr<ir::Module>& module);
+
+/// The configuration --from names when it is a saved plan's file (empty for default and random).
+Expected<fuse::Decisions> startDecisions(const FuseOptions& o, fuse::FusionEvaluator& evaluator);
 
 int searchMode(FuseOptions o);
 int collectMode(const FuseOptions& o);

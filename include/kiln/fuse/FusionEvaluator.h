@@ -36,7 +36,9 @@ struct EvaluatorOptions {
   int warmup = 2;            ///< untimed runs of a new partition after its check
   int repeats = 7;           ///< timed samples (rounds, anchored); the median is the cost
   double minSampleMs = 2.0;  ///< a sample repeats runs until this long
-  double tolerance = 1e-4;   ///< largest error against the interpreter (relative to an output's scale)
+  /// Largest error against the interpreter (relative to an output's scale): fusion reorders fp32 sums,
+  /// which moves a deep transformer's outputs by a few 1e-4; a wrong kernel is off by far more.
+  double tolerance = 1e-3;
   /// Time each partition in interleaved rounds beside the default's and scale the ratio by the default's
   /// time, so that drift of the machine between evaluations cancels (the tuner's anchored CPU timing).
   bool anchored = true;
@@ -78,13 +80,18 @@ class FusionEvaluator {
   bool evaluated(const Decisions& decisions);
   /// The plan partitioned under `decisions` (for features of its edges).
   const codegen::FusionPlan& planUnder(const Decisions& decisions);
-  /// `candidate` against `baseline` in alternating runs, `pairs` of each:
+  /// The configuration a saved plan's text sets (FusionPlan::print form): the default's decisions,
+  /// then the plan's; an error names the plan line that is not an edge of this graph.
+  Expected<Decisions> decisionsOf(const std::string& planText);
+  /// `candidate` against `baseline`, both lowered afresh, in alternating
+  /// warm runs, `pairs` of each:
   /// each pair's candidate / baseline (below 1: candidate faster). With
   /// `maxSlower` >= 0, the runs stop early once more pairs than that find
   /// the candidate slower.
   Expected<std::vector<double>> pairedRatios(const Decisions& candidate, const Decisions& baseline, int pairs,
                                              int maxSlower = -1);
-  /// The median of pairedRatios (1 for no pairs).
+  /// The median of pairedRatios over blocks of 5 pairs, each block with
+  /// both partitions lowered afresh (1 for no pairs).
   Expected<double> pairedRatio(const Decisions& candidate, const Decisions& baseline, int pairs);
 
   /// Records every new measurement in the database at `path` and answers
@@ -107,9 +114,11 @@ struct Configured {
   double ms = 0;
 };
 
-/// Where a search or a Gibbs sweep starts: the default configuration (evaluated first either way), or
-/// with `fromRandom` uniform random draws until one is valid (up to 100; the default when none is).
+/// Where a search or a Gibbs sweep starts: the default configuration (evaluated first either way),
+/// `given` when it is not empty (an error when it is invalid or computes wrong outputs), or with
+/// `fromRandom` uniform random draws until one is valid (up to 100; the default when none is).
 /// An error when the default itself fails.
-Expected<Configured> startConfiguration(FusionEvaluator& evaluator, bool fromRandom, std::mt19937_64& rng);
+Expected<Configured> startConfiguration(FusionEvaluator& evaluator, bool fromRandom, std::mt19937_64& rng,
+                                        const Decisions& given = {});
 
 }  // namespace kiln::fuse

@@ -38,6 +38,7 @@ struct SearchOptions {
   uint64_t seed = 0;
   int radius = 1;           ///< k: the mutated neighbourhood's radius in edges
   bool fromRandom = false;  ///< start from a random configuration instead of the default
+  Decisions start;          ///< when not empty, the configuration to start from (a saved plan's)
   double alpha = 0.1;       ///< guided: the share of edges, by predicted |advantage|, an edge is drawn from
   int acceptPairs = 5;      ///< paired runs that confirm a faster candidate (0: its median alone)
   int redraws = 20;         ///< proposals drawn for one trial while they repeat evaluated partitions

@@ -28,6 +28,7 @@ struct GibbsOptions {
   double temperature = 0.05;
   uint64_t seed = 0;
   bool fromRandom = false;
+  Decisions start;         ///< when not empty, the configuration to start from (a saved plan's)
   int radius = 1;          ///< the neighbourhood the features describe
   double maxSeconds = 0;   ///< stop after this long (0: the sweeps alone)
   std::string model;       ///< recorded in the dataset's first line
