@@ -192,11 +192,13 @@ struct FusionEvaluator::Impl {
 
   /// How many back-to-back runs one paired sample takes for a model whose run lasts `runMs`: about
   /// kPairSampleMs of them, so that a fast model's pairs are not single noisy runs.
-  static int sampleRuns(double runMs) { return int(std::clamp(std::ceil(kPairSampleMs / std::max(runMs, 1e-3)), 1.0, 1e5)); }
+  static int sampleRuns(double runMs) {
+    return int(std::clamp(std::ceil(kPairSampleMs / std::max(runMs, 1e-3)), 1.0, 1e5));
+  }
 
   /// Milliseconds of one run of `r`: the mean of `runs` back-to-back runs after an untimed one, so
   /// that the partition runs warm, as it does in service, not in the caches the other one left.
-  static Expected<double> once(const Runnable& r, const std::vector<Tensor>& inputs, int runs) {
+  Expected<double> once(const Runnable& r, int runs) const {
     KILN_TRY(r.executor->run(inputs).status());
     Stopwatch clock;
     for (int i = 0; i < runs; ++i) KILN_TRY(r.executor->run(inputs).status());
@@ -211,8 +213,8 @@ struct FusionEvaluator::Impl {
     int slower = 0;
     for (int p = 0; p < pairs && (maxSlower < 0 || slower <= maxSlower); ++p) {
       const bool baselineFirst = p % 2 == 0;
-      KILN_ASSIGN(double x, once(baselineFirst ? b : c, inputs, runs));
-      KILN_ASSIGN(double y, once(baselineFirst ? c : b, inputs, runs));
+      KILN_ASSIGN(double x, once(baselineFirst ? b : c, runs));
+      KILN_ASSIGN(double y, once(baselineFirst ? c : b, runs));
       ratios.push_back(baselineFirst ? y / x : x / y);
       slower += ratios.back() >= 1;
     }
@@ -343,7 +345,7 @@ Expected<std::vector<double>> FusionEvaluator::pairedRatios(const Decisions& can
   // replayed from --db), a run of the baseline sizes them.
   double runMs = m.anchorMs.value_or(0);
   if (!m.anchorMs) {
-    KILN_ASSIGN(runMs, Impl::once(b, m.inputs, 1));
+    KILN_ASSIGN(runMs, m.once(b, 1));
   }
   return m.alternate(c, b, pairs, maxSlower, Impl::sampleRuns(runMs));
 }

@@ -15,9 +15,9 @@
 
 #include <algorithm>
 #include <iomanip>
+#include <iostream>
 #include <iterator>
 #include <map>
-#include <iostream>
 #include <sstream>
 
 #include <nlohmann/json.hpp>

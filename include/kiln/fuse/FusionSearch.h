@@ -4,10 +4,10 @@
 // search with local mutations). Each trial mutates the best configuration
 // so far, evaluates it and keeps it when it is faster; a candidate that
 // seems faster is kept only when 4 in 5 of a few paired runs against the
-// best agree, so that measurement noise does not crown a lucky sample. Proposals whose
-// partition was evaluated already are redrawn (up to `redraws` times, then
-// as many uniform draws), and a repeat that remains is not a trial: the
-// budget counts measurements. Strategies:
+// best agree, so that measurement noise does not crown a lucky sample.
+// Proposals whose partition was evaluated already are redrawn (up to
+// `redraws` times, then as many uniform draws), and a repeat that remains is
+// not a trial: the budget counts measurements. Strategies:
 //   random  - an edge drawn uniformly; its k-neighbourhood mutated.
 //   guided  - an edge drawn from the top alpha share by the advantage
 //             model's predicted |advantage|; its k-neighbourhood mutated.
