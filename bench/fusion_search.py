@@ -4,23 +4,19 @@
 then compare random, guided and ranked search on unseen graphs.
 
   bench/fusion_search.py train [--kiln PATH] [--out DIR] [--sweeps 2] [--install]
+  bench/fusion_search.py score [--kiln PATH] [--out DIR] [--only NAME]... [--model F]
   bench/fusion_search.py study [--kiln PATH] [--out DIR] [--trials 60] [--seeds 2]
                                [--starts default,random] [--only NAME]... [--model F]
   bench/fusion_search.py report [--out DIR] [--doc docs/fusion-search.md]
 
-train: `kiln fuse --collect` on every TRAIN graph (--sweeps sweeps from the
-default configuration) into DIR/data/, `kiln fuse --train` into
-DIR/cpu.json; --install copies it to data/advantage/cpu.json (kiln's own).
-study: on every TEST graph (none of TRAIN's architectures), per start and
-seed, each strategy runs --trials measurements, sharing one --db per graph;
-every configuration a search keeps is confirmed against the default by 30
-paired runs (--confirm-kept), and each plan kept as faster is confirmed
-again in 3 fresh processes (--from PLAN --trials 0). Output: DIR/study/.
-report: per graph and start, the confirmed ratio to the default at the
-start and the end of each strategy, the measurements guided and ranked
-need to come within REACH_TOLERANCE of random's final progress (a share of
-random's), the seed's Table 1, and SVG charts of the confirmed ratio held
-after each measurement (docs/fusion-search/); tables go into --doc.
+train: Gibbs-sampling datasets of every TRAIN graph (DIR/data/) and the
+advantage model trained on them (DIR/cpu.json; --install: kiln's own).
+score: the model's ranking of the edges of every TEST graph, which it has
+not seen (DIR/score.json).
+study: every strategy from each start and seed on every TEST graph, each
+kept plan confirmed against the default (DIR/study/).
+report: the study's tables and charts into --doc and docs/fusion-search/.
+Each mode's function says how.
 """
 import argparse
 import glob
@@ -44,7 +40,13 @@ TRAIN = {
     "oww_melspectrogram": ("{real}/oww_melspectrogram.onnx", ["--shape", "input:1x1280"]),
     "oww_alexa": ("{real}/oww_alexa.onnx", []),
     "ppocr_mobile_cls": ("{real}/ppocr_mobile_cls.onnx", ["--shape", "x:1x3x48x192"]),
+    "resnet50": ("{zoo}/resnet50-default.onnx", []),
+    "ssdlite320": ("{zoo}/ssdlite320-default.onnx", []),
 }
+# Training graphs at full size: their sizes span the test graphs'; one sweep each, cut at
+# FULL_SIZE_SECONDS (in which SSDLite320's covers 1455 of its edges on 2 cores).
+FULL_SIZE = {"resnet50", "ssdlite320"}
+FULL_SIZE_SECONDS = 1300
 TEST = {
     "mobilenet_v2": ("{zoo}/mobilenet_v2-default.onnx", []),
     "bert_base": ("{zoo}/bert_base-default.onnx", []),
@@ -77,16 +79,26 @@ def fetch_models(out, names):
 
 
 def train(a):
+    """`kiln fuse --collect` on every TRAIN graph into DIR/data/ (the small ones: --sweeps sweeps from
+    the default configuration and one from a random one; the full-size ones, FULL_SIZE: one sweep from
+    the default, cut at FULL_SIZE_SECONDS), `kiln fuse --train` into DIR/cpu.json; --install copies it
+    to data/advantage/cpu.json. Datasets already in DIR/data/ are kept."""
     fetch_models(a.out, list(TRAIN))
     data = os.path.join(a.out, "data")
     os.makedirs(data, exist_ok=True)
     sets = []
     for name, spec in TRAIN.items():
-        path = os.path.join(data, name + ".jsonl")
-        print("fusion_search: collecting %s" % name, file=sys.stderr)
-        subprocess.run([a.kiln, "fuse", model_path(spec, a.out)] + spec[1] +
-                       ["--collect", path, "--sweeps", str(a.sweeps), "--quiet"], check=True)
-        sets.append(path)
+        runs = [("", ["--sweeps", "1", "--max-seconds", str(FULL_SIZE_SECONDS)])] if name in FULL_SIZE else \
+            [("", ["--sweeps", str(a.sweeps)]), ("-random", ["--sweeps", "1", "--from", "random"])]
+        for suffix, how in runs:
+            path = os.path.join(data, name + suffix + ".jsonl")
+            sets.append(path)
+            if os.path.exists(path):
+                continue
+            print("fusion_search: collecting %s%s" % (name, suffix), file=sys.stderr)
+            subprocess.run([a.kiln, "fuse", model_path(spec, a.out)] + spec[1] + how +
+                           ["--collect", path + ".part", "--quiet"], check=True)
+            os.rename(path + ".part", path)
     model = os.path.join(a.out, "cpu.json")
     subprocess.run([a.kiln, "fuse", "--train"] + sets + ["-o", model], check=True)
     if a.install:
@@ -94,7 +106,38 @@ def train(a):
         print("fusion_search: installed data/advantage/cpu.json", file=sys.stderr)
 
 
+# A held-out graph's sweep is cut here (BERT-base's after 590 of its 663 edges on 2 cores): a few
+# hundred decisions are enough to score a model, and the score step stays under half an hour.
+HELDOUT_SECONDS = 420
+
+
+def score(a):
+    """One Gibbs sweep from the default on every TEST graph, cut at HELDOUT_SECONDS, into DIR/heldout/
+    (kept for later runs), and `kiln fuse --score` of the model on them into DIR/score.json."""
+    names = a.only or list(TEST)
+    fetch_models(a.out, names)
+    heldout = os.path.join(a.out, "heldout")
+    os.makedirs(heldout, exist_ok=True)
+    sets = []
+    for name in names:
+        path = os.path.join(heldout, name + ".jsonl")
+        sets.append(path)
+        if os.path.exists(path):
+            continue
+        print("fusion_search: collecting held-out %s" % name, file=sys.stderr)
+        subprocess.run([a.kiln, "fuse", model_path(TEST[name], a.out)] + TEST[name][1] +
+                       ["--collect", path + ".part", "--sweeps", "1", "--max-seconds", str(HELDOUT_SECONDS),
+                        "--quiet"], check=True)
+        os.rename(path + ".part", path)
+    cmd = [a.kiln, "fuse", "--score"] + sets + ["--json", os.path.join(a.out, "score.json")]
+    subprocess.run(cmd + (["--advantage-model", a.model] if a.model else []), check=True)
+
+
 def study(a):
+    """On every TEST graph (none of TRAIN's architectures), per start and seed, each strategy runs
+    --trials measurements, sharing one --db per graph; every configuration a search keeps is confirmed
+    against the default by 30 paired runs (--confirm-kept), and each plan kept as faster is confirmed
+    again in 3 fresh processes (--from PLAN --trials 0)."""
     names = a.only or list(TEST)
     fetch_models(a.out, names)
     runs = os.path.join(a.out, "study")
@@ -249,7 +292,29 @@ def share_text(s):
     return "%s (%d/%d)" % (pct(s["share"]), s["reached"], s["runs"])
 
 
+def replace_between(text, marker, lines, doc):
+    begin, end = "<!-- %s:begin -->" % marker, "<!-- %s:end -->" % marker
+    if begin not in text or end not in text:
+        sys.exit("fusion_search: %s lacks the %s / %s markers" % (doc, begin, end))
+    head, rest = text.split(begin, 1)
+    return head + begin + "\n" + "\n".join(lines) + "\n" + end + rest.split(end, 1)[1]
+
+
+def score_lines(record):
+    lines = ["| unseen graph | samples | rank correlation | top 10% recall (chance: 10%) | "
+             "top 10% sign right |", "|---|---|---|---|---|"]
+    for d in record["datasets"]:
+        lines.append("| %s | %d | %.2f | %s | %s |" % (d["model"].rsplit(".", 1)[0], d["samples"],
+                                                      d["rank_correlation"], pct(d["top_recall"]),
+                                                      pct(d["top_sign_agreement"])))
+    return lines
+
+
 def report(a):
+    """Per graph and start, the confirmed ratio to the default at the start and the end of each
+    strategy, the measurements guided and ranked need to come within REACH_TOLERANCE of random's final
+    progress (a share of random's), the seed's Table 1, and SVG charts of the confirmed ratio held after
+    each measurement (docs/fusion-search/); the tables go into --doc."""
     rows = summarize(a.out)
     if not rows:
         sys.exit("fusion_search: no complete study records in %s/study" % a.out)
@@ -271,12 +336,10 @@ def report(a):
               "| graph | configurable nodes | guided | samples | random | samples |", "|---|---|---|---|---|---|"]
     lines += ["| %s | %d | %s | %d | %s | %d |" % r for r in SEED_TABLE]
     lines += [""] + ["![%s from %s](fusion-search/%s-%s.svg)" % (r["model"], r["from"], r["model"], r["from"]) for r in rows]
-    text = open(a.doc).read()
-    begin, end = "<!-- study:begin -->", "<!-- study:end -->"
-    if begin not in text or end not in text:
-        sys.exit("fusion_search: %s lacks the %s / %s markers" % (a.doc, begin, end))
-    head, rest = text.split(begin, 1)
-    text = head + begin + "\n" + "\n".join(lines) + "\n" + end + rest.split(end, 1)[1]
+    text = replace_between(open(a.doc).read(), "study", lines, a.doc)
+    scores = os.path.join(a.out, "score.json")
+    if os.path.exists(scores):
+        text = replace_between(text, "score", score_lines(json.load(open(scores))), a.doc)
     with open(a.doc, "w") as f:
         f.write(text)
     with open(os.path.join(a.out, "summary.json"), "w") as f:
@@ -286,7 +349,7 @@ def report(a):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("mode", choices=["train", "study", "report"])
+    ap.add_argument("mode", choices=["train", "score", "study", "report"])
     ap.add_argument("--kiln", default=os.path.join(ROOT, "build", "tools", "kiln", "kiln"))
     ap.add_argument("--out", default=os.path.join(ROOT, "build", "fusion-search"))
     ap.add_argument("--sweeps", type=int, default=2)
@@ -298,7 +361,7 @@ def main():
     ap.add_argument("--model", help="the advantage model (default: the one kiln ships)")
     ap.add_argument("--doc", default=os.path.join(ROOT, "docs", "fusion-search.md"))
     a = ap.parse_args()
-    {"train": train, "study": study, "report": report}[a.mode](a)
+    {"train": train, "score": score, "study": study, "report": report}[a.mode](a)
 
 
 if __name__ == "__main__":

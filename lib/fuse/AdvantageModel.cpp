@@ -135,7 +135,8 @@ Expected<std::unique_ptr<AdvantageModel>> AdvantageModel::train(const std::vecto
     if (!model->graphs_.empty() && d.target != model->target_)
       return makeError(ErrorCode::InvalidArgument, "datasets of targets ", model->target_, " and ", d.target, " mixed");
     model->target_ = d.target, model->radius_ = d.radius;
-    model->graphs_.push_back(d.model);
+    if (std::find(model->graphs_.begin(), model->graphs_.end(), d.model) == model->graphs_.end())
+      model->graphs_.push_back(d.model);
     const std::vector<float> magnitude = labels(d), direction = signedLabels(d), weights = prioritizedWeights(d, options);
     for (size_t i = 0; i < d.samples.size(); ++i) x.push_back(d.samples[i].features);
     y.insert(y.end(), magnitude.begin(), magnitude.end());

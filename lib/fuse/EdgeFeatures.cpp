@@ -71,6 +71,10 @@ double nodeFlops(const ir::Node& n, codegen::KernelRole role) {
 
 float log2p(double x) { return float(std::log2(1 + std::max(0.0, x))); }
 
+/// log2 of `part`'s share of `whole` (0 for all of it): sizes relative to the graph's, which a model
+/// trained on small graphs reads alike on large ones.
+float log2Share(double part, double whole) { return float(std::log2(std::max(1.0, part) / std::max(1.0, whole))); }
+
 /// The value `producer` hands `consumer` (its first output the consumer reads).
 const ir::Value* edgeValue(const codegen::FusionEdge& e) {
   for (const ir::Value* v : e.producer->outputs())
@@ -122,6 +126,7 @@ const std::vector<std::string>& edgeFeatureNames() {
       for (const char* c : {"arithmetic", "activation", "movement", "other"})
         n.push_back(std::string(side) + "_class_" + c);
     for (const char* f : {"log2_edge_bytes", "log2_consumer_out_bytes", "log2_producer_flops", "log2_consumer_flops",
+                          "log2_edge_bytes_share", "log2_producer_flops_share", "log2_consumer_flops_share",
                           "log2_consumer_broadcast", "producer_fan_out", "consumer_fan_in", "edge_value_is_output",
                           "fuse", "honored", "log2_producer_group_size", "log2_consumer_group_size",
                           "neighbourhood_size", "neighbours_fused", "neighbours_honored", "neighbours_epilogue",
@@ -162,8 +167,26 @@ std::vector<size_t> edgeClasses(const codegen::FusionPlan& plan) {
 
 namespace {
 
+/// The graph's totals the share features divide by: the FLOPs of every op an edge joins and the bytes of
+/// every value an edge carries, each counted once.
+struct GraphTotals {
+  double flops = 0, bytes = 0;
+};
+
+GraphTotals graphTotals(const codegen::FusionPlan& plan) {
+  GraphTotals t;
+  std::set<const ir::Node*> nodes;
+  std::set<const ir::Value*> values;
+  for (const codegen::FusionEdge& e : plan.edges()) {
+    for (const ir::Node* n : {e.producer, e.consumer})
+      if (nodes.insert(n).second) t.flops += nodeFlops(*n, codegen::roleOf(*n));
+    if (const ir::Value* v = edgeValue(e); values.insert(v).second) t.bytes += bytes(v);
+  }
+  return t;
+}
+
 /// The features of edge `i` of `plan` (see edgeFeatureNames).
-std::vector<float> featureRow(const codegen::FusionPlan& plan,
+std::vector<float> featureRow(const codegen::FusionPlan& plan, const GraphTotals& totals,
                               const std::map<const ir::Node*, std::vector<size_t>>& incident, size_t i, int radius) {
   const std::vector<codegen::FusionEdge>& edges = plan.edges();
   const codegen::FusionEdge& e = edges[i];
@@ -180,6 +203,9 @@ std::vector<float> featureRow(const codegen::FusionPlan& plan,
   row.push_back(log2p(bytes(out)));
   row.push_back(log2p(nodeFlops(*e.producer, pr)));
   row.push_back(log2p(nodeFlops(*e.consumer, cr)));
+  row.push_back(log2Share(bytes(v), totals.bytes));
+  row.push_back(log2Share(nodeFlops(*e.producer, pr), totals.flops));
+  row.push_back(log2Share(nodeFlops(*e.consumer, cr), totals.flops));
   row.push_back(log2p(elements(out) / std::max(1.0, elements(v))));
   bool isOutput = false;
   for (const ir::Use& u : v ? v->uses() : std::vector<ir::Use>{}) isOutput |= u.isGraphOutput();
@@ -207,13 +233,14 @@ std::vector<float> featureRow(const codegen::FusionPlan& plan,
 
 std::vector<std::vector<float>> edgeFeatures(const codegen::FusionPlan& plan, int radius) {
   const auto incident = incidentEdges(plan.edges());
+  const GraphTotals totals = graphTotals(plan);
   std::vector<std::vector<float>> rows;
-  for (size_t i = 0; i < plan.edges().size(); ++i) rows.push_back(featureRow(plan, incident, i, radius));
+  for (size_t i = 0; i < plan.edges().size(); ++i) rows.push_back(featureRow(plan, totals, incident, i, radius));
   return rows;
 }
 
 std::vector<float> edgeFeatures(const codegen::FusionPlan& plan, size_t edge, int radius) {
-  return featureRow(plan, incidentEdges(plan.edges()), edge, radius);
+  return featureRow(plan, graphTotals(plan), incidentEdges(plan.edges()), edge, radius);
 }
 
 }  // namespace kiln::fuse

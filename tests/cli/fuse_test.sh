@@ -16,7 +16,7 @@ source "$SRC/tests/cli/expect.sh"
 TINY=$SRC/models/tiny
 
 "$KILN" fuse --help > help.txt
-for flag in --strategy --advantage-model --trials --from --collect --train --db --confirm-pairs --confirm-kept; do expect_in "$flag" help.txt; done
+for flag in --strategy --advantage-model --trials --from --collect --train --score --db --confirm-pairs --confirm-kept; do expect_in "$flag" help.txt; done
 
 # Random search: its record, its plan, and the plan compiled.
 MODEL=$TINY/resnet_tiny-raw.onnx
@@ -90,6 +90,20 @@ expect_in '"schema":"kiln-fuse-data/1"' header.txt
 "$KILN" fuse --train cnn.jsonl resnet.jsonl -o advantage.json > train.txt
 expect_in "trained the advantage model on 2 dataset(s)" train.txt
 expect_in "rank correlation" train.txt
+# --score: a model trained on one graph scored on another's dataset.
+"$KILN" fuse --train cnn.jsonl -o cnn-only.json > /dev/null
+"$KILN" fuse --score resnet.jsonl --advantage-model cnn-only.json --json score.json > score.txt
+expect_in "resnet_tiny-raw.onnx: $(($(wc -l < resnet.jsonl) - 1)) samples, rank correlation" score.txt
+/usr/bin/python3 - <<'PY' || fail "--score's record"
+import json
+r = json.load(open("score.json"))
+assert r["schema"] == "kiln-advantage-score/1" and r["trained_on"] == ["tiny_cnn.onnx"], r
+(d,) = r["datasets"]
+assert d["model"] == "resnet_tiny-raw.onnx" and d["samples"] > 20, d
+assert -1 <= d["rank_correlation"] <= 1 and 0 <= d["top_recall"] <= 1 and 0 <= d["top_sign_agreement"] <= 1, d
+PY
+"$KILN" fuse --score cnn.jsonl > shipped-score.txt
+expect_in "data/advantage/cpu.json (trained on" shipped-score.txt
 for strategy in guided ranked; do
   "$KILN" fuse "$TINY/mobilenet_tiny-raw.onnx" --strategy $strategy --advantage-model advantage.json --trials 6 \
     --json $strategy.json --quiet > $strategy.txt
@@ -108,6 +122,8 @@ printf '{"schema":"kiln-fuse-data/1","features":[]}\n' > stale.jsonl
 expect_fail "other edge features" "$KILN" fuse --train stale.jsonl -o m.json
 head -1 resnet.jsonl > corrupt.jsonl && echo '{"features": [1]}' >> corrupt.jsonl
 expect_fail "corrupt.jsonl:2: a sample needs" "$KILN" fuse --train corrupt.jsonl -o m.json
+expect_fail "corrupt.jsonl:2: a sample needs" "$KILN" fuse --score corrupt.jsonl
+expect_fail "not an advantage model" "$KILN" fuse --score cnn.jsonl --advantage-model cnn.jsonl
 echo "not json" > bad-db.jsonl
 expect_fail "bad-db.jsonl:1: not a JSON object" "$KILN" fuse "$MODEL" --db bad-db.jsonl --trials 1
 echo "kiln fuse: ok"

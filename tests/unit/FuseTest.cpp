@@ -158,6 +158,9 @@ TEST_CASE("neighbourhoods and edge features follow the plan and the configuratio
   const std::vector<std::vector<float>> split = edgeFeatures(e.planUnder(none), 1);
   const std::vector<std::vector<float>> byDefault = edgeFeatures(e.planUnder(e.defaultDecisions()), 1);
   REQUIRE(split.size() == e.edgeCount());
+  // Every value an edge carries is f32[1,4,8,8], so each is one equal share of their bytes.
+  std::set<const ir::Value*> carried;
+  for (const codegen::FusionEdge& edge : plan.edges()) carried.insert(edge.producer->output(0));
   for (size_t i = 0; i < split.size(); ++i) {
     REQUIRE(split[i].size() == edgeFeatureNames().size());
     float kinds = 0;
@@ -167,6 +170,9 @@ TEST_CASE("neighbourhoods and edge features follow the plan and the configuratio
     CHECK(split[i][featureIndex("honored")] == 0);
     CHECK(byDefault[i][featureIndex("fuse")] == float(e.defaultDecisions()[i]));
     CHECK(split[i][featureIndex("log2_edge_bytes")] == Approx(std::log2(1 + 4 * 8 * 8 * 4.0)));
+    CHECK(split[i][featureIndex("log2_edge_bytes_share")] == Approx(-std::log2(double(carried.size()))));
+    CHECK(split[i][featureIndex("log2_producer_flops_share")] < 0);
+    CHECK(split[i][featureIndex("log2_consumer_flops_share")] < 0);
   }
   for (size_t i = 0; i < e.edgeCount(); ++i) CHECK(edgeFeatures(e.planUnder(e.defaultDecisions()), i, 1) == byDefault[i]);
   // The two blocks' Conv -> Relu edges are one class; edges between other ops are not in it.

@@ -193,7 +193,8 @@ void addFuseCommand(CLI::App& app, int& exitCode) {
       "fuse",
       "Search a model's fusion decisions on this CPU: each configuration compiled (kernels cached) and timed end to "
       "end; the best plan, if confirmed faster than the default, for kiln compile --fusion-plan. --collect writes a "
-      "Gibbs-sampling dataset of the model; --train fits the advantage model that guides the search");
+      "Gibbs-sampling dataset of the model; --train fits the advantage model that guides the search; --score measures "
+      "how well it ranks a dataset's edges");
   auto o = std::make_shared<FuseOptions>();
   addModelOptions(*cmd, o->model, true);
   cmd->get_option("model")->required(false);
@@ -242,7 +243,9 @@ void addFuseCommand(CLI::App& app, int& exitCode) {
   cmd->add_option("--db", o->database,
                   "Append every measured partition to FILE and replay the ones it holds for this model (search and "
                   "--collect); one file serves many models");
-  cmd->add_option("--json", o->jsonFile, "Write the search's record (kiln-fuse/1: every trial) to FILE");
+  cmd->add_option("--json", o->jsonFile,
+                  "Write the search's record (kiln-fuse/1: every trial) to FILE; with --score, the scores "
+                  "(kiln-advantage-score/1)");
   cmd->add_option("--collect", o->collect, "Write a Gibbs-sampling dataset of the model to FILE instead of searching");
   cmd->add_option("--sweeps", o->gibbs.sweeps, "--collect: sweeps over the edges")->default_val(1)->check(CLI::PositiveNumber);
   cmd->add_option("--temperature", o->gibbs.temperature,
@@ -250,12 +253,18 @@ void addFuseCommand(CLI::App& app, int& exitCode) {
       ->default_val(0.05)
       ->check(CLI::PositiveNumber);
   cmd->add_option("--train", o->train, "Train the advantage model on these datasets (from --collect) and write it to -o");
+  cmd->add_option("--score", o->score,
+                  "Score the advantage model (--advantage-model, or the shipped one) on these datasets of graphs it "
+                  "was not trained on: rank correlation, recall of the top 10% of decisions, their sign; --json "
+                  "writes them");
   cmd->add_flag("--quiet", o->quiet, "No progress on stderr");
   cmd->callback([=, &exitCode] {
     o->model.target = o->target;
     if (!o->train.empty()) exitCode = trainMode(*o);
+    else if (!o->score.empty()) exitCode = scoreMode(*o);
     else if (o->model.path.empty())
-      exitCode = reportError(Error(ErrorCode::InvalidArgument, "kiln fuse needs a model (or --train DATASET...)"));
+      exitCode = reportError(
+          Error(ErrorCode::InvalidArgument, "kiln fuse needs a model (or --train DATASET... or --score DATASET...)"));
     else if (!o->collect.empty()) exitCode = collectMode(*o);
     else exitCode = searchMode(*o);
   });

@@ -1,9 +1,10 @@
 //===- tools/kiln/FuseOptions.h - `kiln fuse` options and modes ------------===//
 //
-// `kiln fuse` has three modes: search a model's fusion decisions (the
-// default), collect a Gibbs-sampling dataset of a model (--collect), and
-// train the advantage model on datasets (--train). Each mode's function
-// takes the parsed options and returns the exit code.
+// `kiln fuse` has four modes: search a model's fusion decisions (the
+// default), collect a Gibbs-sampling dataset of a model (--collect), train
+// the advantage model on datasets (--train), and score an advantage model
+// on datasets (--score). Each mode's function takes the parsed options and
+// returns the exit code.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -35,6 +36,7 @@ struct FuseOptions {
   std::string collect;               ///< --collect: the dataset to write
   fuse::GibbsOptions gibbs;
   std::vector<std::string> train;    ///< --train: the datasets to train on
+  std::vector<std::string> score;    ///< --score: the datasets to score the advantage model on
 };
 
 /// The advantage model that ships for `target` (data/advantage/<target>.json).
@@ -50,5 +52,6 @@ Expected<fuse::Decisions> startDecisions(const FuseOptions& o, fuse::FusionEvalu
 int searchMode(FuseOptions o);
 int collectMode(const FuseOptions& o);
 int trainMode(const FuseOptions& o);
+int scoreMode(const FuseOptions& o);
 
 }  // namespace kiln::cli

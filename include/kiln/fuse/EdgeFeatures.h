@@ -4,8 +4,9 @@
 // configuration (shared/seeds/004, section 3): the edge's kind, its
 // producer's and consumer's roles and op classes, their tensor sizes, bytes
 // and FLOPs, fan-in and fan-out, the groups the partition puts them in, and
-// the decisions of the neighbouring edges. Sizes are log-scaled so that one
-// model serves graphs of any size. The plan must be partitioned under the
+// the decisions of the neighbouring edges. Sizes are log-scaled, and given
+// both as they are and as shares of the graph's totals, so that a model
+// trained on small graphs ranks the edges of large ones alike. The plan must be partitioned under the
 // configuration (FusionEvaluator::planUnder).
 //
 //===----------------------------------------------------------------------===//
