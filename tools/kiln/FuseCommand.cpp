@@ -99,8 +99,9 @@ size_t classCount(const fuse::FusionEvaluator& evaluator) {
 
 }  // namespace
 
-std::string shippedAdvantageModel(const std::string& target) {
-  return std::string(KILN_DATA_DIR) + "/advantage/" + target + ".json";
+std::string advantageModelPath(const FuseOptions& o) {
+  if (!o.advantageModel.empty()) return o.advantageModel;
+  return std::string(KILN_DATA_DIR) + "/advantage/" + o.target + ".json";
 }
 
 Expected<std::unique_ptr<fuse::FusionEvaluator>> makeFuseEvaluator(const FuseOptions& o,
@@ -131,7 +132,7 @@ int searchMode(FuseOptions o) {
   std::ostream* log = o.quiet ? nullptr : &std::cerr;
   std::unique_ptr<fuse::AdvantageModel> advantage;
   if (fuse::strategyNeedsModel(o.search.strategy)) {
-    if (o.advantageModel.empty()) o.advantageModel = shippedAdvantageModel(o.target);
+    o.advantageModel = advantageModelPath(o);
     auto loaded = fuse::AdvantageModel::load(o.advantageModel);
     if (!loaded) return reportError(loaded.error());
     advantage = std::move(*loaded);

@@ -173,7 +173,7 @@ int trainMode(const FuseOptions& o) {
 int scoreMode(const FuseOptions& o) {
   auto data = readDatasets(o.score);
   if (!data) return reportError(data.error());
-  const std::string path = o.advantageModel.empty() ? shippedAdvantageModel(o.target) : o.advantageModel;
+  const std::string path = advantageModelPath(o);
   auto model = fuse::AdvantageModel::load(path);
   if (!model) return reportError(model.error());
   std::cout << "advantage model " << path << " (trained on " << joinStrings((*model)->trainedOn(), ", ") << "):\n";

@@ -39,8 +39,9 @@ struct FuseOptions {
   std::vector<std::string> score;    ///< --score: the datasets to score the advantage model on
 };
 
-/// The advantage model that ships for `target` (data/advantage/<target>.json).
-std::string shippedAdvantageModel(const std::string& target);
+/// The advantage model guided and ranked search and --score use: --advantage-model, else the one kiln
+/// ships for the target (data/advantage/<target>.json).
+std::string advantageModelPath(const FuseOptions& o);
 
 /// Imports the model as `kiln compile` does and makes the evaluator on its (seeded or given) inputs.
 Expected<std::unique_ptr<fuse::FusionEvaluator>> makeFuseEvaluator(const FuseOptions& o,

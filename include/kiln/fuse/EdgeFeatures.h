@@ -6,8 +6,8 @@
 // and FLOPs, fan-in and fan-out, the groups the partition puts them in, and
 // the decisions of the neighbouring edges. Sizes are log-scaled, and given
 // both as they are and as shares of the graph's totals, so that a model
-// trained on small graphs ranks the edges of large ones alike. The plan must be partitioned under the
-// configuration (FusionEvaluator::planUnder).
+// trained on small graphs ranks the edges of large ones alike. The plan
+// must be partitioned under the configuration (FusionEvaluator::planUnder).
 //
 //===----------------------------------------------------------------------===//
 #pragma once
