@@ -11,8 +11,9 @@ backend-suite layout the conformance runner reads:
 Debian's python3-onnx knows the schemas up to opset 17 only, so the models are
 written with its helper and never checked by it. ONNX Runtime
 (scripts/ort_run_suite.js) is the oracle; a case it refuses is dropped and
-named in OUT/ort_refused.txt. Skips the work when OUT holds a suite made by
-this version of the script.
+named in OUT/ort_refused.txt. FLOAT4E2M1, which ONNX Runtime cannot cast,
+takes its expected outputs from the ONNX spec (float4_reference). Skips the
+work when OUT holds a suite made by this version of the script.
 """
 import hashlib
 import os
@@ -116,10 +117,29 @@ def pad_split_resize_cases():
     add("Resize_v18_antialias_mixed", 18, "Resize", [randn("raa", (2, 3, 10, 4)), None,
                                                       Const(np.array([1, 1, 0.6, 1.5], F32))],
         mode="linear", antialias=1, coordinate_transformation_mode="pytorch_half_pixel")
+    add("Resize_v18_antialias_channels_cubic", 18, "Resize", [randn("rac", (1, 4, 6, 6)), None,
+                                                              Const(np.array([1, 0.5, 1, 1], F32))],
+        mode="cubic", antialias=1)
+    add("Resize_v18_antialias_rank3_all_axes", 18, "Resize", [randn("ra3", (6, 4, 5)), None,
+                                                             Const(np.array([0.5, 1, 0.6], F32))],
+        mode="linear", antialias=1)
+    add("Resize_v18_antialias_rank5_volume", 18, "Resize", [randn("ra5", (1, 1, 6, 6, 6)), None,
+                                                           Const(np.array([1, 1, 0.5, 0.5, 0.5], F32))],
+        mode="linear", antialias=1)
     add("Resize_v18_not_larger", 18, "Resize", [img, None, None, Const(np.array([3, 3], I64))], mode="linear",
         axes=[2, 3], keep_aspect_ratio_policy="not_larger")
     add("Resize_v18_not_smaller", 18, "Resize", [img, None, None, Const(np.array([1, 1, 3, 5], I64))], mode="nearest",
         keep_aspect_ratio_policy="not_smaller")
+    # Output lengths that round up (6 * 3/7 = 2.57 -> 3): the common scale samples, on an edge-padded input.
+    tall = randn("resize_up", (1, 2, 6, 7))
+    for mode, ct in [("linear", "half_pixel"), ("nearest", "asymmetric"), ("cubic", "pytorch_half_pixel"),
+                     ("linear", "align_corners"), ("nearest", "tf_half_pixel_for_nn")]:
+        add(f"Resize_v18_not_larger_rounds_up_{mode}_{ct}", 18, "Resize",
+            [tall, None, None, Const(np.array([3, 3], I64))], mode=mode, coordinate_transformation_mode=ct,
+            axes=[2, 3], keep_aspect_ratio_policy="not_larger")
+    add("Resize_v19_not_smaller_rounds_up", 19, "Resize", [randn("resize_up2", (1, 1, 5, 6)), None, None,
+                                                           Const(np.array([3, 2], I64))],
+        mode="linear", axes=[2, 3], keep_aspect_ratio_policy="not_smaller")
 
 
 def scatter_pool_cases():
@@ -142,6 +162,14 @@ def scatter_pool_cases():
     add("AveragePool_v19_dilations_count_pads", 19, "AveragePool", [x], kernel_shape=[2, 2], dilations=[2, 2],
         pads=[1, 1, 1, 1], count_include_pad=1)
     add("AveragePool_v22_pads", 22, "AveragePool", [x], kernel_shape=[3, 3], pads=[1, 1, 1, 1], count_include_pad=1)
+    add("AveragePool_v19_dilations_ceil_mode", 19, "AveragePool", [x], kernel_shape=[2, 2], dilations=[2, 1],
+        strides=[2, 2], ceil_mode=1)
+    add("AveragePool_v19_dilations_ceil_mode_count_pads", 19, "AveragePool", [x], kernel_shape=[2, 2],
+        dilations=[2, 2], strides=[2, 3], pads=[1, 0, 0, 1], ceil_mode=1, count_include_pad=1)
+    add("AveragePool_v19_dilations_same_upper", 19, "AveragePool", [x], kernel_shape=[3, 2], dilations=[2, 2],
+        strides=[2, 1], auto_pad="SAME_UPPER")
+    add("AveragePool_v19_dilations_same_lower_count_pads", 19, "AveragePool", [x], kernel_shape=[2, 3],
+        dilations=[3, 2], strides=[1, 2], auto_pad="SAME_LOWER", count_include_pad=1)
 
 
 def cast_quantize_cases():
@@ -218,6 +246,12 @@ def signal_grid_cases():
         add(f"GridSample_v20_{mode}", 20, "GridSample", [img, grid], mode=mode)
     add("GridSample_v20_align_corners", 20, "GridSample", [img, grid], align_corners=1, padding_mode="border")
     add("GridSample_v22", 22, "GridSample", [img, grid])
+    vol = randn("gs3", (1, 2, 3, 4, 5))
+    grid3 = randn("gsg3", (1, 2, 3, 2, 3), lo=-1.2, hi=1.2)
+    for mode, pad, align in [("linear", "zeros", 0), ("nearest", "border", 0), ("linear", "reflection", 1),
+                             ("linear", "border", 0)]:
+        add(f"GridSample_v20_volume_{mode}_{pad}_align{align}", 20, "GridSample", [vol, grid3], mode=mode,
+            padding_mode=pad, align_corners=align)
 
 
 def bfloat16_widened_cases():
@@ -502,20 +536,22 @@ def local_function_cases():
 
 
 F8E4M3FN, F8E4M3FNUZ, F8E5M2, F8E5M2FNUZ, UINT4, INT4 = 17, 18, 19, 20, 21, 22
+FLOAT4E2M1, FLOAT8E8M0, UINT2, INT2 = 23, 24, 25, 26
 FLOAT8 = {"e4m3fn": F8E4M3FN, "e4m3fnuz": F8E4M3FNUZ, "e5m2": F8E5M2, "e5m2fnuz": F8E5M2FNUZ}
 FLOAT8_MAX = {F8E4M3FN: 448.0, F8E4M3FNUZ: 240.0, F8E5M2: 57344.0, F8E5M2FNUZ: 57344.0}
 
 
 def narrow_tensor(name, code, dims, stored):
-    """A float8 (one byte per element) or 4-bit (two per byte, the first in the
-    low nibble) initializer; Debian's onnx 1.12 has neither type, so the bytes
-    are written as raw_data."""
+    """A narrow-type initializer from its stored patterns (or integer values):
+    one byte per element for float8, two per byte for the 4-bit types, four
+    for the 2-bit ones, the first in the lowest bits. Debian's onnx 1.12 has
+    none of these types, so the bytes are written as raw_data."""
     t = onnx.TensorProto(name=name, data_type=code, dims=list(dims))
-    if code in (UINT4, INT4):
-        nibbles = [int(v) & 15 for v in stored] + [0] * (len(stored) % 2)
-        t.raw_data = bytes(nibbles[i] | (nibbles[i + 1] << 4) for i in range(0, len(nibbles), 2))
-    else:
-        t.raw_data = bytes(int(v) for v in stored)
+    width = 4 if code in (UINT4, INT4, FLOAT4E2M1) else 2 if code in (UINT2, INT2) else 8
+    per_byte, mask = 8 // width, (1 << width) - 1
+    values = [int(v) & mask for v in stored] + [0] * (-len(stored) % per_byte)
+    t.raw_data = bytes(sum(values[i + k] << (width * k) for k in range(per_byte))
+                       for i in range(0, len(values), per_byte))
     return t
 
 
@@ -529,6 +565,32 @@ def chain_model(name, opset, nodes, inputs, inits=(), output="y"):
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], producer_name="kiln-tests")
     model.ir_version = 10 if opset >= 21 else 9
     MODELS.append((name, model, [v for _, v in inputs]))
+
+
+def narrow_int_casts(opset, types, floats, ints):
+    """Casts of f32 and int32 inputs to each narrow integer type of `types`
+    ((tag, code) pairs) and back."""
+    for tag, code in types:
+        for kind, x, back in [("float", floats, TensorProto.FLOAT), ("int32", ints, TensorProto.INT32)]:
+            chain_model(f"Cast_v{opset}_{kind}_to_{tag}", opset, [
+                helper.make_node("Cast", ["x"], ["t"], to=code),
+                helper.make_node("Cast", ["t"], ["y"], to=back)], [("x", x)])
+
+
+def narrow_int_quantize(opset, x, signed, unsigned):
+    """A per-axis QuantizeLinear round trip through a signed narrow type
+    (tag, code, scales, zero points) and a QuantizeLinear to an unsigned one
+    chosen by output_dtype (tag, code, scale)."""
+    tag, code, scales, zero_points = signed
+    chain_model(f"QuantizeLinear_v{opset}_{tag}_per_axis_round_trip", opset, [
+        helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"], axis=1),
+        helper.make_node("DequantizeLinear", ["q", "s", "z"], ["y"], axis=1)], [("x", x)],
+        [numpy_helper.from_array(np.array(scales, F32), "s"), narrow_tensor("z", code, [len(zero_points)], zero_points)])
+    tag, code, scale = unsigned
+    chain_model(f"QuantizeLinear_v{opset}_{tag}_output_dtype", opset, [
+        helper.make_node("QuantizeLinear", ["x", "s"], ["q"], output_dtype=code),
+        helper.make_node("Cast", ["q"], ["y"], to=TensorProto.FLOAT)], [("x", x)],
+        [numpy_helper.from_array(np.array(scale, F32), "s")])
 
 
 def float8_values(code, saturate):
@@ -589,22 +651,9 @@ def narrow_type_cases():
 
     ints = np.array([0.0, 0.4, 0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 3.7, -7.9, 7.49, 8.5, -8.5, 15.6, 20, -3, 100.2,
                      -1000.7, 65535.5, np.inf, -np.inf, np.nan], F32)
-    for tag, code in [("uint4", UINT4), ("int4", INT4)]:
-        chain_model(f"Cast_v21_float_to_{tag}", 21, [
-            helper.make_node("Cast", ["x"], ["t"], to=code),
-            helper.make_node("Cast", ["t"], ["y"], to=TensorProto.FLOAT)], [("x", ints)])
-        chain_model(f"Cast_v21_int32_to_{tag}", 21, [
-            helper.make_node("Cast", ["x"], ["t"], to=code),
-            helper.make_node("Cast", ["t"], ["y"], to=TensorProto.INT32)],
-            [("x", np.array([0, 1, 7, 8, 15, 16, 17, -1, -8, -9, -16, 1000, -1001, 2**31 - 1, -2**31], np.int32))])
-    chain_model("QuantizeLinear_v21_int4_per_axis_round_trip", 21, [
-        helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"], axis=1),
-        helper.make_node("DequantizeLinear", ["q", "s", "z"], ["y"], axis=1)], [("x", q)],
-        [numpy_helper.from_array(np.array([0.2, 0.5, 1.0], F32), "s"), narrow_tensor("z", INT4, [3], [-1, 0, 2])])
-    chain_model("QuantizeLinear_v21_uint4_output_dtype", 21, [
-        helper.make_node("QuantizeLinear", ["x", "s"], ["q"], output_dtype=UINT4),
-        helper.make_node("Cast", ["q"], ["y"], to=TensorProto.FLOAT)], [("x", q)],
-        [numpy_helper.from_array(np.array(0.4, F32), "s")])
+    narrow_int_casts(21, [("uint4", UINT4), ("int4", INT4)], ints,
+                     np.array([0, 1, 7, 8, 15, 16, 17, -1, -8, -9, -16, 1000, -1001, 2**31 - 1, -2**31], np.int32))
+    narrow_int_quantize(21, q, ("int4", INT4, [0.2, 0.5, 1.0], [-1, 0, 2]), ("uint4", UINT4, 0.4))
     chain_model("QuantizeLinear_v21_int4_blocked_round_trip", 21, [
         helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"], axis=2, block_size=2),
         helper.make_node("DequantizeLinear", ["q", "s", "z"], ["y"], axis=2, block_size=2)], [("x", q)],
@@ -627,6 +676,107 @@ def narrow_type_cases():
         helper.make_node("Transpose", ["c"], ["r"], perm=[1, 0]),
         helper.make_node("Cast", ["r"], ["f"], to=TensorProto.FLOAT), helper.make_node("Add", ["f", "x"], ["y"])],
         [("x", randn("cs4", (3, 2)))])
+
+
+def e8m0_values():
+    """Values that exercise casts to FLOAT8E8M0: powers of two, values just
+    around them, the midpoints 1.5 * 2^k where "nearest" goes up, f32
+    subnormals around 2^-127, zeros, negatives, both ends, inf and NaN."""
+    k = np.array([-126, -60, -3, -1, 0, 1, 5, 40, 126, 127], F32)
+    powers = np.ldexp(np.ones_like(k), k.astype(int))
+    around = np.concatenate([powers, np.nextafter(powers, np.inf), np.nextafter(powers, 0), powers * 1.5,
+                             np.nextafter(powers * 1.5, 0), powers * 1.25, powers * 1.75])
+    tiny = np.array([2.0 ** -127, 1.5 * 2.0 ** -127, 1.25 * 2.0 ** -127, 2.0 ** -128, 2.0 ** -140], F32)
+    special = np.array([0.0, -0.0, -1.0, -2.0 ** -130, 3.0e38, np.inf, -np.inf, np.nan], F32)
+    return np.concatenate([around[np.isfinite(around)], tiny, special]).astype(F32)
+
+
+def scale_and_two_bit_cases():
+    """FLOAT8E8M0 (opset 24) and UINT2/INT2 (opset 25), with ONNX Runtime as
+    the oracle: casts from f32 in every rounding mode, every stored pattern
+    decoded, and quantization to the 2-bit types."""
+    x = e8m0_values()
+    for mode in ["up", "down", "nearest"]:
+        for saturate in [1, 0]:
+            chain_model(f"Cast_v24_float8e8m0_{mode}_saturate{saturate}", 24, [
+                helper.make_node("Cast", ["x"], ["t"], to=FLOAT8E8M0, saturate=saturate, round_mode=mode),
+                helper.make_node("Cast", ["t"], ["y"], to=TensorProto.FLOAT)], [("x", x)])
+    # ONNX Runtime 1.30's CastLike rounds up whatever its round_mode says, so the case keeps the default.
+    chain_model("CastLike_v24_float8e8m0_target", 24, [
+        helper.make_node("CastLike", ["x", "like"], ["t"]),
+        helper.make_node("Cast", ["t"], ["y"], to=TensorProto.FLOAT)], [("x", x)],
+        [narrow_tensor("like", FLOAT8E8M0, [1], [127])])
+    chain_model("Cast_v24_float8e8m0_every_pattern", 24, [
+        helper.make_node("Cast", ["q"], ["d"], to=TensorProto.FLOAT), helper.make_node("Add", ["d", "x"], ["y"])],
+        [("x", np.zeros(256, F32))], [narrow_tensor("q", FLOAT8E8M0, [256], range(256))])
+    ints = np.array([0.0, 0.4, 0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 3.7, -2.6, 1.49, 4.5, -4.5, 7.6, 20, -3, 100.2,
+                     -1000.7, 65535.5, np.inf, -np.inf, np.nan], F32)
+    narrow_int_casts(25, [("uint2", UINT2), ("int2", INT2)], ints,
+                     np.array([0, 1, 2, 3, 4, 5, -1, -2, -3, -5, 1000, -1001, 2**31 - 1, -2**31], np.int32))
+    for tag, code in [("uint2", UINT2), ("int2", INT2)]:
+        chain_model(f"DequantizeLinear_v25_{tag}_every_pattern_odd_count", 25, [
+            helper.make_node("DequantizeLinear", ["q", "s", "z"], ["d"]), helper.make_node("Add", ["d", "x"], ["y"])],
+            [("x", np.zeros(5, F32))], [narrow_tensor("q", code, [5], [0, 1, 2, 3, 1]),
+                                        numpy_helper.from_array(np.array(0.5, F32), "s"),
+                                        narrow_tensor("z", code, [], [1])])
+    q = randn("q2", (2, 3, 4))
+    narrow_int_quantize(25, q, ("int2", INT2, [0.5, 1.0, 2.0], [-1, 0, 1]), ("uint2", UINT2, 0.7))
+    w = rng_for("w2").integers(-2, 2, 4 * 6)
+    chain_model("DequantizeLinear_v25_int2_blocked_weights_matmul", 25, [
+        helper.make_node("DequantizeLinear", ["w", "s"], ["wf"], axis=0, block_size=2),
+        helper.make_node("MatMul", ["x", "wf"], ["y"])], [("x", randn("x2", (3, 4)))],
+        [narrow_tensor("w", INT2, [4, 6], list(w)), numpy_helper.from_array(randn("s2", (2, 6), lo=0.05, hi=0.2), "s")])
+
+
+SPEC_MODELS = []  # (name, ModelProto, feeds, outputs): cases whose expected outputs follow the ONNX spec
+
+
+FLOAT4_VALUES = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0]
+
+
+def float4_reference(x):
+    """ONNX's cast to FLOAT4E2M1 (docs/technical/float4.md): nearest value,
+    ties to the even pattern, saturating at +/-6, NaN to 6, signed zeros kept."""
+    out = []
+    for v in np.asarray(x, F32).ravel():
+        if np.isnan(v):
+            out.append(6.0)
+            continue
+        a = min(abs(float(v)), 6.0)
+        dist = [abs(a - c) for c in FLOAT4_VALUES]
+        best = min(range(8), key=lambda i: (dist[i], i % 2))
+        out.append(np.copysign(FLOAT4_VALUES[best], v))
+    return np.array(out, F32).reshape(np.shape(x))
+
+
+def float4_cases():
+    """FLOAT4E2M1 (opset 23). ONNX Runtime 1.30 has no CPU kernel that casts
+    to or from it, so the expected outputs come from float4_reference and the
+    spec's table of values."""
+    mids = [(a + b) / 2 for a, b in zip(FLOAT4_VALUES, FLOAT4_VALUES[1:])]
+    x = np.array(FLOAT4_VALUES + mids + [m * 1.001 for m in mids] + [m * 0.999 for m in mids] + [-m for m in mids] +
+                 [-0.0, 0.1, -0.26, 7.0, -100.0, 1e30, np.inf, -np.inf, np.nan], F32)
+    cast = [helper.make_node("Cast", ["x"], ["t"], to=FLOAT4E2M1),
+            helper.make_node("Cast", ["t"], ["y"], to=TensorProto.FLOAT)]
+    spec_model("Cast_v23_float4e2m1_spec", 23, cast, [("x", x)], [], float4_reference(x))
+    patterns = list(range(16))
+    values = np.array(FLOAT4_VALUES + [-v for v in FLOAT4_VALUES], F32)
+    spec_model("DequantizeLinear_v23_float4e2m1_every_pattern_spec", 23, [
+        helper.make_node("DequantizeLinear", ["q", "s"], ["d"]), helper.make_node("Add", ["d", "x"], ["y"])],
+        [("x", np.zeros(16, F32))], [narrow_tensor("q", FLOAT4E2M1, [16], patterns),
+                                     numpy_helper.from_array(np.array(0.25, F32), "s")], values * np.float32(0.25))
+    q = randn("q4f", (2, 3, 4)) * 3
+    scale = np.array([0.5, 1.0, 2.0], F32).reshape(1, 3, 1)
+    spec_model("QuantizeLinear_v23_float4e2m1_per_axis_round_trip_spec", 23, [
+        helper.make_node("QuantizeLinear", ["x", "s"], ["q"], axis=1, output_dtype=FLOAT4E2M1),
+        helper.make_node("DequantizeLinear", ["q", "s"], ["y"], axis=1)], [("x", q)],
+        [numpy_helper.from_array(scale.ravel(), "s")], float4_reference(q / scale) * scale)
+
+
+def spec_model(name, opset, nodes, inputs, inits, expected):
+    """A case like chain_model's whose expected output is given, not ONNX Runtime's."""
+    chain_model(name, opset, nodes, inputs, inits)
+    SPEC_MODELS.append((*MODELS.pop(), expected))
 
 
 def recurrent_cases():
@@ -695,6 +845,8 @@ def main():
         make()
     local_function_cases()
     narrow_type_cases()
+    scale_and_two_bit_cases()
+    float4_cases()
     built = [(name, *build_model(name, opset, op, inputs, n_out, domain, attrs))
              for name, opset, op, inputs, n_out, domain, attrs in CASES]
     for name, model, feeds in built + MODELS:
@@ -721,11 +873,20 @@ def main():
                 proto = numpy_helper.from_array(arr, f.split(".")[0])
                 open(os.path.join(data, f.replace(".npy", ".pb")), "wb").write(proto.SerializeToString())
             shutil.rmtree(os.path.join(case, sub))
+    for name, model, feeds, expected in SPEC_MODELS:
+        data = os.path.join(out, "test_" + name, "test_data_set_0")
+        os.makedirs(data)
+        onnx.save(model, os.path.join(out, "test_" + name, "model.onnx"))
+        for i, v in enumerate(feeds):
+            with open(os.path.join(data, f"input_{i}.pb"), "wb") as f:
+                f.write(numpy_helper.from_array(v, f"input_{i}").SerializeToString())
+        with open(os.path.join(data, "output_0.pb"), "wb") as f:
+            f.write(numpy_helper.from_array(expected, "output_0").SerializeToString())
     with open(os.path.join(out, "ort_refused.txt"), "w") as f:
         f.write("\n".join(refused) + ("\n" if refused else ""))
     open(stamp, "w").close()
-    print(f"{out}: {len(built) + len(MODELS) - len(refused)} cases, {len(refused)} refused by ONNX Runtime "
-          "(ort_refused.txt)")
+    print(f"{out}: {len(built) + len(MODELS) - len(refused)} cases with ONNX Runtime's outputs, "
+          f"{len(SPEC_MODELS)} with the spec's, {len(refused)} refused by ONNX Runtime (ort_refused.txt)")
 
 
 if __name__ == "__main__":

@@ -726,7 +726,7 @@ void addUnaryRules(ElementRules& r) {
   r[Op::KilnNarrowCast] = onOperand0([](const ElementCall& c, const Expr& x) -> Expected<Expr> {
     std::optional<NarrowType> to = narrowTypeFromOnnx(int(c.n.getInt("to")));
     if (!to) return makeError(ErrorCode::CodegenUnsupported, "NarrowCast to a type that is not narrow");
-    return narrowCastExpr(x, *to, c.n.getInt("saturate") != 0);
+    return narrowCastExpr(x, *to, c.n.getInt("saturate") != 0, ScaleRounding(c.n.getInt("round_mode")));
   });
 }
 

@@ -76,14 +76,17 @@ def main():
     resize_sizes = numpy_helper.from_array(np.array([7, 2], np.int64), "sizes")
     save("op_keep_aspect_rounds_up.onnx",
          model([helper.make_node("Resize", ["img", "", "", "sizes"], ["y"], name="fit", mode="linear", axes=[2, 3],
+                                 coordinate_transformation_mode="half_pixel_symmetric",
                                  keep_aspect_ratio_policy="not_larger")],
-               [vi("img", [1, 1, 7, 3])], [vi("y", [1, 1, 5, 2])], inits=[resize_sizes], opset=18),
-         "KE1003", "fit", "where an output length rounds up", check=False)
-    channel_scales = numpy_helper.from_array(np.array([1, 0.5, 1, 1], np.float32), "scales")
-    save("op_antialias_channels.onnx",
-         model([helper.make_node("Resize", ["img", "", "scales"], ["y"], name="shrink", mode="linear", antialias=1)],
-               [vi("img", [1, 4, 2, 2])], [vi("y", [1, 2, 2, 2])], inits=[channel_scales], opset=18),
-         "KE1003", "shrink", "antialias=1 over an axis other than the last two", check=False)
+               [vi("img", [1, 1, 7, 3])], [vi("y", [1, 1, 5, 2])], inits=[resize_sizes], opset=19),
+         "KE1003", "fit", "'half_pixel_symmetric' where an output length rounds up", check=False)
+    crop_scales = numpy_helper.from_array(np.array([1, 1, 0.5, 0.5], np.float32), "scales")
+    crop_roi = numpy_helper.from_array(np.array([0, 0, 0, 0, 1, 1, 1, 1], np.float32), "roi")
+    save("op_antialias_crop.onnx",
+         model([helper.make_node("Resize", ["img", "roi", "scales"], ["y"], name="shrink", mode="linear", antialias=1,
+                                 coordinate_transformation_mode="tf_crop_and_resize")],
+               [vi("img", [1, 1, 4, 4])], [vi("y", [1, 1, 2, 2])], inits=[crop_roi, crop_scales], opset=18),
+         "KE1003", "shrink", "antialias=1 with tf_crop_and_resize", check=False)
     # KE1004: broken graphs.
     save("op_before_its_opset.onnx", model([helper.make_node("Mish", ["x"], ["y"], name="mish")], [X], [Y], opset=17),
          "KE1004", "mish", "'Mish' exists from opset 18 on", check=False)
@@ -180,6 +183,10 @@ def main():
     save("attr_bad_value.onnx",
          model([helper.make_node("Concat", ["x", "x"], ["y"], name="cat", axis=5)], [X], [vi("y", [4, 3])]), "KE1008",
          "cat", "axis 5 is out of range", check=False)
+    save("attr_gridsample_cubic_volume.onnx",
+         model([helper.make_node("GridSample", ["vol", "grid"], ["y"], name="sample", mode="cubic")],
+               [vi("vol", [1, 1, 2, 2, 2]), vi("grid", [1, 1, 1, 1, 3])], [vi("y", [1, 1, 1, 1, 1])], opset=20),
+         "KE1008", "sample", "bicubic samples 2-D images only", check=False)
     # KE1009: shapes that do not fit together.
     save("shape_broadcast.onnx",
          model([helper.make_node("Add", ["x", "z"], ["y"], name="add")], [X, vi("z", [4, 3])], [Y]), "KE1009", "add",
@@ -231,10 +238,10 @@ def main():
     save("type_string_input.onnx",
          model([helper.make_node("Identity", ["s"], ["t"], name="id")], [vi("s", [2], TensorProto.STRING)],
                [vi("t", [2], TensorProto.STRING)]), "KE1011", substring="STRING is not supported")
-    f4 = onnx.TensorProto(name="w", data_type=23, dims=[2], raw_data=bytes([0x21]))
-    save("type_float4_initializer.onnx",
+    c64 = onnx.TensorProto(name="w", data_type=TensorProto.COMPLEX64, dims=[2], raw_data=bytes(16))
+    save("type_complex_initializer.onnx",
          model([helper.make_node("Cast", ["w"], ["y"], name="cast", to=TensorProto.FLOAT)], [], [vi("y", [2])],
-               inits=[f4], opset=23), "KE1011", substring="FLOAT4E2M1 is not supported", check=False)
+               inits=[c64]), "KE1011", substring="COMPLEX64 is not supported", check=False)
     map_type = onnx.TypeProto()
     map_type.map_type.key_type = TensorProto.INT64
     map_type.map_type.value_type.CopyFrom(helper.make_tensor_type_proto(TensorProto.FLOAT, []))

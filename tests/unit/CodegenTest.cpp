@@ -981,40 +981,56 @@ std::unique_ptr<Model> compileAndLoad(ir::Module& module, const std::string& pat
 }
 
 namespace {
-/// Every float8 value of every format, the midpoints between neighbours and
-/// the floats next to them, values past the largest finite ones, infinities,
-/// NaN, and the halves and wrap points of the 4-bit casts.
+/// Every float8 and float4 value of every format, the midpoints between
+/// neighbours and the floats next to them, the powers of two of FLOAT8E8M0 and
+/// the floats around them and their midpoints (f32 subnormals too), values
+/// past the largest finite ones, infinities, NaN, and the halves and wrap
+/// points of the 4- and 2-bit integer casts.
 std::vector<float> narrowCastProbes() {
   std::vector<float> v = {0.0f, -0.0f, 1e6f, -1e6f, 70000.0f, 470.0f, 464.0f, std::numeric_limits<float>::infinity(),
                           -std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN(), 1e-30f,
-                          2.5f, -2.5f, 8.5f, -8.5f, 0.49999997f, 7.5f, 15.5f, 1e10f, -3e9f};
-  for (NarrowType t : {NarrowType::F8E4M3FN, NarrowType::F8E4M3FNUZ, NarrowType::F8E5M2, NarrowType::F8E5M2FNUZ})
-    for (int bits = 0; bits < 0x7f; ++bits) {
-      float a = float8Value(uint8_t(bits), t), b = float8Value(uint8_t(bits + 1), t);
-      if (!std::isfinite(a) || !std::isfinite(b)) continue;
-      float mid = (a + b) / 2;
-      for (float x : {a, mid, std::nextafter(mid, a), std::nextafter(mid, b)}) {
-        v.push_back(x);
-        v.push_back(-x);
-      }
+                          2.5f, -2.5f, 8.5f, -8.5f, 0.49999997f, 7.5f, 15.5f, 1e10f, -3e9f, 1.5f, -1.5f, 3.5f,
+                          0x1p-149f, 0x1p-128f, 3e38f};
+  auto neighbours = [&v](float a, float b) {
+    if (!std::isfinite(a) || !std::isfinite(b)) return;
+    const float mid = (a + b) / 2;
+    for (float x : {a, mid, std::nextafter(mid, a), std::nextafter(mid, b)}) {
+      v.push_back(x);
+      v.push_back(-x);
     }
+  };
+  for (NarrowType t : {NarrowType::F8E4M3FN, NarrowType::F8E4M3FNUZ, NarrowType::F8E5M2, NarrowType::F8E5M2FNUZ})
+    for (int bits = 0; bits < 0x7f; ++bits)
+      neighbours(narrowFloatValue(uint8_t(bits), t), narrowFloatValue(uint8_t(bits + 1), t));
+  for (int bits = 0; bits < 7; ++bits)
+    neighbours(narrowFloatValue(uint8_t(bits), NarrowType::F4E2M1), narrowFloatValue(uint8_t(bits + 1), NarrowType::F4E2M1));
+  for (int k = -127; k <= 127; ++k) {
+    const float p = std::ldexp(1.0f, k);
+    for (float x : {p, std::nextafter(p, 0.0f), std::nextafter(p, std::numeric_limits<float>::infinity()), 1.5f * p, std::nextafter(1.5f * p, 0.0f)})
+      v.push_back(x);
+  }
   return v;
 }
 }  // namespace
 
-TEST_CASE("kiln::NarrowCast kernels compute the float8 and 4-bit cast rules on every value and midpoint") {
+TEST_CASE("kiln::NarrowCast kernels compute the narrow cast rules on every value and midpoint") {
   const std::vector<float> probes = narrowCastProbes();
   const std::string n = std::to_string(probes.size());
-  struct Cast { NarrowType to; int saturate; };
+  struct Cast { NarrowType to; int saturate; ScaleRounding rounding = ScaleRounding::Up; };
   const Cast casts[] = {{NarrowType::F8E4M3FN, 1}, {NarrowType::F8E4M3FN, 0}, {NarrowType::F8E4M3FNUZ, 1},
                         {NarrowType::F8E4M3FNUZ, 0}, {NarrowType::F8E5M2, 1}, {NarrowType::F8E5M2, 0},
                         {NarrowType::F8E5M2FNUZ, 1}, {NarrowType::F8E5M2FNUZ, 0}, {NarrowType::U4, 1},
-                        {NarrowType::I4, 1}};
+                        {NarrowType::I4, 1}, {NarrowType::F4E2M1, 1}, {NarrowType::F4E2M1, 0},
+                        {NarrowType::F8E8M0, 1}, {NarrowType::F8E8M0, 0},
+                        {NarrowType::F8E8M0, 1, ScaleRounding::Down}, {NarrowType::F8E8M0, 0, ScaleRounding::Down},
+                        {NarrowType::F8E8M0, 1, ScaleRounding::Nearest}, {NarrowType::F8E8M0, 0, ScaleRounding::Nearest},
+                        {NarrowType::U2, 1}, {NarrowType::I2, 1}};
   std::string body, results;
   for (size_t i = 0; i < std::size(casts); ++i) {
     const std::string name = "%y" + std::to_string(i);
     body += "    " + name + " = kiln::NarrowCast(%x) {to = " + std::to_string(int(casts[i].to)) + ", saturate = " +
-            std::to_string(casts[i].saturate) + "} : " + dtypeName(narrowCarrier(casts[i].to)) + "[" + n + "]\n";
+            std::to_string(casts[i].saturate) + ", round_mode = " + std::to_string(int(casts[i].rounding)) + "} : " +
+            dtypeName(narrowCarrier(casts[i].to)) + "[" + n + "]\n";
     results += (i ? ", " : "") + name;
   }
   auto m = parse("module @m {\n  graph @main(%x: f32[" + n + "]) {\n" + body + "    return " + results + "\n  }\n}\n");
@@ -1026,12 +1042,13 @@ TEST_CASE("kiln::NarrowCast kernels compute the float8 and 4-bit cast rules on e
   auto got = model->run({x});
   REQUIRE(got.isOk());
   for (size_t i = 0; i < std::size(casts); ++i) {
-    INFO(narrowTypeName(casts[i].to) << " saturate=" << casts[i].saturate);
+    INFO(narrowTypeName(casts[i].to) << " saturate=" << casts[i].saturate << " round_mode=" << int(casts[i].rounding));
     std::vector<double> y = (*got)[i].toDoubles();
     for (size_t j = 0; j < probes.size(); ++j) {
       const float p = probes[j];
-      const double want = isNarrowFloat(casts[i].to) ? double(roundToFloat8(p, casts[i].to, casts[i].saturate != 0))
-                                                     : double(castToInt4(p, casts[i].to));
+      const double want = isNarrowFloat(casts[i].to)
+                              ? double(roundToNarrowFloat(p, casts[i].to, casts[i].saturate != 0, casts[i].rounding))
+                              : double(castToNarrowInt(p, casts[i].to));
       INFO("x = " << p << ": got " << y[j] << ", expected " << want);
       CHECK((y[j] == want || (std::isnan(y[j]) && std::isnan(want))));
     }

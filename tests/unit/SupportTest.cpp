@@ -70,72 +70,139 @@ TEST_CASE("every float8 value rounds to itself, and positive patterns ascend", "
     INFO(narrowTypeName(t));
     float previous = -1;
     for (int bits = 0; bits < 256; ++bits) {
-      const float v = float8Value(uint8_t(bits), t);
+      const float v = narrowFloatValue(uint8_t(bits), t);
       if (std::isnan(v)) continue;
-      if (std::isfinite(v)) CHECK(roundToFloat8(v, t, true) == v);  // saturation maps inf to the max
-      CHECK(roundToFloat8(v, t, false) == v);
+      if (std::isfinite(v)) CHECK(roundToNarrowFloat(v, t, true) == v);  // saturation maps inf to the max
+      CHECK(roundToNarrowFloat(v, t, false) == v);
       if (bits < 0x80 && std::isfinite(v)) {
         CHECK(v > previous);
         previous = v;
       }
     }
-    CHECK(previous == float8Format(t).maxFinite);
+    CHECK(previous == miniFloatFormat(t).maxFinite);
   }
-  CHECK(std::isnan(float8Value(0x7f, NarrowType::F8E4M3FN)));
-  CHECK(std::isnan(float8Value(0x80, NarrowType::F8E4M3FNUZ)));
-  CHECK(float8Value(0x7c, NarrowType::F8E5M2) == std::numeric_limits<float>::infinity());
-  CHECK(float8Value(0x01, NarrowType::F8E4M3FN) == std::ldexp(1.0f, -9));
-  CHECK(float8Value(0x01, NarrowType::F8E5M2FNUZ) == std::ldexp(1.0f, -17));
+  CHECK(std::isnan(narrowFloatValue(0x7f, NarrowType::F8E4M3FN)));
+  CHECK(std::isnan(narrowFloatValue(0x80, NarrowType::F8E4M3FNUZ)));
+  CHECK(narrowFloatValue(0x7c, NarrowType::F8E5M2) == std::numeric_limits<float>::infinity());
+  CHECK(narrowFloatValue(0x01, NarrowType::F8E4M3FN) == std::ldexp(1.0f, -9));
+  CHECK(narrowFloatValue(0x01, NarrowType::F8E5M2FNUZ) == std::ldexp(1.0f, -17));
 }
 
 TEST_CASE("values between float8 neighbours round to nearest, ties to the even pattern", "[narrow]") {
   for (NarrowType t : kFloat8Types) {
     INFO(narrowTypeName(t));
     for (int bits = 0; bits + 1 < 0x80; ++bits) {
-      const float a = float8Value(uint8_t(bits), t), b = float8Value(uint8_t(bits + 1), t);
+      const float a = narrowFloatValue(uint8_t(bits), t), b = narrowFloatValue(uint8_t(bits + 1), t);
       if (!std::isfinite(a) || !std::isfinite(b)) continue;
       const float mid = (a + b) / 2;
       INFO(a << " .. " << b);
-      CHECK(roundToFloat8(mid, t, true) == (bits % 2 == 0 ? a : b));
-      CHECK(roundToFloat8(std::nextafter(mid, b), t, true) == b);
-      CHECK(roundToFloat8(std::nextafter(mid, a), t, true) == a);
-      CHECK(roundToFloat8(-mid, t, true) == -(bits % 2 == 0 ? a : b));
+      CHECK(roundToNarrowFloat(mid, t, true) == (bits % 2 == 0 ? a : b));
+      CHECK(roundToNarrowFloat(std::nextafter(mid, b), t, true) == b);
+      CHECK(roundToNarrowFloat(std::nextafter(mid, a), t, true) == a);
+      CHECK(roundToNarrowFloat(-mid, t, true) == -(bits % 2 == 0 ? a : b));
     }
   }
 }
 
 TEST_CASE("float8 overflow saturates or becomes NaN or inf, and the FNUZ types have no -0", "[narrow]") {
   const float inf = std::numeric_limits<float>::infinity();
-  CHECK(roundToFloat8(1e6f, NarrowType::F8E4M3FN, true) == 448);
-  CHECK(std::isnan(roundToFloat8(470, NarrowType::F8E4M3FN, false)));
-  CHECK(roundToFloat8(464, NarrowType::F8E4M3FN, false) == 448);  // a tie, to the even 448
-  CHECK(roundToFloat8(-inf, NarrowType::F8E4M3FN, true) == -448);
-  CHECK(std::isnan(roundToFloat8(inf, NarrowType::F8E4M3FN, false)));
-  CHECK(roundToFloat8(-inf, NarrowType::F8E5M2, false) == -inf);
-  CHECK(roundToFloat8(70000, NarrowType::F8E5M2, false) == inf);
-  CHECK(roundToFloat8(inf, NarrowType::F8E5M2, true) == 57344);
-  CHECK(std::isnan(roundToFloat8(inf, NarrowType::F8E5M2FNUZ, false)));
-  CHECK(roundToFloat8(inf, NarrowType::F8E4M3FNUZ, true) == 240);
-  CHECK(std::isnan(roundToFloat8(std::numeric_limits<float>::quiet_NaN(), NarrowType::F8E5M2, true)));
-  CHECK(std::signbit(roundToFloat8(-1e-6f, NarrowType::F8E4M3FN, true)));
-  CHECK(!std::signbit(roundToFloat8(-1e-6f, NarrowType::F8E4M3FNUZ, true)));
-  CHECK(!std::signbit(roundToFloat8(-0.0f, NarrowType::F8E5M2FNUZ, false)));
+  CHECK(roundToNarrowFloat(1e6f, NarrowType::F8E4M3FN, true) == 448);
+  CHECK(std::isnan(roundToNarrowFloat(470, NarrowType::F8E4M3FN, false)));
+  CHECK(roundToNarrowFloat(464, NarrowType::F8E4M3FN, false) == 448);  // a tie, to the even 448
+  CHECK(roundToNarrowFloat(-inf, NarrowType::F8E4M3FN, true) == -448);
+  CHECK(std::isnan(roundToNarrowFloat(inf, NarrowType::F8E4M3FN, false)));
+  CHECK(roundToNarrowFloat(-inf, NarrowType::F8E5M2, false) == -inf);
+  CHECK(roundToNarrowFloat(70000, NarrowType::F8E5M2, false) == inf);
+  CHECK(roundToNarrowFloat(inf, NarrowType::F8E5M2, true) == 57344);
+  CHECK(std::isnan(roundToNarrowFloat(inf, NarrowType::F8E5M2FNUZ, false)));
+  CHECK(roundToNarrowFloat(inf, NarrowType::F8E4M3FNUZ, true) == 240);
+  CHECK(std::isnan(roundToNarrowFloat(std::numeric_limits<float>::quiet_NaN(), NarrowType::F8E5M2, true)));
+  CHECK(std::signbit(roundToNarrowFloat(-1e-6f, NarrowType::F8E4M3FN, true)));
+  CHECK(!std::signbit(roundToNarrowFloat(-1e-6f, NarrowType::F8E4M3FNUZ, true)));
+  CHECK(!std::signbit(roundToNarrowFloat(-0.0f, NarrowType::F8E5M2FNUZ, false)));
+}
+
+TEST_CASE("float4 e2m1 holds 16 values, rounds ties to the even pattern and always saturates", "[narrow]") {
+  const float values[] = {0, 0.5f, 1, 1.5f, 2, 3, 4, 6};
+  for (int bits = 0; bits < 16; ++bits) {
+    const float v = narrowFloatValue(uint8_t(bits), NarrowType::F4E2M1);
+    CHECK(v == (bits < 8 ? values[bits] : -values[bits - 8]));
+    CHECK(roundToNarrowFloat(v, NarrowType::F4E2M1, false) == v);
+  }
+  for (int bits = 0; bits < 7; ++bits) {
+    const float mid = (values[bits] + values[bits + 1]) / 2;
+    INFO(mid);
+    CHECK(roundToNarrowFloat(mid, NarrowType::F4E2M1, true) == values[bits % 2 == 0 ? bits : bits + 1]);
+    CHECK(roundToNarrowFloat(std::nextafter(mid, 0.0f), NarrowType::F4E2M1, true) == values[bits]);
+    CHECK(roundToNarrowFloat(-std::nextafter(mid, 7.0f), NarrowType::F4E2M1, true) == -values[bits + 1]);
+  }
+  const float inf = std::numeric_limits<float>::infinity();
+  CHECK(roundToNarrowFloat(7, NarrowType::F4E2M1, false) == 6);
+  CHECK(roundToNarrowFloat(-inf, NarrowType::F4E2M1, false) == -6);
+  CHECK(roundToNarrowFloat(std::numeric_limits<float>::quiet_NaN(), NarrowType::F4E2M1, true) == 6);
+  CHECK(std::signbit(roundToNarrowFloat(-0.1f, NarrowType::F4E2M1, true)));
+  CHECK(narrowFloatValue(0xf7, NarrowType::F4E2M1) == 6);  // only the low nibble is read
+}
+
+TEST_CASE("float8 e8m0 holds the powers of two 2^-127..2^127 and rounds by its mode", "[narrow]") {
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  for (int bits = 0; bits < 255; ++bits) {
+    const float v = narrowFloatValue(uint8_t(bits), NarrowType::F8E8M0);
+    CHECK(v == std::ldexp(1.0f, bits - 127));
+    for (ScaleRounding r : {ScaleRounding::Up, ScaleRounding::Down, ScaleRounding::Nearest})
+      CHECK(roundToNarrowFloat(v, NarrowType::F8E8M0, false, r) == v);
+  }
+  CHECK(std::isnan(narrowFloatValue(0xff, NarrowType::F8E8M0)));
+  const auto e8m0 = [](float x, bool saturate, ScaleRounding r) {
+    return roundToNarrowFloat(x, NarrowType::F8E8M0, saturate, r);
+  };
+  CHECK(e8m0(3, true, ScaleRounding::Up) == 4);
+  CHECK(e8m0(3, true, ScaleRounding::Down) == 2);
+  CHECK(e8m0(3, true, ScaleRounding::Nearest) == 4);  // a tie goes up
+  CHECK(e8m0(std::nextafter(3.0f, 0.0f), true, ScaleRounding::Nearest) == 2);
+  CHECK(e8m0(0x1.8p-127f, true, ScaleRounding::Nearest) == 0x1p-126f);  // an f32 subnormal
+  CHECK(e8m0(0x1.4p-127f, true, ScaleRounding::Up) == 0x1p-126f);
+  CHECK(e8m0(0x1.4p-127f, true, ScaleRounding::Down) == 0x1p-127f);
+  CHECK(e8m0(0x1p-128f, true, ScaleRounding::Up) == 0x1p-127f);
+  CHECK(std::isnan(e8m0(0x1p-128f, false, ScaleRounding::Up)));
+  CHECK(e8m0(-2, true, ScaleRounding::Up) == 0x1p-127f);
+  CHECK(std::isnan(e8m0(0, false, ScaleRounding::Down)));
+  CHECK(e8m0(inf, true, ScaleRounding::Up) == 0x1p127f);
+  CHECK(std::isnan(e8m0(inf, false, ScaleRounding::Up)));
+  CHECK(std::isnan(e8m0(std::nextafter(0x1p127f, inf), false, ScaleRounding::Down)));
+  CHECK(std::isnan(e8m0(nan, true, ScaleRounding::Up)));
+  CHECK(scaleRoundingFromName("nearest") == ScaleRounding::Nearest);
+  CHECK(!scaleRoundingFromName("even"));
+}
+
+TEST_CASE("casts to 2-bit integers keep the low two bits, rounding floats half away from zero", "[narrow]") {
+  CHECK(wrapToNarrowInt(2, NarrowType::I2) == -2);
+  CHECK(wrapToNarrowInt(-3, NarrowType::I2) == 1);
+  CHECK(wrapToNarrowInt(-1, NarrowType::U2) == 3);
+  CHECK(castToNarrowInt(2.5, NarrowType::U2) == 3);
+  CHECK(castToNarrowInt(-2.6, NarrowType::I2) == 1);
+  CHECK(castToNarrowInt(0.5, NarrowType::I2) == 1);
+  CHECK(narrowIntValue(0xfe, NarrowType::I2) == -2);  // only the low two bits are read
+  CHECK(narrowIntRange(NarrowType::I2) == std::pair<int, int>{-2, 1});
+  CHECK(narrowIntRange(NarrowType::U2) == std::pair<int, int>{0, 3});
+  CHECK(narrowBits(NarrowType::U2) == 2);
+  CHECK(narrowCarrier(NarrowType::I2) == DType::I8);
 }
 
 TEST_CASE("casts to 4-bit integers keep the low nibble, rounding floats half away from zero", "[narrow]") {
-  CHECK(wrapToInt4(-9, NarrowType::I4) == 7);
-  CHECK(wrapToInt4(8, NarrowType::I4) == -8);
-  CHECK(wrapToInt4(-1, NarrowType::U4) == 15);
-  CHECK(wrapToInt4(std::numeric_limits<int64_t>::min(), NarrowType::U4) == 0);
-  CHECK(castToInt4(2.5, NarrowType::I4) == 3);
-  CHECK(castToInt4(-2.5, NarrowType::U4) == 13);
-  CHECK(castToInt4(0.49999997, NarrowType::I4) == 0);
-  CHECK(castToInt4(8.5, NarrowType::I4) == -7);
-  CHECK(castToInt4(std::nan(""), NarrowType::I4) == 0);
-  CHECK(castToInt4(1e30, NarrowType::U4) == 0);
-  CHECK(castToInt4(4294967303.0, NarrowType::U4) == 7);  // 2^32 + 7: the low bits of a large value survive
-  CHECK(int4Value(0xf, NarrowType::I4) == -1);
-  CHECK(int4Value(0xf, NarrowType::U4) == 15);
+  CHECK(wrapToNarrowInt(-9, NarrowType::I4) == 7);
+  CHECK(wrapToNarrowInt(8, NarrowType::I4) == -8);
+  CHECK(wrapToNarrowInt(-1, NarrowType::U4) == 15);
+  CHECK(wrapToNarrowInt(std::numeric_limits<int64_t>::min(), NarrowType::U4) == 0);
+  CHECK(castToNarrowInt(2.5, NarrowType::I4) == 3);
+  CHECK(castToNarrowInt(-2.5, NarrowType::U4) == 13);
+  CHECK(castToNarrowInt(0.49999997, NarrowType::I4) == 0);
+  CHECK(castToNarrowInt(8.5, NarrowType::I4) == -7);
+  CHECK(castToNarrowInt(std::nan(""), NarrowType::I4) == 0);
+  CHECK(castToNarrowInt(1e30, NarrowType::U4) == 0);
+  CHECK(castToNarrowInt(4294967303.0, NarrowType::U4) == 7);  // 2^32 + 7: the low bits of a large value survive
+  CHECK(narrowIntValue(0xf, NarrowType::I4) == -1);
+  CHECK(narrowIntValue(0xf, NarrowType::U4) == 15);
 }
 
 TEST_CASE("dtype names and ONNX codes round trip", "[dtype]") {

@@ -4,8 +4,9 @@
 // 1 / scale, which opset 17's Resize cannot spell. A resize along one axis is
 // a linear map of that axis, so the importer writes each resized axis as a
 // MatMul by its constant [out, in] tap matrix (ir::resizeTaps with
-// antialias): the last axis as X · Mᵀ, the one before it as M · X. Other axes
-// and tf_crop_and_resize (whose outside taps read a constant) are refused.
+// antialias): the last axis as X · Mᵀ, the one before it as M · X, any other
+// between two Transposes that swap it with the last. tf_crop_and_resize
+// (whose outside taps read a constant) is refused.
 //
 //===----------------------------------------------------------------------===//
 #include <cmath>
@@ -103,10 +104,23 @@ Status expandAntialiasedResize(NodeDraft& d, DraftBuilder& b) {
                             "Resize antialias=1: input times output length").status());
     KILN_ASSIGN(std::vector<ir::ResizeTaps> taps, ir::resizeTaps(s, dims[size_t(a)], out[size_t(a)], scales[size_t(a)], 0, 1));
     if (isIdentity(taps, dims[size_t(a)])) continue;
-    if (a < rank - 2) return refuseForm(d, "antialias=1 over an axis other than the last two");
-    bool last = a == rank - 1;
-    KILN_ASSIGN(ir::Value* m, b.constant(tapMatrix(taps, dims[size_t(a)], last).castTo(dt)));
-    KILN_ASSIGN(y, last ? b.node("MatMul", {y, m}, {}) : b.node("MatMul", {m, y}, {}));
+    const bool secondLast = a == rank - 2;
+    KILN_ASSIGN(ir::Value* m, b.constant(tapMatrix(taps, dims[size_t(a)], !secondLast).castTo(dt)));
+    if (secondLast) {
+      KILN_ASSIGN(y, b.node("MatMul", {m, y}, {}));
+      continue;
+    }
+    std::vector<int64_t> swap(static_cast<size_t>(rank));
+    for (int64_t i = 0; i < rank; ++i) swap[size_t(i)] = i;
+    std::swap(swap[size_t(a)], swap.back());
+    const std::vector<std::pair<std::string, ir::Attribute>> perm = {{"perm", ir::Attribute(swap)}};
+    if (a != rank - 1) {
+      KILN_ASSIGN(y, b.node("Transpose", {y}, perm));
+    }
+    KILN_ASSIGN(y, b.node("MatMul", {y, m}, {}));
+    if (a != rank - 1) {
+      KILN_ASSIGN(y, b.node("Transpose", {y}, perm));
+    }
   }
   return finishWith(d, y);
 }

@@ -108,7 +108,7 @@ std::pair<double, double> rangeOf() {
 
 Expected<std::pair<double, double>> quantizedRange(DType t, std::optional<NarrowType> narrow) {
   if (narrow && !isNarrowFloat(*narrow)) {
-    const auto [lo, hi] = int4Range(*narrow);
+    const auto [lo, hi] = narrowIntRange(*narrow);
     return std::pair<double, double>{lo, hi};
   }
   switch (t) {

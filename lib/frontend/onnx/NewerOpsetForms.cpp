@@ -9,7 +9,8 @@
 //   Pad-18+: the axes input becomes full pads;
 //   Split-18: num_outputs becomes equal or ceil-sized parts; Resize-18/19:
 //     axes widen scales/sizes/roi to every dim, keep_aspect_ratio_policy
-//     becomes scales, antialias becomes MatMuls (AntialiasResize.cpp);
+//     becomes scales (on an edge-padded input where a length rounds up),
+//     antialias becomes MatMuls (AntialiasResize.cpp);
 //   DFT-20: the axis input becomes the attribute; GridSample-20: linear/cubic
 //     are bilinear/bicubic;
 //   Cast/Quantize/Dequantize-19+, AveragePool-19, LpPool-18: new attributes at
@@ -212,15 +213,50 @@ Status widenResizeInputs(NodeDraft& d, DraftBuilder& b, const std::vector<int64_
   return Status::ok();
 }
 
+/// A Resize by `scales` whose output along some axes must be longer than
+/// floor(dim * scale): the input is edge-padded at the end of those axes by
+/// `extra`, resized, and sliced to `lengths`. Sampling positions do not depend
+/// on the input's length in the modes allowed here, and edge padding reads
+/// what clamping to the last element reads.
+Status edgePaddedResize(NodeDraft& d, DraftBuilder& b, const std::vector<float>& scales,
+                        const std::vector<int64_t>& extra, const Dims& lengths) {
+  KILN_ASSIGN(const ir::Attribute* ct, d.attrAs("coordinate_transformation_mode", ir::AttrKind::String));
+  const std::string mode = ct ? ct->s() : "half_pixel";
+  KILN_ASSIGN(int64_t excludeOutside, d.takeInt("exclude_outside", 0));
+  // pytorch_half_pixel samples a length-1 output at 0, which the padded resize's longer output does not.
+  bool paddedToOne = false;
+  for (size_t a = 0; a < extra.size(); ++a) paddedToOne = paddedToOne || (extra[a] > 0 && lengths[a] == 1);
+  const bool lengthFree = mode == "half_pixel" || mode == "asymmetric" || mode == "tf_half_pixel_for_nn" ||
+                          (mode == "pytorch_half_pixel" && !paddedToOne);
+  if (!lengthFree || excludeOutside)
+    return refuseForm(d, "keep_aspect_ratio_policy with coordinate_transformation_mode '" + mode +
+                             (excludeOutside ? "' and exclude_outside=1" : "'") + " where an output length rounds up");
+  const int64_t rank = int64_t(scales.size());
+  std::vector<int64_t> pads(size_t(2 * rank), 0), starts(size_t(rank), 0);
+  std::copy(extra.begin(), extra.end(), pads.begin() + rank);
+  KILN_ASSIGN(ir::Value* padAmounts, int64Constant(b, pads));
+  KILN_ASSIGN(ir::Value* padded, b.node("Pad", {d.inputs[0], padAmounts}, {{"mode", ir::Attribute(std::string("edge"))}}));
+  KILN_ASSIGN(ir::Value* scaleValue, b.constant(Tensor::fromVector<float>({rank}, scales)));
+  KILN_ASSIGN(ir::Value* resized, b.node("Resize", {padded, nullptr, scaleValue}, d.attrs));
+  KILN_ASSIGN(ir::Value* begin, int64Constant(b, starts));
+  KILN_ASSIGN(ir::Value* end, int64Constant(b, std::vector<int64_t>(lengths.begin(), lengths.end())));
+  becomeNode(d, "Slice", {resized, begin, end}, {});
+  return Status::ok();
+}
+
 /// keep_aspect_ratio_policy not_larger / not_smaller with full-rank sizes: one
 /// scale, the smallest or largest sizes[i] / dim[i] over `axes`, and output
-/// lengths round(scale * dim[i]) there. That is opset 17's scales form (whose
-/// lengths are floored) wherever the rounding does not go up.
+/// lengths round(scale * dim[i]) there. align_corners samples by the lengths
+/// alone, so it becomes opset 17's sizes form. Elsewhere the common scale
+/// samples (as in ONNX Runtime): opset 17's scales form, whose lengths are
+/// floored, and an edge-padded resize where a length rounds up.
 Status keepAspectRatio(NodeDraft& d, DraftBuilder& b, const std::string& policy, const std::vector<int64_t>& axes) {
   if (policy != "not_larger" && policy != "not_smaller") return refuseForm(d, "keep_aspect_ratio_policy '" + policy + "'");
   KILN_ASSIGN(std::vector<int64_t> sizes, knownInputInts(d, 3, b, "sizes"));
   KILN_ASSIGN(Dims dims, staticInputDims(d, 0, "to keep the aspect ratio"));
   if (sizes.size() != dims.size()) return Error(ErrorCode::ShapeMismatch, "sizes must have one value per input dim");
+  if (std::any_of(sizes.begin(), sizes.end(), [](int64_t v) { return v < 0; }))
+    return Error(ErrorCode::ShapeMismatch, "sizes must not be negative");
   if (axes.empty()) return Error(ErrorCode::BadAttribute, "keep_aspect_ratio_policy needs at least one axis");
   float scale = policy == "not_larger" ? INFINITY : 0.0f;
   for (int64_t a : axes) {
@@ -229,18 +265,30 @@ Status keepAspectRatio(NodeDraft& d, DraftBuilder& b, const std::string& policy,
     scale = policy == "not_larger" ? std::min(scale, r) : std::max(scale, r);
   }
   std::vector<float> scales(dims.size(), 1.0f);
+  std::vector<int64_t> extra(dims.size(), 0);
+  Dims lengths = dims;
   for (int64_t a : axes) {
-    double dim = double(dims[size_t(a)]), target = std::floor(dim * double(scale) + 0.5);
+    const int64_t dim = dims[size_t(a)];
+    lengths[size_t(a)] = int64_t(std::floor(double(dim) * double(scale) + 0.5));
     // The smallest f32 scale whose floored length is the target; its sampling
     // positions differ from the common scale's by at most 1e-5 of a step.
     float s = scale;
-    while (double(ir::resizedLength(dims[size_t(a)], double(s))) < target) {
-      if (double(s - scale) > 1e-5 * double(scale))
-        return refuseForm(d, "keep_aspect_ratio_policy '" + policy + "' where an output length rounds up");
+    while (ir::resizedLength(dim, double(s)) < lengths[size_t(a)] && double(s - scale) <= 1e-5 * double(scale))
       s = std::nextafter(s, INFINITY);
+    if (ir::resizedLength(dim, double(s)) < lengths[size_t(a)]) {
+      s = scale;
+      while (ir::resizedLength(dim + extra[size_t(a)], double(s)) < lengths[size_t(a)]) ++extra[size_t(a)];
     }
     scales[size_t(a)] = s;
   }
+  KILN_ASSIGN(const ir::Attribute* ct, d.attrAs("coordinate_transformation_mode", ir::AttrKind::String));
+  if (ct && ct->s() == "align_corners") {
+    KILN_ASSIGN(d.inputs[3], int64Constant(b, std::vector<int64_t>(lengths.begin(), lengths.end())));
+    d.inputs[2] = nullptr;
+    return Status::ok();
+  }
+  if (std::any_of(extra.begin(), extra.end(), [](int64_t e) { return e > 0; }))
+    return edgePaddedResize(d, b, scales, extra, lengths);
   KILN_ASSIGN(d.inputs[2], b.constant(Tensor::fromVector<float>({int64_t(dims.size())}, scales)));
   d.inputs.resize(3);
   return Status::ok();
@@ -263,6 +311,8 @@ Status resizeAxes(NodeDraft& d, DraftBuilder& b) {
     KILN_TRY(widenResizeInputs(d, b, axes, rank));
   }
   if (keepAspect) KILN_TRY(keepAspectRatio(d, b, policy->s(), axes));
+  if (filtered && d.opType != "Resize")
+    return refuseForm(d, "antialias=1 with keep_aspect_ratio_policy where an output length rounds up");
   return filtered ? expandAntialiasedResize(d, b) : Status::ok();
 }
 
@@ -292,7 +342,8 @@ Status dftAxisInput(NodeDraft& d, DraftBuilder& b) {
 
 Status gridSampleModes(NodeDraft& d, DraftBuilder&) {
   KILN_ASSIGN(int64_t rank, inputRank(d, 0));
-  if (rank != 4) return refuseForm(d, "sampling a rank-" + std::to_string(rank) + " input (only 2-D images)");
+  if (rank != 4 && rank != 5)
+    return refuseForm(d, "sampling a rank-" + std::to_string(rank) + " input (only 2-D images and 3-D volumes)");
   KILN_ASSIGN(auto mode, d.takeAs("mode", ir::AttrKind::String));
   std::string m = mode ? mode->s() : "linear";
   d.set("mode", m == "linear" ? std::string("bilinear") : m == "cubic" ? std::string("bicubic") : m);
@@ -300,9 +351,14 @@ Status gridSampleModes(NodeDraft& d, DraftBuilder&) {
 }
 
 /// Cast and CastLike from opset 19 on: saturate matters only for float8
-/// results; a cast to a narrow type becomes kiln::NarrowCast onto its carrier.
+/// results and round_mode only for FLOAT8E8M0 ones; a cast to a narrow type
+/// becomes kiln::NarrowCast onto its carrier.
 Status castSaturate(NodeDraft& d, DraftBuilder& b) {
   KILN_ASSIGN(int64_t saturate, d.takeInt("saturate", 1));
+  KILN_ASSIGN(auto roundMode, d.takeAs("round_mode", ir::AttrKind::String));
+  const std::string modeName = roundMode ? roundMode->s() : "up";
+  std::optional<ScaleRounding> rounding = scaleRoundingFromName(modeName);
+  if (!rounding) return Error(ErrorCode::BadAttribute, "round_mode '" + modeName + "' is not up, down or nearest");
   std::optional<NarrowType> to;
   if (d.opType == "CastLike") {
     if (hasInput(d, 1)) to = b.narrowType(d.inputs[1]);
@@ -313,6 +369,7 @@ Status castSaturate(NodeDraft& d, DraftBuilder& b) {
   if (!to) return Status::ok();
   KILN_TRY(requireInputs(d, 1));
   becomeNarrowCast(d, d.inputs[0], *to, saturate != 0);
+  if (*to == NarrowType::F8E8M0) d.set("round_mode", int64_t(*rounding));
   return Status::ok();
 }
 

@@ -111,12 +111,13 @@ std::pair<const char*, int64_t> typedField(const ::onnx::TensorProto& p, DType d
   }
 }
 
-/// A float8 or 4-bit tensor as its carrier: f32 values, or u8 / i8 ones
-/// (4-bit elements are packed two to a byte, the first in the low nibble).
+/// A narrow tensor as its carrier: f32 values, or u8 / i8 ones. Elements
+/// narrower than a byte are packed from the low bits up (two 4-bit or four
+/// 2-bit elements to a byte).
 Expected<Tensor> narrowTensorFromProto(::onnx::TensorProto& p, NarrowType type, const Dims& dims, int64_t n,
                                        ExternalDataResolver* resolver) {
-  const bool isFloat8 = isNarrowFloat(type);
-  const size_t bytes = isFloat8 ? size_t(n) : (size_t(n) + 1) / 2;
+  const int width = narrowBits(type), perByte = 8 / width;
+  const size_t bytes = (size_t(n) + size_t(perByte) - 1) / size_t(perByte);
   const std::string what = std::string(narrowTypeName(type)) + "[" + dimsToString(dims) + "]";
   KILN_ASSIGN(std::shared_ptr<Buffer> stored, storedBytes(p, resolver, bytes, what));
   // The bytes' count is checked against what the model holds before anything is allocated.
@@ -129,13 +130,10 @@ Expected<Tensor> narrowTensorFromProto(::onnx::TensorProto& p, NarrowType type, 
     for (size_t i = 0; i < bytes; ++i) packed[i] = uint8_t(p.int32_data(int(i)));
   Tensor t = Tensor::zeros(narrowCarrier(type), dims);
   for (int64_t i = 0; i < n; ++i) {
-    if (isFloat8) {
-      t.mutableData<float>()[i] = float8Value(packed[size_t(i)], type);
-      continue;
-    }
-    const uint8_t nibble = uint8_t(i % 2 ? packed[size_t(i / 2)] >> 4 : packed[size_t(i / 2)] & 15);
-    if (type == NarrowType::U4) t.mutableData<uint8_t>()[i] = uint8_t(int4Value(nibble, type));
-    else t.mutableData<int8_t>()[i] = int8_t(int4Value(nibble, type));
+    const uint8_t element = uint8_t(packed[size_t(i / perByte)] >> (width * (i % perByte)));
+    if (isNarrowFloat(type)) t.mutableData<float>()[i] = narrowFloatValue(element, type);
+    else if (narrowCarrier(type) == DType::U8) t.mutableData<uint8_t>()[i] = uint8_t(narrowIntValue(element, type));
+    else t.mutableData<int8_t>()[i] = int8_t(narrowIntValue(element, type));
   }
   return t;
 }
@@ -147,7 +145,7 @@ Expected<Tensor> tensorFromProto(::onnx::TensorProto& p, ExternalDataResolver* r
   auto dtype = dtypeFromOnnx(code);
   std::optional<NarrowType> narrow = narrowTypeFromOnnx(code);
   if (!dtype && !narrow) {
-    if (code == 8 || code == 14 || code == 15 || (code >= 23 && code <= 26))
+    if (code == 8 || code == 14 || code == 15)
       return tensorError(ErrorCode::UnsupportedType, p, std::string("element type ") + onnxDTypeCodeName(code) +
                                                           " is not supported by kiln");
     return tensorError(ErrorCode::OnnxUnknownDType, p, "unknown element type code " + std::to_string(code));

@@ -7,7 +7,9 @@
 //                               each block position adds its column back into
 //                               the image, which is what a transposed conv does
 //   AveragePool with dilations = Conv(x, 1/K) with group C, times K over the
-//                               taps inside the input when pads are not counted
+//                               taps counted where some are not (pads with
+//                               count_include_pad=0, ceil_mode's extra end);
+//                               auto_pad SAME becomes explicit pads
 //
 //===----------------------------------------------------------------------===//
 #include <algorithm>
@@ -57,9 +59,10 @@ std::vector<std::pair<std::string, ir::Attribute>> convAttrs(const Window& w, in
           {"group", ir::Attribute(group)}};
 }
 
-/// window / (taps inside the input) at each output position of a pool over
-/// input dims `x` [N, C, ...]: [1, 1, out...], a product of per-axis factors.
-Expected<Tensor> uncountedPaddingRatio(const Window& w, const Dims& x) {
+/// window / (taps counted) at each output position of a pool over input dims
+/// `x` [N, C, ...]: [1, 1, out...], a product of per-axis factors. A tap along
+/// axis a counts when it lies in [-countedPads[a], len + countedPads[a + n]).
+Expected<Tensor> paddingRatio(const Window& w, const Dims& x, const std::vector<int64_t>& countedPads) {
   size_t n = w.spatial();
   std::vector<std::vector<float>> factors(n);
   Dims outDims = {1, 1};
@@ -70,12 +73,12 @@ Expected<Tensor> uncountedPaddingRatio(const Window& w, const Dims& x) {
     KILN_TRY(boundedProduct({outDims.back(), w.kernel[a]}, kMaxBuiltConstantElements,
                             "AveragePool: the output length times the window").status());
     for (int64_t o = 0; o < outDims.back(); ++o) {
-      int64_t inside = 0;
+      int64_t counted = 0;
       for (int64_t j = 0; j < w.kernel[a]; ++j) {
         int64_t at = o * w.strides[a] - w.pads[a] + j * w.dilations[a];
-        inside += at >= 0 && at < len;
+        counted += at >= -countedPads[a] && at < len + countedPads[a + n];
       }
-      factors[a].push_back(float(w.kernel[a]) / float(std::max<int64_t>(inside, 1)));
+      factors[a].push_back(float(w.kernel[a]) / float(std::max<int64_t>(counted, 1)));
     }
   }
   KILN_TRY(boundedProduct(Dims(outDims.begin() + 2, outDims.end()), kMaxBuiltConstantElements,
@@ -89,6 +92,35 @@ Expected<Tensor> uncountedPaddingRatio(const Window& w, const Dims& x) {
     ratio = std::move(next);
   }
   return Tensor::fromVector<float>(outDims, ratio);
+}
+
+/// auto_pad SAME_UPPER / SAME_LOWER as explicit pads, the odd one at the end
+/// (UPPER) or the beginning (LOWER). The total pads ceil(len / stride) windows
+/// of the undilated kernel: ONNX's reference implementation and ONNX Runtime
+/// both leave dilations out of it, so a dilated pool's output is shorter.
+void samePads(Window& w, const Dims& x, bool upper) {
+  size_t n = w.spatial();
+  for (size_t a = 0; a < n; ++a) {
+    const int64_t len = x[a + 2], out = (len + w.strides[a] - 1) / w.strides[a];
+    const int64_t total = std::max<int64_t>(0, (out - 1) * w.strides[a] + w.kernel[a] - len);
+    w.pads[a] = upper ? total / 2 : total - total / 2;
+    w.pads[a + n] = total - w.pads[a];
+  }
+}
+
+/// ceil_mode=1 as extra end padding (not counted in the average): the output
+/// is ceil((len + pads - extent) / stride) + 1 long, less a last window that
+/// would start past the input and its begin padding.
+void ceilAsPadding(Window& w, const Dims& x) {
+  size_t n = w.spatial();
+  for (size_t a = 0; a < n; ++a) {
+    const int64_t len = x[a + 2], s = w.strides[a], extent = (w.kernel[a] - 1) * w.dilations[a] + 1;
+    const int64_t span = len + w.pads[a] + w.pads[a + n] - extent;
+    if (span < 0) continue;  // the shape check reports the window that does not fit
+    int64_t out = (span + s - 1) / s + 1;
+    if ((out - 1) * s >= len + w.pads[a]) --out;
+    w.pads[a + n] += std::max<int64_t>(0, (out - 1) * s + extent - (len + w.pads[a] + w.pads[a + n]));
+  }
 }
 
 }  // namespace
@@ -141,31 +173,34 @@ Status expandCol2Im(NodeDraft& d, DraftBuilder& b) {
 
 Status expandDilatedAveragePool(NodeDraft& d, DraftBuilder& b) {
   KILN_ASSIGN(auto autoPad, d.takeAs("auto_pad", ir::AttrKind::String));
-  bool valid = autoPad && autoPad->s() == "VALID";
-  if (autoPad && !valid && autoPad->s() != "NOTSET") return refuseForm(d, "auto_pad '" + autoPad->s() + "' with dilations");
+  const std::string mode = autoPad ? autoPad->s() : "NOTSET";
+  if (mode != "NOTSET" && mode != "VALID" && mode != "SAME_UPPER" && mode != "SAME_LOWER")
+    return Error(ErrorCode::BadAttribute, "AveragePool: auto_pad '" + mode + "' is not NOTSET, VALID, SAME_UPPER or SAME_LOWER");
   KILN_ASSIGN(int64_t ceil, d.takeInt("ceil_mode", 0));
-  if (ceil) return refuseForm(d, "ceil_mode=1 with dilations");
   KILN_ASSIGN(int64_t countPad, d.takeInt("count_include_pad", 0));
   KILN_ASSIGN(const ir::Attribute* kernel, d.attrAs("kernel_shape", ir::AttrKind::Ints));
   if (!kernel) return Error(ErrorCode::BadAttribute, "AveragePool needs kernel_shape");
   KILN_ASSIGN(Window w, windowOf(d, kernel->ints()));
-  if (valid) std::fill(w.pads.begin(), w.pads.end(), 0);
   KILN_ASSIGN(Dims x, staticInputDims(d, 0, "for AveragePool with dilations"));
   KILN_ASSIGN(DType dt, inputDType(d, 0));
   size_t n = w.spatial();
   if (x.size() != n + 2) return Error(ErrorCode::ShapeMismatch, "AveragePool: kernel_shape must have one entry per spatial axis");
+  if (mode == "VALID") std::fill(w.pads.begin(), w.pads.end(), 0);
+  if (mode == "SAME_UPPER" || mode == "SAME_LOWER") samePads(w, x, mode == "SAME_UPPER");
+  // count_include_pad counts the model's pads, never the ones ceil_mode adds.
+  const std::vector<int64_t> counted = countPad ? w.pads : std::vector<int64_t>(2 * n, 0);
+  if (ceil && (mode == "NOTSET" || mode == "VALID")) ceilAsPadding(w, x);
   KILN_ASSIGN(int64_t k, boundedProduct(w.kernel, kMaxBuiltConstantElements, "AveragePool: the window size"));
   KILN_TRY(boundedProduct({x[1], k}, kMaxBuiltConstantElements, "AveragePool: channels times the window size").status());
   Dims wDims = {x[1], 1};
   wDims.insert(wDims.end(), w.kernel.begin(), w.kernel.end());
   Tensor mean = Tensor::fromVector<float>(wDims, std::vector<float>(size_t(x[1] * k), 1.0f / float(k)));
   KILN_ASSIGN(ir::Value* weights, b.constant(mean.castTo(dt)));
-  bool padded = std::any_of(w.pads.begin(), w.pads.end(), [](int64_t p) { return p != 0; });
-  if (countPad || !padded) {
+  if (counted == w.pads) {  // every tap of every window counts
     becomeNode(d, "Conv", {d.inputs[0], weights}, convAttrs(w, x[1]));
     return Status::ok();
   }
-  KILN_ASSIGN(Tensor ratio, uncountedPaddingRatio(w, x));
+  KILN_ASSIGN(Tensor ratio, paddingRatio(w, x, counted));
   KILN_ASSIGN(ir::Value* conv, b.node("Conv", {d.inputs[0], weights}, convAttrs(w, x[1])));
   KILN_ASSIGN(ir::Value* scale, b.constant(ratio.castTo(dt)));
   becomeNode(d, "Mul", {conv, scale}, {});

@@ -49,15 +49,22 @@ Status inferRoiAlign(InferenceContext& ctx) {
 Status inferGridSample(InferenceContext& ctx) {
   KILN_ASSIGN(TensorType x, ctx.inputTensor(0));
   KILN_ASSIGN(TensorType grid, ctx.inputTensor(1));
-  KILN_TRY(requireRank(x, 4, "X"));
-  KILN_TRY(requireRank(grid, 4, "grid"));
+  // 2-D images ([N,C,H,W] with grid [N,Ho,Wo,2]) or 3-D volumes ([N,C,D,H,W] with grid [N,Do,Ho,Wo,3]).
+  const int64_t rank = x.hasRank() ? x.rank() : grid.hasRank() ? grid.rank() : 4;
+  if (rank != 4 && rank != 5) return shapeError("X must be [N,C,H,W] or [N,C,D,H,W], got " + x.str());
+  KILN_TRY(requireRank(x, rank, "X"));
+  KILN_TRY(requireRank(grid, rank, "grid"));
+  if (grid.hasRank() && grid.dim(rank - 1) >= 0 && grid.dim(rank - 1) != rank - 2)
+    return shapeError("grid's last dim must be " + std::to_string(rank - 2) + ", got " + grid.str());
   const Node& n = ctx.node();
   const std::string& mode = n.getString("mode");
   if (mode != "bilinear" && mode != "nearest" && mode != "bicubic") return attrError("mode must be bilinear, nearest or bicubic");
+  if (mode == "bicubic" && rank == 5) return attrError("bicubic samples 2-D images only");
   const std::string& pad = n.getString("padding_mode");
   if (pad != "zeros" && pad != "border" && pad != "reflection") return attrError("padding_mode must be zeros, border or reflection");
-  setOut(ctx, 0, x.dtype(), {x.hasRank() ? x.dim(0) : kUnknownDim, x.hasRank() ? x.dim(1) : kUnknownDim,
-                             grid.hasRank() ? grid.dim(1) : kUnknownDim, grid.hasRank() ? grid.dim(2) : kUnknownDim});
+  Dims out = {x.hasRank() ? x.dim(0) : kUnknownDim, x.hasRank() ? x.dim(1) : kUnknownDim};
+  for (int64_t a = 1; a < rank - 1; ++a) out.push_back(grid.hasRank() ? grid.dim(a) : kUnknownDim);
+  setOut(ctx, 0, x.dtype(), out);
   return Status::ok();
 }
 

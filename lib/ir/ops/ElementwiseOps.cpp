@@ -2,8 +2,8 @@
 //
 // Schemas of elementwise ops: math and activation functions, arithmetic and
 // comparison with numpy broadcasting, logical ops, Clip, Cast, Where,
-// kiln::BitCast (ONNX BitCast-26) and kiln::NarrowCast (a cast to a float8 or
-// 4-bit type, on its carrier).
+// kiln::BitCast (ONNX BitCast-26) and kiln::NarrowCast (a cast to a float8,
+// float4, 4- or 2-bit type, on its carrier).
 //
 //===----------------------------------------------------------------------===//
 #include "InferHelpers.h"
@@ -66,7 +66,10 @@ Status inferNarrowCast(InferenceContext& ctx) {
   int64_t to = ctx.node().getInt("to");
   std::optional<NarrowType> t = narrowTypeFromOnnx(int(to));
   if (!t)
-    return Error(ErrorCode::BadAttribute, "'to' " + std::to_string(to) + " is not a float8 or 4-bit integer type");
+    return Error(ErrorCode::BadAttribute, "'to' " + std::to_string(to) + " is not a narrow type");
+  const int64_t rounding = ctx.node().getInt("round_mode");
+  if (rounding < 0 || rounding > 2)
+    return Error(ErrorCode::BadAttribute, "round_mode " + std::to_string(rounding) + " is not 0 (up), 1 (down) or 2 (nearest)");
   if (x.dtype() != DType::Undefined && !isFloat(x.dtype()) && !isInteger(x.dtype()) && x.dtype() != DType::Bool)
     return Error(ErrorCode::UnsupportedType, std::string("cannot cast ") + dtypeName(x.dtype()) + " to " +
                                                  narrowTypeName(*t));
@@ -227,10 +230,11 @@ void registerElementwiseOps(OpRegistry& r) {
             .requiredAttr("to", AttrKind::Int).pattern(FusionPattern::Opaque).infer(inferBitCast)
             .doc("Reinterprets each element's bits as the type 'to' of the same width (ONNX BitCast-26).").build());
   r.add(SchemaBuilder("NarrowCast", "kiln").inputs(1, 1, {"input"}).outputs(1, 1, {"output"})
-            .requiredAttr("to", AttrKind::Int).attr("saturate", 1).pattern(FusionPattern::Elementwise)
-            .infer(inferNarrowCast)
-            .doc("ONNX Cast to the float8 or 4-bit integer type 'to', as a value of its carrier type "
-                 "(f32 for float8, u8 for UINT4, i8 for INT4).").build());
+            .requiredAttr("to", AttrKind::Int).attr("saturate", 1).attr("round_mode", 0)
+            .pattern(FusionPattern::Elementwise).infer(inferNarrowCast)
+            .doc("ONNX Cast to the narrow type 'to' (float8, float4, 4- or 2-bit integer), as a value of its "
+                 "carrier type (f32 for the floating-point ones, u8 for UINT4/UINT2, i8 for INT4/INT2); "
+                 "round_mode (0 up, 1 down, 2 nearest) picks FLOAT8E8M0's power of two.").build());
   r.add(SchemaBuilder("CastLike").inputs(2, 2, {"input", "target_type"}).outputs(1, 1, {"output"})
             .attr("saturate", 1).pattern(FusionPattern::Elementwise).infer(inferCastLike)
             .doc("Converts elements to the element type of target_type.").build());

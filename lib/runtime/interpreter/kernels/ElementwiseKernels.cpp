@@ -179,20 +179,21 @@ Status kBitCast(KernelContext& ctx) {
   return Status::ok();
 }
 
-/// A value cast to UINT4 or INT4: integers wrap, floating-point values round first.
+/// A value cast to a 4- or 2-bit integer type: integers wrap, floating-point values round first.
 template <class T>
-int int4Of(T v, NarrowType to) {
-  if constexpr (isFloatLike<T>) return castToInt4(double(ComputeType<T>(v)), to);
-  else return wrapToInt4(int64_t(v), to);
+int narrowIntOf(T v, NarrowType to) {
+  if constexpr (isFloatLike<T>) return castToNarrowInt(double(ComputeType<T>(v)), to);
+  else return wrapToNarrowInt(int64_t(v), to);
 }
 
-/// kiln::NarrowCast: ONNX Cast to a float8 or 4-bit type, as its carrier's
-/// values. Floating-point inputs reach float8 through f32, as in ONNX Runtime.
+/// kiln::NarrowCast: ONNX Cast to a narrow type, as its carrier's values.
+/// Floating-point inputs reach the narrow floats through f32, as in ONNX Runtime.
 Status kNarrowCast(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   std::optional<NarrowType> to = narrowTypeFromOnnx(int(ctx.node().getInt("to")));
   if (!to) return kernelError("NarrowCast to a type that is not narrow");
   const bool saturate = ctx.node().getInt("saturate") != 0;
+  const auto rounding = ScaleRounding(ctx.node().getInt("round_mode"));
   Tensor& y = ctx.allocate(0);
   return dispatchDType(x.dtype(), [&]<class T>() -> Status {
     const T* in = x.data<T>();
@@ -201,11 +202,12 @@ Status kNarrowCast(KernelContext& ctx) {
       for (int64_t i = 0; i < x.numElements(); ++i) out[i] = C(rule(in[i]));
     };
     if (isNarrowFloat(*to))
-      write.template operator()<float>([&](T v) { return roundToFloat8(float(ComputeType<T>(v)), *to, saturate); });
-    else if (*to == NarrowType::U4)
-      write.template operator()<uint8_t>([&](T v) { return int4Of(v, *to); });
+      write.template operator()<float>(
+          [&](T v) { return roundToNarrowFloat(float(ComputeType<T>(v)), *to, saturate, rounding); });
+    else if (narrowCarrier(*to) == DType::U8)
+      write.template operator()<uint8_t>([&](T v) { return narrowIntOf(v, *to); });
     else
-      write.template operator()<int8_t>([&](T v) { return int4Of(v, *to); });
+      write.template operator()<int8_t>([&](T v) { return narrowIntOf(v, *to); });
     return Status::ok();
   });
 }

@@ -3,8 +3,8 @@
 // Resize follows the ONNX reference: per dim, each output coordinate maps to
 // an input coordinate by coordinate_transformation_mode, then to taps (1, 2 or
 // 4 input indices with weights; edges clamp, exclude_outside renormalises,
-// tf_crop_and_resize extrapolates), applied separably. GridSample and RoiAlign
-// sample bilinearly (or nearest/bicubic) as ONNX Runtime does.
+// tf_crop_and_resize extrapolates), applied separably. GridSample (2-D and
+// 3-D) and RoiAlign sample linearly (or nearest/bicubic) as ONNX Runtime does.
 //
 //===----------------------------------------------------------------------===//
 #include "../KernelContext.h"
@@ -90,67 +90,107 @@ double reflect(double x, double lo, double hi) {
   return x;
 }
 
+/// GridSample over S = 2 or 3 spatial dims (ONNX Runtime's rules): X [N, C,
+/// D1..DS], grid [N, O1..OS, S] whose last axis lists coordinates from the
+/// innermost dim out (x, y, z). Nearest and (bi/tri)linear sample any S;
+/// bicubic only 2-D images.
+class GridSampler {
+ public:
+  GridSampler(const ir::Node& n, const Dims& spatial)
+      : align_(n.getInt("align_corners") != 0), mode_(n.getString("mode")), pad_(n.getString("padding_mode")),
+        len_(spatial) {}
+
+  /// The value at input coordinates `p` (one per spatial dim, outer first) of `img`.
+  double sample(const double* img, std::vector<double> p) const {
+    const size_t S = len_.size();
+    bool outside = false;
+    for (size_t s = 0; s < S; ++s) {
+      if (mode_ == "nearest") p[s] = std::nearbyint(p[s]);
+      outside = outside || p[s] < lo(s) || p[s] > hi(s);
+    }
+    // A point outside along any dim moves along every dim, as in ONNX Runtime.
+    for (size_t s = 0; outside && s < S; ++s) {
+      if (pad_ == "border") p[s] = std::clamp(p[s], 0.0, double(len_[s] - 1));
+      else if (pad_ == "reflection") p[s] = reflect(p[s], lo(s), hi(s));
+    }
+    std::vector<int64_t> at(S);
+    if (mode_ == "nearest") {
+      for (size_t s = 0; s < S; ++s) at[s] = int64_t(std::nearbyint(p[s]));
+      return pixel(img, at);
+    }
+    if (mode_ == "bicubic") return bicubic(img, p);
+    double v = 0;
+    for (size_t corner = 0; corner < (size_t(1) << S); ++corner) {
+      double w = 1;
+      for (size_t s = 0; s < S; ++s) {
+        const double base = std::floor(p[s]), frac = p[s] - base;
+        const bool upper = (corner >> s) & 1;
+        at[s] = int64_t(base) + upper;
+        w *= upper ? frac : 1 - frac;
+      }
+      v += w * pixel(img, at);
+    }
+    return v;
+  }
+
+  /// Grid value `g` (in [-1, 1] across the image) as a coordinate along spatial dim `s`.
+  double denormalize(double g, size_t s) const {
+    const double len = double(len_[s]);
+    return align_ ? (g + 1) / 2 * (len - 1) : ((g + 1) * len - 1) / 2;
+  }
+
+ private:
+  double lo(size_t) const { return align_ ? 0 : -0.5; }
+  double hi(size_t s) const { return align_ ? double(len_[s] - 1) : double(len_[s]) - 0.5; }
+
+  double pixel(const double* img, const std::vector<int64_t>& at) const {
+    int64_t offset = 0;
+    for (size_t s = 0; s < len_.size(); ++s) {
+      int64_t i = at[s];
+      if (pad_ == "zeros" && (i < 0 || i >= len_[s])) return 0.0;
+      if (pad_ == "reflection") i = int64_t(reflect(double(i), lo(s), hi(s)));
+      offset = offset * len_[s] + std::clamp<int64_t>(i, 0, len_[s] - 1);
+    }
+    return img[offset];
+  }
+
+  double bicubic(const double* img, const std::vector<double>& p) const {
+    const int64_t y0 = int64_t(std::floor(p[0])) - 1, x0 = int64_t(std::floor(p[1])) - 1;
+    auto cy = cubicCoeffs(p[0] - double(y0 + 1), -0.75), cx = cubicCoeffs(p[1] - double(x0 + 1), -0.75);
+    double v = 0;
+    for (int i = 0; i < 4; ++i) {
+      double row = 0;
+      for (int j = 0; j < 4; ++j) row += cx[size_t(j)] * pixel(img, {y0 + i, x0 + j});
+      v += cy[size_t(i)] * row;
+    }
+    return v;
+  }
+
+  bool align_;
+  std::string mode_, pad_;
+  Dims len_;
+};
+
 Status kGridSample(KernelContext& ctx) {
   const Tensor &x = ctx.input(0), &grid = ctx.input(1);
   if (!isFloat(x.dtype())) return unsupportedDType(x.dtype());
-  if (x.rank() != 4 || grid.rank() != 4 || grid.dim(3) != 2 || grid.dim(0) != x.dim(0))
-    return kernelError("GridSample expects X [N,C,H,W] and grid [N,Ho,Wo,2]");
+  const int64_t S = x.rank() - 2;
+  if ((S != 2 && S != 3) || grid.rank() != x.rank() || grid.dim(x.rank() - 1) != S || grid.dim(0) != x.dim(0))
+    return kernelError("GridSample expects X [N,C,H,W] and grid [N,Ho,Wo,2], or X [N,C,D,H,W] and grid [N,Do,Ho,Wo,3]");
+  if (S == 3 && ctx.node().getString("mode") == "bicubic") return kernelError("GridSample: bicubic samples 2-D images only");
   Tensor& y = ctx.allocate(0);
-  const ir::Node& n = ctx.node();
-  bool align = n.getInt("align_corners") != 0;
-  const std::string &mode = n.getString("mode"), &pad = n.getString("padding_mode");
-  int64_t N = x.dim(0), C = x.dim(1), H = x.dim(2), W = x.dim(3), Ho = grid.dim(1), Wo = grid.dim(2);
-  double xMin = align ? 0 : -0.5, xMax = align ? double(W - 1) : double(W) - 0.5;
-  double yMin = align ? 0 : -0.5, yMax = align ? double(H - 1) : double(H) - 0.5;
+  const Dims spatial(x.dims().begin() + 2, x.dims().end());
+  const GridSampler sampler(ctx.node(), spatial);
+  const int64_t N = x.dim(0), C = x.dim(1), image = numElements(spatial);
+  const int64_t points = numElements(Dims(grid.dims().begin() + 1, grid.dims().end() - 1));
   std::vector<double> xv = x.toDoubles(), gv = grid.toDoubles(), out(static_cast<size_t>(y.numElements()));
-  auto denorm = [&](double v, int64_t len) { return align ? (v + 1) / 2 * double(len - 1) : ((v + 1) * double(len) - 1) / 2; };
+  std::vector<double> p(static_cast<size_t>(S));
   for (int64_t b = 0; b < N; ++b)
-    for (int64_t c = 0; c < C; ++c) {
-      const double* img = xv.data() + (b * C + c) * H * W;
-      auto pixel = [&](int64_t r, int64_t col) -> double {
-        if (pad == "zeros") return (r >= 0 && r < H && col >= 0 && col < W) ? img[r * W + col] : 0.0;
-        if (pad == "border") return img[std::clamp<int64_t>(r, 0, H - 1) * W + std::clamp<int64_t>(col, 0, W - 1)];
-        int64_t rr = std::clamp<int64_t>(int64_t(reflect(double(r), yMin, yMax)), 0, H - 1);
-        int64_t cc = std::clamp<int64_t>(int64_t(reflect(double(col), xMin, xMax)), 0, W - 1);
-        return img[rr * W + cc];
-      };
-      for (int64_t oy = 0; oy < Ho; ++oy)
-        for (int64_t ox = 0; ox < Wo; ++ox) {
-          size_t g = size_t(((b * Ho + oy) * Wo + ox) * 2);
-          double px = denorm(gv[g], W), py = denorm(gv[g + 1], H);
-          if (mode == "nearest") {
-            px = std::nearbyint(px);
-            py = std::nearbyint(py);
-          }
-          if (px < xMin || px > xMax || py < yMin || py > yMax) {
-            if (pad == "border") {
-              px = std::clamp(px, 0.0, double(W - 1));
-              py = std::clamp(py, 0.0, double(H - 1));
-            } else if (pad == "reflection") {
-              px = reflect(px, xMin, xMax);
-              py = reflect(py, yMin, yMax);
-            }
-          }
-          double v;
-          if (mode == "nearest") {
-            v = pixel(int64_t(std::nearbyint(py)), int64_t(std::nearbyint(px)));
-          } else if (mode == "bilinear") {
-            int64_t x1 = int64_t(std::floor(px)), y1 = int64_t(std::floor(py));
-            double dx = px - double(x1), dy = py - double(y1);
-            v = (1 - dy) * ((1 - dx) * pixel(y1, x1) + dx * pixel(y1, x1 + 1)) +
-                dy * ((1 - dx) * pixel(y1 + 1, x1) + dx * pixel(y1 + 1, x1 + 1));
-          } else {
-            int64_t x0 = int64_t(std::floor(px)) - 1, y0 = int64_t(std::floor(py)) - 1;
-            auto cx = cubicCoeffs(px - double(x0 + 1), -0.75), cy = cubicCoeffs(py - double(y0 + 1), -0.75);
-            v = 0;
-            for (int i = 0; i < 4; ++i) {
-              double row = 0;
-              for (int j = 0; j < 4; ++j) row += cx[size_t(j)] * pixel(y0 + i, x0 + j);
-              v += cy[size_t(i)] * row;
-            }
-          }
-          out[size_t(((b * C + c) * Ho + oy) * Wo + ox)] = v;
-        }
+    for (int64_t o = 0; o < points; ++o) {
+      const double* g = gv.data() + (b * points + o) * S;
+      for (int64_t s = 0; s < S; ++s) p[size_t(s)] = sampler.denormalize(g[S - 1 - s], size_t(s));
+      for (int64_t c = 0; c < C; ++c)
+        out[size_t((b * C + c) * points + o)] = sampler.sample(xv.data() + (b * C + c) * image, p);
     }
   storeValues(y, out);
   return Status::ok();
