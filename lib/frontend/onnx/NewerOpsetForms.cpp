@@ -397,13 +397,8 @@ Status lpPoolCeilAsPadding(NodeDraft& d) {
   if (strides.size() != spatial || pads.size() != 2 * spatial)
     return Error(ErrorCode::BadAttribute, "strides and pads must match the spatial rank");
   for (size_t a = 0; a < spatial; ++a) {
-    int64_t len = dims[a + 2], k = kernel->ints()[a], s = strides[a];
-    if (s < 1) return Error(ErrorCode::BadAttribute, "strides must be positive");
-    int64_t span = len + pads[a] + pads[a + spatial] - k;
-    if (span < 0) continue;  // the shape check reports the kernel that does not fit
-    int64_t out = (span + s - 1) / s + 1;
-    if ((out - 1) * s >= len + pads[a]) --out;
-    pads[a + spatial] += std::max<int64_t>(0, (out - 1) * s + k - (len + pads[a] + pads[a + spatial]));
+    if (strides[a] < 1) return Error(ErrorCode::BadAttribute, "strides must be positive");
+    pads[a + spatial] += ceilModeExtraPad(dims[a + 2], pads[a], pads[a + spatial], kernel->ints()[a], strides[a]);
   }
   d.set("pads", pads);
   return Status::ok();

@@ -69,6 +69,11 @@ Expected<std::vector<int64_t>> axesFrom(int64_t axis, int64_t rank);
 Expected<ir::Value*> scalar(DraftBuilder& b, DType dt, double v);
 /// A rank-1 int64 constant.
 Expected<ir::Value*> int64Constant(DraftBuilder& b, const std::vector<int64_t>& v);
+/// The end padding a pooling axis gains so that its floor-mode output is as
+/// long as its ceil_mode=1 output: ceil((len + pads - extent) / stride) + 1
+/// windows, less a last one that would start past the input and its begin
+/// padding (0 when the window does not fit at all: the shape check reports it).
+int64_t ceilModeExtraPad(int64_t len, int64_t padBegin, int64_t padEnd, int64_t extent, int64_t stride);
 /// x cast from `from` to `to` (x itself when they are the same).
 Expected<ir::Value*> castIfNeeded(DraftBuilder& b, ir::Value* x, DType from, DType to);
 /// Turns the draft into `op` with `inputs` and `attrs` (an expansion's last node).

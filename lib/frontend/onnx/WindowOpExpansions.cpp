@@ -108,22 +108,23 @@ void samePads(Window& w, const Dims& x, bool upper) {
   }
 }
 
-/// ceil_mode=1 as extra end padding (not counted in the average): the output
-/// is ceil((len + pads - extent) / stride) + 1 long, less a last window that
-/// would start past the input and its begin padding.
+/// ceil_mode=1 as extra end padding of the dilated window (not counted in the average).
 void ceilAsPadding(Window& w, const Dims& x) {
   size_t n = w.spatial();
-  for (size_t a = 0; a < n; ++a) {
-    const int64_t len = x[a + 2], s = w.strides[a], extent = (w.kernel[a] - 1) * w.dilations[a] + 1;
-    const int64_t span = len + w.pads[a] + w.pads[a + n] - extent;
-    if (span < 0) continue;  // the shape check reports the window that does not fit
-    int64_t out = (span + s - 1) / s + 1;
-    if ((out - 1) * s >= len + w.pads[a]) --out;
-    w.pads[a + n] += std::max<int64_t>(0, (out - 1) * s + extent - (len + w.pads[a] + w.pads[a + n]));
-  }
+  for (size_t a = 0; a < n; ++a)
+    w.pads[a + n] += ceilModeExtraPad(x[a + 2], w.pads[a], w.pads[a + n], (w.kernel[a] - 1) * w.dilations[a] + 1,
+                                      w.strides[a]);
 }
 
 }  // namespace
+
+int64_t ceilModeExtraPad(int64_t len, int64_t padBegin, int64_t padEnd, int64_t extent, int64_t stride) {
+  const int64_t span = len + padBegin + padEnd - extent;
+  if (span < 0) return 0;
+  int64_t out = (span + stride - 1) / stride + 1;
+  if ((out - 1) * stride >= len + padBegin) --out;
+  return std::max<int64_t>(0, (out - 1) * stride + extent - (len + padBegin + padEnd));
+}
 
 Status expandCol2Im(NodeDraft& d, DraftBuilder& b) {
   KILN_TRY(requireInputs(d, 3));
