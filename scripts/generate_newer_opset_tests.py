@@ -38,6 +38,19 @@ class Const:
         self.value = np.asarray(value)
 
 
+def elem_type(dtype):
+    """The TensorProto type of a numpy dtype (numpy's unicode arrays: STRING)."""
+    if dtype.kind in "UO":
+        return TensorProto.STRING
+    return helper.np_dtype_to_tensor_dtype(dtype) if hasattr(helper, "np_dtype_to_tensor_dtype") else \
+        onnx.mapping.NP_TYPE_TO_TENSOR_TYPE[dtype]
+
+
+def tensor_proto(arr, name):
+    """numpy_helper.from_array, taking unicode arrays as STRING tensors."""
+    return numpy_helper.from_array(arr.astype(object) if arr.dtype.kind == "U" else arr, name)
+
+
 def rng_for(name):
     return np.random.default_rng(zlib.crc32(name.encode()))
 
@@ -558,9 +571,8 @@ def narrow_tensor(name, code, dims, stored):
 def chain_model(name, opset, nodes, inputs, inits=(), output="y"):
     """A case of several nodes: f32 (or given-type) graph inputs (name, array)
     and one output."""
-    graph = helper.make_graph(nodes, name, [helper.make_tensor_value_info(
-        n, helper.np_dtype_to_tensor_dtype(v.dtype) if hasattr(helper, "np_dtype_to_tensor_dtype")
-        else onnx.mapping.NP_TYPE_TO_TENSOR_TYPE[v.dtype], v.shape) for n, v in inputs],
+    graph = helper.make_graph(nodes, name, [helper.make_tensor_value_info(n, elem_type(v.dtype), v.shape)
+                                            for n, v in inputs],
         [onnx.ValueInfoProto(name=output)], list(inits))
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], producer_name="kiln-tests")
     model.ir_version = 10 if opset >= 21 else 9
@@ -804,6 +816,83 @@ def recurrent_cases():
         n_out=2, hidden_size=5)
 
 
+def S(*strings):
+    """A string tensor (numpy unicode), reshaped by a trailing tuple when given."""
+    dims = strings[-1] if strings and isinstance(strings[-1], tuple) else None
+    arr = np.array(list(strings[:-1] if dims else strings), dtype=str)
+    return arr.reshape(dims) if dims else arr
+
+
+def string_cases():
+    """Opset 20's string ops, StringNormalizer, casts to and from STRING, and
+    the ops that move string elements (run on kiln's ids). ONNX Runtime's
+    StringNormalizer needs its locale installed: the cases name C.UTF-8."""
+    words = S("Hello", "wörld", "", "a b", "ÉCOLE", "x" * 40, (2, 3))
+    add("StringConcat_v20", 20, "StringConcat", [words, S("!", "?", "", "-", "straße", "y", (2, 3))])
+    add("StringConcat_v20_broadcast", 20, "StringConcat", [words, S("_suffix")])
+    add("StringConcat_v20_const_scalar", 20, "StringConcat", [Const(np.array("pre:", dtype=str)), words])
+    lines = S("  split these  words ", "a,b,,c", "one", "", "x--y--z--", "tab\tand\nnewline", (2, 3))
+    add("StringSplit_v20_whitespace", 20, "StringSplit", [lines], n_out=2)
+    add("StringSplit_v20_comma", 20, "StringSplit", [lines], n_out=2, delimiter=",")
+    add("StringSplit_v20_multichar_maxsplit", 20, "StringSplit", [lines], n_out=2, delimiter="--", maxsplit=1)
+    add("StringSplit_v20_whitespace_maxsplit", 20, "StringSplit", [lines], n_out=2, maxsplit=1)
+    mails = S("someone@example.com", "not an address", "x@y.z", "@nobody.org", "üñí@çødé.de", "UPPER@CASE.COM")
+    add("RegexFullMatch_v20_email", 20, "RegexFullMatch", [mails], pattern=r"[\w.+-]+@[\w-]+\.[\w.-]+")
+    add("RegexFullMatch_v20_partial_is_no_match", 20, "RegexFullMatch", [S("abc123", "123", "12a", (3, 1))],
+        pattern=r"\d+")
+    add("RegexFullMatch_v20_alternation", 20, "RegexFullMatch", [mails], pattern="(?i)[a-z]+@(example|case)\\.com")
+    add("Equal_v19_string", 19, "Equal", [S("a", "b", "ab", "", (2, 2)), S("a", "B", "ab", "x", (2, 2))])
+    add("Equal_v19_string_broadcast", 19, "Equal", [words, S("Hello")])
+    add("StringNormalizer_v10_lower_stopwords", 10, "StringNormalizer", [S("The", "quick", "ÉCOLE", "the", "Fox")],
+        case_change_action="LOWER", stopwords=["the", "fox"], locale="C.UTF-8")
+    add("StringNormalizer_v10_upper_case_sensitive", 10, "StringNormalizer",
+        [S("The", "straße", "the", "ÉCOLE", (1, 4))], case_change_action="UPPER", is_case_sensitive=1,
+        stopwords=["the"], locale="C.UTF-8")
+    add("StringNormalizer_v10_all_removed", 10, "StringNormalizer", [S("a", "A")], stopwords=["a"], locale="C.UTF-8")
+    add("StringNormalizer_v10_none", 10, "StringNormalizer", [S("Keep", "AS", "is")])
+    numbers = np.array([0.1, 1e-7, -1.5, 1e8, np.nan, np.inf, -0.0, 3.4028235e38, -np.inf, 123456.7], F32)
+    for opset in (13, 19, 21):
+        add(f"Cast_v{opset}_float_to_string", opset, "Cast", [numbers], to=TensorProto.STRING)
+    add("Cast_v19_double_to_string", 19, "Cast", [np.array([0.1 + 0.2, 1 / 3, 1e-320, 1e300], np.float64)],
+        to=TensorProto.STRING)
+    add("Cast_v19_int64_to_string", 19, "Cast", [np.array([0, -5, 2**63 - 1, -2**63], I64)], to=TensorProto.STRING)
+    add("Cast_v19_int32_to_string", 19, "Cast", [np.array([[7, -8], [0, 2**31 - 1]], I32)], to=TensorProto.STRING)
+    add("Cast_v19_bool_to_string", 19, "Cast", [np.array([True, False])], to=TensorProto.STRING)
+    add("Cast_v19_float16_to_string", 19, "Cast", [np.array([1, 1 / 3, 65504, -0.5], F16)], to=TensorProto.STRING)
+    texts = S("1.5", " 2", "1e3", "inf", "-INF", "NaN", "0x10", "3.4e39", "1e-50", "  -0.25  ", "+7", "2.5abc")
+    add("Cast_v19_string_to_float", 19, "Cast", [texts], to=TensorProto.FLOAT)
+    add("Cast_v13_string_to_double", 13, "Cast", [S("0.1", "1e308", "-2.5e-300", "7")], to=TensorProto.DOUBLE)
+    add("Cast_v19_string_to_int64", 19, "Cast", [S("12", "-3", " 4", "9223372036854775807", "0x1f", "+5", "1.9")],
+        to=TensorProto.INT64)
+    add("Cast_v19_string_to_int32", 19, "Cast", [S("12", "-3", "70000", "-1")], to=TensorProto.INT32)
+    add("Cast_v19_string_to_uint8", 19, "Cast", [S("12", "255", "256", "-1")], to=TensorProto.UINT8)
+    add("Cast_v19_string_to_bool", 19, "Cast", [S("1", "0", "2", " 7", "-1")], to=TensorProto.BOOL)
+    add("Cast_v19_string_to_float16", 19, "Cast", [S("1.5", "65504", "1e-3")], to=TensorProto.FLOAT16)
+    add("CastLike_v19_float_to_string", 19, "CastLike", [numbers[:4].copy(), Const(S("like"))])
+    add("CastLike_v19_string_to_float", 19, "CastLike", [S("2.5", "-1"), Const(np.array([0], F32))])
+    # Gather along axis 1: ONNX Runtime 1.30's Gather of string rows (axis 0)
+    # leaves all but each row's first string empty.
+    for op, extra in [("Reshape", [Const(np.array([3, 2], I64))]), ("Transpose", []), ("Flatten", []),
+                      ("Slice", [Const(np.array([0], I64)), Const(np.array([2], I64)), Const(np.array([1], I64))])]:
+        add(f"{op}_v19_string", 19, op, [words, *extra])
+    add("Gather_v19_string", 19, "Gather", [words, Const(np.array([2, 0, 2, 1], I64))], axis=1)
+    add("Concat_v19_string", 19, "Concat", [words, Const(S("c1", "c2", "c3", (1, 3)))], axis=0)
+    add("Where_v19_string", 19, "Where", [np.array([[True, False, True]]), words, Const(S("no"))])
+    add("Identity_v21_string", 21, "Identity", [words])
+    chain_model("string_pipeline_v20", 20, [
+        helper.make_node("StringSplit", ["x"], ["pieces", "counts"], delimiter=","),
+        helper.make_node("Reshape", ["pieces", "minus1"], ["flat"]),
+        helper.make_node("StringNormalizer", ["flat"], ["norm"], case_change_action="UPPER", locale="C.UTF-8"),
+        helper.make_node("StringConcat", ["norm", "sep"], ["y"])],
+        [("x", S("a,bb", "c,,d", "e"))],
+        inits=[tensor_proto(np.array([-1], I64), "minus1"), tensor_proto(np.array(";", dtype=str), "sep")])
+    chain_model("string_number_round_trip_v20", 20, [
+        helper.make_node("Cast", ["x"], ["s"], to=TensorProto.STRING),
+        helper.make_node("StringConcat", ["s", "zero"], ["t"]),
+        helper.make_node("Cast", ["t"], ["y"], to=TensorProto.FLOAT)], [("x", numbers[numbers != numbers[7]])],
+        inits=[tensor_proto(np.array("0", dtype=str), "zero")])
+
+
 def build_model(name, opset, op, inputs, n_out, domain, attrs):
     graph_inputs, inits, names, feeds = [], [], [], []
     for i, v in enumerate(inputs):
@@ -811,12 +900,10 @@ def build_model(name, opset, op, inputs, n_out, domain, attrs):
             names.append("")
         elif isinstance(v, Const):
             names.append(f"c{i}")
-            inits.append(numpy_helper.from_array(v.value, f"c{i}"))
+            inits.append(tensor_proto(v.value, f"c{i}"))
         else:
             names.append(f"x{i}")
-            elem = helper.np_dtype_to_tensor_dtype(v.dtype) if hasattr(helper, "np_dtype_to_tensor_dtype") else \
-                onnx.mapping.NP_TYPE_TO_TENSOR_TYPE[v.dtype]
-            graph_inputs.append(helper.make_tensor_value_info(f"x{i}", elem, v.shape))
+            graph_inputs.append(helper.make_tensor_value_info(f"x{i}", elem_type(v.dtype), v.shape))
             feeds.append(v)
     while names and names[-1] == "":
         names.pop()
@@ -841,7 +928,7 @@ def main():
         return
     shutil.rmtree(out, ignore_errors=True)
     for make in [reduce_cases, pad_split_resize_cases, scatter_pool_cases, cast_quantize_cases, type_widened_cases,
-                 signal_grid_cases, bfloat16_widened_cases, recurrent_cases, expanded_function_cases, new_op_cases, contrib_cases, attention_cases]:
+                 signal_grid_cases, string_cases, bfloat16_widened_cases, recurrent_cases, expanded_function_cases, new_op_cases, contrib_cases, attention_cases]:
         make()
     local_function_cases()
     narrow_type_cases()
@@ -870,7 +957,7 @@ def main():
             files = sorted(os.listdir(os.path.join(case, sub)), key=lambda f: int(f.split("_")[1].split(".")[0]))
             for f in files:
                 arr = np.load(os.path.join(case, sub, f))
-                proto = numpy_helper.from_array(arr, f.split(".")[0])
+                proto = tensor_proto(arr, f.split(".")[0])
                 open(os.path.join(data, f.replace(".npy", ".pb")), "wb").write(proto.SerializeToString())
             shutil.rmtree(os.path.join(case, sub))
     for name, model, feeds, expected in SPEC_MODELS:

@@ -28,6 +28,9 @@ struct TensorInfo {
   DType dtype = DType::F32;
   Dims dims;               ///< -1 where a dim depends on the data or is a dynamic dim (compiled for a shape range)
   bool rankKnown = true;   ///< false: the rank too depends on the data (dims empty; run() returns the shape)
+  /// A string tensor, held as i64 ids into the string pool (support/StringPool.h:
+  /// stringTensor makes one, tensorStrings reads one).
+  bool strings = false;
   /// Per dim, for an artifact compiled with shape ranges: the smallest and
   /// largest values a run may give it and the value the kernels were tuned
   /// for (the three equal dims where it is fixed; -1 where it depends on the data).

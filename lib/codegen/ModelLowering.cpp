@@ -25,6 +25,7 @@
 #include "kiln/ir/Node.h"
 #include "kiln/ir/Printer.h"
 #include "kiln/support/Stopwatch.h"
+#include "kiln/support/StringPool.h"
 
 namespace kiln::codegen {
 namespace {
@@ -84,6 +85,27 @@ std::map<const ir::Value*, size_t> constantReaders(const ir::Graph& graph,
                        [&](const ir::Use& u) { return u.isGraphOutput() || u.user->graph() != &graph; });
   });
   return readers;
+}
+
+/// The strings that i64 constants of `graph` and its subgraphs name by id
+/// (string tensors are ids into the string pool), sorted: an artifact
+/// carries them so that the ids resolve where it runs.
+std::vector<std::string> stringsAmongConstants(const ir::Graph& graph) {
+  std::set<std::string> strings;
+  std::vector<const ir::Graph*> pending{&graph};
+  while (!pending.empty()) {
+    const ir::Graph* g = pending.back();
+    pending.pop_back();
+    for (const ir::Node* n : g->nodes()) {
+      for (const ir::Graph* sub : n->subgraphs()) pending.push_back(sub);
+      const Tensor* t = n->op() == ir::Op::Constant ? constantTensor(n->output(0)) : nullptr;
+      if (!t || t->dtype() != DType::I64) continue;
+      for (int64_t i = 0; i < t->numElements(); ++i)
+        if (int64_t id = t->data<int64_t>()[i]; id != 0)
+          if (std::optional<std::string_view> s = pooledString(id)) strings.emplace(*s);
+    }
+  }
+  return {strings.begin(), strings.end()};
 }
 
 /// Constants with at most this many elements are copied into host graphs;
@@ -155,6 +177,11 @@ Expected<LoweredModel> ModelLowering::run() {
   timer.restart();
 
   exe_->target = target_ == KernelTarget::Cpu ? "cpu" : "cuda";
+  exe_->strings = stringsAmongConstants(graph_);
+  for (uint32_t i = 0; i < graph_.inputs().size(); ++i)
+    if (options_.stringInputs.count(graph_.inputs()[i]->name())) exe_->stringInputs.push_back(i);
+  for (uint32_t i = 0; i < graph_.outputs().size(); ++i)
+    if (options_.stringOutputs.count(graph_.outputs()[i]->name())) exe_->stringOutputs.push_back(i);
   KILN_TRY(addInputs());
   KILN_TRY(addDimSymbols());
   graphOutputs_ = std::set<const ir::Value*>(graph_.outputs().begin(), graph_.outputs().end());

@@ -145,6 +145,7 @@ void registerAllOps(OpRegistry& r) {
   registerDetectionOps(r);
   registerGeneratorOps(r);
   registerKilnOps(r);
+  registerStringOps(r);
 }
 
 const OpSchema& opSchema(std::string_view name, std::string_view domain) {

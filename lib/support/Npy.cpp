@@ -6,9 +6,11 @@
 //===----------------------------------------------------------------------===//
 #include "kiln/support/Npy.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "kiln/support/File.h"
+#include "kiln/support/StringPool.h"
 
 namespace kiln {
 namespace {
@@ -48,6 +50,75 @@ std::optional<std::string> dictValue(const std::string& header, const std::strin
   return v;
 }
 
+
+/// numpy's fixed-width string arrays: unicode ('<U<n>', UTF-32LE code points)
+/// and bytes ('|S<n>'), each element NUL-padded to the width.
+struct StringArrayKind {
+  bool unicode;
+  size_t width;  ///< code points or bytes per element
+};
+
+std::optional<StringArrayKind> stringArrayKind(const std::string& descr) {
+  const bool unicode = descr.rfind("<U", 0) == 0, bytes = descr.rfind("|S", 0) == 0;
+  if ((!unicode && !bytes) || descr.size() < 3 || descr.size() > 10) return std::nullopt;
+  for (size_t i = 2; i < descr.size(); ++i)
+    if (descr[i] < '0' || descr[i] > '9') return std::nullopt;
+  return StringArrayKind{unicode, size_t(std::stoull(descr.substr(2)))};
+}
+
+/// A string array's elements as a tensor of their string-pool ids.
+Expected<Tensor> parseStringArray(std::string_view data, StringArrayKind kind, const Dims& dims,
+                                  const std::string& name) {
+  const size_t n = size_t(numElements(dims)), stride = kind.width * (kind.unicode ? 4 : 1);
+  if (stride != 0 && n > data.size() / stride) return npyError(name, "data is shorter than its shape needs");
+  if (data.size() != n * stride)
+    return npyError(name, "data holds " + std::to_string(data.size()) + " bytes, " + std::to_string(n) +
+                              " strings of width " + std::to_string(kind.width) + " need " + std::to_string(n * stride));
+  std::vector<std::string> strings(n);
+  for (size_t i = 0; i < n; ++i) {
+    std::string_view element = data.substr(i * stride, stride);
+    if (!kind.unicode) {
+      strings[i] = std::string(element.substr(0, element.find('\0')));
+      continue;
+    }
+    std::u32string points;
+    for (size_t k = 0; k < kind.width; ++k) {
+      char32_t c = 0;
+      for (int b = 3; b >= 0; --b) c = (c << 8) | uint8_t(element[4 * k + size_t(b)]);
+      if (c == 0) break;
+      if (c > 0x10ffff) return npyError(name, "a unicode element holds code point " + std::to_string(uint32_t(c)));
+      points.push_back(c);
+    }
+    strings[i] = encodeUtf8(points);
+  }
+  auto t = stringTensor(dims, strings);
+  if (!t) return npyError(name, t.error().message());
+  return t;
+}
+
+/// The header and data of an array: `descr` and `dims`, then `data`.
+std::string npyFile(const std::string& descr, const Dims& dims, std::string_view data) {
+  std::string shape = "(";
+  for (size_t i = 0; i < dims.size(); ++i) {
+    shape += std::to_string(dims[i]);
+    shape += (dims.size() == 1 || i + 1 < dims.size()) ? "," : "";
+    if (i + 1 < dims.size()) shape += " ";
+  }
+  shape += ")";
+  std::string header = "{'descr': '" + descr + "', 'fortran_order': False, 'shape': " + shape + ", }";
+  size_t total = 10 + header.size() + 1;
+  size_t pad = (64 - total % 64) % 64;
+  header += std::string(pad, ' ') + "\n";
+  std::string out = "\x93NUMPY";
+  out += char(1);
+  out += char(0);
+  out += char(header.size() & 0xff);
+  out += char((header.size() >> 8) & 0xff);
+  out += header;
+  out.append(data);
+  return out;
+}
+
 }  // namespace
 
 Expected<Tensor> parseNpy(const std::string& bytes, const std::string& name) {
@@ -79,6 +150,8 @@ Expected<Tensor> parseNpy(const std::string& bytes, const std::string& name) {
   std::optional<DType> dtype;
   for (const auto& e : kDescrs)
     if (d == e.descr) dtype = e.dtype;
+  std::optional<StringArrayKind> strings = stringArrayKind(d);
+  if (strings) dtype = DType::I64;  // a string tensor: ids into the string pool
   if (!dtype) return npyError(name, "unsupported dtype '" + d + "'");
   Dims dims;
   std::string s = shape->substr(1, shape->size() - 2);
@@ -95,6 +168,7 @@ Expected<Tensor> parseNpy(const std::string& bytes, const std::string& name) {
   auto n = checkedNumElements(dims);
   if (!n) return npyError(name, "shape too large");
   size_t dataStart = headerStart + headerLen;
+  if (strings) return parseStringArray(bytes.substr(dataStart), *strings, dims, name);
   size_t expected = size_t(*n) * dtypeSize(*dtype);
   if (bytes.size() - dataStart != expected)
     return npyError(name, "data holds " + std::to_string(bytes.size() - dataStart) +
@@ -122,26 +196,29 @@ std::string serializeNpy(const Tensor& input) {
       break;
     }
   KILN_CHECK(descr, "no .npy descr for ", dtypeName(t.dtype()));
-  std::string shape = "(";
-  for (size_t i = 0; i < t.dims().size(); ++i) {
-    shape += std::to_string(t.dims()[i]);
-    shape += (t.dims().size() == 1 || i + 1 < t.dims().size()) ? "," : "";
-    if (i + 1 < t.dims().size()) shape += " ";
+  return npyFile(descr, t.dims(), std::string_view(static_cast<const char*>(t.rawData()), t.byteSize()));
+}
+
+Expected<std::string> serializeStringNpy(const Tensor& ids) {
+  KILN_ASSIGN(std::vector<std::string> strings, tensorStrings(ids));
+  std::vector<std::u32string> points;
+  size_t width = 1;
+  for (const std::string& s : strings) {
+    std::optional<std::u32string> p = decodeUtf8(s);
+    if (!p) return Error(ErrorCode::FileFormat, "a string is not valid UTF-8, so it cannot be written as a unicode .npy array");
+    width = std::max(width, p->size());
+    points.push_back(std::move(*p));
   }
-  shape += ")";
-  std::string header =
-      std::string("{'descr': '") + descr + "', 'fortran_order': False, 'shape': " + shape + ", }";
-  size_t total = 10 + header.size() + 1;
-  size_t pad = (64 - total % 64) % 64;
-  header += std::string(pad, ' ') + "\n";
-  std::string out = "\x93NUMPY";
-  out += char(1);
-  out += char(0);
-  out += char(header.size() & 0xff);
-  out += char((header.size() >> 8) & 0xff);
-  out += header;
-  out.append(static_cast<const char*>(t.rawData()), t.byteSize());
-  return out;
+  std::string data(4 * width * points.size(), '\0');
+  for (size_t i = 0; i < points.size(); ++i)
+    for (size_t k = 0; k < points[i].size(); ++k)
+      for (int b = 0; b < 4; ++b) data[4 * (i * width + k) + size_t(b)] = char((points[i][k] >> (8 * b)) & 0xff);
+  return npyFile("<U" + std::to_string(width), ids.dims(), data);
+}
+
+Status writeStringNpy(const std::string& path, const Tensor& ids) {
+  KILN_ASSIGN(std::string bytes, serializeStringNpy(ids));
+  return writeFile(path, bytes);
 }
 
 Status writeNpy(const std::string& path, const Tensor& tensor) {

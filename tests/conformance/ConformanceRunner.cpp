@@ -39,6 +39,8 @@
 #include "kiln/passes/OptLevels.h"
 #include "kiln/passes/PassManager.h"
 #include "kiln/support/File.h"
+#include "kiln/support/StringPool.h"
+#include "kiln/support/Strings.h"
 
 namespace fs = std::filesystem;
 using namespace kiln;
@@ -59,16 +61,29 @@ struct Tolerance {
   double rtol = 1e-3, atol = 1e-5;
 };
 
-/// Compares two tensors elementwise: |a - b| <= atol + rtol * |b|, NaN matches NaN.
+/// Compares two tensors elementwise: floats within atol + rtol * |b| (NaN
+/// matches NaN), integers and bools exactly.
 std::string compareTensors(const Tensor& got, const Tensor& want, const Tolerance& tol) {
   if (got.dtype() != want.dtype()) return std::string("dtype ") + dtypeName(got.dtype()) + " vs expected " + dtypeName(want.dtype());
   if (got.dims() != want.dims()) return "shape " + got.typeString() + " vs expected " + want.typeString();
+  if (!isFloat(got.dtype())) {
+    // Exact, as 64-bit integers: string tensors' ids differ in their low bits.
+    std::vector<int64_t> a = got.toInt64s(), b = want.toInt64s();
+    for (size_t i = 0; i < a.size(); ++i) {
+      if (a[i] == b[i]) continue;
+      std::ostringstream os;
+      os << "element " << i << ": got " << a[i] << ", expected " << b[i];
+      std::optional<std::string_view> gotText = pooledString(a[i]), wantText = pooledString(b[i]);
+      if (got.dtype() == DType::I64 && gotText && wantText)
+        os << " (strings \"" << printable(*gotText) << "\" and \"" << printable(*wantText) << "\")";
+      return os.str();
+    }
+    return "";
+  }
   std::vector<double> a = got.toDoubles(), b = want.toDoubles();
-  bool exactType = !isFloat(got.dtype());
   for (size_t i = 0; i < a.size(); ++i) {
     if (std::isnan(a[i]) && std::isnan(b[i])) continue;
-    bool ok = exactType ? a[i] == b[i]
-                        : (std::isinf(b[i]) ? a[i] == b[i] : std::fabs(a[i] - b[i]) <= tol.atol + tol.rtol * std::fabs(b[i]));
+    bool ok = std::isinf(b[i]) ? a[i] == b[i] : std::fabs(a[i] - b[i]) <= tol.atol + tol.rtol * std::fabs(b[i]);
     if (!ok) {
       std::ostringstream os;
       os << "element " << i << ": got " << a[i] << ", expected " << b[i];

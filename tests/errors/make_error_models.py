@@ -235,9 +235,12 @@ def main():
     save("binding_rank.onnx", dyn, "KE1010", substring="has rank 2", shape="x:1x3x4")
     save("binding_fixed_dim.onnx", dyn, "KE1010", substring="contradicts a fixed dim", shape="x:1x4")
     # KE1011: types kiln cannot represent.
-    save("type_string_input.onnx",
-         model([helper.make_node("Identity", ["s"], ["t"], name="id")], [vi("s", [2], TensorProto.STRING)],
-               [vi("t", [2], TensorProto.STRING)]), "KE1011", substring="STRING is not supported")
+    save("type_complex_input.onnx",
+         model([helper.make_node("Identity", ["s"], ["t"], name="id")], [vi("s", [2], TensorProto.COMPLEX64)],
+               [vi("t", [2], TensorProto.COMPLEX64)]), "KE1011", substring="COMPLEX64 is not supported")
+    save("string_unique.onnx",
+         model([helper.make_node("Unique", ["s"], ["t"], name="dedupe")], [vi("s", [3], TensorProto.STRING)],
+               [vi("t", [None], TensorProto.STRING)]), "KE1003", node="dedupe", substring="Unique on strings")
     c64 = onnx.TensorProto(name="w", data_type=TensorProto.COMPLEX64, dims=[2], raw_data=bytes(16))
     save("type_complex_initializer.onnx",
          model([helper.make_node("Cast", ["w"], ["y"], name="cast", to=TensorProto.FLOAT)], [], [vi("y", [2])],

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "InitializerSplit.h"
@@ -22,6 +23,7 @@
 #include "kiln/ir/Verifier.h"
 #include "kiln/runtime/Interpreter.h"
 #include "kiln/support/File.h"
+#include "kiln/support/StringPool.h"
 
 using namespace kiln;
 namespace fs = std::filesystem;
@@ -428,4 +430,102 @@ TEST_CASE("RoiAlign before opset 16 samples without the half-pixel shift", "[fro
   CHECK(legacyValue == Approx(5.0));  // x[1][1]
   auto [current, currentValue] = roiAlign(16);
   CHECK(currentValue == Approx(2.5));  // the mean of x[0..1][0..1]
+}
+
+namespace {
+
+::onnx::NodeProto* addNode(::onnx::GraphProto* g, const char* op, std::vector<std::string> ins,
+                           std::vector<std::string> outs, const char* name) {
+  auto* n = g->add_node();
+  n->set_op_type(op);
+  n->set_name(name);
+  for (const auto& i : ins) n->add_input(i);
+  for (const auto& o : outs) n->add_output(o);
+  return n;
+}
+
+/// x: string[2]; y = StringConcat(x, sep); n = Cast(Reshape(digits, [2]) to float);
+/// opset 20, with string initializers sep (";") and digits (["2.5", "-1"]).
+::onnx::ModelProto stringModel() {
+  ::onnx::ModelProto model;
+  model.set_ir_version(9);
+  model.add_opset_import()->set_version(20);
+  auto* g = model.mutable_graph();
+  g->set_name("strings");
+  addTensorInput(g, "x", ::onnx::TensorProto::STRING, {2});
+  auto* sep = g->add_initializer();
+  sep->set_name("sep");
+  sep->set_data_type(::onnx::TensorProto::STRING);
+  sep->add_string_data(";");
+  auto* digits = g->add_initializer();
+  digits->set_name("digits");
+  digits->set_data_type(::onnx::TensorProto::STRING);
+  digits->add_dims(1);
+  digits->add_dims(2);
+  digits->add_string_data("2.5");
+  digits->add_string_data("-1");
+  auto* shape = g->add_initializer();
+  shape->set_name("shape");
+  shape->set_data_type(::onnx::TensorProto::INT64);
+  shape->add_dims(1);
+  shape->add_int64_data(2);
+  addNode(g, "StringConcat", {"x", "sep"}, {"y"}, "concat");
+  addNode(g, "Reshape", {"digits", "shape"}, {"flat"}, "reshape");
+  addNode(g, "Cast", {"flat"}, {"n"}, "parse")->add_attribute()->CopyFrom(
+      [] { ::onnx::AttributeProto a; a.set_name("to"); a.set_type(::onnx::AttributeProto::INT); a.set_i(1); return a; }());
+  for (const char* o : {"y", "n"}) g->add_output()->set_name(o);
+  return model;
+}
+
+}  // namespace
+
+TEST_CASE("string tensors import as pool ids: string ops, casts from strings through Reshape, marked boundaries",
+          "[frontend][strings]") {
+  std::string bytes;
+  REQUIRE(stringModel().SerializeToString(&bytes));
+  auto m = kiln::onnx::importOnnxBytes(bytes, ".");
+  REQUIRE(m.isOk());
+  CHECK((*m)->stringInputs == std::set<std::string>{"x"});
+  CHECK((*m)->stringOutputs == std::set<std::string>{"y"});  // n holds numbers
+  bool parses = false;
+  for (const ir::Node* n : (*m)->graph().nodes()) parses |= n->op() == ir::Op::KilnCastFromString;
+  CHECK(parses);  // the Cast reads a string value that came through Reshape
+  auto x = stringTensor({2}, {"a", "straße"});
+  REQUIRE(x.isOk());
+  runtime::Interpreter interp((*m)->graph());
+  auto r = interp.run(std::vector<RuntimeValue>{RuntimeValue(*x)});
+  REQUIRE(r.isOk());
+  auto y = tensorStrings((*r)[0].tensor());
+  REQUIRE(y.isOk());
+  CHECK(*y == std::vector<std::string>{"a;", "straße;"});
+  CHECK((*r)[1].tensor().toDoubles() == std::vector<double>{2.5, -1});
+
+  // An id the pool does not hold is an error naming it, never a made-up string.
+  Tensor bogus = Tensor::fromVector<int64_t>({2}, {12345, 0});
+  auto bad = interp.run(std::vector<RuntimeValue>{RuntimeValue(bogus)});
+  REQUIRE_FALSE(bad.isOk());
+  CHECK(bad.error().code() == ErrorCode::ExecFailure);
+  CHECK(bad.error().message().find("12345") != std::string::npos);
+}
+
+TEST_CASE("ops that would read string ids as numbers or order are rewritten or refused", "[frontend][strings]") {
+  ::onnx::ModelProto model = stringModel();
+  auto* g = model.mutable_graph();
+  addNode(g, "Unique", {"x"}, {"u"}, "dedupe");
+  g->add_output()->set_name("u");
+  std::string bytes;
+  REQUIRE(model.SerializeToString(&bytes));
+  auto m = kiln::onnx::importOnnxBytes(bytes, ".");
+  REQUIRE_FALSE(m.isOk());
+  CHECK(m.error().code() == ErrorCode::OnnxUnsupportedOp);
+  CHECK(m.error().str().find("dedupe") != std::string::npos);
+  CHECK(m.error().message().find("Unique on strings") != std::string::npos);
+
+  // A STRING initializer must keep its strings in string_data.
+  ::onnx::ModelProto raw = stringModel();
+  raw.mutable_graph()->mutable_initializer(0)->set_raw_data("abc");
+  REQUIRE(raw.SerializeToString(&bytes));
+  auto r = kiln::onnx::importOnnxBytes(bytes, ".");
+  REQUIRE_FALSE(r.isOk());
+  CHECK(r.error().code() == ErrorCode::OnnxBadTensorData);
 }

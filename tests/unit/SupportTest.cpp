@@ -21,6 +21,7 @@
 #include "kiln/support/Npy.h"
 #include "kiln/support/ProcessInfo.h"
 #include "kiln/support/Status.h"
+#include "kiln/support/StringPool.h"
 #include "kiln/support/Tensor.h"
 
 using namespace kiln;
@@ -503,4 +504,52 @@ TEST_CASE("dim expressions survive their encoded form, and malformed encodings a
     CHECK(*again == *r);
   }
   CHECK(decoded > 0);
+}
+
+TEST_CASE("the string pool interns by content: stable ids, \"\" is 0, unknown ids are errors", "[strings]") {
+  auto a = internString("hello"), b = internString(std::string("hel") + "lo"), e = internString("");
+  REQUIRE(a.isOk());
+  REQUIRE(b.isOk());
+  CHECK(*a == *b);
+  CHECK(*e == 0);
+  CHECK(*a != 0);
+  CHECK(pooledString(*a) == std::optional<std::string_view>("hello"));
+  CHECK(pooledString(0) == std::optional<std::string_view>(""));
+  auto t = stringTensor({2, 2}, {"x", "", "ü", "x"});
+  REQUIRE(t.isOk());
+  CHECK(t->dtype() == DType::I64);
+  CHECK(t->data<int64_t>()[0] == t->data<int64_t>()[3]);
+  CHECK(t->data<int64_t>()[1] == 0);
+  auto back = tensorStrings(*t);
+  REQUIRE(back.isOk());
+  CHECK(*back == std::vector<std::string>{"x", "", "ü", "x"});
+  CHECK_FALSE(stringTensor({3}, {"too", "few"}).isOk());
+  auto unknown = tensorStrings(Tensor::fromVector<int64_t>({1}, {987654321}));
+  REQUIRE_FALSE(unknown.isOk());
+  CHECK(unknown.error().message().find("987654321") != std::string::npos);
+  CHECK(decodeUtf8("\xc3") == std::nullopt);           // a truncated sequence
+  CHECK(decodeUtf8("a\x80") == std::nullopt);          // a stray continuation byte
+  CHECK(encodeUtf8(*decodeUtf8("aü€😀")) == "aü€😀");  // one to four bytes
+}
+
+TEST_CASE("numpy string arrays read as string tensors and write back as unicode", "[strings][npy]") {
+  auto t = stringTensor({3}, {"abc", "", "grüße 😀"});
+  REQUIRE(t.isOk());
+  auto bytes = serializeStringNpy(*t);
+  REQUIRE(bytes.isOk());
+  CHECK(bytes->find("'descr': '<U7'") != std::string::npos);  // 7 code points in the widest
+  auto back = parseNpy(*bytes, "strings.npy");
+  REQUIRE(back.isOk());
+  CHECK(back->bitwiseEqual(*t));
+  // numpy's bytes arrays ('|S3'): NUL-padded elements.
+  std::string header = "{'descr': '|S3', 'fortran_order': False, 'shape': (2,), }";
+  header += std::string(64 - (10 + header.size() + 1) % 64, ' ') + "\n";
+  std::string file = std::string("\x93NUMPY\x01\x00", 8) + char(header.size()) + char(0) + header + std::string("ab\0xyz", 6);
+  auto s = parseNpy(file, "bytes.npy");
+  REQUIRE(s.isOk());
+  CHECK(*tensorStrings(*s) == std::vector<std::string>{"ab", "xyz"});
+  // A data section that does not match the width is a FileFormat error.
+  auto bad = parseNpy(file.substr(0, file.size() - 1), "short.npy");
+  REQUIRE_FALSE(bad.isOk());
+  CHECK(bad.error().code() == ErrorCode::FileFormat);
 }

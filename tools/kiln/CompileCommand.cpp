@@ -229,6 +229,8 @@ int compileModel(const CompileOptions& o) {
   options.allowHostSteps = !o.noHostSteps;
   options.releaseConsumedWeights = true;  // after lowering only the executable is written
   options.dimRanges = (*module)->dimRanges;
+  options.stringInputs = (*module)->stringInputs;
+  options.stringOutputs = (*module)->stringOutputs;
   options.allowTf32 = o.model.precision == "tf32";
   options.libraryTactics = *codegen::parseLibraryTactics(effectiveLibraryTactics(o.model, cuda));  // checked by CLI::IsMember
   if (!o.fusionPlan.empty()) {

@@ -15,6 +15,7 @@
 
 #include "kiln/frontend/onnx/OnnxImporter.h"
 #include "kiln/support/Npy.h"
+#include "kiln/support/StringPool.h"
 #include "kiln/support/Stopwatch.h"
 #include "kiln/support/Strings.h"
 
@@ -58,6 +59,17 @@ Expected<Dims> optDims(const ir::TensorType& t, const ir::DimRanges& ranges) {
     KILN_ASSIGN(dims[size_t(i)], e->evaluate(opt));
   }
   return dims;
+}
+
+/// Seeded random words (one to eight lowercase letters) for a string input.
+Expected<Tensor> randomStrings(const Dims& dims, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<std::string> words(size_t(numElements(dims)));
+  for (std::string& w : words) {
+    w.resize(1 + rng() % 8);
+    for (char& c : w) c = char('a' + rng() % 26);
+  }
+  return stringTensor(dims, words);
 }
 
 Expected<Tensor> randomTensor(const ir::Value& input, uint64_t seed) {
@@ -143,6 +155,9 @@ Expected<ModelWithInputs> loadModelWithInputs(const ModelOptions& options, const
       continue;
     }
     KILN_ASSIGN(Tensor t, randomTensor(*in, seed + i));
+    if (result.module->stringInputs.count(in->name())) {
+      KILN_ASSIGN(t, randomStrings(t.dims(), seed + i));
+    }
     result.inputs.push_back(RuntimeValue(t));
   }
   return result;
@@ -167,6 +182,9 @@ Expected<std::vector<Tensor>> artifactInputs(const std::vector<TensorInfo>& info
       KILN_ASSIGN(RuntimeValue v, readInputFile(it->second, ir::Type(ir::TensorType(t.dtype, t.dims))));
       if (!v.isTensor()) return Error(ErrorCode::ExecInput, "input '" + t.name + "' must be a tensor");
       inputs.push_back(v.tensor());
+    } else if (t.strings) {
+      KILN_ASSIGN(Tensor words, randomStrings(t.optDims, seed + i));
+      inputs.push_back(std::move(words));
     } else {
       inputs.push_back(randomData(t.dtype, t.optDims, seed + i));  // a dynamic dim at its opt value
     }

@@ -3,8 +3,8 @@
 // What `kiln run` and `kiln bench` share: import the model (timed), read the
 // inputs given with --input (.npy or ONNX TensorProto .pb; dynamic dims are
 // bound from them, which re-imports), and make seeded random data for the
-// rest (uniform [-1, 1) for floats, [0, 10) for integers); then run the
-// --pipeline passes, if any (timed).
+// rest (uniform [-1, 1) for floats, [0, 10) for integers, random words for
+// strings); then run the --pipeline passes, if any (timed).
 //
 //===----------------------------------------------------------------------===//
 #pragma once

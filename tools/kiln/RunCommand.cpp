@@ -6,12 +6,14 @@
 // them) or are random (seeded: uniform [-1, 1) for floats, [0, 10) for
 // integers); see ModelInputs.h. Outputs are
 // summarised on stdout and, with --output-dir, written as DIR/<name>.npy with
-// characters outside [A-Za-z0-9_.-] replaced by '_'.
+// characters outside [A-Za-z0-9_.-] replaced by '_'; string outputs are
+// printed as their strings and written as unicode arrays.
 //
 //===----------------------------------------------------------------------===//
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
+#include <set>
 
 #include "Commands.h"
 #include "ModelLoader.h"
@@ -20,6 +22,7 @@
 #include "kiln/support/File.h"
 #include "kiln/support/Npy.h"
 #include "kiln/support/Stopwatch.h"
+#include "kiln/support/StringPool.h"
 #include "kiln/support/Strings.h"
 
 namespace kiln::cli {
@@ -52,10 +55,28 @@ void printTensor(const std::string& name, const Tensor& t, int limit) {
   std::cout << "]\n";
 }
 
-Status writeOutput(const std::string& dir, const std::string& name, const RuntimeValue& v, std::vector<std::string>& written) {
+/// A string output: its strings, quoted, with control characters escaped.
+Status printStrings(const std::string& name, const Tensor& t, int limit) {
+  KILN_ASSIGN(std::vector<std::string> strings, tensorStrings(t));
+  std::cout << "  " << printable(name) << ": string[" << dimsToString(t.dims()) << "]\n    [";
+  for (size_t i = 0; i < strings.size() && int(i) < limit; ++i) std::cout << (i ? ", " : "") << '"' << printable(strings[i]) << '"';
+  if (int(strings.size()) > limit) std::cout << ", ...";
+  std::cout << "]\n";
+  return Status::ok();
+}
+
+Status printOutput(const std::string& name, const RuntimeValue& v, bool strings, int limit) {
+  if (v.isTensor() && strings) return printStrings(name, v.tensor(), limit);
+  if (v.isTensor()) printTensor(name, v.tensor(), limit);
+  else std::cout << "  " << printable(name) << ": " << v.describe() << "\n";
+  return Status::ok();
+}
+
+Status writeOutput(const std::string& dir, const std::string& name, const RuntimeValue& v, bool strings,
+                   std::vector<std::string>& written) {
   std::string base = dir + "/" + sanitizeFileName(name);
   if (v.isTensor()) {
-    KILN_TRY(writeNpy(base + ".npy", v.tensor()));
+    KILN_TRY(strings ? writeStringNpy(base + ".npy", v.tensor()) : writeNpy(base + ".npy", v.tensor()));
     written.push_back(base + ".npy");
   } else if (v.isSequence()) {
     for (size_t i = 0; i < v.elements().size(); ++i) {
@@ -63,17 +84,19 @@ Status writeOutput(const std::string& dir, const std::string& name, const Runtim
       written.push_back(base + "." + std::to_string(i) + ".npy");
     }
   } else if (v.hasValue()) {
-    return writeOutput(dir, name, v.value(), written);
+    return writeOutput(dir, name, v.value(), strings, written);
   }
   return Status::ok();
 }
 
-Status writeOutputs(const std::string& dir, const std::vector<std::string>& names, const std::vector<RuntimeValue>& outs) {
+/// Writes each output to DIR/<name>.npy; those named in `stringOutputs` as unicode arrays.
+Status writeOutputs(const std::string& dir, const std::vector<std::string>& names, const std::vector<RuntimeValue>& outs,
+                    const std::set<std::string>& stringOutputs) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return Error(ErrorCode::IoError, "cannot create '" + dir + "': " + ec.message());
   std::vector<std::string> written;
-  for (size_t i = 0; i < outs.size(); ++i) KILN_TRY(writeOutput(dir, names[i], outs[i], written));
+  for (size_t i = 0; i < outs.size(); ++i) KILN_TRY(writeOutput(dir, names[i], outs[i], stringOutputs.count(names[i]) != 0, written));
   for (const auto& w : written) std::cout << "wrote " << w << "\n";
   return Status::ok();
 }
@@ -100,13 +123,16 @@ int runArtifact(const RunOptions& o) {
   std::cout << "outputs:\n";
   std::vector<std::string> names;
   std::vector<RuntimeValue> values;
+  std::set<std::string> stringOutputs;
   for (size_t i = 0; i < outs->size(); ++i) {
     names.push_back((*model)->outputs()[i].name);
-    printTensor(names.back(), (*outs)[i], o.printLimit);
+    if ((*model)->outputs()[i].strings) stringOutputs.insert(names.back());
     values.emplace_back((*outs)[i]);
+    if (Status s = printOutput(names.back(), values.back(), stringOutputs.count(names.back()) != 0, o.printLimit); !s.isOk())
+      return reportError(s.error());
   }
   if (!o.outputDir.empty())
-    if (Status s = writeOutputs(o.outputDir, names, values); !s.isOk()) return reportError(s.error());
+    if (Status s = writeOutputs(o.outputDir, names, values, stringOutputs); !s.isOk()) return reportError(s.error());
   return 0;
 }
 
@@ -124,6 +150,7 @@ int runModel(const RunOptions& o) {
   std::vector<ir::Value*> graphOutputs = model->module->graph().outputs();
   std::vector<std::string> outputNames;
   for (const ir::Value* v : graphOutputs) outputNames.push_back(v->name());
+  const std::set<std::string> stringOutputs = model->module->stringOutputs;
   bench::CompilePhases phases;
   phases.importMs = model->importMs;
   phases.passesMs = model->passesMs;
@@ -141,14 +168,12 @@ int runModel(const RunOptions& o) {
   std::cout << "prepare " << prepareMs << " ms, run " << runMs
             << " ms)\n" << std::defaultfloat << std::setprecision(6);
   std::cout << "outputs:\n";
-  for (size_t i = 0; i < outs->size(); ++i) {
-    const RuntimeValue& v = (*outs)[i];
-    const std::string& name = outputNames[i];
-    if (v.isTensor()) printTensor(name, v.tensor(), o.printLimit);
-    else std::cout << "  " << printable(name) << ": " << v.describe() << "\n";
-  }
+  for (size_t i = 0; i < outs->size(); ++i)
+    if (Status s = printOutput(outputNames[i], (*outs)[i], stringOutputs.count(outputNames[i]) != 0, o.printLimit);
+        !s.isOk())
+      return reportError(s.error());
   if (!o.outputDir.empty())
-    if (Status s = writeOutputs(o.outputDir, outputNames, *outs); !s.isOk()) return reportError(s.error());
+    if (Status s = writeOutputs(o.outputDir, outputNames, *outs, stringOutputs); !s.isOk()) return reportError(s.error());
   return 0;
 }
 

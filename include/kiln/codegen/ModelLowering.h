@@ -13,6 +13,7 @@
 
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -52,6 +53,9 @@ struct CompileOptions {
   /// dimRanges): the executable serves every shape in them, its buffers sized
   /// for their maxima; empty for a graph of static shapes.
   ir::DimRanges dimRanges;
+  /// The graph inputs and outputs that hold string tensors, by name (the
+  /// module's stringInputs and stringOutputs): the executable marks them.
+  std::set<std::string> stringInputs, stringOutputs;
 };
 
 /// A group that runs as a host step, and why.

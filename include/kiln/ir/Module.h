@@ -10,6 +10,7 @@
 
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -54,6 +55,9 @@ class Module {
   std::vector<std::pair<std::string, std::string>> metadataProps;
   /// The dynamic dims that symbolic types refer to, by symbol.
   DimRanges dimRanges;
+  /// The graph inputs and outputs the model gives the STRING type, by name:
+  /// kiln holds them as i64 ids into the string pool (support/StringPool.h).
+  std::set<std::string> stringInputs, stringOutputs;
 
  private:
   std::unique_ptr<Graph> graph_;

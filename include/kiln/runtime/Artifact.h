@@ -20,8 +20,9 @@
 namespace kiln::runtime {
 
 // 2: host steps, dynamic buffers; 3: CUDA kernels; 4: library steps; 5: cuDNN convolutions; 6: CPU code in
-// several objects; 7: branch, jump and copy steps (compiled If); 8: dynamic dims, shapes over them, run-time extents.
-inline constexpr uint32_t kArtifactFormatVersion = 8;
+// several objects; 7: branch, jump and copy steps (compiled If); 8: dynamic dims, shapes over them, run-time extents;
+// 9: the string table.
+inline constexpr uint32_t kArtifactFormatVersion = 9;
 
 std::vector<uint8_t> serializeExecutable(const Executable& exe);
 Expected<Executable> deserializeExecutable(const uint8_t* data, size_t size);

@@ -185,6 +185,12 @@ struct Executable {
   std::vector<std::vector<uint8_t>> objectCode;  ///< CPU: ELF relocatable objects (kernels compiled in parts) with the entry points
   std::vector<CudaKernelCode> cudaKernels; ///< CUDA: per kernelNames entry
   std::vector<LibraryCall> libraryCalls;   ///< CUDA: what library steps run
+  /// The strings that string tensors among the constants (weights and host
+  /// steps' graphs) name by id; loading the artifact interns them, so that
+  /// those ids resolve in the process that runs it (support/StringPool.h).
+  std::vector<std::string> strings;
+  /// Positions among `inputs` and `outputs` of the string tensors (i64 ids).
+  std::vector<uint32_t> stringInputs, stringOutputs;
 
   /// The CPU object code's size, all parts.
   uint64_t objectCodeBytes() const;

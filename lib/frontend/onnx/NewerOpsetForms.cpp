@@ -552,7 +552,8 @@ std::vector<NewerOpVersion> buildTable() {
   add("Col2Im", 18, expandCol2Im);
   add("DeformConv", 19, intoKilnDomain);
   add("AffineGrid", 20, expandAffineGrid);
-  for (std::string_view op : {"ImageDecoder", "RegexFullMatch", "StringConcat", "StringSplit"}) add(op, 20, nullptr, false);
+  for (std::string_view op : {"RegexFullMatch", "StringConcat", "StringSplit"}) add(op, 20, intoKilnDomain);
+  add("ImageDecoder", 20, nullptr, false);
   add("Attention", 23, expandAttention);
   add("Attention", 24, expandAttention);
   add("RotaryEmbedding", 23, expandRotaryEmbedding);

@@ -52,6 +52,13 @@ Expected<int64_t> boundedProduct(const std::vector<int64_t>& factors, int64_t ca
 /// The ints attribute `name`, or `n` copies of `dflt` when absent.
 Expected<std::vector<int64_t>> intsOr(const NodeDraft& d, const char* name, size_t n, int64_t dflt);
 
+// String tensors (StringForms.cpp): held as i64 ids into the string pool.
+/// Rewrites Cast and CastLike to or from STRING into kiln's string casts, and
+/// refuses Unique on strings; other drafts are left as they are.
+Status stringForm(NodeDraft& d, DraftBuilder& b);
+/// Whether a Cast or CastLike draft converts to STRING.
+bool castsToString(const NodeDraft& d, const DraftBuilder& b);
+
 /// Brings a draft of a newer op version into its opset-17 form, or refuses it.
 Status normalizeNewerForm(NodeDraft& d, const NewerOpVersion& version, DraftBuilder& b);
 

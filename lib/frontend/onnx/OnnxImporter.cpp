@@ -29,6 +29,7 @@
 #include "kiln/ir/OpSchema.h"
 #include "kiln/ir/ShapeInference.h"
 #include "kiln/ir/Verifier.h"
+#include "kiln/support/StringPool.h"
 
 namespace kiln::onnx {
 namespace {
@@ -153,6 +154,7 @@ class Importer final : public DraftBuilder {
     auto it = narrow_.find(v);
     return it == narrow_.end() ? std::nullopt : std::optional<NarrowType>(it->second);
   }
+  bool isString(const ir::Value* v) const override { return strings_.count(v) != 0; }
 
  private:
   std::string freshName(const std::string& base) {
@@ -227,6 +229,10 @@ class Importer final : public DraftBuilder {
       if (g.isValueNameTaken(in.name())) return invalidGraph("value '" + in.name() + "' is defined twice");
       ir::Value* input = g.addInput(in.name(), t);
       if (in.type().has_tensor_type()) markNarrow(input, narrowTypeFromOnnx(in.type().tensor_type().elem_type()));
+      if (in.type().has_tensor_type() && in.type().tensor_type().elem_type() == kOnnxStringCode) {
+        strings_.insert(input);
+        if (root) module_.stringInputs.insert(in.name());
+      }
       KILN_TRY(define(in.name(), input));
     }
     if (root)
@@ -249,6 +255,7 @@ class Importer final : public DraftBuilder {
       n->setAttr("value", ir::Attribute(*t));
       KILN_TRY(inferencer_.inferNode(*n));
       markNarrow(n->output(0), narrowTypeFromOnnx(init.data_type()));
+      if (init.data_type() == kOnnxStringCode) strings_.insert(n->output(0));
       KILN_TRY(define(init.name(), n->output(0)));
     }
 
@@ -263,6 +270,7 @@ class Importer final : public DraftBuilder {
       if (!v) return invalidGraph("graph output '" + out.name() + "' is not produced by any node, input or initializer");
       KILN_TRY(checkDeclaredOutput(out, v));
       g.addOutput(v);
+      if (root && strings_.count(v)) module_.stringOutputs.insert(out.name());
     }
     scopes_.pop_back();
     current_ = saved;
@@ -467,13 +475,18 @@ class Importer final : public DraftBuilder {
     current_ = &g;
     currentName_ = np.name().empty() ? displayName(np) : np.name();  // after nested subgraph imports
     const std::optional<NarrowType> narrowResult = domain.empty() ? narrowResultOf(np, d) : std::nullopt;
-    Status s = contrib ? contrib(d, *this) : newer ? normalizeNewerForm(d, *newer, *this) : Status::ok();
+    const bool stringResults = domain.empty() && makesStrings(np, d);
+    const std::string importedOp = d.opType;
+    Status s = domain.empty() ? stringForm(d, *this) : Status::ok();
+    const bool rewritten = d.opType != importedOp;
+    if (s.isOk() && !rewritten) s = contrib ? contrib(d, *this) : newer ? normalizeNewerForm(d, *newer, *this) : Status::ok();
     if (contrib) d.domain.clear();  // written as default-domain ops
     if (s.isOk()) s = normalizeDraft(d, opsetOf(""), *this);
     if (!s.isOk()) return located(std::move(s).error());
     auto node = createNode(d, g, opset);
     if (!node) return located(std::move(node).error());
     if (!d.outputs.empty()) markNarrow((*node)->output(0), narrowResult);
+    markStrings(**node, importedOp, stringResults);
     for (size_t i = 0; i < d.outputs.size(); ++i)
       if (!d.outputs[i].empty()) KILN_TRY(define(scopeNames[i], (*node)->output(i)));
     for (const auto& [name, value] : d.computedOutputs)
@@ -483,6 +496,43 @@ class Importer final : public DraftBuilder {
 
   void markNarrow(const ir::Value* v, std::optional<NarrowType> t) {
     if (t) narrow_[v] = *t;
+  }
+
+  /// Whether a default-domain node's results hold strings, read before its
+  /// draft is rewritten: a string constant, a cast to STRING, the string ops,
+  /// and the ops that move or select the elements of a string operand.
+  bool makesStrings(const ::onnx::NodeProto& np, const NodeDraft& d) const {
+    const std::string& op = np.op_type();
+    if (op == "Constant") {
+      for (const auto& a : np.attribute())
+        if (a.name() == "value_string" || a.name() == "value_strings" ||
+            (a.name() == "value" && a.t().data_type() == kOnnxStringCode))
+          return true;
+      return false;
+    }
+    if (op == "Cast" || op == "CastLike") return castsToString(d, *this);
+    if (op == "StringNormalizer" || op == "StringConcat" || op == "StringSplit") return true;
+    static const std::set<std::string> kNotStrings = {"Shape", "Size", "Equal", "RegexFullMatch", "If", "Loop", "Scan"};
+    if (kNotStrings.count(op)) return false;
+    return std::any_of(d.inputs.begin(), d.inputs.end(), [&](const ir::Value* v) { return v && isString(v); });
+  }
+
+  /// Marks the results of `node` that hold strings: every i64 result (or
+  /// sequence of them) when `stringResults` (but StringSplit's counts), and
+  /// a control-flow op's results whose subgraph outputs hold strings.
+  void markStrings(const ir::Node& node, const std::string& importedOp, bool stringResults) {
+    auto holdsIds = [](const ir::Type& t) {
+      const ir::Type& e = t.isSequence() || t.isOptional() ? t.element() : t;
+      return e.isTensor() && e.tensor().dtype() == DType::I64;
+    };
+    for (size_t i = 0; i < node.numOutputs(); ++i)
+      if (stringResults && holdsIds(node.output(i)->type()) && !(importedOp == "StringSplit" && i == 1))
+        strings_.insert(node.output(i));
+    // Loop's body outputs begin with its condition.
+    const size_t skip = importedOp == "Loop" ? 1 : 0;
+    for (const ir::Graph* body : node.subgraphs())
+      for (size_t i = 0; i < node.numOutputs() && i + skip < body->outputs().size(); ++i)
+        if (strings_.count(body->outputs()[i + skip])) strings_.insert(node.output(i));
   }
 
   /// The narrow type of a default-domain node's first result, read before its
@@ -647,6 +697,8 @@ class Importer final : public DraftBuilder {
   ExternalDataResolver resolver_;
   /// Values the model gives a narrow type (kiln holds them on carriers).
   std::unordered_map<const ir::Value*, NarrowType> narrow_;
+  /// Values the model gives the STRING type (kiln holds them as i64 ids).
+  std::unordered_set<const ir::Value*> strings_;
   const ImportOptions& options_;
   ir::ShapeInferencer inferencer_;
   std::vector<std::unordered_map<std::string, ir::Value*>> scopes_;

@@ -14,6 +14,8 @@
 
 #include <limits>
 
+#include "kiln/support/StringPool.h"
+
 namespace kiln::onnx {
 
 const ir::Attribute* NodeDraft::attr(const std::string& n) const {
@@ -90,12 +92,18 @@ Status normalizeConstant(NodeDraft& d) {
   KILN_ASSIGN(auto i, d.takeAs("value_int", ir::AttrKind::Int));
   KILN_ASSIGN(auto fs, d.takeAs("value_floats", ir::AttrKind::Floats));
   KILN_ASSIGN(auto is, d.takeAs("value_ints", ir::AttrKind::Ints));
-  if (f) d.set("value", Tensor::scalar<float>(f->f()));
+  KILN_ASSIGN(auto str, d.takeAs("value_string", ir::AttrKind::String));
+  KILN_ASSIGN(auto strs, d.takeAs("value_strings", ir::AttrKind::Strings));
+  if (str) {
+    KILN_ASSIGN(Tensor t, stringTensor({}, {str->s()}));
+    d.set("value", std::move(t));
+  } else if (strs) {
+    KILN_ASSIGN(Tensor t, stringTensor({int64_t(strs->strings().size())}, strs->strings()));
+    d.set("value", std::move(t));
+  } else if (f) d.set("value", Tensor::scalar<float>(f->f()));
   else if (i) d.set("value", Tensor::scalar<int64_t>(i->i()));
   else if (fs) d.set("value", Tensor::fromVector<float>({int64_t(fs->floats().size())}, fs->floats()));
   else if (is) d.set("value", Tensor::fromVector<int64_t>({int64_t(is->ints().size())}, is->ints()));
-  else if (d.attr("value_string") || d.attr("value_strings"))
-    return Error(ErrorCode::UnsupportedType, "string constants are not supported by kiln");
   else if (d.attr("sparse_value"))
     return Error(ErrorCode::UnsupportedType, "sparse constants are not supported by kiln");
   else

@@ -57,6 +57,9 @@ class DraftBuilder {
   /// The narrow type (float8, 4-bit) the model gives `v`, which kiln holds on
   /// its carrier; nullopt for a value of a kiln type.
   virtual std::optional<NarrowType> narrowType(const ir::Value* v) const = 0;
+  /// Whether the model gives `v` the STRING type (kiln holds it as i64 ids
+  /// into the string pool).
+  virtual bool isString(const ir::Value* v) const = 0;
 };
 
 /// Rewrites `draft` (of default-domain opset `opset`) into its opset-17 form.

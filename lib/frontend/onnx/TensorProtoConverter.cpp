@@ -10,6 +10,7 @@
 #include "kiln/ir/ShapeUtils.h"
 #include "kiln/frontend/onnx/OnnxImporter.h"
 #include "kiln/support/NarrowTypes.h"
+#include "kiln/support/StringPool.h"
 
 namespace kiln::onnx {
 
@@ -138,14 +139,28 @@ Expected<Tensor> narrowTensorFromProto(::onnx::TensorProto& p, NarrowType type, 
   return t;
 }
 
+/// A STRING tensor as the i64 ids of its strings (kiln/support/StringPool.h).
+/// ONNX keeps strings in string_data only: raw_data and external data do not apply.
+Expected<Tensor> stringTensorFromProto(const ::onnx::TensorProto& p, const Dims& dims, int64_t n) {
+  if (p.has_raw_data() || p.data_location() == ::onnx::TensorProto::EXTERNAL)
+    return tensorError(ErrorCode::OnnxBadTensorData, p, "a STRING tensor keeps its strings in string_data");
+  if (p.string_data_size() != n)
+    return tensorError(ErrorCode::OnnxBadTensorData, p, "string_data holds " + std::to_string(p.string_data_size()) +
+                                                          " strings, string[" + dimsToString(dims) + "] needs " +
+                                                          std::to_string(n));
+  auto t = stringTensor(dims, std::vector<std::string>(p.string_data().begin(), p.string_data().end()));
+  if (!t) return tensorError(ErrorCode::OnnxBadTensorData, p, t.error().message());
+  return t;
+}
+
 }  // namespace
 
 Expected<Tensor> tensorFromProto(::onnx::TensorProto& p, ExternalDataResolver* resolver) {
   int code = p.data_type();
   auto dtype = dtypeFromOnnx(code);
   std::optional<NarrowType> narrow = narrowTypeFromOnnx(code);
-  if (!dtype && !narrow) {
-    if (code == 8 || code == 14 || code == 15)
+  if (!dtype && !narrow && code != kOnnxStringCode) {
+    if (code == 14 || code == 15)
       return tensorError(ErrorCode::UnsupportedType, p, std::string("element type ") + onnxDTypeCodeName(code) +
                                                           " is not supported by kiln");
     return tensorError(ErrorCode::OnnxUnknownDType, p, "unknown element type code " + std::to_string(code));
@@ -160,6 +175,7 @@ Expected<Tensor> tensorFromProto(::onnx::TensorProto& p, ExternalDataResolver* r
   if (!n) return tensorError(ErrorCode::OnnxBadTensorData, p, "dims [" + dimsToString(dims) + "] are too large");
   if (p.has_segment()) return tensorError(ErrorCode::UnsupportedType, p, "segmented tensors are not supported");
   if (narrow) return narrowTensorFromProto(p, *narrow, dims, *n, resolver);
+  if (code == kOnnxStringCode) return stringTensorFromProto(p, dims, *n);
   size_t bytes = size_t(*n) * dtypeSize(*dtype);
 
   KILN_ASSIGN(std::shared_ptr<Buffer> buffer,
@@ -215,9 +231,10 @@ Expected<ir::Type> typeFromProto(const ::onnx::TypeProto& proto) {
       if (tt.elem_type() != 0) {
         auto d = dtypeFromOnnx(tt.elem_type());
         if (auto narrow = narrowTypeFromOnnx(tt.elem_type())) d = narrowCarrier(*narrow);  // computed on its carrier
+        if (tt.elem_type() == kOnnxStringCode) d = DType::I64;  // ids into the string pool
         if (!d) {
           int c = tt.elem_type();
-          if (c == 8 || c == 14 || c == 15 || (c >= 23 && c <= 26))
+          if (c == 14 || c == 15 || (c >= 23 && c <= 26))
             return Error(ErrorCode::UnsupportedType, std::string("element type ") + onnxDTypeCodeName(c) +
                                                          " is not supported by kiln");
           return Error(ErrorCode::OnnxUnknownDType, "unknown element type code " + std::to_string(c));

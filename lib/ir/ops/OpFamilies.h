@@ -24,4 +24,5 @@ void registerLossAndTrainingOps(OpRegistry& r);
 void registerDetectionOps(OpRegistry& r);
 void registerGeneratorOps(OpRegistry& r);
 void registerKilnOps(OpRegistry& r);
+void registerStringOps(OpRegistry& r);
 }  // namespace kiln::ir

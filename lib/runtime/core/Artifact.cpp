@@ -18,6 +18,7 @@
 
 #include "kiln/support/File.h"
 #include "kiln/support/Hash.h"
+#include "kiln/support/StringPool.h"
 
 namespace kiln::runtime {
 namespace {
@@ -241,6 +242,12 @@ Writer payloadOf(const Executable& exe) {
     w.blob(t.rawData(), t.byteSize());
   }
   writeDynamicDims(w, exe);
+  w.pod<uint64_t>(exe.strings.size());
+  for (const std::string& str : exe.strings) w.str(str);
+  for (const auto* list : {&exe.stringInputs, &exe.stringOutputs}) {
+    w.pod<uint64_t>(list->size());
+    for (uint32_t i : *list) w.pod<uint32_t>(i);
+  }
   return w;
 }
 
@@ -457,6 +464,27 @@ Expected<std::vector<DimExpr>> readExpressions(Reader& r) {
   return out;
 }
 
+/// The string table, interned as it is read (a string whose id another
+/// string of this process holds is refused), and which inputs and outputs
+/// hold strings.
+Status readStrings(Reader& r, Executable& exe) {
+  KILN_ASSIGN(uint64_t n, r.count(8));
+  for (uint64_t i = 0; i < n; ++i) {
+    KILN_ASSIGN(std::string str, r.str());
+    if (auto id = internString(str); !id) return Error(ErrorCode::ArtifactCorrupt, "artifact: " + id.error().message());
+    exe.strings.push_back(std::move(str));
+  }
+  for (auto [list, of] : {std::pair{&exe.stringInputs, &exe.inputs}, std::pair{&exe.stringOutputs, &exe.outputs}}) {
+    KILN_ASSIGN(uint64_t count, r.count(4));
+    for (uint64_t i = 0; i < count; ++i) {
+      KILN_ASSIGN(uint32_t position, r.pod<uint32_t>());
+      if (position >= of->size()) return Error(ErrorCode::ArtifactCorrupt, "artifact: a string tensor's position is out of range");
+      list->push_back(position);
+    }
+  }
+  return Status::ok();
+}
+
 /// writeDynamicDims' section (after the buffers and steps it annotates).
 Status readDynamicDims(Reader& r, Executable& exe) {
   KILN_ASSIGN(uint64_t symbols, r.count(40));
@@ -523,7 +551,7 @@ Expected<Executable> deserializeExecutable(const uint8_t* data, size_t size) {
   Executable exe;
   for (Status (*section)(Reader&, Executable&) :
        {readTarget, readBuffers, readKernels, readHostGraphs, readSteps, readInputsOutputs, readObjectCode,
-        readCudaKernels, readLibraryCalls, readWeights, readDynamicDims})
+        readCudaKernels, readLibraryCalls, readWeights, readDynamicDims, readStrings})
     KILN_TRY(section(r, exe));
   if (!r.done()) return Error(ErrorCode::ArtifactCorrupt, "artifact has trailing bytes");
   KILN_TRY(exe.validate());

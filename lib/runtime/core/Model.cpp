@@ -36,7 +36,7 @@ namespace {
 /// What the API reports of a buffer: its dims, with -1 at the dynamic ones,
 /// and each dim's range under the executable's dynamic dims.
 TensorInfo infoOf(const runtime::BufferSpec& b, const runtime::Executable& exe) {
-  TensorInfo t{b.name, b.dtype, b.dims, !b.unknownRank, b.dims, b.dims, b.dims};
+  TensorInfo t{b.name, b.dtype, b.dims, !b.unknownRank, false, b.dims, b.dims, b.dims};
   std::map<std::string, int64_t> opt;
   std::map<std::string, std::pair<int64_t, int64_t>> ranges;
   for (const runtime::DimSymbol& d : exe.symbols) opt[d.name] = d.opt, ranges[d.name] = {d.min, d.max};
@@ -57,6 +57,8 @@ Expected<std::unique_ptr<Model>> Model::load(const std::string& path) {
   Impl& m = *model->impl_;
   for (uint32_t id : exe.inputs) m.inputs.push_back(infoOf(exe.buffers[id], exe));
   for (uint32_t id : exe.outputs) m.outputs.push_back(infoOf(exe.buffers[id], exe));
+  for (uint32_t i : exe.stringInputs) m.inputs[i].strings = true;
+  for (uint32_t i : exe.stringOutputs) m.outputs[i].strings = true;
   if (exe.target == "cuda") {
     m.exe = std::make_shared<const runtime::Executable>(std::move(exe));
     auto executor = runtime::CudaExecutor::create(m.exe);

@@ -45,6 +45,7 @@ const KernelRegistry& KernelRegistry::global() {
     registerDetectionKernels(*r);
     registerRandomKernels(*r);
     registerKilnKernels(*r);
+    registerStringKernels(*r);
     return r;
   }();
   return *registry;

@@ -26,4 +26,5 @@ void registerLossAndTrainingKernels(KernelRegistry& r);
 void registerDetectionKernels(KernelRegistry& r);
 void registerRandomKernels(KernelRegistry& r);
 void registerKilnKernels(KernelRegistry& r);
+void registerStringKernels(KernelRegistry& r);
 }  // namespace kiln::runtime
