@@ -573,7 +573,7 @@ Expected<Expr> padElement(const ElementCall& c, const Dims& inDims) {
   if (n.hasInput(2)) {
     const Tensor* v = constantOperand(n, 2);
     if (!v) return needsConstant(n, "constant_value");
-    value = c.fconst(v->scalarAsDouble());
+    value = scalarConstant(c.ct, *v);
   }
   return select(inside, x, value);
 }
@@ -667,7 +667,7 @@ Expected<Expr> rangeElement(const ElementCall& c) {
 
 /// ConstantOfShape: its value (zero without one) everywhere; the shape operand is never read.
 Expected<Expr> constantOfShapeElement(const ElementCall& c) {
-  return c.fconst(c.n.hasAttr("value") ? c.n.getTensor("value").scalarAsDouble() : 0.0);
+  return c.n.hasAttr("value") ? scalarConstant(c.ct, c.n.getTensor("value")) : c.fconst(0.0);
 }
 
 using ir::Op;

@@ -134,6 +134,11 @@ Index indexOf(const std::vector<Var>& vars) {
   return idx;
 }
 
+Expr scalarConstant(ScalarType t, const Tensor& value) {
+  if (isInteger(value.dtype()) && !isFloatType(t) && t != ScalarType::Bool) return intImm(value.toInt64s()[0], t);
+  return constantOf(t, value.scalarAsDouble());
+}
+
 Expr clampIndex(const Expr& i, int64_t extent) {
   if (int64_t c; isIntConstant(i, &c)) return intImm(std::clamp<int64_t>(c, 0, extent - 1));
   return minOf(maxOf(i, intImm(0)), intImm(extent - 1));
@@ -227,7 +232,7 @@ Expected<Expr> ElementBuilder::at(const ir::Value* v, const Index& idx) {
     if (p && p->op() == ir::Op::Constant && p->hasAttr("value") &&
         p->getTensor("value").numElements() == 1 && p->getTensor("value").dtype() != DType::Undefined) {
       KILN_ASSIGN(ScalarType t, valueScalarType(v));
-      result = constantOf(t, p->getTensor("value").scalarAsDouble());
+      result = scalarConstant(t, p->getTensor("value"));
     } else {
       KILN_ASSIGN(Buffer b, bufferFor(v));
       KILN_ASSIGN(ExprDims d, dims(v));

@@ -58,6 +58,9 @@ Index unflatten(const Expr& flat, const ExprDims& dims);
 Expr productOf(const ExprDims& dims, size_t begin = 0, size_t end = SIZE_MAX);
 /// Index expressions for loop variables.
 Index indexOf(const std::vector<Var>& vars);
+/// The single element of `value` as a constant of type t: exact for integer
+/// tensors (through a double, i64 values beyond 2^53 would round), else as a double.
+Expr scalarConstant(ScalarType t, const Tensor& value);
 /// Clamps an index expression into [0, extent-1].
 Expr clampIndex(const Expr& i, int64_t extent);
 /// Clamps an index expression into [0, extent-1] for a run-time extent (at least 1).

@@ -33,6 +33,7 @@
 #include "kiln/support/File.h"
 #include "kiln/support/Hash.h"
 #include "kiln/support/NarrowTypes.h"
+#include "kiln/support/StringPool.h"
 #include "TemplateCases.h"
 #include <cstring>
 #include <set>
@@ -1332,4 +1333,43 @@ TEST_CASE("the artifact reader and the object linker survive mutated input") {
     auto r = runtime::deserializeExecutable(bad.data(), bad.size());
     if (!r.isOk()) CHECK((r.error().code() == ErrorCode::ArtifactCorrupt || r.error().code() == ErrorCode::ArtifactVersion));
   }
+}
+
+TEST_CASE("scalar i64 constants enter generated kernels exactly, and an artifact carries the strings its constants name",
+          "[strings]") {
+  // -3323713897487685468 is no double: through one it would round by 164.
+  const int64_t big = -3323713897487685468;
+  auto word = internString("kept across processes");
+  REQUIRE(word.isOk());
+  auto m = parse(R"(module @m {
+  graph @main(%c: bool[4], %x: i64[4]) {
+    %k = Constant() {value = tensor<i64[]: [)" + std::to_string(big) + R"(]>} : i64[]
+    %w = Constant() {value = tensor<i64[]: [)" + std::to_string(*word) + R"(]>} : i64[]
+    %y = Where(%c, %x, %k) : i64[4]
+    %z = Where(%c, %x, %w) : i64[4]
+    return %y, %z
+  }
+})");
+  REQUIRE(m);
+  CompileOptions options;
+  options.stringOutputs = {"z"};
+  auto model = compileCpuArtifact(m->graph(), options);
+  REQUIRE(model.isOk());
+  const runtime::Executable& exe = *model->executable;
+  CHECK(exe.strings == std::vector<std::string>{"kept across processes"});
+  CHECK(exe.stringOutputs == std::vector<uint32_t>{1});
+  auto bytes = runtime::serializeExecutable(exe);
+  auto loaded = runtime::deserializeExecutable(bytes.data(), bytes.size());
+  REQUIRE(loaded.isOk());
+  CHECK(loaded->strings == exe.strings);
+  CHECK(loaded->stringOutputs == exe.stringOutputs);
+
+  auto jitted = compileForCpu(m->graph());
+  REQUIRE(jitted.isOk());
+  Tensor cond = Tensor::fromVector<bool>({4}, {true, false, true, false});
+  Tensor x = Tensor::fromVector<int64_t>({4}, {1, 2, 3, 4});
+  auto out = jitted->executor->run({cond, x});
+  REQUIRE(out.isOk());
+  CHECK((*out)[0].toInt64s() == std::vector<int64_t>{1, big, 3, big});
+  CHECK((*out)[1].toInt64s() == std::vector<int64_t>{1, *word, 3, *word});
 }
