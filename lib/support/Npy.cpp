@@ -50,7 +50,6 @@ std::optional<std::string> dictValue(const std::string& header, const std::strin
   return v;
 }
 
-
 /// numpy's fixed-width string arrays: unicode ('<U<n>', UTF-32LE code points)
 /// and bytes ('|S<n>'), each element NUL-padded to the width.
 struct StringArrayKind {

@@ -2,7 +2,6 @@
 
 #include "kiln/support/StringPool.h"
 
-#include <memory>
 #include <mutex>
 #include <shared_mutex>
 #include <unordered_map>
@@ -26,6 +25,11 @@ Pool& pool() {
   return *p;
 }
 
+Error collision(int64_t id) {
+  return Error(ErrorCode::ExecFailure, "two different strings have the same string id " + std::to_string(id) +
+                                           " (a hash collision); kiln cannot hold both");
+}
+
 int64_t idOf(std::string_view s) {
   if (s.empty()) return 0;
   int64_t id = int64_t(hashString(s, kStringIdSeed));
@@ -41,17 +45,11 @@ Expected<int64_t> internString(std::string_view s) {
   {
     std::shared_lock lock(p.mutex);
     auto it = p.strings.find(id);
-    if (it != p.strings.end()) {
-      if (it->second == s) return id;
-      return Error(ErrorCode::ExecFailure, "two different strings have the same string id " + std::to_string(id) +
-                                               " (a hash collision); kiln cannot hold both");
-    }
+    if (it != p.strings.end()) return it->second == s ? Expected<int64_t>(id) : collision(id);
   }
   std::unique_lock lock(p.mutex);
   auto [it, inserted] = p.strings.try_emplace(id, s);
-  if (!inserted && it->second != s)
-    return Error(ErrorCode::ExecFailure, "two different strings have the same string id " + std::to_string(id) +
-                                             " (a hash collision); kiln cannot hold both");
+  if (!inserted && it->second != s) return collision(id);
   return id;
 }
 
@@ -70,7 +68,7 @@ std::optional<std::u32string> decodeUtf8(std::string_view s) {
   for (size_t i = 0; i < s.size();) {
     const auto b = uint8_t(s[i]);
     const int extra = b < 0x80 ? 0 : (b >> 5) == 6 ? 1 : (b >> 4) == 14 ? 2 : (b >> 3) == 30 ? 3 : -1;
-    if (extra < 0 || i + size_t(extra) >= s.size() + size_t(extra == 0)) return std::nullopt;
+    if (extra < 0 || s.size() - i <= size_t(extra)) return std::nullopt;  // a sequence cut short
     char32_t c = extra == 0 ? b : b & (0x3f >> extra);
     for (int k = 1; k <= extra; ++k) {
       const auto cont = uint8_t(s[i + size_t(k)]);

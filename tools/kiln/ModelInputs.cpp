@@ -61,8 +61,10 @@ Expected<Dims> optDims(const ir::TensorType& t, const ir::DimRanges& ranges) {
   return dims;
 }
 
-/// Seeded random words (one to eight lowercase letters) for a string input.
-Expected<Tensor> randomStrings(const Dims& dims, uint64_t seed) {
+/// Seeded random input data: randomData, or for a string input random words
+/// (one to eight lowercase letters).
+Expected<Tensor> randomInput(DType dtype, const Dims& dims, bool strings, uint64_t seed) {
+  if (!strings) return randomData(dtype, dims, seed);
   std::mt19937_64 rng(seed);
   std::vector<std::string> words(size_t(numElements(dims)));
   for (std::string& w : words) {
@@ -72,7 +74,7 @@ Expected<Tensor> randomStrings(const Dims& dims, uint64_t seed) {
   return stringTensor(dims, words);
 }
 
-Expected<Tensor> randomTensor(const ir::Value& input, uint64_t seed) {
+Expected<Tensor> randomTensor(const ir::Value& input, bool strings, uint64_t seed) {
   if (!input.type().isTensor())
     return Error(ErrorCode::ExecInput, "input '" + input.name() + "' is a " + input.type().str() +
                                            "; give it with --input " + input.name() + "=file.pb");
@@ -87,7 +89,7 @@ Expected<Tensor> randomTensor(const ir::Value& input, uint64_t seed) {
     std::cerr << "kiln: note: input '" << printable(input.name()) << "' is " << t.str() << "; random data uses dims "
               << dimsToString(dims) << " (bind them with --shape " << printable(input.name()) << ":...)\n";
   }
-  return randomData(t.dtype(), dims, seed);
+  return randomInput(t.dtype(), dims, strings, seed);
 }
 
 }  // namespace
@@ -149,16 +151,15 @@ Expected<ModelWithInputs> loadModelWithInputs(const ModelOptions& options, const
       result.inputs.push_back(it->second);
       continue;
     }
+    const bool strings = result.module->stringInputs.count(in->name()) != 0;
     if (ranged && in->type().isTensor() && in->tensorType().hasRank()) {
       KILN_ASSIGN(Dims dims, optDims(in->tensorType(), result.module->dimRanges));
-      result.inputs.push_back(RuntimeValue(randomData(in->tensorType().dtype(), dims, seed + i)));
+      KILN_ASSIGN(Tensor t, randomInput(in->tensorType().dtype(), dims, strings, seed + i));
+      result.inputs.push_back(RuntimeValue(std::move(t)));
       continue;
     }
-    KILN_ASSIGN(Tensor t, randomTensor(*in, seed + i));
-    if (result.module->stringInputs.count(in->name())) {
-      KILN_ASSIGN(t, randomStrings(t.dims(), seed + i));
-    }
-    result.inputs.push_back(RuntimeValue(t));
+    KILN_ASSIGN(Tensor t, randomTensor(*in, strings, seed + i));
+    result.inputs.push_back(RuntimeValue(std::move(t)));
   }
   return result;
 }
@@ -182,11 +183,9 @@ Expected<std::vector<Tensor>> artifactInputs(const std::vector<TensorInfo>& info
       KILN_ASSIGN(RuntimeValue v, readInputFile(it->second, ir::Type(ir::TensorType(t.dtype, t.dims))));
       if (!v.isTensor()) return Error(ErrorCode::ExecInput, "input '" + t.name + "' must be a tensor");
       inputs.push_back(v.tensor());
-    } else if (t.strings) {
-      KILN_ASSIGN(Tensor words, randomStrings(t.optDims, seed + i));
-      inputs.push_back(std::move(words));
     } else {
-      inputs.push_back(randomData(t.dtype, t.optDims, seed + i));  // a dynamic dim at its opt value
+      KILN_ASSIGN(Tensor random, randomInput(t.dtype, t.optDims, t.strings, seed + i));  // a dynamic dim at its opt value
+      inputs.push_back(std::move(random));
     }
   }
   return inputs;

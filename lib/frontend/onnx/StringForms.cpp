@@ -69,10 +69,9 @@ Status stringForm(NodeDraft& d, DraftBuilder& b) {
 }
 
 bool castsToString(const NodeDraft& d, const DraftBuilder& b) {
-  if (d.opType == "CastLike") return stringInput(d, b, 1);
-  if (d.opType != "Cast") return false;
-  const ir::Attribute* to = d.attr("to");
-  return to && to->kind() == ir::AttrKind::Int && to->i() == kOnnxStringCode;
+  if (d.opType != "Cast" && d.opType != "CastLike") return false;
+  Expected<int> to = castTarget(d, b);
+  return to.isOk() && *to == kOnnxStringCode;
 }
 
 }  // namespace kiln::onnx

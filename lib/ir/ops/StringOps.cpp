@@ -80,13 +80,13 @@ Status inferStringSplit(InferenceContext& ctx) {
 Status inferRegexFullMatch(InferenceContext& ctx) {
   KILN_ASSIGN(TensorType x, ctx.inputTensor(0));
   KILN_TRY(requireIds(x, "X"));
-  ctx.setOutputType(0, x.hasRank() ? TensorType(DType::Bool, x.dims()) : TensorType::unranked(DType::Bool));
+  ctx.setOutputType(0, x.withDType(DType::Bool));
   return Status::ok();
 }
 
 Status inferCastToString(InferenceContext& ctx) {
   KILN_ASSIGN(TensorType x, ctx.inputTensor(0));
-  ctx.setOutputType(0, x.hasRank() ? TensorType(DType::I64, x.dims()) : TensorType::unranked(DType::I64));
+  ctx.setOutputType(0, x.withDType(DType::I64));
   return Status::ok();
 }
 
@@ -95,7 +95,7 @@ Status inferCastFromString(InferenceContext& ctx) {
   KILN_TRY(requireIds(x, "input"));
   std::optional<DType> to = dtypeFromOnnx(int(ctx.node().getInt("to")));
   if (!to) return shapeError("'to' names no element type kiln parses strings into");
-  ctx.setOutputType(0, x.hasRank() ? TensorType(*to, x.dims()) : TensorType::unranked(*to));
+  ctx.setOutputType(0, x.withDType(*to));
   return Status::ok();
 }
 
