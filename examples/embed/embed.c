@@ -1,8 +1,9 @@
 /*===- examples/embed/embed.c - Running a compiled model from C ------------===*
  *
  * The same job as embed.cpp through the C API: load, describe, fill f32
- * inputs with x[i] = sin(i) / 2 (other types are refused), run, print the
- * shape and first values of each f32 output. Models whose output shapes
+ * inputs with x[i] = sin(i) / 2 and string inputs with words[i % 5] (other
+ * types are refused), run, print the shape and first values of each f32 or
+ * string output. Models whose output shapes
  * depend on the data (a detector's boxes) run with kiln_model_run_outputs;
  * models compiled for shape ranges with kiln_model_run_shaped, at the
  * inputs' opt dims; the others with kiln_model_run into buffers sized up
@@ -16,6 +17,9 @@
 #include <stdlib.h>
 
 #include "kiln/c_api.h"
+
+/* String inputs: element i is words[i % 5]. */
+static const char* const words[] = {"Kiln", "compiles", "ONNX", "models", "Fast"};
 
 static int has_dynamic_outputs(const kiln_model* model) {
   for (size_t o = 0; o < kiln_model_num_outputs(model); ++o) {
@@ -41,6 +45,9 @@ static void print_output(const kiln_model* model, size_t o, const void* data, si
   if (kiln_model_output_dtype(model, o) == KILN_F32) {
     const float* v = data;
     for (size_t k = 0; k < bytes / sizeof(float) && k < 8; ++k) printf(" %.9g", (double)v[k]);
+  } else if (kiln_model_output_dtype(model, o) == KILN_STRING) {
+    const char* const* v = data; /* kiln's strings: never freed by the caller */
+    for (size_t k = 0; k < bytes / sizeof(const char*) && k < 8; ++k) printf(" \"%s\"", v[k]);
   }
   printf("\n");
 }
@@ -59,15 +66,20 @@ int main(int argc, char** argv) {
   const void** inputs = calloc(ni, sizeof(void*));
   void** outputs = calloc(no, sizeof(void*));
   for (size_t i = 0; i < ni; ++i) {
-    if (kiln_model_input_dtype(model, i) != KILN_F32) {
-      fprintf(stderr, "input %s is not f32\n", kiln_model_input_name(model, i));
-      return 1;
-    }
     size_t n = 1; /* at the opt dims: the dims themselves where they are fixed */
     for (size_t d = 0; d < kiln_model_input_rank(model, i); ++d) n *= (size_t)kiln_model_input_opt_dims(model, i)[d];
-    float* data = malloc(n * sizeof(float) + 1);
-    for (size_t k = 0; k < n; ++k) data[k] = (float)(sin((double)k) / 2);
-    inputs[i] = data;
+    if (kiln_model_input_dtype(model, i) == KILN_F32) {
+      float* data = malloc(n * sizeof(float) + 1);
+      for (size_t k = 0; k < n; ++k) data[k] = (float)(sin((double)k) / 2);
+      inputs[i] = data;
+    } else if (kiln_model_input_dtype(model, i) == KILN_STRING) {
+      const char** data = malloc(n * sizeof(const char*) + 1);
+      for (size_t k = 0; k < n; ++k) data[k] = words[k % 5];
+      inputs[i] = data;
+    } else {
+      fprintf(stderr, "input %s is neither f32 nor string\n", kiln_model_input_name(model, i));
+      return 1;
+    }
     printf("input %s rank %zu\n", kiln_model_input_name(model, i), kiln_model_input_rank(model, i));
   }
   if (has_dynamic_outputs(model)) {

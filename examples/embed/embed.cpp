@@ -1,7 +1,8 @@
 //===- examples/embed/embed.cpp - Running a compiled model from C++ -------===//
 //
 // The smallest useful embedding of kiln: load a .kiln artifact, describe its
-// inputs and outputs, fill every input with x[i] = sin(i) / 2, run it once,
+// inputs and outputs, fill every input with x[i] = sin(i) / 2 (a string
+// input with words[i % 5], through the string pool), run it once,
 // then run it from four threads at once and check they agree, and print the
 // first values of each output. A model compiled for shape ranges runs at its
 // inputs' opt dims, then at their smallest and largest. Links kiln_runtime only.
@@ -11,10 +12,36 @@
 //===----------------------------------------------------------------------===//
 #include <cmath>
 #include <cstdio>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include "kiln/kiln.h"
+#include "kiln/support/StringPool.h"
+
+namespace {
+
+/// String inputs: element i is kWords[i % 5].
+const char* const kWords[] = {"Kiln", "compiles", "ONNX", "models", "Fast"};
+
+/// The first values of an output, as printed: numbers, or quoted strings.
+std::string firstValues(const kiln::TensorInfo& info, const kiln::Tensor& t) {
+  std::string out;
+  char buf[32];
+  if (info.strings) {
+    auto strings = kiln::tensorStrings(t);
+    for (size_t i = 0; strings && i < strings->size() && i < 8; ++i) out += " \"" + (*strings)[i] + "\"";
+    return strings ? out : " " + strings.error().str();
+  }
+  std::vector<double> v = t.toDoubles();
+  for (size_t i = 0; i < v.size() && i < 8; ++i) {
+    std::snprintf(buf, sizeof buf, " %.9g", v[i]);
+    out += buf;
+  }
+  return out;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   if (argc != 2) {
@@ -32,6 +59,12 @@ int main(int argc, char** argv) {
     for (const kiln::TensorInfo& in : (*model)->inputs()) {
       const kiln::Dims& dims = in.*which;
       kiln::Tensor t = kiln::Tensor::zeros(in.dtype, dims);
+      if (in.strings) {
+        std::vector<std::string> words;
+        for (int64_t i = 0; i < t.numElements(); ++i) words.emplace_back(kWords[i % 5]);
+        inputs.push_back(*kiln::stringTensor(dims, words));  // distinct words: no id collision
+        continue;
+      }
       std::vector<double> values(size_t(t.numElements()));
       for (size_t i = 0; i < values.size(); ++i) values[i] = std::sin(double(i)) / 2;
       inputs.push_back(kiln::Tensor::fromVector<double>(dims, values).castTo(in.dtype));
@@ -40,7 +73,8 @@ int main(int argc, char** argv) {
   };
   bool dynamic = false;
   for (const kiln::TensorInfo& in : (*model)->inputs()) {
-    std::printf("input %s %s[%s]", in.name.c_str(), kiln::dtypeName(in.dtype), kiln::dimsToString(in.optDims).c_str());
+    std::printf("input %s %s[%s]", in.name.c_str(), in.strings ? "string" : kiln::dtypeName(in.dtype),
+                kiln::dimsToString(in.optDims).c_str());
     if (in.hasDynamicDims())
       std::printf(" (dims from [%s] to [%s])", kiln::dimsToString(in.minDims).c_str(), kiln::dimsToString(in.maxDims).c_str());
     std::printf("\n");
@@ -72,11 +106,9 @@ int main(int argc, char** argv) {
     }
   for (size_t o = 0; o < outputs->size(); ++o) {
     const kiln::TensorInfo& info = (*model)->outputs()[o];
-    std::vector<double> v = (*outputs)[o].toDoubles();
-    std::printf("output %s %s[%s]:", info.name.c_str(), kiln::dtypeName(info.dtype),
-                kiln::dimsToString((*outputs)[o].dims()).c_str());  // actual: some shapes depend on the data
-    for (size_t i = 0; i < v.size() && i < 8; ++i) std::printf(" %.9g", v[i]);
-    std::printf("\n");
+    std::printf("output %s %s[%s]:%s\n", info.name.c_str(), info.strings ? "string" : kiln::dtypeName(info.dtype),
+                kiln::dimsToString((*outputs)[o].dims()).c_str(),  // actual: some shapes depend on the data
+                firstValues(info, (*outputs)[o]).c_str());
   }
   std::printf("concurrent runs agree\n");
   // One artifact, other shapes: its smallest and largest inputs.

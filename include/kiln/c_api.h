@@ -25,10 +25,16 @@ extern "C" {
 
 typedef struct kiln_model kiln_model;
 
-/* Element types (the values of kiln::DType). */
+/* Element types (the values of kiln::DType, and KILN_STRING). */
 enum {
   KILN_F32 = 1, KILN_F64 = 2, KILN_F16 = 3, KILN_BF16 = 4, KILN_I8 = 5, KILN_I16 = 6, KILN_I32 = 7,
-  KILN_I64 = 8, KILN_U8 = 9, KILN_U16 = 10, KILN_U32 = 11, KILN_U64 = 12, KILN_BOOL = 13
+  KILN_I64 = 8, KILN_U8 = 9, KILN_U16 = 10, KILN_U32 = 11, KILN_U64 = 12, KILN_BOOL = 13,
+  /* A string tensor (ONNX STRING). Its data is an array of const char*, one
+     NUL-terminated UTF-8 string per element, row-major; its bytes count
+     those pointers. Output strings are kiln's own: they stay valid for the
+     life of the process and must not be freed. A string holding a NUL byte
+     reads as ending there. */
+  KILN_STRING = 14
 };
 
 int kiln_model_load(const char* path, kiln_model** model);

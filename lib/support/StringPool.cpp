@@ -62,6 +62,12 @@ std::optional<std::string_view> pooledString(int64_t id) {
   return std::string_view(it->second);
 }
 
+const char* pooledCString(int64_t id) {
+  std::optional<std::string_view> s = pooledString(id);
+  if (!s) return nullptr;
+  return s->empty() ? "" : s->data();  // a pooled std::string's bytes, which end in NUL
+}
+
 /// Code points of a UTF-8 string; nullopt when it is not valid UTF-8.
 std::optional<std::u32string> decodeUtf8(std::string_view s) {
   std::u32string out;

@@ -1335,6 +1335,53 @@ TEST_CASE("the artifact reader and the object linker survive mutated input") {
   }
 }
 
+TEST_CASE("the C API takes and gives string tensors as C strings", "[strings]") {
+  auto m = parse(R"(module @m {
+  graph @main(%c: bool[4], %x: i64[4], %y: i64[4]) {
+    %z = Where(%c, %x, %y) : i64[4]
+    return %z
+  }
+})");
+  REQUIRE(m);
+  CompileOptions options;
+  options.stringInputs = {"x", "y"};
+  options.stringOutputs = {"z"};
+  auto artifact = compileCpuArtifact(m->graph(), options);
+  REQUIRE(artifact.isOk());
+  const std::string path = "codegen_test_strings.kiln";
+  REQUIRE(runtime::saveArtifact(*artifact->executable, path).isOk());
+  kiln_model* c = nullptr;
+  REQUIRE(kiln_model_load(path.c_str(), &c) == 0);
+  std::remove(path.c_str());
+  CHECK(kiln_model_input_dtype(c, 0) == KILN_BOOL);
+  CHECK(kiln_model_input_dtype(c, 1) == KILN_STRING);
+  CHECK(kiln_model_output_dtype(c, 0) == KILN_STRING);
+  CHECK(kiln_model_input_bytes(c, 1) == 4 * sizeof(const char*));
+  CHECK(kiln_model_output_bytes(c, 0) == 4 * sizeof(const char*));
+
+  bool cond[4] = {true, true, false, false};
+  const char* x[4] = {"alpha", "", "gamma", "\xce\xb4\xce\xad\xce\xbb\xcf\x84\xce\xb1"};
+  const char* y[4] = {"one", "two", "three", "four"};
+  const void* in[] = {cond, x, y};
+  const char* z[4] = {};
+  void* out[] = {z};
+  REQUIRE(kiln_model_run(c, in, out) == 0);
+  CHECK(std::vector<std::string>(z, z + 4) == std::vector<std::string>{"alpha", "", "three", "four"});
+
+  kiln_outputs* results = nullptr;
+  REQUIRE(kiln_model_run_outputs(c, in, &results) == 0);
+  CHECK(kiln_outputs_bytes(results, 0) == 4 * sizeof(const char*));
+  const auto* given = static_cast<const char* const*>(kiln_outputs_data(results, 0));
+  CHECK(std::vector<std::string>(given, given + 4) == std::vector<std::string>{"alpha", "", "three", "four"});
+  kiln_outputs_free(results);
+
+  const char* holed[4] = {"a", nullptr, "c", "d"};
+  const void* bad[] = {cond, holed, y};
+  CHECK(kiln_model_run(c, bad, out) == int(ErrorCode::ExecInput));
+  CHECK_THAT(std::string(kiln_last_error()), Catch::Contains("element 1 of string input x is null"));
+  kiln_model_free(c);
+}
+
 TEST_CASE("scalar i64 constants enter generated kernels exactly, and an artifact carries the strings its constants name",
           "[strings]") {
   // -3323713897487685468 is no double: through one it would round by 164.

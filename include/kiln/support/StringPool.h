@@ -35,6 +35,9 @@ Expected<int64_t> internString(std::string_view s);
 /// The string an interned id stands for; nullopt for an id the pool lacks.
 /// The view stays valid for the life of the process.
 std::optional<std::string_view> pooledString(int64_t id);
+/// The same string NUL-terminated ("" for id 0); null for an id the pool lacks.
+/// The pointer stays valid for the life of the process.
+const char* pooledCString(int64_t id);
 
 /// The code points of a UTF-8 string; nullopt when it is not valid UTF-8.
 std::optional<std::u32string> decodeUtf8(std::string_view s);

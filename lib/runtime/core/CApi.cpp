@@ -8,8 +8,10 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 
 #include "kiln/kiln.h"
+#include "kiln/support/StringPool.h"
 
 struct kiln_model {
   std::unique_ptr<kiln::Model> model;
@@ -17,6 +19,8 @@ struct kiln_model {
 
 struct kiln_outputs {
   std::vector<kiln::Tensor> tensors;
+  /// Per output: a string output's C strings (kiln_outputs_data), else none.
+  std::vector<std::optional<std::vector<const char*>>> strings;
 };
 
 namespace {
@@ -34,12 +38,29 @@ const kiln::TensorInfo* info(const kiln_model* m, size_t i, bool input) {
   return i < list.size() ? &list[i] : nullptr;
 }
 
+/// Bytes of one element as C sees it: a string is a const char*.
+size_t elementBytes(const kiln::TensorInfo& t) { return t.strings ? sizeof(const char*) : kiln::dtypeSize(t.dtype); }
+
+int dtypeCode(const kiln::TensorInfo* t) { return !t ? 0 : t->strings ? KILN_STRING : int(t->dtype); }
+
 /// Bytes of a tensor of this type; 0 when a dim (-1) or the rank depends on the data.
 size_t bytesOf(const kiln::TensorInfo* t) {
   if (!t || !t->rankKnown) return 0;
-  size_t n = kiln::dtypeSize(t->dtype);
+  size_t n = elementBytes(*t);
   for (int64_t d : t->dims) n *= d < 0 ? 0 : size_t(d);
   return n;
+}
+
+/// A string input's `n` C strings as a tensor of ids.
+kiln::Expected<kiln::Tensor> stringInput(const kiln::TensorInfo& t, const kiln::Dims& dims, const char* const* data,
+                                         size_t n) {
+  std::vector<std::string> strings(n);
+  for (size_t k = 0; k < n; ++k) {
+    if (!data[k])
+      return kiln::Error(kiln::ErrorCode::ExecInput, "element " + std::to_string(k) + " of string input " + t.name + " is null");
+    strings[k] = data[k];
+  }
+  return kiln::stringTensor(dims, strings);
 }
 
 /// The model's inputs as tensors (copied from the caller's pointers), of
@@ -56,14 +77,30 @@ kiln::Expected<std::vector<kiln::Tensor>> inputTensors(const kiln_model* m, cons
                                                          " to " + kiln::dimsToString(t.maxDims) +
                                                          "); give a run's dims with kiln_model_run_shaped");
     kiln::Dims d = dims ? kiln::Dims(dims[i], dims[i] + t.dims.size()) : t.dims;
-    size_t n = kiln::dtypeSize(t.dtype);
+    size_t n = 1;
     for (int64_t x : d) {
       if (x < 0) return kiln::Error(kiln::ErrorCode::ExecInput, "input " + t.name + " is given a negative dim");
       n *= size_t(x);
     }
-    in.emplace_back(t.dtype, d, kiln::Buffer::copyOf(inputs[i], n));
+    if (t.strings) {
+      KILN_ASSIGN(kiln::Tensor ids, stringInput(t, d, static_cast<const char* const*>(inputs[i]), n));
+      in.push_back(std::move(ids));
+    } else {
+      in.emplace_back(t.dtype, d, kiln::Buffer::copyOf(inputs[i], n * kiln::dtypeSize(t.dtype)));
+    }
   }
   return in;
+}
+
+/// The C strings a string output's ids stand for (pointers into the pool).
+kiln::Expected<std::vector<const char*>> stringOutput(const kiln::TensorInfo& t, const kiln::Tensor& ids) {
+  std::vector<const char*> out(size_t(ids.numElements()));
+  const int64_t* p = ids.data<int64_t>();
+  for (size_t k = 0; k < out.size(); ++k)
+    if (!(out[k] = kiln::pooledCString(p[k])))
+      return kiln::Error(kiln::ErrorCode::ExecFailure, "element " + std::to_string(k) + " of string output " + t.name +
+                                                           " is id " + std::to_string(p[k]) + ", which names no known string");
+  return out;
 }
 
 const int64_t* rangeDims(const kiln_model* m, size_t i, int which) {
@@ -97,8 +134,8 @@ size_t kiln_model_num_inputs(const kiln_model* m) { return m ? m->model->inputs(
 size_t kiln_model_num_outputs(const kiln_model* m) { return m ? m->model->outputs().size() : 0; }
 const char* kiln_model_input_name(const kiln_model* m, size_t i) { auto* t = info(m, i, true); return t ? t->name.c_str() : nullptr; }
 const char* kiln_model_output_name(const kiln_model* m, size_t i) { auto* t = info(m, i, false); return t ? t->name.c_str() : nullptr; }
-int kiln_model_input_dtype(const kiln_model* m, size_t i) { auto* t = info(m, i, true); return t ? int(t->dtype) : 0; }
-int kiln_model_output_dtype(const kiln_model* m, size_t i) { auto* t = info(m, i, false); return t ? int(t->dtype) : 0; }
+int kiln_model_input_dtype(const kiln_model* m, size_t i) { return dtypeCode(info(m, i, true)); }
+int kiln_model_output_dtype(const kiln_model* m, size_t i) { return dtypeCode(info(m, i, false)); }
 size_t kiln_model_input_rank(const kiln_model* m, size_t i) { auto* t = info(m, i, true); return t ? t->dims.size() : 0; }
 size_t kiln_model_output_rank(const kiln_model* m, size_t i) {
   auto* t = info(m, i, false);
@@ -127,7 +164,14 @@ int kiln_model_run(const kiln_model* m, const void* const* inputs, void* const* 
     if (!out) return fail(out.error());
     for (size_t i = 0; i < out->size(); ++i) {
       if (!outputs[i]) return fail(kiln::Error(kiln::ErrorCode::ExecInput, "output buffer " + std::to_string(i) + " is null"));
-      std::memcpy(outputs[i], (*out)[i].rawData(), (*out)[i].byteSize());
+      const kiln::TensorInfo& t = m->model->outputs()[i];
+      if (!t.strings) {
+        std::memcpy(outputs[i], (*out)[i].rawData(), (*out)[i].byteSize());
+        continue;
+      }
+      auto strings = stringOutput(t, (*out)[i]);
+      if (!strings) return fail(strings.error());
+      std::memcpy(outputs[i], strings->data(), strings->size() * sizeof(const char*));
     }
     return 0;
   } catch (const std::exception& e) {
@@ -148,7 +192,15 @@ int runIntoOutputs(const char* entry, const kiln_model* m, const void* const* in
     if (!in) return fail(in.error());
     auto out = m->model->run(*in);
     if (!out) return fail(out.error());
-    *outputs = new kiln_outputs{std::move(*out)};
+    std::vector<std::optional<std::vector<const char*>>> strings(out->size());
+    for (size_t i = 0; i < out->size(); ++i) {
+      const kiln::TensorInfo& t = m->model->outputs()[i];
+      if (!t.strings) continue;
+      auto s = stringOutput(t, (*out)[i]);
+      if (!s) return fail(s.error());
+      strings[i] = std::move(*s);
+    }
+    *outputs = new kiln_outputs{std::move(*out), std::move(strings)};
     return 0;
   } catch (const std::exception& e) {
     return fail(kiln::Error(kiln::ErrorCode::Internal, std::string(entry) + ": " + e.what()));
@@ -170,8 +222,16 @@ int kiln_model_run_shaped(const kiln_model* m, const void* const* inputs, const 
 
 size_t kiln_outputs_rank(const kiln_outputs* o, size_t i) { auto* t = outputAt(o, i); return t ? t->dims().size() : 0; }
 const int64_t* kiln_outputs_dims(const kiln_outputs* o, size_t i) { auto* t = outputAt(o, i); return t ? t->dims().data() : nullptr; }
-size_t kiln_outputs_bytes(const kiln_outputs* o, size_t i) { auto* t = outputAt(o, i); return t ? t->byteSize() : 0; }
-const void* kiln_outputs_data(const kiln_outputs* o, size_t i) { auto* t = outputAt(o, i); return t ? t->rawData() : nullptr; }
+size_t kiln_outputs_bytes(const kiln_outputs* o, size_t i) {
+  const kiln::Tensor* t = outputAt(o, i);
+  if (!t) return 0;
+  return o->strings[i] ? o->strings[i]->size() * sizeof(const char*) : t->byteSize();
+}
+const void* kiln_outputs_data(const kiln_outputs* o, size_t i) {
+  const kiln::Tensor* t = outputAt(o, i);
+  if (!t) return nullptr;
+  return o->strings[i] ? static_cast<const void*>(o->strings[i]->data()) : t->rawData();
+}
 void kiln_outputs_free(kiln_outputs* o) { delete o; }
 
 void kiln_set_threads(int threads) { kiln::Model::setThreads(threads); }
