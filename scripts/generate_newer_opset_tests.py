@@ -12,10 +12,13 @@ Debian's python3-onnx knows the schemas up to opset 17 only, so the models are
 written with its helper and never checked by it. ONNX Runtime
 (scripts/ort_run_suite.js) is the oracle; a case it refuses is dropped and
 named in OUT/ort_refused.txt. FLOAT4E2M1, which ONNX Runtime cannot cast,
-takes its expected outputs from the ONNX spec (float4_reference). Skips the
-work when OUT holds a suite made by this version of the script.
+takes its expected outputs from the ONNX spec (float4_reference), and
+ImageDecoder, which ONNX Runtime lacks, from Pillow (the ONNX reference
+implementation's decoder; image_reference). Skips the work when OUT holds a
+suite made by this version of the script.
 """
 import hashlib
+import io
 import os
 import shutil
 import subprocess
@@ -893,6 +896,66 @@ def string_cases():
         inits=[tensor_proto(np.array("0", dtype=str), "zero")])
 
 
+def image_reference(stream, pixel_format):
+    """ImageDecoder's output as the ONNX reference computes it with Pillow,
+    with every image converted to the asked format (the reference returns a
+    gray or RGBA image's own channels for RGB and BGR); [0, 0, C] when Pillow
+    cannot decode the stream, as the spec says."""
+    from PIL import Image
+    channels = 1 if pixel_format == "Grayscale" else 3
+    try:
+        img = Image.open(io.BytesIO(stream.tobytes()))
+        img.load()
+    except Exception:
+        return np.zeros((0, 0, channels), U8)
+    if pixel_format == "Grayscale":
+        return np.array(img.convert("L"))[:, :, None]
+    rgb = np.array(img.convert("RGB"))
+    return np.ascontiguousarray(rgb[:, :, ::-1]) if pixel_format == "BGR" else rgb
+
+
+def encoded(img, fmt, **options):
+    """The bytes of a Pillow image saved as `fmt`, as a u8 stream."""
+    out = io.BytesIO()
+    img.save(out, fmt, **options)
+    return np.frombuffer(out.getvalue(), U8).copy()
+
+
+def image_cases():
+    """ImageDecoder-20 on PNG and JPEG streams (colour, gray, palette with
+    transparency, alpha, progressive, 4:2:0 and 4:4:4) in each pixel format,
+    and streams that are no image (the spec's empty result)."""
+    from PIL import Image
+    y, x = np.mgrid[0:9, 0:13]
+    rgb = np.stack([x * 19, y * 28, (x * y * 7) % 256], axis=-1).astype(U8)
+    color = Image.fromarray(rgb, "RGB")
+    rgba = Image.fromarray(np.concatenate([rgb, (x * 20)[:, :, None].astype(U8)], axis=-1), "RGBA")
+    palette = color.quantize(16)
+    palette.info["transparency"] = 3
+    streams = {
+        "png": encoded(color, "PNG"),
+        "jpeg": encoded(color, "JPEG", quality=90),
+        "jpeg_progressive_444": encoded(color, "JPEG", quality=75, progressive=True, subsampling=0),
+        "jpeg_gray": encoded(color.convert("L"), "JPEG", quality=85),
+        "png_gray": encoded(color.convert("L"), "PNG"),
+        "png_rgba": encoded(rgba, "PNG"),
+        "png_palette_transparency": encoded(palette, "PNG", transparency=3),
+    }
+    corrupt = streams["png"].copy()
+    corrupt[60] ^= 0xFF  # inside IDAT: its CRC no longer matches
+    streams["png_corrupt"] = corrupt
+    streams["jpeg_truncated"] = streams["jpeg"][:len(streams["jpeg"]) // 2].copy()
+    streams["not_an_image"] = np.frombuffer(b"no image here, only text" * 3, U8).copy()
+    forms = {"png": ["RGB", "BGR", "Grayscale"], "jpeg": ["RGB", "BGR", "Grayscale"],
+             "jpeg_gray": ["RGB", "Grayscale"], "png_gray": ["RGB", "Grayscale"],
+             "png_rgba": ["RGB", "Grayscale"], "png_palette_transparency": ["RGB", "Grayscale"]}
+    for name, stream in streams.items():
+        for pixel_format in forms.get(name, ["RGB"]):
+            spec_model(f"ImageDecoder_v20_{name}_{pixel_format.lower()}", 20,
+                       [helper.make_node("ImageDecoder", ["x"], ["y"], pixel_format=pixel_format)],
+                       [("x", stream)], [], image_reference(stream, pixel_format))
+
+
 def build_model(name, opset, op, inputs, n_out, domain, attrs):
     graph_inputs, inits, names, feeds = [], [], [], []
     for i, v in enumerate(inputs):
@@ -934,6 +997,7 @@ def main():
     narrow_type_cases()
     scale_and_two_bit_cases()
     float4_cases()
+    image_cases()
     built = [(name, *build_model(name, opset, op, inputs, n_out, domain, attrs))
              for name, opset, op, inputs, n_out, domain, attrs in CASES]
     for name, model, feeds in built + MODELS:

@@ -2,8 +2,9 @@
 # scripts/setup.sh - installs what kiln needs on Debian 12, skipping what is there.
 #
 # Debian packages: compilers and CMake/Ninja, protobuf + ONNX (C++), CLI11,
-# nlohmann-json, Catch2, XGBoost (the tuner's cost model), RE2 (RegexFullMatch), LLVM 19 (libraries for the CPU code generator, and
-# FileCheck, lit), Python's onnx/numpy/
+# nlohmann-json, Catch2, XGBoost (the tuner's cost model), RE2
+# (RegexFullMatch), libpng and libjpeg (ImageDecoder), LLVM 19 (libraries for
+# the CPU code generator, and FileCheck, lit), Python's onnx/numpy/Pillow/
 # torch/torchvision (test data and model export), Node.js; and ONNX Runtime
 # (npm onnxruntime-node, the reference for outputs) into <repo>/.deps/ort.
 # The CUDA toolkit is expected at /usr/local/cuda (NVRTC compiles the CUDA target's kernels).
@@ -14,8 +15,8 @@ PACKAGES=(
   build-essential cmake ninja-build git
   libprotobuf-dev protobuf-compiler libonnx-dev
   libcli11-dev nlohmann-json3-dev catch2 llvm-19-tools llvm-19-dev libzstd-dev libxgboost-dev
-  libre2-dev pkg-config
-  python3 python3-numpy python3-onnx python3-torch python3-torchvision
+  libre2-dev pkg-config libpng-dev libjpeg-dev
+  python3 python3-numpy python3-onnx python3-pil python3-torch python3-torchvision
 )
 command -v node > /dev/null || PACKAGES+=(nodejs)
 command -v npm > /dev/null || PACKAGES+=(npm)

@@ -146,6 +146,7 @@ void registerAllOps(OpRegistry& r) {
   registerGeneratorOps(r);
   registerKilnOps(r);
   registerStringOps(r);
+  registerImageOps(r);
 }
 
 const OpSchema& opSchema(std::string_view name, std::string_view domain) {

@@ -69,10 +69,6 @@ def main():
     save("op_control_characters.onnx",
          model([helper.make_node("Frob\x1b[31m", ["x"], ["y"], name="evil\nname\x07")], [X], [Y]), "KE1003",
          substring=r"node 'evil\nname\x07' (Frob\x1b[31m, opset 13): op 'Frob\x1b[31m'", check=False)
-    save("op_version_unsupported.onnx",
-         model([helper.make_node("ImageDecoder", ["x"], ["y"], name="decode")], [vi("x", [64], TensorProto.UINT8)],
-               [vi("y", [4, 4, 3], TensorProto.UINT8)], opset=20),
-         "KE1003", "decode", "'ImageDecoder' version 20 is not supported", check=False)
     resize_sizes = numpy_helper.from_array(np.array([7, 2], np.int64), "sizes")
     save("op_keep_aspect_rounds_up.onnx",
          model([helper.make_node("Resize", ["img", "", "", "sizes"], ["y"], name="fit", mode="linear", axes=[2, 3],
@@ -173,6 +169,10 @@ def main():
     m.opset_import.append(helper.make_opsetid("local", 1))
     m.functions.append(act)
     save("function_unknown_attribute.onnx", m, "KE1008", "act", "function 'Act' has no attribute 'gain'", check=False)
+    save("attr_pixel_format_unknown.onnx",
+         model([helper.make_node("ImageDecoder", ["x"], ["y"], name="decode", pixel_format="CMYK")],
+               [vi("x", [64], TensorProto.UINT8)], [vi("y", None, TensorProto.UINT8)], opset=20),
+         "KE1008", "decode", "pixel_format must be RGB, BGR or Grayscale, got 'CMYK'", check=False)
     save("attr_unknown.onnx", model([helper.make_node("Relu", ["x"], ["y"], name="relu", fancy=3)], [X], [Y]),
          "KE1008", "relu", "unknown attribute 'fancy'", check=False)
     # Legacy forms are rewritten before the schema check, with their own kind checks.

@@ -498,9 +498,7 @@ constexpr std::string_view kBfloat16At22[] = {
 
 std::vector<NewerOpVersion> buildTable() {
   std::vector<NewerOpVersion> t;
-  auto add = [&](std::string_view op, int since, FormHandler h, bool supported = true) {
-    t.push_back({op, since, h, supported});
-  };
+  auto add = [&](std::string_view op, int since, FormHandler h) { t.push_back({op, since, h}); };
   for (std::string_view op : kReduceOps) add(op, 18, reduceAxesInput);
   add("ReduceMax", 20, reduceAxesInput);
   add("ReduceMin", 20, reduceAxesInput);
@@ -553,7 +551,7 @@ std::vector<NewerOpVersion> buildTable() {
   add("DeformConv", 19, intoKilnDomain);
   add("AffineGrid", 20, expandAffineGrid);
   for (std::string_view op : {"RegexFullMatch", "StringConcat", "StringSplit"}) add(op, 20, intoKilnDomain);
-  add("ImageDecoder", 20, nullptr, false);
+  add("ImageDecoder", 20, intoKilnDomain);
   add("Attention", 23, expandAttention);
   add("Attention", 24, expandAttention);
   add("RotaryEmbedding", 23, expandRotaryEmbedding);
@@ -585,9 +583,6 @@ int firstNewerVersion(std::string_view op) {
 }
 
 Status normalizeNewerForm(NodeDraft& d, const NewerOpVersion& version, DraftBuilder& b) {
-  if (!version.supported)
-    return Error(ErrorCode::OnnxUnsupportedOp,
-                 "op '" + d.opType + "' version " + std::to_string(version.since) + " is not supported by kiln");
   return version.handler ? version.handler(d, b) : Status::ok();
 }
 

@@ -26,8 +26,6 @@ struct NewerOpVersion {
   int since;
   /// Rewrites the draft into opset-17 ops; null: the opset-17 form holds as is.
   FormHandler handler;
-  /// False for versions kiln does not import yet (refused by name).
-  bool supported = true;
 };
 
 /// The version of default-domain op `op` that opset `opset` selects when it

@@ -25,4 +25,5 @@ void registerDetectionOps(OpRegistry& r);
 void registerGeneratorOps(OpRegistry& r);
 void registerKilnOps(OpRegistry& r);
 void registerStringOps(OpRegistry& r);
+void registerImageOps(OpRegistry& r);
 }  // namespace kiln::ir

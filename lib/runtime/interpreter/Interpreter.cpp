@@ -46,6 +46,7 @@ const KernelRegistry& KernelRegistry::global() {
     registerRandomKernels(*r);
     registerKilnKernels(*r);
     registerStringKernels(*r);
+    registerImageKernels(*r);
     return r;
   }();
   return *registry;

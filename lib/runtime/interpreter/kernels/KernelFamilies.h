@@ -27,4 +27,5 @@ void registerDetectionKernels(KernelRegistry& r);
 void registerRandomKernels(KernelRegistry& r);
 void registerKilnKernels(KernelRegistry& r);
 void registerStringKernels(KernelRegistry& r);
+void registerImageKernels(KernelRegistry& r);
 }  // namespace kiln::runtime
