@@ -131,6 +131,24 @@ for b in 1 3 4; do
   same_outputs "cnn_k$b" "cnn_i$b"
 done
 
+# A string input with a dynamic dim, compiled for a range: `kiln run` makes
+# random words at the opt dims and prints the strings, not their ids.
+/usr/bin/python3 - <<'PY'
+from onnx import helper, TensorProto
+nodes = [helper.make_node("Constant", [], ["end"], value=helper.make_tensor("end", TensorProto.STRING, [1, 1], [b"end"])),
+         helper.make_node("Concat", ["words", "end"], ["joined"], axis=1)]
+graph = helper.make_graph(nodes, "words", [helper.make_tensor_value_info("words", TensorProto.STRING, [1, "n"])],
+                          [helper.make_tensor_value_info("joined", TensorProto.STRING, [1, None])])
+open("ranged_words.onnx", "wb").write(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString())
+PY
+"$KILN" compile ranged_words.onnx --min-shapes words:1x1 --opt-shapes words:1x4 --max-shapes words:1x9 \
+  -o ranged_words.kiln > /dev/null
+"$KILN" run ranged_words.kiln --output-dir words_out > ranged_words.txt
+expect_in "joined: string[1x5]" ranged_words.txt
+/usr/bin/python3 -c "
+import numpy as np; j = np.load('words_out/joined.npy')
+assert j.dtype.kind == 'U' and j.shape == (1, 5) and j[0, -1] == 'end' and all(w.isalpha() for w in j[0]), j"
+
 # run: random inputs are seeded; the same seed gives the same bytes.
 "$KILN" run "$TINY" --shape input:2x3x32x32 --output-dir out1 > run1.txt
 "$KILN" run "$TINY" --shape input:2x3x32x32 --output-dir out2 --seed 0 > run2.txt
