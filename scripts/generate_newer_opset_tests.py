@@ -436,6 +436,49 @@ def contrib_cases():
          Const(randn("mnb8s", (3,), lo=0.01, hi=0.05))], domain=ms, K=16, N=3, bits=8, block_size=16)
 
 
+def gqa_cases():
+    """com.microsoft GroupQueryAttention as ONNX Runtime's CPU kernel runs it: a
+    first prompt (no past), token generation over a past cache with ragged
+    sequence lengths, a later prompt chunk, rotary embeddings (halves and
+    interleaved), a local window, softcap, smooth softmax and packed QKV.
+    seqlens_k and total_sequence_length are int32, as initializers or inputs."""
+    ms, I32s = "com.microsoft", lambda *v: np.array(v, I32)
+    b, s, heads, kv, d = 2, 4, 4, 2, 16
+    q, k, v = randn("gq", (b, s, heads * d)), randn("gk", (b, s, kv * d)), randn("gv", (b, s, kv * d))
+    prompt = [q, k, v, None, None, Const(I32s(s - 1, s - 1)), Const(np.array(s, I32))]
+    add("GroupQueryAttention_prompt", 17, "GroupQueryAttention", prompt, n_out=3, domain=ms, num_heads=heads,
+        kv_num_heads=kv)
+    add("GroupQueryAttention_prompt_local_window_softcap", 17, "GroupQueryAttention", prompt, n_out=3, domain=ms,
+        num_heads=heads, kv_num_heads=kv, local_window_size=2, softcap=1.5, scale=0.3)
+    add("GroupQueryAttention_prompt_smooth_softmax", 17, "GroupQueryAttention", prompt, domain=ms, num_heads=heads,
+        kv_num_heads=kv, smooth_softmax=1)
+    packed = randn("gqkv", (b, s, (heads + 2 * kv) * d))
+    add("GroupQueryAttention_packed_qkv", 17, "GroupQueryAttention",
+        [packed, None, None, None, None, Const(I32s(s - 1, s - 1)), Const(np.array(s, I32))], n_out=3, domain=ms,
+        num_heads=heads, kv_num_heads=kv)
+    cos = Const(np.cos(np.outer(np.arange(12), 1.0 / 10000 ** (np.arange(8) / 8))).astype(F32))
+    sin = Const(np.sin(np.outer(np.arange(12), 1.0 / 10000 ** (np.arange(8) / 8))).astype(F32))
+    for inter in (0, 1):
+        add(f"GroupQueryAttention_prompt_rotary_interleaved{inter}", 17, "GroupQueryAttention",
+            prompt + [cos, sin], n_out=3, domain=ms, num_heads=heads, kv_num_heads=kv, do_rotary=1,
+            rotary_interleaved=inter)
+    past = 5
+    pk, pv = randn("gpk", (b, kv, past, d)), randn("gpv", (b, kv, past, d))
+    step = [randn("gq1", (b, 1, heads * d)), randn("gk1", (b, 1, kv * d)), randn("gv1", (b, 1, kv * d)), pk, pv]
+    add("GroupQueryAttention_decode_ragged", 17, "GroupQueryAttention",
+        step + [I32s(past, 2), np.array(past + 1, I32)], n_out=3, domain=ms, num_heads=heads, kv_num_heads=kv)
+    add("GroupQueryAttention_decode_rotary_window", 17, "GroupQueryAttention",
+        step + [Const(I32s(past, 3)), Const(np.array(past + 1, I32)), cos, sin], n_out=3, domain=ms,
+        num_heads=heads, kv_num_heads=kv, do_rotary=1, local_window_size=3)
+    add("GroupQueryAttention_decode_shared_buffer", 17, "GroupQueryAttention",
+        step + [I32s(3, 1), np.array(4, I32)], n_out=3, domain=ms, num_heads=heads, kv_num_heads=kv)
+    chunk = [randn("gqc", (1, 3, heads * d)), randn("gkc", (1, 3, kv * d)), randn("gvc", (1, 3, kv * d)),
+             pk[:1].copy(), pv[:1].copy()]
+    add("GroupQueryAttention_prompt_chunk_rotary", 17, "GroupQueryAttention",
+        chunk + [Const(I32s(past + 2)), Const(np.array(past + 3, I32)), cos, sin], n_out=3, domain=ms,
+        num_heads=heads, kv_num_heads=kv, do_rotary=1)
+
+
 def attention_cases():
     q, k, v = randn("att", (1, 2, 3, 4)), randn("attk", (1, 2, 5, 4)), randn("attv", (1, 2, 5, 6))
     add("Attention_v23", 23, "Attention", [q, randn("attk", (1, 2, 3, 4)), randn("attv", (1, 2, 3, 4))])
@@ -991,7 +1034,7 @@ def main():
         return
     shutil.rmtree(out, ignore_errors=True)
     for make in [reduce_cases, pad_split_resize_cases, scatter_pool_cases, cast_quantize_cases, type_widened_cases,
-                 signal_grid_cases, string_cases, bfloat16_widened_cases, recurrent_cases, expanded_function_cases, new_op_cases, contrib_cases, attention_cases]:
+                 signal_grid_cases, string_cases, bfloat16_widened_cases, recurrent_cases, expanded_function_cases, new_op_cases, contrib_cases, attention_cases, gqa_cases]:
         make()
     local_function_cases()
     narrow_type_cases()

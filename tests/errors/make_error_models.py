@@ -63,7 +63,7 @@ def main():
     # KE1003: ops kiln does not have.
     save("op_unknown.onnx", model([helper.make_node("FrobnicateTensor", ["x"], ["y"], name="frob")], [X], [Y]),
          "KE1003", "frob", "'FrobnicateTensor' is not supported", check=False)
-    m = model([helper.make_node("GroupQueryAttention", ["x"], ["y"], name="fused", domain="com.microsoft")], [X], [Y])
+    m = model([helper.make_node("SparseAttention", ["x"], ["y"], name="fused", domain="com.microsoft")], [X], [Y])
     m.opset_import.append(helper.make_opsetid("com.microsoft", 1))
     save("op_custom_domain.onnx", m, "KE1003", "fused", "domain 'com.microsoft'", check=False)
     save("op_control_characters.onnx",
@@ -220,6 +220,12 @@ def main():
               inits=[blob, scales])
     m.opset_import.append(ms)
     save("shape_matmulnbits_blob.onnx", m, "KE1009", "nbits", "B must be uint8 [4, 1, 8]", check=False)
+    gqa = helper.make_node("GroupQueryAttention", ["q", "k", "v", "", "", "lens", "total", "", "", "pos"], ["y"],
+                           name="gqa", domain="com.microsoft", num_heads=2, kv_num_heads=1)
+    m = model([gqa], [vi("q", [1, 2, 8]), vi("k", [1, 2, 4]), vi("v", [1, 2, 4]), vi("lens", [1], TensorProto.INT32),
+                      vi("total", [], TensorProto.INT32), vi("pos", [1, 2], TensorProto.INT64)], [vi("y", [1, 2, 8])])
+    m.opset_import.append(ms)
+    save("op_gqa_position_ids.onnx", m, "KE1003", "gqa", "input position_ids", check=False)
     save("attr_attention_heads.onnx",
          model([helper.make_node("Attention", ["q", "k", "v"], ["y"], name="attn", q_num_heads=3, kv_num_heads=3)],
                [vi("q", [1, 2, 8]), vi("k", [1, 2, 8]), vi("v", [1, 2, 8])], [vi("y", [1, 2, 8])], opset=23),

@@ -13,6 +13,8 @@
 //   com.microsoft Attention        packed QKV projection, 2-D key mask, unidirectional
 //   com.microsoft MultiHeadAttention  separate q/k/v (+ bias), key padding mask,
 //                                  attention bias, past key/value
+//   com.microsoft GroupQueryAttention  in GroupQueryAttention.cpp, from the
+//                                  pieces here (AttentionParts.h)
 //   RotaryEmbedding (ONNX 23, com.microsoft)
 //                                  the first rotary dims of each head rotated by
 //                                  (cos, sin), in halves or interleaved pairs
@@ -22,10 +24,11 @@
 #include <cmath>
 #include <limits>
 
+#include "AttentionParts.h"
 #include "NewerOpsetForms.h"
 
 namespace kiln::onnx {
-namespace {
+namespace attention {
 
 Expected<Dims> dimsOf(const ir::Value* v, const char* what) {
   if (!v || !v->type().isTensor() || !v->type().tensor().hasRank() || !v->type().tensor().isStatic())
@@ -53,7 +56,7 @@ Expected<ir::Value*> unsqueeze(DraftBuilder& b, ir::Value* x, int64_t axis) {
 }
 
 /// x[..., start:end:step] along `axis`.
-Expected<ir::Value*> slice(DraftBuilder& b, ir::Value* x, int64_t axis, int64_t start, int64_t end, int64_t step = 1) {
+Expected<ir::Value*> slice(DraftBuilder& b, ir::Value* x, int64_t axis, int64_t start, int64_t end, int64_t step) {
   KILN_ASSIGN(ir::Value* s, int64Constant(b, {start}));
   KILN_ASSIGN(ir::Value* e, int64Constant(b, {end}));
   KILN_ASSIGN(ir::Value* a, int64Constant(b, {axis}));
@@ -131,17 +134,23 @@ Expected<ir::Value*> keyMaskBias(DraftBuilder& b, ir::Value* mask, DType dt, dou
   return reshape(b, bias, {dims[0], 1, 1, dims[1]});
 }
 
-struct Sdpa {
-  ir::Value *q, *k, *v;  // [B, H, S, D], [B, Hkv, T, D], [B, Hkv, T, Dv]
-  ir::Value* bias = nullptr;
-  float scale = 0.0f;  // 0: 1 / sqrt(D)
-  float softcap = 0.0f;
-  DType dt = DType::F32;
-};
+/// Softmax over the last axis; `smooth` adds a zero logit to each row's
+/// denominator (a column of zeros softmaxed with the row, then dropped).
+Expected<ir::Value*> softmaxRows(DraftBuilder& b, ir::Value* scores, bool smooth) {
+  const std::vector<std::pair<std::string, ir::Attribute>> lastAxis = {{"axis", ir::Attribute(int64_t(-1))}};
+  if (!smooth) return b.node("Softmax", {scores}, lastAxis);
+  KILN_ASSIGN(Dims sd, dimsOf(scores, "the attention scores"));
+  std::vector<int64_t> pads(2 * sd.size(), 0);
+  pads.back() = 1;
+  KILN_ASSIGN(ir::Value* p, int64Constant(b, pads));
+  KILN_ASSIGN(ir::Value* withZero, b.node("Pad", {scores, p}, {}));
+  KILN_ASSIGN(ir::Value* probs, b.node("Softmax", {withZero}, lastAxis));
+  return slice(b, probs, -1, 0, sd.back());
+}
 
 /// softmax(q kT scale [softcap] + bias) v; `stages`, when given, receives the
 /// scores after the scale, the softcap, the bias and the softmax.
-Expected<ir::Value*> scaledDotProduct(DraftBuilder& b, const Sdpa& a, std::vector<ir::Value*>* stages = nullptr) {
+Expected<ir::Value*> scaledDotProduct(DraftBuilder& b, const Sdpa& a, std::vector<ir::Value*>* stages) {
   KILN_ASSIGN(Dims qd, dimsOf(a.q, "the query"));
   KILN_ASSIGN(ir::Value* k, repeatHeads(b, a.k, qd[1]));
   KILN_ASSIGN(ir::Value* v, repeatHeads(b, a.v, qd[1]));
@@ -162,7 +171,7 @@ Expected<ir::Value*> scaledDotProduct(DraftBuilder& b, const Sdpa& a, std::vecto
     KILN_ASSIGN(scores, b.node("Add", {scores, a.bias}, {}));
   }
   if (stages) stages->push_back(scores);
-  KILN_ASSIGN(ir::Value* probs, b.node("Softmax", {scores}, {{"axis", ir::Attribute(int64_t(-1))}}));
+  KILN_ASSIGN(ir::Value* probs, softmaxRows(b, scores, a.smooth));
   if (stages) stages->push_back(probs);
   return b.node("MatMul", {probs, v}, {});
 }
@@ -204,7 +213,9 @@ Expected<ir::Value*> attnMaskBias(DraftBuilder& b, ir::Value* mask, DType dt, in
   return b.node("Pad", {bias, p, fill}, {});
 }
 
-}  // namespace
+}  // namespace attention
+
+using namespace attention;
 
 Status expandAttention(NodeDraft& d, DraftBuilder& b) {
   KILN_TRY(requireInputs(d, 3));
@@ -249,7 +260,7 @@ Status expandAttention(NodeDraft& d, DraftBuilder& b) {
   return finishAttention(d, y);
 }
 
-namespace {
+namespace attention {
 
 /// The additive bias of com.microsoft attention: key mask, attention_bias and
 /// the unidirectional (causal) mask, all with mask_filter_value.
@@ -298,7 +309,7 @@ Expected<ir::Value*> lastAxisPart(DraftBuilder& b, ir::Value* x, int64_t start, 
   return slice(b, x, -1, start, start + size);
 }
 
-}  // namespace
+}  // namespace attention
 
 Status expandContribAttention(NodeDraft& d, DraftBuilder& b) {
   KILN_TRY(requireInputs(d, 2));
@@ -381,13 +392,7 @@ Status expandMultiHeadAttention(NodeDraft& d, DraftBuilder& b) {
   return finishAttention(d, y);
 }
 
-namespace {
-
-struct Rotary {
-  int64_t heads = 0;
-  int64_t dim = 0;  // rotary_embedding_dim; 0: the head size
-  bool interleaved = false;
-};
+namespace attention {
 
 Expected<Rotary> takeRotary(NodeDraft& d) {
   Rotary r;
@@ -464,7 +469,7 @@ Expected<ir::Value*> gatherRows(DraftBuilder& b, ir::Value* cache, ir::Value* po
   return b.node("Gather", {cache, positions}, {{"axis", ir::Attribute(int64_t(0))}});
 }
 
-}  // namespace
+}  // namespace attention
 
 Status expandRotaryEmbedding(NodeDraft& d, DraftBuilder& b) {
   KILN_TRY(requireInputs(d, 3));

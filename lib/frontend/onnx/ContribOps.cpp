@@ -12,7 +12,7 @@
 //   SimplifiedLayerNormalization (default domain) and
 //   Skip[Simplified]LayerNormalization
 //                            (input + skip + bias), then layer or RMS norm
-//   Attention, MultiHeadAttention, RotaryEmbedding
+//   Attention, MultiHeadAttention, GroupQueryAttention, RotaryEmbedding
 //                            scaled dot-product attention (AttentionExpansions.cpp)
 //   MatMulNBits              MatMul by the weight dequantised at import (MatMulNBits.cpp)
 // Other contrib ops are refused by name.
@@ -232,6 +232,7 @@ constexpr ContribEntry kContribOps[] = {
     {"com.microsoft", "SimplifiedLayerNormalization", expandRmsNormalization},
     {"com.microsoft", "Attention", expandContribAttention},
     {"com.microsoft", "MultiHeadAttention", expandMultiHeadAttention},
+    {"com.microsoft", "GroupQueryAttention", expandGroupQueryAttention},
     {"com.microsoft", "RotaryEmbedding", expandContribRotaryEmbedding},
     {"com.microsoft", "MatMulNBits", expandMatMulNBits},
     {"", "SimplifiedLayerNormalization", expandRmsNormalization},  // ONNX Runtime files it in the default domain

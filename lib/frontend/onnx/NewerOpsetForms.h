@@ -108,11 +108,12 @@ Status expandDilatedAveragePool(NodeDraft& d, DraftBuilder& b);
 /// known at import): a MatMul by a constant tap matrix per resized axis.
 Status expandAntialiasedResize(NodeDraft& d, DraftBuilder& b);
 
-// Attention and rotary embeddings (AttentionExpansions.cpp), ONNX and com.microsoft.
+// Attention and rotary embeddings (AttentionExpansions.cpp; GroupQueryAttention.cpp), ONNX and com.microsoft.
 Status expandAttention(NodeDraft& d, DraftBuilder& b);
 Status expandRotaryEmbedding(NodeDraft& d, DraftBuilder& b);
 Status expandContribAttention(NodeDraft& d, DraftBuilder& b);
 Status expandMultiHeadAttention(NodeDraft& d, DraftBuilder& b);
+Status expandGroupQueryAttention(NodeDraft& d, DraftBuilder& b);
 Status expandContribRotaryEmbedding(NodeDraft& d, DraftBuilder& b);
 // QuantizeLinear / DequantizeLinear element-wise (BlockQuantization.cpp): blocked
 // (blockSize > 0) or per tensor / per axis (0), to a DType or on a narrow type's carrier.
