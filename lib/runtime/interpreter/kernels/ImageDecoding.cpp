@@ -66,9 +66,13 @@ Read readPng(const uint8_t* data, size_t size, DecodedImage& image) {
   png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, nullptr, pngErrorExit, quietPngWarning);
   if (!png) return Read::Undecodable;
   png_infop info = png_create_info_struct(png);
+  if (!info) {
+    png_destroy_read_struct(&png, nullptr, nullptr);
+    return Read::Undecodable;
+  }
   PngSource src{data, size, 0};
-  if (!info || setjmp(png_jmpbuf(png))) {
-    png_destroy_read_struct(&png, info ? &info : nullptr, nullptr);
+  if (setjmp(png_jmpbuf(png))) {
+    png_destroy_read_struct(&png, &info, nullptr);
     return Read::Undecodable;
   }
   png_set_read_fn(png, &src, readPngBytes);
