@@ -5,7 +5,8 @@
 # nlohmann-json, Catch2, XGBoost (the tuner's cost model), RE2
 # (RegexFullMatch), libpng and libjpeg (ImageDecoder), LLVM 19 (libraries for
 # the CPU code generator, and FileCheck, lit), Python's onnx/numpy/Pillow/
-# torch/torchvision (test data and model export), Node.js; and ONNX Runtime
+# torch/torchvision (test data and model export), scikit-learn (the digits
+# that kiln evolve is tested on), Node.js; and ONNX Runtime
 # (npm onnxruntime-node, the reference for outputs) into <repo>/.deps/ort.
 # The CUDA toolkit is expected at /usr/local/cuda (NVRTC compiles the CUDA target's kernels).
 set -euo pipefail
@@ -16,7 +17,7 @@ PACKAGES=(
   libprotobuf-dev protobuf-compiler libonnx-dev
   libcli11-dev nlohmann-json3-dev catch2 llvm-19-tools llvm-19-dev libzstd-dev libxgboost-dev
   libre2-dev pkg-config libpng-dev libjpeg-dev
-  python3 python3-numpy python3-onnx python3-pil python3-torch python3-torchvision
+  python3 python3-numpy python3-onnx python3-pil python3-torch python3-torchvision python3-sklearn
 )
 command -v node > /dev/null || PACKAGES+=(nodejs)
 command -v npm > /dev/null || PACKAGES+=(npm)

@@ -11,6 +11,7 @@
 #include <functional>
 #include <map>
 
+#include "kiln/ir/CloneModule.h"
 #include "kiln/ir/StructuralHash.h"
 #include "kiln/ir/Verifier.h"
 #include "kiln/support/ProcessInfo.h"
@@ -24,19 +25,6 @@ template <typename T, typename Key>
 T medianBy(std::vector<T> items, Key key) {
   std::sort(items.begin(), items.end(), [&](const T& a, const T& b) { return key(a) < key(b); });
   return std::move(items[items.size() / 2]);
-}
-
-std::unique_ptr<ir::Module> copyModule(const ir::Module& m) {
-  auto copy = std::make_unique<ir::Module>(ir::cloneGraph(m.graph()));
-  copy->name = m.name;
-  copy->producerName = m.producerName;
-  copy->producerVersion = m.producerVersion;
-  copy->docString = m.docString;
-  copy->irVersion = m.irVersion;
-  copy->modelVersion = m.modelVersion;
-  copy->opsetImports = m.opsetImports;
-  copy->metadataProps = m.metadataProps;
-  return copy;
 }
 
 /// Outputs computed from a data-dependent selection (NonMaxSuppression,
@@ -125,7 +113,7 @@ class StudyRunner {
     reference.seed = options_.seed;
     KILN_ASSIGN(auto interpreter, createBackend("interpreter", reference));
     CompilePhases unused;
-    KILN_TRY(interpreter->prepare(copyModule(module_), unused));
+    KILN_TRY(interpreter->prepare(ir::cloneModule(module_), unused));
     auto outputs = interpreter->run(inputs_);
     if (!outputs) return std::move(outputs).error().withContext("reference run (interpreter, no passes)");
     reference_ = std::move(*outputs);
@@ -159,7 +147,7 @@ class StudyRunner {
     std::vector<std::pair<double, std::vector<passes::PassRecord>>> runs;
     std::unique_ptr<ir::Module> result;
     for (int r = 0; r < std::max(1, options_.compileRepeats); ++r) {
-      result = copyModule(module_);
+      result = ir::cloneModule(module_);
       auto report = passes::runPipeline(result->graph(), e.candidate.pipeline);
       if (!report) {
         e.error = "passes: " + report.error().str();
@@ -203,7 +191,7 @@ class StudyRunner {
         return;
       }
       CompilePhases phases;
-      if (Status s = (*backend)->prepare(copyModule(*optimized), phases); !s.isOk()) {
+      if (Status s = (*backend)->prepare(ir::cloneModule(*optimized), phases); !s.isOk()) {
         e.error = "code generation: " + s.error().str();
         return;
       }

@@ -13,24 +13,13 @@
 #include <sstream>
 
 #include "kiln/bench/PassStudy.h"
+#include "kiln/support/Strings.h"
 
 namespace kiln::bench {
 namespace {
 
 constexpr int kRow = 18, kTop = 48, kLabel = 210, kPanel = 320, kGap = 40;
 const char* const kColours[] = {"#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#9c755f"};
-
-std::string escaped(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    if (c == '<') out += "&lt;";
-    else if (c == '>') out += "&gt;";
-    else if (c == '&') out += "&amp;";
-    else if (c == '"') out += "&quot;";
-    else out += c;
-  }
-  return out;
-}
 
 std::string number(double v) {
   char text[32];
@@ -57,7 +46,7 @@ std::string studyChartSvg(const PassStudy& s) {
   svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\"" << height
       << "\" font-family=\"sans-serif\" font-size=\"11\">\n"
       << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
-      << "<text x=\"8\" y=\"16\" font-size=\"13\" font-weight=\"bold\">" << escaped(s.modelName) << " on " << s.backend
+      << "<text x=\"8\" y=\"16\" font-size=\"13\" font-weight=\"bold\">" << xmlEscaped(s.modelName) << " on " << s.backend
       << ": pass pipelines compared</text>\n"
       << "<text x=\"" << left1 << "\" y=\"38\">latency, ms (median; whisker p90)</text>\n"
       << "<text x=\"" << left2 << "\" y=\"38\">compile time, ms (passes dark, code generation light)</text>\n";
@@ -68,10 +57,10 @@ std::string studyChartSvg(const PassStudy& s) {
     const int y = kTop + r * kRow;
     const char* fill = colour.count(e.candidate.strategy) ? colour[e.candidate.strategy] : "#888888";
     std::string label = e.candidate.label + (e.irHash.empty() ? "" : " [" + letters.at(e.irHash) + "]") + (e.pareto ? " *" : "");
-    svg << "<text x=\"" << kLabel - 6 << "\" y=\"" << y + 12 << "\" text-anchor=\"end\">" << escaped(label) << "</text>\n";
+    svg << "<text x=\"" << kLabel - 6 << "\" y=\"" << y + 12 << "\" text-anchor=\"end\">" << xmlEscaped(label) << "</text>\n";
     if (!e.ok()) {
       svg << "<text x=\"" << left1 + 4 << "\" y=\"" << y + 12 << "\" fill=\"#c00\">failed: "
-          << escaped(e.error.substr(0, 90)) << "</text>\n";
+          << xmlEscaped(e.error.substr(0, 90)) << "</text>\n";
       continue;
     }
     const double lat = e.bench->latencyMs.p50, p90 = e.bench->latencyMs.p90;
@@ -99,7 +88,7 @@ std::string studyChartSvg(const PassStudy& s) {
   int x = 8;
   for (const StudyStrategy& st : s.strategies) {
     svg << "<rect x=\"" << x << "\" y=\"" << axis + 26 << "\" width=\"10\" height=\"10\" fill=\"" << colour[st.spec]
-        << "\"/><text x=\"" << x + 14 << "\" y=\"" << axis + 35 << "\">" << escaped(st.spec) << "</text>\n";
+        << "\"/><text x=\"" << x + 14 << "\" y=\"" << axis + 35 << "\">" << xmlEscaped(st.spec) << "</text>\n";
     x += 24 + 7 * int(st.spec.size());
   }
   svg << "<text x=\"8\" y=\"" << axis + 55 << "\">[A], [B], ...: pipelines with the same letter produced identical IR"

@@ -2,8 +2,7 @@
 //
 // See kiln/fuse/FusionEvaluator.h. A configuration's partition is hashed
 // from its groups' node names; a new partition is lowered (lowerModel with
-// the configuration's plan text), its kernels taken from the cache by
-// kernelBodyKey or compiled together in one JIT that the cache keeps, run
+// the configuration's plan text) through the KernelCache, run
 // once against the interpreter's outputs and timed with tune::timeKernel, or
 // anchored: with tune::timeInterleaved beside the default partition (a slow
 // model in single runs alternating with the default's).
@@ -20,6 +19,7 @@
 
 #include "kiln/codegen/Compiler.h"
 #include "kiln/fuse/FusionDatabase.h"
+#include "kiln/fuse/KernelCache.h"
 #include "kiln/runtime/Interpreter.h"
 #include "kiln/support/Hash.h"
 #include "kiln/support/Statistics.h"
@@ -45,12 +45,6 @@ std::string decisionString(const Decisions& d) {
 
 namespace {
 
-/// A partition lowered and ready to run (its kernels live in the cache's JITs).
-struct Runnable {
-  codegen::LoweredModel lowered;
-  std::unique_ptr<runtime::CpuExecutor> executor;
-};
-
 /// The partition the plan's groups form, as one number: each group's node names in order.
 uint64_t partitionHash(const codegen::FusionPlan& plan) {
   uint64_t h = 0;
@@ -68,13 +62,6 @@ uint64_t graphFingerprint(const codegen::FusionPlan& plan) {
   for (const codegen::FusionEdge& e : plan.edges()) h = hashString(e.key() + codegen::edgeKindName(e.kind), h);
   for (const ir::Value* in : plan.graph().inputs()) h = hashString(in->name() + in->type().str(), h);
   return h;
-}
-
-/// A kernel's symbol in the cache's JITs: its code's hash, so that kernels of different partitions never clash.
-std::string cachedName(const std::string& bodyKey) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "fk%016llx", static_cast<unsigned long long>(hashString(bodyKey)));
-  return buf;
 }
 
 /// A run longer than this is timed in single runs beside the anchor's, kSlowRunPairs pairs of them,
@@ -103,15 +90,13 @@ struct FusionEvaluator::Impl {
   std::unique_ptr<codegen::FusionPlan> plan;
   Decisions defaults;
   std::vector<RuntimeValue> reference;
-  std::map<std::string, runtime::KernelEntry> kernels;  ///< by kernelBodyKey
-  std::vector<std::unique_ptr<codegen::CpuJit>> jits;   ///< own the cached kernels' code
+  KernelCache cache;                                     ///< every partition's kernels
   std::map<uint64_t, Evaluation> measured;               ///< by partitionHash
   std::unique_ptr<FusionDatabase> database;              ///< useDatabase's
   uint64_t fingerprint = 0;                              ///< the graph's, for the database
   bool warm = false;                                     ///< a partition was timed in this process
-  std::unique_ptr<Runnable> anchor;                      ///< the default partition, when timing is anchored
+  std::unique_ptr<CachedModel> anchor;                      ///< the default partition, when timing is anchored
   std::optional<double> anchorMs;                        ///< the default's time, measured alone
-  size_t compiledCount = 0;
 
   /// Sets the plan's decisions and partitions it.
   void apply(const Decisions& d) {
@@ -120,34 +105,11 @@ struct FusionEvaluator::Impl {
   }
 
   /// The partition of `d` lowered, its kernels from the cache or compiled now (counted in `compiled`).
-  Expected<Runnable> lower(const Decisions& d, size_t& compiled) {
+  Expected<CachedModel> lower(const Decisions& d, size_t& compiled) {
     apply(d);
     codegen::CompileOptions co;
     co.fusionPlanText = plan->print();
-    Runnable r;
-    KILN_ASSIGN(r.lowered, codegen::lowerModel(*graph, codegen::KernelTarget::Cpu, co));
-    std::vector<codegen::Kernel*> fresh;
-    std::vector<std::string> freshKeys;
-    std::vector<std::string> keys;
-    for (codegen::LoweredKernel& k : r.lowered.kernels) {
-      keys.push_back(codegen::kernelBodyKey(k.kernel));
-      if (kernels.count(keys.back()) || std::count(freshKeys.begin(), freshKeys.end(), keys.back())) continue;
-      k.kernel.name = cachedName(keys.back());
-      fresh.push_back(&k.kernel);
-      freshKeys.push_back(keys.back());
-    }
-    if (!fresh.empty()) {
-      KILN_ASSIGN(std::unique_ptr<codegen::CpuJit> jit, codegen::CpuJit::create());
-      KILN_ASSIGN(std::vector<codegen::CpuKernelFn> fns, jit->compile(std::vector<const codegen::Kernel*>(fresh.begin(), fresh.end())));
-      for (size_t i = 0; i < fresh.size(); ++i) kernels[freshKeys[i]] = fns[i];
-      jits.push_back(std::move(jit));
-      compiled = fresh.size();
-      compiledCount += fresh.size();
-    }
-    std::vector<runtime::KernelEntry> entries;
-    for (const std::string& key : keys) entries.push_back(kernels.at(key));
-    KILN_ASSIGN(r.executor, runtime::CpuExecutor::create(r.lowered.executable, std::move(entries)));
-    return r;
+    return cache.lower(*graph, co, &compiled);
   }
 
   /// Whether one run is long enough that its timing needs no warm-up of its own.
@@ -165,8 +127,8 @@ struct FusionEvaluator::Impl {
   /// anchor, lowered once and timed alone first), and its time is its ratio
   /// to the anchor in those rounds times the anchor's first time: the
   /// machine's drift between evaluations divides out.
-  Expected<double> time(const Runnable& r, bool isDefault) {
-    auto run = [this](const Runnable& x) { return [this, &x] { (void)x.executor->run(inputs); }; };
+  Expected<double> time(const CachedModel& r, bool isDefault) {
+    auto run = [this](const CachedModel& x) { return [this, &x] { (void)x.executor->run(inputs); }; };
     if (!warm) warmUp(run(r)), warm = true;
     if (!options.anchored || isDefault) {
       const double ms = tune::timeKernel(run(r), timing());
@@ -175,8 +137,8 @@ struct FusionEvaluator::Impl {
     }
     if (!anchor) {
       size_t compiled = 0;
-      KILN_ASSIGN(Runnable a, lower(defaults, compiled));
-      anchor = std::make_unique<Runnable>(std::move(a));
+      KILN_ASSIGN(CachedModel a, lower(defaults, compiled));
+      anchor = std::make_unique<CachedModel>(std::move(a));
       if (!anchorMs) anchorMs = tune::timeKernel(run(*anchor), timing());
     }
     if (slow()) {  // pairs of warm single runs in alternation
@@ -198,7 +160,7 @@ struct FusionEvaluator::Impl {
 
   /// Milliseconds of one run of `r`: the mean of `runs` back-to-back runs after an untimed one, so
   /// that the partition runs warm, as it does in service, not in the caches the other one left.
-  Expected<double> once(const Runnable& r, int runs) const {
+  Expected<double> once(const CachedModel& r, int runs) const {
     KILN_TRY(r.executor->run(inputs).status());
     Stopwatch clock;
     for (int i = 0; i < runs; ++i) KILN_TRY(r.executor->run(inputs).status());
@@ -207,7 +169,7 @@ struct FusionEvaluator::Impl {
 
   /// `pairs` pairs of samples of `runs` runs of `c` and `b`, `b` first in even pairs: each pair's
   /// c / b. With `maxSlower` >= 0 it stops once more pairs than that find `c` slower.
-  Expected<std::vector<double>> alternate(const Runnable& c, const Runnable& b, int pairs, int maxSlower,
+  Expected<std::vector<double>> alternate(const CachedModel& c, const CachedModel& b, int pairs, int maxSlower,
                                           int runs) const {
     std::vector<double> ratios;
     int slower = 0;
@@ -259,7 +221,7 @@ Expected<std::unique_ptr<FusionEvaluator>> FusionEvaluator::create(ir::Graph& gr
 const codegen::FusionPlan& FusionEvaluator::plan() const { return *impl_->plan; }
 size_t FusionEvaluator::edgeCount() const { return impl_->defaults.size(); }
 const Decisions& FusionEvaluator::defaultDecisions() const { return impl_->defaults; }
-size_t FusionEvaluator::kernelsCompiled() const { return impl_->compiledCount; }
+size_t FusionEvaluator::kernelsCompiled() const { return impl_->cache.compiledCount(); }
 size_t FusionEvaluator::partitionsMeasured() const { return impl_->measured.size(); }
 
 std::string FusionEvaluator::planText(const Decisions& decisions) {
@@ -306,7 +268,7 @@ Expected<Evaluation> FusionEvaluator::evaluate(const Decisions& decisions) {
       return m.measured[partition] = e;
     }
   Evaluation e;
-  Expected<Runnable> runnable = m.lower(decisions, e.kernelsCompiled);
+  Expected<CachedModel> runnable = m.lower(decisions, e.kernelsCompiled);
   if (!runnable) {  // a group no template lowers: rejected without a measurement
     e.status = EvaluationStatus::Invalid;
     e.error = runnable.error().str();
@@ -339,8 +301,8 @@ Expected<std::vector<double>> FusionEvaluator::pairedRatios(const Decisions& can
   // moves a partition's time by a few percent, and fresh lowerings draw that anew.
   Impl& m = *impl_;
   size_t compiled = 0;
-  KILN_ASSIGN(Runnable c, m.lower(candidate, compiled));
-  KILN_ASSIGN(Runnable b, m.lower(baseline, compiled));
+  KILN_ASSIGN(CachedModel c, m.lower(candidate, compiled));
+  KILN_ASSIGN(CachedModel b, m.lower(baseline, compiled));
   // Samples last about kPairSampleMs; where nothing was timed in this process (every partition
   // replayed from --db), a run of the baseline sizes them.
   double runMs = m.anchorMs.value_or(0);

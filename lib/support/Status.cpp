@@ -29,6 +29,7 @@ const char* errorCodeName(ErrorCode code) {
     case ErrorCode::UnsupportedType: return "unsupported-type";
     case ErrorCode::IrParse: return "ir-parse";
     case ErrorCode::IrVerify: return "ir-verify";
+    case ErrorCode::PatchFormat: return "patch-format";
     case ErrorCode::ExecInput: return "bad-input";
     case ErrorCode::ExecFailure: return "execution-failed";
     case ErrorCode::ExecUnsupported: return "unsupported-kernel";

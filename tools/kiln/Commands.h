@@ -24,5 +24,7 @@ void addTuneCommand(CLI::App& app, int& exitCode);
 void addGenerateCommand(CLI::App& app, int& exitCode);
 /// `kiln fuse`: fusion search (kiln/fuse).
 void addFuseCommand(CLI::App& app, int& exitCode);
+/// `kiln evolve`: evolutionary search over graph edits (kiln/evolve).
+void addEvolveCommand(CLI::App& app, int& exitCode);
 
 }  // namespace kiln::cli

@@ -32,13 +32,6 @@
 namespace kiln::cli {
 namespace {
 
-std::string clock(double seconds) {
-  const long s = long(seconds + 0.5);
-  std::ostringstream os;
-  os << std::setfill('0') << std::setw(2) << s / 60 << ":" << std::setw(2) << s % 60;
-  return os.str();
-}
-
 /// The progress line: trial, this configuration's latency, the best against the default, ETA.
 void showProgress(const fuse::SearchTrial& t, const fuse::SearchResult& r, const FuseOptions& o, bool terminal) {
   std::ostringstream os;
@@ -46,7 +39,7 @@ void showProgress(const fuse::SearchTrial& t, const fuse::SearchResult& r, const
   if (t.evaluation.ok()) os << t.evaluation.ms << " ms";
   else os << fuse::evaluationStatusName(t.evaluation.status);
   os << "  best " << r.bestMs << " ms (" << std::setprecision(3) << r.bestMs / r.defaultMs << "x the default)";
-  if (t.index > 0) os << "  eta " << clock(t.elapsedSeconds / t.index * (o.search.trials - t.index));
+  if (t.index > 0) os << "  eta " << clockText(t.elapsedSeconds / t.index * (o.search.trials - t.index));
   if (terminal) std::cerr << "\r" << os.str() << "\033[K" << std::flush;
   else std::cerr << os.str() << "\n";
 }

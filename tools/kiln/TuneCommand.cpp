@@ -57,13 +57,6 @@ struct TuneCommandOptions {
   bool quiet = false;
 };
 
-std::string clockText(double seconds) {
-  long s = long(seconds + 0.5);
-  std::ostringstream os;
-  os << std::setfill('0') << std::setw(2) << s / 60 << ":" << std::setw(2) << s % 60;
-  return os.str();
-}
-
 /// "  (cuBLASLt 0.0123 ms, faster)" for a task whose library call was measured.
 std::string libraryNote(const tune::TaskOutcome& t) {
   if (t.library.empty()) return "";

@@ -1,8 +1,9 @@
 //===- tools/kiln/main.cpp - The kiln command-line tool --------------------===//
 //
 // One CLI for kiln's jobs: inspect a model, compile it to an artifact, run it
-// once (a model or an artifact), decode with a KV cache, tune its kernels, benchmark it, list and run graph passes,
-// convert between ONNX and text IR, list supported ops.
+// once (a model or an artifact), decode with a KV cache, tune its kernels,
+// search its fusion decisions, evolve edits to its graph, benchmark it, list
+// and run graph passes, convert between ONNX and text IR, list supported ops.
 //
 //===----------------------------------------------------------------------===//
 #include "Commands.h"
@@ -19,6 +20,7 @@ int main(int argc, char** argv) {
   kiln::cli::addCompileCommand(app, exitCode);
   kiln::cli::addTuneCommand(app, exitCode);
   kiln::cli::addFuseCommand(app, exitCode);
+  kiln::cli::addEvolveCommand(app, exitCode);
   kiln::cli::addRunCommand(app, exitCode);
   kiln::cli::addGenerateCommand(app, exitCode);
   kiln::cli::addBenchCommand(app, exitCode);

@@ -34,6 +34,7 @@ enum class ErrorCode : uint16_t {
   UnsupportedType = 1011,    ///< a value type kiln cannot represent (string, map, sparse)
   IrParse = 2001,
   IrVerify = 2002,
+  PatchFormat = 2003,        ///< a kiln evolve patch that does not parse or does not fit the graph
   ExecInput = 3001,          ///< missing, extra or mistyped input at run time
   ExecFailure = 3002,        ///< a kernel rejected its operands (e.g. index out of range)
   ExecUnsupported = 3003,    ///< no interpreter kernel for the op or dtype

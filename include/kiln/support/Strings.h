@@ -1,11 +1,13 @@
 //===- kiln/support/Strings.h - Small string helpers --------------*- C++ -*-===//
 //
 // Joining names for messages, reports and pipelines ("RN,MN", "cpu, cuda"),
-// and making text from a model safe to print on a terminal.
+// making text from a model safe to print on a terminal or to put in SVG,
+// and durations as progress lines show them.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include <cstdio>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -38,6 +40,27 @@ inline std::string printable(std::string_view text, bool keepNewlines = false) {
     else out += std::string("\\x") + hex[c >> 4] + hex[c & 15];
   }
   return out;
+}
+
+/// `text` with XML's special characters as entities (SVG text and attributes).
+inline std::string xmlEscaped(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '<') out += "&lt;";
+    else if (c == '>') out += "&gt;";
+    else if (c == '&') out += "&amp;";
+    else if (c == '"') out += "&quot;";
+    else out += c;
+  }
+  return out;
+}
+
+/// Seconds as "mm:ss" (an ETA or elapsed time on a progress line).
+inline std::string clockText(double seconds) {
+  const long s = long(seconds + 0.5);
+  char text[32];
+  std::snprintf(text, sizeof text, "%02ld:%02ld", s / 60, s % 60);
+  return text;
 }
 
 }  // namespace kiln
