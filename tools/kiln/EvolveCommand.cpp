@@ -160,6 +160,7 @@ int searchMode(EvolveCliOptions o) {
   if (o.model.pipeline == "arch")
     return reportError(Error(ErrorCode::InvalidArgument, "kiln evolve needs a fixed pipeline: -O or --pipeline PASSES"));
   o.model.target = "cpu";
+  if (Status s = checkPrecisionTarget(o.model, false); !s.isOk()) return reportError(s.error());
   auto metric = evolve::parseMetric(o.metric);
   if (!metric) return reportError(metric.error());
   auto module = loadModel(o.model);
