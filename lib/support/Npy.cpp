@@ -152,6 +152,8 @@ Expected<Tensor> parseNpy(const std::string& bytes, const std::string& name) {
   std::optional<StringArrayKind> strings = stringArrayKind(d);
   if (strings) dtype = DType::I64;  // a string tensor: ids into the string pool
   if (!dtype) return npyError(name, "unsupported dtype '" + d + "'");
+  if (shape->size() < 2 || shape->front() != '(' || shape->back() != ')')
+    return npyError(name, "bad shape '" + *shape + "' (a tuple is expected)");
   Dims dims;
   std::string s = shape->substr(1, shape->size() - 2);
   size_t pos = 0;

@@ -303,6 +303,37 @@ TEST_CASE("malformed .npy files give a file-format error", "[npy]") {
   check(badType, "unsupported dtype");
 }
 
+TEST_CASE("mutated .npy files parse or give a file-format error, never a crash", "[npy][fuzz]") {
+  std::vector<std::string> seeds = {serializeNpy(Tensor::fromVector<float>({2, 3}, {1, 2, 3, 4, 5, 6})),
+                                    serializeNpy(Tensor::fromVector<int64_t>({4}, {-1, 0, 1, 2})),
+                                    serializeNpy(Tensor::scalar<bool>(true))};
+  auto strings = stringTensor({2}, {"abc", "grüße"});
+  REQUIRE(strings.isOk());
+  seeds.push_back(*serializeStringNpy(*strings));
+  uint64_t state = 12345;
+  auto next = [&] { return state = state * 6364136223846793005ull + 1442695040888963407ull, state >> 33; };
+  int parsed = 0;
+  for (int trial = 0; trial < 4000; ++trial) {
+    std::string bytes = seeds[size_t(trial) % seeds.size()];
+    for (uint64_t k = 0, edits = 1 + next() % 3; k < edits && !bytes.empty(); ++k) {
+      const size_t at = next() % bytes.size();
+      switch (next() % 4) {
+        case 0: bytes[at] = char(next()); break;
+        case 1: bytes.erase(at, 1 + next() % 16); break;
+        case 2: bytes.insert(at, 1, "0123456789(),:'<>|UiufbS "[next() % 25]); break;
+        default: bytes.resize(at); break;
+      }
+    }
+    auto r = parseNpy(bytes, "mutant.npy");
+    if (r.isOk()) {
+      ++parsed;
+    } else {
+      CHECK(r.error().code() == ErrorCode::FileFormat);
+    }
+  }
+  CHECK(parsed > 0);
+}
+
 TEST_CASE("errors print their code, node and opset", "[status]") {
   Error e(ErrorCode::OnnxUnsupportedOp, "op 'Foo' is not supported");
   e.atNode("n1", "Foo", 13);
