@@ -158,6 +158,55 @@ TEST_CASE("parse errors point at the line and column", "[ir][text]") {
   CHECK(s.error().code() == ErrorCode::IrVerify);
 }
 
+TEST_CASE("mutated text IR parses or gives an error, never a crash", "[ir][text][fuzz]") {
+  const std::string text = R"(module @m {
+  opset "" = 17
+  graph @main(%x: f32[2,3], %c: bool[]) {
+    %w = Constant() {value = tensor<f32[3,2]: @w>} : f32[3,2]
+    %b = Constant() {value = tensor<f32[2]: [0.5, -1.5]>} : f32[2]
+    %m = MatMul(%x, %w) : f32[2,2] loc("mm")
+    %y = If(%c) {else_branch = graph @else() {
+        %e = Neg(%m) : f32[2,2]
+        return %e
+      }, then_branch = graph @then() {
+        return %m
+      }} : f32[2,2]
+    %a = Add(%y, %b) : f32[2,2]
+    %t = Transpose(%a) {perm = [1, 0]} : f32[2,2]
+    return %t
+  }
+}
+resources {
+  "w": "0x0000803f0000004000004040000080400000a0400000c040"
+}
+)";
+  REQUIRE(ir::parseModule(text, "seed.kir").isOk());
+  uint64_t state = 99;
+  auto next = [&] { return state = state * 6364136223846793005ull + 1442695040888963407ull, state >> 33; };
+  int parsed = 0;
+  for (int trial = 0; trial < 3000; ++trial) {
+    std::string mutant = text;
+    for (uint64_t k = 0, edits = 1 + next() % 3; k < edits && !mutant.empty(); ++k) {
+      const size_t at = next() % mutant.size();
+      switch (next() % 4) {
+        case 0: mutant[at] = char(next()); break;
+        case 1: mutant.erase(at, 1 + next() % 12); break;
+        case 2: mutant.insert(at, 1, "%@{}()[]<>:=,\"0123456789-e.x"[next() % 29]); break;
+        default: mutant.insert(at, mutant.substr(next() % mutant.size(), 1 + next() % 20)); break;
+      }
+    }
+    auto m = ir::parseModule(mutant, "mutant.kir");
+    if (!m.isOk()) {
+      CHECK(m.error().code() != ErrorCode::Internal);
+      continue;
+    }
+    ++parsed;
+    (void)verify((*m)->graph());  // may reject it: types are the verifier's business
+    CHECK_FALSE(printModule(**m).empty());
+  }
+  CHECK(parsed > 0);
+}
+
 TEST_CASE("the structural hash ignores names and independent order, not structure", "[ir][hash]") {
   auto base = parse(kAddRelu);
   uint64_t h = structuralHash(base->graph());
