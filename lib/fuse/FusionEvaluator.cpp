@@ -12,7 +12,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <functional>
 #include <map>
 #include <optional>
@@ -95,7 +94,7 @@ struct FusionEvaluator::Impl {
   std::unique_ptr<FusionDatabase> database;              ///< useDatabase's
   uint64_t fingerprint = 0;                              ///< the graph's, for the database
   bool warm = false;                                     ///< a partition was timed in this process
-  std::unique_ptr<CachedModel> anchor;                      ///< the default partition, when timing is anchored
+  std::unique_ptr<CachedModel> anchor;                   ///< the default partition, when timing is anchored
   std::optional<double> anchorMs;                        ///< the default's time, measured alone
 
   /// Sets the plan's decisions and partitions it.
