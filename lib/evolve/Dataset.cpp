@@ -39,10 +39,10 @@ Expected<Dataset> loadDataset(const std::filesystem::path& dir, const ir::Graph&
     if (!std::filesystem::exists(file))
       return makeError(ErrorCode::InvalidArgument, "--data ", dir.string(), " has no ", file.filename().string(),
                        " for the model's input '", in->name(), "'");
-    KILN_ASSIGN(Tensor t, readNpy(file.string()));
     if (!in->type().isTensor() || !in->tensorType().isStatic())
       return makeError(ErrorCode::InvalidArgument, "input '", in->name(), "' is ", in->type().str(),
                        ": kiln evolve needs static input shapes (bind them with --shape)");
+    KILN_ASSIGN(Tensor t, readNpy(file.string()));
     const ir::TensorType& want = in->tensorType();
     if (t.rank() != want.rank() + 1 || !std::equal(want.dims().begin(), want.dims().end(), t.dims().begin() + 1) ||
         t.dtype() != want.dtype())

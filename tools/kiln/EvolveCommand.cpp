@@ -52,9 +52,10 @@ std::vector<double> errorBounds(evolve::Metric metric, double originalError) {
   return bounds;
 }
 
-void showProgress(const evolve::GenerationReport& g, const EvolveCliOptions& o, const evolve::VariantScore& original,
-                  evolve::Metric metric, bool terminal) {
-  const std::vector<evolve::Individual> front = evolve::paretoFront(*g.population);
+/// `front` is the generation's Pareto front (the caller records its size too).
+void showProgress(const evolve::GenerationReport& g, const std::vector<evolve::Individual>& front,
+                  const EvolveCliOptions& o, const evolve::VariantScore& original, evolve::Metric metric,
+                  bool terminal) {
   std::ostringstream os;
   os << std::fixed << "kiln evolve: generation " << g.generation << "/" << o.search.generations << "  front "
      << front.size() << "  best";
@@ -181,9 +182,10 @@ int searchMode(EvolveCliOptions o) {
   const bool terminal = isatty(STDERR_FILENO);
   nlohmann::json history = nlohmann::json::array();  // per generation: what it cost, how the front grew
   auto result = evolve::evolve(**module, **evaluator, o.search, [&](const evolve::GenerationReport& g) {
+    const std::vector<evolve::Individual> front = evolve::paretoFront(*g.population);
     history.push_back({{"generation", g.generation}, {"evaluations", g.evaluations}, {"invalid", g.invalid},
-                       {"seconds", g.seconds}, {"front", evolve::paretoFront(*g.population).size()}});
-    if (!o.quiet) showProgress(g, o, original, *metric, terminal);
+                       {"seconds", g.seconds}, {"front", front.size()}});
+    if (!o.quiet) showProgress(g, front, o, original, *metric, terminal);
   });
   if (!o.quiet && terminal) std::cerr << "\n";
   if (!result) return reportError(result.error());
