@@ -309,6 +309,14 @@ Expected<ir::Value*> lastAxisPart(DraftBuilder& b, ir::Value* x, int64_t start, 
   return slice(b, x, -1, start, start + size);
 }
 
+Expected<ir::Value*> ramp(DraftBuilder& b, int64_t n, size_t rank, size_t axis) {
+  std::vector<int64_t> values(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) values[size_t(i)] = i;
+  Dims dims(rank, 1);
+  dims[axis] = n;
+  return b.constant(Tensor::fromVector<int64_t>(dims, values));
+}
+
 }  // namespace attention
 
 Status expandContribAttention(NodeDraft& d, DraftBuilder& b) {
@@ -494,10 +502,8 @@ Status expandContribRotaryEmbedding(NodeDraft& d, DraftBuilder& b) {
   ir::Value* positions = d.inputs[1];
   if (pd.size() == 1 && pd[0] == 1) {  // one offset: positions offset .. offset + S - 1
     int64_t seq = xd.size() == 4 ? xd[2] : xd[1];
-    std::vector<int64_t> steps(static_cast<size_t>(seq));
-    for (int64_t i = 0; i < seq; ++i) steps[size_t(i)] = i;
-    KILN_ASSIGN(ir::Value* ramp, b.constant(Tensor::fromVector<int64_t>({1, seq}, steps)));
-    KILN_ASSIGN(positions, b.node("Add", {positions, ramp}, {}));
+    KILN_ASSIGN(ir::Value* steps, ramp(b, seq, 2, 1));
+    KILN_ASSIGN(positions, b.node("Add", {positions, steps}, {}));
   } else if (pd.size() != 2) {
     return Error(ErrorCode::ShapeMismatch, "position_ids must be [1] or [batch, sequence]");
   }

@@ -22,6 +22,8 @@ Expected<ir::Value*> transpose(DraftBuilder& b, ir::Value* x, const std::vector<
 Expected<ir::Value*> slice(DraftBuilder& b, ir::Value* x, int64_t axis, int64_t start, int64_t end, int64_t step = 1);
 /// Part [start, start + size) of the last axis of x.
 Expected<ir::Value*> lastAxisPart(DraftBuilder& b, ir::Value* x, int64_t start, int64_t size);
+/// Constant i64 of `rank` dims, all 1 but `axis`, holding 0 .. n-1 along `axis`.
+Expected<ir::Value*> ramp(DraftBuilder& b, int64_t n, size_t rank, size_t axis);
 
 /// The score a masked position gets: the most negative finite value of `dt`.
 double maskedScore(DType dt);

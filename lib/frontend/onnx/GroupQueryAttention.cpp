@@ -23,15 +23,6 @@ namespace {
 /// Cast's `to` for INT64 (TensorProto.DataType).
 const std::vector<std::pair<std::string, ir::Attribute>> kToInt64 = {{"to", ir::Attribute(int64_t(7))}};
 
-/// Constant i64 [1, ..., n, ..., 1] of rank 4 holding 0 .. n-1 along `axis`.
-Expected<ir::Value*> ramp(DraftBuilder& b, int64_t n, int64_t axis) {
-  std::vector<int64_t> values(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) values[size_t(i)] = i;
-  Dims dims(4, 1);
-  dims[size_t(axis)] = n;
-  return b.constant(Tensor::fromVector<int64_t>(dims, values));
-}
-
 /// Each sequence's past length [B] (i64), as ONNX Runtime reads it: 0 for a
 /// first prompt (S == total_sequence_length), else seqlens_k + 1 - S.
 Expected<ir::Value*> gqaPastLengths(DraftBuilder& b, ir::Value* seqlens, ir::Value* total, int64_t s) {
@@ -58,7 +49,7 @@ Expected<ir::Value*> gqaPresent(DraftBuilder& b, ir::Value* past, ir::Value* x, 
   const int64_t s = xd[2], length = pd[2] + s;
   KILN_ASSIGN(ir::Value* pads, int64Constant(b, {0, 0, 0, 0, 0, 0, s, 0}));
   KILN_ASSIGN(ir::Value* padded, b.node("Pad", {past, pads}, {}));
-  KILN_ASSIGN(ir::Value* row, ramp(b, length, 2));
+  KILN_ASSIGN(ir::Value* row, ramp(b, length, 4, 2));
   KILN_ASSIGN(ir::Value* at, reshape(b, pastLengths, {xd[0], 1, 1, 1}));
   KILN_ASSIGN(ir::Value* old, b.node("Less", {row, at}, {}));
   KILN_ASSIGN(ir::Value* rel, b.node("Sub", {row, at}, {}));
@@ -81,8 +72,8 @@ Expected<ir::Value*> gqaPresent(DraftBuilder& b, ir::Value* past, ir::Value* x, 
 Expected<ir::Value*> gqaBias(DraftBuilder& b, ir::Value* pastLengths, int64_t batch, int64_t s, int64_t t,
                              int64_t window, DType dt) {
   KILN_ASSIGN(ir::Value* at, reshape(b, pastLengths, {batch, 1, 1, 1}));
-  KILN_ASSIGN(ir::Value* query, ramp(b, s, 2));
-  KILN_ASSIGN(ir::Value* key, ramp(b, t, 3));
+  KILN_ASSIGN(ir::Value* query, ramp(b, s, 4, 2));
+  KILN_ASSIGN(ir::Value* key, ramp(b, t, 4, 3));
   KILN_ASSIGN(ir::Value* position, b.node("Add", {at, query}, {}));
   KILN_ASSIGN(ir::Value* keep, b.node("LessOrEqual", {key, position}, {}));
   if (window > 0) {
@@ -200,9 +191,8 @@ Status expandGroupQueryAttention(NodeDraft& d, DraftBuilder& b) {
   ir::Value* positions = nullptr;  // each new token's position: its sequence's past length + i
   if (f.rotary) {
     KILN_ASSIGN(ir::Value* at, reshape(b, pastLengths, {batch, 1}));
-    KILN_ASSIGN(ir::Value* steps, ramp(b, s, 1));
-    KILN_ASSIGN(ir::Value* step, reshape(b, steps, {1, s}));
-    KILN_ASSIGN(positions, b.node("Add", {at, step}, {}));
+    KILN_ASSIGN(ir::Value* steps, ramp(b, s, 2, 1));
+    KILN_ASSIGN(positions, b.node("Add", {at, steps}, {}));
   }
   KILN_ASSIGN(ir::Value* q4, gqaHeads(b, q, f.heads, headSize, d, f, positions));
   KILN_ASSIGN(ir::Value* k4, gqaHeads(b, k, f.kvHeads, headSize, d, f, positions));

@@ -103,6 +103,21 @@ kiln::Expected<std::vector<const char*>> stringOutput(const kiln::TensorInfo& t,
   return out;
 }
 
+using StringOutputs = std::vector<std::optional<std::vector<const char*>>>;
+
+/// The C strings of every string output of a run; non-string outputs stay empty.
+kiln::Expected<StringOutputs> stringOutputs(const kiln_model* m, const std::vector<kiln::Tensor>& out) {
+  StringOutputs strings(out.size());
+  for (size_t i = 0; i < out.size(); ++i) {
+    const kiln::TensorInfo& t = m->model->outputs()[i];
+    if (!t.strings) continue;
+    auto s = stringOutput(t, out[i]);
+    if (!s) return s.error();
+    strings[i] = std::move(*s);
+  }
+  return strings;
+}
+
 const int64_t* rangeDims(const kiln_model* m, size_t i, int which) {
   const kiln::TensorInfo* t = info(m, i, true);
   if (!t) return nullptr;
@@ -162,16 +177,13 @@ int kiln_model_run(const kiln_model* m, const void* const* inputs, void* const* 
                                 "output " + t.name + " has a data-dependent shape; use kiln_model_run_outputs"));
     auto out = m->model->run(*in);
     if (!out) return fail(out.error());
+    auto strings = stringOutputs(m, *out);
+    if (!strings) return fail(strings.error());
     for (size_t i = 0; i < out->size(); ++i) {
       if (!outputs[i]) return fail(kiln::Error(kiln::ErrorCode::ExecInput, "output buffer " + std::to_string(i) + " is null"));
-      const kiln::TensorInfo& t = m->model->outputs()[i];
-      if (!t.strings) {
-        std::memcpy(outputs[i], (*out)[i].rawData(), (*out)[i].byteSize());
-        continue;
-      }
-      auto strings = stringOutput(t, (*out)[i]);
-      if (!strings) return fail(strings.error());
-      std::memcpy(outputs[i], strings->data(), strings->size() * sizeof(const char*));
+      const auto& s = (*strings)[i];
+      if (s) std::memcpy(outputs[i], s->data(), s->size() * sizeof(const char*));
+      else std::memcpy(outputs[i], (*out)[i].rawData(), (*out)[i].byteSize());
     }
     return 0;
   } catch (const std::exception& e) {
@@ -192,15 +204,9 @@ int runIntoOutputs(const char* entry, const kiln_model* m, const void* const* in
     if (!in) return fail(in.error());
     auto out = m->model->run(*in);
     if (!out) return fail(out.error());
-    std::vector<std::optional<std::vector<const char*>>> strings(out->size());
-    for (size_t i = 0; i < out->size(); ++i) {
-      const kiln::TensorInfo& t = m->model->outputs()[i];
-      if (!t.strings) continue;
-      auto s = stringOutput(t, (*out)[i]);
-      if (!s) return fail(s.error());
-      strings[i] = std::move(*s);
-    }
-    *outputs = new kiln_outputs{std::move(*out), std::move(strings)};
+    auto strings = stringOutputs(m, *out);
+    if (!strings) return fail(strings.error());
+    *outputs = new kiln_outputs{std::move(*out), std::move(*strings)};
     return 0;
   } catch (const std::exception& e) {
     return fail(kiln::Error(kiln::ErrorCode::Internal, std::string(entry) + ": " + e.what()));
