@@ -23,6 +23,10 @@
 
 namespace kiln {
 
+namespace runtime {
+struct Executable;
+}
+
 struct TensorInfo {
   std::string name;
   DType dtype = DType::F32;
@@ -44,6 +48,8 @@ class Model {
   /// Loads an artifact; ArtifactCorrupt / ArtifactVersion errors say what is
   /// wrong (DeviceUnavailable: a CUDA artifact on a machine without a GPU).
   static Expected<std::unique_ptr<Model>> load(const std::string& path);
+  /// As load, from an artifact's bytes in memory (`name` labels errors).
+  static Expected<std::unique_ptr<Model>> loadFromMemory(const void* data, size_t size, const std::string& name = "<memory>");
   ~Model();
 
   const std::vector<TensorInfo>& inputs() const;
@@ -62,6 +68,7 @@ class Model {
 
  private:
   Model();
+  static Expected<std::unique_ptr<Model>> fromExecutable(runtime::Executable exe, const std::string& path);
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

@@ -20,39 +20,20 @@
 #include <algorithm>
 #include <iomanip>
 #include <iostream>
-#include <set>
 #include <sstream>
 
 #include "Commands.h"
-#include "ModelLoader.h"
+#include "CompileDriver.h"
 #include "kiln/codegen/Compiler.h"
 #include "kiln/codegen/cuda/CudaCompiler.h"
-#include "kiln/codegen/cuda/NvrtcCache.h"
 #include "kiln/runtime/Artifact.h"
-#include "kiln/runtime/CudaKernelTimer.h"
 #include "kiln/runtime/StepDependencies.h"
 #include "kiln/support/File.h"
-#include "kiln/support/Stopwatch.h"
 #include "kiln/support/Strings.h"
-#include "kiln/tune/TuningDatabase.h"
 
 namespace kiln::cli {
 namespace {
 
-struct CompileOptions {
-  ModelOptions model;
-  std::string target = "cpu";
-  std::string output;
-  std::string fusionPlan, saveFusionPlan;
-  std::string emitCuda;
-  std::string tuningDb;
-  std::string tuningDevice;  ///< cuda: whose records apply (default: this machine's GPU, or the database's only GPU)
-  bool showTuning = false;
-  std::string cacheDir = codegen::NvrtcCache::defaultDir();
-  bool noCache = false;
-  bool quiet = false;
-  bool noHostSteps = false;
-};
 
 std::string size(uint64_t bytes) {
   std::ostringstream os;
@@ -118,146 +99,51 @@ std::string gpuScheduleSummary(const std::vector<codegen::LoweredKernel>& kernel
   return out;
 }
 
-int compileCuda(const CompileOptions& o, const std::vector<int>& archs, ir::Module& module,
-                const codegen::CompileOptions& options, const std::string& output, double importMs, double passesMs,
-                const std::string& tuningSummary) {
-  if (!o.quiet)
-    std::cerr << "kiln: generating kernels with GPU schedules, compiling them with NVRTC " << codegen::nvrtcVersion()
-              << "\n";
-  codegen::CudaCompileOptions cuda;
-  cuda.archs = archs;
-  cuda.emitDir = o.emitCuda;
-  if (!o.noCache) cuda.cacheDir = o.cacheDir;
-  auto model = codegen::compileCudaArtifact(module.graph(), options, cuda);
-  if (!model) return reportError(model.error());
-  uint64_t cubinBytes = 0;
-  for (const runtime::CudaKernelCode& c : model->executable->cudaKernels)
-    for (const auto& cubin : c.cubins) cubinBytes += cubin.size();
-  if (Status s = saveAndReport(o, *model, output, " (" + size(cubinBytes) + " of cubins, PTX for the oldest)"); !s.isOk())
-    return reportError(s.error());
-  const codegen::CompileStats& st = model->stats;
+/// The CUDA target's report lines after saveAndReport's.
+void reportCuda(const CompileOptions& o, const CompiledModel& c) {
+  const codegen::LoweredModel& model = c.lowered;
+  const codegen::CompileStats& st = model.stats;
   std::cout << "  weights        " << size(st.weightBytes) << "\n";
-  std::cout << "  schedules      " << gpuScheduleSummary(model->kernels) << "\n";
-  if (!tuningSummary.empty()) std::cout << "  " << tuningSummary << "\n";
+  std::cout << "  schedules      " << gpuScheduleSummary(model.kernels) << "\n";
+  if (!c.tuningSummary.empty()) std::cout << "  " << c.tuningSummary << "\n";
   // What the runtime's CUDA graphs can overlap: steps that need not wait for the step before them.
-  const runtime::StepOverlap overlap = runtime::stepOverlap(*model->executable, true);
+  const runtime::StepOverlap overlap = runtime::stepOverlap(*model.executable, true);
   std::cout << "  cuda graphs    " << overlap.segments << " (kernel and library steps between host steps); " << overlap.independent
             << " of " << overlap.steps << " steps may run beside the step before them\n";
-  std::cout << "  time ms        import " << importMs << ", passes " << passesMs << ", plan " << st.planMs << ", lower "
+  std::cout << "  time ms        import " << c.importMs << ", passes " << c.passesMs << ", plan " << st.planMs << ", lower "
             << st.lowerMs << ", emit " << st.emitMs << ", nvrtc " << st.nvrtcMs << "\n";
   std::cout << "  nvrtc          " << st.nvrtcCompiled << " compiled, " << st.nvrtcCached << " from the cache"
-            << (cuda.cacheDir.empty() ? std::string(" (off)") : " in " + cuda.cacheDir) << "\n";
-  return 0;
+            << (o.noCache || o.cacheDir.empty() ? std::string(" (off)") : " in " + o.cacheDir) << "\n";
 }
 
-/// The GPU whose CUDA records --tuning-db applies: --tuning-device, else
-/// this machine's GPU, else the only GPU the database has records of.
-Expected<std::string> tuningGpu(const CompileOptions& o, const tune::TuningDatabase& db) {
-  if (!o.tuningDevice.empty()) return o.tuningDevice;
-  if (auto gpu = runtime::CudaKernelTimer::device()) return gpu->first;
-  std::set<std::string> gpus;
-  for (const tune::TuningRecord& r : db.records())
-    if (r.target == "cuda") gpus.insert(r.device);
-  if (gpus.size() > 1)
-    return makeError(ErrorCode::InvalidArgument, o.tuningDb, " holds CUDA records of ", gpus.size(), " GPUs (",
-                     joinStrings(std::vector<std::string>(gpus.begin(), gpus.end()), "; "),
-                     "): choose one with --tuning-device");
-  return gpus.empty() ? std::string() : *gpus.begin();
-}
-
-/// --tuning-db: the configurations the database gives this machine's CPU,
-/// or (cuda) the GPU tuningGpu picks; corrupt lines and (with
-/// --show-tuning) every kernel's status on stderr.
-Expected<tune::TuningApplication> applyTuning(const CompileOptions& o, ir::Graph& graph, const codegen::CompileOptions& options,
-                                              bool cuda) {
-  KILN_ASSIGN(tune::TuningDatabase db, tune::TuningDatabase::open(o.tuningDb, true));
-  for (const std::string& p : db.problems()) std::cerr << "kiln: warning: " << p << "\n";
-  KILN_ASSIGN(tune::TaskSet tasks, tune::extractTasks(graph, cuda ? codegen::KernelTarget::Gpu : codegen::KernelTarget::Cpu,
-                                                      options.fusionPlanText, options.dimRanges));
-  std::string device = tune::cpuDeviceName();
-  if (cuda) {
-    KILN_ASSIGN(device, tuningGpu(o, db));
-    if (!o.quiet && !device.empty()) std::cerr << "kiln: applying the CUDA tuning records of " << device << "\n";
-  }
-  tune::TuningApplication applied = tune::applyTuningDatabase(tasks, db, cuda ? "cuda" : "cpu", device,
-                                                              cuda ? tune::cudaToolkitName() : tune::cpuToolkitName());
-  if (o.showTuning)
-    for (const tune::KernelApplication& k : applied.kernels) {
-      std::cerr << "kiln: tuning " << k.group << " [" << k.description << "]: " << tune::applyStatusName(k.status);
-      if (k.status == tune::ApplyStatus::Applied) std::cerr << " " << codegen::configToString(k.config);
-      if (k.status == tune::ApplyStatus::Library) std::cerr << " " << k.library;
-      if (k.tunedMs > 0 && k.defaultMs > 0)
-        std::cerr << " (tuned " << k.tunedMs << " ms, default " << k.defaultMs << " ms"
-                  << (k.libraryMs > 0 ? ", " + k.library + " " + std::to_string(k.libraryMs) + " ms" : std::string()) << ")";
-      if (!k.why.empty()) std::cerr << " (" << k.why << ")";
-      if (!k.libraryUnused.empty()) std::cerr << " (library call records not used: " << k.libraryUnused << ")";
-      std::cerr << "\n";
-    }
-  return applied;
-}
-
-int compileModel(const CompileOptions& o) {
-  std::vector<int> archs;
-  const bool cuda = o.target == "cuda" || o.target.rfind("cuda:", 0) == 0;
-  if (cuda) {
-    auto a = cudaArchitectures(o.target);
-    if (!a) return reportError(a.error());
-    archs = *a;
-  } else if (o.target != "cpu") {
-    return reportError(Error(ErrorCode::InvalidArgument, "unknown target '" + o.target + "' (targets: cpu, cuda[:sm_XX,...])"));
-  } else if (!o.emitCuda.empty()) {
-    return reportError(Error(ErrorCode::InvalidArgument, "--emit-cuda needs --target cuda"));
-  }
-  if (Status s = checkPrecisionTarget(o.model, cuda); !s.isOk()) return reportError(s.error());
-  std::string output = o.output;
-  if (output.empty()) {
-    output = o.model.path.substr(0, o.model.path.rfind('.')) + ".kiln";
-  }
-  auto progress = [&](const std::string& msg) {
-    if (!o.quiet) std::cerr << "kiln: " << msg << "\n";
-  };
-  Stopwatch timer;
-  progress("importing " + o.model.path);
-  auto module = loadModel(o.model);
-  if (!module) return reportError(module.error());
-  double importMs = timer.elapsedMs();
-  timer.restart();
-  auto report = applyPipeline(**module, o.model);
-  if (!report) return reportError(report.error());
-  double passesMs = timer.elapsedMs();
-  codegen::CompileOptions options;
-  options.allowHostSteps = !o.noHostSteps;
-  options.releaseConsumedWeights = true;  // after lowering only the executable is written
-  options.dimRanges = (*module)->dimRanges;
-  options.stringInputs = (*module)->stringInputs;
-  options.stringOutputs = (*module)->stringOutputs;
-  options.allowTf32 = o.model.precision == "tf32";
-  options.libraryTactics = *codegen::parseLibraryTactics(effectiveLibraryTactics(o.model, cuda));  // checked by CLI::IsMember
-  if (!o.fusionPlan.empty()) {
-    auto text = readFile(o.fusionPlan);
-    if (!text) return reportError(text.error());
-    options.fusionPlanText = *text;
-  }
-  std::string tuningSummary;
-  if (!o.tuningDb.empty()) {
-    auto applied = applyTuning(o, (*module)->graph(), options, cuda);
-    if (!applied) return reportError(applied.error());
-    applied->applyTo(options);
-    tuningSummary = applied->summary(options.libraryTactics);
-  }
-  if (cuda) return compileCuda(o, archs, **module, options, output, importMs, passesMs, tuningSummary);
-  progress("generating kernels and object code for this CPU");
-  auto model = codegen::compileCpuArtifact((*module)->graph(), options);
-  if (!model) return reportError(model.error());
-  if (Status s = saveAndReport(o, *model, output, ""); !s.isOk()) return reportError(s.error());
-  const codegen::CompileStats& st = model->stats;
-  const runtime::Executable& exe = *model->executable;
+/// The CPU target's report lines after saveAndReport's.
+void reportCpu(const CompiledModel& c) {
+  const codegen::CompileStats& st = c.lowered.stats;
+  const runtime::Executable& exe = *c.lowered.executable;
   std::cout << "  weights        " << size(st.weightBytes) << ", object code " << size(exe.objectCodeBytes()) << " in "
             << exe.objectCode.size() << (exe.objectCode.size() == 1 ? " part" : " parts") << " (KILN_COMPILE_THREADS="
             << codegen::compileThreads() << ")\n";
-  if (!tuningSummary.empty()) std::cout << "  " << tuningSummary << "\n";
-  std::cout << "  time ms        import " << importMs << ", passes " << passesMs << ", plan " << st.planMs << ", lower "
+  if (!c.tuningSummary.empty()) std::cout << "  " << c.tuningSummary << "\n";
+  std::cout << "  time ms        import " << c.importMs << ", passes " << c.passesMs << ", plan " << st.planMs << ", lower "
             << st.lowerMs << ", llvm " << st.llvmMs << "\n";
+}
+
+int compileCommand(const CompileOptions& o) {
+  const std::string output = o.output.empty() ? o.model.path.substr(0, o.model.path.rfind('.')) + ".kiln" : o.output;
+  auto compiled = compileModel(o, [&](const std::string& msg) {
+    if (!o.quiet) std::cerr << "kiln: " << msg << "\n";
+  });
+  if (!compiled) return reportError(compiled.error());
+  std::string kernelsNote;
+  if (compiled->cuda) {
+    uint64_t cubinBytes = 0;
+    for (const runtime::CudaKernelCode& c : compiled->lowered.executable->cudaKernels)
+      for (const auto& cubin : c.cubins) cubinBytes += cubin.size();
+    kernelsNote = " (" + size(cubinBytes) + " of cubins, PTX for the oldest)";
+  }
+  if (Status s = saveAndReport(o, compiled->lowered, output, kernelsNote); !s.isOk()) return reportError(s.error());
+  if (compiled->cuda) reportCuda(o, *compiled);
+  else reportCpu(*compiled);
   return 0;
 }
 
@@ -295,7 +181,7 @@ void addCompileCommand(CLI::App& app, int& exitCode) {
   cmd->add_flag("--quiet", o->quiet, "No progress on stderr");
   cmd->callback([=, &exitCode] {
     o->model.target = o->target.rfind("cuda", 0) == 0 ? "cuda" : o->target;
-    exitCode = compileModel(*o);
+    exitCode = compileCommand(*o);
   });
 }
 

@@ -53,6 +53,16 @@ TensorInfo infoOf(const runtime::BufferSpec& b, const runtime::Executable& exe) 
 
 Expected<std::unique_ptr<Model>> Model::load(const std::string& path) {
   KILN_ASSIGN(runtime::Executable exe, runtime::loadArtifact(path));
+  return fromExecutable(std::move(exe), path);
+}
+
+Expected<std::unique_ptr<Model>> Model::loadFromMemory(const void* data, size_t size, const std::string& name) {
+  auto exe = runtime::deserializeExecutable(static_cast<const uint8_t*>(data), size);
+  if (!exe) return Error(exe.error().code(), name + ": " + exe.error().message());
+  return fromExecutable(std::move(*exe), name);
+}
+
+Expected<std::unique_ptr<Model>> Model::fromExecutable(runtime::Executable exe, const std::string& path) {
   std::unique_ptr<Model> model(new Model);
   Impl& m = *model->impl_;
   for (uint32_t id : exe.inputs) m.inputs.push_back(infoOf(exe.buffers[id], exe));
