@@ -7,7 +7,8 @@
 # the CPU code generator, and FileCheck, lit), Python's onnx/numpy/Pillow/
 # torch/torchvision (test data and model export), scikit-learn (the digits
 # that kiln evolve is tested on), pybind11 with Python's headers, venv, pip,
-# setuptools and wheel (the Python package), Node.js; and ONNX Runtime
+# setuptools and wheel (the Python package), Graphviz (rendering the DOT
+# pictures in a test), Node.js; and ONNX Runtime
 # (npm onnxruntime-node, the reference for outputs) into <repo>/.deps/ort.
 # The CUDA toolkit is expected at /usr/local/cuda (NVRTC compiles the CUDA target's kernels).
 set -euo pipefail
@@ -19,7 +20,7 @@ PACKAGES=(
   libcli11-dev nlohmann-json3-dev catch2 llvm-19-tools llvm-19-dev libzstd-dev libxgboost-dev
   libre2-dev pkg-config libpng-dev libjpeg-dev
   python3 python3-numpy python3-onnx python3-pil python3-torch python3-torchvision python3-sklearn
-  pybind11-dev python3-dev python3-venv python3-pip python3-setuptools python3-wheel
+  pybind11-dev python3-dev python3-venv python3-pip python3-setuptools python3-wheel graphviz
 )
 command -v node > /dev/null || PACKAGES+=(nodejs)
 command -v npm > /dev/null || PACKAGES+=(npm)

@@ -168,6 +168,9 @@ void addCompileCommand(CLI::App& app, int& exitCode) {
   cmd->add_option("-o,--output", o->output, "Artifact to write (default: the model's name with .kiln)");
   cmd->add_option("--fusion-plan", o->fusionPlan, "Fusion decisions to apply (a file in the --save-fusion-plan form)");
   cmd->add_option("--save-fusion-plan", o->saveFusionPlan, "Write the fusion plan used (edges, decisions, kernels) to FILE");
+  cmd->add_option("--dot-fusion", o->dotFusion,
+                  "Write the fusion plan as Graphviz DOT to FILE: one cluster per kernel, host steps filled "
+                  "(render with `dot -Tsvg FILE -o plan.svg`)");
   cmd->add_flag("--no-host-steps", o->noHostSteps,
                 "Fail instead of running ops that no kernel template compiles (extern ops, data-dependent shapes) "
                 "as host steps on the runtime's reference kernels");

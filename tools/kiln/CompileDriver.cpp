@@ -10,6 +10,7 @@
 #include <iostream>
 #include <set>
 
+#include "kiln/codegen/FusionPlan.h"
 #include "kiln/codegen/cuda/CudaCompiler.h"
 #include "kiln/runtime/CudaKernelTimer.h"
 #include "kiln/support/File.h"
@@ -66,6 +67,13 @@ Expected<tune::TuningApplication> applyTuning(const CompileOptions& o, ir::Graph
   return applied;
 }
 
+/// The lowered plan as DOT, its host steps marked (the plan's graph is still alive here).
+Status writeFusionDot(const std::string& path, const codegen::LoweredModel& lowered) {
+  std::vector<std::string> hostSteps;
+  for (const codegen::HostStepInfo& h : lowered.stats.hostSteps) hostSteps.push_back(h.name);
+  return writeFile(path, codegen::fusionPlanDot(*lowered.plan, hostSteps));
+}
+
 }  // namespace
 
 bool isCudaTarget(const std::string& target) { return target == "cuda" || target.rfind("cuda:", 0) == 0; }
@@ -112,10 +120,11 @@ Expected<CompiledModel> compileModel(const CompileOptions& o, const std::functio
     cuda.emitDir = o.emitCuda;
     if (!o.noCache) cuda.cacheDir = o.cacheDir;
     KILN_ASSIGN(out.lowered, codegen::compileCudaArtifact(module->graph(), options, cuda));
-    return out;
+  } else {
+    progress("generating kernels and object code for this CPU");
+    KILN_ASSIGN(out.lowered, codegen::compileCpuArtifact(module->graph(), options));
   }
-  progress("generating kernels and object code for this CPU");
-  KILN_ASSIGN(out.lowered, codegen::compileCpuArtifact(module->graph(), options));
+  if (!o.dotFusion.empty()) KILN_TRY(writeFusionDot(o.dotFusion, out.lowered));
   return out;
 }
 

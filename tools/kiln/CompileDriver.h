@@ -21,6 +21,7 @@ struct CompileOptions {
   std::string target = "cpu";
   std::string output;
   std::string fusionPlan, saveFusionPlan;
+  std::string dotFusion;  ///< write the fusion plan as Graphviz DOT here
   std::string emitCuda;
   std::string tuningDb;
   std::string tuningDevice;  ///< cuda: whose records apply (default: this machine's GPU, or the database's only GPU)

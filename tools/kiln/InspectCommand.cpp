@@ -2,7 +2,8 @@
 //
 // Summarises a model: inputs and outputs with types, op histogram, parameter
 // count and bytes, node count, opsets, producer and structural hash; `--ir`
-// prints the text IR (weights elided), `--json` the summary as JSON. A .kiln
+// prints the text IR (weights elided), `--json` the summary as JSON, `--dot`
+// writes the graph as Graphviz DOT. A .kiln
 // artifact is summarised from its file (no device needed): target, inputs
 // and outputs with the shape ranges it serves, steps and memory.
 //
@@ -14,11 +15,13 @@
 
 #include "Commands.h"
 #include "ModelLoader.h"
+#include "kiln/ir/GraphDot.h"
 #include "kiln/ir/OpSchema.h"
 #include "kiln/ir/Printer.h"
 #include "kiln/ir/StructuralHash.h"
 #include "kiln/runtime/Artifact.h"
 #include "kiln/select/ArchitectureFeatures.h"
+#include "kiln/support/File.h"
 #include "kiln/support/Strings.h"
 
 namespace kiln::cli {
@@ -84,15 +87,19 @@ int inspectArtifact(const std::string& path, bool asJson) {
   return 0;
 }
 
-int runInspect(const ModelOptions& options, bool printIr, bool asJson) {
+int runInspect(const ModelOptions& options, bool printIr, bool asJson, const std::string& dotPath) {
   if (options.path.ends_with(".kiln")) {
-    if (printIr) return reportError(Error(ErrorCode::InvalidArgument, "--ir needs a model (.onnx, .kir), not an artifact"));
+    if (printIr || !dotPath.empty())
+      return reportError(Error(ErrorCode::InvalidArgument, "--ir and --dot need a model (.onnx, .kir), not an artifact"));
     return inspectArtifact(options.path, asJson);
   }
   auto module = loadModel(options);
   if (!module) return reportError(module.error());
   const ir::Module& m = **module;
   const ir::Graph& g = m.graph();
+  if (!dotPath.empty()) {
+    if (Status s = writeFile(dotPath, ir::graphToDot(g)); !s.isOk()) return reportError(s.error());
+  }
   const select::ArchitectureFeatures s = select::computeFeatures(g);  // counts nodes, constants, parameters, ops
   std::vector<std::pair<std::string, int64_t>> ops(s.opHistogram.begin(), s.opHistogram.end());
   std::stable_sort(ops.begin(), ops.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
@@ -140,11 +147,14 @@ void addInspectCommand(CLI::App& app, int& exitCode) {
                                             "(target, inputs and outputs with their shape ranges, steps, memory)");
   auto options = std::make_shared<ModelOptions>();
   auto printIr = std::make_shared<bool>(false), asJson = std::make_shared<bool>(false);
+  auto dotPath = std::make_shared<std::string>();
   addModelOptions(*cmd, *options, false);
   addShapeRangeOptions(*cmd, *options);
   cmd->add_flag("--ir", *printIr, "Also print the text IR (weights elided)");
   cmd->add_flag("--json", *asJson, "Print the summary as JSON");
-  cmd->callback([=, &exitCode] { exitCode = runInspect(*options, *printIr, *asJson); });
+  cmd->add_option("--dot", *dotPath,
+                  "Also write the imported graph as Graphviz DOT to FILE (weights left out; render with `dot -Tsvg`)");
+  cmd->callback([=, &exitCode] { exitCode = runInspect(*options, *printIr, *asJson, *dotPath); });
 }
 
 }  // namespace kiln::cli

@@ -121,4 +121,9 @@ class FusionPlan {
   std::vector<int> groupIndex_;   ///< per entry of order_
 };
 
+/// The plan's graph as Graphviz DOT with one cluster per kernel group (its
+/// name and role); groups named in `hostSteps` (the host steps' names,
+/// "h<scope><id>_<op>", CompileStats::hostSteps) are drawn filled.
+std::string fusionPlanDot(const FusionPlan& plan, const std::vector<std::string>& hostSteps);
+
 }  // namespace kiln::codegen
