@@ -23,13 +23,13 @@ from typing import Any, Dict, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from . import _kiln
+from . import _kiln, passes
 from .errors import (ArgumentError, ArtifactError, CompileError, DeviceError, Error, ExecutionError, FileError,
                      InputError, InternalError, IRError, ModelError)
 
 __version__: str = _kiln.__version__
 
-__all__ = ["compile", "load", "set_threads", "Model", "TensorSpec", "Error", "ModelError", "IRError", "InputError",
+__all__ = ["compile", "load", "inspect", "passes", "set_threads", "Model", "TensorSpec", "Error", "ModelError", "IRError", "InputError",
            "ExecutionError", "FileError", "ArgumentError", "CompileError", "ArtifactError", "DeviceError",
            "InternalError", "__version__"]
 
@@ -127,8 +127,7 @@ def compile(model: Union[str, os.PathLike, bytes], target: str = "cpu",
             with open(path, "wb") as f:
                 f.write(model)
             return compile(path, target, shapes, opt_level, pipeline, precision, tuning_db, fusion_plan, verbose)
-    bindings = [f"{name}:{'x'.join(str(int(d)) for d in dims)}" for name, dims in (shapes or {}).items()]
-    native = _kiln.compile(os.fspath(model), target, bindings, int(opt_level), pipeline or "", precision,
+    native = _kiln.compile(os.fspath(model), target, _shape_bindings(shapes), int(opt_level), pipeline or "", precision,
                            os.fspath(tuning_db) if tuning_db else "", os.fspath(fusion_plan) if fusion_plan else "",
                            not verbose)
     return Model(native)
@@ -137,6 +136,27 @@ def compile(model: Union[str, os.PathLike, bytes], target: str = "cpu",
 def load(path: Union[str, os.PathLike]) -> Model:
     """Loads a .kiln artifact written by ``kiln compile`` or :meth:`Model.save`."""
     return Model(_kiln.load(os.fspath(path)))
+
+
+def _shape_bindings(shapes: Optional[Mapping[str, Sequence[int]]]) -> list:
+    return [f"{name}:{'x'.join(str(int(d)) for d in dims)}" for name, dims in (shapes or {}).items()]
+
+
+def inspect(path: Union[str, os.PathLike], shapes: Optional[Mapping[str, Sequence[int]]] = None) -> Dict[str, Any]:
+    """What ``kiln inspect`` prints, as a dict.
+
+    For a model (.onnx, .kir): ``model``, ``producer``, ``opsets``, ``inputs`` and
+    ``outputs`` (``{"name", "type"}``), ``nodes``, ``parameters``,
+    ``parameter_bytes``, ``ops`` (op type -> count) and ``structural_hash``.
+    For a .kiln artifact: ``target``, ``compiled_for``, ``inputs`` and
+    ``outputs`` (:class:`TensorSpec`) and ``scratch_bytes``.
+    """
+    path = os.fspath(path)
+    if path.endswith(".kiln"):
+        model = load(path)
+        return {"artifact": path, "target": model.target, "compiled_for": model.compiled_for, "inputs": model.inputs,
+                "outputs": model.outputs, "scratch_bytes": model.scratch_bytes}
+    return _kiln.inspect(path, _shape_bindings(shapes))
 
 
 def set_threads(threads: int) -> None:

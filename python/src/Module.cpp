@@ -16,6 +16,7 @@
 #include "Arrays.h"
 #include "CompileDriver.h"
 #include "Errors.h"
+#include "Inspect.h"
 #include "kiln/runtime/Artifact.h"
 #include "kiln/support/File.h"
 
@@ -151,6 +152,7 @@ PYBIND11_MODULE(_kiln, m) {
   m.doc() = "kiln's native core; use the kiln package, which documents every call.";
   m.attr("__version__") = KILN_VERSION;
   registerErrors(m);
+  registerInspect(m);
   py::class_<PyModel, std::shared_ptr<PyModel>>(m, "Model")
       .def("run", &PyModel::run, py::arg("inputs"))
       .def("save", &PyModel::save, py::arg("path"))

@@ -176,6 +176,28 @@ class ErrorsTest(unittest.TestCase):
         self.assertTrue(issubclass(kiln.InputError, ValueError) and issubclass(kiln.FileError, OSError))
 
 
+class InspectTest(unittest.TestCase):
+    def test_inspect_counts_what_the_onnx_file_holds(self):
+        path = os.path.join(TINY, "resnet_tiny-raw.onnx")
+        info = kiln.inspect(path)
+        graph = onnx.load(path).graph
+        self.assertEqual(info["ops"]["Conv"], sum(n.op_type == "Conv" for n in graph.node))
+        self.assertEqual(info["inputs"], [{"name": "input", "type": "f32[1,3,64,64]"}])
+        self.assertRegex(info["structural_hash"], r"^[0-9a-f]{16}$")
+        with tempfile.TemporaryDirectory() as work:
+            artifact = os.path.join(work, "m.kiln")
+            kiln.compile(path).save(artifact)
+            self.assertEqual(kiln.inspect(artifact)["target"], "cpu")
+        with self.assertRaises(kiln.FileError):
+            kiln.inspect("/nonexistent.onnx")
+
+    def test_classify_names_the_architecture(self):
+        self.assertEqual(kiln.passes.classify(os.path.join(TINY, "resnet_tiny-raw.onnx"))["classes"], ["RN"])
+        bert = kiln.passes.classify(os.path.join(TINY, "bert_tiny-raw.onnx"))
+        self.assertIn("BR", bert["classes"])
+        self.assertTrue(any("attention" in r for s in bert["scores"] for r in s["reasons"]))
+
+
 class StringsTest(unittest.TestCase):
     def test_string_tensors_in_and_out(self):
         data = onnx_bytes([helper.make_node("StringNormalizer", ["s"], ["t"], name="upper", case_change_action="UPPER")],
@@ -190,7 +212,7 @@ class StringsTest(unittest.TestCase):
 class ThreadsTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.model = kiln.compile(matmul_chain(1024, 4))
+        cls.model = kiln.compile(matmul_chain(1024, 8))
 
     def test_runs_from_threads_match_serial_runs(self):
         xs = [np.random.RandomState(i).rand(1024, 1024).astype(np.float32) for i in range(4)]
