@@ -43,6 +43,27 @@ struct TensorInfo {
   bool hasDynamicDims() const { return minDims != maxDims; }
 };
 
+/// One event of a traced run: a kernel launch, a host step, a copy or branch,
+/// or the run's prologue (inputs checked, scratch taken) and epilogue.
+struct TraceEvent {
+  std::string name;      ///< the kernel's entry point, the host step's name, "copy", "prologue", ...
+  std::string category;  ///< "kernel", "host", "copy", "control", or "runtime" (prologue, epilogue)
+  double startUs = 0, durationUs = 0;  ///< from the run's start
+  uint64_t bytes = 0;    ///< the bytes its operands address
+  std::string ops;       ///< a host step's ops ("NonZero, TopK")
+};
+
+/// The events of one run, in the order they ran, and the run's own time.
+struct RunTrace {
+  std::vector<TraceEvent> events;
+  double runUs = 0;
+};
+
+/// Runs as the Chrome trace event format (opens in Perfetto and
+/// chrome://tracing): each run one "run" event holding its steps' events,
+/// the runs one after another on the thread of `process`.
+std::string chromeTraceJson(const std::vector<RunTrace>& runs, const std::string& process);
+
 class Model {
  public:
   /// Loads an artifact; ArtifactCorrupt / ArtifactVersion errors say what is
@@ -62,6 +83,8 @@ class Model {
   /// Runs once; inputs in the order of inputs(), each of exactly its type
   /// (a dynamic dim any value in its range, the same wherever the dim recurs).
   Expected<std::vector<Tensor>> run(const std::vector<Tensor>& inputs) const;
+  /// As run(), timing every step into `trace` (CPU artifacts; KE4003 for CUDA ones).
+  Expected<std::vector<Tensor>> run(const std::vector<Tensor>& inputs, RunTrace& trace) const;
 
   /// Threads kernels use (process-wide; default: all cores).
   static void setThreads(int threads);

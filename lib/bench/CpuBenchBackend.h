@@ -12,6 +12,7 @@
 #include "AppliedTuning.h"
 #include "kiln/bench/Backend.h"
 #include "kiln/codegen/Compiler.h"
+#include "kiln/runtime/StepTrace.h"
 #include "kiln/support/Stopwatch.h"
 #include "kiln/support/ThreadPool.h"
 
@@ -45,6 +46,14 @@ class CpuCodegenBackend final : public Backend {
     KILN_ASSIGN(std::vector<Tensor> tensors, tensorInputs(inputs, "cpu"));
     KILN_ASSIGN(std::vector<Tensor> outs, model_.executor->run(tensors));
     return tensorValues(std::move(outs));
+  }
+  Expected<RunTrace> traceRun(const std::vector<RuntimeValue>& inputs) override {
+    if (!model_.executor) return Error(ErrorCode::Internal, "cpu backend: traceRun() before prepare()");
+    KILN_ASSIGN(std::vector<Tensor> tensors, tensorInputs(inputs, "cpu"));
+    std::vector<runtime::StepTiming> timeline;
+    Stopwatch timer;
+    KILN_TRY(model_.executor->run(tensors, nullptr, &timeline).status());
+    return runtime::traceOfRun(model_.executor->executable(), timeline, timer.elapsedMs());
   }
 
  private:

@@ -85,16 +85,19 @@ class Model:
         """The scratch memory one run takes (the memory plan's peak)."""
         return self._native.scratch_bytes
 
-    def run(self, inputs: Union[Mapping[str, Any], Sequence[Any]]) -> Dict[str, np.ndarray]:
+    def run(self, inputs: Union[Mapping[str, Any], Sequence[Any]],
+            trace: Optional[Union[str, os.PathLike]] = None) -> Dict[str, np.ndarray]:
         """Runs once and returns ``{output name: numpy array}``.
 
         ``inputs`` is a dict by input name, or a list in the order of
         :attr:`inputs`. Each must have the input's dtype exactly (no silent
         casts; :class:`InputError` says which to convert) and its shape (a
         dynamic dim any value in its range). The GIL is released while the
-        model runs; many threads may run one model at once.
+        model runs; many threads may run one model at once. With ``trace``, the
+        run's kernel launches, host steps and copies are timed and written to
+        that path as a Chrome trace (opens in Perfetto; CPU models).
         """
-        return self._native.run(inputs)
+        return self._native.run(inputs, os.fspath(trace) if trace else "")
 
     def save(self, path: Union[str, os.PathLike]) -> None:
         """Writes the model's .kiln artifact (``kiln run``, the C and C++ APIs and :func:`load` read it)."""

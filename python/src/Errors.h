@@ -28,6 +28,11 @@ T take(Expected<T>&& x) {
   return std::move(*x);
 }
 
+/// Raises the error of a failed status.
+inline void take(Status&& s) {
+  if (!s.isOk()) raise(s.error());
+}
+
 /// Registers the translator that turns KilnException into kiln.errors classes.
 void registerErrors(pybind11::module_& m);
 

@@ -33,7 +33,7 @@ class PyModel {
   const Model& model() const { return *model_; }
   const std::string& target() const { return target_; }
 
-  py::dict run(py::object inputs) const {
+  py::dict run(py::object inputs, const std::string& tracePath) const {
     const std::vector<TensorInfo>& specs = model_->inputs();
     std::vector<Tensor> tensors;
     if (py::isinstance<py::dict>(inputs)) {
@@ -54,11 +54,13 @@ class PyModel {
                                               "); " + std::to_string(given.size()) + " were given"));
       for (size_t i = 0; i < specs.size(); ++i) tensors.push_back(inputTensor(given[i], specs[i]));
     }
+    RunTrace trace;
     Expected<std::vector<Tensor>> out = [&] {
       py::gil_scoped_release release;
-      return model_->run(tensors);
+      return tracePath.empty() ? model_->run(tensors) : model_->run(tensors, trace);
     }();
     std::vector<Tensor> outputs = take(std::move(out));
+    if (!tracePath.empty()) take(writeFile(tracePath, chromeTraceJson({trace}, "kiln (Python)")));
     py::dict result;
     for (size_t i = 0; i < outputs.size(); ++i)
       result[py::str(model_->outputs()[i].name)] = outputArray(std::move(outputs[i]), model_->outputs()[i]);
@@ -154,7 +156,7 @@ PYBIND11_MODULE(_kiln, m) {
   registerErrors(m);
   registerInspect(m);
   py::class_<PyModel, std::shared_ptr<PyModel>>(m, "Model")
-      .def("run", &PyModel::run, py::arg("inputs"))
+      .def("run", &PyModel::run, py::arg("inputs"), py::arg("trace") = "")
       .def("save", &PyModel::save, py::arg("path"))
       .def_property_readonly("target", &PyModel::target)
       .def_property_readonly("compiled_for", [](const PyModel& p) { return p.model().compiledFor(); })

@@ -1,11 +1,12 @@
 """The Python package driven as a user drives it: compile, save, load and run
 the tiny zoo against ONNX Runtime; inputs as numpy, non-contiguous, DLPack
-(torch) and string arrays; errors as kiln.Error subclasses with their KE code
-and node; runs from threads while the GIL is free.
+(torch) and string arrays; traces; errors as kiln.Error subclasses with their
+KE code and node; runs from threads while the GIL is free.
 
     PYTHONPATH=build/python python3 tests/python/test_api.py
     KILN_EXPECT_PACKAGE_UNDER=DIR   fail unless `import kiln` came from DIR (the install test)
 """
+import json
 import os
 import sys
 import tempfile
@@ -121,6 +122,18 @@ class InputsTest(unittest.TestCase):
         y = self.model.run([np.ones((4, 3), np.float32)])["y"]
         self.assertFalse(y.flags.owndata)
         np.testing.assert_array_equal(np.from_dlpack(y), y)
+
+    def test_run_writes_a_chrome_trace(self):
+        with tempfile.TemporaryDirectory() as work:
+            path = os.path.join(work, "run.json")
+            y = self.model.run({"x": np.ones((4, 3), np.float32)}, trace=path)["y"]
+            np.testing.assert_array_equal(y, np.ones((4, 3), np.float32) * np.array([1, 2, 3], np.float32))
+            events = [e for e in json.load(open(path))["traceEvents"] if e.get("ph") == "X"]
+            run = [e for e in events if e["cat"] == "run"]
+            steps = [e for e in events if e["cat"] != "run"]
+            self.assertEqual(len(run), 1)
+            self.assertGreaterEqual(sum(e["cat"] == "kernel" for e in steps), 1)
+            self.assertAlmostEqual(sum(e["dur"] for e in steps), run[0]["dur"], delta=0.05 * run[0]["dur"])
 
     def test_dlpack_with_torch(self):
         try:

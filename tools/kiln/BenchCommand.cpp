@@ -17,6 +17,8 @@
 // shapes of its --input files (any shape in its ranges) or its opt dims;
 // --versus-artifact B alternates its runs with B's on the same inputs (an
 // artifact compiled for shape ranges against one for a single shape).
+// --trace FILE then writes --trace-runs more runs, every step timed, as a
+// Chrome trace (kiln.h: RunTrace, chromeTraceJson).
 //
 //===----------------------------------------------------------------------===//
 #include <filesystem>
@@ -30,6 +32,7 @@
 #include "ModelInputs.h"
 #include "ModelLoader.h"
 #include "kiln/bench/BenchRunner.h"
+#include "kiln/support/File.h"
 #include "kiln/support/Stopwatch.h"
 
 namespace kiln::cli {
@@ -46,6 +49,8 @@ struct BenchCommandOptions {
   std::string jsonFile;
   bool quiet = false;
   int profileRuns = 0;
+  std::string traceFile;
+  int traceRuns = 3;
   std::string tuningDb;
   bool versusUntuned = false;
   std::string versusPipeline;
@@ -88,6 +93,22 @@ int writeRecord(const BenchCommandOptions& o, const bench::BenchRecord& record) 
   return 0;
 }
 
+/// --trace: `o.traceRuns` runs with each step timed, as a Chrome trace in `o.traceFile`.
+int writeTrace(const BenchCommandOptions& o, bench::Backend& backend, const std::vector<RuntimeValue>& inputs,
+               const std::string& process, std::ostream* progress) {
+  std::vector<RunTrace> runs;
+  for (int i = 0; i < o.traceRuns; ++i) {
+    auto trace = backend.traceRun(inputs);
+    if (!trace) return reportError(trace.error());
+    runs.push_back(std::move(*trace));
+  }
+  if (Status s = writeFile(o.traceFile, chromeTraceJson(runs, process)); !s.isOk()) return reportError(s.error());
+  if (progress)
+    *progress << "kiln bench: " << o.traceRuns << " traced runs in " << o.traceFile
+              << " (open it in https://ui.perfetto.dev or chrome://tracing)\n";
+  return 0;
+}
+
 /// A compiled artifact as a bench backend: runs go through the embedding API.
 class ArtifactBackend final : public bench::Backend {
  public:
@@ -99,6 +120,12 @@ class ArtifactBackend final : public bench::Backend {
     KILN_ASSIGN(std::vector<Tensor> tensors, bench::tensorInputs(inputs, name()));
     KILN_ASSIGN(std::vector<Tensor> outputs, model_->run(tensors));
     return bench::tensorValues(std::move(outputs));
+  }
+  Expected<RunTrace> traceRun(const std::vector<RuntimeValue>& inputs) override {
+    KILN_ASSIGN(std::vector<Tensor> tensors, bench::tensorInputs(inputs, name()));
+    RunTrace trace;
+    KILN_TRY(model_->run(tensors, trace).status());
+    return trace;
   }
 
  private:
@@ -152,7 +179,8 @@ int benchArtifact(const BenchCommandOptions& o) {
     measured = bench::runBenchmark(backend, inputs, o.bench, record, progress);
   }
   if (!measured.isOk()) return reportError(measured.error());
-  return writeRecord(o, record);
+  if (int status = writeRecord(o, record)) return status;
+  return o.traceFile.empty() ? 0 : writeTrace(o, backend, inputs, record.model + " (" + backend.name() + ")", progress);
 }
 
 int benchModel(const BenchCommandOptions& o) {
@@ -236,6 +264,7 @@ int benchModel(const BenchCommandOptions& o) {
     else
       bench::printKernelProfile(std::cout, *profile, o.profileRuns);
   }
+  if (!o.traceFile.empty()) return writeTrace(o, **backend, model->inputs, record.model + " (" + o.backend + ")", progress);
   return 0;
 }
 
@@ -284,6 +313,10 @@ void addBenchCommand(CLI::App& app, int& exitCode) {
                   "After measuring, time every kernel on the device over this many runs and print the slowest "
                   "(cuda backend; every kernel, on stderr, with --format json)")
       ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--trace", o->traceFile,
+                  "After measuring, write --trace-runs runs with each kernel launch, host step and copy timed as a "
+                  "Chrome trace (JSON; opens in Perfetto and chrome://tracing; cpu backend and CPU artifacts)");
+  cmd->add_option("--trace-runs", o->traceRuns, "Runs in the --trace file")->default_val(3)->check(CLI::PositiveNumber);
   cmd->callback([=, &exitCode] {
     o->model.target = o->backend;
     exitCode = benchModel(*o);

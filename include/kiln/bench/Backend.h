@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "kiln/bench/KernelProfile.h"
+#include "kiln/kiln.h"
 #include "kiln/ir/Module.h"
 #include "kiln/support/RuntimeValue.h"
 #include "kiln/support/Status.h"
@@ -62,6 +63,13 @@ class Backend {
   virtual Expected<std::vector<KernelTime>> profileKernels(const std::vector<RuntimeValue>& inputs, int runs) {
     (void)inputs, (void)runs;
     return noKernelsToProfile(name());
+  }
+  /// One run with each step timed (kiln bench --trace): the cpu backend and
+  /// CPU artifacts; KE4003 for a backend without steps to trace.
+  virtual Expected<RunTrace> traceRun(const std::vector<RuntimeValue>& inputs) {
+    (void)inputs;
+    return Error(ErrorCode::InvalidArgument,
+                 "--trace times each step of compiled code: backend '" + name() + "' has none (use --backend cpu)");
   }
   /// KE4003: `backend` runs no device kernels for --profile to time.
   static Error noKernelsToProfile(const std::string& backend) {

@@ -23,6 +23,12 @@ class HostProgram;
 
 using KernelEntry = void (*)(void* const* args);
 
+/// When one executed step ran, in ms from the start of run().
+struct StepTiming {
+  uint32_t step = 0;
+  double startMs = 0, ms = 0;
+};
+
 class CpuExecutor {
  public:
   /// `entries` holds one entry point per exe->kernelNames.
@@ -30,8 +36,10 @@ class CpuExecutor {
   static Expected<std::unique_ptr<CpuExecutor>> create(std::shared_ptr<const Executable> exe,
                                                        std::vector<KernelEntry> entries);
   /// Runs once; inputs in model order. Thread-safe. With `stepMs`, the time of
-  /// each step is added to it (resized to the step count).
-  Expected<std::vector<Tensor>> run(const std::vector<Tensor>& inputs, std::vector<double>* stepMs = nullptr) const;
+  /// each step is added to it (resized to the step count); with `timeline`, each
+  /// executed step is appended with its start and duration.
+  Expected<std::vector<Tensor>> run(const std::vector<Tensor>& inputs, std::vector<double>* stepMs = nullptr,
+                                    std::vector<StepTiming>* timeline = nullptr) const;
   const Executable& executable() const { return *exe_; }
   const std::vector<KernelEntry>& entries() const { return entries_; }
 

@@ -43,7 +43,9 @@ Expected<std::unique_ptr<CpuExecutor>> CpuExecutor::create(std::shared_ptr<const
   return e;
 }
 
-Expected<std::vector<Tensor>> CpuExecutor::run(const std::vector<Tensor>& inputs, std::vector<double>* stepMs) const {
+Expected<std::vector<Tensor>> CpuExecutor::run(const std::vector<Tensor>& inputs, std::vector<double>* stepMs,
+                                               std::vector<StepTiming>* timeline) const {
+  const auto runStart = std::chrono::steady_clock::now();
   const Executable& exe = *exe_;
   KILN_ASSIGN(const SymbolValues symbolValues, exe.checkInputs(inputs));
   std::shared_ptr<Buffer> arena;
@@ -143,7 +145,12 @@ Expected<std::vector<Tensor>> CpuExecutor::run(const std::vector<Tensor>& inputs
         }
       }
     }
-    if (stepMs) (*stepMs)[s] += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    if (stepMs || timeline) {
+      using Ms = std::chrono::duration<double, std::milli>;
+      const double ms = Ms(std::chrono::steady_clock::now() - start).count();
+      if (stepMs) (*stepMs)[s] += ms;
+      if (timeline) timeline->push_back({uint32_t(s), Ms(start - runStart).count(), ms});
+    }
   }
   for (const BufferSpec& b : exe.buffers) {
     if (b.kind != BufferKind::Output || b.aliasOf < 0) continue;

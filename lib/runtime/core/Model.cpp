@@ -10,12 +10,14 @@
 //===----------------------------------------------------------------------===//
 #include "kiln/kiln.h"
 
+#include <chrono>
 #include <map>
 
 #include "kiln/runtime/Artifact.h"
 #include "kiln/runtime/CpuExecutor.h"
 #include "kiln/runtime/CudaExecutor.h"
 #include "kiln/runtime/ObjectLoader.h"
+#include "kiln/runtime/StepTrace.h"
 #include "kiln/support/ThreadPool.h"
 
 namespace kiln {
@@ -111,6 +113,16 @@ uint64_t Model::scratchBytes() const { return impl_->exe->arenaBytes; }
 Expected<std::vector<Tensor>> Model::run(const std::vector<Tensor>& inputs) const {
   if (impl_->cuda) return impl_->cuda->run(inputs);
   return impl_->executor->run(inputs);
+}
+
+Expected<std::vector<Tensor>> Model::run(const std::vector<Tensor>& inputs, RunTrace& trace) const {
+  if (impl_->cuda) return Error(ErrorCode::InvalidArgument, "traces of runs on a GPU are not supported yet; trace a CPU artifact");
+  std::vector<runtime::StepTiming> timeline;
+  const auto start = std::chrono::steady_clock::now();
+  KILN_ASSIGN(std::vector<Tensor> outputs, impl_->executor->run(inputs, nullptr, &timeline));
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  trace = runtime::traceOfRun(*impl_->exe, timeline, ms);
+  return outputs;
 }
 
 void Model::setThreads(int threads) { ThreadPool::global().setThreads(threads); }
