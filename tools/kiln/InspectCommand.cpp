@@ -90,7 +90,8 @@ int inspectArtifact(const std::string& path, bool asJson) {
 int runInspect(const ModelOptions& options, bool printIr, bool asJson, const std::string& dotPath) {
   if (options.path.ends_with(".kiln")) {
     if (printIr || !dotPath.empty())
-      return reportError(Error(ErrorCode::InvalidArgument, "--ir and --dot need a model (.onnx, .kir), not an artifact"));
+      return reportError(Error(ErrorCode::InvalidArgument,
+                               std::string(printIr ? "--ir" : "--dot") + " needs a model (.onnx, .kir), not an artifact"));
     return inspectArtifact(options.path, asJson);
   }
   auto module = loadModel(options);
