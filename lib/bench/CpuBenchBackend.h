@@ -50,10 +50,9 @@ class CpuCodegenBackend final : public Backend {
   Expected<RunTrace> traceRun(const std::vector<RuntimeValue>& inputs) override {
     if (!model_.executor) return Error(ErrorCode::Internal, "cpu backend: traceRun() before prepare()");
     KILN_ASSIGN(std::vector<Tensor> tensors, tensorInputs(inputs, "cpu"));
-    std::vector<runtime::StepTiming> timeline;
-    Stopwatch timer;
-    KILN_TRY(model_.executor->run(tensors, nullptr, &timeline).status());
-    return runtime::traceOfRun(model_.executor->executable(), timeline, timer.elapsedMs());
+    RunTrace trace;
+    KILN_TRY(runtime::runTraced(*model_.executor, tensors, trace).status());
+    return trace;
   }
 
  private:

@@ -1,10 +1,10 @@
 //===- kiln/runtime/StepTrace.h - A run's steps as trace events -*- C++ -*-===//
 //
-// Turns a CpuExecutor timeline into the events of kiln::RunTrace: kernel
-// launches (entry point, bytes of their parameters), host steps (name, ops),
-// copies and branches, framed by the run's prologue (from the start to the
-// first step) and epilogue (after the last step), so that the events cover
-// the run but for the loop's own gaps between steps.
+// Runs a CpuExecutor with its timeline and turns that into the events of
+// kiln::RunTrace: kernel launches (entry point, bytes of their parameters),
+// host steps (name, ops), copies and branches, framed by the run's prologue
+// (from the start to the first step) and epilogue (after the last step), so
+// that the events cover the run but for the loop's own gaps between steps.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -16,7 +16,7 @@
 
 namespace kiln::runtime {
 
-/// The trace of a run of `exe` that took `runMs` and executed `timeline`.
-RunTrace traceOfRun(const Executable& exe, const std::vector<StepTiming>& timeline, double runMs);
+/// Runs `executor` once, as CpuExecutor::run does, with every step timed into `trace`.
+Expected<std::vector<Tensor>> runTraced(const CpuExecutor& executor, const std::vector<Tensor>& inputs, RunTrace& trace);
 
 }  // namespace kiln::runtime

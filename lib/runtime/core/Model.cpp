@@ -10,7 +10,6 @@
 //===----------------------------------------------------------------------===//
 #include "kiln/kiln.h"
 
-#include <chrono>
 #include <map>
 
 #include "kiln/runtime/Artifact.h"
@@ -117,12 +116,7 @@ Expected<std::vector<Tensor>> Model::run(const std::vector<Tensor>& inputs) cons
 
 Expected<std::vector<Tensor>> Model::run(const std::vector<Tensor>& inputs, RunTrace& trace) const {
   if (impl_->cuda) return Error(ErrorCode::InvalidArgument, "traces of runs on a GPU are not supported yet; trace a CPU artifact");
-  std::vector<runtime::StepTiming> timeline;
-  const auto start = std::chrono::steady_clock::now();
-  KILN_ASSIGN(std::vector<Tensor> outputs, impl_->executor->run(inputs, nullptr, &timeline));
-  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  trace = runtime::traceOfRun(*impl_->exe, timeline, ms);
-  return outputs;
+  return runtime::runTraced(*impl_->executor, inputs, trace);
 }
 
 void Model::setThreads(int threads) { ThreadPool::global().setThreads(threads); }

@@ -1,12 +1,13 @@
 //===- lib/runtime/core/StepTrace.cpp - A run's steps as trace events -----===//
 //
-// traceOfRun names and sizes each executed step from the executable;
+// runTraced names and sizes each executed step from the executable;
 // chromeTraceJson writes runs as complete ("X") events in microseconds, each
 // run's events inside one "run" event, with the bytes and ops as arguments.
 //
 //===----------------------------------------------------------------------===//
 #include "kiln/runtime/StepTrace.h"
 
+#include <chrono>
 #include <cstdio>
 #include <sstream>
 
@@ -42,8 +43,7 @@ TraceEvent stepEvent(const Executable& exe, const KernelStep& step) {
   return e;
 }
 
-}  // namespace
-
+/// The trace of a run of `exe` that took `runMs` and executed `timeline`.
 RunTrace traceOfRun(const Executable& exe, const std::vector<StepTiming>& timeline, double runMs) {
   RunTrace t;
   t.runUs = runMs * 1000;
@@ -58,6 +58,17 @@ RunTrace traceOfRun(const Executable& exe, const std::vector<StepTiming>& timeli
   }
   if (t.runUs > endUs) t.events.push_back({"epilogue", "runtime", endUs, t.runUs - endUs, 0, "outputs returned"});
   return t;
+}
+
+}  // namespace
+
+Expected<std::vector<Tensor>> runTraced(const CpuExecutor& executor, const std::vector<Tensor>& inputs, RunTrace& trace) {
+  std::vector<StepTiming> timeline;
+  const auto start = std::chrono::steady_clock::now();
+  KILN_ASSIGN(std::vector<Tensor> outputs, executor.run(inputs, nullptr, &timeline));
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  trace = traceOfRun(executor.executable(), timeline, ms);
+  return outputs;
 }
 
 }  // namespace runtime
