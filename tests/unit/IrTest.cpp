@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 #include <catch2/catch.hpp>
 
+#include "Mutation.h"
 #include "kiln/ir/Graph.h"
 #include "kiln/ir/Module.h"
 #include "kiln/ir/OpSchema.h"
@@ -181,21 +182,10 @@ resources {
 }
 )";
   REQUIRE(ir::parseModule(text, "seed.kir").isOk());
-  uint64_t state = 99;
-  auto next = [&] { return state = state * 6364136223846793005ull + 1442695040888963407ull, state >> 33; };
+  SplitMix64 rng(99);
   int parsed = 0;
   for (int trial = 0; trial < 3000; ++trial) {
-    std::string mutant = text;
-    for (uint64_t k = 0, edits = 1 + next() % 3; k < edits && !mutant.empty(); ++k) {
-      const size_t at = next() % mutant.size();
-      switch (next() % 4) {
-        case 0: mutant[at] = char(next()); break;
-        case 1: mutant.erase(at, 1 + next() % 12); break;
-        case 2: mutant.insert(at, 1, "%@{}()[]<>:=,\"0123456789-e.x"[next() % 29]); break;
-        default: mutant.insert(at, mutant.substr(next() % mutant.size(), 1 + next() % 20)); break;
-      }
-    }
-    auto m = ir::parseModule(mutant, "mutant.kir");
+    auto m = ir::parseModule(testing::mutated(text, rng, "%@{}()[]<>:=,\"0123456789-e.x"), "mutant.kir");
     if (!m.isOk()) {
       CHECK(m.error().code() != ErrorCode::Internal);
       continue;

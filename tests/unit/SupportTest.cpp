@@ -13,6 +13,7 @@
 #include <limits>
 #include <vector>
 
+#include "Mutation.h"
 #include "kiln/support/DimExpr.h"
 #include "kiln/support/FastMath.h"
 #include "kiln/support/File.h"
@@ -310,20 +311,10 @@ TEST_CASE("mutated .npy files parse or give a file-format error, never a crash",
   auto strings = stringTensor({2}, {"abc", "grüße"});
   REQUIRE(strings.isOk());
   seeds.push_back(*serializeStringNpy(*strings));
-  uint64_t state = 12345;
-  auto next = [&] { return state = state * 6364136223846793005ull + 1442695040888963407ull, state >> 33; };
+  SplitMix64 rng(12345);
   int parsed = 0;
   for (int trial = 0; trial < 4000; ++trial) {
-    std::string bytes = seeds[size_t(trial) % seeds.size()];
-    for (uint64_t k = 0, edits = 1 + next() % 3; k < edits && !bytes.empty(); ++k) {
-      const size_t at = next() % bytes.size();
-      switch (next() % 4) {
-        case 0: bytes[at] = char(next()); break;
-        case 1: bytes.erase(at, 1 + next() % 16); break;
-        case 2: bytes.insert(at, 1, "0123456789(),:'<>|UiufbS "[next() % 25]); break;
-        default: bytes.resize(at); break;
-      }
-    }
+    const std::string bytes = testing::mutated(seeds[size_t(trial) % seeds.size()], rng, "0123456789(),:'<>|UiufbS ");
     auto r = parseNpy(bytes, "mutant.npy");
     if (r.isOk()) {
       ++parsed;
